@@ -1,0 +1,83 @@
+import type { LifecycleWitness, SessionEvent, SessionHeader, SessionId } from '../src/model'
+import type { EncodedEvent } from '../src/validate'
+
+/** One unit's state in a checkpoint row: `seq` is the last event folded into `val` (-1: none). */
+export interface CheckpointUnitRow {
+  ver: number
+  seq: number
+  val: unknown
+}
+
+/** A session's checkpoint row, written and replaced whole. */
+export interface CheckpointRow {
+  witness: LifecycleWitness
+  rows: Record<string, CheckpointUnitRow>
+}
+
+/** What a store knows of one session without reading its events. */
+export interface SessionInfo {
+  header: SessionHeader
+  /** Events in the durable log: the next append must carry this seq. */
+  length: number
+}
+
+export interface ReadRange {
+  /** First seq to read (default 0). */
+  from?: number
+  /** Seq to stop before (default: the log's end at the time of the call). */
+  to?: number
+  signal?: AbortSignal
+}
+
+/** A torn or incomplete tail that an adapter cut from a log before writing to it. */
+export interface RepairReport {
+  sessionId: SessionId
+  /** File (fs) or store (indexeddb) that was repaired. */
+  file: string
+  /** Offset the log was cut back to. */
+  offset: number
+  /** Bytes removed. */
+  bytes: number
+}
+
+/**
+ * The storage contract. It stores sessions, event ranges and checkpoint rows, and knows
+ * nothing of projections or folding: sequence rules beyond "continue the stored seq" and
+ * checkpoint policy live in the engine.
+ *
+ * Every method rejects with a `SessionfoldError`: INVALID_ARGUMENT for a bad id,
+ * SESSION_NOT_FOUND, SESSION_EXISTS, SEQ_CONFLICT, CORRUPT_LOG, STORAGE_UNAVAILABLE,
+ * STORAGE_QUOTA_EXCEEDED, CLOSED after `close()`.
+ */
+export interface StorageAdapter {
+  /** Short name for messages: 'memory', 'fs', 'indexeddb'. */
+  readonly kind: string
+  /**
+   * Creates a session, atomically with its seed events (a fork's copies of `[0, at)`;
+   * their seqs must be 0..n-1). SESSION_EXISTS when the id is taken.
+   */
+  createSession(header: SessionHeader, seed?: readonly EncodedEvent[]): Promise<void>
+  /**
+   * Appends a batch whose first seq must equal the stored length and whose seqs are
+   * contiguous; otherwise SEQ_CONFLICT and nothing is written. Atomic: after a crash the
+   * batch is there whole or not at all. Resolves once durable (per the adapter's durability).
+   */
+  append(id: SessionId, batch: readonly EncodedEvent[]): Promise<void>
+  /** Events `[from, to)` in pages, oldest first, without parsing events before `from`. */
+  readEvents(id: SessionId, range?: ReadRange): AsyncIterable<SessionEvent[]>
+  /** The header and durable length, or undefined when there is no such session. */
+  getSession(id: SessionId): Promise<SessionInfo | undefined>
+  /** Headers ordered by id, strictly after `after`, at most `limit` (default 100). */
+  listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]>
+  /** Deletes the session, its events and its checkpoint. Absent: resolves quietly. */
+  deleteSession(id: SessionId): Promise<void>
+  /** The stored row as read back, unvalidated: the engine decides whether to trust it. */
+  getCheckpoint(id: SessionId): Promise<unknown>
+  putCheckpoint(id: SessionId, row: CheckpointRow): Promise<void>
+  deleteCheckpoint(id: SessionId): Promise<void>
+  /** Waits for pending writes, then releases files or connections. Later calls: CLOSED. */
+  close(): Promise<void>
+}
+
+export const DEFAULT_LIST_LIMIT = 100
+export const MAX_LIST_LIMIT = 10_000

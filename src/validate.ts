@@ -1,0 +1,179 @@
+import { SessionfoldError, where } from './errors'
+import { SESSION_ID_PATTERN, type Json, type SessionEvent, type SessionId } from './model'
+
+/** Default limit of one encoded event: 1 MiB of UTF-8 JSON. */
+export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
+
+/** Deeper data is refused rather than risking a stack overflow while encoding or folding. */
+export const MAX_JSON_DEPTH = 512
+
+const MAX_TYPE_LENGTH = 256
+
+/** Shows a caller's value in a message without dumping it. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') {
+    const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value
+    return JSON.stringify(shown)
+  }
+  if (typeof value === 'bigint') return `${value}n`
+  if (typeof value === 'symbol' || typeof value === 'function') return typeof value
+  if (value === null || typeof value !== 'object') return String(value)
+  return Array.isArray(value) ? 'an array' : (value.constructor?.name ?? 'an object')
+}
+
+/** Throws INVALID_ARGUMENT unless `id` is 1-128 characters of `[A-Za-z0-9_-]`. */
+export function assertSessionId(id: unknown, what = 'session id'): asserts id is SessionId {
+  if (typeof id !== 'string' || !SESSION_ID_PATTERN.test(id)) {
+    throw new SessionfoldError(
+      'INVALID_ARGUMENT',
+      `${what} ${describe(id)} is not 1-128 characters of [A-Za-z0-9_-]`,
+    )
+  }
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/**
+ * Throws INVALID_ARGUMENT unless `value` is plain JSON: null, booleans, finite numbers,
+ * strings, dense arrays and plain objects, without cycles. `JSON.stringify` would silently
+ * drop or convert the rest (undefined, functions, Date, Map, NaN), so stored data would
+ * not be what the caller passed.
+ */
+export function assertPlainJson(value: unknown, context: string): asserts value is Json {
+  const problem = findNonJson(value, [], '')
+  if (problem !== undefined) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `${context} is not plain JSON: ${problem}`)
+  }
+}
+
+function findNonJson(value: unknown, ancestors: object[], path: string): string | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return undefined
+    case 'number':
+      return Number.isFinite(value) ? undefined : `${value} at ${path || 'the top'}`
+    case 'object':
+      break
+    default:
+      return `${describe(value)} at ${path || 'the top'}`
+  }
+  if (value === null) return undefined
+  if (ancestors.includes(value)) return `a cycle at ${path || 'the top'}`
+  if (ancestors.length >= MAX_JSON_DEPTH) return `nesting deeper than ${MAX_JSON_DEPTH} at ${path}`
+  ancestors.push(value)
+  try {
+    if (Array.isArray(value)) {
+      if (Object.getPrototypeOf(value) !== Array.prototype) return `${describe(value)} at ${path || 'the top'}`
+      for (let i = 0; i < value.length; i++) {
+        if (!(i in value)) return `a hole at ${path}[${i}]`
+        const p = findNonJson(value[i], ancestors, `${path}[${i}]`)
+        if (p !== undefined) return p
+      }
+      return undefined
+    }
+    if (!isPlainObject(value)) return `${describe(value)} at ${path || 'the top'}`
+    if (Object.getOwnPropertySymbols(value).length > 0) return `a symbol key at ${path || 'the top'}`
+    for (const key of Object.keys(value)) {
+      const p = findNonJson(value[key], ancestors, `${path}.${key}`)
+      if (p !== undefined) return p
+    }
+    return undefined
+  } finally {
+    ancestors.pop()
+  }
+}
+
+/** An event ready for storage: the event and its JSON encoding, made once. */
+export interface EncodedEvent {
+  readonly event: SessionEvent
+  /** `JSON.stringify(event)` with keys in the order seq, type, time, data. */
+  readonly json: string
+}
+
+export interface EventInput {
+  type: string
+  data?: Json
+  /** Epoch ms; defaults to now. */
+  time?: number
+}
+
+/**
+ * Validates one app-supplied event and encodes it with its seq.
+ * INVALID_ARGUMENT for a bad shape or non-JSON data, EVENT_TOO_LARGE over `maxBytes`.
+ */
+export function encodeEventInput(
+  input: unknown,
+  seq: number,
+  sessionId: SessionId,
+  options: { maxBytes?: number; now?: number } = {},
+): EncodedEvent {
+  const at = where(sessionId, seq)
+  if (!isPlainObject(input)) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} must be an object, got ${describe(input)}`, { sessionId, seq })
+  }
+  for (const key of Object.keys(input)) {
+    if (key !== 'type' && key !== 'data' && key !== 'time') {
+      throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} has an unknown field ${describe(key)}`, { sessionId, seq })
+    }
+  }
+  const { type, data = null, time = options.now ?? Date.now() } = input as Partial<EventInput>
+  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event type for ${at} must be a string of 1-${MAX_TYPE_LENGTH} characters, got ${describe(type)}`, { sessionId, seq })
+  }
+  if (typeof time !== 'number' || !Number.isFinite(time) || time < 0) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event time for ${at} must be a finite number >= 0, got ${describe(time)}`, { sessionId, seq })
+  }
+  try {
+    assertPlainJson(data, `event data for ${at}`)
+  } catch (err) {
+    throw new SessionfoldError('INVALID_ARGUMENT', (err as Error).message, { sessionId, seq })
+  }
+  return encodeEvent({ seq, type, time, data }, sessionId, options.maxBytes)
+}
+
+/** Encodes an event that is already known to be well-formed, enforcing the size limit. */
+export function encodeEvent(
+  event: SessionEvent,
+  sessionId: SessionId,
+  maxBytes = DEFAULT_MAX_EVENT_BYTES,
+): EncodedEvent {
+  const ordered: SessionEvent = { seq: event.seq, type: event.type, time: event.time, data: event.data }
+  const json = JSON.stringify(ordered)
+  const bytes = utf8Length(json, maxBytes)
+  if (bytes > maxBytes) {
+    throw new SessionfoldError(
+      'EVENT_TOO_LARGE',
+      `event for ${where(sessionId, event.seq)} encodes to more than ${maxBytes} bytes`,
+      { sessionId, seq: event.seq },
+    )
+  }
+  return { event: ordered, json }
+}
+
+/**
+ * UTF-8 length of `s`, exact up to `limit` (past it, any number over the limit).
+ * Every UTF-16 unit is 1-3 bytes, so most strings are decided without a loop.
+ */
+export function utf8Length(s: string, limit = Infinity): number {
+  if (s.length > limit) return s.length
+  let bytes = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) bytes += 1
+    else if (c < 0x800) bytes += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1)
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        bytes += 4
+        i++
+      } else bytes += 3
+    } else bytes += 3
+    if (bytes > limit) return bytes
+  }
+  return bytes
+}
