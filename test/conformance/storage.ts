@@ -238,6 +238,8 @@ export function storageConformance(name: string, setup: () => Promise<AdapterHar
         await expectCode(adapter.getSession(bad), 'INVALID_ARGUMENT')
         await expectCode(adapter.deleteSession(bad), 'INVALID_ARGUMENT')
         await expectCode(adapter.getCheckpoint(bad), 'INVALID_ARGUMENT')
+        await expectCode(adapter.putCheckpoint(bad, { witness: witnessOf(rootHeader('ok')), rows: {} }), 'INVALID_ARGUMENT')
+        await expectCode(adapter.deleteCheckpoint(bad), 'INVALID_ARGUMENT')
       }
       await expectCode(adapter.createSession({ ...rootHeader('y'), origin: 'subagent' }), 'INVALID_ARGUMENT')
       await expectCode(adapter.createSession({ ...rootHeader('y'), version: 2 } as never), 'INVALID_ARGUMENT')
@@ -258,6 +260,9 @@ export function storageConformance(name: string, setup: () => Promise<AdapterHar
       await expectCode(adapter.append('z', [ev('z', 0)]), 'CLOSED')
       await expectCode(adapter.getSession('z'), 'CLOSED')
       await expectCode(adapter.listSessions(), 'CLOSED')
+      await expectCode(readAll(adapter, 'z'), 'CLOSED')
+      await expectCode(adapter.createSession(rootHeader('w')), 'CLOSED')
+      await adapter.close() // a second close is harmless
     }))
 
     it('keeps everything across close and reopen', async () => {

@@ -1,0 +1,279 @@
+// IndexedDB storage for browsers and Electron renderers, on top of idb. Every write is one
+// transaction that resolves on `complete`, so a resolved append is durable (per `durability`)
+// and a failed one wrote nothing.
+import { wrap, type DBSchema, type IDBPDatabase, type IDBPObjectStore, type IDBPTransaction } from 'idb'
+import { SessionfoldError, where } from '../src/errors'
+import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
+import type { EncodedEvent } from '../src/validate'
+import {
+  READ_PAGE, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, closed,
+  exists, notFound, resolveList, resolveRange,
+} from './common'
+import type { CheckpointRow, ReadRange, SessionInfo, StorageAdapter } from './types'
+
+export interface IndexedDbAdapterOptions {
+  /** Database name (default 'sessionfold'). */
+  name?: string
+  /** 'strict' (default): a write resolves once flushed to disk. */
+  durability?: 'strict' | 'relaxed'
+  /**
+   * Default: `globalThis.indexedDB`, looked up on first use. idb recognises IDB objects by the
+   * global `IDBDatabase`, `IDBRequest`... constructors, so those must be the factory's.
+   */
+  indexedDB?: IDBFactory
+}
+
+const VERSION = 1
+
+/** The meta row holds the durable length, so an append reads it in its own transaction. */
+interface Meta {
+  header: SessionHeader
+  length: number
+}
+
+interface Schema extends DBSchema {
+  sessions: { key: SessionId; value: Meta }
+  events: { key: [SessionId, number]; value: SessionEvent }
+  checkpoints: { key: SessionId; value: CheckpointRow }
+}
+
+type StoreName = 'sessions' | 'events' | 'checkpoints'
+type Db = IDBPDatabase<Schema>
+type Tx<M extends IDBTransactionMode> = IDBPTransaction<Schema, StoreName[], M>
+
+const isNamed = (err: unknown, name: string): boolean => (err as { name?: unknown } | null)?.name === name
+
+/**
+ * Marks a request's promise as observed. When a later request in the same batch throws
+ * synchronously (DataCloneError, quota), the ones already issued reject with AbortError
+ * before anyone awaits them; the transaction's own error is what gets reported.
+ */
+const quiet = <T>(p: Promise<T>): Promise<T> => {
+  p.catch(() => {})
+  return p
+}
+
+export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): StorageAdapter {
+  const name = options.name ?? 'sessionfold'
+  const durability = options.durability ?? 'strict'
+  let connection: Promise<Db> | undefined
+  let isClosed = false
+  let closing: Promise<void> | undefined
+  const pending = new Set<Promise<unknown>>()
+
+  const check = () => {
+    if (isClosed) throw closed('indexeddb')
+  }
+  const forget = (p: Promise<Db>) => {
+    if (connection === p) connection = undefined
+  }
+
+  // idb's openDB only knows the global factory, so this is openDB over `options.indexedDB`:
+  // the same upgrade, `terminated` ('close') and `blocking` ('versionchange') hooks.
+  const connect = (): Promise<Db> => {
+    if (connection) return connection
+    const p: Promise<Db> = (async () => {
+      const factory = options.indexedDB ?? globalThis.indexedDB
+      if (!factory) throw new SessionfoldError('STORAGE_UNAVAILABLE', 'IndexedDB is not available in this environment')
+      const request = factory.open(name, VERSION)
+      request.addEventListener('upgradeneeded', () => {
+        const raw = request.result
+        for (const store of ['sessions', 'events', 'checkpoints']) {
+          if (!raw.objectStoreNames.contains(store)) raw.createObjectStore(store)
+        }
+      })
+      const db = (await wrap(request)) as unknown as Db
+      // The browser closed us (data cleared, database deleted): reopen on the next call.
+      db.addEventListener('close', () => forget(p))
+      // Another tab wants to upgrade or delete the database: step aside, reopen lazily.
+      db.addEventListener('versionchange', () => {
+        db.close()
+        forget(p)
+      })
+      return db
+    })()
+    p.catch(() => forget(p)) // a failed open is tried again by the next call
+    connection = p
+    return p
+  }
+
+  const toError = (err: unknown, op: string, id: SessionId | undefined): SessionfoldError => {
+    if (err instanceof SessionfoldError) return err
+    const subject = id === undefined ? `IndexedDB database "${name}"` : `${where(id)} in IndexedDB database "${name}"`
+    const { name: errName, message } = (err ?? {}) as { name?: unknown; message?: unknown }
+    const detail = typeof message === 'string' ? `${String(errName)}: ${message}` : String(err)
+    if (isNamed(err, 'QuotaExceededError')) {
+      return new SessionfoldError('STORAGE_QUOTA_EXCEEDED', `${op} ${subject} exceeds the storage quota; nothing was written (${detail})`, { sessionId: id, cause: err })
+    }
+    // The structured clone refused a value: the caller's data, not the store, is at fault.
+    if (isNamed(err, 'DataCloneError')) {
+      return new SessionfoldError('INVALID_ARGUMENT', `${op} ${subject}: the value cannot be stored (${detail})`, { sessionId: id, cause: err })
+    }
+    return new SessionfoldError('STORAGE_UNAVAILABLE', `${op} ${subject} failed (${detail})`, { sessionId: id, cause: err })
+  }
+
+  // Runs one operation on the shared connection and tracks it for close(). A connection closed
+  // under us (Dexie#1139) shows as InvalidStateError or a dropped promise: reopen and retry
+  // once. A failed transaction was aborted and wrote nothing, so the retry is safe.
+  const run = <T>(op: string, id: SessionId | undefined, body: (db: Db) => Promise<T>): Promise<T> => {
+    if (isClosed) return Promise.reject(closed('indexeddb'))
+    const task = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        const p = connect()
+        try {
+          return await body(await p)
+        } catch (err) {
+          if (err instanceof SessionfoldError) throw err
+          const lost = !isNamed(err, 'QuotaExceededError') && (connection !== p || isNamed(err, 'InvalidStateError'))
+          if (lost) forget(p)
+          if (!lost || attempt > 1) throw toError(err, op, id)
+        }
+      }
+    })()
+    pending.add(task)
+    const settle = () => pending.delete(task)
+    task.then(settle, settle)
+    return task
+  }
+
+  // One transaction. When the body throws, the transaction is aborted (nothing half-written);
+  // success waits for `complete`, never just a request's success.
+  const inTx = async <M extends IDBTransactionMode, T>(db: Db, stores: StoreName[], mode: M, body: (tx: Tx<M>) => Promise<T>): Promise<T> => {
+    const tx = db.transaction(stores, mode, { durability })
+    const done = tx.done
+    done.catch(() => {}) // awaited below; this only keeps an abort from going unhandled
+    let result: T
+    try {
+      result = await body(tx)
+    } catch (err) {
+      try {
+        tx.abort()
+      } catch {
+        // already finished or aborting
+      }
+      await done.catch(() => {})
+      throw err
+    }
+    await done
+    return result
+  }
+
+  const putEvents = (tx: Tx<'readwrite'>, id: SessionId, batch: readonly EncodedEvent[]) =>
+    batch.map((e) => quiet(tx.objectStore('events').put(e.event, [id, e.event.seq])))
+
+  // Checkpoint calls check the session in the same transaction: no row outlives its session.
+  const withCheckpoints = <M extends IDBTransactionMode, T>(
+    op: string, id: SessionId, mode: M,
+    body: (store: IDBPObjectStore<Schema, StoreName[], 'checkpoints', M>) => Promise<T>,
+  ): Promise<T> =>
+    run(op, id, (db) => inTx(db, ['sessions', 'checkpoints'], mode, async (tx) => {
+      if ((await tx.objectStore('sessions').getKey(id)) === undefined) throw notFound(id)
+      return body(tx.objectStore('checkpoints'))
+    }))
+
+  const getInfo = (id: SessionId): Promise<SessionInfo | undefined> =>
+    run('read', id, (db) => inTx(db, ['sessions'], 'readonly', async (tx) => {
+      const meta = await tx.objectStore('sessions').get(id)
+      return meta && { header: meta.header, length: meta.length }
+    }))
+
+  return {
+    kind: 'indexeddb',
+    async createSession(header, seed = []) {
+      check()
+      assertHeader(header)
+      assertSeed(header, seed)
+      const id = header.id
+      await run('create', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
+        const sessions = tx.objectStore('sessions')
+        if ((await sessions.getKey(id)) !== undefined) throw exists(id)
+        const added = quiet(sessions.add({ header, length: seed.length }, id))
+        await Promise.all([added, ...putEvents(tx, id, seed)])
+      }))
+    },
+    async append(id, batch) {
+      check()
+      assertSessionId(id)
+      await run('append to', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
+        const sessions = tx.objectStore('sessions')
+        const meta = await sessions.get(id)
+        if (!meta) throw notFound(id)
+        assertContinues(id, batch, meta.length)
+        const puts = putEvents(tx, id, batch)
+        await Promise.all([...puts, sessions.put({ header: meta.header, length: meta.length + batch.length }, id)])
+      }))
+    },
+    async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
+      check()
+      assertSessionId(id)
+      const info = await getInfo(id)
+      if (!info) throw notFound(id)
+      const { from, to } = resolveRange(id, range, info.length)
+      // getAll over bounded key ranges, one short transaction per page: no cursors (quadratic
+      // in fake-indexeddb) and no transaction held open while the caller works on a page.
+      for (let at = from; at < to; at += READ_PAGE) {
+        if (range?.signal?.aborted) throw cancelled(id)
+        const end = Math.min(to, at + READ_PAGE)
+        const page = await run('read', id, (db) => inTx(db, ['sessions', 'events'], 'readonly', async (tx) => {
+          const meta = await tx.objectStore('sessions').get(id)
+          // Deleted, or deleted and created again, since the read began.
+          if (!meta || meta.header.createdAt !== info.header.createdAt || meta.length < end) throw notFound(id)
+          return tx.objectStore('events').getAll(IDBKeyRange.bound([id, at], [id, end - 1]), READ_PAGE)
+        }))
+        if (page.length !== end - at || page.some((e, i) => e.seq !== at + i)) {
+          throw new SessionfoldError('CORRUPT_LOG', `${where(id, at)}: events ${at}..${end - 1} are missing or out of order in IndexedDB`, { sessionId: id, seq: at })
+        }
+        yield page
+      }
+    },
+    async getSession(id) {
+      check()
+      assertSessionId(id)
+      return getInfo(id)
+    },
+    async listSessions(options) {
+      check()
+      const { after, limit } = resolveList(options)
+      // Keys are ids, and IndexedDB orders strings by code unit: the order of compareIds.
+      const metas = await run('list', undefined, (db) => inTx(db, ['sessions'], 'readonly', (tx) =>
+        tx.objectStore('sessions').getAll(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit)))
+      return metas.map((m) => m.header)
+    },
+    async deleteSession(id) {
+      check()
+      assertSessionId(id)
+      await run('delete', id, (db) => inTx(db, ['sessions', 'events', 'checkpoints'], 'readwrite', async (tx) => {
+        await Promise.all([
+          quiet(tx.objectStore('sessions').delete(id)),
+          quiet(tx.objectStore('events').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
+          quiet(tx.objectStore('checkpoints').delete(id)),
+        ])
+      }))
+    },
+    async getCheckpoint(id) {
+      check()
+      assertSessionId(id)
+      return withCheckpoints('read checkpoint of', id, 'readonly', (store) => store.get(id))
+    },
+    async putCheckpoint(id, row) {
+      check()
+      assertSessionId(id)
+      await withCheckpoints('write checkpoint of', id, 'readwrite', (store) => store.put(row, id))
+    },
+    async deleteCheckpoint(id) {
+      check()
+      assertSessionId(id)
+      await withCheckpoints('delete checkpoint of', id, 'readwrite', (store) => store.delete(id))
+    },
+    close() {
+      closing ??= (async () => {
+        isClosed = true
+        await Promise.allSettled([...pending])
+        const p = connection
+        connection = undefined
+        if (p) (await p.catch(() => undefined))?.close()
+      })()
+      return closing
+    },
+  }
+}
