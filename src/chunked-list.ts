@@ -1,0 +1,79 @@
+// A persistent (immutable) list built for append-only folds: a stack of chunks of up to 64
+// entries, newest chunk on top. Appending copies at most the head chunk, so a fold that
+// appends to a list of D entries costs O(1), and every earlier state stays valid.
+import { z, type ZodType } from 'zod'
+
+export const CHUNK_SIZE = 64
+
+interface Node<T> {
+  readonly items: readonly T[]
+  readonly next: Node<T> | null
+}
+
+export class ChunkedList<T> implements Iterable<T> {
+  private constructor(
+    private readonly head: Node<T> | null,
+    readonly length: number,
+  ) {}
+
+  static empty<T>(): ChunkedList<T> {
+    return new ChunkedList<T>(null, 0)
+  }
+
+  /** A new list with `item` at the end; this one is unchanged. */
+  append(item: T): ChunkedList<T> {
+    const head = this.head
+    if (head && head.items.length < CHUNK_SIZE) {
+      return new ChunkedList({ items: [...head.items, item], next: head.next }, this.length + 1)
+    }
+    return new ChunkedList({ items: [item], next: head }, this.length + 1)
+  }
+
+  /** Chunks newest first, each oldest-to-newest: `[1, 64, 64, …]` for 129 entries. */
+  chunks(): (readonly T[])[] {
+    const out: (readonly T[])[] = []
+    for (let n = this.head; n; n = n.next) out.push(n.items)
+    return out
+  }
+
+  /** Oldest to newest, O(length). */
+  *[Symbol.iterator](): Iterator<T> {
+    const chunks = this.chunks()
+    for (let i = chunks.length - 1; i >= 0; i--) yield* chunks[i]!
+  }
+
+  toArray(): T[] {
+    return [...this]
+  }
+
+  /** The JSON form: chunks newest first, so nesting is two levels whatever the length. */
+  toJSON(): T[][] {
+    return this.chunks().map((c) => [...c])
+  }
+
+  /** Rebuilds a list from its JSON form (already validated by `chunkedListSchema`). */
+  static fromChunks<T>(chunks: readonly (readonly T[])[]): ChunkedList<T> {
+    let head: Node<T> | null = null
+    let length = 0
+    for (let i = chunks.length - 1; i >= 0; i--) {
+      head = { items: [...chunks[i]!], next: head }
+      length += chunks[i]!.length
+    }
+    return new ChunkedList(head, length)
+  }
+}
+
+/**
+ * Validates the JSON form strictly: no empty chunk, none over 64, every chunk below the head
+ * full (appends never leave one otherwise), every item valid; parses to a ChunkedList.
+ */
+export function chunkedListSchema<T>(item: ZodType<T>) {
+  return z
+    .array(z.array(item).min(1).max(CHUNK_SIZE))
+    .superRefine((chunks, ctx) => {
+      chunks.forEach((c, i) => {
+        if (i > 0 && c.length !== CHUNK_SIZE) ctx.addIssue({ code: 'custom', message: `chunk ${i} below the head holds ${c.length}, not ${CHUNK_SIZE}` })
+      })
+    })
+    .transform((chunks) => ChunkedList.fromChunks(chunks))
+}

@@ -1,0 +1,102 @@
+import type { ZodType } from 'zod'
+import { SessionfoldError } from './errors'
+import type { Json, SessionEvent, SessionHeader } from './model'
+import { describe } from './validate'
+
+/**
+ * A projection unit: a pure fold of a session's events into a small state, and optionally a
+ * view of that state that apps read and subscribe to.
+ *
+ * - `apply` must be pure and return the SAME state reference for an event it ignores.
+ * - `stateVersion` must be bumped whenever the state's meaning changes: checkpoints of other
+ *   versions are ignored and the unit refolds.
+ * - The state must survive `JSON.stringify` then `stateSchema.parse` (checkpoints store it so).
+ * - No `view`: a host-only unit (checkpointed, never pushed).
+ */
+export interface ProjectionDefinition<S = any, V = any> {
+  readonly key: string
+  readonly stateVersion: number
+  readonly stateSchema: ZodType<S, any>
+  init(header: SessionHeader, inheritedEventCount: number): S
+  apply(state: S, event: SessionEvent): S
+  readonly view?: { readonly schema: ZodType<V, any>; view(state: S): V }
+}
+
+/**
+ * Views by key. Apps add their own keys by declaration merging:
+ *
+ * @example
+ * declare module 'sessionfold' {
+ *   interface ProjectionMap { tokenCount: number }
+ * }
+ */
+export interface ProjectionMap {}
+
+/** Why a unit stopped folding: its apply, view or schema threw. */
+export type ProjectionFault = 'corrupt'
+
+export interface ProjectionSnapshot<M = Record<string, Json | null>> {
+  /** The last seq folded into these values (-1 for an empty log). */
+  asOfSeq: number
+  values: { [K in keyof M]: M[K] | null }
+  faults: { [K in keyof M]?: ProjectionFault }
+}
+
+const KEY = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
+
+/**
+ * Declares a projection unit; checks its shape so mistakes fail at startup, not mid-fold.
+ *
+ * @example
+ * const tokens = defineProjection({
+ *   key: 'tokenCount', stateVersion: 1, stateSchema: z.number(),
+ *   init: () => 0,
+ *   apply: (n, e) => (e.type === 'llm/usage' ? n + (e.data as { tokens: number }).tokens : n),
+ *   view: { schema: z.number(), view: (n) => n },
+ * })
+ */
+export function defineProjection<S, V = never>(def: ProjectionDefinition<S, V>): ProjectionDefinition<S, V> {
+  const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `projection ${describe(def?.key)}: ${why}`)
+  if (typeof def !== 'object' || def === null) throw bad('the definition must be an object')
+  if (typeof def.key !== 'string' || !KEY.test(def.key)) throw bad('key must be 1-64 characters of [A-Za-z0-9_.-], starting with a letter')
+  if (!Number.isSafeInteger(def.stateVersion) || def.stateVersion < 0) throw bad('stateVersion must be an integer >= 0')
+  if (typeof def.stateSchema?.safeParse !== 'function') throw bad('stateSchema must be a zod schema')
+  if (typeof def.init !== 'function' || typeof def.apply !== 'function') throw bad('init and apply must be functions')
+  if (def.view !== undefined && (typeof def.view.view !== 'function' || typeof def.view.schema?.safeParse !== 'function')) {
+    throw bad('view must be { schema, view }')
+  }
+  return Object.freeze({ ...def })
+}
+
+/** Units by key. A key registered twice must keep its stateVersion; the later definition wins. */
+export class ProjectionRegistry {
+  private readonly units = new Map<string, ProjectionDefinition>()
+
+  constructor(defs: readonly ProjectionDefinition[] = []) {
+    for (const def of defs) this.register(def)
+  }
+
+  register(def: ProjectionDefinition): void {
+    const checked = Object.isFrozen(def) ? def : defineProjection(def)
+    const existing = this.units.get(checked.key)
+    if (existing && existing.stateVersion !== checked.stateVersion) {
+      throw new SessionfoldError(
+        'INVALID_ARGUMENT',
+        `projection "${checked.key}" is already registered with stateVersion ${existing.stateVersion}, not ${checked.stateVersion}`,
+      )
+    }
+    this.units.set(checked.key, checked)
+  }
+
+  get(key: string): ProjectionDefinition | undefined {
+    return this.units.get(key)
+  }
+
+  get size(): number {
+    return this.units.size
+  }
+
+  list(): ProjectionDefinition[] {
+    return [...this.units.values()]
+  }
+}

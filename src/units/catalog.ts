@@ -1,0 +1,48 @@
+// `subagentCatalog`: the children a session spawned, in the order their facts were appended.
+import { z } from 'zod'
+import { ChunkedList, chunkedListSchema } from '../chunked-list'
+import { SessionfoldError } from '../errors'
+import { sessionIdSchema } from '../model'
+import { defineProjection } from '../projection'
+import { CATALOG, catalogFactSchema, labelSchema } from './payloads'
+
+const count = z.number().int().nonnegative()
+
+export const catalogEntrySchema = z.strictObject({
+  id: sessionIdSchema,
+  createdAt: z.number().finite().nonnegative(),
+  mode: z.enum(['one-shot', 'continuable', 'unknown', 'external']),
+  label: labelSchema.optional(),
+  seq: count,
+})
+export type CatalogEntry = z.infer<typeof catalogEntrySchema>
+
+const stateSchema = z.strictObject({ inherited: count, entries: chunkedListSchema(catalogEntrySchema) })
+export interface CatalogState {
+  inherited: number
+  entries: ChunkedList<CatalogEntry>
+}
+
+export const catalogViewSchema = z.array(catalogEntrySchema)
+
+export const subagentCatalogUnit = defineProjection<CatalogState, CatalogEntry[]>({
+  key: 'subagentCatalog',
+  stateVersion: 1,
+  stateSchema: stateSchema as unknown as z.ZodType<CatalogState>,
+  init: (_header, inherited) => ({ inherited, entries: ChunkedList.empty() }),
+  apply(state, event) {
+    // Facts copied into a fork are the original's children, not the fork's.
+    if (event.type !== CATALOG || event.seq < state.inherited) return state
+    const parsed = catalogFactSchema.safeParse(event.data)
+    if (!parsed.success) {
+      // Never skip a fact: a shortened list would be read as the truth.
+      throw new SessionfoldError('CORRUPT_LOG', `catalog fact at seq ${event.seq} is invalid: ${parsed.error.issues.map((i) => i.message).join('; ')}`, { seq: event.seq })
+    }
+    const { childId, childCreatedAt, mode, label } = parsed.data
+    const entry: CatalogEntry = label === undefined
+      ? { id: childId, createdAt: childCreatedAt, mode, seq: event.seq }
+      : { id: childId, createdAt: childCreatedAt, mode, label, seq: event.seq }
+    return { inherited: state.inherited, entries: state.entries.append(entry) }
+  },
+  view: { schema: catalogViewSchema, view: (s) => s.entries.toArray() },
+})

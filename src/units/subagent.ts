@@ -1,0 +1,30 @@
+// `subagent`: the session's own identity, last-wins over its own descriptors.
+import { z } from 'zod'
+import { defineProjection } from '../projection'
+import { DESCRIPTOR, descriptorSchema, labelSchema } from './payloads'
+
+const count = z.number().int().nonnegative()
+
+export const subagentViewSchema = z
+  .strictObject({ mode: z.enum(['one-shot', 'continuable']), label: labelSchema.optional(), seq: count })
+  .nullable()
+export type SubagentView = z.infer<typeof subagentViewSchema>
+
+const stateSchema = z.strictObject({ inherited: count, identity: subagentViewSchema })
+type State = z.infer<typeof stateSchema>
+
+export const subagentUnit = defineProjection<State, SubagentView>({
+  key: 'subagent',
+  stateVersion: 1,
+  stateSchema,
+  init: (_header, inherited) => ({ inherited, identity: null }),
+  apply(state, event) {
+    // A fork's copied prefix is not its own: it inherits no identity.
+    if (event.type !== DESCRIPTOR || event.seq < state.inherited) return state
+    const parsed = descriptorSchema.safeParse(event.data)
+    if (!parsed.success) return state.identity === null ? state : { inherited: state.inherited, identity: null }
+    const { mode, label } = parsed.data
+    return { inherited: state.inherited, identity: label === undefined ? { mode, seq: event.seq } : { mode, label, seq: event.seq } }
+  },
+  view: { schema: subagentViewSchema, view: (s) => s.identity },
+})

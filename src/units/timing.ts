@@ -1,0 +1,39 @@
+// `subagentTiming`: how many turns ran and how long they took; an own descriptor resets it.
+import { z } from 'zod'
+import { defineProjection } from '../projection'
+import { DESCRIPTOR, TURN_END, TURN_START } from './payloads'
+
+const count = z.number().int().nonnegative()
+
+export const timingViewSchema = z.strictObject({
+  turns: count,
+  settledMs: z.number().finite().nonnegative(),
+  runningSince: z.number().finite().nullable(),
+})
+export type TimingView = z.infer<typeof timingViewSchema>
+
+const stateSchema = z.strictObject({ inherited: count, ...timingViewSchema.shape })
+type State = z.infer<typeof stateSchema>
+
+export const subagentTimingUnit = defineProjection<State, TimingView>({
+  key: 'subagentTiming',
+  stateVersion: 1,
+  stateSchema,
+  init: (_header, inherited) => ({ inherited, turns: 0, settledMs: 0, runningSince: null }),
+  apply(state, event) {
+    switch (event.type) {
+      case TURN_START:
+        // A start while a turn runs is ignored: the running turn keeps its start time.
+        return state.runningSince !== null ? state : { ...state, turns: state.turns + 1, runningSince: event.time }
+      case TURN_END:
+        if (state.runningSince === null) return state
+        return { ...state, settledMs: state.settledMs + Math.max(0, event.time - state.runningSince), runningSince: null }
+      case DESCRIPTOR:
+        if (event.seq < state.inherited) return state
+        return state.turns === 0 && state.runningSince === null ? state : { inherited: state.inherited, turns: 0, settledMs: 0, runningSince: null }
+      default:
+        return state
+    }
+  },
+  view: { schema: timingViewSchema, view: ({ turns, settledMs, runningSince }) => ({ turns, settledMs, runningSince }) },
+})

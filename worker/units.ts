@@ -1,0 +1,153 @@
+// The runtime of projection units for one session: folding, fault containment, lazy views,
+// and the way states go to and come back from a checkpoint row.
+import { z } from 'zod'
+import type { CheckpointRow } from '../adapters/types'
+import { sameWitness, witnessOf, witnessSchema, type Json, type SessionEvent, type SessionHeader } from '../src/model'
+import type { ProjectionDefinition, ProjectionFault, ProjectionSnapshot } from '../src/projection'
+
+export interface UnitSlot {
+  readonly def: ProjectionDefinition
+  state: unknown
+  /** The last seq folded into `state` (-1: none). Advances even when `apply` ignored the event. */
+  seq: number
+  fault?: ProjectionFault
+  /** Why the unit faulted, for logs and verify. */
+  faultReason?: string
+  /** The view of `viewOf`, cached for one state reference. */
+  viewState?: unknown
+  viewValue?: Json | null
+}
+
+const reason = (err: unknown) => (err instanceof Error ? err.message : String(err))
+
+function faultSlot(slot: UnitSlot, err: unknown): void {
+  slot.fault = 'corrupt'
+  slot.faultReason = reason(err)
+  slot.state = undefined
+  slot.viewState = undefined
+  slot.viewValue = null
+}
+
+/** Fresh slots for a session: `init` of every unit (a throwing init is a fault, not a crash). */
+export function initSlots(defs: readonly ProjectionDefinition[], header: SessionHeader): UnitSlot[] {
+  return defs.map((def) => {
+    const slot: UnitSlot = { def, state: undefined, seq: -1 }
+    try {
+      slot.state = def.init(header, header.seedLength)
+    } catch (err) {
+      faultSlot(slot, err)
+    }
+    return slot
+  })
+}
+
+/**
+ * Folds one event into every unit that has not seen it. Returns true when some state changed
+ * (a new reference) or a unit faulted.
+ */
+export function foldEvent(slots: readonly UnitSlot[], event: SessionEvent): boolean {
+  let changed = false
+  for (const slot of slots) {
+    if (slot.fault || event.seq <= slot.seq) continue
+    try {
+      const next = slot.def.apply(slot.state, event)
+      if (next !== slot.state) {
+        slot.state = next
+        changed = true
+      }
+      slot.seq = event.seq
+    } catch (err) {
+      faultSlot(slot, err)
+      changed = true
+    }
+  }
+  return changed
+}
+
+/** The unit's view value (null when faulted), computed once per state reference and validated. */
+export function viewOf(slot: UnitSlot): Json | null {
+  const view = slot.def.view
+  if (slot.fault || !view) return null
+  if (slot.viewState === slot.state && slot.viewValue !== undefined) return slot.viewValue
+  try {
+    const value = view.view(slot.state)
+    const parsed = view.schema.safeParse(value)
+    if (!parsed.success) throw new Error(`view of "${slot.def.key}" fails its schema: ${parsed.error.issues[0]?.message}`)
+    slot.viewState = slot.state
+    slot.viewValue = (value === undefined ? null : value) as Json | null
+    return slot.viewValue
+  } catch (err) {
+    faultSlot(slot, err)
+    return null
+  }
+}
+
+export function snapshotOf(slots: readonly UnitSlot[], asOfSeq: number): ProjectionSnapshot {
+  const values: Record<string, Json | null> = {}
+  const faults: Record<string, ProjectionFault> = {}
+  for (const slot of slots) {
+    if (slot.def.view) values[slot.def.key] = viewOf(slot)
+    if (slot.fault) faults[slot.def.key] = slot.fault
+  }
+  return { asOfSeq, values, faults }
+}
+
+const checkpointRowSchema = z.strictObject({
+  witness: witnessSchema,
+  rows: z.record(z.string(), z.strictObject({ ver: z.number().int().nonnegative(), seq: z.number().int().min(-1), val: z.unknown() })),
+})
+
+/**
+ * Slots restored from a checkpoint row, and the first seq still to fold. The row is used only
+ * if its witness names this life of the session and no unit claims more than the log holds;
+ * within it, a unit is kept only if its `ver` matches and its `val` passes `stateSchema`.
+ * Anything else refolds from seq 0: the checkpoint is a cache, never the authority.
+ */
+export function restoreSlots(
+  defs: readonly ProjectionDefinition[],
+  header: SessionHeader,
+  row: unknown,
+  length: number,
+): { slots: UnitSlot[]; from: number; kept: number } {
+  const slots = initSlots(defs, header)
+  let kept = 0
+  try {
+    const parsed = checkpointRowSchema.safeParse(row)
+    const usable = parsed.success && sameWitness(parsed.data.witness as never, header) &&
+      Object.values(parsed.data.rows).every((r) => r.seq < length)
+    if (usable) {
+      for (const slot of slots) {
+        const r = parsed.data.rows[slot.def.key]
+        if (slot.fault || !r || r.ver !== slot.def.stateVersion) continue
+        const state = slot.def.stateSchema.safeParse(r.val)
+        if (!state.success) continue
+        slot.state = state.data
+        slot.seq = r.seq
+        kept++
+      }
+    }
+  } catch {
+    // A schema or transform that throws: ignore the whole row.
+    return { slots: initSlots(defs, header), from: 0, kept: 0 }
+  }
+  const live = slots.filter((s) => !s.fault)
+  const from = live.length === 0 ? length : Math.min(...live.map((s) => s.seq + 1))
+  return { slots, from, kept }
+}
+
+/** The row for the current states; faulted units and unserialisable states are left out (they refold). */
+export function checkpointRowOf(header: SessionHeader, slots: readonly UnitSlot[]): { row: CheckpointRow; skipped: string[] } {
+  const rows: CheckpointRow['rows'] = {}
+  const skipped: string[] = []
+  for (const slot of slots) {
+    if (slot.fault) continue
+    try {
+      // The JSON form is what a cold read parses, so that is what is stored, whatever the adapter.
+      const val = JSON.parse(JSON.stringify(slot.state) ?? 'null') as unknown
+      rows[slot.def.key] = { ver: slot.def.stateVersion, seq: slot.seq, val }
+    } catch {
+      skipped.push(slot.def.key)
+    }
+  }
+  return { row: { witness: witnessOf(header), rows }, skipped }
+}
