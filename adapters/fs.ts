@@ -7,6 +7,7 @@
 // and one fdatasync (group commit); sessions flush in parallel. A log is opened by reading
 // only the index and the records after its last entry, so opening costs O(tail), not O(log).
 import { randomBytes } from 'node:crypto'
+import { writeSync } from 'node:fs'
 import * as nodeFs from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -21,7 +22,14 @@ import { INDEX_STRIDE, encodeBatch, frameAt, newWindow, readFrame, scanLog, type
 import { folderOf, idOfFolder } from './fs-paths'
 import type { CheckpointRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
 
-export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'readFile' | 'rename' | 'rm' | 'stat' | 'unlink'>
+/**
+ * The file operations the adapter uses: node:fs/promises, plus a synchronous positioned write
+ * for log appends (a copy into the page cache, microseconds, which saves a thread-pool round
+ * trip per batch; the slow part, fdatasync, stays asynchronous so sessions sync in parallel).
+ */
+export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'readFile' | 'rename' | 'rm' | 'stat' | 'unlink'> & {
+  writeSync: typeof writeSync
+}
 
 export interface FsAdapterOptions {
   /** Root folder of the store. Default: `.sessionfold` in the working directory. */
@@ -32,7 +40,7 @@ export interface FsAdapterOptions {
   onRepair?: (report: RepairReport) => void
   /** Log files kept open for writing at once (default 256); the least recently used idle one is closed beyond it. */
   maxOpenFiles?: number
-  /** The file system (default `node:fs/promises`); tests inject faults such as ENOSPC here. */
+  /** The file system (default `node:fs/promises` and `writeSync`); tests inject faults such as ENOSPC here. */
   fs?: FsPromises
 }
 
@@ -43,6 +51,8 @@ const CHECKPOINT = 'checkpoint.json'
 /** Temp entries older than this are leftovers of a crash (younger ones may be another process's). */
 const STALE_TMP_MS = 10 * 60 * 1000
 const READ_CHUNK = 256 * 1024
+/** Index entries (of 64 events each) held back before writing them to events.idx. */
+const INDEX_BATCH = 8
 
 interface Pending {
   batch: readonly EncodedEvent[]
@@ -98,7 +108,7 @@ function corrupt(log: { id: SessionId; dir: string }, offset: number, what: stri
 }
 
 export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter {
-  const fs = options.fs ?? nodeFs
+  const fs: FsPromises = options.fs ?? { ...nodeFs, writeSync }
   const root = options.dir ?? '.sessionfold'
   const sessionsDir = join(root, 'sessions')
   const tmpDir = join(root, 'tmp')
@@ -169,10 +179,17 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   // ---- opening logs -------------------------------------------------------------------
 
   /** The session's log state, refreshed if another process changed the file. */
-  async function getLog(id: SessionId): Promise<Log | undefined> {
+  const writing = (log: Log) => log.flushing !== undefined || log.queue.length > 0
+
+  /**
+   * `forWrite`: an append. While we hold the log's writer handle we are its one writer (the
+   * engine's writer lock keeps other processes out, and re-reads getSession when it takes
+   * the lock), so no stat is needed to trust what we know.
+   */
+  async function getLog(id: SessionId, forWrite = false): Promise<Log | undefined> {
     if (deleting.has(id)) return undefined
     const cached = logs.get(id)
-    if (cached && (cached.flushing || cached.queue.length > 0)) return cached // we are its writer
+    if (cached && (writing(cached) || (forWrite && cached.fh))) return cached
     let p = loading.get(id)
     if (!p) {
       p = refresh(id, cached).finally(() => loading.delete(id))
@@ -191,6 +208,9 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       if (cached) forget(cached)
       return undefined
     }
+    // Our own appends may have started while we waited: then our state is the truth, and a
+    // size that grew is our own write, not another process's.
+    if (cached && writing(cached)) return cached
     if (cached && cached.ino === st.ino && st.size === cached.fileSize) return cached
     if (cached && cached.ino === st.ino && st.size > cached.fileSize && !cached.damage) {
       // Another process appended: read only what it added.
@@ -246,6 +266,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     const fh = await fs.open(join(log.dir, LOG), 'r')
     try {
       const scan = await scanLog(reader(fh), log.size, log.length, fileSize)
+      if (writing(log)) return // we began appending meanwhile: what grew is ours
       log.index.push(...scan.indexed)
       log.size = scan.end
       log.length = log.queued = scan.length
@@ -326,6 +347,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       if (other === log || other.flushing) continue
       handles.delete(other)
       other.fh = undefined
+      await storeIndex(other)
       if (!strict) await h.datasync().catch(() => {})
       await h.close().catch(() => {})
     }
@@ -334,7 +356,10 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
 
   async function flushLoop(log: Log): Promise<void> {
     try {
-      while (log.queue.length > 0) {
+      for (let first = true; log.queue.length > 0; first = false) {
+        // After a flush, one turn of the event loop: callers it woke queue their next appends
+        // now and join this group, instead of each waiting for an fdatasync of their own.
+        if (!first) await new Promise<void>((resolve) => setImmediate(resolve))
         const group = log.queue.splice(0)
         try {
           await writeGroup(log, group.length === 1 ? group[0]!.batch : group.flatMap((p) => p.batch))
@@ -365,7 +390,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     const { buf, offsets } = encodeBatch(events)
     try {
       let done = 0
-      while (done < buf.length) done += (await fh.write(buf, done, buf.length - done, log.size + done)).bytesWritten
+      while (done < buf.length) done += fs.writeSync(fh.fd, buf, done, buf.length - done, log.size + done)
       if (strict) await fh.datasync()
     } catch (err) {
       // Nothing of the group counts. If the cut fails too, the next write cuts first.
@@ -373,18 +398,22 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       await fh.truncate(log.size).then(() => { log.fileSize = log.size }, () => {})
       throw err
     }
-    const firstNew = log.index.length
     for (let i = 0; i < events.length; i++) {
       if ((log.length + i) % INDEX_STRIDE === 0) log.index.push(log.size + offsets[i]!)
     }
     log.size += buf.length
     log.fileSize = log.size
     log.length += events.length
-    if (log.index.length > firstNew && log.indexStored === firstNew) await storeIndex(log, firstNew)
+    if (log.index.length - log.indexStored >= INDEX_BATCH) await storeIndex(log)
   }
 
-  /** Appends new index entries to events.idx; a failure only means a longer scan at next open. */
-  async function storeIndex(log: Log, from: number): Promise<void> {
+  /**
+   * Appends unstored index entries to events.idx. Done every INDEX_BATCH entries and when a
+   * log is put away, not per append; a failure only means a longer scan at the next open.
+   */
+  async function storeIndex(log: Log): Promise<void> {
+    const from = log.indexStored
+    if (log.index.length <= from) return
     const buf = Buffer.allocUnsafe((log.index.length - from) * 8)
     for (let i = from; i < log.index.length; i++) buf.writeDoubleLE(log.index[i]!, (i - from) * 8)
     try {
@@ -510,7 +539,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     append(id, batch) {
       return run('append', id, async () => {
         assertSessionId(id)
-        const log = await getLog(id)
+        const log = await getLog(id, true)
         if (!log) throw notFound(id)
         if (log.damage) throw log.damage
         if (batch.length === 0) return
@@ -652,6 +681,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       isClosed = true
       while (inflight.size > 0) await Promise.allSettled([...inflight])
       await Promise.allSettled([...logs.values()].map((l) => l.flushing))
+      await Promise.allSettled([...logs.values()].map(storeIndex))
       for (const [log, fh] of handles) {
         if (!strict) await fh.datasync().catch(() => {})
         await fh.close().catch(() => {})

@@ -1,6 +1,7 @@
 // fs-only: what a crash, a torn write, a flipped byte or a full disk leaves behind, and what
 // the adapter makes of it.
 import { spawn } from 'node:child_process'
+import { writeSync } from 'node:fs'
 import * as nodeFs from 'node:fs/promises'
 import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -168,6 +169,7 @@ describe('fs adapter: other processes and files', () => {
     let syncs = 0
     const counting: FsPromises = {
       ...nodeFs,
+      writeSync,
       open: (async (...args: Parameters<typeof nodeFs.open>) => {
         const fh = await nodeFs.open(...args)
         const datasync = fh.datasync.bind(fh)
@@ -193,20 +195,12 @@ describe('fs adapter: a full disk', () => {
     let full = false
     const faulty: FsPromises = {
       ...nodeFs,
-      open: (async (...args: Parameters<typeof nodeFs.open>) => {
-        const fh = await nodeFs.open(...args)
-        const write = fh.write.bind(fh) as (...a: unknown[]) => Promise<{ bytesWritten: number }>
-        ;(fh as { write: unknown }).write = async (...wa: unknown[]) => {
-          if (full) {
-            // Half the bytes land, then the disk is full: the adapter must cut them back.
-            const [buf, off, len, pos] = wa as [Buffer, number, number, number]
-            await write(buf, off, Math.floor(len / 2), pos)
-            throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' })
-          }
-          return write(...wa)
-        }
-        return fh
-      }) as typeof nodeFs.open,
+      writeSync: ((fd: number, buf: Buffer, off: number, len: number, pos: number) => {
+        if (!full) return writeSync(fd, buf, off, len, pos)
+        // Half the bytes land, then the disk is full: the adapter must cut them back.
+        writeSync(fd, buf, off, Math.floor(len / 2), pos)
+        throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' })
+      }) as typeof writeSync,
     }
     const a = createFsAdapter({ dir, fs: faulty })
     await a.createSession(rootHeader('full'))

@@ -1,0 +1,76 @@
+// Small helpers shared by the benchmarks: summaries of repeated samples and a plain-text table.
+// Machines that run these are shared and noisy, so every figure is reported as the median of
+// several runs with its min and max, and comparisons are ratios measured within one run.
+
+export interface Summary {
+  /** Number of samples. */
+  n: number
+  median: number
+  min: number
+  max: number
+  /** The samples in the order they were taken. */
+  samples: number[]
+}
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN
+  const s = [...values].sort((a, b) => a - b)
+  const mid = s.length >> 1
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
+}
+
+export function min(values: readonly number[]): number {
+  return values.length === 0 ? Number.NaN : Math.min(...values)
+}
+
+export function max(values: readonly number[]): number {
+  return values.length === 0 ? Number.NaN : Math.max(...values)
+}
+
+export function summarize(samples: readonly number[]): Summary {
+  return { n: samples.length, median: median(samples), min: min(samples), max: max(samples), samples: [...samples] }
+}
+
+/** Element-wise a[i] / b[i]: ratios of paired samples taken in the same round. */
+export function pairRatios(a: readonly number[], b: readonly number[]): number[] {
+  if (a.length !== b.length) throw new Error(`pairRatios: ${a.length} samples vs ${b.length}`)
+  return a.map((x, i) => x / b[i]!)
+}
+
+/** Times an async function: milliseconds and its result. */
+export async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t0 = performance.now()
+  const value = await fn()
+  return { ms: performance.now() - t0, value }
+}
+
+/** A number for a table: thousands separated, `digits` decimals below 100 (3 significant-ish figures). */
+export function fmt(value: number, digits?: number): string {
+  if (!Number.isFinite(value)) return String(value)
+  const d = digits ?? (Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : Math.abs(value) >= 1 ? 2 : 3)
+  return value.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })
+}
+
+/** "median (min–max)" of a summary. */
+export function fmtSummary(s: Summary, digits?: number): string {
+  return `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})`
+}
+
+export type Align = 'left' | 'right'
+
+/** Prints rows under headers with aligned columns; numbers-looking cells are right-aligned unless told. */
+export function printTable(headers: readonly string[], rows: readonly (readonly string[])[], align?: readonly Align[]): void {
+  console.log(formatTable(headers, rows, align))
+}
+
+export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[], align?: readonly Align[]): string {
+  const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)))
+  const alignOf = (c: number): Align => align?.[c] ?? (c === 0 ? 'left' : 'right')
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, c) => (alignOf(c) === 'left' ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
+      .join('  ')
+      .trimEnd()
+  const rule = widths.map((w) => '-'.repeat(w)).join('  ')
+  return [line(headers), rule, ...rows.map((r) => line(headers.map((_, c) => r[c] ?? '')))].join('\n')
+}
