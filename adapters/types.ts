@@ -8,10 +8,14 @@ export interface CheckpointUnitRow {
   val: unknown
 }
 
-/** A session's checkpoint row, written and replaced whole. */
+/**
+ * A session's checkpoint row, written and replaced whole. `sum` (added by the engine) is a
+ * hash of the JSON of `{ witness, rows }`, so a flipped bit that still parses is not trusted.
+ */
 export interface CheckpointRow {
   witness: LifecycleWitness
   rows: Record<string, CheckpointUnitRow>
+  sum?: string
 }
 
 /** What a store knows of one session without reading its events. */

@@ -2,6 +2,7 @@
 // and the way states go to and come back from a checkpoint row.
 import { z } from 'zod'
 import type { CheckpointRow } from '../adapters/types'
+import { hash53 } from '../src/hash'
 import { sameWitness, witnessOf, witnessSchema, type Json, type SessionEvent, type SessionHeader } from '../src/model'
 import type { ProjectionDefinition, ProjectionFault, ProjectionSnapshot } from '../src/projection'
 
@@ -93,6 +94,7 @@ export function snapshotOf(slots: readonly UnitSlot[], asOfSeq: number): Project
 }
 
 const checkpointRowSchema = z.strictObject({
+  sum: z.string(),
   witness: witnessSchema,
   rows: z.record(z.string(), z.strictObject({ ver: z.number().int().nonnegative(), seq: z.number().int().min(-1), val: z.unknown() })),
 })
@@ -113,7 +115,8 @@ export function restoreSlots(
   let kept = 0
   try {
     const parsed = checkpointRowSchema.safeParse(row)
-    const usable = parsed.success && sameWitness(parsed.data.witness as never, header) &&
+    const usable = parsed.success && parsed.data.sum === sumOf(row as CheckpointRow) &&
+      sameWitness(parsed.data.witness as never, header) &&
       Object.values(parsed.data.rows).every((r) => r.seq < length)
     if (usable) {
       for (const slot of slots) {
@@ -149,5 +152,12 @@ export function checkpointRowOf(header: SessionHeader, slots: readonly UnitSlot[
       skipped.push(slot.def.key)
     }
   }
-  return { row: { witness: witnessOf(header), rows }, skipped }
+  const row: CheckpointRow = { witness: witnessOf(header), rows }
+  row.sum = sumOf(row)
+  return { row, skipped }
+}
+
+/** The hash of a row's `{ witness, rows }` as stored: read back, its JSON is the same string. */
+function sumOf(row: CheckpointRow): string {
+  return hash53(JSON.stringify({ witness: row.witness, rows: row.rows }))
 }

@@ -1,0 +1,483 @@
+// The engine: live sessions, the append pipeline (validate, durable append, fold, change feed),
+// the checkpoint policy, and cold reads. It runs in a worker or in the caller's thread alike;
+// storage is whatever adapter it is given.
+import type { StorageAdapter } from '../adapters/types'
+import { SessionfoldError, where } from '../src/errors'
+import type { Json, SessionEvent, SessionHeader, SessionId } from '../src/model'
+import { ProjectionRegistry, type ProjectionDefinition, type ProjectionFault, type ProjectionSnapshot } from '../src/projection'
+import { BUILTIN_PROJECTIONS } from '../src/units'
+import { TURN_END } from '../src/units/payloads'
+import { DEFAULT_MAX_EVENT_BYTES, assertSessionId, describe, encodeEventInput, isPlainObject, type EncodedEvent } from '../src/validate'
+import { createLocalLocks, type WriterLocks } from './locks'
+import { checkpointRowOf, foldEvent, initSlots, restoreSlots, snapshotOf, viewOf, type UnitSlot } from './units'
+
+export interface EngineOptions {
+  storage: StorageAdapter
+  /** The app's units, registered after the built-in ones. */
+  projections?: readonly ProjectionDefinition[]
+  /** Checkpoint a live session after this many events (default 256) or this long after an unsaved event (default 2000 ms). */
+  checkpoint?: { everyEvents?: number; everyMs?: number }
+  /** Largest encoded event (default 1 MiB). */
+  maxEventBytes?: number
+  /** Who holds sessions open for writing (default: this engine only). */
+  locks?: WriterLocks
+  /** Told of failures that must not fail a call, such as a checkpoint that could not be written. */
+  onError?: (err: SessionfoldError) => void
+  now?: () => number
+}
+
+export interface AppendResult {
+  firstSeq: number
+  lastSeq: number
+}
+
+/** What changed after a fold: the new `asOfSeq`, the views that differ from the last push, and the faults. */
+export interface ProjectionChange {
+  seq: number
+  values: Record<string, Json | null>
+  faults: Record<string, ProjectionFault>
+}
+
+export type ChangeListener = (change: ProjectionChange) => void
+
+/** In-flight appends of one session may hold this many encoded bytes before new ones wait. */
+const WRITE_BUFFER_BYTES = 16 * 1024 * 1024
+
+interface Live {
+  header: SessionHeader
+  slots: UnitSlot[]
+  /** Last seq folded. */
+  asOfSeq: number
+  /** Durable length: the seq after the last durable, folded event. */
+  durable: number
+  /** Length including appends in flight: the seq the next append gets. */
+  nextSeq: number
+  writer?: { release: () => Promise<void> }
+  observers: number
+  /** Folds run in seq order on this chain. */
+  chain: Promise<void>
+  inflight: number
+  inflightBytes: number
+  /** The first failure among appends in flight: the ones behind it report it too. */
+  failed?: unknown
+  sinceCheckpoint: number
+  timer?: ReturnType<typeof setTimeout>
+  checkpointing?: Promise<void>
+  checkpointAgain: boolean
+  watchers: Set<ChangeListener>
+  /** Per key, the value last pushed to watchers and its JSON. */
+  pushed: Map<string, { value: Json | null; json: string }>
+}
+
+export interface ColdRead {
+  header: SessionHeader
+  length: number
+  slots: UnitSlot[]
+  snapshot: ProjectionSnapshot
+}
+
+const closedError = () => new SessionfoldError('CLOSED', 'the engine is closed')
+
+export class Engine {
+  readonly storage: StorageAdapter
+  readonly registry: ProjectionRegistry
+  readonly locks: WriterLocks
+  private readonly defs: readonly ProjectionDefinition[]
+  private readonly everyEvents: number
+  private readonly everyMs: number
+  private readonly maxEventBytes: number
+  private readonly now: () => number
+  private readonly onError: (err: SessionfoldError) => void
+  private readonly live = new Map<SessionId, Live>()
+  private readonly loading = new Map<SessionId, Promise<Live>>()
+  private isClosed = false
+
+  constructor(options: EngineOptions) {
+    this.storage = options.storage
+    this.registry = new ProjectionRegistry([...BUILTIN_PROJECTIONS, ...(options.projections ?? [])])
+    this.defs = this.registry.list()
+    this.locks = options.locks ?? createLocalLocks()
+    this.everyEvents = positive(options.checkpoint?.everyEvents ?? 256, 'checkpoint.everyEvents')
+    this.everyMs = positive(options.checkpoint?.everyMs ?? 2000, 'checkpoint.everyMs')
+    this.maxEventBytes = positive(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, 'maxEventBytes')
+    this.now = options.now ?? Date.now
+    this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
+  }
+
+  // ---- sessions -----------------------------------------------------------------------
+
+  /** Creates a root session and opens it for writing. */
+  async createSession(options: { id?: string; cwd?: string } = {}): Promise<SessionHeader> {
+    this.open()
+    if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `createSession options must be an object, got ${describe(options)}`)
+    const id = options.id ?? newSessionId()
+    assertSessionId(id)
+    if (options.cwd !== undefined && (typeof options.cwd !== 'string' || options.cwd.length > 4096)) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `cwd of ${where(id)} must be a string of at most 4096 characters`, { sessionId: id })
+    }
+    const header: SessionHeader = { version: 1, id, createdAt: this.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }
+    if (options.cwd !== undefined) header.cwd = options.cwd
+    await this.createLive(header, [])
+    return header
+  }
+
+  /**
+   * Stores a new session (with a fork's seed), opens it for writing and writes its first
+   * checkpoint. The caller has validated the header.
+   */
+  async createLive(header: SessionHeader, seed: readonly EncodedEvent[]): Promise<Live> {
+    this.open()
+    const release = await this.locks.acquire(header.id)
+    try {
+      await this.storage.createSession(header, seed)
+    } catch (err) {
+      await release()
+      throw err
+    }
+    const slots = initSlots(this.defs, header)
+    for (const e of seed) foldEvent(slots, JSON.parse(e.json) as SessionEvent)
+    const live = newLive(header, slots, seed.length)
+    live.writer = { release }
+    this.live.set(header.id, live)
+    await this.checkpointNow(live)
+    return live
+  }
+
+  /** Opens a session for writing: SESSION_LOCKED if some client already has it so. */
+  async openSession(id: SessionId): Promise<{ header: SessionHeader; length: number }> {
+    this.open()
+    assertSessionId(id)
+    const release = await this.locks.acquire(id)
+    try {
+      const live = await this.attach(id)
+      live.writer = { release }
+      return { header: live.header, length: live.durable }
+    } catch (err) {
+      await release()
+      throw err
+    }
+  }
+
+  /** Keeps a session's projections live here without writing to it. */
+  async observe(id: SessionId): Promise<{ header: SessionHeader; length: number }> {
+    this.open()
+    assertSessionId(id)
+    const live = await this.attach(id)
+    live.observers++
+    return { header: live.header, length: live.durable }
+  }
+
+  /** Ends a writer (waiting for its appends and writing the close checkpoint) or an observer. */
+  async release(id: SessionId, role: 'writer' | 'observer'): Promise<void> {
+    const live = this.live.get(id)
+    if (!live) return
+    if (role === 'writer' && live.writer) {
+      const writer = live.writer
+      await this.settle(live)
+      await this.checkpointNow(live)
+      while (live.checkpointing) await live.checkpointing
+      live.writer = undefined
+      await writer.release()
+    } else if (role === 'observer' && live.observers > 0) {
+      live.observers--
+    }
+    if (!live.writer && live.observers === 0 && this.live.get(id) === live) {
+      this.live.delete(id)
+      live.watchers.clear()
+    }
+  }
+
+  /** Whether `id` is open for writing by some client of this store. */
+  isRunning(id: SessionId): Promise<boolean> {
+    return this.locks.isHeld(id)
+  }
+
+  /** Deletes a session that nobody holds open for writing. */
+  async deleteSession(id: SessionId): Promise<void> {
+    this.open()
+    assertSessionId(id)
+    const release = await this.locks.acquire(id) // SESSION_LOCKED while a writer has it
+    try {
+      const live = this.live.get(id)
+      if (live) {
+        this.live.delete(id)
+        live.watchers.clear()
+      }
+      await this.storage.deleteSession(id)
+    } finally {
+      await release()
+    }
+  }
+
+  private async attach(id: SessionId): Promise<Live> {
+    const existing = this.live.get(id)
+    if (existing) return existing
+    let p = this.loading.get(id)
+    if (!p) {
+      p = this.coldRead(id).then(({ header, length, slots }) => newLive(header, slots, length))
+      const done = () => this.loading.delete(id)
+      p.then(done, done)
+      this.loading.set(id, p)
+    }
+    const loaded = await p
+    const raced = this.live.get(id)
+    if (raced) return raced
+    this.live.set(id, loaded)
+    return loaded
+  }
+
+  // ---- appending ----------------------------------------------------------------------
+
+  /**
+   * Appends events to a session open for writing here. Resolves once they are durable and
+   * folded. `expectedSeq`: the seq the first event must receive, else SEQ_CONFLICT.
+   */
+  async append(id: SessionId, input: unknown, options?: { expectedSeq?: number }): Promise<AppendResult> {
+    this.open()
+    assertSessionId(id)
+    const live = this.live.get(id)
+    if (!live?.writer) throw new SessionfoldError('CLOSED', `${where(id)} is not open for writing`, { sessionId: id })
+    const inputs = Array.isArray(input) ? input : [input]
+    if (inputs.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
+    if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `append options must be an object, got ${describe(options)}`, { sessionId: id })
+    const expected = options?.expectedSeq
+    if (expected !== undefined && (!Number.isSafeInteger(expected) || expected < 0)) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `expectedSeq must be an integer >= 0, got ${describe(expected)}`, { sessionId: id })
+    }
+    while (live.inflightBytes > WRITE_BUFFER_BYTES) await live.chain // bounded write buffer
+    if (expected !== undefined && expected !== live.nextSeq) {
+      throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id)} expected seq ${expected}, but the next seq is ${live.nextSeq}`, { sessionId: id, seq: expected })
+    }
+    const now = this.now()
+    const first = live.nextSeq
+    const encoded = inputs.map((e, i) => encodeEventInput(e, first + i, id, { maxBytes: this.maxEventBytes, now }))
+    const bytes = encoded.reduce((n, e) => n + e.json.length, 0)
+    return this.write(live, encoded, bytes)
+  }
+
+  /** Sends validated, numbered events to storage, then folds them in seq order. */
+  private write(live: Live, encoded: readonly EncodedEvent[], bytes: number): Promise<AppendResult> {
+    const first = encoded[0]!.event.seq
+    live.nextSeq = first + encoded.length
+    live.inflight++
+    live.inflightBytes += bytes
+    const durable = this.storage.append(live.header.id, encoded)
+    durable.catch(() => {}) // observed on the chain below
+    const step = live.chain.then(async () => {
+      try {
+        if (live.failed !== undefined) throw live.failed
+        try {
+          await durable
+        } catch (err) {
+          live.failed = err
+          throw err
+        }
+        // Fold what a cold read will parse, so live and cold values cannot differ.
+        const events = encoded.map((e) => JSON.parse(e.json) as SessionEvent)
+        let turnEnded = false
+        for (const e of events) {
+          foldEvent(live.slots, e)
+          if (e.type === TURN_END) turnEnded = true
+        }
+        live.durable = live.asOfSeq + 1 + events.length
+        live.asOfSeq = live.durable - 1
+        this.notify(live)
+        this.afterWrite(live, events.length, turnEnded)
+      } finally {
+        live.inflightBytes -= bytes
+        if (--live.inflight === 0) {
+          // Appends numbered after a failed one failed too: number from what is durable again.
+          live.nextSeq = live.durable
+          live.failed = undefined
+        }
+      }
+    })
+    live.chain = step.catch(() => {})
+    return step.then(() => ({ firstSeq: first, lastSeq: first + encoded.length - 1 }))
+  }
+
+  /** Waits until every append in flight has settled. */
+  private async settle(live: Live): Promise<void> {
+    while (live.inflight > 0) await live.chain
+  }
+
+  // ---- checkpoints --------------------------------------------------------------------
+
+  private afterWrite(live: Live, events: number, turnEnded: boolean): void {
+    live.sinceCheckpoint += events
+    if (turnEnded || live.sinceCheckpoint >= this.everyEvents) {
+      void this.checkpointNow(live)
+    } else if (!live.timer) {
+      live.timer = setTimeout(() => {
+        live.timer = undefined
+        if (live.sinceCheckpoint > 0 && live.writer) void this.checkpointNow(live)
+      }, this.everyMs)
+      ;(live.timer as { unref?: () => void }).unref?.()
+    }
+  }
+
+  /**
+   * Writes the row of the current states. Built from folded states only, so it is never ahead
+   * of the durable log; one write at a time per session, the latest states winning.
+   */
+  private checkpointNow(live: Live): Promise<void> {
+    if (live.timer) {
+      clearTimeout(live.timer)
+      live.timer = undefined
+    }
+    if (live.checkpointing) {
+      live.checkpointAgain = true
+      return live.checkpointing
+    }
+    const { row, skipped } = checkpointRowOf(live.header, live.slots)
+    for (const key of skipped) {
+      this.onError(new SessionfoldError('INVALID_ARGUMENT', `state of projection "${key}" for ${where(live.header.id)} is not JSON; it will refold`, { sessionId: live.header.id }))
+    }
+    live.sinceCheckpoint = 0
+    live.checkpointing = this.storage
+      .putCheckpoint(live.header.id, row)
+      .catch((err: unknown) => {
+        this.onError(new SessionfoldError(
+          err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
+          `checkpoint of ${where(live.header.id, row.witness ? live.asOfSeq : undefined)} was not written: ${(err as Error)?.message ?? err}`,
+          { sessionId: live.header.id, cause: err },
+        ))
+      })
+      .finally(() => {
+        live.checkpointing = undefined
+        if (live.checkpointAgain) {
+          live.checkpointAgain = false
+          void this.checkpointNow(live)
+        }
+      })
+    return live.checkpointing
+  }
+
+  // ---- reading ------------------------------------------------------------------------
+
+  /**
+   * Folds a session from storage without keeping it: the checkpoint row where it can be
+   * trusted, then only the events after the lowest kept watermark. Never writes back.
+   */
+  async coldRead(id: SessionId, options: { signal?: AbortSignal } = {}): Promise<ColdRead> {
+    this.open()
+    assertSessionId(id)
+    const info = await this.storage.getSession(id)
+    if (!info) throw new SessionfoldError('SESSION_NOT_FOUND', `${where(id)} does not exist`, { sessionId: id })
+    const row = await this.storage.getCheckpoint(id).catch(() => undefined) // any doubt: ignore it
+    const { slots, from } = restoreSlots(this.defs, info.header, row, info.length)
+    if (from < info.length) {
+      for await (const page of this.storage.readEvents(id, { from, to: info.length, signal: options.signal })) {
+        for (const e of page) foldEvent(slots, e)
+      }
+    }
+    return { header: info.header, length: info.length, slots, snapshot: snapshotOf(slots, info.length - 1) }
+  }
+
+  /** The session's values: live if it is open here, else a cold read. */
+  async read(id: SessionId, options: { signal?: AbortSignal } = {}): Promise<ProjectionSnapshot> {
+    this.open()
+    assertSessionId(id)
+    const live = this.live.get(id)
+    return live ? snapshotOf(live.slots, live.asOfSeq) : (await this.coldRead(id, options)).snapshot
+  }
+
+  /** The live values of a session open here. */
+  snapshot(id: SessionId): ProjectionSnapshot {
+    return snapshotOf(this.liveOf(id).slots, this.liveOf(id).asOfSeq)
+  }
+
+  /** The live state of one unit (for hosts such as listChildren), or undefined when faulted. */
+  liveState(id: SessionId, key: string): { state: unknown; header: SessionHeader } | undefined {
+    const live = this.live.get(id)
+    const slot = live?.slots.find((s) => s.def.key === key)
+    return live && slot && !slot.fault ? { state: slot.state, header: live.header } : undefined
+  }
+
+  /** Pushes changes of a live session's views to `listener` until the returned function is called. */
+  watch(id: SessionId, listener: ChangeListener): () => void {
+    const live = this.liveOf(id)
+    if (live.watchers.size === 0) {
+      // Start from the current values: later pushes carry only what differs from them.
+      live.pushed.clear()
+      for (const slot of live.slots) {
+        if (!slot.def.view) continue
+        const value = viewOf(slot)
+        live.pushed.set(slot.def.key, { value, json: JSON.stringify(value) })
+      }
+    }
+    live.watchers.add(listener)
+    return () => {
+      live.watchers.delete(listener)
+    }
+  }
+
+  private notify(live: Live): void {
+    if (live.watchers.size === 0) return // views are computed only while someone listens
+    const values: Record<string, Json | null> = {}
+    const faults: Record<string, ProjectionFault> = {}
+    for (const slot of live.slots) {
+      if (slot.fault) faults[slot.def.key] = slot.fault
+      if (!slot.def.view) continue
+      const value = viewOf(slot) // cached while the state reference is unchanged
+      const last = live.pushed.get(slot.def.key)
+      if (last?.value === value) continue
+      const json = JSON.stringify(value)
+      if (last?.json === json) continue
+      live.pushed.set(slot.def.key, { value, json })
+      values[slot.def.key] = value
+    }
+    const change: ProjectionChange = { seq: live.asOfSeq, values, faults }
+    for (const listener of live.watchers) {
+      try {
+        listener(change)
+      } catch (err) {
+        this.onError(new SessionfoldError('INVALID_ARGUMENT', `a projection listener of ${where(live.header.id)} threw: ${(err as Error)?.message ?? err}`, { sessionId: live.header.id, cause: err }))
+      }
+    }
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------
+
+  /** Waits for every append, writes close checkpoints, releases locks, closes storage. */
+  async close(): Promise<void> {
+    if (this.isClosed) return
+    this.isClosed = true
+    await Promise.allSettled([...this.loading.values()])
+    for (const [id, live] of [...this.live]) {
+      if (live.writer) await this.release(id, 'writer').catch((err) => this.onError(err as SessionfoldError))
+      this.live.delete(id)
+    }
+    await this.storage.close()
+  }
+
+  private liveOf(id: SessionId): Live {
+    const live = this.live.get(id)
+    if (!live) throw new SessionfoldError('CLOSED', `${where(id)} is not open in this engine`, { sessionId: id })
+    return live
+  }
+
+  private open(): void {
+    if (this.isClosed) throw closedError()
+  }
+}
+
+function newLive(header: SessionHeader, slots: UnitSlot[], length: number): Live {
+  return {
+    header, slots, asOfSeq: length - 1, durable: length, nextSeq: length, observers: 0,
+    chain: Promise.resolve(), inflight: 0, inflightBytes: 0, sinceCheckpoint: 0, checkpointAgain: false,
+    watchers: new Set(), pushed: new Map(),
+  }
+}
+
+function positive(n: number, name: string): number {
+  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `${name} must be a number > 0, got ${describe(n)}`)
+  }
+  return n
+}
+
+/** A fresh id: 32 hex digits from crypto.randomUUID (browsers and Node alike). */
+export function newSessionId(): SessionId {
+  return globalThis.crypto.randomUUID().replace(/-/g, '')
+}
