@@ -15,6 +15,8 @@ export interface Counts {
 export interface Faults {
   append?: (id: SessionId, batch: readonly EncodedEvent[]) => Error | undefined
   putCheckpoint?: (id: SessionId) => Error | undefined
+  /** Called as each read (of events or of a checkpoint) starts. */
+  onRead?: (id: SessionId) => void
   /** Throws after this many events of a read. */
   readFailsAfter?: number
   /** Called at each checkpoint write with the inner adapter, to check invariants. */
@@ -34,6 +36,7 @@ export function instrument(inner: StorageAdapter): { adapter: StorageAdapter; co
     },
     async *readEvents(id, range?: ReadRange) {
       counts.reads.push({ id, from: range?.from ?? 0, to: range?.to })
+      faults.onRead?.(id)
       counts.readsInFlight++
       counts.maxReadsInFlight = Math.max(counts.maxReadsInFlight, counts.readsInFlight)
       try {
@@ -53,6 +56,7 @@ export function instrument(inner: StorageAdapter): { adapter: StorageAdapter; co
     deleteSession: (id) => inner.deleteSession(id),
     async getCheckpoint(id) {
       counts.checkpointReads++
+      faults.onRead?.(id)
       return inner.getCheckpoint(id)
     },
     async putCheckpoint(id, row) {

@@ -2,12 +2,16 @@
 // the checkpoint policy, and cold reads. It runs in a worker or in the caller's thread alike;
 // storage is whatever adapter it is given.
 import type { StorageAdapter } from '../adapters/types'
+import type { SubagentListEntry } from '../src/children'
 import { SessionfoldError, where } from '../src/errors'
 import type { Json, SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { ProjectionRegistry, type ProjectionDefinition, type ProjectionFault, type ProjectionSnapshot } from '../src/projection'
 import { BUILTIN_PROJECTIONS } from '../src/units'
-import { TURN_END } from '../src/units/payloads'
+import type { CatalogEntry, CatalogState } from '../src/units/catalog'
+import { CATALOG, DESCRIPTOR, TURN_END, labelSchema } from '../src/units/payloads'
+import { encodeEvent } from '../src/validate'
 import { DEFAULT_MAX_EVENT_BYTES, assertSessionId, describe, encodeEventInput, isPlainObject, type EncodedEvent } from '../src/validate'
+import { listChildren } from './children'
 import { createLocalLocks, type WriterLocks } from './locks'
 import { checkpointRowOf, foldEvent, initSlots, restoreSlots, snapshotOf, viewOf, type UnitSlot } from './units'
 
@@ -187,6 +191,12 @@ export class Engine {
     }
   }
 
+  /** The tree under a session from parent-owned catalogs (see worker/children.ts). */
+  listChildren(id: SessionId, options?: unknown): Promise<SubagentListEntry[]> {
+    this.open()
+    return listChildren(this, id, options)
+  }
+
   /** Whether `id` is open for writing by some client of this store. */
   isRunning(id: SessionId): Promise<boolean> {
     return this.locks.isHeld(id)
@@ -226,6 +236,136 @@ export class Engine {
     return loaded
   }
 
+  // ---- subagents and forks ------------------------------------------------------------
+
+  /**
+   * Creates a subagent of `parentId` (open for writing here), appends its descriptor and
+   * initial events, and only then the parent's catalog fact. If anything fails before the
+   * fact is stored, the child is deleted: a fact never names a child that is not there.
+   */
+  async spawn(parentId: SessionId, options: unknown): Promise<SessionHeader> {
+    this.open()
+    assertSessionId(parentId)
+    const parent = this.writable(parentId)
+    if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn options for ${where(parentId)} must be an object, got ${describe(options)}`, { sessionId: parentId })
+    const { mode, label, events = [], id = newSessionId() } = options as { mode?: unknown; label?: unknown; events?: unknown; id?: unknown }
+    for (const key of Object.keys(options)) {
+      if (!['mode', 'label', 'events', 'id'].includes(key)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn options for ${where(parentId)} have an unknown field ${describe(key)}`, { sessionId: parentId })
+    }
+    if (mode !== 'one-shot' && mode !== 'continuable') {
+      throw new SessionfoldError('INVALID_ARGUMENT', `spawn mode for ${where(parentId)} must be 'one-shot' or 'continuable', got ${describe(mode)}`, { sessionId: parentId })
+    }
+    if (label !== undefined && !labelSchema.safeParse(label).success) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `spawn label for ${where(parentId)} must be a string of 1-256 characters, got ${describe(label)}`, { sessionId: parentId })
+    }
+    if (mode === 'continuable' && label === undefined) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `a continuable spawn of ${where(parentId)} needs a label`, { sessionId: parentId })
+    }
+    if (!Array.isArray(events)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn events for ${where(parentId)} must be an array`, { sessionId: parentId })
+    assertSessionId(id, 'child id')
+    const header: SessionHeader = {
+      version: 1, id, createdAt: this.now(), parentSession: parentId, seedLength: 0,
+      delegationDepth: parent.header.delegationDepth + 1, origin: 'subagent',
+    }
+    if (parent.header.cwd !== undefined) header.cwd = parent.header.cwd
+    // Everything is validated and encoded before anything is written.
+    const descriptor = label === undefined ? { v: 2, mode } : { v: 2, mode, label }
+    const childEvents = [{ type: DESCRIPTOR, data: descriptor, time: header.createdAt }, ...events]
+      .map((e, i) => encodeEventInput(e, i, id, { maxBytes: this.maxEventBytes, now: header.createdAt }))
+    const factData = label === undefined
+      ? { v: 2, childId: id, childCreatedAt: header.createdAt, mode }
+      : { v: 2, childId: id, childCreatedAt: header.createdAt, mode, label }
+    encodeEventInput({ type: CATALOG, data: factData }, parent.nextSeq, parentId, { maxBytes: this.maxEventBytes })
+
+    const child = await this.createLive(header, [])
+    try {
+      await this.write(child, childEvents, childEvents.reduce((n, e) => n + e.json.length, 0))
+      await this.append(parentId, { type: CATALOG, data: factData })
+    } catch (err) {
+      await this.discard(id)
+      throw err
+    }
+    return header
+  }
+
+  /** Records in `parentId`'s catalog an execution outside this store (no local session). */
+  async recordExternal(parentId: SessionId, options: unknown): Promise<AppendResult> {
+    this.open()
+    assertSessionId(parentId)
+    this.writable(parentId)
+    if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `recordExternal options for ${where(parentId)} must be an object`, { sessionId: parentId })
+    const { childId, label } = options as { childId?: unknown; label?: unknown }
+    assertSessionId(childId, 'external child id')
+    if (label !== undefined && !labelSchema.safeParse(label).success) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `external label for ${where(parentId)} must be a string of 1-256 characters, got ${describe(label)}`, { sessionId: parentId })
+    }
+    const data = label === undefined
+      ? { v: 2, childId, childCreatedAt: this.now(), mode: 'external' }
+      : { v: 2, childId, childCreatedAt: this.now(), mode: 'external', label }
+    return this.append(parentId, { type: CATALOG, data })
+  }
+
+  /**
+   * A new session whose log starts with copies of `sourceId`'s events `[0, at)` (default: all
+   * durable events); its units start with inheritedEventCount = at, so it inherits no
+   * children and no identity. Open for writing here.
+   */
+  async fork(sourceId: SessionId, options: unknown = {}): Promise<SessionHeader> {
+    this.open()
+    assertSessionId(sourceId)
+    if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `fork options for ${where(sourceId)} must be an object`, { sessionId: sourceId })
+    const { at: atOption, id = newSessionId() } = options as { at?: unknown; id?: unknown }
+    assertSessionId(id, 'fork id')
+    const live = this.live.get(sourceId)
+    if (live) await this.settle(live)
+    const info = live ? { header: live.header, length: live.durable } : await this.storage.getSession(sourceId)
+    if (!info) throw new SessionfoldError('SESSION_NOT_FOUND', `${where(sourceId)} does not exist`, { sessionId: sourceId })
+    const at = atOption ?? info.length
+    if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0 || at > info.length) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `fork of ${where(sourceId)}: at must be an integer in 0..${info.length}, got ${describe(at)}`, { sessionId: sourceId })
+    }
+    const seed: EncodedEvent[] = []
+    for await (const page of this.storage.readEvents(sourceId, { from: 0, to: at })) {
+      for (const e of page) seed.push(encodeEvent(e, id, Number.MAX_SAFE_INTEGER))
+    }
+    const header: SessionHeader = {
+      version: 1, id, createdAt: this.now(), seedLength: at,
+      delegationDepth: info.header.delegationDepth, origin: 'fork', forkedFrom: sourceId,
+    }
+    if (info.header.cwd !== undefined) header.cwd = info.header.cwd
+    await this.createLive(header, seed)
+    return header
+  }
+
+  /** Deletes a session this engine just created and still holds (spawn's undo). */
+  private async discard(id: SessionId): Promise<void> {
+    const live = this.live.get(id)
+    if (live) {
+      await this.settle(live)
+      this.live.delete(id)
+      if (live.timer) clearTimeout(live.timer)
+      while (live.checkpointing) await live.checkpointing
+    }
+    try {
+      await this.storage.deleteSession(id)
+    } catch (err) {
+      this.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `could not delete the unpublished child ${where(id)}`, { sessionId: id, cause: err }))
+    } finally {
+      await live?.writer?.release()
+    }
+  }
+
+  /**
+   * A session's catalog and header, from its live state when it is open here (no reads),
+   * else from a cold read. `entries` is null when the catalog was rejected.
+   */
+  async catalogOf(id: SessionId, signal?: AbortSignal): Promise<{ header: SessionHeader; entries: CatalogEntry[] | null; live: boolean }> {
+    const live = this.live.get(id)
+    const { header, slots } = live ?? (await this.coldRead(id, { signal }))
+    const slot = slots.find((s) => s.def.key === 'subagentCatalog')
+    return { header, entries: slot && !slot.fault ? (slot.state as CatalogState).entries.toArray() : null, live: !!live }
+  }
+
   // ---- appending ----------------------------------------------------------------------
 
   /**
@@ -235,8 +375,7 @@ export class Engine {
   async append(id: SessionId, input: unknown, options?: { expectedSeq?: number }): Promise<AppendResult> {
     this.open()
     assertSessionId(id)
-    const live = this.live.get(id)
-    if (!live?.writer) throw new SessionfoldError('CLOSED', `${where(id)} is not open for writing`, { sessionId: id })
+    const live = this.writable(id)
     const inputs = Array.isArray(input) ? input : [input]
     if (inputs.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
     if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `append options must be an object, got ${describe(options)}`, { sessionId: id })
@@ -449,6 +588,12 @@ export class Engine {
       this.live.delete(id)
     }
     await this.storage.close()
+  }
+
+  private writable(id: SessionId): Live {
+    const live = this.live.get(id)
+    if (!live?.writer) throw new SessionfoldError('CLOSED', `${where(id)} is not open for writing`, { sessionId: id })
+    return live
   }
 
   private liveOf(id: SessionId): Live {
