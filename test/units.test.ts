@@ -112,6 +112,17 @@ describe('subagentCatalog', () => {
       { id: 'd', createdAt: 4, mode: 'one-shot', seq: 4 },
     ])
   })
+  it('folds 1,025 facts into chunks [1, 64 x 16], keeping order across a checkpoint round trip at every step', () => {
+    let s = u.init(rootHeader('p'), 0)
+    for (let i = 0; i < 1025; i++) {
+      const next = u.apply(s, fact(i, `c${i}`))
+      expect(next).not.toBe(s)
+      s = u.stateSchema.parse(JSON.parse(JSON.stringify(next))) // what a checkpoint stores and a cold read restores
+    }
+    expect(s.entries.chunks().map((c) => c.length)).toEqual([1, ...Array(16).fill(64)])
+    expect(u.view!.view(s).map((x) => x.id)).toEqual(Array.from({ length: 1025 }, (_, i) => `c${i}`))
+  })
+
   it('rejects the fold on an invalid own fact or unsupported version: never a shortened list', () => {
     const bad = [
       { v: 9, childId: 'x', childCreatedAt: 1, mode: 'one-shot' },
