@@ -103,37 +103,82 @@ export interface EventInput {
 }
 
 /**
- * Validates one app-supplied event and encodes it with its seq.
- * INVALID_ARGUMENT for a bad shape or non-JSON data, EVENT_TOO_LARGE over `maxBytes`.
+ * Validates one app-supplied event and encodes it without its seq, as the JSON body
+ * `{"type":…,"time":…,"data":…}`: what crosses the worker boundary. INVALID_ARGUMENT for a bad
+ * shape or non-JSON data, EVENT_TOO_LARGE when even the body is over `maxBytes`.
  */
+export function encodeEventBody(
+  input: unknown,
+  sessionId: SessionId,
+  options: { maxBytes?: number; now?: number; seq?: number } = {},
+): string {
+  const { seq } = options
+  const at = where(sessionId, seq)
+  const details = { sessionId, seq }
+  if (!isPlainObject(input)) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} must be an object, got ${describe(input)}`, details)
+  }
+  for (const key of Object.keys(input)) {
+    if (key !== 'type' && key !== 'data' && key !== 'time') {
+      throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} has an unknown field ${describe(key)}`, details)
+    }
+  }
+  const { type, data = null, time = options.now ?? Date.now() } = input as Partial<EventInput>
+  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event type for ${at} must be a string of 1-${MAX_TYPE_LENGTH} characters, got ${describe(type)}`, details)
+  }
+  if (typeof time !== 'number' || !Number.isFinite(time) || time < 0) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event time for ${at} must be a finite number >= 0, got ${describe(time)}`, details)
+  }
+  try {
+    assertPlainJson(data, `event data for ${at}`)
+  } catch (err) {
+    throw new SessionfoldError('INVALID_ARGUMENT', (err as Error).message, details)
+  }
+  const body = JSON.stringify({ type, time, data })
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_EVENT_BYTES
+  if (utf8Length(body, maxBytes) > maxBytes) throw tooLarge(sessionId, seq, maxBytes)
+  return body
+}
+
+/**
+ * The stored form of an event body with its seq: the JSON with `"seq"` first, and the event
+ * parsed back from that JSON (what a cold read will see, and a copy the caller cannot touch).
+ * The body is checked again here, so a host can take bodies from an untrusted side.
+ */
+export function eventFromBody(body: string, seq: number, sessionId: SessionId, maxBytes = DEFAULT_MAX_EVENT_BYTES): EncodedEvent {
+  if (typeof body !== 'string' || body[0] !== '{') {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is not an encoded event body`, { sessionId, seq })
+  }
+  const json = `{"seq":${seq},${body.slice(1)}`
+  if (utf8Length(json, maxBytes) > maxBytes) throw tooLarge(sessionId, seq, maxBytes)
+  let event: SessionEvent
+  try {
+    event = JSON.parse(json) as SessionEvent
+  } catch {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is not valid JSON`, { sessionId, seq })
+  }
+  const keys = Object.keys(event)
+  if (keys.length !== 4 || keys[0] !== 'seq' || keys[1] !== 'type' || keys[2] !== 'time' || keys[3] !== 'data' || event.seq !== seq ||
+    typeof event.type !== 'string' || event.type.length === 0 || event.type.length > MAX_TYPE_LENGTH ||
+    typeof event.time !== 'number' || !Number.isFinite(event.time) || event.time < 0) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is malformed`, { sessionId, seq })
+  }
+  return { event, json }
+}
+
+/** Validates one app-supplied event and encodes it with its seq (body, then seq). */
 export function encodeEventInput(
   input: unknown,
   seq: number,
   sessionId: SessionId,
   options: { maxBytes?: number; now?: number } = {},
 ): EncodedEvent {
-  const at = where(sessionId, seq)
-  if (!isPlainObject(input)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} must be an object, got ${describe(input)}`, { sessionId, seq })
-  }
-  for (const key of Object.keys(input)) {
-    if (key !== 'type' && key !== 'data' && key !== 'time') {
-      throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} has an unknown field ${describe(key)}`, { sessionId, seq })
-    }
-  }
-  const { type, data = null, time = options.now ?? Date.now() } = input as Partial<EventInput>
-  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `event type for ${at} must be a string of 1-${MAX_TYPE_LENGTH} characters, got ${describe(type)}`, { sessionId, seq })
-  }
-  if (typeof time !== 'number' || !Number.isFinite(time) || time < 0) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `event time for ${at} must be a finite number >= 0, got ${describe(time)}`, { sessionId, seq })
-  }
-  try {
-    assertPlainJson(data, `event data for ${at}`)
-  } catch (err) {
-    throw new SessionfoldError('INVALID_ARGUMENT', (err as Error).message, { sessionId, seq })
-  }
-  return encodeEvent({ seq, type, time, data }, sessionId, options.maxBytes)
+  return eventFromBody(encodeEventBody(input, sessionId, { ...options, seq }), seq, sessionId, options.maxBytes)
+}
+
+function tooLarge(sessionId: SessionId, seq: number | undefined, maxBytes: number): SessionfoldError {
+  return new SessionfoldError('EVENT_TOO_LARGE', `event for ${where(sessionId, seq)} encodes to more than ${maxBytes} bytes`, { sessionId, seq })
 }
 
 /** Encodes an event that is already known to be well-formed, enforcing the size limit. */
@@ -144,14 +189,7 @@ export function encodeEvent(
 ): EncodedEvent {
   const ordered: SessionEvent = { seq: event.seq, type: event.type, time: event.time, data: event.data }
   const json = JSON.stringify(ordered)
-  const bytes = utf8Length(json, maxBytes)
-  if (bytes > maxBytes) {
-    throw new SessionfoldError(
-      'EVENT_TOO_LARGE',
-      `event for ${where(sessionId, event.seq)} encodes to more than ${maxBytes} bytes`,
-      { sessionId, seq: event.seq },
-    )
-  }
+  if (utf8Length(json, maxBytes) > maxBytes) throw tooLarge(sessionId, event.seq, maxBytes)
   return { event: ordered, json }
 }
 

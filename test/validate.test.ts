@@ -46,7 +46,8 @@ describe('plain JSON', () => {
     const back = JSON.parse(json) as { data: object }
     expect(Object.getPrototypeOf(back.data)).toBe(Object.prototype)
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
-    expect(event.data).toBe(data)
+    expect(event.data).toEqual(data)
+    expect(event.data).not.toBe(data) // a parsed copy: the caller cannot change what is stored or folded
   })
 })
 

@@ -10,7 +10,7 @@ import { BUILTIN_PROJECTIONS } from '../src/units'
 import type { CatalogEntry, CatalogState } from '../src/units/catalog'
 import { CATALOG, DESCRIPTOR, TURN_END, labelSchema } from '../src/units/payloads'
 import { encodeEvent } from '../src/validate'
-import { DEFAULT_MAX_EVENT_BYTES, assertSessionId, describe, encodeEventInput, isPlainObject, type EncodedEvent } from '../src/validate'
+import { DEFAULT_MAX_EVENT_BYTES, assertSessionId, describe, encodeEventBody, encodeEventInput, eventFromBody, isPlainObject, type EncodedEvent } from '../src/validate'
 import { listChildren } from './children'
 import { createLocalLocks, type WriterLocks } from './locks'
 import { checkpointRowOf, foldEvent, initSlots, restoreSlots, snapshotOf, viewOf, type UnitSlot } from './units'
@@ -139,7 +139,7 @@ export class Engine {
       throw err
     }
     const slots = initSlots(this.defs, header)
-    for (const e of seed) foldEvent(slots, JSON.parse(e.json) as SessionEvent)
+    for (const e of seed) foldEvent(slots, e.event)
     const live = newLive(header, slots, seed.length)
     live.writer = { release }
     this.live.set(header.id, live)
@@ -375,23 +375,33 @@ export class Engine {
   async append(id: SessionId, input: unknown, options?: { expectedSeq?: number }): Promise<AppendResult> {
     this.open()
     assertSessionId(id)
-    const live = this.writable(id)
+    this.writable(id)
     const inputs = Array.isArray(input) ? input : [input]
-    if (inputs.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
+    const now = this.now()
+    return this.appendBodies(id, inputs.map((e) => encodeEventBody(e, id, { maxBytes: this.maxEventBytes, now })), options)
+  }
+
+  /**
+   * Appends events already encoded as bodies (`encodeEventBody`, as clients send them):
+   * checked again, numbered, made durable and folded. All-or-nothing per call.
+   */
+  async appendBodies(id: SessionId, bodies: unknown, options?: unknown): Promise<AppendResult> {
+    this.open()
+    assertSessionId(id)
+    const live = this.writable(id)
+    if (!Array.isArray(bodies) || bodies.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
     if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `append options must be an object, got ${describe(options)}`, { sessionId: id })
-    const expected = options?.expectedSeq
-    if (expected !== undefined && (!Number.isSafeInteger(expected) || expected < 0)) {
+    const expected = (options as { expectedSeq?: unknown } | undefined)?.expectedSeq
+    if (expected !== undefined && (typeof expected !== 'number' || !Number.isSafeInteger(expected) || expected < 0)) {
       throw new SessionfoldError('INVALID_ARGUMENT', `expectedSeq must be an integer >= 0, got ${describe(expected)}`, { sessionId: id })
     }
     while (live.inflightBytes > WRITE_BUFFER_BYTES) await live.chain // bounded write buffer
     if (expected !== undefined && expected !== live.nextSeq) {
       throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id)} expected seq ${expected}, but the next seq is ${live.nextSeq}`, { sessionId: id, seq: expected })
     }
-    const now = this.now()
     const first = live.nextSeq
-    const encoded = inputs.map((e, i) => encodeEventInput(e, first + i, id, { maxBytes: this.maxEventBytes, now }))
-    const bytes = encoded.reduce((n, e) => n + e.json.length, 0)
-    return this.write(live, encoded, bytes)
+    const encoded = bodies.map((b: unknown, i) => eventFromBody(b as string, first + i, id, this.maxEventBytes))
+    return this.write(live, encoded, encoded.reduce((n, e) => n + e.json.length, 0))
   }
 
   /** Sends validated, numbered events to storage, then folds them in seq order. */
@@ -411,8 +421,8 @@ export class Engine {
           live.failed = err
           throw err
         }
-        // Fold what a cold read will parse, so live and cold values cannot differ.
-        const events = encoded.map((e) => JSON.parse(e.json) as SessionEvent)
+        // e.event was parsed from the stored JSON: what a cold read sees, so live and cold agree.
+        const events = encoded.map((e) => e.event)
         let turnEnded = false
         for (const e of events) {
           foldEvent(live.slots, e)
