@@ -243,7 +243,7 @@ export class Engine {
    * initial events, and only then the parent's catalog fact. If anything fails before the
    * fact is stored, the child is deleted: a fact never names a child that is not there.
    */
-  async spawn(parentId: SessionId, options: unknown): Promise<SessionHeader> {
+  async spawn(parentId: SessionId, options: unknown, bodies?: readonly string[]): Promise<SessionHeader> {
     this.open()
     assertSessionId(parentId)
     const parent = this.writable(parentId)
@@ -270,8 +270,12 @@ export class Engine {
     if (parent.header.cwd !== undefined) header.cwd = parent.header.cwd
     // Everything is validated and encoded before anything is written.
     const descriptor = label === undefined ? { v: 2, mode } : { v: 2, mode, label }
-    const childEvents = [{ type: DESCRIPTOR, data: descriptor, time: header.createdAt }, ...events]
-      .map((e, i) => encodeEventInput(e, i, id, { maxBytes: this.maxEventBytes, now: header.createdAt }))
+    const encode = (e: unknown) => encodeEventBody(e, id, { maxBytes: this.maxEventBytes, now: header.createdAt })
+    if (bodies !== undefined && (events as unknown[]).length > 0) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `spawn of ${where(parentId)} takes events or encoded bodies, not both`, { sessionId: parentId })
+    }
+    const childEvents = [encode({ type: DESCRIPTOR, data: descriptor, time: header.createdAt }), ...(bodies ?? events.map(encode))]
+      .map((b, i) => eventFromBody(b, i, id, this.maxEventBytes))
     const factData = label === undefined
       ? { v: 2, childId: id, childCreatedAt: header.createdAt, mode }
       : { v: 2, childId: id, childCreatedAt: header.createdAt, mode, label }
@@ -534,6 +538,16 @@ export class Engine {
   /** The live values of a session open here. */
   snapshot(id: SessionId): ProjectionSnapshot {
     return snapshotOf(this.liveOf(id).slots, this.liveOf(id).asOfSeq)
+  }
+
+  /** The last seq folded into a session open here. */
+  liveSeq(id: SessionId): number {
+    return this.liveOf(id).asOfSeq
+  }
+
+  /** The header of a session open here. */
+  liveHeader(id: SessionId): SessionHeader {
+    return this.liveOf(id).header
   }
 
   /** The live state of one unit (for hosts such as listChildren), or undefined when faulted. */

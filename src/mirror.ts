@@ -1,0 +1,158 @@
+// What a Session or SessionView holds of its session's projections: the values pushed by the
+// worker, readable synchronously, with subscriptions batched per microtask.
+import { SessionfoldError } from './errors'
+import type { Json } from './model'
+import type { ProjectionFault, ProjectionMap, ProjectionSnapshot } from './projection'
+import type { Frame } from './protocol'
+
+/** Keys known to the type system: built-in ones and those an app merged into ProjectionMap. */
+export type ProjectionKey = keyof ProjectionMap & string
+
+export interface ChangeMeta {
+  /** asOfSeq of the value delivered. */
+  seq: number
+  /** Set once the values stop following the log: the store closed or its worker died. */
+  error?: SessionfoldError
+}
+
+type KeyListener = (value: any, meta: ChangeMeta) => void
+type MapListener = (snapshot: ProjectionSnapshot<ProjectionMap>) => void
+
+/**
+ * A session's projection values as this handle sees them: `get` and `snapshot` are
+ * synchronous and current; `subscribe` delivers the current value first, then every change,
+ * batched (a burst of appends notifies once, with the final state).
+ *
+ * @example React
+ * const snapshot = useSyncExternalStore(
+ *   (onChange) => session.projections.subscribe(() => onChange()),
+ *   () => session.projections.snapshot(),
+ * )
+ * @example Svelte
+ * const catalog = { subscribe: (run) => session.projections.subscribe('subagentCatalog', run) }
+ */
+export class ProjectionMapView {
+  #values: Record<string, Json | null>
+  #faults: Record<string, ProjectionFault>
+  #asOfSeq: number
+  #snapshot: ProjectionSnapshot<ProjectionMap> | undefined
+  readonly #keyListeners = new Map<string, Set<KeyListener>>()
+  readonly #mapListeners = new Set<MapListener>()
+  readonly #changed = new Set<string>()
+  #scheduled = false
+  #waiters: { seq: number; resolve: () => void; reject: (e: unknown) => void }[] = []
+  #error: SessionfoldError | undefined
+
+  /** @internal */
+  constructor(initial: ProjectionSnapshot) {
+    this.#values = { ...initial.values }
+    this.#faults = { ...(initial.faults as Record<string, ProjectionFault>) }
+    this.#asOfSeq = initial.asOfSeq
+  }
+
+  /** The last seq folded into these values (-1 for an empty log). */
+  get asOfSeq(): number {
+    return this.#asOfSeq
+  }
+
+  /** The current value of `key` (null when there is none, or the unit faulted). */
+  get<K extends ProjectionKey>(key: K): ProjectionMap[K] | null {
+    return (this.#values[key] ?? null) as ProjectionMap[K] | null
+  }
+
+  /** The same object until something changes, as React's useSyncExternalStore wants. */
+  snapshot(): ProjectionSnapshot<ProjectionMap> {
+    this.#snapshot ??= Object.freeze({
+      asOfSeq: this.#asOfSeq,
+      values: Object.freeze({ ...this.#values }),
+      faults: Object.freeze({ ...this.#faults }),
+    }) as ProjectionSnapshot<ProjectionMap>
+    return this.#snapshot
+  }
+
+  /** Called with the current value now, then on every change of it. Returns unsubscribe. */
+  subscribe<K extends ProjectionKey>(key: K, listener: (value: ProjectionMap[K] | null, meta: ChangeMeta) => void): () => void
+  /** Called with the current snapshot now, then whenever asOfSeq advances (batched). */
+  subscribe(listener: (snapshot: ProjectionSnapshot<ProjectionMap>) => void): () => void
+  subscribe(keyOrListener: string | MapListener, maybe?: KeyListener): () => void {
+    if (typeof keyOrListener === 'function') {
+      const listener = keyOrListener
+      this.#mapListeners.add(listener)
+      listener(this.snapshot())
+      return () => void this.#mapListeners.delete(listener)
+    }
+    if (typeof keyOrListener !== 'string' || typeof maybe !== 'function') {
+      throw new SessionfoldError('INVALID_ARGUMENT', 'subscribe takes (key, listener) or (listener)')
+    }
+    const key = keyOrListener
+    const listener = maybe
+    let set = this.#keyListeners.get(key)
+    if (!set) this.#keyListeners.set(key, (set = new Set()))
+    set.add(listener)
+    listener(this.#values[key] ?? null, this.#meta())
+    return () => {
+      set!.delete(listener)
+    }
+  }
+
+  #meta(): ChangeMeta {
+    return this.#error ? { seq: this.#asOfSeq, error: this.#error } : { seq: this.#asOfSeq }
+  }
+
+  /** @internal Applies a pushed frame; frames at or before what we hold are old news. */
+  _apply(frame: Frame): void {
+    if (this.#error || frame.seq <= this.#asOfSeq) return
+    for (const [key, value] of Object.entries(frame.values)) {
+      this.#values[key] = value
+      this.#changed.add(key)
+    }
+    for (const key of new Set([...Object.keys(this.#faults), ...Object.keys(frame.faults)])) {
+      if (this.#faults[key] !== frame.faults[key]) this.#changed.add(key)
+    }
+    this.#faults = { ...frame.faults }
+    this.#asOfSeq = frame.seq
+    this.#snapshot = undefined
+    this.#waiters = this.#waiters.filter((w) => (w.seq <= frame.seq ? (w.resolve(), false) : true))
+    this.#schedule()
+  }
+
+  /** @internal Resolves once the values reflect `seq` (read your writes). */
+  _waitFor(seq: number): Promise<void> {
+    if (this.#error) return Promise.reject(this.#error)
+    if (seq <= this.#asOfSeq) return Promise.resolve()
+    return new Promise((resolve, reject) => this.#waiters.push({ seq, resolve, reject }))
+  }
+
+  /** @internal The values will not move again: tell waiters and every subscriber. */
+  _fail(error: SessionfoldError): void {
+    if (this.#error) return
+    this.#error = error
+    for (const w of this.#waiters) w.reject(error)
+    this.#waiters = []
+    for (const key of this.#keyListeners.keys()) this.#changed.add(key)
+    this.#snapshot = undefined
+    this.#schedule()
+  }
+
+  /** The error that stopped these values, if any. */
+  get error(): SessionfoldError | undefined {
+    return this.#error
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return
+    this.#scheduled = true
+    queueMicrotask(() => {
+      this.#scheduled = false
+      const changed = [...this.#changed]
+      this.#changed.clear()
+      const meta = this.#meta()
+      for (const key of changed) {
+        for (const listener of [...(this.#keyListeners.get(key) ?? [])]) listener(this.#values[key] ?? null, meta)
+      }
+      // Scheduled only when asOfSeq advanced or the values stopped: map listeners hear each batch.
+      const snap = this.snapshot()
+      for (const listener of [...this.#mapListeners]) listener(snap)
+    })
+  }
+}

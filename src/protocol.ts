@@ -1,0 +1,68 @@
+// The worker protocol: what the client asks of the engine host and what the host pushes
+// back. Types only; the same surface is served in-process (worker: false) and over comlink.
+import type { SubagentListEntry } from './children'
+import type { Json, SessionEvent, SessionHeader } from './model'
+import type { ProjectionFault, ProjectionSnapshot } from './projection'
+
+export type StorageKind = 'indexeddb' | 'fs' | 'memory'
+
+/** Store options as the host receives them: defaults already resolved by the client. */
+export interface HostOptions {
+  storage: StorageKind
+  /** IndexedDB database name. */
+  name: string
+  /** fs root folder. */
+  dir: string
+  durability: 'strict' | 'relaxed'
+  checkpoint?: { everyEvents?: number; everyMs?: number }
+  maxEventBytes?: number
+}
+
+/** A change of one session's values, pushed to every client that has a handle on it. */
+export interface Frame {
+  sessionId: string
+  /** The new asOfSeq. */
+  seq: number
+  /** Values that changed since the previous frame (absolute values, not diffs). */
+  values: Record<string, Json | null>
+  faults: Record<string, ProjectionFault>
+}
+
+/** An open handle: its number, the session's header, and its values when it opened. */
+export interface HandleInfo {
+  handle: number
+  header: SessionHeader
+  snapshot: ProjectionSnapshot
+  /** For spawn: the parent's asOfSeq once its catalog fact was folded (read your writes). */
+  parentSeq?: number
+}
+
+export interface EventsPage {
+  events: SessionEvent[]
+  /** The end of the range (exclusive), fixed by the first page. */
+  to: number
+}
+
+export interface AppendResult {
+  firstSeq: number
+  lastSeq: number
+}
+
+export interface EngineApi {
+  init(options: HostOptions, push: (frames: Frame[]) => void): Promise<void>
+  createSession(options: unknown): Promise<HandleInfo>
+  openSession(id: unknown): Promise<HandleInfo>
+  observe(id: unknown): Promise<HandleInfo>
+  spawn(handle: number, options: unknown, bodies: string[]): Promise<HandleInfo>
+  fork(handle: number, options: unknown): Promise<HandleInfo>
+  /** Events as bodies made by `encodeEventBody` on the client. */
+  append(handle: number, bodies: string[], options?: unknown): Promise<AppendResult>
+  recordExternal(handle: number, options: unknown): Promise<AppendResult>
+  closeHandle(handle: number): Promise<void>
+  listSessions(options?: unknown): Promise<SessionHeader[]>
+  deleteSession(id: unknown): Promise<void>
+  readEvents(id: unknown, from: number, to: number | undefined): Promise<EventsPage>
+  listChildren(id: unknown, options: { recursive?: boolean }, cancelToken: number): Promise<SubagentListEntry[]>
+  cancel(token: number): Promise<void>
+  close(): Promise<void>
+}

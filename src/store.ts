@@ -1,0 +1,449 @@
+// The typed client: openStore, Store, Session and SessionView. It talks to an engine host,
+// in a worker over comlink (the default) or in this thread (worker: false), through one
+// EngineApi, so both modes share every line here.
+import type { SubagentListEntry, ListChildrenOptions } from './children'
+import { SessionfoldError, isSessionfoldError, where } from './errors'
+import { frameProblem } from './frames'
+import { ProjectionMapView } from './mirror'
+import type { Json, SessionEvent, SessionHeader, SessionId } from './model'
+import type { ProjectionDefinition } from './projection'
+import type { AppendResult, EngineApi, Frame, HandleInfo, HostOptions, StorageKind } from './protocol'
+import { assertSessionId, describe, encodeEventBody, isPlainObject, DEFAULT_MAX_EVENT_BYTES } from './validate'
+
+export interface OpenStoreOptions {
+  /** Default: indexeddb in browsers, fs in Node. */
+  storage?: StorageKind
+  /** IndexedDB database name (default 'sessionfold'). */
+  name?: string
+  /** fs root folder (default '.sessionfold'). */
+  dir?: string
+  /**
+   * true (default): the engine runs in a worker (a module Web Worker in browsers,
+   * worker_threads in Node); 'shared': a SharedWorker shared by the tabs of an origin (falls
+   * back to a dedicated worker where SharedWorker is missing); false: in this thread. Where no
+   * Worker exists (a service worker, an extension's background), true means this thread.
+   */
+  worker?: boolean | 'shared'
+  /** Your own worker file that calls serveEngine({ projections }); default: the built-in one. */
+  workerUrl?: string | URL
+  /** Your projection units, with worker: false (in a worker, pass them to serveEngine). */
+  projections?: readonly ProjectionDefinition[]
+  /** strict (default): an append resolves once durable. */
+  durability?: 'strict' | 'relaxed'
+  checkpoint?: { everyEvents?: number; everyMs?: number }
+  /** Largest encoded event, default 1 MiB. */
+  maxEventBytes?: number
+}
+
+export interface EventInput {
+  type: string
+  data?: Json
+  /** Epoch ms; defaults to now. */
+  time?: number
+}
+
+export interface SpawnOptions {
+  mode: 'one-shot' | 'continuable'
+  /** Required for continuable children. */
+  label?: string
+  /** Events appended to the child after its descriptor, before the parent learns of it. */
+  events?: EventInput[]
+  id?: SessionId
+}
+
+interface Connection {
+  api: EngineApi
+  /** Resolves with WORKER_TERMINATED if the engine's worker dies unexpectedly. */
+  died: Promise<SessionfoldError>
+  end(): Promise<void>
+  /** Keeps a Node process alive while calls are pending (and lets it exit when idle). */
+  busy?(delta: 1 | -1): void
+}
+
+const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes']
+const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string' && typeof window === 'undefined'
+
+const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
+
+/**
+ * Opens a store: IndexedDB in browsers, files in Node, or memory.
+ *
+ * @example
+ * const store = await openStore()                    // .sessionfold/ in Node, IndexedDB in browsers
+ * const session = await store.createSession({ cwd: process.cwd() })
+ * await session.append({ type: 'turn/start' })
+ * session.projections.subscribe('subagentTiming', (t) => console.log(t))
+ * await store.close()
+ */
+export async function openStore(options: OpenStoreOptions = {}): Promise<Store> {
+  if (!isPlainObject(options as unknown)) throw bad(`openStore options must be an object, got ${describe(options)}`)
+  for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.includes(key)) throw bad(`openStore has no option ${describe(key)}`)
+  const storage = options.storage ?? (isNode ? 'fs' : 'indexeddb')
+  if (!['indexeddb', 'fs', 'memory'].includes(storage)) throw bad(`storage must be 'indexeddb', 'fs' or 'memory', got ${describe(storage)}`)
+  if (storage === 'fs' && !isNode) throw bad("storage 'fs' needs Node")
+  const durability = options.durability ?? 'strict'
+  if (durability !== 'strict' && durability !== 'relaxed') throw bad(`durability must be 'strict' or 'relaxed', got ${describe(durability)}`)
+  for (const [k, v] of [['name', options.name], ['dir', options.dir]] as const) {
+    if (v !== undefined && (typeof v !== 'string' || v.length === 0)) throw bad(`${k} must be a non-empty string, got ${describe(v)}`)
+  }
+  const worker = options.worker ?? true
+  if (worker !== true && worker !== false && worker !== 'shared') throw bad(`worker must be true, false or 'shared', got ${describe(worker)}`)
+  if (options.projections !== undefined) {
+    if (!Array.isArray(options.projections)) throw bad('projections must be an array of defineProjection() units')
+    if (worker !== false) throw bad('projections run in the engine: pass them with worker: false, or to serveEngine() in your own worker file (workerUrl)')
+  }
+  const hostOptions: HostOptions = {
+    storage, durability,
+    name: options.name ?? 'sessionfold',
+    dir: options.dir ?? '.sessionfold',
+    checkpoint: options.checkpoint,
+    maxEventBytes: options.maxEventBytes,
+  }
+  const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+  const connection = worker === false || typeof Worker === 'undefined' && !isNode
+    ? await inThread(options.projections ?? [])
+    : isNode
+      ? await nodeWorker(options.workerUrl, hostOptions)
+      : await browserWorker(options.workerUrl, worker === 'shared')
+  const store = new Store(connection, maxEventBytes)
+  try {
+    await store._call((api) => api.init(hostOptions, store._push))
+  } catch (err) {
+    await connection.end().catch(() => {})
+    throw err
+  }
+  return store
+}
+
+async function inThread(projections: readonly ProjectionDefinition[]): Promise<Connection> {
+  const { EngineHost } = await import('../worker/host')
+  const host = new EngineHost(projections)
+  return { api: host, died: new Promise(() => {}), end: async () => {} }
+}
+
+async function nodeWorker(url: string | URL | undefined, options: HostOptions): Promise<Connection> {
+  const [{ Worker }, { wrap, proxy, releaseProxy }, { default: nodeEndpoint }, { registerErrorTransfer }] = await Promise.all([
+    import('node:worker_threads'), import('comlink'), import('comlink/dist/esm/node-adapter.mjs'), import('./transfer'),
+  ])
+  registerErrorTransfer()
+  const entry = url === undefined ? new URL('../worker/node-entry.ts', import.meta.url) : new URL(String(url), `file://${process.cwd()}/`)
+  // TypeScript entries (this source tree, tests) start through tsx; built ones directly.
+  const worker = entry.pathname.endsWith('.ts')
+    ? new Worker(new URL('../worker/node-boot.mjs', import.meta.url), { workerData: { entry: entry.href } })
+    : new Worker(entry)
+  const threadId = worker.threadId
+  let ended = false
+  const died = new Promise<SessionfoldError>((resolve) => {
+    const dead = (why: string) => {
+      if (ended) return
+      resolve(new SessionfoldError('WORKER_TERMINATED', `the sessionfold worker ${why}`))
+    }
+    worker.once('error', (err) => dead(`failed: ${err.message}`))
+    worker.once('exit', (code) => dead(`exited with code ${code}`))
+  })
+  if (options.storage === 'fs') {
+    // Locks of a worker that died cannot be released by it: its lock files name this thread.
+    worker.once('exit', () => void import('../worker/locks-fs').then((m) => m.releaseThreadLocks(options.dir, threadId)))
+  }
+  const api = wrap<EngineApi>(nodeEndpoint(worker))
+  let pending = 0
+  worker.unref()
+  return {
+    api: new Proxy(api, {
+      get: (target, prop) => (prop === 'init'
+        ? (o: HostOptions, push: (f: Frame[]) => void) => target.init(o, proxy(push))
+        : (target as unknown as Record<string | symbol, unknown>)[prop]),
+    }) as unknown as EngineApi,
+    died,
+    busy(delta) {
+      pending += delta
+      if (pending === 1 && delta === 1) worker.ref()
+      if (pending === 0) worker.unref()
+    },
+    async end() {
+      ended = true
+      ;(api as unknown as Record<symbol, () => void>)[releaseProxy]!()
+      await worker.terminate()
+    },
+  }
+}
+
+async function browserWorker(url: string | URL | undefined, shared: boolean): Promise<Connection> {
+  const [{ wrap, proxy, releaseProxy }, { registerErrorTransfer }] = await Promise.all([import('comlink'), import('./transfer')])
+  registerErrorTransfer()
+  const entry = url ?? new URL('../worker/browser-entry.ts', import.meta.url)
+  let ended = false
+  let endpoint: MessagePort | Worker
+  let stop: () => void
+  const died = new Promise<SessionfoldError>((resolve) => {
+    const dead = (why: string) => {
+      if (!ended) resolve(new SessionfoldError('WORKER_TERMINATED', `the sessionfold worker ${why}`))
+    }
+    if (shared && typeof SharedWorker !== 'undefined') {
+      const sw = new SharedWorker(entry, { type: 'module', name: 'sessionfold' })
+      sw.onerror = () => dead('failed')
+      endpoint = sw.port
+      sw.port.start()
+      stop = () => sw.port.close()
+    } else {
+      // No SharedWorker (Chrome on Android): a dedicated worker behaves the same for this tab.
+      const w = new Worker(entry, { type: 'module', name: 'sessionfold' })
+      w.onerror = (e) => dead(`failed: ${e.message}`)
+      endpoint = w
+      stop = () => w.terminate()
+    }
+  })
+  const api = wrap<EngineApi>(endpoint!)
+  return {
+    api: new Proxy(api, {
+      get: (target, prop) => (prop === 'init'
+        ? (o: HostOptions, push: (f: Frame[]) => void) => target.init(o, proxy(push))
+        : (target as unknown as Record<string | symbol, unknown>)[prop]),
+    }) as unknown as EngineApi,
+    died,
+    async end() {
+      ended = true
+      ;(api as unknown as Record<symbol, () => void>)[releaseProxy]!()
+      stop()
+    },
+  }
+}
+
+/** A store: sessions, listing and deletion. Close it to flush and release everything. */
+export class Store {
+  readonly #connection: Connection
+  readonly #mirrors = new Map<SessionId, Set<ProjectionMapView>>()
+  #closed: SessionfoldError | undefined
+  #dead: SessionfoldError | undefined
+  #nextToken = 1
+  /** @internal */
+  readonly _maxEventBytes: number
+
+  /** @internal */
+  constructor(connection: Connection, maxEventBytes: number) {
+    this.#connection = connection
+    this._maxEventBytes = maxEventBytes
+    void connection.died.then((err) => {
+      this.#dead = err
+      for (const set of this.#mirrors.values()) for (const m of set) m._fail(err)
+    })
+  }
+
+  /** @internal Every call to the engine: CLOSED after close, WORKER_TERMINATED once it died. */
+  async _call<T>(fn: (api: EngineApi) => Promise<T>): Promise<T> {
+    if (this.#closed) throw this.#closed
+    if (this.#dead) throw this.#dead
+    this.#connection.busy?.(1)
+    try {
+      return await Promise.race([fn(this.#connection.api), this.#connection.died.then((e) => Promise.reject(e))])
+    } finally {
+      this.#connection.busy?.(-1)
+    }
+  }
+
+  /** @internal Frames pushed by the host. */
+  readonly _push = (frames: Frame[]): void => {
+    if (!Array.isArray(frames)) return
+    for (const frame of frames) {
+      const problem = frameProblem(frame)
+      const sessionId = (frame as Partial<Frame> | null)?.sessionId
+      const mirrors = typeof sessionId === 'string' ? this.#mirrors.get(sessionId) : undefined
+      if (problem) {
+        // Values we cannot trust are not shown: the handles on that session stop following.
+        const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad frame${typeof sessionId === 'string' ? ` for ${where(sessionId)}` : ''}: ${problem}`)
+        for (const m of mirrors ?? []) m._fail(err)
+        continue
+      }
+      for (const m of mirrors ?? []) m._apply(frame)
+    }
+  }
+
+  /** @internal */
+  _open<V extends SessionView>(info: HandleInfo, make: (mirror: ProjectionMapView) => V): V {
+    const mirror = new ProjectionMapView(info.snapshot)
+    let set = this.#mirrors.get(info.header.id)
+    if (!set) this.#mirrors.set(info.header.id, (set = new Set()))
+    set.add(mirror)
+    return make(mirror)
+  }
+
+  /** @internal */
+  _forget(id: SessionId, mirror: ProjectionMapView): void {
+    const set = this.#mirrors.get(id)
+    set?.delete(mirror)
+    if (set?.size === 0) this.#mirrors.delete(id)
+  }
+
+  /** @internal */
+  _token(): number {
+    return this.#nextToken++
+  }
+
+  /** Creates a root session, open for writing. */
+  async createSession(options: { id?: SessionId; cwd?: string } = {}): Promise<Session> {
+    const info = await this._call((api) => api.createSession(options))
+    return this._open(info, (m) => new Session(this, info, m))
+  }
+
+  /** Opens a session for writing: SESSION_LOCKED while another client (tab, thread, process) has it so. */
+  async openSession(id: SessionId): Promise<Session> {
+    assertSessionId(id)
+    const info = await this._call((api) => api.openSession(id))
+    return this._open(info, (m) => new Session(this, info, m))
+  }
+
+  /** Follows a session read-only; always allowed. */
+  async observe(id: SessionId): Promise<SessionView> {
+    assertSessionId(id)
+    const info = await this._call((api) => api.observe(id))
+    return this._open(info, (m) => new SessionView(this, info, m))
+  }
+
+  /** Headers ordered by id, after the `after` cursor, at most `limit` (default 100). */
+  listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]> {
+    return this._call((api) => api.listSessions(options))
+  }
+
+  /** Deletes a session nobody has open for writing (else SESSION_LOCKED). */
+  async deleteSession(id: SessionId): Promise<void> {
+    assertSessionId(id)
+    await this._call((api) => api.deleteSession(id))
+  }
+
+  /**
+   * Waits for every pending append, writes the close checkpoints, releases every lock and
+   * ends the worker. Calls after it reject with CLOSED.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    const closedError = new SessionfoldError('CLOSED', 'the store is closed')
+    try {
+      if (!this.#dead) await this._call((api) => api.close())
+    } finally {
+      this.#closed = closedError
+      await this.#connection.end()
+      for (const set of this.#mirrors.values()) for (const m of set) m._fail(closedError)
+      this.#mirrors.clear()
+    }
+  }
+}
+
+/** A read-only handle on a session: its header, live projections, events and children. */
+export class SessionView {
+  readonly id: SessionId
+  readonly header: SessionHeader
+  readonly projections: ProjectionMapView
+  /** @internal */ protected readonly _store: Store
+  /** @internal */ protected readonly _handle: number
+  #closed = false
+
+  /** @internal */
+  constructor(store: Store, info: HandleInfo, mirror: ProjectionMapView) {
+    this._store = store
+    this._handle = info.handle
+    this.id = info.header.id
+    this.header = info.header
+    this.projections = mirror
+  }
+
+  /** @internal */
+  protected _check(): void {
+    if (this.#closed) throw new SessionfoldError('CLOSED', `this handle on ${where(this.id)} is closed`, { sessionId: this.id })
+  }
+
+  /** Events `[from, to)` (default: all, up to the log's end when called), page by page. */
+  async *events(options: { from?: number; to?: number; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
+    if (!isPlainObject(options as unknown)) throw bad(`events options must be an object, got ${describe(options)}`)
+    const { from = 0, to, signal } = options
+    for (const [k, v] of [['from', from], ['to', to]] as const) {
+      if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)) throw bad(`events ${k} must be an integer >= 0, got ${describe(v)}`)
+    }
+    let at = from
+    let end = to
+    for (;;) {
+      if (signal?.aborted) throw new SessionfoldError('CANCELLED', `reading events of ${where(this.id)} was cancelled`, { sessionId: this.id })
+      if (end !== undefined && at >= end) return
+      const page = await this._store._call((api) => api.readEvents(this.id, at, end))
+      end = page.to
+      if (page.events.length === 0) return
+      for (const e of page.events) yield e
+      at += page.events.length
+    }
+  }
+
+  /** The children of this session (the whole tree with recursive), from parent-owned catalogs. */
+  async listChildren(options: ListChildrenOptions = {}): Promise<SubagentListEntry[]> {
+    if (!isPlainObject(options as unknown)) throw bad(`listChildren options must be an object, got ${describe(options)}`)
+    const { signal, ...rest } = options
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad('listChildren signal must be an AbortSignal')
+    const cancelled = () => new SessionfoldError('CANCELLED', `listChildren of ${where(this.id)} was cancelled`, { sessionId: this.id })
+    if (signal?.aborted) throw cancelled()
+    const token = this._store._token()
+    const onAbort = () => void this._store._call((api) => api.cancel(token)).catch(() => {})
+    signal?.addEventListener('abort', onAbort)
+    try {
+      const rows = await this._store._call((api) => api.listChildren(this.id, rest, token))
+      if (signal?.aborted) throw cancelled()
+      return rows
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /** Stops following the session (a writer also releases its lock, after its appends). */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this._store._forget(this.id, this.projections)
+    await this._store._call((api) => api.closeHandle(this._handle)).catch((err) => {
+      if (!isSessionfoldError(err, 'CLOSED', 'WORKER_TERMINATED')) throw err
+    })
+  }
+}
+
+/** A session open for writing: one writer per session across tabs, threads and processes. */
+export class Session extends SessionView {
+  /**
+   * Appends one event or a batch (all or nothing). Resolves once durable and once this
+   * handle's projections reflect it. `expectedSeq`: the seq the first event must receive.
+   */
+  async append(input: EventInput | EventInput[], options?: { expectedSeq?: number }): Promise<AppendResult> {
+    this._check()
+    const inputs = Array.isArray(input) ? input : [input]
+    if (inputs.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(this.id)} needs at least one event`, { sessionId: this.id })
+    const now = Date.now()
+    // Validated and encoded here: nothing that is not plain JSON ever reaches the worker.
+    const bodies = inputs.map((e) => encodeEventBody(e, this.id, { maxBytes: this._store._maxEventBytes, now }))
+    if (options !== undefined && !isPlainObject(options)) throw bad(`append options must be an object, got ${describe(options)}`)
+    const result = await this._store._call((api) => api.append(this._handle, bodies, options))
+    await this.projections._waitFor(result.lastSeq)
+    return result
+  }
+
+  /** Creates a subagent (open for writing), then records it in this session's catalog. */
+  async spawn(options: SpawnOptions): Promise<Session> {
+    this._check()
+    if (!isPlainObject(options as unknown)) throw bad(`spawn options must be an object, got ${describe(options)}`)
+    const { events = [], ...rest } = options
+    if (!Array.isArray(events)) throw bad('spawn events must be an array')
+    const bodies = events.map((e) => encodeEventBody(e, this.id, { maxBytes: this._store._maxEventBytes }))
+    const info = await this._store._call((api) => api.spawn(this._handle, rest, bodies))
+    if (info.parentSeq !== undefined) await this.projections._waitFor(info.parentSeq)
+    return this._store._open(info, (m) => new Session(this._store, info, m))
+  }
+
+  /** Records an execution outside this store in the catalog (no local session). */
+  async recordExternal(options: { childId: string; label?: string }): Promise<AppendResult> {
+    this._check()
+    const result = await this._store._call((api) => api.recordExternal(this._handle, options))
+    await this.projections._waitFor(result.lastSeq)
+    return result
+  }
+
+  /** A new session seeded with this one's events [0, at) (default: all); open for writing. */
+  async fork(options: { at?: number; id?: SessionId } = {}): Promise<Session> {
+    this._check()
+    const info = await this._store._call((api) => api.fork(this._handle, options))
+    return this._store._open(info, (m) => new Session(this._store, info, m))
+  }
+}

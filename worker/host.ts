@@ -1,0 +1,238 @@
+// The engine host: the EngineApi that clients call, in a worker over comlink or in the
+// caller's thread. It maps client handles onto the engine's live sessions and pushes each
+// session's changes, batched per turn of the event loop, while some handle has it open.
+import type { StorageAdapter } from '../adapters/types'
+import { SessionfoldError, where } from '../src/errors'
+import type { SessionId } from '../src/model'
+import type { ProjectionDefinition } from '../src/projection'
+import type { AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
+import { assertSessionId, isPlainObject } from '../src/validate'
+import { Engine, type ProjectionChange } from './engine'
+import { createLocalLocks, type WriterLocks } from './locks'
+
+interface Handle {
+  sessionId: SessionId
+  role: 'writer' | 'observer'
+}
+
+/** Runs `fn` on the next turn of the event loop (after pending I/O callbacks). */
+export const nextTurn: (fn: () => void) => void =
+  typeof setImmediate === 'function'
+    ? (fn) => void setImmediate(fn)
+    : (() => {
+        // Browsers: a MessageChannel ping is a macrotask without setTimeout's clamping.
+        const channel = new MessageChannel()
+        const queue: (() => void)[] = []
+        channel.port1.onmessage = () => queue.shift()?.()
+        return (fn) => {
+          queue.push(fn)
+          channel.port2.postMessage(0)
+        }
+      })()
+
+async function createStorage(o: HostOptions): Promise<StorageAdapter> {
+  switch (o.storage) {
+    case 'memory':
+      return (await import('../adapters/memory')).createMemoryAdapter()
+    case 'fs':
+      return (await import('../adapters/fs')).createFsAdapter({ dir: o.dir, durability: o.durability })
+    case 'indexeddb':
+      return (await import('../adapters/indexeddb')).createIndexedDbAdapter({ name: o.name, durability: o.durability })
+  }
+}
+
+async function createLocks(o: HostOptions): Promise<WriterLocks> {
+  if (o.storage === 'fs') return (await import('./locks-fs')).createFsLocks(o.dir)
+  return createLocalLocks()
+}
+
+/** Where a host gets its engine: its own (the default), or one shared by every connection. */
+export interface EngineSource {
+  open(options: HostOptions, projections: readonly ProjectionDefinition[]): Promise<Engine>
+  close(engine: Engine): Promise<void>
+}
+
+const ownEngine: EngineSource = {
+  async open(options, projections) {
+    return new Engine({
+      storage: await createStorage(options),
+      projections,
+      checkpoint: options.checkpoint,
+      maxEventBytes: options.maxEventBytes,
+      locks: await createLocks(options),
+    })
+  },
+  close: (engine) => engine.close(),
+}
+
+/** One engine for every connection of a SharedWorker; it lives as long as the worker. */
+export function sharedEngines(): EngineSource {
+  let engine: Promise<Engine> | undefined
+  return {
+    open: (options, projections) => (engine ??= ownEngine.open(options, projections)),
+    close: async () => {}, // other tabs may still use it
+  }
+}
+
+export class EngineHost implements EngineApi {
+  private engine?: Engine
+  private push?: (frames: Frame[]) => void
+  private readonly handles = new Map<number, Handle>()
+  private readonly watching = new Map<SessionId, { handles: number; stop: () => void }>()
+  private readonly pending = new Map<SessionId, Frame>()
+  private flushing = false
+  private readonly cancels = new Map<number, AbortController>()
+  private nextHandle = 1
+
+  constructor(
+    private readonly projections: readonly ProjectionDefinition[] = [],
+    private readonly source: EngineSource = ownEngine,
+  ) {}
+
+  async init(options: HostOptions, push: (frames: Frame[]) => void): Promise<void> {
+    if (this.engine) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
+    this.engine = await this.source.open(options, this.projections)
+    this.push = push
+  }
+
+  private get e(): Engine {
+    if (!this.engine) throw new SessionfoldError('CLOSED', 'the engine host is not initialised')
+    return this.engine
+  }
+
+  private handle(handle: number, role?: 'writer'): Handle {
+    const h = this.handles.get(handle)
+    if (!h) throw new SessionfoldError('CLOSED', 'this session handle is closed')
+    if (role === 'writer' && h.role !== 'writer') {
+      throw new SessionfoldError('CLOSED', `${where(h.sessionId)} is observed here, not open for writing`, { sessionId: h.sessionId })
+    }
+    return h
+  }
+
+  private attach(sessionId: SessionId, role: Handle['role']): HandleInfo {
+    const handle = this.nextHandle++
+    this.handles.set(handle, { sessionId, role })
+    const w = this.watching.get(sessionId)
+    if (w) w.handles++
+    else this.watching.set(sessionId, { handles: 1, stop: this.e.watch(sessionId, (c) => this.queue(sessionId, c)) })
+    return { handle, header: this.e.liveHeader(sessionId), snapshot: this.e.snapshot(sessionId) }
+  }
+
+  private queue(sessionId: SessionId, change: ProjectionChange): void {
+    const frame = this.pending.get(sessionId)
+    if (frame) {
+      frame.seq = change.seq
+      Object.assign(frame.values, change.values)
+      frame.faults = change.faults
+    } else {
+      this.pending.set(sessionId, { sessionId, seq: change.seq, values: { ...change.values }, faults: change.faults })
+    }
+    if (!this.flushing) {
+      this.flushing = true
+      nextTurn(() => this.flush())
+    }
+  }
+
+  private flush(): void {
+    this.flushing = false
+    if (this.pending.size === 0) return
+    const frames = [...this.pending.values()]
+    this.pending.clear()
+    this.push?.(frames)
+  }
+
+  async createSession(options: unknown): Promise<HandleInfo> {
+    const header = await this.e.createSession((options ?? {}) as never)
+    return this.attach(header.id, 'writer')
+  }
+
+  async openSession(id: unknown): Promise<HandleInfo> {
+    assertSessionId(id)
+    await this.e.openSession(id)
+    return this.attach(id, 'writer')
+  }
+
+  async observe(id: unknown): Promise<HandleInfo> {
+    assertSessionId(id)
+    await this.e.observe(id)
+    return this.attach(id, 'observer')
+  }
+
+  async spawn(handle: number, options: unknown, bodies: string[]): Promise<HandleInfo> {
+    const parent = this.handle(handle, 'writer')
+    const header = await this.e.spawn(parent.sessionId, options, bodies)
+    return { ...this.attach(header.id, 'writer'), parentSeq: this.e.liveSeq(parent.sessionId) }
+  }
+
+  async fork(handle: number, options: unknown): Promise<HandleInfo> {
+    const source = this.handle(handle)
+    const header = await this.e.fork(source.sessionId, options)
+    return this.attach(header.id, 'writer')
+  }
+
+  async append(handle: number, bodies: string[], options?: unknown): Promise<AppendResult> {
+    return this.e.appendBodies(this.handle(handle, 'writer').sessionId, bodies, options)
+  }
+
+  async recordExternal(handle: number, options: unknown): Promise<AppendResult> {
+    return this.e.recordExternal(this.handle(handle, 'writer').sessionId, options)
+  }
+
+  async closeHandle(handle: number): Promise<void> {
+    const h = this.handles.get(handle)
+    if (!h) return
+    this.handles.delete(handle)
+    const w = this.watching.get(h.sessionId)
+    if (w && --w.handles === 0) {
+      w.stop() // nobody here listens: stop pushing (and computing views) for it
+      this.watching.delete(h.sessionId)
+    }
+    await this.e.release(h.sessionId, h.role)
+  }
+
+  async listSessions(options?: unknown) {
+    if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', 'listSessions options must be an object')
+    return this.e.storage.listSessions(options as { after?: string; limit?: number } | undefined)
+  }
+
+  async deleteSession(id: unknown): Promise<void> {
+    assertSessionId(id)
+    await this.e.deleteSession(id)
+  }
+
+  async readEvents(id: unknown, from: number, to: number | undefined): Promise<EventsPage> {
+    assertSessionId(id)
+    let end = to
+    if (end === undefined) {
+      const info = await this.e.storage.getSession(id)
+      if (!info) throw new SessionfoldError('SESSION_NOT_FOUND', `${where(id)} does not exist`, { sessionId: id })
+      end = info.length
+    }
+    for await (const page of this.e.storage.readEvents(id, { from, to: end })) return { events: page, to: end }
+    return { events: [], to: end }
+  }
+
+  async listChildren(id: unknown, options: { recursive?: boolean }, cancelToken: number) {
+    assertSessionId(id)
+    const controller = new AbortController()
+    this.cancels.set(cancelToken, controller)
+    try {
+      return await this.e.listChildren(id, { ...(isPlainObject(options) ? options : {}), signal: controller.signal })
+    } finally {
+      this.cancels.delete(cancelToken)
+    }
+  }
+
+  async cancel(token: number): Promise<void> {
+    this.cancels.get(token)?.abort()
+  }
+
+  async close(): Promise<void> {
+    const engine = this.engine
+    if (!engine) return
+    // Every handle of this client: appends settle, writers checkpoint and release their locks.
+    for (const handle of [...this.handles.keys()]) await this.closeHandle(handle)
+    await this.source.close(engine)
+    this.flush()
+  }
+}
