@@ -44,6 +44,9 @@ export interface ProjectionChange {
 
 export type ChangeListener = (change: ProjectionChange) => void
 
+/** Checkpoints may take at most 1/CHECKPOINT_BUDGET of a writer's time (see afterWrite). */
+const CHECKPOINT_BUDGET = 10
+
 /** In-flight appends of one session may hold this many encoded bytes before new ones wait. */
 const WRITE_BUFFER_BYTES = 16 * 1024 * 1024
 
@@ -65,6 +68,9 @@ interface Live {
   /** The first failure among appends in flight: the ones behind it report it too. */
   failed?: unknown
   sinceCheckpoint: number
+  /** performance.now() when the last checkpoint was built, and what building it cost (ms). */
+  lastCheckpointAt: number
+  lastCheckpointCost: number
   timer?: ReturnType<typeof setTimeout>
   checkpointing?: Promise<void>
   checkpointAgain: boolean
@@ -458,15 +464,24 @@ export class Engine {
 
   private afterWrite(live: Live, events: number, turnEnded: boolean): void {
     live.sinceCheckpoint += events
-    if (turnEnded || live.sinceCheckpoint >= this.everyEvents) {
+    const due = turnEnded || live.sinceCheckpoint >= this.everyEvents
+    // A row is O(state): a big one (a catalog of 10,000 children) costs milliseconds to build.
+    // Keep that under a tenth of the time: a due checkpoint waits until 10x its last cost has
+    // passed since the last one, so appends stay O(1) amortised whatever the state's size.
+    const budgetWait = live.lastCheckpointAt + CHECKPOINT_BUDGET * live.lastCheckpointCost - performance.now()
+    if (due && budgetWait <= 0) {
       void this.checkpointNow(live)
-    } else if (!live.timer) {
-      live.timer = setTimeout(() => {
-        live.timer = undefined
-        if (live.sinceCheckpoint > 0 && live.writer) void this.checkpointNow(live)
-      }, this.everyMs)
-      ;(live.timer as { unref?: () => void }).unref?.()
+      return
     }
+    // Due but over budget: as soon as the budget allows. Not due: after the quiet period.
+    const delay = due ? budgetWait : Math.max(this.everyMs, budgetWait)
+    if (live.timer && !due) return
+    if (live.timer) clearTimeout(live.timer)
+    live.timer = setTimeout(() => {
+      live.timer = undefined
+      if (live.sinceCheckpoint > 0 && live.writer) void this.checkpointNow(live)
+    }, delay)
+    ;(live.timer as { unref?: () => void }).unref?.()
   }
 
   /**
@@ -482,6 +497,7 @@ export class Engine {
       live.checkpointAgain = true
       return live.checkpointing
     }
+    const started = performance.now()
     const { row, skipped } = checkpointRowOf(live.header, live.slots)
     for (const key of skipped) {
       this.onError(new SessionfoldError('INVALID_ARGUMENT', `state of projection "${key}" for ${where(live.header.id)} is not JSON; it will refold`, { sessionId: live.header.id }))
@@ -503,6 +519,9 @@ export class Engine {
           void this.checkpointNow(live)
         }
       })
+    // Building the row and the adapter's synchronous part (its stringify) are the cost to bound.
+    live.lastCheckpointAt = performance.now()
+    live.lastCheckpointCost = live.lastCheckpointAt - started
     return live.checkpointing
   }
 
@@ -634,7 +653,7 @@ export class Engine {
 function newLive(header: SessionHeader, slots: UnitSlot[], length: number): Live {
   return {
     header, slots, asOfSeq: length - 1, durable: length, nextSeq: length, observers: 0,
-    chain: Promise.resolve(), inflight: 0, inflightBytes: 0, sinceCheckpoint: 0, checkpointAgain: false,
+    chain: Promise.resolve(), inflight: 0, inflightBytes: 0, sinceCheckpoint: 0, lastCheckpointAt: -Infinity, lastCheckpointCost: 0, checkpointAgain: false,
     watchers: new Set(), pushed: new Map(),
   }
 }

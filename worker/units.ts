@@ -142,18 +142,22 @@ export function restoreSlots(
 export function checkpointRowOf(header: SessionHeader, slots: readonly UnitSlot[]): { row: CheckpointRow; skipped: string[] } {
   const rows: CheckpointRow['rows'] = {}
   const skipped: string[] = []
+  const witness = witnessOf(header)
+  // The sum covers JSON.stringify({ witness, rows }) as a reader will see it; it is built from
+  // each state's JSON, made once, rather than by stringifying the whole row again.
+  const parts: string[] = []
   for (const slot of slots) {
     if (slot.fault) continue
     try {
       // The JSON form is what a cold read parses, so that is what is stored, whatever the adapter.
-      const val = JSON.parse(JSON.stringify(slot.state) ?? 'null') as unknown
-      rows[slot.def.key] = { ver: slot.def.stateVersion, seq: slot.seq, val }
+      const json = JSON.stringify(slot.state) ?? 'null'
+      rows[slot.def.key] = { ver: slot.def.stateVersion, seq: slot.seq, val: JSON.parse(json) as unknown }
+      parts.push(`${JSON.stringify(slot.def.key)}:{"ver":${slot.def.stateVersion},"seq":${slot.seq},"val":${json}}`)
     } catch {
       skipped.push(slot.def.key)
     }
   }
-  const row: CheckpointRow = { witness: witnessOf(header), rows }
-  row.sum = sumOf(row)
+  const row: CheckpointRow = { witness, rows, sum: hash53(`{"witness":${JSON.stringify(witness)},"rows":{${parts.join(',')}}}`) }
   return { row, skipped }
 }
 
