@@ -126,6 +126,11 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
 
   const ready = (async () => {
     for (const d of [sessionsDir, tmpDir, trashDir]) await fs.mkdir(d, { recursive: true })
+  })()
+  ready.catch(() => {}) // reported by the first call that awaits it
+  // Leftovers of crashes (temp entries, deleted sessions not yet removed) go in the background:
+  // no call waits for them, close() does.
+  const cleanup = ready.then(async () => {
     const now = Date.now()
     for (const name of await fs.readdir(tmpDir)) {
       const p = join(tmpDir, name)
@@ -133,8 +138,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       if (st && now - st.mtimeMs > STALE_TMP_MS) await fs.rm(p, { recursive: true, force: true })
     }
     for (const name of await fs.readdir(trashDir)) await fs.rm(join(trashDir, name), { recursive: true, force: true })
-  })()
-  ready.catch(() => {}) // reported by the first call that awaits it
+  }).catch(() => {})
 
   /** Runs a public operation: CLOSED after close, tracked so close() can wait for it. */
   function run<T>(op: string, id: SessionId | undefined, fn: () => Promise<T>): Promise<T> {
@@ -679,6 +683,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     async close() {
       if (isClosed) return
       isClosed = true
+      await cleanup // its folders may still be in the making, its leftovers being removed
       while (inflight.size > 0) await Promise.allSettled([...inflight])
       await Promise.allSettled([...logs.values()].map((l) => l.flushing))
       await Promise.allSettled([...logs.values()].map(storeIndex))
