@@ -1,0 +1,469 @@
+// listChildren benchmark of the engine on the fs adapter (npm run bench:children).
+//
+//   (1) listChildren of a parent with 1,000 COLD children whose checkpoints are fresh (each child
+//       spawned with a descriptor, 20 app events and a turn/start + turn/end, then released,
+//       which writes its close checkpoint; the parent released too), measured from engines
+//       that never opened them, against the same listing of an identical copy of the store in
+//       which every child's checkpoint was deleted (adapter.deleteCheckpoint: full refolds).
+//   (2) listChildren of 1,000 LIVE children (still open for writing in the engine that
+//       spawned them, as is their parent) against the 1,000 cold ones of (1).
+// Cold listings run two ways: on a fresh engine + adapter per run (createFsAdapter and every
+// log opened inside the timed part: an app that starts and lists) and on a warm one (the same
+// engine and adapter each round: the adapter has the logs' state and only stats them).
+// For information, one untimed pass with counters on the adapter: reads per child.
+//
+// The trees are built once (the cold one with durability 'relaxed', which only skips the
+// fdatasync of log appends; checkpoints and headers are written durably either way), then
+// listed every round: listing never writes (the counters check it). The machine is shared
+// and noisy: every figure is the median of several rounds, with min and max, after one
+// unrecorded warm-up round; every comparison is a ratio of runs made back to back in the same
+// round, in an order that rotates. The OS page cache is warm for every store: this measures
+// the engine and the adapter, not the disk. Results also go to bench/results-children.json.
+import * as fs from 'node:fs'
+import * as fsp from 'node:fs/promises'
+import os from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createFsAdapter, type FsPromises } from '../adapters/fs'
+import type { StorageAdapter } from '../adapters/types'
+import type { SubagentListEntry } from '../src/children'
+import type { SessionId } from '../src/model'
+import { TURN_END, TURN_START } from '../src/units/payloads'
+import { Engine } from '../worker/engine'
+import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary } from './stats'
+
+// ---- configuration ------------------------------------------------------------------------
+
+const env = (name: string, fallback: number): number => {
+  const v = process.env[name]
+  return v === undefined || v === '' ? fallback : Number(v)
+}
+
+const CONFIG = {
+  children: env('BENCH_CHILDREN', 1_000),
+  /** App events per child, between its descriptor and its turn/start + turn/end. */
+  appEvents: 20,
+  /** Spawns in flight at once while building (each child's files are fsynced). */
+  buildConcurrency: env('BENCH_BUILD_CONCURRENCY', 8),
+  /** Recorded rounds, after one unrecorded warm-up round. */
+  rounds: env('BENCH_ROUNDS', 15),
+}
+
+const log = (msg: string) => process.stderr.write(`${msg}\n`)
+
+const TIME0 = 1_700_000_000_000
+const COLD_PARENT: SessionId = 'parent-cold'
+const LIVE_PARENT: SessionId = 'parent-live'
+const childId = (tag: string, i: number): SessionId => `${tag}-child-${String(i).padStart(5, '0')}`
+const TEXT = 'the agent read the file and proposed a patch to the parser so that the tests pass again'
+
+/** The child's initial events (its descriptor is added by spawn): 20 app events, then one turn. */
+function childEvents(i: number): { type: string; time: number; data?: unknown }[] {
+  const t = TIME0 + i * 1_000
+  return [
+    { type: TURN_START, time: t },
+    ...Array.from({ length: CONFIG.appEvents }, (_, k) => ({ type: 'app/note', time: t + 1 + k, data: { k, text: TEXT } })),
+    { type: TURN_END, time: t + 1 + CONFIG.appEvents },
+  ]
+}
+
+// ---- counting ------------------------------------------------------------------------------
+
+interface IdCounts {
+  getSession: number
+  getCheckpoint: number
+  readEvents: number
+  events: number
+}
+
+interface Counts {
+  perId: Map<SessionId, IdCounts>
+  /** createSession, append, putCheckpoint, deleteCheckpoint, deleteSession: listing must make none. */
+  writes: number
+  listSessions: number
+  /** File-system calls the adapter made (fs counters only where the adapter was given countingFs). */
+  fsOpen: number
+  fsReadFile: number
+  fsStat: number
+}
+
+const newCounts = (): Counts => ({ perId: new Map(), writes: 0, listSessions: 0, fsOpen: 0, fsReadFile: 0, fsStat: 0 })
+
+function idCounts(c: Counts, id: SessionId): IdCounts {
+  let x = c.perId.get(id)
+  if (!x) c.perId.set(id, (x = { getSession: 0, getCheckpoint: 0, readEvents: 0, events: 0 }))
+  return x
+}
+
+/** A thin wrapper over an adapter counting reads per session and every write. */
+function countingAdapter(inner: StorageAdapter, c: Counts): StorageAdapter {
+  return {
+    kind: inner.kind,
+    createSession: (header, seed) => (c.writes++, inner.createSession(header, seed)),
+    append: (id, batch) => (c.writes++, inner.append(id, batch)),
+    readEvents(id, range) {
+      const x = idCounts(c, id)
+      x.readEvents++
+      const pages = inner.readEvents(id, range)
+      return (async function* () {
+        for await (const page of pages) {
+          x.events += page.length
+          yield page
+        }
+      })()
+    },
+    getSession: (id) => (idCounts(c, id).getSession++, inner.getSession(id)),
+    listSessions: (options) => (c.listSessions++, inner.listSessions(options)),
+    deleteSession: (id) => (c.writes++, inner.deleteSession(id)),
+    getCheckpoint: (id) => (idCounts(c, id).getCheckpoint++, inner.getCheckpoint(id)),
+    putCheckpoint: (id, row) => (c.writes++, inner.putCheckpoint(id, row)),
+    deleteCheckpoint: (id) => (c.writes++, inner.deleteCheckpoint(id)),
+    close: () => inner.close(),
+  }
+}
+
+/** node:fs/promises with counters on the calls a cold read makes. */
+function countingFs(c: Counts): FsPromises {
+  const open = ((...args: Parameters<typeof fsp.open>) => (c.fsOpen++, fsp.open(...args))) as typeof fsp.open
+  const readFile = ((...args: Parameters<typeof fsp.readFile>) => (c.fsReadFile++, fsp.readFile(...args))) as typeof fsp.readFile
+  const stat = ((...args: Parameters<typeof fsp.stat>) => (c.fsStat++, fsp.stat(...args))) as typeof fsp.stat
+  return { open, readFile, stat, writeSync: fs.writeSync, mkdir: fsp.mkdir, readdir: fsp.readdir, rename: fsp.rename, rm: fsp.rm, unlink: fsp.unlink }
+}
+
+// ---- building ------------------------------------------------------------------------------
+
+/** Runs `fn(i)` for i in [0, n) with at most `k` in flight. */
+async function pool(n: number, k: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0
+  const worker = async () => {
+    while (next < n) await fn(next++)
+  }
+  await Promise.all(Array.from({ length: Math.min(k, n) }, worker))
+}
+
+/** Spawns the children of `parentId` in `engine`; `release`: each child is released right after its spawn. */
+async function spawnTree(engine: Engine, parentId: SessionId, tag: string, release: boolean): Promise<SessionId[]> {
+  await engine.createSession({ id: parentId, cwd: '/repo' })
+  const ids: SessionId[] = []
+  await pool(CONFIG.children, CONFIG.buildConcurrency, async (i) => {
+    const id = childId(tag, i)
+    await engine.spawn(parentId, { mode: i % 3 === 0 ? 'continuable' : 'one-shot', label: `worker ${i}`, id, events: childEvents(i) })
+    ids.push(id)
+    if (release) await engine.release(id, 'writer')
+  })
+  return ids
+}
+
+// ---- listing -------------------------------------------------------------------------------
+
+/** Checks a listing (outside timing): every child once, in catalog order, with the expected activity. */
+function check(rows: SubagentListEntry[], ids: ReadonlySet<SessionId>, activity: 'running' | 'inactive', what: string): void {
+  if (rows.length !== ids.size) throw new Error(`${what}: ${rows.length} rows, expected ${ids.size}`)
+  const seen = new Set<SessionId>()
+  for (const r of rows) {
+    if (r.kind !== 'child') throw new Error(`${what}: a ${r.reason} row for ${r.id}`)
+    if (!ids.has(r.id) || seen.has(r.id)) throw new Error(`${what}: unexpected row ${r.id}`)
+    if (r.activity !== activity) throw new Error(`${what}: ${r.id} is ${r.activity}, expected ${activity}`)
+    if (r.hasChildren || r.depth !== 0) throw new Error(`${what}: ${r.id} has hasChildren ${r.hasChildren}, depth ${r.depth}`)
+    seen.add(r.id)
+  }
+}
+
+/** A listing on a fresh engine + adapter: their creation is inside the timed part, their close is not. */
+async function listFresh(dir: string, parentId: SessionId): Promise<{ ms: number; rows: SubagentListEntry[] }> {
+  const t0 = performance.now()
+  const engine = new Engine({ storage: createFsAdapter({ dir }) })
+  const rows = await engine.listChildren(parentId)
+  const ms = performance.now() - t0
+  await engine.close()
+  return { ms, rows }
+}
+
+async function listWarm(engine: Engine, parentId: SessionId): Promise<{ ms: number; rows: SubagentListEntry[] }> {
+  const t0 = performance.now()
+  const rows = await engine.listChildren(parentId)
+  return { ms: performance.now() - t0, rows }
+}
+
+// ---- diagnostics ---------------------------------------------------------------------------
+
+interface Diagnostic {
+  children: number
+  /** Per child: min and max over the children, and the mean. */
+  perChild: Record<keyof IdCounts, { min: number; max: number; mean: number }>
+  parent: IdCounts
+  /** Sessions read that are neither the parent nor one of its children (must be none). */
+  others: number
+  writes: number
+  listSessions: number
+  /** fs calls per child (parent's included in the total), when counted. */
+  fs?: { open: number; readFile: number; stat: number }
+}
+
+function diagnosticOf(c: Counts, parentId: SessionId, ids: readonly SessionId[], withFs: boolean): Diagnostic {
+  const zero: IdCounts = { getSession: 0, getCheckpoint: 0, readEvents: 0, events: 0 }
+  const keys = Object.keys(zero) as (keyof IdCounts)[]
+  const per = ids.map((id) => c.perId.get(id) ?? zero)
+  const perChild = Object.fromEntries(keys.map((k) => {
+    const v = per.map((x) => x[k])
+    return [k, { min: Math.min(...v), max: Math.max(...v), mean: v.reduce((a, b) => a + b, 0) / v.length }]
+  })) as Diagnostic['perChild']
+  const known = new Set([parentId, ...ids])
+  const d: Diagnostic = {
+    children: ids.length,
+    perChild,
+    parent: c.perId.get(parentId) ?? zero,
+    others: [...c.perId.keys()].filter((id) => !known.has(id)).length,
+    writes: c.writes,
+    listSessions: c.listSessions,
+  }
+  if (withFs) d.fs = { open: c.fsOpen / ids.length, readFile: c.fsReadFile / ids.length, stat: c.fsStat / ids.length }
+  return d
+}
+
+/** One untimed listing on a fresh engine over a counting adapter (and counting fs). */
+async function diagnoseCold(dir: string, parentId: SessionId, ids: readonly SessionId[]): Promise<Diagnostic> {
+  const c = newCounts()
+  const engine = new Engine({ storage: countingAdapter(createFsAdapter({ dir, fs: countingFs(c) }), c) })
+  try {
+    check(await engine.listChildren(parentId), new Set(ids), 'inactive', `diagnostic of ${dir}`)
+    return diagnosticOf(c, parentId, ids, true)
+  } finally {
+    await engine.close()
+  }
+}
+
+// ---- main ---------------------------------------------------------------------------------
+
+interface Ratio {
+  name: string
+  perRound: Summary
+  ofMedians: number
+}
+
+/** a/b per round: how many times slower a is than b. */
+function ratio(name: string, a: Summary, b: Summary): Ratio {
+  return { name, perRound: summarize(pairRatios(a.samples, b.samples)), ofMedians: a.median / b.median }
+}
+
+type Scenario = 'coldFresh' | 'refoldFresh' | 'coldWarm' | 'refoldWarm' | 'live'
+
+async function main(): Promise<void> {
+  const started = performance.now()
+  const root = await fsp.mkdtemp(join(os.tmpdir(), 'sessionfold-bench-children-'))
+  let cleaned = false
+  const cleanup = () => {
+    if (cleaned) return
+    cleaned = true
+    fs.rmSync(root, { recursive: true, force: true })
+  }
+  process.once('SIGINT', () => {
+    cleanup()
+    process.exit(130)
+  })
+  let liveEngine: Engine | undefined
+  const warm: Engine[] = []
+  try {
+    for (const [k, v] of Object.entries(CONFIG)) {
+      if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
+    }
+    const N = CONFIG.children
+    const coldDir = join(root, 'cold')
+    const refoldDir = join(root, 'refold')
+    const liveDir = join(root, 'live')
+    log(`temp dir ${root}`)
+
+    // ---- build: cold tree ----
+    const t0 = performance.now()
+    const builder = new Engine({ storage: createFsAdapter({ dir: coldDir, durability: 'relaxed' }) })
+    const coldIds = await spawnTree(builder, COLD_PARENT, 'c', true)
+    await builder.release(COLD_PARENT, 'writer')
+    await builder.close()
+    const buildColdMs = performance.now() - t0
+    log(`built ${fmt(N, 0)} cold children (durability 'relaxed') in ${fmt(buildColdMs, 0)} ms`)
+
+    // ---- build: refold copy (same bytes, every child's checkpoint deleted) ----
+    const t1 = performance.now()
+    fs.cpSync(coldDir, refoldDir, { recursive: true })
+    const deleter = createFsAdapter({ dir: refoldDir })
+    await pool(N, 16, async (i) => deleter.deleteCheckpoint(coldIds[i]!))
+    await deleter.close()
+    const copyMs = performance.now() - t1
+    for (const id of [coldIds[0]!, coldIds[N - 1]!]) {
+      const folder = fs.readdirSync(join(refoldDir, 'sessions')).find((f) => f === `s-${id}`)
+      if (!folder || fs.existsSync(join(refoldDir, 'sessions', folder, 'checkpoint.json'))) throw new Error(`checkpoint of ${id} was not deleted`)
+      if (!fs.existsSync(join(coldDir, 'sessions', folder, 'checkpoint.json'))) throw new Error(`cold child ${id} has no checkpoint`)
+    }
+    log(`copied the store and deleted ${fmt(N, 0)} checkpoints in ${fmt(copyMs, 0)} ms`)
+
+    // ---- build: live tree (default durability: this engine stays open and is measured) ----
+    const liveCounts = newCounts()
+    const t2 = performance.now()
+    liveEngine = new Engine({ storage: countingAdapter(createFsAdapter({ dir: liveDir }), liveCounts) })
+    const liveIds = await spawnTree(liveEngine, LIVE_PARENT, 'l', false)
+    const buildLiveMs = performance.now() - t2
+    log(`built ${fmt(N, 0)} live children (durability 'strict') in ${fmt(buildLiveMs, 0)} ms`)
+    // The parent's last catalog facts are checkpointed by the engine's quiet-period timer (2 s by
+    // default): let it fire now, so that no write of the engine's own lands during the rounds.
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+
+    const coldSet = new Set(coldIds)
+    const liveSet = new Set(liveIds)
+    const engineL = liveEngine
+    const coldWarmEngine = new Engine({ storage: createFsAdapter({ dir: coldDir }) })
+    const refoldWarmEngine = new Engine({ storage: createFsAdapter({ dir: refoldDir }) })
+    warm.push(coldWarmEngine, refoldWarmEngine)
+
+    // ---- rounds ----
+    const steps: [Scenario, () => Promise<number>][] = [
+      ['coldFresh', async () => {
+        const { ms, rows } = await listFresh(coldDir, COLD_PARENT)
+        check(rows, coldSet, 'inactive', 'cold, fresh engine')
+        return ms
+      }],
+      ['refoldFresh', async () => {
+        const { ms, rows } = await listFresh(refoldDir, COLD_PARENT)
+        check(rows, coldSet, 'inactive', 'refold, fresh engine')
+        return ms
+      }],
+      ['coldWarm', async () => {
+        const { ms, rows } = await listWarm(coldWarmEngine, COLD_PARENT)
+        check(rows, coldSet, 'inactive', 'cold, warm engine')
+        return ms
+      }],
+      ['refoldWarm', async () => {
+        const { ms, rows } = await listWarm(refoldWarmEngine, COLD_PARENT)
+        check(rows, coldSet, 'inactive', 'refold, warm engine')
+        return ms
+      }],
+      ['live', async () => {
+        const { ms, rows } = await listWarm(engineL, LIVE_PARENT)
+        check(rows, liveSet, 'running', 'live')
+        return ms
+      }],
+    ]
+    const samples: Record<Scenario, number[]> = { coldFresh: [], refoldFresh: [], coldWarm: [], refoldWarm: [], live: [] }
+    const liveWritesBefore = liveCounts.writes
+    liveCounts.perId.clear()
+    // Round 0 is a warm-up (JIT, page cache, the warm engines' adapters opening every log) and is not recorded.
+    for (let r = 0; r <= CONFIG.rounds; r++) {
+      const warmUp = r === 0
+      // Rotate the order, and reverse it every other round, so drift favours no scenario.
+      const k = r % steps.length
+      const order = [...steps.slice(k), ...steps.slice(0, k)]
+      if (r % 2 === 1) order.reverse()
+      const line: string[] = []
+      for (const [name, step] of order) {
+        const ms = await step()
+        if (!warmUp) samples[name].push(ms)
+        line.push(`${name} ${fmt(ms)}`)
+      }
+      log(`${warmUp ? 'warm-up' : `round ${r}/${CONFIG.rounds}`}: ${line.join(', ')} ms`)
+    }
+    const liveDiag = diagnosticOf(liveCounts, LIVE_PARENT, liveIds, false)
+    liveDiag.writes = liveCounts.writes - liveWritesBefore
+    for (const e of warm.splice(0)) await e.close()
+
+    log('diagnostics (untimed): one listing per cold store on a fresh engine with counters on the adapter')
+    const coldDiag = await diagnoseCold(coldDir, COLD_PARENT, coldIds)
+    const refoldDiag = await diagnoseCold(refoldDir, COLD_PARENT, coldIds)
+
+    const releaseT = performance.now()
+    await liveEngine.close()
+    liveEngine = undefined
+    log(`closed the live engine (${fmt(N + 1, 0)} close checkpoints) in ${fmt(performance.now() - releaseT, 0)} ms`)
+
+    // ---- report ----
+    const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)])) as Record<Scenario, Summary>
+    const ratios = {
+      refoldVsCheckpointFresh: ratio('refold / checkpointed, fresh engine', s.refoldFresh, s.coldFresh),
+      refoldVsCheckpointWarm: ratio('refold / checkpointed, warm engine', s.refoldWarm, s.coldWarm),
+      coldFreshVsLive: ratio('cold (checkpointed, fresh engine) / live', s.coldFresh, s.live),
+      coldWarmVsLive: ratio('cold (checkpointed, warm engine) / live', s.coldWarm, s.live),
+    }
+    const perChildUs = (x: Summary) => fmt((x.median / N) * 1000, 1)
+    const eventsPerChild = 1 + CONFIG.appEvents + 2
+
+    console.log('')
+    console.log(`sessionfold listChildren benchmark: fs adapter, ${fmt(N, 0)} children of one parent, ${eventsPerChild} events each`)
+    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus, temp dir under ${os.tmpdir()}`)
+    console.log(`build: cold tree ${fmt(buildColdMs / 1000, 1)} s (relaxed), copy + ${fmt(N, 0)} deleteCheckpoint ${fmt(copyMs / 1000, 1)} s, live tree ${fmt(buildLiveMs / 1000, 1)} s (strict)`)
+    console.log('figures: median (min–max) of the runs; ratios are per round (both runs back to back), median (min–max)')
+    console.log('')
+    console.log('listChildren (not recursive)')
+    printTable(
+      ['scenario', 'runs', 'ms median', 'min', 'max', 'µs per child'],
+      ([
+        ['coldFresh', 'cold, fresh checkpoints, fresh engine*'],
+        ['refoldFresh', 'cold, no checkpoints (refold), fresh engine*'],
+        ['coldWarm', 'cold, fresh checkpoints, warm engine'],
+        ['refoldWarm', 'cold, no checkpoints (refold), warm engine'],
+        ['live', 'live (open for writing in the spawning engine)'],
+      ] as const).map(([k, label]) => [label, String(s[k].n), fmt(s[k].median, 2), fmt(s[k].min, 2), fmt(s[k].max, 2), perChildUs(s[k])]),
+    )
+    console.log('* new Engine + createFsAdapter per run, inside the timed part (every log is opened: header, index, scan);')
+    console.log('  "warm": the same engine every round, whose adapter already knows each log and only stats it.')
+    console.log('')
+    console.log('Reads per child (untimed pass, counters on the adapter; min–max over the children, mean)')
+    const dRow = (label: string, d: Diagnostic) => {
+      const p = d.perChild
+      const mm = (x: { min: number; max: number }) => (x.min === x.max ? String(x.min) : `${x.min}–${x.max}`)
+      return [label, mm(p.getSession), mm(p.getCheckpoint), mm(p.readEvents), `${mm(p.events)} (${fmt(p.events.mean, 1)})`,
+        `${d.parent.getSession}/${d.parent.getCheckpoint}/${d.parent.readEvents}/${d.parent.events}`, String(d.writes),
+        d.fs ? `${fmt(d.fs.open, 2)}/${fmt(d.fs.readFile, 2)}/${fmt(d.fs.stat, 2)}` : '']
+    }
+    printTable(
+      ['store', 'getSession', 'getCheckpoint', 'readEvents', 'events read', 'parent s/c/r/ev', 'writes', 'fs open/readFile/stat per child'],
+      [dRow('cold, fresh checkpoints', coldDiag), dRow('cold, no checkpoints', refoldDiag), dRow(`live (all ${CONFIG.rounds + 1} listings)`, liveDiag)],
+    )
+    console.log('  fresh engine for the cold stores; fs calls per child include the parent\'s share and the adapter\'s start-up.')
+    console.log('')
+
+    const checks = [
+      { name: 'checkpointed cold child: 1 checkpoint read, 0 event reads', pass: coldDiag.perChild.getCheckpoint.min === 1 && coldDiag.perChild.getCheckpoint.max === 1 && coldDiag.perChild.readEvents.max === 0 && coldDiag.perChild.events.max === 0 },
+      { name: `refold cold child: reads its ${eventsPerChild} events once`, pass: refoldDiag.perChild.readEvents.min === 1 && refoldDiag.perChild.readEvents.max === 1 && refoldDiag.perChild.events.min === eventsPerChild && refoldDiag.perChild.events.max === eventsPerChild },
+      { name: 'live child: 0 reads', pass: liveDiag.perChild.getSession.max === 0 && liveDiag.perChild.getCheckpoint.max === 0 && liveDiag.perChild.readEvents.max === 0 && liveDiag.parent.getSession === 0 },
+      { name: 'listing writes nothing, never enumerates the store', pass: [coldDiag, refoldDiag, liveDiag].every((d) => d.writes === 0 && d.listSessions === 0 && d.others === 0) },
+    ]
+    console.log('Summary (no numeric targets: the ratios are reported as measured)')
+    printTable(
+      ['ratio (how many times slower)', 'per round median (min–max)', 'of medians', 'expected'],
+      [
+        [ratios.refoldVsCheckpointFresh.name, fmtSummary(ratios.refoldVsCheckpointFresh.perRound, 2), fmt(ratios.refoldVsCheckpointFresh.ofMedians, 2), '> 1'],
+        [ratios.refoldVsCheckpointWarm.name, fmtSummary(ratios.refoldVsCheckpointWarm.perRound, 2), fmt(ratios.refoldVsCheckpointWarm.ofMedians, 2), '> 1'],
+        [ratios.coldFreshVsLive.name, fmtSummary(ratios.coldFreshVsLive.perRound, 1), fmt(ratios.coldFreshVsLive.ofMedians, 1), '> 1'],
+        [ratios.coldWarmVsLive.name, fmtSummary(ratios.coldWarmVsLive.perRound, 1), fmt(ratios.coldWarmVsLive.ofMedians, 1), '> 1'],
+      ],
+    )
+    printTable(['check', 'result'], checks.map((c) => [c.name, c.pass ? 'PASS' : 'FAIL']))
+    const totalS = (performance.now() - started) / 1000
+    console.log('')
+    console.log(`total ${fmt(totalS, 1)} s`)
+
+    const results = {
+      benchmark: 'children',
+      date: new Date().toISOString(),
+      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
+      config: { ...CONFIG, eventsPerChild },
+      build: { coldMs: buildColdMs, coldDurability: 'relaxed', copyAndDeleteCheckpointsMs: copyMs, liveMs: buildLiveMs, liveDurability: 'strict' },
+      listings: { unit: 'ms', ...s },
+      ratios: Object.values(ratios),
+      diagnostics: { cold: coldDiag, refold: refoldDiag, live: liveDiag },
+      checks: checks.map((c) => ({ name: c.name, result: c.pass ? 'PASS' : 'FAIL' })),
+      totalSeconds: totalS,
+    }
+    const out = fileURLToPath(new URL('./results-children.json', import.meta.url))
+    fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
+    console.log(`results written to ${out}`)
+    if (checks.some((c) => !c.pass)) process.exitCode = 1
+  } finally {
+    for (const e of warm) await e.close().catch(() => {})
+    await liveEngine?.close().catch(() => {})
+    cleanup()
+  }
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exitCode = 1
+})
