@@ -15,6 +15,9 @@ export interface ChangeMeta {
   error?: SessionfoldError
 }
 
+/** Subscribers hear a burst at most this often (the final state is always delivered). */
+const NOTIFY_INTERVAL_MS = 5
+
 type KeyListener = (value: any, meta: ChangeMeta) => void
 type MapListener = (snapshot: ProjectionSnapshot<ProjectionMap>) => void
 
@@ -40,6 +43,7 @@ export class ProjectionMapView {
   readonly #mapListeners = new Set<MapListener>()
   readonly #changed = new Set<string>()
   #scheduled = false
+  #lastNotified = -Infinity
   #waiters: { seq: number; resolve: () => void; reject: (e: unknown) => void }[] = []
   #error: SessionfoldError | undefined
 
@@ -139,20 +143,30 @@ export class ProjectionMapView {
     return this.#error
   }
 
+  /**
+   * Notifies at once when things are quiet (an append's listener hears it without delay), and
+   * at most once per NOTIFY_INTERVAL_MS during a burst, always ending with the final state.
+   */
   #schedule(): void {
     if (this.#scheduled) return
     this.#scheduled = true
-    queueMicrotask(() => {
-      this.#scheduled = false
-      const changed = [...this.#changed]
-      this.#changed.clear()
-      const meta = this.#meta()
-      for (const key of changed) {
-        for (const listener of [...(this.#keyListeners.get(key) ?? [])]) listener(this.#values[key] ?? null, meta)
-      }
-      // Scheduled only when asOfSeq advanced or the values stopped: map listeners hear each batch.
-      const snap = this.snapshot()
-      for (const listener of [...this.#mapListeners]) listener(snap)
-    })
+    const wait = this.#lastNotified + NOTIFY_INTERVAL_MS - performance.now()
+    if (wait <= 0) queueMicrotask(() => this.#notify())
+    else setTimeout(() => this.#notify(), wait)
   }
+
+  #notify(): void {
+    this.#scheduled = false
+    this.#lastNotified = performance.now()
+    const changed = [...this.#changed]
+    this.#changed.clear()
+    const meta = this.#meta()
+    for (const key of changed) {
+      for (const listener of [...(this.#keyListeners.get(key) ?? [])]) listener(this.#values[key] ?? null, meta)
+    }
+    // Scheduled only when asOfSeq advanced or the values stopped: map listeners hear each batch.
+    const snap = this.snapshot()
+    for (const listener of [...this.#mapListeners]) listener(snap)
+  }
+
 }

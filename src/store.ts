@@ -416,8 +416,18 @@ export class Session extends SessionView {
     const bodies = inputs.map((e) => encodeEventBody(e, this.id, { maxBytes: this._store._maxEventBytes, now }))
     if (options !== undefined && !isPlainObject(options)) throw bad(`append options must be an object, got ${describe(options)}`)
     const result = await this._store._call((api) => api.append(this._handle, bodies, options))
-    await this.projections._waitFor(result.lastSeq)
+    await this._reflect(result.lastSeq)
     return result
+  }
+
+  /**
+   * Waits until this handle's values reflect `seq`. An acknowledged append is durable: if the
+   * values stop first (the store closed, the worker died), the append still succeeded.
+   */
+  private async _reflect(seq: number): Promise<void> {
+    await this.projections._waitFor(seq).catch((err: unknown) => {
+      if (!isSessionfoldError(err, 'CLOSED', 'WORKER_TERMINATED')) throw err
+    })
   }
 
   /** Creates a subagent (open for writing), then records it in this session's catalog. */
@@ -428,7 +438,7 @@ export class Session extends SessionView {
     if (!Array.isArray(events)) throw bad('spawn events must be an array')
     const bodies = events.map((e) => encodeEventBody(e, this.id, { maxBytes: this._store._maxEventBytes }))
     const info = await this._store._call((api) => api.spawn(this._handle, rest, bodies))
-    if (info.parentSeq !== undefined) await this.projections._waitFor(info.parentSeq)
+    if (info.parentSeq !== undefined) await this._reflect(info.parentSeq)
     return this._store._open(info, (m) => new Session(this._store, info, m))
   }
 
@@ -436,7 +446,7 @@ export class Session extends SessionView {
   async recordExternal(options: { childId: string; label?: string }): Promise<AppendResult> {
     this._check()
     const result = await this._store._call((api) => api.recordExternal(this._handle, options))
-    await this.projections._waitFor(result.lastSeq)
+    await this._reflect(result.lastSeq)
     return result
   }
 

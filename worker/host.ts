@@ -182,12 +182,13 @@ export class EngineHost implements EngineApi {
     const h = this.handles.get(handle)
     if (!h) return
     this.handles.delete(handle)
+    // Release first: a writer's appends in flight fold, and their frames go out, before we stop.
+    await this.e.release(h.sessionId, h.role)
     const w = this.watching.get(h.sessionId)
     if (w && --w.handles === 0) {
       w.stop() // nobody here listens: stop pushing (and computing views) for it
       this.watching.delete(h.sessionId)
     }
-    await this.e.release(h.sessionId, h.role)
   }
 
   async listSessions(options?: unknown) {
