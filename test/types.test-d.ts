@@ -7,12 +7,12 @@ import { z } from 'zod'
 
 declare module 'sessionfold' {
   interface ProjectionMap {
-    tokenCount: { total: number }
+    testTokens: { total: number }
   }
 }
 
-export const tokenCount = defineProjection({
-  key: 'tokenCount',
+export const testTokens = defineProjection({
+  key: 'testTokens',
   stateVersion: 1,
   stateSchema: z.object({ total: z.number() }),
   init: () => ({ total: 0 }),
@@ -25,21 +25,21 @@ declare const session: Session
 expectTypeOf(session.projections.get('subagentCatalog')).toEqualTypeOf<CatalogEntry[] | null>()
 expectTypeOf(session.projections.get('subagent')).toEqualTypeOf<SubagentView | null>()
 expectTypeOf(session.projections.get('subagentTiming')).toEqualTypeOf<TimingView | null>()
-expectTypeOf(session.projections.get('tokenCount')).toEqualTypeOf<{ total: number } | null>()
+expectTypeOf(session.projections.get('testTokens')).toEqualTypeOf<{ total: number } | null>()
 
-session.projections.subscribe('tokenCount', (value, meta) => {
+session.projections.subscribe('testTokens', (value, meta) => {
   expectTypeOf(value).toEqualTypeOf<{ total: number } | null>()
   expectTypeOf(meta.seq).toEqualTypeOf<number>()
   expectTypeOf(meta.error).toEqualTypeOf<SessionfoldError | undefined>()
 })
 session.projections.subscribe((snapshot) => {
   expectTypeOf(snapshot.values.subagentTiming).toEqualTypeOf<TimingView | null>()
-  expectTypeOf(snapshot.values.tokenCount).toEqualTypeOf<{ total: number } | null>()
+  expectTypeOf(snapshot.values.testTokens).toEqualTypeOf<{ total: number } | null>()
   expectTypeOf(snapshot).toEqualTypeOf<ProjectionSnapshot<import('sessionfold').ProjectionMap>>()
 })
 
 // @ts-expect-error: not a key of ProjectionMap
-session.projections.get('tokenCont')
+session.projections.get('testTokenz')
 // @ts-expect-error: not a key of ProjectionMap
 session.projections.subscribe('nope', () => {})
 // @ts-expect-error: the listener gets the key's type
