@@ -61,7 +61,8 @@ interface Connection {
 }
 
 const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes']
-const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string' && typeof window === 'undefined'
+// Node (and Electron's main process, or a renderer with nodeIntegration): fs and worker_threads.
+const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string'
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
