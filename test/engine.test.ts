@@ -160,7 +160,12 @@ for (const [name, make] of adapters) {
         for (const [key, r] of Object.entries(row.rows)) if (r.seq >= length) violations.push(`${key}@${r.seq} >= ${length}`)
       }
       await engine.createSession({ id: 'd' })
-      await Promise.all(Array.from({ length: 60 }, (_, i) => engine.append('d', i % 7 === 0 ? { type: 'turn/end' } : { type: 'app/a' })))
+      // Bursts of concurrent appends with pauses between them, so that (within the engine's
+      // checkpoint budget) checkpoints are written while appends are still in flight.
+      for (let burst = 0; burst < 12; burst++) {
+        await Promise.all(Array.from({ length: 5 }, (_, i) => engine.append('d', i === 2 ? { type: 'turn/end' } : { type: 'app/a' })))
+        await new Promise((r) => setTimeout(r, 3))
+      }
       await engine.release('d', 'writer')
       expect(violations).toEqual([])
       expect(inst.counts.checkpointWrites.length).toBeGreaterThan(2) // creation, some while appending, close
