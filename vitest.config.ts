@@ -1,17 +1,49 @@
 import { fileURLToPath } from 'node:url'
+import { playwright } from '@vitest/browser-playwright'
 import { defineConfig } from 'vitest/config'
 
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+const alias = (platform: 'node' | 'browser') => ({
+  'sessionfold/worker': here(`./worker/serve-${platform}.ts`),
+  sessionfold: here('./src/index.ts'),
+})
+
+// Debian's chromium (no browser download is possible here), headless, with the flags this
+// machine's closed network needs; a persistent context so IndexedDB lives on disk.
+const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+]
+
 export default defineConfig({
-  resolve: {
-    alias: {
-      'sessionfold/worker': fileURLToPath(new URL('./worker/serve.ts', import.meta.url)),
-      sessionfold: fileURLToPath(new URL('./src/index.ts', import.meta.url)),
-    },
-  },
+  server: { host: '127.0.0.1' },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    pool: 'forks',
+    projects: [
+      {
+        extends: true,
+        resolve: { alias: alias('node') },
+        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: ['test/browser/**'], pool: 'forks' },
+      },
+      {
+        extends: true,
+        resolve: { alias: alias('browser') },
+        test: {
+          name: 'chromium',
+          include: ['test/browser/**/*.test.ts'],
+          browser: {
+            enabled: true,
+            headless: true,
+            api: { host: '127.0.0.1' },
+            provider: playwright({
+              launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS },
+              persistentContext: true,
+            }),
+            instances: [{ browser: 'chromium' }],
+          },
+        },
+      },
+    ],
   },
 })

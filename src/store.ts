@@ -117,8 +117,11 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
 }
 
 async function inThread(projections: readonly ProjectionDefinition[]): Promise<Connection> {
-  const { EngineHost } = await import('../worker/host')
-  const host = new EngineHost(projections)
+  const [{ EngineHost, ownEngine }, platform] = await Promise.all([
+    import('../worker/host'),
+    isNode ? import('../worker/platform-node').then((m) => m.nodePlatform) : import('../worker/platform-browser').then((m) => m.browserPlatform),
+  ])
+  const host = new EngineHost(projections, ownEngine(platform))
   return { api: host, died: new Promise(() => {}), end: async () => {} }
 }
 

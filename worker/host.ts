@@ -1,14 +1,13 @@
 // The engine host: the EngineApi that clients call, in a worker over comlink or in the
 // caller's thread. It maps client handles onto the engine's live sessions and pushes each
 // session's changes, batched per turn of the event loop, while some handle has it open.
-import type { StorageAdapter } from '../adapters/types'
 import { SessionfoldError, where } from '../src/errors'
 import type { SessionId } from '../src/model'
 import type { ProjectionDefinition } from '../src/projection'
 import type { AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
 import { assertSessionId, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
-import { createLocalLocks, type WriterLocks } from './locks'
+import type { Platform } from './platform'
 
 interface Handle {
   sessionId: SessionId
@@ -30,46 +29,41 @@ export const nextTurn: (fn: () => void) => void =
         }
       })()
 
-async function createStorage(o: HostOptions): Promise<StorageAdapter> {
-  switch (o.storage) {
-    case 'memory':
-      return (await import('../adapters/memory')).createMemoryAdapter()
-    case 'fs':
-      return (await import('../adapters/fs')).createFsAdapter({ dir: o.dir, durability: o.durability })
-    case 'indexeddb':
-      return (await import('../adapters/indexeddb')).createIndexedDbAdapter({ name: o.name, durability: o.durability })
-  }
-}
-
-async function createLocks(o: HostOptions): Promise<WriterLocks> {
-  if (o.storage === 'fs') return (await import('./locks-fs')).createFsLocks(o.dir)
-  return createLocalLocks()
-}
-
 /** Where a host gets its engine: its own (the default), or one shared by every connection. */
 export interface EngineSource {
   open(options: HostOptions, projections: readonly ProjectionDefinition[]): Promise<Engine>
   close(engine: Engine): Promise<void>
 }
 
-const ownEngine: EngineSource = {
-  async open(options, projections) {
-    return new Engine({
-      storage: await createStorage(options),
-      projections,
-      checkpoint: options.checkpoint,
-      maxEventBytes: options.maxEventBytes,
-      locks: await createLocks(options),
-    })
-  },
-  close: (engine) => engine.close(),
+/** A host's own engine on this platform's storage: closed with the host. */
+export function ownEngine(platform: Platform): EngineSource {
+  return {
+    async open(options, projections) {
+      return new Engine({
+        storage: platform.openStorage(options),
+        projections,
+        checkpoint: options.checkpoint,
+        maxEventBytes: options.maxEventBytes,
+        locks: platform.openLocks(options),
+      })
+    },
+    close: (engine) => engine.close(),
+  }
 }
 
-/** One engine for every connection of a SharedWorker; it lives as long as the worker. */
-export function sharedEngines(): EngineSource {
-  let engine: Promise<Engine> | undefined
+/**
+ * One engine per store for every connection of a SharedWorker (tabs opening the same database
+ * share it); it lives as long as the worker.
+ */
+export function sharedEngines(platform: Platform): EngineSource {
+  const engines = new Map<string, Promise<Engine>>()
   return {
-    open: (options, projections) => (engine ??= ownEngine.open(options, projections)),
+    open(options, projections) {
+      const key = JSON.stringify([options.storage, options.name, options.dir])
+      let engine = engines.get(key)
+      if (!engine) engines.set(key, (engine = ownEngine(platform).open(options, projections)))
+      return engine
+    },
     close: async () => {}, // other tabs may still use it
   }
 }
@@ -85,8 +79,8 @@ export class EngineHost implements EngineApi {
   private nextHandle = 1
 
   constructor(
-    private readonly projections: readonly ProjectionDefinition[] = [],
-    private readonly source: EngineSource = ownEngine,
+    private readonly projections: readonly ProjectionDefinition[],
+    private readonly source: EngineSource,
   ) {}
 
   async init(options: HostOptions, push: (frames: Frame[]) => void): Promise<void> {

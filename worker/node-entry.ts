@@ -1,4 +1,4 @@
 // The default worker_threads entry: an engine with the built-in units only.
-import { serveEngine } from './serve'
+import { serveEngine } from './serve-node'
 
 await serveEngine()

@@ -1,0 +1,9 @@
+// The client suite in Chromium on real IndexedDB: the engine in a module Web Worker, in a
+// SharedWorker, and in the page itself.
+import { clientConformance } from '../conformance/client'
+
+let n = 0
+const db = () => `client-${Date.now()}-${n++}`
+clientConformance('Chromium, module Web Worker', () => ({ name: db(), worker: true }))
+clientConformance('Chromium, SharedWorker', () => ({ name: db(), worker: 'shared' }))
+clientConformance('Chromium, in the page', () => ({ name: db(), worker: false }))

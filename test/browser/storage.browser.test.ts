@@ -1,0 +1,25 @@
+// The storage conformance suite on real IndexedDB in Chromium (on disk: a persistent context).
+import { createIndexedDbAdapter } from '../../adapters/indexeddb'
+import type { StorageAdapter } from '../../adapters/types'
+import { storageConformance } from '../conformance/storage'
+
+let n = 0
+storageConformance('indexeddb (Chromium)', async () => {
+  const name = `conformance-${Date.now()}-${n++}`
+  let adapter: StorageAdapter = createIndexedDbAdapter({ name })
+  return {
+    adapter,
+    reopen: async () => {
+      await adapter.close()
+      adapter = createIndexedDbAdapter({ name })
+      return adapter
+    },
+    teardown: async () => {
+      await adapter.close()
+      await new Promise<void>((resolve) => {
+        const r = indexedDB.deleteDatabase(name)
+        r.onsuccess = r.onerror = r.onblocked = () => resolve()
+      })
+    },
+  }
+})

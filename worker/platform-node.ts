@@ -1,0 +1,24 @@
+import { createFsAdapter } from '../adapters/fs'
+import { createIndexedDbAdapter } from '../adapters/indexeddb'
+import { createMemoryAdapter } from '../adapters/memory'
+import { SessionfoldError } from '../src/errors'
+import { createLocalLocks } from './locks'
+import { createFsLocks } from './locks-fs'
+import type { Platform } from './platform'
+
+/** Node: files (with lock files shared by processes), memory, or an IndexedDB polyfill. */
+export const nodePlatform: Platform = {
+  openStorage(o) {
+    switch (o.storage) {
+      case 'fs':
+        return createFsAdapter({ dir: o.dir, durability: o.durability })
+      case 'memory':
+        return createMemoryAdapter()
+      case 'indexeddb':
+        return createIndexedDbAdapter({ name: o.name, durability: o.durability })
+      default:
+        throw new SessionfoldError('INVALID_ARGUMENT', `unknown storage ${String(o.storage)}`)
+    }
+  },
+  openLocks: (o) => (o.storage === 'fs' ? createFsLocks(o.dir) : createLocalLocks()),
+}

@@ -1,0 +1,31 @@
+// `sessionfold/worker` in browsers: serveEngine() makes this module Web Worker, or
+// SharedWorker, an engine host.
+import { expose, type Endpoint } from 'comlink'
+import type { ProjectionDefinition } from '../src/projection'
+import { registerErrorTransfer } from '../src/transfer'
+import { EngineHost, ownEngine, sharedEngines } from './host'
+import { browserPlatform } from './platform-browser'
+
+export interface ServeEngineOptions {
+  /** The app's projection units, registered after the built-in ones. */
+  projections?: readonly ProjectionDefinition[]
+}
+
+/** Serves an engine from this worker (see the Node variant for an example). */
+export async function serveEngine(options: ServeEngineOptions = {}): Promise<void> {
+  registerErrorTransfer()
+  const projections = options.projections ?? []
+  const scope = globalThis as unknown as { onconnect?: unknown }
+  if ('onconnect' in scope) {
+    // A SharedWorker: each tab gets its own host (its own handles) over one shared engine, so
+    // all tabs share one lock table, one set of live sessions, one cache.
+    const shared = sharedEngines(browserPlatform)
+    scope.onconnect = (event: MessageEvent) => {
+      const port = event.ports[0]!
+      expose(new EngineHost(projections, shared), port)
+      port.start()
+    }
+    return
+  }
+  expose(new EngineHost(projections, ownEngine(browserPlatform)), globalThis as unknown as Endpoint)
+}

@@ -1,0 +1,28 @@
+// `sessionfold/worker` in Node: serveEngine() makes this worker_threads worker an engine host.
+import { expose, type Endpoint } from 'comlink'
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
+import { parentPort } from 'node:worker_threads'
+import type { ProjectionDefinition } from '../src/projection'
+import { registerErrorTransfer } from '../src/transfer'
+import { EngineHost, ownEngine } from './host'
+import { nodePlatform } from './platform-node'
+
+export interface ServeEngineOptions {
+  /** The app's projection units, registered after the built-in ones. */
+  projections?: readonly ProjectionDefinition[]
+}
+
+/**
+ * Serves an engine from this worker. Apps with their own units write a worker file:
+ *
+ * @example
+ * // my-worker.ts
+ * import { serveEngine } from 'sessionfold/worker'
+ * import { tokenCount } from './projections'
+ * await serveEngine({ projections: [tokenCount] })
+ */
+export async function serveEngine(options: ServeEngineOptions = {}): Promise<void> {
+  if (!parentPort) throw new Error('serveEngine() must run inside a worker thread')
+  registerErrorTransfer()
+  expose(new EngineHost(options.projections ?? [], ownEngine(nodePlatform)), nodeEndpoint(parentPort) as Endpoint)
+}
