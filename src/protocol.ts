@@ -16,6 +16,11 @@ export interface HostOptions {
   durability: 'strict' | 'relaxed'
   checkpoint?: { everyEvents?: number; everyMs?: number }
   maxEventBytes?: number
+  /**
+   * Browsers: a Web Lock the host holds for as long as it lives. Browsers say nothing when a
+   * worker dies; the client queues for this lock, and being granted it means the host is gone.
+   */
+  aliveLock?: string
 }
 
 /** A change of one session's values, pushed to every client that has a handle on it. */

@@ -53,6 +53,12 @@ export interface SpawnOptions {
 
 interface Connection {
   api: EngineApi
+  /** Browsers: the lock the host holds while it lives (see HostOptions.aliveLock). */
+  aliveLock?: string
+  /** Starts watching for the host's death, once it holds its alive lock. */
+  watch?(): void
+  /** The host is about to end on purpose (close): its going is no death. */
+  closing?(): void
   /** Resolves with WORKER_TERMINATED if the engine's worker dies unexpectedly. */
   died: Promise<SessionfoldError>
   end(): Promise<void>
@@ -108,7 +114,8 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
       : await browserWorker(options.workerUrl, worker === 'shared')
   const store = new Store(connection, maxEventBytes)
   try {
-    await store._call((api) => api.init(hostOptions, store._push))
+    await store._call((api) => api.init({ ...hostOptions, aliveLock: connection.aliveLock }, store._push))
+    connection.watch?.()
   } catch (err) {
     await connection.end().catch(() => {})
     throw err
@@ -179,10 +186,12 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
   let ended = false
   let endpoint: MessagePort | Worker
   let stop: () => void
+  let markDead: (why: string) => void = () => {}
   const died = new Promise<SessionfoldError>((resolve) => {
     const dead = (why: string) => {
       if (!ended) resolve(new SessionfoldError('WORKER_TERMINATED', `the sessionfold worker ${why}`))
     }
+    markDead = dead
     if (shared && typeof SharedWorker !== 'undefined') {
       const sw = new SharedWorker(entry, { type: 'module', name: 'sessionfold' })
       sw.onerror = () => dead('failed')
@@ -198,7 +207,18 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
     }
   })
   const api = wrap<EngineApi>(endpoint!)
+  // A worker that dies (crashes, closes itself, is killed with its tab) sends no event: watch
+  // the lock it holds while alive, granted to us only once it is gone.
+  const aliveLock = `sessionfold:alive:${globalThis.crypto.randomUUID()}`
+  const locks = (globalThis.navigator as { locks?: LockManager } | undefined)?.locks
   return {
+    aliveLock: locks ? aliveLock : undefined,
+    watch() {
+      void locks?.request(aliveLock, async () => markDead('stopped'))
+    },
+    closing() {
+      ended = true
+    },
     api: new Proxy(api, {
       get: (target, prop) => (prop === 'init'
         ? (o: HostOptions, push: (f: Frame[]) => void) => target.init(o, proxy(push))
@@ -321,6 +341,7 @@ export class Store {
   async close(): Promise<void> {
     if (this.#closed) return
     const closedError = new SessionfoldError('CLOSED', 'the store is closed')
+    this.#connection.closing?.()
     try {
       if (!this.#dead) await this._call((api) => api.close())
     } finally {

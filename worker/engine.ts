@@ -27,6 +27,8 @@ export interface EngineOptions {
   locks?: WriterLocks
   /** Told of failures that must not fail a call, such as a checkpoint that could not be written. */
   onError?: (err: SessionfoldError) => void
+  /** Told after each durable append here, so other engines on the same store can follow it. */
+  onGrow?: (sessionId: SessionId, length: number) => void
   now?: () => number
 }
 
@@ -98,6 +100,7 @@ export class Engine {
   private readonly maxEventBytes: number
   private readonly now: () => number
   private readonly onError: (err: SessionfoldError) => void
+  private readonly onGrow?: (sessionId: SessionId, length: number) => void
   private readonly live = new Map<SessionId, Live>()
   private readonly loading = new Map<SessionId, Promise<Live>>()
   private isClosed = false
@@ -112,6 +115,7 @@ export class Engine {
     this.maxEventBytes = positive(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, 'maxEventBytes')
     this.now = options.now ?? Date.now
     this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
+    this.onGrow = options.onGrow
   }
 
   // ---- sessions -----------------------------------------------------------------------
@@ -160,6 +164,8 @@ export class Engine {
     const release = await this.locks.acquire(id)
     try {
       const live = await this.attach(id)
+      // If we were only following it, another writer may have appended since: catch up first.
+      await this.follow(id)
       live.writer = { release }
       return { header: live.header, length: live.durable }
     } catch (err) {
@@ -442,6 +448,7 @@ export class Engine {
         live.asOfSeq = live.durable - 1
         this.notify(live)
         this.afterWrite(live, events.length, turnEnded)
+        this.onGrow?.(live.header.id, live.durable)
       } finally {
         live.inflightBytes -= bytes
         if (--live.inflight === 0) {
@@ -523,6 +530,32 @@ export class Engine {
     live.lastCheckpointAt = performance.now()
     live.lastCheckpointCost = live.lastCheckpointAt - started
     return live.checkpointing
+  }
+
+  /**
+   * Another engine (another tab, thread or process) appended to a session this engine follows
+   * without writing it: fold what is new from storage and push it to watchers. Appends made
+   * while it reads are picked up by the next call; calls run one at a time per session.
+   */
+  follow(id: SessionId): Promise<void> {
+    const live = this.live.get(id)
+    if (!live || live.writer || this.isClosed) return Promise.resolve()
+    const step = live.chain.then(async () => {
+      if (live.writer || this.live.get(id) !== live) return
+      const info = await this.storage.getSession(id)
+      if (!info || info.length <= live.durable) return
+      for await (const page of this.storage.readEvents(id, { from: live.durable, to: info.length })) {
+        for (const e of page) foldEvent(live.slots, e)
+        live.durable += page.length
+        live.asOfSeq = live.durable - 1
+        live.nextSeq = live.durable
+        this.notify(live)
+      }
+    })
+    live.chain = step.catch((err: unknown) => {
+      this.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `could not follow ${where(id)}: ${(err as Error)?.message ?? err}`, { sessionId: id, cause: err }))
+    })
+    return live.chain
   }
 
   // ---- reading ------------------------------------------------------------------------

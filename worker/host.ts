@@ -7,7 +7,7 @@ import type { ProjectionDefinition } from '../src/projection'
 import type { AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
 import { assertSessionId, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
-import type { Platform } from './platform'
+import type { GrowthChannel, Platform } from './platform'
 
 interface Handle {
   sessionId: SessionId
@@ -37,17 +37,28 @@ export interface EngineSource {
 
 /** A host's own engine on this platform's storage: closed with the host. */
 export function ownEngine(platform: Platform): EngineSource {
+  const channels = new WeakMap<Engine, GrowthChannel>()
   return {
     async open(options, projections) {
-      return new Engine({
+      const channel = platform.openChannel?.(options)
+      const engine = new Engine({
         storage: platform.openStorage(options),
         projections,
         checkpoint: options.checkpoint,
         maxEventBytes: options.maxEventBytes,
         locks: platform.openLocks(options),
+        onGrow: channel ? (id, length) => channel.announce(id, length) : undefined,
       })
+      if (channel) {
+        channel.listen((id) => void engine.follow(id))
+        channels.set(engine, channel)
+      }
+      return engine
     },
-    close: (engine) => engine.close(),
+    async close(engine) {
+      channels.get(engine)?.close()
+      await engine.close()
+    },
   }
 }
 
@@ -77,6 +88,8 @@ export class EngineHost implements EngineApi {
   private flushing = false
   private readonly cancels = new Map<number, AbortController>()
   private nextHandle = 1
+  /** Lets go of the alive lock (a SharedWorker outlives the connections it serves). */
+  private releaseAlive?: () => void
 
   constructor(
     private readonly projections: readonly ProjectionDefinition[],
@@ -85,6 +98,14 @@ export class EngineHost implements EngineApi {
 
   async init(options: HostOptions, push: (frames: Frame[]) => void): Promise<void> {
     if (this.engine) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
+    if (options.aliveLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
+      // Held until this context ends: the client is granted it when we are gone.
+      const locks = (globalThis.navigator as Navigator & { locks: LockManager }).locks
+      await new Promise<void>((held) => void locks.request(options.aliveLock!, () => {
+        held()
+        return new Promise<void>((release) => (this.releaseAlive = release))
+      }))
+    }
     this.engine = await this.source.open(options, this.projections)
     this.push = push
   }
@@ -229,5 +250,6 @@ export class EngineHost implements EngineApi {
     for (const handle of [...this.handles.keys()]) await this.closeHandle(handle)
     await this.source.close(engine)
     this.flush()
+    this.releaseAlive?.()
   }
 }

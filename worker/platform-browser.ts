@@ -1,8 +1,10 @@
 import { createIndexedDbAdapter } from '../adapters/indexeddb'
 import { createMemoryAdapter } from '../adapters/memory'
 import { SessionfoldError } from '../src/errors'
+import { SESSION_ID_PATTERN } from '../src/model'
 import { createLocalLocks } from './locks'
-import type { Platform } from './platform'
+import { createWebLocks } from './locks-web'
+import type { GrowthChannel, Platform } from './platform'
 
 /** Browsers: IndexedDB or memory; no files. */
 export const browserPlatform: Platform = {
@@ -16,5 +18,26 @@ export const browserPlatform: Platform = {
         throw new SessionfoldError('INVALID_ARGUMENT', `storage '${String(o.storage)}' is not available in a browser`)
     }
   },
-  openLocks: () => createLocalLocks(),
+  // Web Locks where there are any (all current browsers): one writer per session across tabs.
+  openChannel: (o) => (typeof BroadcastChannel === 'function' ? broadcastGrowth(o.name) : undefined),
+  openLocks: (o) => ('locks' in (globalThis.navigator ?? {}) ? createWebLocks(o.name) : createLocalLocks()),
+}
+
+/**
+ * Growth notices over a BroadcastChannel: a tab that appends says so, and tabs following the
+ * session read the new events from IndexedDB (the notice carries no data; storage stays the
+ * only source of truth, so a lost or forged notice costs at most a read).
+ */
+function broadcastGrowth(store: string): GrowthChannel {
+  const channel = new BroadcastChannel(`sessionfold:${store}`)
+  return {
+    announce: (sessionId, length) => channel.postMessage({ sessionId, length }),
+    listen(onGrow) {
+      channel.onmessage = (event: MessageEvent) => {
+        const id = (event.data as { sessionId?: unknown } | null)?.sessionId
+        if (typeof id === 'string' && SESSION_ID_PATTERN.test(id)) onGrow(id)
+      }
+    },
+    close: () => channel.close(),
+  }
 }

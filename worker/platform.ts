@@ -4,7 +4,15 @@ import type { StorageAdapter } from '../adapters/types'
 import type { HostOptions } from '../src/protocol'
 import type { WriterLocks } from './locks'
 
+/** Tells other engines on the same store (other tabs) that a session grew. */
+export interface GrowthChannel {
+  announce(sessionId: string, length: number): void
+  listen(onGrow: (sessionId: string) => void): void
+  close(): void
+}
+
 export interface Platform {
   openStorage(options: HostOptions): StorageAdapter
   openLocks(options: HostOptions): WriterLocks
+  openChannel?(options: HostOptions): GrowthChannel | undefined
 }
