@@ -139,9 +139,12 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
   registerErrorTransfer()
   const entry = url === undefined ? new URL('../worker/node-entry.ts', import.meta.url) : new URL(String(url), `file://${process.cwd()}/`)
   // TypeScript entries (this source tree, tests) start through tsx; built ones directly.
+  // Workers inherit the process's flags; --input-type (as in `node --input-type=module -e …`)
+  // is refused in a worker, so it is dropped.
+  const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'))
   const worker = entry.pathname.endsWith('.ts')
-    ? new Worker(new URL('../worker/node-boot.mjs', import.meta.url), { workerData: { entry: entry.href } })
-    : new Worker(entry)
+    ? new Worker(new URL('../worker/node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv })
+    : new Worker(entry, { execArgv })
   const threadId = worker.threadId
   let ended = false
   const died = new Promise<SessionfoldError>((resolve) => {
