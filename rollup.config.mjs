@@ -2,6 +2,7 @@
 // worker entries, the adapters, and bundled .d.ts. Sources are TypeScript, transpiled by
 // esbuild; idb, comlink and zod stay dependencies, except in the browser worker, which is
 // self-contained so that any bundler can ship it as a plain file.
+import { readFile } from 'node:fs/promises'
 import { transform } from 'esbuild'
 import { dts } from 'rollup-plugin-dts'
 import { nodeResolve } from './scripts/rollup-resolve.mjs'
@@ -45,10 +46,19 @@ const platform = (target) => ({
   },
   transform(code, id) {
     if (!id.endsWith('src/store.ts')) return null
-    const out = code
+    let out = code
       .replaceAll("'../worker/node-entry.ts'", "'./worker-entry.node.js'")
       .replaceAll("'../worker/browser-entry.ts'", "'./worker-entry.browser.js'")
+      .replaceAll("'../worker/node-boot.mjs'", "'./node-boot.mjs'")
+    if (target === 'browser') {
+      // Node's worker files mean nothing to a browser bundler (it would look for them).
+      out = out.replace("new URL('./worker-entry.node.js', import.meta.url)", 'undefined').replace("new URL('./node-boot.mjs', import.meta.url)", 'undefined')
+    }
     return { code: out, map: null }
+  },
+  async generateBundle() {
+    // Runs TypeScript worker files (workerUrl: './my-worker.ts') through tsx, where installed.
+    if (target === 'node') this.emitFile({ type: 'asset', fileName: 'node-boot.mjs', source: await readFile('worker/node-boot.mjs', 'utf8') })
   },
 })
 

@@ -1,7 +1,7 @@
 // The published package: its shape (publint, attw), its sizes, that the built files run, and
 // that our bundles use no eval or new Function (so the SDK runs under a strict CSP).
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, readdirSync } from 'node:fs'
+import { readFileSync, readdirSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,17 +9,11 @@ import { gzipSync } from 'node:zlib'
 import { build } from 'esbuild'
 import { publint } from 'publint'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { ensureBuilt, root } from './build'
 
-const root = join(__dirname, '..')
 const dist = (p: string) => join(root, 'dist', p)
 
-beforeAll(() => {
-  // npm test builds first; a lone vitest run builds here.
-  if (!existsSync(dist('node/index.js'))) {
-    const r = spawnSync(process.execPath, [join(root, 'node_modules/rollup/dist/bin/rollup'), '-c', '--silent'], { cwd: root, encoding: 'utf8' })
-    expect(r.status, r.stderr).toBe(0)
-  }
-}, 120_000)
+beforeAll(ensureBuilt, 120_000)
 
 /** min+gzip bytes of a file bundled with what it imports statically (dependencies excluded). */
 async function minGzip(file: string, external: string[] = ['idb', 'comlink', 'zod', 'zod/*']): Promise<number> {
