@@ -1,6 +1,7 @@
 // Argument checks every adapter makes the same way, so all of them fail alike.
 import { SessionfoldError, where } from '../src/errors'
-import { sessionHeaderSchema, type SessionHeader, type SessionId } from '../src/model'
+import type { SessionHeader, SessionId } from '../src/model'
+import { sessionHeaderSchema } from '../src/schemas'
 import { assertSessionId, describe } from '../src/validate'
 import type { EncodedEvent } from '../src/validate'
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ReadRange } from './types'

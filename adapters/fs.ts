@@ -12,7 +12,8 @@ import * as nodeFs from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SessionfoldError, where } from '../src/errors'
-import { sessionHeaderSchema, type SessionEvent, type SessionHeader, type SessionId } from '../src/model'
+import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
+import { sessionHeaderSchema } from '../src/schemas'
 import type { EncodedEvent } from '../src/validate'
 import {
   READ_PAGE, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, closed,

@@ -1,8 +1,6 @@
 // A persistent (immutable) list built for append-only folds: a stack of chunks of up to 64
 // entries, newest chunk on top. Appending copies at most the head chunk, so a fold that
 // appends to a list of D entries costs O(1), and every earlier state stays valid.
-import { z, type ZodType } from 'zod'
-
 export const CHUNK_SIZE = 64
 
 interface Node<T> {
@@ -61,19 +59,4 @@ export class ChunkedList<T> implements Iterable<T> {
     }
     return new ChunkedList(head, length)
   }
-}
-
-/**
- * Validates the JSON form strictly: no empty chunk, none over 64, every chunk below the head
- * full (appends never leave one otherwise), every item valid; parses to a ChunkedList.
- */
-export function chunkedListSchema<T>(item: ZodType<T>) {
-  return z
-    .array(z.array(item).min(1).max(CHUNK_SIZE))
-    .superRefine((chunks, ctx) => {
-      chunks.forEach((c, i) => {
-        if (i > 0 && c.length !== CHUNK_SIZE) ctx.addIssue({ code: 'custom', message: `chunk ${i} below the head holds ${c.length}, not ${CHUNK_SIZE}` })
-      })
-    })
-    .transform((chunks) => ChunkedList.fromChunks(chunks))
 }

@@ -1,17 +1,37 @@
 // Frames from the worker are checked before the app sees them: the envelope strictly, the
-// built-in values against their view schemas, and any app value as plain JSON.
+// built-in values against their view shapes, and any app value as plain JSON. Hand-written
+// rather than zod, so the client loads no zod (its object schemas probe `new Function`, which a
+// strict Content-Security-Policy reports) and stays small.
 import { SESSION_ID_PATTERN } from './model'
 import type { Frame } from './protocol'
-import { catalogViewSchema } from './units/catalog'
-import { subagentViewSchema } from './units/subagent'
-import { timingViewSchema } from './units/timing'
 import { assertPlainJson, isPlainObject } from './validate'
 
-const BUILTIN_VIEWS: Record<string, { safeParse(v: unknown): { success: boolean } }> = {
-  subagent: subagentViewSchema,
-  subagentCatalog: catalogViewSchema.nullable(),
-  subagentTiming: timingViewSchema.nullable(),
+const nat = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+const time = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0
+const label = (v: unknown) => v === undefined || (typeof v === 'string' && v.length >= 1 && v.length <= 256)
+const only = (o: Record<string, unknown>, keys: string[]) => Object.keys(o).every((k) => keys.includes(k))
+
+function subagent(v: unknown): boolean {
+  if (v === null) return true
+  if (!isPlainObject(v) || !only(v, ['mode', 'label', 'seq'])) return false
+  return (v.mode === 'one-shot' || v.mode === 'continuable') && label(v.label) && nat(v.seq)
 }
+
+function catalog(v: unknown): boolean {
+  if (v === null) return true
+  return Array.isArray(v) && v.every((e) =>
+    isPlainObject(e) && only(e, ['id', 'createdAt', 'mode', 'label', 'seq']) &&
+    typeof e.id === 'string' && SESSION_ID_PATTERN.test(e.id) && time(e.createdAt) &&
+    ['one-shot', 'continuable', 'unknown', 'external'].includes(e.mode as string) && label(e.label) && nat(e.seq))
+}
+
+function timing(v: unknown): boolean {
+  if (v === null) return true
+  return isPlainObject(v) && only(v, ['turns', 'settledMs', 'runningSince']) && nat(v.turns) && time(v.settledMs) &&
+    (v.runningSince === null || (typeof v.runningSince === 'number' && Number.isFinite(v.runningSince)))
+}
+
+const BUILTIN_VIEWS: Record<string, (v: unknown) => boolean> = { subagent, subagentCatalog: catalog, subagentTiming: timing }
 
 /** The reason a frame is unacceptable, or undefined when it is fine. */
 export function frameProblem(frame: unknown): string | undefined {
@@ -22,8 +42,8 @@ export function frameProblem(frame: unknown): string | undefined {
   if (!isPlainObject(values) || !isPlainObject(faults)) return 'bad values or faults'
   for (const [key, fault] of Object.entries(faults)) if (fault !== 'corrupt') return `bad fault for ${key}`
   for (const [key, value] of Object.entries(values)) {
-    const schema = BUILTIN_VIEWS[key]
-    if (schema && !schema.safeParse(value).success) return `value of ${key} fails its view schema`
+    const check = BUILTIN_VIEWS[key]
+    if (check && !check(value)) return `value of ${key} fails its view shape`
     try {
       assertPlainJson(value, key)
     } catch {
@@ -31,8 +51,4 @@ export function frameProblem(frame: unknown): string | undefined {
     }
   }
   return undefined
-}
-
-export function isFrame(frame: unknown): frame is Frame {
-  return frameProblem(frame) === undefined
 }

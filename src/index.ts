@@ -11,5 +11,5 @@ export type { Json, SessionEvent, SessionHeader, SessionId, LifecycleWitness, Se
 export type { SubagentListEntry, ListChildrenOptions } from './children'
 export type { AppendResult } from './protocol'
 export type { CatalogEntry, SubagentView, TimingView } from './units'
-export { ChunkedList, chunkedListSchema } from './chunked-list'
+export { ChunkedList } from './chunked-list'
 export { bind, bindText, bindList, type HasProjections, type ListKey } from './dom'

@@ -16,7 +16,7 @@ export interface ChangeMeta {
 }
 
 /** Subscribers hear a burst at most this often (the final state is always delivered). */
-const NOTIFY_INTERVAL_MS = 5
+const NOTIFY_INTERVAL_MS = 1
 
 type KeyListener = (value: any, meta: ChangeMeta) => void
 type MapListener = (snapshot: ProjectionSnapshot<ProjectionMap>) => void
@@ -145,14 +145,19 @@ export class ProjectionMapView {
 
   /**
    * Notifies at once when things are quiet (an append's listener hears it without delay), and
-   * at most once per NOTIFY_INTERVAL_MS during a burst, always ending with the final state.
+   * at most once per NOTIFY_INTERVAL_MS during a burst (about a thousand a second at most), always ending with the final state.
    */
   #schedule(): void {
     if (this.#scheduled) return
     this.#scheduled = true
+    this.#wake()
+  }
+
+  #wake(): void {
     const wait = this.#lastNotified + NOTIFY_INTERVAL_MS - performance.now()
     if (wait <= 0) queueMicrotask(() => this.#notify())
-    else setTimeout(() => this.#notify(), wait)
+    // Timers run on millisecond clocks and may fire early: #wake again checks the real time.
+    else setTimeout(() => this.#wake(), wait)
   }
 
   #notify(): void {

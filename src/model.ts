@@ -1,5 +1,3 @@
-import { z } from 'zod'
-
 /** Plain JSON: what event data and projection values are made of. */
 export type Json =
   | null
@@ -13,8 +11,6 @@ export type Json =
 export type SessionId = string
 
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/
-
-export const sessionIdSchema = z.string().regex(SESSION_ID_PATTERN)
 
 export type SessionOrigin = 'root' | 'fork' | 'subagent'
 
@@ -34,31 +30,6 @@ export interface SessionHeader {
   forkedFrom?: SessionId
 }
 
-const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
-
-export const sessionHeaderSchema = z
-  .strictObject({
-    version: z.literal(1),
-    id: sessionIdSchema,
-    createdAt: z.number().finite().nonnegative(),
-    cwd: z.string().max(4096).optional(),
-    parentSession: sessionIdSchema.optional(),
-    seedLength: count,
-    delegationDepth: count,
-    origin: z.enum(['root', 'fork', 'subagent']),
-    forkedFrom: sessionIdSchema.optional(),
-  })
-  .superRefine((h, ctx) => {
-    // The origin decides which links a header carries; anything else is not a header we wrote.
-    const bad = (message: string) => ctx.addIssue({ code: 'custom', message })
-    if (h.origin === 'subagent' && h.parentSession === undefined) bad('a subagent needs parentSession')
-    if (h.origin !== 'subagent' && h.parentSession !== undefined) bad('only a subagent has parentSession')
-    if (h.origin === 'fork' && h.forkedFrom === undefined) bad('a fork needs forkedFrom')
-    if (h.origin !== 'fork' && h.forkedFrom !== undefined) bad('only a fork has forkedFrom')
-    if (h.origin !== 'fork' && h.seedLength !== 0) bad('only a fork has seed events')
-    if (h.origin === 'root' && h.delegationDepth !== 0) bad('a root has delegationDepth 0')
-  }) satisfies z.ZodType<SessionHeader>
-
 export interface SessionEvent<T extends string = string, D = Json> {
   /** Contiguous from 0 in each session: events[i].seq === i. */
   seq: number
@@ -67,15 +38,6 @@ export interface SessionEvent<T extends string = string, D = Json> {
   time: number
   data: D
 }
-
-export const jsonSchema: z.ZodType<Json> = z.json() as z.ZodType<Json>
-
-export const sessionEventSchema = z.strictObject({
-  seq: count,
-  type: z.string().min(1).max(256),
-  time: z.number().finite().nonnegative(),
-  data: jsonSchema,
-}) satisfies z.ZodType<SessionEvent>
 
 /**
  * The lifecycle witness: the header fields that identify one life of a session id.
@@ -91,16 +53,6 @@ export interface LifecycleWitness {
   seedLength: number
   delegationDepth: number
 }
-
-export const witnessSchema = z.strictObject({
-  version: z.literal(1),
-  id: sessionIdSchema,
-  createdAt: z.number().finite().nonnegative(),
-  cwd: z.string().optional(),
-  parentSession: sessionIdSchema.optional(),
-  seedLength: count,
-  delegationDepth: count,
-}) satisfies z.ZodType<LifecycleWitness>
 
 export function witnessOf(header: SessionHeader): LifecycleWitness {
   const w: LifecycleWitness = {

@@ -48,6 +48,7 @@ describe('the package', () => {
     console.log(`client entry (browser, min+gzip): ${(client / 1024).toFixed(1)} kB of our code, ${(clientWithDeps / 1024).toFixed(1)} kB with idb, comlink and zod`)
     console.log(`worker bundle (self-contained, min+gzip): ${(worker / 1024).toFixed(1)} kB`)
     expect(client).toBeLessThan(15 * 1024)
+    expect(clientWithDeps).toBeLessThan(15 * 1024) // the client loads no zod: what an app ships
   })
 
   it('has no eval or new Function in our bundles', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ChunkedList, chunkedListSchema } from '../src/chunked-list'
+import { ChunkedList } from '../src/chunked-list'
+import { chunkedListSchema } from '../src/chunked-list-schema'
 import type { SessionEvent, SessionHeader } from '../src/model'
 import { ProjectionRegistry, defineProjection } from '../src/projection'
 import { subagentCatalogUnit, subagentTimingUnit, subagentUnit } from '../src/units'

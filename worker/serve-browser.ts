@@ -3,6 +3,8 @@
 import { expose, type Endpoint } from 'comlink'
 import type { ProjectionDefinition } from '../src/projection'
 import { registerErrorTransfer } from '../src/transfer'
+// For units written in worker files: the strict schema of a ChunkedList state.
+export { chunkedListSchema } from '../src/chunked-list-schema'
 import { EngineHost, ownEngine, sharedEngines } from './host'
 import { browserPlatform } from './platform-browser'
 

@@ -4,6 +4,8 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import { parentPort } from 'node:worker_threads'
 import type { ProjectionDefinition } from '../src/projection'
 import { registerErrorTransfer } from '../src/transfer'
+// For units written in worker files: the strict schema of a ChunkedList state.
+export { chunkedListSchema } from '../src/chunked-list-schema'
 import { EngineHost, ownEngine } from './host'
 import { nodePlatform } from './platform-node'
 

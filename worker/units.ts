@@ -3,7 +3,8 @@
 import { z } from 'zod'
 import type { CheckpointRow } from '../adapters/types'
 import { hash53 } from '../src/hash'
-import { sameWitness, witnessOf, witnessSchema, type Json, type SessionEvent, type SessionHeader } from '../src/model'
+import { sameWitness, witnessOf, type Json, type SessionEvent, type SessionHeader } from '../src/model'
+import { witnessSchema } from '../src/schemas'
 import type { ProjectionDefinition, ProjectionFault, ProjectionSnapshot } from '../src/projection'
 
 export interface UnitSlot {

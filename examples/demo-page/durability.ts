@@ -1,7 +1,6 @@
 // The durability check page (test/page.test.ts drives it): appends under strict durability,
 // reporting each acknowledged seq, so the test can reload the tab right after an ack and read
 // the session back in the new page. Every acknowledged event must be there.
-import './strict-csp'
 import { openStore, type Json } from 'sessionfold'
 
 export interface StoredEvent {

@@ -2,7 +2,6 @@
 // Web Worker, and a live session tree. The tree comes from listChildren({ recursive: true }),
 // refreshed when a catalog changes; each row's timing is bound to that session's
 // subagentTiming with bindText.
-import './strict-csp'
 import { bindText, openStore, type Session, type SessionView, type TimingView } from 'sessionfold'
 
 const status = document.querySelector<HTMLElement>('#status')!

@@ -1,8 +1,9 @@
 // `subagentCatalog`: the children a session spawned, in the order their facts were appended.
 import { z } from 'zod'
-import { ChunkedList, chunkedListSchema } from '../chunked-list'
+import { ChunkedList } from '../chunked-list'
+import { chunkedListSchema } from '../chunked-list-schema'
 import { SessionfoldError } from '../errors'
-import { sessionIdSchema } from '../model'
+import { sessionIdSchema } from '../schemas'
 import { defineProjection } from '../projection'
 import { CATALOG, catalogFactSchema, labelSchema } from './payloads'
 

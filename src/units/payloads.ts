@@ -1,6 +1,6 @@
 // Payloads of the reserved event types (DESIGN.md section 2).
 import { z } from 'zod'
-import { sessionIdSchema } from '../model'
+import { sessionIdSchema } from '../schemas'
 
 export const DESCRIPTOR = 'subagent/descriptor'
 export const CATALOG = 'subagent/catalog'
