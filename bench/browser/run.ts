@@ -1,0 +1,312 @@
+// Browser benchmark (npm run bench:browser): sessionfold on real IndexedDB in headless
+// Chromium (Debian's /usr/bin/chromium, a persistent context so IndexedDB lives on disk),
+// against raw idb and Dexie in the same page. Vite serves bench/browser/ (index.html +
+// bench.ts, which takes the samples); this file starts it, drives the page, and reports.
+//
+//   1. Appends of 10,000 events of ~300 bytes in batches of 100: sessionfold (openStore with
+//      its worker, durability 'strict', session.append(array)) against raw idb puts of the same
+//      objects (one strict readwrite transaction per batch, awaiting tx.done). Target:
+//      sessionfold >= 0.7 of raw idb's events/s. For reference (no target): sessionfold with
+//      checkpoints deferred past the run, and with its checkpoint transactions committed
+//      'relaxed' (a patched worker, bench/browser/relaxed-checkpoints-worker.ts); and one more
+//      run through bench/browser/counting-worker.ts that counts the engine's transactions.
+//   2. Append-to-subscriber latency of the catalog projection at 100 and 10,000 events already
+//      in the session (1 in 100 of them a catalog fact, the rest ~300-byte messages): one
+//      catalog fact per sample, until `subscribe('subagentCatalog')` on the writing handle and
+//      on an observer handle (store.observe) sees the new count; against a Dexie liveQuery that
+//      recomputes the catalog from every event of the session (Dexie's default cache, which
+//      shows the entry optimistically before its commit, and cache 'disabled', which queries
+//      again after the commit). Target: sessionfold >= 10x faster than Dexie at 10,000 events,
+//      checked against both Dexie settings. For reference: an observer in a second store (its
+//      own worker, as another tab), raw idb commit floors (one put; the shape of sessionfold's
+//      append transaction), a catalog-heavy session (10,000 catalog facts: every push carries
+//      a 10,000-entry view), and what one pushed frame costs the page to check and clone.
+//
+// The machine is shared and noisy: figures are medians with min and max; comparisons are
+// ratios within one round (the systems run back to back, in an order that changes each round),
+// after an unrecorded warm-up round. Results also go to bench/results-browser.json.
+// Settings: BENCH_EVENTS, BENCH_APPEND_ROUNDS, BENCH_SETTLE_MS, BENCH_LAT_ROUNDS,
+// BENCH_LAT_SAMPLES, BENCH_LAT_GAP_MS, BENCH_SIZES (comma-separated prefill sizes), BENCH_HEAVY
+// (0: skip the catalog-heavy scenario), CHROMIUM_PATH.
+import * as fs from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type BrowserContext } from 'playwright'
+import { createServer, type ViteDevServer } from 'vite'
+import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary } from '../stats'
+import { LATENCY_SYSTEMS, type BenchEntry, type BrowserBenchConfig, type BrowserBenchResults, type LatencySystem } from './types'
+
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
+const REPO = here('../../')
+
+const env = (name: string, fallback: number): number => {
+  const v = process.env[name]
+  return v === undefined || v === '' ? fallback : Number(v)
+}
+
+const SIZES = (process.env.BENCH_SIZES ?? '100,10000').split(',').map((s) => Number(s.trim()))
+const TARGET_SIZE = 10_000
+
+const CONFIG: BrowserBenchConfig = {
+  events: env('BENCH_EVENTS', 10_000),
+  batch: 100,
+  eventBytes: 300,
+  appendRounds: env('BENCH_APPEND_ROUNDS', 7),
+  settleMs: env('BENCH_SETTLE_MS', 300),
+  scenarios: [
+    ...SIZES.map((n) => ({ name: `mixed-${n}`, prefill: n, catalogEvery: 100, reference: n !== TARGET_SIZE })),
+    ...(env('BENCH_HEAVY', 1) ? [{ name: `catalog-${TARGET_SIZE}`, prefill: TARGET_SIZE, catalogEvery: 1, reference: true }] : []),
+  ],
+  latencyRounds: env('BENCH_LAT_ROUNDS', 7),
+  samplesPerBlock: env('BENCH_LAT_SAMPLES', 6),
+  gapMs: env('BENCH_LAT_GAP_MS', 25),
+  prefillBatch: 1_000,
+  stamp: `${Date.now()}`,
+}
+
+const TARGETS = { appendsVsIdb: 0.7, latencyVsDexie: 10 }
+
+const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+]
+
+const log = (msg: string) => process.stderr.write(`${msg}\n`)
+
+interface Ratio {
+  name: string
+  perRound: Summary
+  ofMedians: number
+  target?: number
+  pass?: boolean
+}
+
+function ratio(name: string, a: Summary, b: Summary, target?: number): Ratio {
+  const perRound = summarize(pairRatios(a.samples, b.samples))
+  return target === undefined
+    ? { name, perRound, ofMedians: a.median / b.median }
+    : { name, perRound, ofMedians: a.median / b.median, target, pass: perRound.median >= target }
+}
+
+const SYSTEM_LABELS: Record<LatencySystem, string> = {
+  sfWriter: 'sessionfold: writer handle subscriber',
+  sfObserver: 'sessionfold: observer handle (store.observe) subscriber',
+  sfAppend: '  (same appends: until session.append() resolves)',
+  sfOtherStore: 'sessionfold: observer in a 2nd store (own worker)*',
+  dexie: 'Dexie liveQuery, default cache (optimistic)',
+  dexieAdd: '  (same adds: until db.events.add() resolves)',
+  dexieNoCache: 'Dexie liveQuery, cache disabled',
+  idbPut: 'raw idb: one put, strict tx, until tx.done',
+  idbAppendTx: 'raw idb: get meta, put event + meta, strict tx (append-shaped)',
+}
+
+async function main(): Promise<void> {
+  const started = performance.now()
+  for (const [k, v] of Object.entries(CONFIG)) {
+    if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
+  }
+  if (SIZES.some((n) => !(Number.isSafeInteger(n) && n > 0))) throw new Error(`bad BENCH_SIZES ${process.env.BENCH_SIZES}`)
+  if (CONFIG.events % CONFIG.batch !== 0) throw new Error('BENCH_EVENTS must be a multiple of 100')
+  const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+  if (!fs.existsSync(executablePath)) throw new Error(`no Chromium at ${executablePath} (set CHROMIUM_PATH)`)
+
+  const tmp = fs.mkdtempSync(join(os.tmpdir(), 'sessionfold-bench-browser-'))
+  let server: ViteDevServer | undefined
+  let context: BrowserContext | undefined
+  let cleaned = false
+  const cleanup = async () => {
+    if (cleaned) return
+    cleaned = true
+    await context?.close().catch(() => {})
+    await server?.close().catch(() => {})
+    fs.rmSync(tmp, { recursive: true, force: true })
+  }
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)))
+
+  let results: BrowserBenchResults
+  let chromiumVersion = ''
+  try {
+    server = await createServer({
+      configFile: false,
+      root: here('.'),
+      cacheDir: join(tmp, 'vite'),
+      logLevel: 'warn',
+      clearScreen: false,
+      resolve: {
+        alias: [
+          { find: 'sessionfold/worker', replacement: join(REPO, 'worker/serve-browser.ts') },
+          { find: /^sessionfold$/, replacement: join(REPO, 'src/index.ts') },
+        ],
+      },
+      // Everything the page and the worker import, optimised up front: a dependency found late
+      // would make vite reload the page in the middle of the run.
+      optimizeDeps: { entries: ['index.html'], include: ['comlink', 'idb', 'zod', 'dexie'] },
+      server: { host: '127.0.0.1', port: 0, hmr: false, watch: null, fs: { allow: [REPO] } },
+    })
+    await server.listen()
+    const address = server.httpServer?.address()
+    if (!address || typeof address === 'string') throw new Error('vite did not listen on a port')
+    const url = `http://127.0.0.1:${address.port}/index.html`
+
+    const profile = join(tmp, 'profile')
+    context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args: CHROMIUM_ARGS })
+    chromiumVersion = context.browser()?.version() ?? ''
+    const page = context.pages()[0] ?? (await context.newPage())
+    page.on('console', (m) => {
+      const text = m.text()
+      if (text.startsWith('[bench] ')) log(text.slice(8))
+      else if ((m.type() === 'error' || m.type() === 'warning') && !m.location().url.endsWith('/favicon.ico')) log(`page ${m.type()}: ${text} (${m.location().url})`)
+    })
+    page.on('pageerror', (err) => log(`page error: ${err.message}`))
+    log(`vite on ${url}, Chromium profile (IndexedDB on disk) in ${profile}`)
+    await page.goto(url)
+    await page.waitForFunction(() => typeof (window as unknown as { sessionfoldBench?: unknown }).sessionfoldBench === 'function', null, { timeout: 60_000 })
+    results = await page.evaluate((cfg) => (window as unknown as { sessionfoldBench: BenchEntry }).sessionfoldBench(cfg), CONFIG)
+  } finally {
+    await cleanup()
+  }
+  report(results, chromiumVersion, performance.now() - started)
+}
+
+function report(results: BrowserBenchResults, chromiumVersion: string, elapsedMs: number): void {
+  const n0 = (x: number) => fmt(x, 0)
+  const ms = (s: Summary) => [fmt(s.median, 2), fmt(s.min, 2), fmt(s.max, 2)]
+
+  // ---- appends ----
+  const sf = summarize(results.appends.sessionfold)
+  const idb = summarize(results.appends.idb)
+  const deferred = summarize(results.appends.sessionfoldDeferred)
+  const ratios: Ratio[] = [ratio('appends: sessionfold / raw idb (events/s)', sf, idb, TARGETS.appendsVsIdb)]
+  const deferredRatio = ratio('appends: sessionfold, checkpoints deferred / raw idb', deferred, idb)
+  const relaxed = summarize(results.appends.sessionfoldRelaxedCheckpoints)
+  const relaxedRatio = ratio('appends: sessionfold, relaxed checkpoint commits / raw idb', relaxed, idb)
+
+  console.log('')
+  console.log(`sessionfold browser benchmark: headless Chromium ${chromiumVersion}, IndexedDB on disk, durability 'strict'`)
+  console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus; profile under ${os.tmpdir()}`)
+  console.log('figures: median (min–max); ratios are per round (the systems run back to back, order changing each round), median (min–max)')
+  console.log('')
+  console.log(`Appends: ${n0(CONFIG.events)} events of ${fmt(results.eventJsonBytes, 1)} bytes of JSON, batches of ${CONFIG.batch}, awaited one after another`)
+  printTable(
+    ['system', 'runs', 'events/s median', 'min', 'max'],
+    [
+      ['sessionfold: openStore({ worker: true }), session.append(batch)', String(sf.n), n0(sf.median), n0(sf.min), n0(sf.max)],
+      ['raw idb: one strict readwrite tx per batch, put x100, tx.done', String(idb.n), n0(idb.median), n0(idb.min), n0(idb.max)],
+      ['(ref 1) sessionfold, checkpoint: { everyEvents: 1e9 } (none in the run)', String(deferred.n), n0(deferred.median), n0(deferred.min), n0(deferred.max)],
+      ['(ref 2) sessionfold, checkpoint transactions committed \'relaxed\'*', String(relaxed.n), n0(relaxed.median), n0(relaxed.min), n0(relaxed.max)],
+    ],
+  )
+  console.log(`  no target, to show what checkpoints cost the append path; per round, / raw idb: (ref 1) ${fmtSummary(deferredRatio.perRound, 2)}, ` +
+    `(ref 2) ${fmtSummary(relaxedRatio.perRound, 2)}`)
+  console.log('  * a what-if: bench/browser/relaxed-checkpoints-worker.ts patches IDBDatabase.prototype.transaction in its worker.')
+  console.log('  sessionfold\'s time includes validation and encoding in the page, the worker hop, its meta row per')
+  console.log('  batch, folding, checkpoints and the push back to the handle (append resolves once reflected).')
+  const d = results.diagnostics
+  console.log('')
+  console.log(`Diagnostics: one more sessionfold run (not in the ratio) through bench/browser/counting-worker.ts, ${n0(d.events)} events in ${n0(d.runMs)} ms`)
+  printTable(
+    ['IndexedDB transactions made by the worker', 'count', 'per 100 events', 'ms total', 'ms each'],
+    Object.entries(d.tx).sort((a, b) => b[1].ms - a[1].ms).map(([kind, t]) => [
+      kind, n0(t.count), fmt((t.count / d.events) * 100, 2), n0(t.ms), fmt(t.ms / t.count, 2),
+    ]),
+  )
+  console.log('  ms: creation to complete; transactions overlap (a checkpoint runs beside the next append), so times do not add up.')
+  console.log(`  raw idb makes ${n0(CONFIG.events / CONFIG.batch)} transactions per run (events readwrite, strict).`)
+
+  // ---- latency ----
+  const latency = results.latency.map((sc) => {
+    // Per system: all samples pooled, and the median of each round (for per-round ratios).
+    const pooled = Object.fromEntries(LATENCY_SYSTEMS.map((s) => [s, summarize(sc.rounds.flatMap((r) => r[s]))])) as Record<LatencySystem, Summary>
+    const perRound = Object.fromEntries(LATENCY_SYSTEMS.map((s) => [s, summarize(sc.rounds.map((r) => median(r[s])))])) as Record<LatencySystem, Summary>
+    const scRatios = [
+      ratio(`${sc.name}: Dexie default / sessionfold writer`, perRound.dexie, perRound.sfWriter),
+      ratio(`${sc.name}: Dexie default / sessionfold observer`, perRound.dexie, perRound.sfObserver),
+      ratio(`${sc.name}: Dexie no cache / sessionfold writer`, perRound.dexieNoCache, perRound.sfWriter),
+      ratio(`${sc.name}: Dexie no cache / sessionfold observer`, perRound.dexieNoCache, perRound.sfObserver),
+    ]
+    if (!sc.reference) {
+      for (const r of scRatios) {
+        r.target = TARGETS.latencyVsDexie
+        r.pass = r.perRound.median >= TARGETS.latencyVsDexie
+      }
+    }
+    return { sc, pooled, perRound, ratios: scRatios }
+  })
+
+  for (const { sc, pooled } of latency) {
+    console.log('')
+    console.log(`Append-to-subscriber latency, ${sc.name}${sc.reference ? ' (reference)' : ''}: ${n0(sc.prefill)} events in the session ` +
+      `(${fmt(sc.prefillEventBytes, 0)} bytes of JSON on average), ${n0(sc.catalogAtStart)} catalog entries at the start; ` +
+      `prefill ${n0(sc.prefillMs.sessionfold)} ms sessionfold, ${n0(sc.prefillMs.dexie)} ms Dexie bulkAdd`)
+    const fc = sc.frameCost
+    console.log(`  one pushed frame of this session's values costs the page ${fmt(fc.validateMs, 3)} ms to check (frameProblem) and ` +
+      `${fmt(fc.cloneMs, 3)} ms to structured-clone (${n0(fc.catalogEntries)} catalog entries at the end)`)
+    printTable(
+      ['system', 'samples', 'ms median', 'min', 'max', 'p90'],
+      LATENCY_SYSTEMS.map((s) => {
+        const p = pooled[s]
+        const sorted = [...p.samples].sort((a, b) => a - b)
+        const p90 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))] ?? NaN
+        return [SYSTEM_LABELS[s], String(p.n), ...ms(p), fmt(p90, 2)]
+      }),
+    )
+  }
+  console.log(`  samples: ${CONFIG.latencyRounds} rounds x ${CONFIG.samplesPerBlock} per system, ${CONFIG.gapMs} ms idle after each; one catalog fact each.`)
+  console.log('  Writer and observer hear the same append; * the 2nd store is sampled in a block of its own (BroadcastChannel notice,')
+  console.log('  then its worker reads the event from IndexedDB). Dexie\'s default cache shows the entry before its transaction commits;')
+  console.log('  with cache \'disabled\' the liveQuery reads every event of the session again after the commit. Both Dexie databases')
+  console.log('  use chromeTransactionDurability \'strict\', like sessionfold. The raw idb rows are commit floors in the page,')
+  console.log('  no subscriber: the append-shaped one is the transaction sessionfold\'s adapter makes for each append.')
+
+  console.log('')
+  console.log('Latency ratios (Dexie time / sessionfold time, per round medians)')
+  printTable(
+    ['ratio', 'per round median (min–max)', 'of medians', 'target'],
+    latency.flatMap((l) => l.ratios).map((r) => [r.name, fmtSummary(r.perRound, 2), fmt(r.ofMedians, 2), r.target === undefined ? 'reference' : `>= ${r.target}`]),
+  )
+
+  const targetRatios = [...ratios, ...latency.flatMap((l) => l.ratios.filter((r) => r.target !== undefined))]
+  console.log('')
+  console.log('Targets (sessionfold >= 0.7 of raw idb appends; >= 10x faster than Dexie liveQuery at 10,000 events, against both Dexie settings)')
+  printTable(
+    ['ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
+    targetRatios.map((r) => [r.name, fmtSummary(r.perRound, 2), fmt(r.ofMedians, 2), `>= ${r.target}`, r.pass ? 'PASS' : 'MISS']),
+  )
+  if (results.warnings.length > 0) {
+    console.log('')
+    console.log(`page warnings (${results.warnings.length}):`)
+    for (const w of results.warnings.slice(0, 10)) console.log(`  ${w}`)
+  }
+  const totalS = elapsedMs / 1000
+  console.log('')
+  console.log(`total ${fmt(totalS, 1)} s`)
+
+  const out = here('../results-browser.json')
+  const json = {
+    benchmark: 'browser',
+    date: new Date().toISOString(),
+    environment: { node: process.version, chromium: chromiumVersion, userAgent: results.userAgent, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
+    config: CONFIG,
+    appends: { unit: 'events/s', eventJsonBytes: results.eventJsonBytes, sessionfold: sf, idb, sessionfoldCheckpointsDeferred: deferred, sessionfoldRelaxedCheckpoints: relaxed, order: results.appends.order },
+    latency: latency.map(({ sc, pooled, perRound }) => ({
+      unit: 'ms', name: sc.name, prefill: sc.prefill, catalogEvery: sc.catalogEvery, reference: sc.reference,
+      catalogAtStart: sc.catalogAtStart, prefillEventBytes: sc.prefillEventBytes, prefillMs: sc.prefillMs,
+      frameCost: sc.frameCost, samples: pooled, roundMedians: perRound,
+    })),
+    diagnostics: results.diagnostics,
+    ratios: [...ratios, deferredRatio, relaxedRatio, ...latency.flatMap((l) => l.ratios)].map((r) => ({
+      name: r.name, perRound: r.perRound, ofMedians: r.ofMedians, target: r.target ?? null,
+      result: r.target === undefined ? 'reference' : r.pass ? 'PASS' : 'MISS',
+    })),
+    warnings: results.warnings,
+    totalSeconds: totalS,
+  }
+  fs.writeFileSync(out, `${JSON.stringify(json, null, 2)}\n`)
+  console.log(`results written to ${out}`)
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exitCode = 1
+})
