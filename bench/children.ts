@@ -30,7 +30,7 @@ import type { SubagentListEntry } from '../src/children'
 import type { SessionId } from '../src/model'
 import { TURN_END, TURN_START } from '../src/units/payloads'
 import { Engine } from '../worker/engine'
-import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary } from './stats'
+import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -250,23 +250,11 @@ type Scenario = 'coldFresh' | 'refoldFresh' | 'coldWarm' | 'refoldWarm' | 'live'
 
 async function main(): Promise<void> {
   const started = performance.now()
-  const root = await fsp.mkdtemp(join(os.tmpdir(), 'sessionfold-bench-children-'))
-  let cleaned = false
-  const cleanup = () => {
-    if (cleaned) return
-    cleaned = true
-    fs.rmSync(root, { recursive: true, force: true })
-  }
-  process.once('SIGINT', () => {
-    cleanup()
-    process.exit(130)
-  })
+  const { root, cleanup } = await benchRoot('sessionfold-bench-children-')
   let liveEngine: Engine | undefined
   const warm: Engine[] = []
   try {
-    for (const [k, v] of Object.entries(CONFIG)) {
-      if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
-    }
+    checkSettings(CONFIG)
     const N = CONFIG.children
     const coldDir = join(root, 'cold')
     const refoldDir = join(root, 'refold')

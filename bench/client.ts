@@ -43,7 +43,7 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import type { AppendResult } from '../src/protocol'
 import { openStore, type EventInput, type Session, type Store } from '../src/store'
 import { TURN_END, TURN_START } from '../src/units/payloads'
-import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary } from './stats'
+import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -370,19 +370,9 @@ const verdict = (pass: boolean | undefined) => (pass === undefined ? '' : pass ?
 
 async function main(): Promise<void> {
   const started = performance.now()
-  const root = await fsp.mkdtemp(join(os.tmpdir(), 'sessionfold-bench-client-'))
+  const { root, cleanup } = await benchRoot('sessionfold-bench-client-')
   const open: Store[] = []
   let raw: { worker: Worker; api: Remote<{ noop(): number }> } | undefined
-  let cleaned = false
-  const cleanup = () => {
-    if (cleaned) return
-    cleaned = true
-    fs.rmSync(root, { recursive: true, force: true })
-  }
-  process.once('SIGINT', () => {
-    cleanup()
-    process.exit(130)
-  })
   let seen = -1
   const watchdog = setInterval(() => {
     if (progress === seen && progress > 0) {
@@ -403,9 +393,7 @@ async function main(): Promise<void> {
   }
 
   try {
-    for (const [k, v] of Object.entries(CONFIG)) {
-      if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
-    }
+    checkSettings(CONFIG)
     if (CONFIG.throughputEvents % CONFIG.batch !== 0) throw new Error('BENCH_TP_EVENTS must be a multiple of the batch size')
     log(`temp dir ${root}`)
     const source = sourceState()

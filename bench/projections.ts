@@ -41,7 +41,7 @@ import { CATALOG, TURN_END, TURN_START } from '../src/units/payloads'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
 import { Engine, type EngineOptions } from '../worker/engine'
 import { checkpointRowOf, foldEvent, initSlots, restoreSlots, type UnitSlot } from '../worker/units'
-import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary } from './stats'
+import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -700,21 +700,9 @@ async function benchHeap(root: string): Promise<HeapResults> {
 
 async function main(): Promise<void> {
   const started = performance.now()
-  const root = await fsp.mkdtemp(join(os.tmpdir(), 'sessionfold-bench-proj-'))
-  let cleaned = false
-  const cleanup = () => {
-    if (cleaned) return
-    cleaned = true
-    fs.rmSync(root, { recursive: true, force: true })
-  }
-  process.once('SIGINT', () => {
-    cleanup()
-    process.exit(130)
-  })
+  const { root, cleanup } = await benchRoot('sessionfold-bench-proj-')
   try {
-    for (const [k, v] of Object.entries(CONFIG)) {
-      if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
-    }
+    checkSettings(CONFIG)
     if (CONFIG.appendsPerRun % 256 !== 0) throw new Error('BENCH_APPENDS must be a multiple of 256 (the default checkpoint.everyEvents)')
     if (CONFIG.heapEvents % (2 * CONFIG.heapBatch) !== 0) throw new Error('BENCH_HEAP_EVENTS must be a multiple of 2,000')
     const sample = Array.from({ length: 1000 }, (_, i) => encodeEvent(logEventAt(10_000 + i), 'x').json.length)

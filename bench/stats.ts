@@ -74,3 +74,30 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
   const rule = widths.map((w) => '-'.repeat(w)).join('  ')
   return [line(headers), rule, ...rows.map((r) => line(headers.map((_, c) => r[c] ?? '')))].join('\n')
 }
+
+/** A temp folder for one benchmark run; cleanup() removes it (and runs on Ctrl-C too). */
+export async function benchRoot(prefix: string): Promise<{ root: string; cleanup: () => void }> {
+  const { mkdtemp } = await import('node:fs/promises')
+  const { rmSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const root = await mkdtemp(join(tmpdir(), prefix))
+  let cleaned = false
+  const cleanup = () => {
+    if (cleaned) return
+    cleaned = true
+    rmSync(root, { recursive: true, force: true })
+  }
+  process.once('SIGINT', () => {
+    cleanup()
+    process.exit(130)
+  })
+  return { root, cleanup }
+}
+
+/** Every numeric setting (BENCH_* overrides included) must be a positive integer. */
+export function checkSettings(config: Record<string, unknown>): void {
+  for (const [k, v] of Object.entries(config)) {
+    if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
+  }
+}

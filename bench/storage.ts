@@ -23,7 +23,7 @@ import { RECORD_HEADER, encodeBatch } from '../adapters/fs-log'
 import type { StorageAdapter } from '../adapters/types'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
-import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary } from './stats'
+import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -364,21 +364,9 @@ function ratio(name: string, a: Summary, b: Summary, target: number): Ratio {
 
 async function main(): Promise<void> {
   const started = performance.now()
-  const root = await fsp.mkdtemp(join(os.tmpdir(), 'sessionfold-bench-'))
-  let cleaned = false
-  const cleanup = () => {
-    if (cleaned) return
-    cleaned = true
-    fs.rmSync(root, { recursive: true, force: true })
-  }
-  process.once('SIGINT', () => {
-    cleanup()
-    process.exit(130)
-  })
+  const { root, cleanup } = await benchRoot('sessionfold-bench-')
   try {
-    for (const [k, v] of Object.entries(CONFIG)) {
-      if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
-    }
+    checkSettings(CONFIG)
     if (CONFIG.events % CONFIG.batch !== 0) throw new Error('BENCH_EVENTS must be a multiple of the batch size')
 
     // ---- writes ----

@@ -7,6 +7,7 @@ import { frameProblem } from './frames'
 import { ProjectionMapView } from './mirror'
 import type { Json, SessionEvent, SessionHeader, SessionId } from './model'
 import type { ProjectionDefinition } from './projection'
+import type { Remote } from 'comlink'
 import type { AppendResult, EngineApi, Frame, HandleInfo, HostOptions, StorageKind } from './protocol'
 import { assertSessionId, describe, encodeEventBody, isPlainObject, DEFAULT_MAX_EVENT_BYTES } from './validate'
 
@@ -163,11 +164,7 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
   let pending = 0
   worker.unref()
   return {
-    api: new Proxy(api, {
-      get: (target, prop) => (prop === 'init'
-        ? (o: HostOptions, push: (f: Frame[]) => void) => target.init(o, proxy(push))
-        : (target as unknown as Record<string | symbol, unknown>)[prop]),
-    }) as unknown as EngineApi,
+    api: proxiedPush(api, proxy),
     died,
     busy(delta) {
       pending += delta
@@ -180,6 +177,15 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
       await worker.terminate()
     },
   }
+}
+
+/** The remote API, with `init`'s push callback passed as a comlink proxy (called back by the worker). */
+function proxiedPush(api: Remote<EngineApi>, proxy: <T extends object>(obj: T) => T): EngineApi {
+  return new Proxy(api, {
+    get: (target, prop) => (prop === 'init'
+      ? (o: HostOptions, push: (f: Frame[]) => void) => target.init(o, proxy(push))
+      : (target as unknown as Record<string | symbol, unknown>)[prop]),
+  }) as unknown as EngineApi
 }
 
 async function browserWorker(url: string | URL | undefined, shared: boolean): Promise<Connection> {
@@ -222,11 +228,7 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
     closing() {
       ended = true
     },
-    api: new Proxy(api, {
-      get: (target, prop) => (prop === 'init'
-        ? (o: HostOptions, push: (f: Frame[]) => void) => target.init(o, proxy(push))
-        : (target as unknown as Record<string | symbol, unknown>)[prop]),
-    }) as unknown as EngineApi,
+    api: proxiedPush(api, proxy),
     died,
     async end() {
       ended = true
