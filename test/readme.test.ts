@@ -76,8 +76,9 @@ describe('README', () => {
         subscriptions.push(subscribe(() => rerenders++))
         return get()
       },
+      createElement: (type: string, props: unknown, ...children: unknown[]) => ({ type, props, children }),
     }))
-    const { useProjection } = await import('../examples/react/use-projection')
+    const { useProjection, Children } = await import('../examples/react/use-projection')
     const store = await openStore({ storage: 'memory', worker: false })
     const s = await store.createSession()
     expect(useProjection(s, 'subagentCatalog')).toEqual([])
@@ -87,6 +88,7 @@ describe('README', () => {
     await new Promise((r) => setTimeout(r, 10))
     expect(rerenders).toBeGreaterThan(0)
     expect(useProjection(s, 'subagentCatalog')?.map((c) => c.label)).toEqual(['child'])
+    expect(Children({ view: s })).toEqual({ type: 'ul', props: null, children: [{ type: 'li', props: { key: expect.any(String) }, children: ['child (one-shot)'] }] })
     for (const stop of subscriptions) stop()
     await store.close()
     vi.doUnmock('react')

@@ -1,5 +1,5 @@
 // examples/react/use-projection.ts
-import { useSyncExternalStore } from 'react'
+import { createElement, useSyncExternalStore } from 'react'
 import type { ProjectionKey, ProjectionMap, SessionView } from 'sessionfold'
 
 /** One projection value of a session, re-rendering when it changes. */
@@ -10,7 +10,8 @@ export function useProjection<K extends ProjectionKey>(view: SessionView, key: K
   )
 }
 
-// function Children({ view }: { view: SessionView }) {
-//   const catalog = useProjection(view, 'subagentCatalog') ?? []
-//   return <ul>{catalog.map((c) => <li key={c.id}>{c.label ?? c.id} ({c.mode})</li>)}</ul>
-// }
+/** A component: the children of a session, live (JSX: <ul>{catalog.map((c) => <li …/>)}</ul>). */
+export function Children({ view }: { view: SessionView }) {
+  const catalog = useProjection(view, 'subagentCatalog') ?? []
+  return createElement('ul', null, ...catalog.map((c) => createElement('li', { key: c.id }, `${c.label ?? c.id} (${c.mode})`)))
+}
