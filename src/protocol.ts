@@ -21,6 +21,11 @@ export interface HostOptions {
    * worker dies; the client queues for this lock, and being granted it means the host is gone.
    */
   aliveLock?: string
+  /**
+   * Browsers, SharedWorker: a Web Lock the tab holds for as long as it lives. The shared host
+   * queues for it; being granted it means the tab is gone, and its handles are closed.
+   */
+  tabLock?: string
 }
 
 /** A change of one session's values, pushed to every client that has a handle on it. */

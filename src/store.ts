@@ -56,6 +56,8 @@ interface Connection {
   api: EngineApi
   /** Browsers: the lock the host holds while it lives (see HostOptions.aliveLock). */
   aliveLock?: string
+  /** Browsers, SharedWorker: the lock this tab holds while it lives (see HostOptions.tabLock). */
+  tabLock?: string
   /** Starts watching for the host's death, once it holds its alive lock. */
   watch?(): void
   /** The host is about to end on purpose (close): its going is no death. */
@@ -115,7 +117,7 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
       : await browserWorker(options.workerUrl, worker === 'shared')
   const store = new Store(connection, maxEventBytes)
   try {
-    await store._call((api) => api.init({ ...hostOptions, aliveLock: connection.aliveLock }, store._push))
+    await store._call((api) => api.init({ ...hostOptions, aliveLock: connection.aliveLock, tabLock: connection.tabLock }, store._push))
     connection.watch?.()
   } catch (err) {
     await connection.end().catch(() => {})
@@ -216,12 +218,17 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
     }
   })
   const api = wrap<EngineApi>(endpoint!)
+  const locks0 = (globalThis.navigator as { locks?: LockManager } | undefined)?.locks
+  // Shared: this tab holds a lock for as long as it lives; the shared host learns of its end.
+  const tabLock = shared && typeof SharedWorker !== 'undefined' && locks0 ? `sessionfold:tab:${globalThis.crypto.randomUUID()}` : undefined
+  if (tabLock) await new Promise<void>((held) => void locks0!.request(tabLock, () => (held(), new Promise<never>(() => {}))))
   // A worker that dies (crashes, closes itself, is killed with its tab) sends no event: watch
   // the lock it holds while alive, granted to us only once it is gone.
   const aliveLock = `sessionfold:alive:${globalThis.crypto.randomUUID()}`
   const locks = (globalThis.navigator as { locks?: LockManager } | undefined)?.locks
   return {
     aliveLock: locks ? aliveLock : undefined,
+    tabLock,
     watch() {
       void locks?.request(aliveLock, async () => markDead('stopped'))
     },

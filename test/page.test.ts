@@ -193,3 +193,53 @@ describe('durability across a reload (Chromium, IndexedDB on disk)', () => {
     await page.close()
   }, 40_000)
 })
+
+type Tab = {
+  open(name: string, worker: boolean | 'shared', noSharedWorker?: boolean): Promise<string>
+  create(id: string): Promise<string>
+  write(id: string): Promise<string>
+  observe(id: string): Promise<string>
+  turn(id: string): Promise<number>
+  turns(id: string): number | null
+  spawn(id: string, childId: string): Promise<string>
+  children(id: string): Promise<{ id: string; activity?: string }[]>
+}
+const call = <K extends keyof Tab>(page: Page, fn: K, ...args: Parameters<Tab[K]>) =>
+  page.evaluate(([f, a]) => ((window as unknown as { tab: Record<string, (...x: unknown[]) => unknown> }).tab[f as string]!)(...(a as unknown[])), [fn, args] as const) as Promise<Awaited<ReturnType<Tab[K]>>>
+
+describe('many tabs: separate pages of one origin on one store (Chromium)', () => {
+  for (const [mode, worker, noShared] of [['module Web Workers', true, false], ['a SharedWorker', 'shared', false], ["'shared' where SharedWorker is missing", 'shared', true]] as const) {
+    it(`one writer across tabs, appends seen in another tab within 100 ms, running children, a closed tab frees its lock (${mode})`, async () => {
+      const name = `tabs-${Date.now()}-${Math.random().toString(36).slice(2)}`
+      const a = await open('/tabs.html')
+      const b = await open('/tabs.html')
+      // Two tabs opening the same store at the same moment both come up.
+      expect(await Promise.all([call(a.page, 'open', name, worker, noShared), call(b.page, 'open', name, worker, noShared)])).toEqual(['open', 'open'])
+      await call(a.page, 'create', 's')
+      expect(await call(b.page, 'write', 's')).toBe('SESSION_LOCKED')
+      await call(b.page, 'observe', 's')
+      const lags: number[] = []
+      for (let i = 1; i <= 5; i++) {
+        const t0 = Date.now()
+        await call(a.page, 'turn', 's')
+        await b.page.waitForFunction((n) => (window as unknown as { tab: Tab }).tab.turns('s') === n, i, { polling: 5, timeout: 5000 })
+        lags.push(Date.now() - t0)
+      }
+      lags.sort((x, y) => x - y)
+      console.log(`${mode}: append in tab A to tab B's subscriber, ms: median ${lags[2]}, max ${lags[4]}`)
+      expect(lags[2]).toBeLessThan(100)
+      await call(a.page, 'spawn', 's', 'kid')
+      expect(await call(b.page, 'children', 's')).toEqual([{ id: 'kid', activity: 'running' }])
+      await a.page.close() // the writer's tab goes away: its locks with it
+      let state = ''
+      for (const end = Date.now() + 5000; state !== 'writing' && Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
+        state = await call(b.page, 'write', 's')
+      }
+      expect(state).toBe('writing')
+      expect(await call(b.page, 'children', 's')).toEqual([{ id: 'kid', activity: 'inactive' }])
+      expect(await b.violations()).toEqual([])
+      expect(b.problems).toEqual([])
+      await b.page.close()
+    })
+  }
+})

@@ -376,6 +376,9 @@ export class Engine {
    * else from a cold read. `entries` is null when the catalog was rejected.
    */
   async catalogOf(id: SessionId, signal?: AbortSignal): Promise<{ header: SessionHeader; entries: CatalogEntry[] | null; live: boolean }> {
+    // Followed here but written elsewhere (another tab or process): catch up from storage
+    // first, rather than answer from whatever notices have arrived so far.
+    if (this.live.get(id) && !this.live.get(id)!.writer) await this.follow(id)
     const live = this.live.get(id)
     const { header, slots } = live ?? (await this.coldRead(id, { signal }))
     const slot = slots.find((s) => s.def.key === 'subagentCatalog')

@@ -108,6 +108,11 @@ export class EngineHost implements EngineApi {
     }
     this.engine = await this.source.open(options, this.projections)
     this.push = push
+    if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
+      // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
+      // handles, so its writer locks go with it, as they would with a dedicated worker.
+      void (globalThis.navigator as Navigator & { locks: LockManager }).locks.request(options.tabLock, () => this.close())
+    }
   }
 
   private get e(): Engine {

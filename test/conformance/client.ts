@@ -169,10 +169,11 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
       expect(seen[0]).toBe(0) // the current value first
       expect(seen.at(-1)).toBe(5000) // the final state is never missed
       expect([...seen].sort((a, b) => a - b)).toEqual(seen) // in order
-      // Batched, not flooded: after the first, calls come at least the notify interval (1 ms)
-      // apart, however fast appends arrive; a burst faster than that merges.
-      const gaps = times.slice(2).map((t, i) => t - times[i + 1]!)
-      expect(Math.min(...gaps)).toBeGreaterThanOrEqual(0.8) // browsers coarsen performance.now() to 0.1 ms
+      // Batched, not flooded: at most about one call per notify interval (1 ms) over the burst,
+      // however fast appends arrive (a burst faster than that merges). Counted over the whole
+      // burst, since browsers coarsen and jitter performance.now().
+      const span = times.at(-1)! - times[1]!
+      expect(times.length - 2).toBeLessThanOrEqual(span / 1 + 5)
       expect(snaps.at(-1)).toBe(9999)
       expect([...snaps].sort((a, b) => a - b)).toEqual(snaps)
       stop()
