@@ -190,6 +190,37 @@ describe('fs adapter: other processes and files', () => {
   })
 })
 
+describe('fs adapter: relaxed durability', () => {
+  it('resolves appends without fdatasync, and syncs what it wrote when closed', async () => {
+    let syncs = 0
+    const counting: FsPromises = {
+      ...nodeFs,
+      writeSync,
+      open: (async (...args: Parameters<typeof nodeFs.open>) => {
+        const fh = await nodeFs.open(...args)
+        if (String(args[0]).endsWith('events.log')) {
+          const datasync = fh.datasync.bind(fh)
+          fh.datasync = async () => {
+            syncs++
+            return datasync()
+          }
+        }
+        return fh
+      }) as typeof nodeFs.open,
+    }
+    const a = createFsAdapter({ dir, durability: 'relaxed', fs: counting })
+    await a.createSession(rootHeader('r'))
+    const created = syncs // creation is always durable (the session exists whole or not at all)
+    for (let i = 0; i < 20; i++) await a.append('r', [ev('r', i)])
+    expect(syncs).toBe(created)
+    await a.close()
+    expect(syncs).toBeGreaterThan(created)
+    const b = createFsAdapter({ dir })
+    expect((await readAll(b, 'r')).length).toBe(20)
+    await b.close()
+  })
+})
+
 describe('fs adapter: a full disk', () => {
   it('ENOSPC rejects the append with STORAGE_QUOTA_EXCEEDED, stores nothing partial, and recovers', async () => {
     let full = false
