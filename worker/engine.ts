@@ -139,7 +139,7 @@ export class Engine {
    * Stores a new session (with a fork's seed), opens it for writing and writes its first
    * checkpoint. The caller has validated the header.
    */
-  async createLive(header: SessionHeader, seed: readonly EncodedEvent[]): Promise<Live> {
+  private async createLive(header: SessionHeader, seed: readonly EncodedEvent[]): Promise<Live> {
     this.open()
     const release = await this.locks.acquire(header.id)
     try {
