@@ -6,6 +6,7 @@ import { mkdir, open, readFile, readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { threadId } from 'node:worker_threads'
 import { folderOf } from '../adapters/fs-paths'
+import { SessionfoldError, where } from '../src/errors'
 import type { SessionId } from '../src/model'
 import { locked, type WriterLocks } from './locks'
 
@@ -24,12 +25,23 @@ const isAlive = (pid: number): boolean => {
   }
 }
 
+/** A lock file that cannot be made (a full disk, a read-only store) is a storage error naming the session. */
+function lockError(err: unknown, id: SessionId): SessionfoldError {
+  const code = (err as NodeJS.ErrnoException | null)?.code
+  const details = { sessionId: id, cause: err }
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new SessionfoldError('STORAGE_QUOTA_EXCEEDED', `the writer lock of ${where(id)} cannot be written: no space left (${code})`, details)
+  }
+  return new SessionfoldError('STORAGE_UNAVAILABLE', `the writer lock of ${where(id)} cannot be written: ${(err as Error)?.message ?? String(err)}`, details)
+}
+
 export function createFsLocks(dir: string): WriterLocks {
   const lockDir = join(dir, 'locks')
   const token = randomBytes(8).toString('hex')
   const me: Owner = { pid: process.pid, thread: threadId, token }
   const held = new Set<SessionId>()
   const ready = mkdir(lockDir, { recursive: true })
+  ready.catch(() => {}) // reported by the first call that awaits it
   const path = (id: SessionId) => join(lockDir, `${folderOf(id)}.lock`)
 
   /** The owner, 'busy' for a lock file being written this very moment, undefined for none. */
@@ -48,16 +60,23 @@ export function createFsLocks(dir: string): WriterLocks {
 
   return {
     async acquire(id) {
-      await ready
+      await ready.catch((err: unknown) => {
+        throw lockError(err, id)
+      })
       if (held.has(id)) throw locked(id)
       for (let attempt = 0; attempt < 3; attempt++) {
         try {
           const fh = await open(path(id), 'wx')
           try {
             await fh.writeFile(JSON.stringify(me))
-          } finally {
-            await fh.close()
+          } catch (err) {
+            // Ours, but not whole (a full disk): an empty or half lock would keep the session
+            // 'busy' for everyone until it went stale. Take it back.
+            await fh.close().catch(() => {})
+            await unlink(path(id)).catch(() => {})
+            throw lockError(err, id)
           }
+          await fh.close()
           held.add(id)
           let released = false
           return async () => {
@@ -68,7 +87,8 @@ export function createFsLocks(dir: string): WriterLocks {
             if (typeof o === 'object' && o.token === token) await unlink(path(id)).catch(() => {})
           }
         } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+          if (err instanceof SessionfoldError) throw err
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw lockError(err, id)
           const o = await owner(id)
           if (!stale(o)) throw locked(id)
           await unlink(path(id)).catch(() => {}) // take over from a dead owner, then race for it again
