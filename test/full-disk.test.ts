@@ -126,7 +126,7 @@ describe('a full disk (ENOSPC) through the public client', () => {
         await add([{ again: true }])
         const kid = await s.spawn({ mode: 'one-shot', id: 'orphan' })
         await kid.close()
-        expect(s.projections.get('subagentCatalog').map((c) => c.id)).toEqual(['kid', 'orphan'])
+        expect(s.projections.get('subagentCatalog')!.map((c) => c.id)).toEqual(['kid', 'orphan'])
         await o.append({ type: 'app/o', data: 5 })
         await expectRefold(store, s)
         await store.close()
