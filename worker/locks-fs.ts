@@ -58,6 +58,44 @@ export function createFsLocks(dir: string): WriterLocks {
   /** A lock is stale when its owner process is gone (threads of ours: see releaseThreadLocks). */
   const stale = (o: Owner | 'busy' | undefined) => o === undefined || (o !== 'busy' && !isAlive(o.pid))
 
+  /**
+   * The lock file now at the session's path: its owner, and a key naming this very file (its
+   * owner's token, or for an unreadable one its inode and mtime); no key when there is none.
+   */
+  async function current(id: SessionId): Promise<{ owner: Owner | 'busy' | undefined; key?: string }> {
+    const st = await stat(path(id)).catch(() => undefined)
+    if (!st) return { owner: undefined }
+    const o = await owner(id)
+    const t = typeof o === 'object' ? (o as { token?: unknown } | null)?.token : undefined
+    return { owner: o, key: typeof t === 'string' && /^[0-9a-f]{16}$/.test(t) ? `t${t}` : `i${st.ino}-${Math.floor(st.mtimeMs)}` }
+  }
+
+  /**
+   * Removes a stale lock file, if it is still the one named by `key`. Processes that found the
+   * same dead lock race for a marker file (O_EXCL) named after it, and only the one that made
+   * the marker removes the lock: without it, a slow one could remove the lock that a faster
+   * one had just taken over, and both would think they hold the session.
+   */
+  async function takeOver(id: SessionId, key: string): Promise<void> {
+    const marker = `${path(id)}.takeover-${key}`
+    try {
+      await (await open(marker, 'wx')).close()
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw lockError(err, id)
+      // Another process is taking over this very lock. One that died doing so (a take-over
+      // lasts milliseconds) leaves its marker: old markers are removed.
+      const st = await stat(marker).catch(() => undefined)
+      if (st && Date.now() - st.mtimeMs > 10_000) await unlink(marker).catch(() => {})
+      return
+    }
+    try {
+      const now = await current(id)
+      if (now.key === key && stale(now.owner)) await unlink(path(id)).catch(() => {})
+    } finally {
+      await unlink(marker).catch(() => {})
+    }
+  }
+
   return {
     async acquire(id) {
       await ready.catch((err: unknown) => {
@@ -89,9 +127,9 @@ export function createFsLocks(dir: string): WriterLocks {
         } catch (err) {
           if (err instanceof SessionfoldError) throw err
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw lockError(err, id)
-          const o = await owner(id)
-          if (!stale(o)) throw locked(id)
-          await unlink(path(id)).catch(() => {}) // take over from a dead owner, then race for it again
+          const now = await current(id)
+          if (!stale(now.owner)) throw locked(id)
+          if (now.key !== undefined) await takeOver(id, now.key) // from a dead owner; then race for it again
         }
       }
       throw locked(id)
