@@ -1,7 +1,8 @@
 // The demo page for real: Vite serves examples/demo-page/, Playwright drives Debian's Chromium
 // (a persistent context, so IndexedDB is on disk), and the page runs under its strict CSP.
 // Also: acknowledged appends survive a reload right after the ack, and close() waits for
-// appends still in flight (livestore#1064 lost exactly these).
+// appends still in flight (livestore#1064 lost exactly these). Many tabs: one writer per
+// session, freed when the writer's tab closes or its renderer crashes, in each worker mode.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
