@@ -258,6 +258,8 @@ export interface VerifyOptions {
 export class Store {
   readonly #connection: Connection
   readonly #mirrors = new Map<SessionId, Set<ProjectionMapView>>()
+  /** Rejecters of the calls in flight: WORKER_TERMINATED reaches them if the worker dies. */
+  readonly #calls = new Set<(err: unknown) => void>()
   #closed: SessionfoldError | undefined
   #dead: SessionfoldError | undefined
   #nextToken = 1
@@ -270,6 +272,7 @@ export class Store {
     this._maxEventBytes = maxEventBytes
     void connection.died.then((err) => {
       this.#dead = err
+      for (const reject of this.#calls) reject(err)
       for (const set of this.#mirrors.values()) for (const m of set) m._fail(err)
     })
   }
@@ -279,9 +282,17 @@ export class Store {
     if (this.#closed) throw this.#closed
     if (this.#dead) throw this.#dead
     this.#connection.busy?.(1)
+    // Not Promise.race with `died`: each call would leave a reaction on that promise (pending
+    // for the store's life) holding the call's result, a leak of every call ever made.
+    let reject: ((err: unknown) => void) | undefined
     try {
-      return await Promise.race([fn(this.#connection.api), this.#connection.died.then((e) => Promise.reject(e))])
+      return await new Promise<T>((resolve, rej) => {
+        reject = rej
+        this.#calls.add(rej)
+        fn(this.#connection.api).then(resolve, rej)
+      })
     } finally {
+      if (reject) this.#calls.delete(reject)
       this.#connection.busy?.(-1)
     }
   }
