@@ -145,9 +145,19 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
   // Workers inherit the process's flags; --input-type (as in `node --input-type=module -e …`)
   // is refused in a worker, so it is dropped.
   const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'))
-  const worker = entry.pathname.endsWith('.ts')
-    ? new Worker(new URL('../worker/node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv })
-    : new Worker(entry, { execArgv })
+  const start = (argv: string[]) => (entry.pathname.endsWith('.ts')
+    ? new Worker(new URL('../worker/node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv: argv })
+    : new Worker(entry, { execArgv: argv }))
+  let worker: InstanceType<typeof Worker>
+  try {
+    worker = start(execArgv)
+  } catch (err) {
+    if ((err as { code?: string } | null)?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw err
+    // Process-wide flags (V8's --expose-gc, --max-old-space-size...) are refused in a worker,
+    // which names them: the worker runs without those, with the rest (--import tsx...).
+    const refused = new Set((err as Error).message.replace(/^[^:]*:\s*/, '').split(',').map((f) => f.trim()))
+    worker = start(execArgv.filter((a) => !refused.has(a)))
+  }
   const threadId = worker.threadId
   let ended = false
   const died = new Promise<SessionfoldError>((resolve) => {

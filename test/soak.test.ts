@@ -37,6 +37,26 @@ describe('soak', () => {
     expect(result.heap.length).toBeGreaterThanOrEqual(4)
   }, 60_000)
 
+  it('a process started with V8 flags (--expose-gc, as the soak is) still gets its engine worker, without those flags', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-flags-'))
+    const code = `import('${join(__dirname, '../src/index.ts')}').then(async ({ openStore }) => {
+      const store = await openStore({ dir: ${JSON.stringify(dir)}, worker: true })
+      const s = await store.createSession({ id: 'x' })
+      console.log(JSON.stringify(await s.append({ type: 'a' })))
+      await store.close()
+    })`
+    const child = spawn(process.execPath, ['--expose-gc', '--max-old-space-size=300', '--import', 'tsx', '-e', code], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+    const exit = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    await rm(dir, { recursive: true, force: true })
+    expect(err).not.toContain('ERR_WORKER_INVALID_EXEC_ARGV')
+    expect(exit).toBe(0)
+    expect(JSON.parse(out)).toEqual({ firstSeq: 0, lastSeq: 0 })
+  })
+
   for (const worker of [false, true]) {
     it(`what a client call returns is not kept once the caller drops it (worker: ${worker})`, async () => {
       const dir = await mkdtemp(join(tmpdir(), 'sessionfold-leak-'))
