@@ -2,7 +2,7 @@
 // session, created with O_EXCL, holding its owner's pid, thread and token. A lock whose owner
 // process is gone is taken over; the client removes those of a worker thread that exited.
 import { randomBytes } from 'node:crypto'
-import { mkdir, open, readFile, readdir, stat, unlink } from 'node:fs/promises'
+import { link, mkdir, open, readFile, readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { threadId } from 'node:worker_threads'
 import { folderOf } from '../adapters/fs-paths'
@@ -96,6 +96,41 @@ export function createFsLocks(dir: string): WriterLocks {
     }
   }
 
+  /** Writes `data` whole to a new file at `file` (EEXIST if there is one); on failure, leaves none. */
+  async function writeNew(file: string, data: string, id: SessionId): Promise<void> {
+    const fh = await open(file, 'wx')
+    try {
+      await fh.writeFile(data)
+    } catch (err) {
+      await fh.close().catch(() => {})
+      await unlink(file).catch(() => {})
+      throw lockError(err, id)
+    }
+    await fh.close()
+  }
+
+  /**
+   * Creates the session's lock file, whole or not at all: written under a name of our own,
+   * then hard-linked into place (which fails with EEXIST if there is a lock). A thread or
+   * process that dies mid-way leaves no empty lock file, which would keep the session 'busy'
+   * for everyone until it went stale; only a temp file that releaseThreadLocks (or nobody)
+   * removes. Where hard links are not supported, the lock file is created with O_EXCL and written.
+   */
+  async function create(id: SessionId): Promise<void> {
+    const tmp = `${path(id)}.${process.pid}-${threadId}-${token}.tmp`
+    await writeNew(tmp, JSON.stringify(me), id)
+    try {
+      await link(tmp, path(id))
+      return
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS' && code !== 'EXDEV') throw err
+    } finally {
+      await unlink(tmp).catch(() => {})
+    }
+    await writeNew(path(id), JSON.stringify(me), id)
+  }
+
   return {
     async acquire(id) {
       await ready.catch((err: unknown) => {
@@ -104,17 +139,7 @@ export function createFsLocks(dir: string): WriterLocks {
       if (held.has(id)) throw locked(id)
       for (let attempt = 0; attempt < 3; attempt++) {
         try {
-          const fh = await open(path(id), 'wx')
-          try {
-            await fh.writeFile(JSON.stringify(me))
-          } catch (err) {
-            // Ours, but not whole (a full disk): an empty or half lock would keep the session
-            // 'busy' for everyone until it went stale. Take it back.
-            await fh.close().catch(() => {})
-            await unlink(path(id)).catch(() => {})
-            throw lockError(err, id)
-          }
-          await fh.close()
+          await create(id)
           held.add(id)
           let released = false
           return async () => {
@@ -149,6 +174,8 @@ export async function releaseThreadLocks(dir: string, thread: number): Promise<v
   const names = await readdir(lockDir).catch(() => [] as string[])
   await Promise.all(names.map(async (name) => {
     try {
+      // A lock it was about to link into place.
+      if (name.endsWith('.tmp') && name.includes(`.${process.pid}-${thread}-`)) return await unlink(join(lockDir, name))
       const o = JSON.parse(await readFile(join(lockDir, name), 'utf8')) as Owner
       if (o.pid === process.pid && o.thread === thread) await unlink(join(lockDir, name))
     } catch {
