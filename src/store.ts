@@ -168,9 +168,13 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
     worker.once('error', (err) => dead(`failed: ${err.message}`))
     worker.once('exit', (code) => dead(`exited with code ${code}`))
   })
+  // Locks of a worker that died cannot be released by it: its lock files name this thread.
+  // end() (store.close) waits for their removal, so a store opened after close finds them free.
+  let locksReleased: Promise<void> = Promise.resolve()
   if (options.storage === 'fs') {
-    // Locks of a worker that died cannot be released by it: its lock files name this thread.
-    worker.once('exit', () => void import('../worker/locks-fs').then((m) => m.releaseThreadLocks(options.dir, threadId)))
+    worker.once('exit', () => {
+      locksReleased = import('../worker/locks-fs').then((m) => m.releaseThreadLocks(options.dir, threadId)).catch(() => {})
+    })
   }
   const api = wrap<EngineApi>(nodeEndpoint(worker))
   let pending = 0
@@ -187,6 +191,7 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
       ended = true
       ;(api as unknown as Record<symbol, () => void>)[releaseProxy]!()
       await worker.terminate()
+      await locksReleased
     },
   }
 }

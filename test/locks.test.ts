@@ -1,14 +1,15 @@
 // One writer per session across Node processes sharing a dir: lock files with the owner's pid.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { writeFile } from 'node:fs/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
 import { createFsAdapter } from '../adapters/fs'
 import { folderOf } from '../adapters/fs-paths'
-import { createFsLocks } from '../worker/locks-fs'
+import { createFsLocks, releaseThreadLocks } from '../worker/locks-fs'
 import { until } from './conformance/client'
 import { expectCode } from './helpers'
 import { fullRefold } from './refold'
@@ -176,4 +177,34 @@ describe('writer locks across processes', () => {
     }
     expect((await readdir(join(dir, 'locks'))).filter((n) => n.includes('takeover'))).toEqual([])
   })
+
+  it('a thread that dies while writing a lock leaves none behind: the session is free at once', async () => {
+    await mkdir(join(dir, 'locks'), { recursive: true })
+    const worker = new Worker(new URL('../worker/node-boot.mjs', import.meta.url), {
+      workerData: { entry: new URL('./fixtures/hanging-lock-worker.ts', import.meta.url).href, dir, id: 's' },
+    })
+    const thread = worker.threadId
+    await new Promise<void>((resolve, reject) => {
+      worker.once('message', (m) => (m === 'writing' ? resolve() : reject(new Error(String(m)))))
+      worker.once('error', reject)
+    })
+    await worker.terminate()
+    await releaseThreadLocks(dir, thread) // what the client does when its worker exits
+    const release = await createFsLocks(dir).acquire('s') // not 'busy' for two seconds
+    expect(await readdir(join(dir, 'locks'))).toEqual([`${folderOf('s')}.lock`])
+    await release()
+  })
+
+  it('when the engine\'s worker thread dies, close() returns once its locks are gone: every session opens at once', async () => {
+    const store = await openStore({ dir, workerUrl: new URL('./fixtures/dying-worker.ts', import.meta.url) })
+    const ids = Array.from({ length: 100 }, (_, i) => `held${i}`)
+    const sessions = await Promise.all(ids.map((id) => store.createSession({ id })))
+    await expectCode(sessions[0]!.append({ type: 'app/die' }), 'WORKER_TERMINATED')
+    await store.close()
+    const again = await openStore({ dir, worker: false })
+    const opened = await Promise.allSettled(ids.map((id) => again.openSession(id)))
+    expect(opened.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason?.message)).toEqual([])
+    await again.close()
+  })
 })
+
