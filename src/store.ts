@@ -5,7 +5,7 @@ import type { SubagentListEntry, ListChildrenOptions } from './children'
 import { SessionfoldError, isSessionfoldError, where } from './errors'
 import { appendResultProblem, childRowProblem, eventsPageProblem, frameProblem, handleProblem, headerProblem } from './frames'
 import { ProjectionMapView } from './mirror'
-import type { Json, SessionEvent, SessionHeader, SessionId } from './model'
+import { SESSION_ID_PATTERN, type Json, type SessionEvent, type SessionHeader, type SessionId } from './model'
 import type { ProjectionDefinition } from './projection'
 import type { Remote } from 'comlink'
 import type { AppendResult, EngineApi, Frame, HandleInfo, HostOptions, StorageKind } from './protocol'
@@ -98,6 +98,9 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
   }
   // Checked here, as they cross to the worker: it reads what the caller passed, or nothing.
   assertOptions(options.checkpoint, 'checkpoint', ['everyEvents', 'everyMs'])
+  for (const [k, v] of Object.entries(options.checkpoint ?? {})) {
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)) throw bad(`checkpoint.${k} must be a number > 0, got ${describe(v)}`)
+  }
   if (options.maxEventBytes !== undefined && (typeof options.maxEventBytes !== 'number' || !Number.isFinite(options.maxEventBytes) || options.maxEventBytes <= 0)) {
     throw bad(`maxEventBytes must be a number > 0, got ${describe(options.maxEventBytes)}`)
   }
@@ -287,18 +290,25 @@ export class Store {
 
   /** @internal Frames pushed by the host. */
   readonly _push = (frames: Frame[]): void => {
-    if (!Array.isArray(frames)) return
+    const everyMirror = () => [...this.#mirrors.values()].flatMap((set) => [...set])
+    if (!Array.isArray(frames)) {
+      const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', 'the worker sent frames that are not a list')
+      for (const m of everyMirror()) m._fail(err)
+      return
+    }
     for (const frame of frames) {
       const problem = frameProblem(frame)
       const sessionId = (frame as Partial<Frame> | null)?.sessionId
-      const mirrors = typeof sessionId === 'string' ? this.#mirrors.get(sessionId) : undefined
+      const named = typeof sessionId === 'string' && SESSION_ID_PATTERN.test(sessionId)
       if (problem) {
-        // Values we cannot trust are not shown: the handles on that session stop following.
-        const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad frame${typeof sessionId === 'string' ? ` for ${where(sessionId)}` : ''}: ${problem}`)
-        for (const m of mirrors ?? []) m._fail(err)
+        // Values we cannot trust are not shown: the handles on that session stop following. A
+        // frame that names no session could have been any session's: none can follow it (else
+        // an append waiting to read its own write would wait forever).
+        const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad frame${named ? ` for ${where(sessionId)}` : ''}: ${problem}`, named ? { sessionId } : {})
+        for (const m of named ? this.#mirrors.get(sessionId) ?? [] : everyMirror()) m._fail(err)
         continue
       }
-      for (const m of mirrors ?? []) m._apply(frame)
+      for (const m of this.#mirrors.get(sessionId as string) ?? []) m._apply(frame)
     }
   }
 
