@@ -91,10 +91,10 @@ const action = fc.oneof(
   }) },
   { weight: 3, arbitrary: fc.record({
     t: fc.constant('spawn' as const), w: fc.nat(), mode: fc.constantFrom('one-shot', 'continuable', 'sometimes'), label: fc.option(label, { nil: undefined }),
-    events: fc.array(eventInput, { maxLength: 2 }),
+    events: fc.array(eventInput, { maxLength: 2 }), id: fc.option(anyId, { nil: undefined, freq: 3 }),
   }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('external' as const), w: fc.nat(), childId: anyId, label: fc.option(label, { nil: undefined }) }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('fork' as const), w: fc.nat(), at: fc.option(fc.integer({ min: -2, max: 12 }), { nil: undefined }) }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('fork' as const), w: fc.nat(), at: fc.option(fc.integer({ min: -2, max: 12 }), { nil: undefined }), id: fc.option(anyId, { nil: undefined, freq: 3 }) }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('close' as const), h: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), id: anyId }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('children' as const), h: fc.nat(), recursive: fc.boolean() }) },
@@ -165,6 +165,9 @@ async function run(store: Store, model: Model, a: Action, counts: Counts): Promi
     return result
   }
   const idCode = (id: string | undefined): ErrorCode | undefined => (id !== undefined && !SESSION_ID_PATTERN.test(id) ? 'INVALID_ARGUMENT' : undefined)
+  /** A new session's id: refused if bad, locked while open for writing, taken if it exists. */
+  const taken = (id: string | undefined): ErrorCode | undefined =>
+    idCode(id) ?? (id === undefined ? undefined : model.writerOf(id) ? 'SESSION_LOCKED' : model.sessions.has(id) ? 'SESSION_EXISTS' : undefined)
 
   switch (a.t) {
     case 'create': {
@@ -219,8 +222,8 @@ async function run(store: Store, model: Model, a: Action, counts: Counts): Promi
       const badLabel = a.label !== undefined && (a.label.length === 0 || a.label.length > 256)
       const firstBad = a.events.find((e) => !e.good)
       const code: ErrorCode | undefined = firstBad && !firstBad.good ? BAD_EVENTS[firstBad.i]![0]
-        : a.mode === 'sometimes' || badLabel || (a.mode === 'continuable' && a.label === undefined) ? 'INVALID_ARGUMENT' : undefined
-      const opts = { mode: a.mode as 'one-shot', ...(a.label === undefined ? {} : { label: a.label }), events: a.events.map((e) => (e.good ? e.e : BAD_EVENTS[e.i]![1]())) as never }
+        : a.mode === 'sometimes' || badLabel || (a.mode === 'continuable' && a.label === undefined) ? 'INVALID_ARGUMENT' : taken(a.id)
+      const opts = { mode: a.mode as 'one-shot', ...(a.label === undefined ? {} : { label: a.label }), ...(a.id === undefined ? {} : { id: a.id }), events: a.events.map((e) => (e.good ? e.e : BAD_EVENTS[e.i]![1]())) as never }
       const kid = await call(code, () => (w.h as Session).spawn(opts), `spawn from ${w.id}`)
       if (kid) {
         const descriptor = a.label === undefined ? { v: 2, mode: a.mode } : { v: 2, mode: a.mode, label: a.label }
@@ -254,8 +257,8 @@ async function run(store: Store, model: Model, a: Action, counts: Counts): Promi
       if (!w) break
       const m = model.sessions.get(w.id)!
       const at = a.at ?? m.events.length
-      const code = at < 0 || at > m.events.length ? 'INVALID_ARGUMENT' : undefined
-      const f = await call(code, () => (w.h as Session).fork(a.at === undefined ? {} : { at: a.at }), `fork of ${w.id} at ${a.at}`)
+      const code = idCode(a.id) ?? (at < 0 || at > m.events.length ? 'INVALID_ARGUMENT' : taken(a.id))
+      const f = await call(code, () => (w.h as Session).fork({ ...(a.at === undefined ? {} : { at: a.at }), ...(a.id === undefined ? {} : { id: a.id }) }), `fork of ${w.id} at ${a.at} as ${a.id}`)
       if (f) {
         expect(f.header).toMatchObject({ origin: 'fork', forkedFrom: w.id, seedLength: at })
         // The copies are the stored events: what they hold exactly (times the store chose included).
@@ -384,7 +387,9 @@ const CONFIGS: { name: string; storage: 'fs' | 'memory'; worker: boolean; runs: 
   { name: 'fs, worker_threads', storage: 'fs', worker: true, runs: 3, calls: [100, 150] },
   { name: 'memory, worker_threads', storage: 'memory', worker: true, runs: 3, calls: [100, 150] },
 ]
+// FUZZ_SEED picks other sequences; FUZZ_SCALE=10 runs ten times as many (a longer hunt, not CI).
 const SEED = Number(process.env.FUZZ_SEED ?? 7)
+const SCALE = Number(process.env.FUZZ_SCALE ?? 1)
 
 let tmp: string
 beforeEach(async () => {
@@ -419,8 +424,8 @@ describe('fuzzing the client against a model', () => {
             await store.close()
           }
         }
-      }), { numRuns: config.runs, seed: SEED + CONFIGS.indexOf(config), endOnFailure: true })
-      console.log(`fuzz ${config.name}: ${config.runs} runs, ${counts.calls} calls (${counts.rejected} rejected as predicted), ${counts.checks} full checks`)
+      }), { numRuns: config.runs * SCALE, seed: SEED + CONFIGS.indexOf(config), endOnFailure: true })
+      console.log(`fuzz ${config.name}: ${config.runs * SCALE} runs, ${counts.calls} calls (${counts.rejected} rejected as predicted), ${counts.checks} full checks`)
       expect(counts.calls).toBeGreaterThan(config.runs * 10)
       expect(counts.rejected).toBeGreaterThan(0)
     }, 120_000)
