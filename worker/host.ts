@@ -244,6 +244,14 @@ export class EngineHost implements EngineApi {
     }
   }
 
+  changesSince(cursor: unknown, options: unknown) {
+    return this.e.changesSince(cursor, options)
+  }
+
+  applyChanges(batch: unknown) {
+    return this.e.applyChanges(batch)
+  }
+
   async cancel(token: number): Promise<void> {
     this.cancels.get(token)?.abort()
   }
