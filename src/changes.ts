@@ -8,6 +8,8 @@ export interface ChangeEntry {
   header: SessionHeader
   from: number
   events: SessionEvent[]
+  /** The session's length in the sending store when the batch was made (informative). */
+  length?: number
 }
 
 /**
@@ -27,6 +29,8 @@ export interface ChangeBatch {
 export interface ChangeCursor {
   v: 1
   sessions: Record<SessionId, [createdAt: number, length: number]>
+  /** The last session of the last batch: the next one starts after it, so every session gets its turn. */
+  after?: SessionId
 }
 
 export interface ChangesOptions {
@@ -40,6 +44,13 @@ export interface ChangesOptions {
    * creates the fork, since a store creates a fork with its seed atomically.
    */
   maxBytes?: number
+  /**
+   * Send nothing beyond this state (a `head` of an earlier call): a catch-up that ends even
+   * while writers keep appending. Sessions not in it are not sent.
+   */
+  until?: ChangeCursor
+  /** Also return `head`: every session's `[createdAt, length]` as found by this call. */
+  head?: boolean
 }
 
 export interface Changes {
@@ -52,6 +63,8 @@ export interface Changes {
   done: boolean
   /** Sessions of this store that could not be read (a damaged log), left out of the batch. */
   failed: { id: SessionId; code: string; detail: string }[]
+  /** With `head: true`: the state of the store seen by this call (for `until`). */
+  head?: ChangeCursor
 }
 
 /**

@@ -361,7 +361,7 @@ export class Store {
    *   if (changes.done) break
    * }
    */
-  changesSince(cursor?: ChangeCursor | null, options?: ChangesOptions): Promise<Changes> {
+  async changesSince(cursor?: ChangeCursor | null, options?: ChangesOptions): Promise<Changes> {
     if (cursor !== undefined && cursor !== null) assertPlainJson(cursor, 'changesSince cursor')
     if (options !== undefined) assertPlainJson(options, 'changesSince options')
     return this._call((api) => api.changesSince(cursor ?? null, options ?? {}))
@@ -373,7 +373,7 @@ export class Store {
    * difference is reported as a conflict with neither side changed. Idempotent. A malformed
    * batch is INVALID_ARGUMENT and nothing is written.
    */
-  applyChanges(batch: ChangeBatch): Promise<ApplyResult> {
+  async applyChanges(batch: ChangeBatch): Promise<ApplyResult> {
     assertPlainJson(batch, 'the change batch')
     return this._call((api) => api.applyChanges(batch))
   }

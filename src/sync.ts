@@ -68,9 +68,12 @@ export async function sync(source: Store, target: Store, options: SyncOptions = 
   const pass = async (from: Store, to: Store, start: ChangeCursor | null): Promise<ChangeCursor> => {
     let cursor = start
     let counted = false
+    // The first call's head bounds the pass: it ends even while writers keep appending.
+    let until: ChangeCursor | undefined
     for (;;) {
       if (signal?.aborted) throw new SessionfoldError('CANCELLED', 'sync was cancelled')
-      const changes = await from.changesSince(cursor, changesOptions)
+      const changes = await from.changesSince(cursor, until ? { ...changesOptions, until } : { ...changesOptions, head: true })
+      until ??= changes.head
       const events = changes.batch.sessions.reduce((n, e) => n + e.events.length, 0)
       if (!counted) {
         progress.total += events + changes.pending

@@ -25,15 +25,18 @@ const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
 const cursorSchema = z.strictObject({
   v: z.literal(1),
   sessions: z.record(sessionIdSchema, z.tuple([z.number().finite().nonnegative(), count])),
+  after: sessionIdSchema.optional(),
 })
 const optionsSchema = z.strictObject({
   sessions: z.array(sessionIdSchema).max(100_000).optional(),
   maxEvents: z.number().int().min(1).max(MAX_BATCH_EVENTS).optional(),
   maxBytes: z.number().int().min(1).max(MAX_BATCH_BYTES).optional(),
+  until: cursorSchema.optional(),
+  head: z.boolean().optional(),
 })
 const envelopeSchema = z.strictObject({
   v: z.literal(1),
-  sessions: z.array(z.strictObject({ header: z.unknown(), from: count, events: z.array(z.unknown()) })),
+  sessions: z.array(z.strictObject({ header: z.unknown(), from: count, events: z.array(z.unknown()), length: count.optional() })),
 })
 
 // ---- reading ------------------------------------------------------------------------------
@@ -45,7 +48,10 @@ export async function changesSince(engine: Engine, cursorInput: unknown, options
   if (!parsed.success) throw bad(`changesSince options are invalid: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'options'}: ${i.message}`).join('; ')}`)
   const maxEvents = parsed.data.maxEvents ?? DEFAULT_BATCH_EVENTS
   const maxBytes = parsed.data.maxBytes ?? DEFAULT_BATCH_BYTES
+  const until = parsed.data.until as ChangeCursor | undefined
+  const head: ChangeCursor | undefined = parsed.data.head ? { v: 1, sessions: {} } : undefined
   const next: ChangeCursor = { v: 1, sessions: { ...cursor.sessions } }
+  if (cursor.after !== undefined) next.after = cursor.after
   const entries: ChangeEntry[] = []
   const failed: Changes['failed'] = []
   let events = 0
@@ -53,7 +59,8 @@ export async function changesSince(engine: Engine, cursorInput: unknown, options
   let pending = 0
   const full = () => events >= maxEvents || bytes >= maxBytes
 
-  for await (const id of idsOf(engine, parsed.data.sessions)) {
+  const only = parsed.data.sessions ?? (until ? Object.keys(until.sessions) : undefined)
+  for await (const id of idsOf(engine, only, cursor.after)) {
     let info
     try {
       info = await engine.storage.getSession(id)
@@ -63,7 +70,11 @@ export async function changesSince(engine: Engine, cursorInput: unknown, options
       continue
     }
     if (!info) continue // deleted meanwhile, or never there (a listed id)
-    const { header, length } = info
+    const { header } = info
+    if (head) head.sessions[id] = [header.createdAt, info.length]
+    const bound = until?.sessions[id]
+    if (until && (!bound || bound[0] !== header.createdAt)) continue
+    const length = bound ? Math.min(bound[1], info.length) : info.length
     const sent = cursor.sessions[id]
     // Another life of the id, or a log cut back (a torn tail): start that session over.
     const from = sent && sent[0] === header.createdAt && sent[1] <= length ? sent[1] : 0
@@ -75,7 +86,7 @@ export async function changesSince(engine: Engine, cursorInput: unknown, options
     // A fork's seed travels whole: the receiver creates the fork and its seed at once.
     const room = Math.max(maxEvents - events, from === 0 ? header.seedLength : 0)
     const to = Math.min(length, from + room)
-    const entry: ChangeEntry = { header, from, events: [] }
+    const entry: ChangeEntry = { header, from, events: [], length: info.length }
     bytes += utf8Length(JSON.stringify(header))
     events += 1 // a header counts as one item, so batches of empty sessions stay bounded too
     try {
@@ -99,9 +110,12 @@ export async function changesSince(engine: Engine, cursorInput: unknown, options
     entries.push(entry)
     const reached = from + entry.events.length
     next.sessions[id] = [header.createdAt, reached]
+    next.after = id
     pending += length - reached
   }
-  return { batch: { v: 1, sessions: entries }, cursor: next, pending, done: pending === 0, failed }
+  const changes: Changes = { batch: { v: 1, sessions: entries }, cursor: next, pending, done: pending === 0, failed }
+  if (head) changes.head = head
+  return changes
 }
 
 function parseCursor(input: unknown): ChangeCursor {
@@ -111,20 +125,38 @@ function parseCursor(input: unknown): ChangeCursor {
   return parsed.data as ChangeCursor
 }
 
-/** The given ids (sorted, once each), or every session of the store in id order, page by page. */
-async function* idsOf(engine: Engine, only: readonly SessionId[] | undefined): AsyncGenerator<SessionId> {
+/**
+ * The given ids (once each), or every session of the store, page by page: in id order from
+ * just after `start`, wrapping around to the ones up to it (each session gets its turn).
+ */
+async function* idsOf(engine: Engine, only: readonly SessionId[] | undefined, start: SessionId | undefined): AsyncGenerator<SessionId> {
   if (only) {
-    yield* [...new Set(only)].sort()
+    const sorted = [...new Set(only)].sort(compareIds)
+    const cut = start === undefined ? 0 : sorted.findIndex((id) => id > start)
+    yield* cut < 0 ? sorted : [...sorted.slice(cut), ...sorted.slice(0, cut)]
     return
   }
-  let after: SessionId | undefined
+  let after = start
   for (;;) {
     const page = await engine.storage.listSessions({ after, limit: LIST_PAGE })
     for (const h of page) yield h.id
+    if (page.length < LIST_PAGE) break
+    after = page[page.length - 1]!.id
+  }
+  if (start === undefined) return
+  after = undefined
+  for (;;) {
+    const page = await engine.storage.listSessions({ after, limit: LIST_PAGE })
+    for (const h of page) {
+      if (h.id > start) return
+      yield h.id
+    }
     if (page.length < LIST_PAGE) return
     after = page[page.length - 1]!.id
   }
 }
+
+const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 // ---- validating ---------------------------------------------------------------------------
 
@@ -172,7 +204,7 @@ function checkEvent(e: unknown, seq: number, id: SessionId, maxEventBytes: numbe
     assertPlainJson(data, `the change batch's event data for ${where(id, seq)}`)
     return encodeEvent({ seq, type, time, data }, id, maxEventBytes)
   } catch (err) {
-    throw bad((err as Error).message, id, seq)
+    throw bad(`the change batch cannot be applied: ${(err as Error).message}`, id, seq)
   }
 }
 
