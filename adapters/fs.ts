@@ -497,6 +497,13 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     }
   }
 
+  async function idsAfter(after: SessionId | undefined): Promise<SessionId[]> {
+    return (await fs.readdir(sessionsDir))
+      .map(idOfFolder)
+      .filter((id): id is SessionId => id !== undefined && (after === undefined || id > after))
+      .sort(compareIds)
+  }
+
   async function sessionExists(id: SessionId): Promise<boolean> {
     return !deleting.has(id) && (await fs.stat(join(dirOf(id), HEADER)).then(() => true, (err) => {
       if (errno(err) === 'ENOENT') return false
@@ -597,18 +604,23 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     listSessions(opts) {
       return run('list', undefined, async () => {
         const { after, limit } = resolveList(opts)
-        const ids = (await fs.readdir(sessionsDir))
-          .map(idOfFolder)
-          .filter((id): id is SessionId => id !== undefined && (after === undefined || id > after))
-          .sort(compareIds)
+        const ids = await idsAfter(after)
         const out: SessionHeader[] = []
-        // Read a few more than asked, in case some vanish (deleted meanwhile).
+        // Read a few more than asked, in case some vanish (deleted meanwhile). A session whose
+        // header is damaged is left out of the listing (verify reports it; opening it throws).
         const step = Math.min(limit, 32)
         for (let i = 0; i < ids.length && out.length < limit; i += step) {
-          const headers = await Promise.all(ids.slice(i, i + step).map(headerOf))
+          const headers = await Promise.all(ids.slice(i, i + step).map((id) => headerOf(id).catch(() => undefined)))
           for (const h of headers) if (h && out.length < limit) out.push(h)
         }
         return out
+      })
+    },
+
+    listIds(opts) {
+      return run('list', undefined, async () => {
+        const { after, limit } = resolveList(opts)
+        return (await idsAfter(after)).slice(0, limit)
       })
     },
 

@@ -242,6 +242,12 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
         tx.objectStore('sessions').getAll(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit)))
       return metas.map((m) => m.header)
     },
+    async listIds(options) {
+      check()
+      const { after, limit } = resolveList(options)
+      return run('list', undefined, (db) => inTx(db, ['sessions'], 'readonly', (tx) =>
+        tx.objectStore('sessions').getAllKeys(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit))) as Promise<SessionId[]>
+    },
     async deleteSession(id) {
       check()
       assertSessionId(id)

@@ -67,6 +67,11 @@ export function createMemoryAdapter(): StorageAdapter {
         .slice(0, limit)
         .map((id) => structuredClone(sessions.get(id)!.header))
     },
+    async listIds(options) {
+      open()
+      const { after, limit } = resolveList(options)
+      return [...sessions.keys()].filter((id) => after === undefined || id > after).sort(compareIds).slice(0, limit)
+    },
     async deleteSession(id) {
       open()
       assertSessionId(id)

@@ -73,6 +73,11 @@ export interface StorageAdapter {
   getSession(id: SessionId): Promise<SessionInfo | undefined>
   /** Headers ordered by id, strictly after `after`, at most `limit` (default 100). */
   listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]>
+  /**
+   * Ids ordered like `listSessions`, without reading headers: a session whose header is
+   * damaged is listed here (and skipped by `listSessions`), so `verify` can report it.
+   */
+  listIds(options?: { after?: SessionId; limit?: number }): Promise<SessionId[]>
   /** Deletes the session, its events and its checkpoint. Absent: resolves quietly. */
   deleteSession(id: SessionId): Promise<void>
   /** The stored row as read back, unvalidated: the engine decides whether to trust it. */

@@ -113,6 +113,7 @@ function countingAdapter(inner: StorageAdapter, c: Counts): StorageAdapter {
       })()
     },
     getSession: (id) => (idCounts(c, id).getSession++, inner.getSession(id)),
+    listIds: (o) => inner.listIds(o),
     listSessions: (options) => (c.listSessions++, inner.listSessions(options)),
     deleteSession: (id) => (c.writes++, inner.deleteSession(id)),
     getCheckpoint: (id) => (idCounts(c, id).getCheckpoint++, inner.getCheckpoint(id)),

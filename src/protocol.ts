@@ -54,6 +54,28 @@ export interface EventsPage {
   to: number
 }
 
+export interface VerifyTotals {
+  sessions: number
+  events: number
+}
+
+/** A damaged session found by `verify`: CORRUPT_LOG for its header or events, CORRUPT_CHECKPOINT for its checkpoint row. */
+export interface VerifyDamage {
+  id: string
+  code: 'CORRUPT_LOG' | 'CORRUPT_CHECKPOINT'
+  detail: string
+}
+
+/** What `store.verify()` resolves with: what it read, and every damaged session (empty: all is well). */
+export interface VerifyReport extends VerifyTotals {
+  damaged: VerifyDamage[]
+}
+
+export interface VerifyStep extends VerifyReport {
+  /** The last session verified when the budget ran out; null when every session was. */
+  next: string | null
+}
+
 export interface AppendResult {
   firstSeq: number
   lastSeq: number
@@ -74,6 +96,10 @@ export interface EngineApi {
   deleteSession(id: unknown): Promise<void>
   readEvents(id: unknown, from: number, to: number | undefined): Promise<EventsPage>
   listChildren(id: unknown, options: { recursive?: boolean }, cancelToken: number): Promise<SubagentListEntry[]>
+  /** How much `verify` will read. */
+  verifyPlan(): Promise<VerifyTotals>
+  /** Verifies sessions after `after` until about `budget` events are read; `next` is where to go on. */
+  verifyStep(after: string | null, budget: number, cancelToken: number): Promise<VerifyStep>
   cancel(token: number): Promise<void>
   /** Sync between stores: a bounded batch after a cursor, and importing one (src/changes.ts). */
   changesSince(cursor: unknown, options: unknown): Promise<Changes>

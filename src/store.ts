@@ -9,7 +9,7 @@ import { ProjectionMapView } from './mirror'
 import type { Json, SessionEvent, SessionHeader, SessionId } from './model'
 import type { ProjectionDefinition } from './projection'
 import type { Remote } from 'comlink'
-import type { AppendResult, EngineApi, Frame, HandleInfo, HostOptions, StorageKind } from './protocol'
+import type { AppendResult, EngineApi, Frame, HandleInfo, HostOptions, StorageKind, VerifyReport } from './protocol'
 import { assertPlainJson, assertSessionId, describe, encodeEventBody, isPlainObject, DEFAULT_MAX_EVENT_BYTES } from './validate'
 
 export interface OpenStoreOptions {
@@ -246,6 +246,15 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
   }
 }
 
+/** Events verified per round trip to the worker: progress and cancellation happen between them. */
+const VERIFY_BUDGET = 50_000
+
+export interface VerifyOptions {
+  signal?: AbortSignal
+  /** Called after each step with events read so far (`done`) and the events stored when verify began (`total`). */
+  onProgress?: (progress: { done: number; total: number }) => void
+}
+
 /** A store: sessions, listing and deletion. Close it to flush and release everything. */
 export class Store {
   readonly #connection: Connection
@@ -339,6 +348,40 @@ export class Store {
   /** Headers ordered by id, after the `after` cursor, at most `limit` (default 100). */
   listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]> {
     return this._call((api) => api.listSessions(options))
+  }
+
+  /**
+   * Reads every log and checkpoint of the store and reports each damaged session; changes
+   * nothing (no repair, no checkpoint rewrite, no lock taken), so it is safe while an app
+   * writes. Progress is in events: `total` is what was stored when verify began.
+   */
+  async verify(options: VerifyOptions = {}): Promise<VerifyReport> {
+    if (!isPlainObject(options as unknown)) throw bad(`verify options must be an object, got ${describe(options)}`)
+    const { signal, onProgress } = options
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad('verify signal must be an AbortSignal')
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw bad(`verify onProgress must be a function, got ${describe(onProgress)}`)
+    const cancelled = () => new SessionfoldError('CANCELLED', 'verify was cancelled')
+    if (signal?.aborted) throw cancelled()
+    const token = this._token()
+    const onAbort = () => void this._call((api) => api.cancel(token)).catch(() => {})
+    signal?.addEventListener('abort', onAbort)
+    try {
+      const plan = await this._call((api) => api.verifyPlan())
+      const report: VerifyReport = { sessions: 0, events: 0, damaged: [] }
+      onProgress?.({ done: 0, total: plan.events })
+      for (let after: string | null = null; ;) {
+        if (signal?.aborted) throw cancelled()
+        const step = await this._call((api) => api.verifyStep(after, VERIFY_BUDGET, token))
+        report.sessions += step.sessions
+        report.events += step.events
+        report.damaged.push(...step.damaged)
+        onProgress?.({ done: report.events, total: Math.max(plan.events, report.events) })
+        if (step.next === null) return report
+        after = step.next
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+    }
   }
 
   /** Deletes a session nobody has open for writing (else SESSION_LOCKED). */

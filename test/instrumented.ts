@@ -29,6 +29,7 @@ export function instrument(inner: StorageAdapter): { adapter: StorageAdapter; co
   const adapter: StorageAdapter = {
     kind: `instrumented ${inner.kind}`,
     createSession: (h, seed) => inner.createSession(h, seed),
+    listIds: (o) => inner.listIds(o),
     async append(id, batch) {
       const err = faults.append?.(id, batch)
       if (err) throw err

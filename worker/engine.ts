@@ -11,6 +11,7 @@ import type { CatalogEntry, CatalogState } from '../src/units/catalog'
 import { CATALOG, DESCRIPTOR, TURN_END, labelSchema } from '../src/units/payloads'
 import { encodeEvent } from '../src/validate'
 import { DEFAULT_MAX_EVENT_BYTES, assertSessionId, describe, encodeEventBody, encodeEventInput, eventFromBody, isPlainObject, type EncodedEvent } from '../src/validate'
+import type { VerifyDamage, VerifyStep, VerifyTotals } from '../src/protocol'
 import { listChildren } from './children'
 import { applyChanges, changesSince } from './sync'
 import type { ApplyResult, Changes } from '../src/changes'
@@ -32,6 +33,18 @@ export interface EngineOptions {
   /** Told after each durable append here, so other engines on the same store can follow it. */
   onGrow?: (sessionId: SessionId, length: number) => void
   now?: () => number
+}
+
+/** Sessions listed per storage call while verifying. */
+const VERIFY_PAGE = 256
+
+const isCorrupt = (err: unknown) => err instanceof SessionfoldError && err.code === 'CORRUPT_LOG'
+
+/** JSON with sorted keys, to compare values built in different orders. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    : v))
 }
 
 export interface AppendResult {
@@ -605,6 +618,100 @@ export class Engine {
       }
     }
     return { header: info.header, length: info.length, slots, snapshot: snapshotOf(slots, info.length - 1) }
+  }
+
+  // ---- verify -------------------------------------------------------------------------
+
+  /** How much `verify` will read: stored sessions and their events (a moving target if written meanwhile). */
+  async verifyPlan(): Promise<VerifyTotals> {
+    this.open()
+    const totals: VerifyTotals = { sessions: 0, events: 0 }
+    for (let after: SessionId | undefined; ;) {
+      const ids = await this.storage.listIds({ after, limit: VERIFY_PAGE })
+      const infos = await Promise.all(ids.map((id) => this.storage.getSession(id).catch(() => undefined)))
+      totals.sessions += ids.length
+      for (const info of infos) totals.events += info?.length ?? 0
+      if (ids.length < VERIFY_PAGE) return totals
+      after = ids[ids.length - 1]
+    }
+  }
+
+  /**
+   * Verifies sessions in id order after `after`, until about `budget` events are read, and
+   * says where to go on (`next: null` at the end). Changes nothing: reads go straight to
+   * storage, damaged checkpoints are reported, not replaced.
+   */
+  async verifyStep(after: SessionId | undefined, budget: number, signal?: AbortSignal): Promise<VerifyStep> {
+    this.open()
+    const step: VerifyStep = { sessions: 0, events: 0, damaged: [], next: null }
+    for (;;) {
+      const ids = await this.storage.listIds({ after, limit: VERIFY_PAGE })
+      for (const id of ids) {
+        if (signal?.aborted) throw new SessionfoldError('CANCELLED', 'verify was cancelled')
+        const checked = await this.verifySession(id, signal)
+        if (checked === undefined) continue // deleted meanwhile
+        step.sessions++
+        step.events += checked.events
+        step.damaged.push(...checked.damaged)
+        if (step.events >= budget) return { ...step, next: id }
+      }
+      if (ids.length < VERIFY_PAGE) return step
+      after = ids[ids.length - 1]
+    }
+  }
+
+  /**
+   * One session: its header, every event (whole records, seqs 0..length-1 in order), and its
+   * checkpoint row (usable, and giving the same values as a full refold). Undefined when the
+   * session is gone.
+   */
+  private async verifySession(id: SessionId, signal?: AbortSignal): Promise<{ events: number; damaged: VerifyDamage[] } | undefined> {
+    const damaged: VerifyDamage[] = []
+    let info
+    try {
+      info = await this.storage.getSession(id)
+    } catch (err) {
+      if (!isCorrupt(err)) throw err
+      return { events: 0, damaged: [{ id, code: 'CORRUPT_LOG', detail: (err as Error).message }] }
+    }
+    if (!info) return undefined
+    const { header, length } = info
+    let row: unknown
+    try {
+      row = await this.storage.getCheckpoint(id)
+    } catch (err) {
+      if (!isCorrupt(err)) throw err
+      damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: (err as Error).message })
+    }
+    const full = initSlots(this.defs, header)
+    const cold = restoreSlots(this.defs, header, row, length)
+    if (cold.problem) damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `checkpoint of ${where(id)} is not used: ${cold.problem}` })
+    let next = 0
+    try {
+      for await (const page of this.storage.readEvents(id, { from: 0, to: length, signal })) {
+        for (const e of page) {
+          if (e.seq !== next) throw new SessionfoldError('CORRUPT_LOG', `${where(id)}: expected seq ${next}, read seq ${e.seq}`, { sessionId: id, seq: next })
+          foldEvent(full, e)
+          foldEvent(cold.slots, e) // skips what the checkpoint already holds
+          next++
+        }
+      }
+      if (next !== length) throw new SessionfoldError('CORRUPT_LOG', `${where(id)} holds ${next} readable events of ${length}`, { sessionId: id, seq: next })
+    } catch (err) {
+      if (!isCorrupt(err)) throw err
+      damaged.push({ id, code: 'CORRUPT_LOG', detail: (err as Error).message })
+      return { events: next, damaged }
+    }
+    if (cold.kept > 0) {
+      const a = snapshotOf(full, length - 1)
+      const b = snapshotOf(cold.slots, length - 1)
+      for (const key of new Set([...Object.keys(a.values), ...Object.keys(b.values)])) {
+        if (canonical(a.values[key]) !== canonical(b.values[key]) || a.faults[key] !== b.faults[key]) {
+          damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `checkpoint of ${where(id)} gives "${key}" a value that a full refold does not` })
+        }
+      }
+    }
+    return { events: next, damaged }
   }
 
   /** The session's values: live if it is open here, else a cold read. */

@@ -5,7 +5,7 @@ import { SessionfoldError, where } from '../src/errors'
 import type { SessionId } from '../src/model'
 import type { ProjectionDefinition } from '../src/projection'
 import type { AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
-import { assertSessionId, isPlainObject } from '../src/validate'
+import { assertSessionId, describe, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
 import type { GrowthChannel, Platform } from './platform'
 
@@ -250,6 +250,22 @@ export class EngineHost implements EngineApi {
 
   applyChanges(batch: unknown) {
     return this.e.applyChanges(batch)
+  }
+
+  async verifyPlan() {
+    return this.e.verifyPlan()
+  }
+
+  async verifyStep(after: string | null, budget: number, cancelToken: number) {
+    if (after !== null) assertSessionId(after)
+    if (!Number.isSafeInteger(budget) || budget < 1) throw new SessionfoldError('INVALID_ARGUMENT', `verify budget must be a positive integer, got ${describe(budget)}`)
+    const controller = new AbortController()
+    this.cancels.set(cancelToken, controller)
+    try {
+      return await this.e.verifyStep(after ?? undefined, budget, controller.signal)
+    } finally {
+      this.cancels.delete(cancelToken)
+    }
   }
 
   async cancel(token: number): Promise<void> {

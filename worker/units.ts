@@ -111,32 +111,40 @@ export function restoreSlots(
   header: SessionHeader,
   row: unknown,
   length: number,
-): { slots: UnitSlot[]; from: number; kept: number } {
+): { slots: UnitSlot[]; from: number; kept: number; problem?: string } {
   const slots = initSlots(defs, header)
   let kept = 0
+  let problem: string | undefined
   try {
     const parsed = checkpointRowSchema.safeParse(row)
-    const usable = parsed.success && parsed.data.sum === sumOf(row as CheckpointRow) &&
-      sameWitness(parsed.data.witness as never, header) &&
-      Object.values(parsed.data.rows).every((r) => r.seq < length)
-    if (usable) {
+    if (!parsed.success) problem = row === undefined ? undefined : `not a checkpoint row (${parsed.error.issues[0]?.message ?? 'bad shape'})`
+    else if (parsed.data.sum !== sumOf(row as CheckpointRow)) problem = 'its checksum does not match its content'
+    else if (!sameWitness(parsed.data.witness as never, header)) problem = 'it belongs to another life of this id (witness differs)'
+    else {
+      const ahead = Object.entries(parsed.data.rows).find(([, r]) => r.seq >= length)
+      if (ahead) problem = `unit "${ahead[0]}" claims seq ${ahead[1].seq}, beyond the log's ${length} events`
+    }
+    if (!problem && parsed.success) {
       for (const slot of slots) {
         const r = parsed.data.rows[slot.def.key]
-        if (slot.fault || !r || r.ver !== slot.def.stateVersion) continue
+        if (slot.fault || !r || r.ver !== slot.def.stateVersion) continue // absent or another version: refold
         const state = slot.def.stateSchema.safeParse(r.val)
-        if (!state.success) continue
+        if (!state.success) {
+          problem ??= `state of "${slot.def.key}" fails its schema`
+          continue
+        }
         slot.state = state.data
         slot.seq = r.seq
         kept++
       }
     }
-  } catch {
+  } catch (err) {
     // A schema or transform that throws: ignore the whole row.
-    return { slots: initSlots(defs, header), from: 0, kept: 0 }
+    return { slots: initSlots(defs, header), from: 0, kept: 0, problem: `reading it threw: ${reason(err)}` }
   }
   const live = slots.filter((s) => !s.fault)
   const from = live.length === 0 ? length : Math.min(...live.map((s) => s.seq + 1))
-  return { slots, from, kept }
+  return { slots, from, kept, ...(problem ? { problem } : {}) }
 }
 
 /** The row for the current states; faulted units and unserialisable states are left out (they refold). */
