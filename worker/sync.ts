@@ -136,23 +136,24 @@ async function* idsOf(engine: Engine, only: readonly SessionId[] | undefined, st
     yield* cut < 0 ? sorted : [...sorted.slice(cut), ...sorted.slice(0, cut)]
     return
   }
+  // listIds, not listSessions: a session whose header is damaged is reported, not left out.
   let after = start
   for (;;) {
-    const page = await engine.storage.listSessions({ after, limit: LIST_PAGE })
-    for (const h of page) yield h.id
+    const page = await engine.storage.listIds({ after, limit: LIST_PAGE })
+    yield* page
     if (page.length < LIST_PAGE) break
-    after = page[page.length - 1]!.id
+    after = page[page.length - 1]!
   }
   if (start === undefined) return
   after = undefined
   for (;;) {
-    const page = await engine.storage.listSessions({ after, limit: LIST_PAGE })
-    for (const h of page) {
-      if (h.id > start) return
-      yield h.id
+    const page = await engine.storage.listIds({ after, limit: LIST_PAGE })
+    for (const id of page) {
+      if (id > start) return
+      yield id
     }
     if (page.length < LIST_PAGE) return
-    after = page[page.length - 1]!.id
+    after = page[page.length - 1]!
   }
 }
 
@@ -175,9 +176,7 @@ export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[
   }
   const seen = new Set<SessionId>()
   return envelope.data.sessions.map((raw, n) => {
-    const h = sessionHeaderSchema.safeParse(raw.header)
-    if (!h.success) throw bad(`the change batch's entry ${n} has a malformed header: ${h.error.issues.map((i) => i.message).join('; ')}`)
-    const header = h.data as SessionHeader
+    const header = checkHeader(raw.header, `the change batch's entry ${n}`)
     const id = header.id
     if (seen.has(id)) throw bad(`the change batch holds ${where(id)} twice`, id)
     seen.add(id)
@@ -188,6 +187,13 @@ export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[
     const events = raw.events.map((e, i) => checkEvent(e, from + i, id, maxEventBytes))
     return { header, from, events }
   })
+}
+
+/** INVALID_ARGUMENT unless `raw` is a well-formed session header. */
+export function checkHeader(raw: unknown, what: string): SessionHeader {
+  const h = sessionHeaderSchema.safeParse(raw)
+  if (!h.success) throw bad(`${what} has a malformed header: ${h.error.issues.map((i) => i.message).join('; ')}`)
+  return h.data as SessionHeader
 }
 
 function checkEvent(e: unknown, seq: number, id: SessionId, maxEventBytes: number): EncodedEvent {
