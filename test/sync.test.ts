@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, sync, type ChangeBatch, type OpenStoreOptions, type SessionEvent, type SessionHeader, type Store } from 'sessionfold'
-import { expectCode } from './helpers'
+import { dumpStore, expectCode } from './helpers'
 
 let dir: string
 beforeEach(async () => {
@@ -19,19 +19,7 @@ afterEach(async () => {
 
 const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url)
 
-/** Everything a store shows through the client: headers, events and projection values. */
-export async function dump(store: Store): Promise<Record<string, { header: SessionHeader; events: SessionEvent[]; values: unknown; faults: unknown }>> {
-  const out: Record<string, { header: SessionHeader; events: SessionEvent[]; values: unknown; faults: unknown }> = {}
-  for (const header of await store.listSessions({ limit: 10_000 })) {
-    const view = await store.observe(header.id)
-    const events: SessionEvent[] = []
-    for await (const e of view.events()) events.push(e)
-    const { values, faults } = view.projections.snapshot()
-    out[header.id] = { header: { ...view.header }, events, values, faults }
-    await view.close()
-  }
-  return out
-}
+const dump = dumpStore
 
 /** A parent with a one-shot and a continuable subagent (one with a child of its own), and a fork. */
 async function populate(store: Store, prefix: string): Promise<void> {
