@@ -1,7 +1,8 @@
 // The demo page for real: Vite serves examples/demo-page/, Playwright drives Debian's Chromium
 // (a persistent context, so IndexedDB is on disk), and the page runs under its strict CSP.
 // Also: acknowledged appends survive a reload right after the ack, and close() waits for
-// appends still in flight (livestore#1064 lost exactly these).
+// appends still in flight (livestore#1064 lost exactly these). Many tabs: one writer per
+// session, freed when the writer's tab closes or its renderer crashes, in each worker mode.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -203,6 +204,8 @@ type Tab = {
   turns(id: string): number | null
   spawn(id: string, childId: string): Promise<string>
   children(id: string): Promise<{ id: string; activity?: string }[]>
+  appendAndReport(id: string, max: number): Promise<number>
+  events(id: string): Promise<StoredEvent[]>
 }
 const call = <K extends keyof Tab>(page: Page, fn: K, ...args: Parameters<Tab[K]>) =>
   page.evaluate(([f, a]) => ((window as unknown as { tab: Record<string, (...x: unknown[]) => unknown> }).tab[f as string]!)(...(a as unknown[])), [fn, args] as const) as Promise<Awaited<ReturnType<Tab[K]>>>
@@ -241,5 +244,100 @@ describe('many tabs: separate pages of one origin on one store (Chromium)', () =
       expect(b.problems).toEqual([])
       await b.page.close()
     })
+  }
+})
+
+/** Rejects after `ms` rather than hang: a call into a crashed page may never be answered. */
+function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms)))
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+}
+
+/** Crashes the page's renderer process, and every worker living in it, and waits to see it. */
+async function crash(page: Page): Promise<void> {
+  const cdp = await within(5000, 'a CDP session', context.newCDPSession(page))
+  const crashed = page.waitForEvent('crash', { timeout: 10_000 })
+  // Page.crash never answers (the renderer that would is gone): raced with the crash event.
+  void cdp.send('Page.crash').catch(() => {})
+  await crashed
+}
+
+describe('many tabs: a crashed tab frees its locks (Chromium)', () => {
+  // Which renderer a SharedWorker lives in is Chromium's choice: an existing renderer of its
+  // site, so the one of the tab that started it while that is the only tab. Hence two cases:
+  // the worker outlives the writer's crashed tab (tab B started it: the host's tab lock must
+  // close A's handles), or dies with it (tab A started it: B's store is told WORKER_TERMINATED
+  // and a new store in B takes the session over).
+  const modes = [
+    { mode: 'module Web Workers', worker: true, noShared: false, startedByB: false, workerDies: false },
+    { mode: "'shared' where SharedWorker is missing", worker: 'shared', noShared: true, startedByB: false, workerDies: false },
+    { mode: 'a SharedWorker that outlives the crashed tab', worker: 'shared', noShared: false, startedByB: true, workerDies: false },
+    { mode: "a SharedWorker that dies in the crashed tab's renderer", worker: 'shared', noShared: false, startedByB: false, workerDies: true },
+  ] as const
+  for (const { mode, worker, noShared, startedByB, workerDies } of modes) {
+    it(`the writer's tab crashes with appends in flight: B takes the session over with every acknowledged event (${mode})`, async () => {
+      const name = `crash-${Date.now()}-${Math.random().toString(36).slice(2)}`
+      const tabs: Awaited<ReturnType<typeof open>>[] = []
+      try {
+        // One tab after the other: the first one starts the SharedWorker, if there is one.
+        for (let i = 0; i < 2; i++) {
+          const tab = await open('/tabs.html')
+          tabs.push(tab)
+          expect(await within(10_000, 'open', call(tab.page, 'open', name, worker, noShared))).toBe('open')
+        }
+        const [a, b] = startedByB ? [tabs[1]!, tabs[0]!] : [tabs[0]!, tabs[1]!]
+        await within(5000, 'create', call(a.page, 'create', 's'))
+        expect(await within(5000, 'write', call(b.page, 'write', 's'))).toBe('SESSION_LOCKED')
+
+        // Tab A appends, reporting every ack; at the 40th its renderer crashes, appends in flight.
+        const TARGET = 40
+        const acked: number[] = []
+        let crashing: Promise<void> | undefined
+        let reached!: () => void
+        const enough = new Promise<void>((r) => (reached = r))
+        await a.page.exposeFunction('__ack', (firstSeq: number, lastSeq: number) => {
+          for (let s = firstSeq; s <= lastSeq; s++) acked.push(s) // acks reported while crashing count too
+          if (acked.length >= TARGET && !crashing) {
+            crashing = crash(a.page)
+            reached()
+          }
+        })
+        const appending = call(a.page, 'appendAndReport', 's', 1_000_000).then(() => 'finished', () => 'stopped')
+        await within(15_000, `${TARGET} acks`, enough)
+        await within(15_000, 'the crash', crashing!)
+        const crashedAt = Date.now()
+        expect(await within(5000, "tab A's append loop", appending)).toBe('stopped')
+
+        // Tab B: the session is free (after a moment: a surviving SharedWorker first closes A's handles).
+        let state = 'SESSION_LOCKED'
+        for (const end = Date.now() + 5000; state === 'SESSION_LOCKED' && Date.now() < end;) {
+          state = await within(5000, 'write', call(b.page, 'write', 's'))
+          if (state === 'SESSION_LOCKED') await new Promise((r) => setTimeout(r, 50))
+        }
+        if (workerDies) {
+          expect(state, "the SharedWorker lived in tab A's renderer: B's store learns it is gone").toBe('WORKER_TERMINATED')
+          expect(await within(10_000, 'reopen', call(b.page, 'open', name, worker, noShared))).toBe('open')
+          state = await within(5000, 'write', call(b.page, 'write', 's'))
+        }
+        expect(state).toBe('writing')
+        const freeAfter = Date.now() - crashedAt
+
+        // Every event tab A saw acknowledged is there, the log has no gap, each event its own data.
+        const events = await within(10_000, 'events', call(b.page, 'events', 's'))
+        expect(acked.length).toBeGreaterThanOrEqual(TARGET)
+        expect(acked).toEqual(acked.map((_, i) => i))
+        expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
+        expect(events.length).toBeGreaterThanOrEqual(acked.length)
+        for (const e of events) expect(e).toEqual({ seq: e.seq, type: 'test/acked', data: { n: e.seq } })
+        // And B writes on from there.
+        expect(await within(5000, 'turn', call(b.page, 'turn', 's'))).toBe(events.length + 1)
+        console.log(`crashed tab (${mode}): ${acked.length} acked, ${events.length} in the log, B writing ${freeAfter} ms after the crash`)
+        expect(await b.violations()).toEqual([])
+        expect(b.problems).toEqual([])
+      } finally {
+        for (const tab of tabs) await within(10_000, 'closing a tab', tab.page.close()).catch(() => {})
+      }
+    }, 60_000)
   }
 })

@@ -1,10 +1,10 @@
 // store.verify(): reads every log and checkpoint, reports each damaged session, changes nothing.
 import 'fake-indexeddb/auto'
 import { createHash } from 'node:crypto'
-import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { appendFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createFsAdapter } from '../adapters/fs'
 import { folderOf } from '../adapters/fs-paths'
 import { openStore, type Store } from 'sessionfold'
@@ -237,5 +237,28 @@ describe('verify: other stores and arguments', () => {
     const late = new AbortController()
     await expectCode(store.verify({ signal: late.signal, onProgress: () => late.abort() }), 'CANCELLED')
     await store.close()
+  })
+})
+
+describe('a torn tail through the client (fs, in thread)', () => {
+  it('is no damage to verify, is cut by the next append and reported on the console', async () => {
+    const store = await openStore({ storage: 'fs', dir, worker: false })
+    const s = await store.createSession({ id: 't' })
+    await s.append([{ type: 'a' }, { type: 'b' }])
+    await s.close()
+    await store.close()
+    await appendFile(join(sessionDir('t'), 'events.log'), Buffer.from([1, 2, 3, 4, 5, 6, 7]))
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    try {
+      const again = await openStore({ storage: 'fs', dir, worker: false })
+      expect(await again.verify()).toEqual({ sessions: 1, events: 2, damaged: [] })
+      const t = await again.openSession('t')
+      expect(await t.append({ type: 'c' })).toEqual({ firstSeq: 2, lastSeq: 2 })
+      await t.close()
+      await again.close()
+      expect(warn).toHaveBeenCalledWith(expect.stringMatching(/cut 7 bytes of a torn tail from .*events\.log \(session "t"\)/))
+    } finally {
+      warn.mockRestore()
+    }
   })
 })

@@ -1,7 +1,7 @@
 import { createFsAdapter } from '../adapters/fs'
 import { createIndexedDbAdapter } from '../adapters/indexeddb'
 import { createMemoryAdapter } from '../adapters/memory'
-import { SessionfoldError } from '../src/errors'
+import { SessionfoldError, where } from '../src/errors'
 import { createLocalLocks } from './locks'
 import { createFsLocks } from './locks-fs'
 import type { Platform } from './platform'
@@ -11,7 +11,12 @@ export const nodePlatform: Platform = {
   openStorage(o) {
     switch (o.storage) {
       case 'fs':
-        return createFsAdapter({ dir: o.dir, durability: o.durability })
+        // A torn tail cut before a write is reported where an operator looks: the process's log.
+        return createFsAdapter({
+          dir: o.dir,
+          durability: o.durability,
+          onRepair: (r) => console.warn(`sessionfold: cut ${r.bytes} bytes of a torn tail from ${r.file} (${where(r.sessionId)}), back to byte ${r.offset}`),
+        })
       case 'memory':
         return createMemoryAdapter()
       case 'indexeddb':

@@ -1,5 +1,12 @@
 // One tab of a many-tabs test (test/page.test.ts): window.tab drives a store in this page.
-import { openStore, type Session, type SessionView, type Store } from 'sessionfold'
+import { openStore, type Json, type Session, type SessionView, type Store } from 'sessionfold'
+
+declare global {
+  interface Window {
+    /** Exposed by the test: told of every append this tab has acknowledged. */
+    __ack?: (firstSeq: number, lastSeq: number) => void
+  }
+}
 
 let store: Store | undefined
 const writers = new Map<string, Session>()
@@ -31,6 +38,28 @@ const tab = {
   },
   async turn(id: string): Promise<number> {
     return (await writers.get(id)!.append([{ type: 'turn/start' }, { type: 'turn/end' }])).lastSeq
+  },
+  /**
+   * Appends events {n: 0}, {n: 1}, … (every third call a batch of two) to a new session open
+   * for writing here, awaiting each and reporting its seqs to the test, until `max` events:
+   * the test crashes this tab somewhere in between.
+   */
+  async appendAndReport(id: string, max: number): Promise<number> {
+    const session = writers.get(id)!
+    let n = 0
+    for (let call = 0; n < max; call++) {
+      const batch = call % 3 === 2 ? [n, n + 1] : [n]
+      const { firstSeq, lastSeq } = await session.append(batch.map((i) => ({ type: 'test/acked', data: { n: i } })))
+      window.__ack?.(firstSeq, lastSeq)
+      n += batch.length
+    }
+    return n
+  },
+  /** The session's events as a handle of this tab reads them. */
+  async events(id: string): Promise<{ seq: number; type: string; data: Json | undefined }[]> {
+    const out: { seq: number; type: string; data: Json | undefined }[] = []
+    for await (const e of (writers.get(id) ?? views.get(id))!.events()) out.push({ seq: e.seq, type: e.type, data: e.data })
+    return out
   },
   turns: (id: string): number | null => views.get(id)?.projections.get('subagentTiming')?.turns ?? null,
   async spawn(id: string, childId: string): Promise<string> {

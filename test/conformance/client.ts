@@ -216,6 +216,28 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
       await expectCode(s.append({ type: 'x' }), 'CLOSED')
     }))
 
+    it('verify reads every session and event, reports no damage on a sound store, and can be cancelled', withStore(async (store) => {
+      const root = await store.createSession({ id: 'v' })
+      await root.append(Array.from({ length: 30 }, (_, k) => ({ type: 'msg', data: { k } })))
+      const child = await root.spawn({ mode: 'one-shot', events: [{ type: 'msg' }] })
+      await (await root.fork({ at: 10 })).close()
+      const progress: { done: number; total: number }[] = []
+      const report = await store.verify({ onProgress: (p) => progress.push(p) })
+      let events = 0
+      for (const h of await store.listSessions()) {
+        const view = await store.observe(h.id)
+        events += view.projections.snapshot().asOfSeq + 1
+        await view.close()
+      }
+      expect(report).toEqual({ sessions: 3, events, damaged: [] })
+      expect(progress.at(-1)).toEqual({ done: events, total: events })
+      await child.close()
+      await root.close()
+      const controller = new AbortController()
+      controller.abort()
+      await expectCode(store.verify({ signal: controller.signal }), 'CANCELLED')
+    }))
+
     it('close waits for pending appends; calls after it reject with CLOSED', async () => {
       const store = await openStore(options())
       const s = await store.createSession({ id: 'c' })
