@@ -12,7 +12,7 @@ import type { SubagentListEntry } from '../src/children'
 import { SessionfoldError, isSessionfoldError } from '../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import type { VerifyReport } from '../src/protocol'
-import { assertSessionId } from '../src/validate'
+import { DEFAULT_MAX_EVENT_BYTES, assertSessionId } from '../src/validate'
 import { Engine } from '../worker/engine'
 import { createFsLocks } from '../worker/locks-fs'
 import { checkBatch, checkHeader } from '../worker/sync'
@@ -162,13 +162,18 @@ async function isStore(dir: string): Promise<boolean> {
   return stat(join(dir, 'sessions')).then((s) => s.isDirectory(), () => false)
 }
 
+/** Asks lock files who holds a session; takes none (and makes no lock folder where there is none). */
 function readOnlyLocks(dir: string) {
-  const probe = createFsLocks(dir)
+  let probe: ReturnType<typeof createFsLocks> | undefined
   return {
     acquire: async (id: SessionId): Promise<never> => {
       throw new SessionfoldError('STORAGE_UNAVAILABLE', `session "${id}" cannot be opened for writing by a read-only command`, { sessionId: id })
     },
-    isHeld: (id: SessionId) => probe.isHeld(id),
+    isHeld: async (id: SessionId) => {
+      if (!probe && !(await stat(join(dir, 'locks')).then(() => true, () => false))) return false // no writer ever ran here
+      probe ??= createFsLocks(dir)
+      return probe.isHeld(id)
+    },
   }
 }
 
@@ -431,7 +436,7 @@ async function importSessions(engine: Engine, out: Output, io: Io): Promise<numb
     let current: { id: SessionId; next: number; length: number } | undefined
     const check = (entry: ChangeEntry) => {
       try {
-        checkBatch({ v: 1, sessions: [entry] }, Number.MAX_SAFE_INTEGER)
+        checkBatch({ v: 1, sessions: [entry] }, DEFAULT_MAX_EVENT_BYTES) // what applyChanges will allow
       } catch (err) {
         throw new SessionfoldError('INVALID_ARGUMENT', `line ${lineNo} of the import: ${(err as Error).message}`)
       }

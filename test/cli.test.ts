@@ -164,7 +164,12 @@ describe('sessionfold command line', () => {
     const s = await openStore({ dir: clean, worker: false })
     await (await s.createSession({ id: 'a' })).append({ type: 'app/e' })
     await s.close()
+    await rm(join(clean, 'locks'), { recursive: true })
+    const before = await files(clean)
     expect(await run(['verify', '--dir', clean])).toMatchObject({ code: 0, out: 'ok: 1 sessions, 1 events, no damage\n' })
+    expect((await run(['show', 'a', '--dir', clean, '--json'])).out).toContain('"activity": "inactive"')
+    expect(await files(clean)).toEqual(before)
+    expect(existsSync(join(clean, 'locks'))).toBe(false)
   })
 
   it('read-only commands change no file, take no lock and do not hold up the writer', async () => {

@@ -197,6 +197,27 @@ describe('sync', () => {
     await b.close()
   })
 
+  it('bad options are INVALID_ARGUMENT; an aborted signal stops it with CANCELLED, and a rerun finishes', async () => {
+    const a = await openStore({ storage: 'memory', worker: false })
+    const b = await openStore({ storage: 'memory', worker: false })
+    for (let k = 0; k < 5; k++) await (await a.createSession({ id: `s${k}` })).append(Array.from({ length: 20 }, () => ({ type: 'app/e' })))
+    await expectCode(sync(a, b, { direction: 'pull' as never }), 'INVALID_ARGUMENT')
+    await expectCode(sync(a, b, { sessions: ['../x'] }), 'INVALID_ARGUMENT')
+    await expectCode(sync(a, b, { bogus: 1 } as never), 'INVALID_ARGUMENT')
+    await expectCode(sync(a, a), 'INVALID_ARGUMENT')
+    await expectCode(sync(a, b, { maxEvents: 0 }), 'INVALID_ARGUMENT')
+    expect(await b.listSessions()).toEqual([])
+    const controller = new AbortController()
+    await expectCode(sync(a, b, { maxEvents: 10, signal: controller.signal, onProgress: ({ done }) => done >= 30 && controller.abort() }), 'CANCELLED')
+    const partial = Object.values(await dump(b)).reduce((n, s) => n + s.events.length, 0)
+    expect(partial).toBeGreaterThan(0)
+    expect(partial).toBeLessThan(100)
+    expect((await sync(a, b, { maxEvents: 10 })).copiedEvents).toBe(100 - partial)
+    expect(await dump(b)).toEqual(await dump(a))
+    await a.close()
+    await b.close()
+  })
+
   it('10,000-event sessions move in bounded batches (memory printed, the bound asserted)', async () => {
     const source = await openStore({ storage: 'fs', dir: join(dir, 'a'), worker: false, durability: 'relaxed' })
     const target = await openStore({ storage: 'fs', dir: join(dir, 'b'), worker: false, durability: 'relaxed' })
@@ -206,35 +227,40 @@ describe('sync', () => {
       for (let i = 0; i < 10_000; i += 1000) await s.append(Array.from({ length: 1000 }, (_, j) => ({ type: 'app/e', data: { i: i + j, payload } })))
       await s.close()
     }
-    const maxEvents = 500
-    const maxBytes = 64 * 1024
-    // The pair by hand, to look at every batch.
-    let cursor = null
-    let batches = 0
-    let largest = 0
-    const before = process.memoryUsage()
-    for (;;) {
-      const changes = await source.changesSince(cursor, { maxEvents, maxBytes })
-      const items = changes.batch.sessions.reduce((n, e) => n + 1 + e.events.length, 0)
-      const bytes = JSON.stringify(changes.batch).length
-      expect(items).toBeLessThanOrEqual(maxEvents)
-      expect(bytes).toBeLessThan(maxBytes + 2048) // one event past the bound at most
-      largest = Math.max(largest, bytes)
-      await target.applyChanges(changes.batch)
-      batches++
-      cursor = changes.cursor
-      if (changes.done) break
+    // The pair by hand, to look at every batch: big1 bounded by events, big2 by bytes.
+    const move = async (id: string, maxEvents: number, maxBytes: number) => {
+      let cursor = null
+      let batches = 0
+      let largest = 0
+      for (;;) {
+        const changes = await source.changesSince(cursor, { sessions: [id], maxEvents, maxBytes })
+        const items = changes.batch.sessions.reduce((n, e) => n + 1 + e.events.length, 0)
+        const bytes = JSON.stringify(changes.batch).length
+        expect(items).toBeLessThanOrEqual(maxEvents)
+        expect(bytes).toBeLessThan(maxBytes + 2048) // past the bound by one event at most
+        largest = Math.max(largest, bytes)
+        await target.applyChanges(changes.batch)
+        batches++
+        cursor = changes.cursor
+        if (changes.done) return { batches, largest }
+      }
     }
+    const before = process.memoryUsage()
+    const byEvents = await move('big1', 500, 4 * 1024 * 1024)
+    const byBytes = await move('big2', 10_000, 64 * 1024)
     const after = process.memoryUsage()
     const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`
-    console.log(`sync of 2 x 10,000 events: ${batches} batches, largest ${(largest / 1024).toFixed(0)} KiB; heap ${mb(before.heapUsed)} -> ${mb(after.heapUsed)}, rss ${mb(before.rss)} -> ${mb(after.rss)}`)
-    expect(batches).toBeGreaterThanOrEqual((20_000 * 230) / maxBytes)
+    console.log(`sync of 2 x 10,000 events: ${byEvents.batches} batches of <= 500 events (largest ${(byEvents.largest / 1024).toFixed(0)} KiB), ` +
+      `${byBytes.batches} batches of <= 64 KiB (largest ${(byBytes.largest / 1024).toFixed(0)} KiB); heap ${mb(before.heapUsed)} -> ${mb(after.heapUsed)}, rss ${mb(before.rss)} -> ${mb(after.rss)}`)
+    expect(byEvents.batches).toBeGreaterThanOrEqual(10_000 / 499)
+    expect(byBytes.batches).toBeGreaterThanOrEqual((10_000 * 230) / (64 * 1024))
     const t = await target.observe('big2')
     expect(t.projections.snapshot().asOfSeq).toBe(9999)
     let n = 0
     for await (const e of t.events({ from: 9990 })) expect((e.data as { i: number }).i).toBe(9990 + n++)
     await t.close()
-    expect(await sync(source, target, { maxEvents, maxBytes })).toMatchObject({ copiedEvents: 0, conflicts: [] })
+    expect(await dump(target)).toEqual(await dump(source))
+    expect(await sync(source, target, { maxEvents: 500 })).toMatchObject({ copiedEvents: 0, conflicts: [] })
     await source.close()
     await target.close()
   })

@@ -79,16 +79,17 @@ export async function changesSince(engine: Engine, cursorInput: unknown, options
     // Another life of the id, or a log cut back (a torn tail): start that session over.
     const from = sent && sent[0] === header.createdAt && sent[1] <= length ? sent[1] : 0
     if (sent && from === length && sent[1] === length) continue
-    if (full()) {
+    // A header counts as one item, so batches of empty sessions stay bounded too. A fork's
+    // seed travels whole: the receiver creates the fork and its seed at once.
+    const room = Math.max(maxEvents - events - 1, from === 0 ? header.seedLength : 0)
+    if (full() || (room === 0 && from < length)) {
       pending += length - from
       continue
     }
-    // A fork's seed travels whole: the receiver creates the fork and its seed at once.
-    const room = Math.max(maxEvents - events, from === 0 ? header.seedLength : 0)
     const to = Math.min(length, from + room)
     const entry: ChangeEntry = { header, from, events: [], length: info.length }
     bytes += utf8Length(JSON.stringify(header))
-    events += 1 // a header counts as one item, so batches of empty sessions stay bounded too
+    events += 1
     try {
       if (from < to) {
         read: for await (const page of engine.storage.readEvents(id, { from, to })) {
