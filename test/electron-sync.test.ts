@@ -12,8 +12,8 @@ import { startRenderer } from '../examples/electron-sync/renderer'
 import { dumpStore } from './helpers'
 
 async function drain(a: Side, b: Side): Promise<void> {
-  // Each side sends until it has nothing new; what one side imported comes back once as an
-  // echo (compared, not written), so two quiet rounds in a row mean both sides are equal.
+  // Each side sends until it has nothing new (what it imported from the other is not sent
+  // back): a round in which neither sends anything means both hold the same.
   for (let round = 0; round < 20; round++) {
     if ((await a.link.push()) + (await b.link.push()) === 0) return
   }

@@ -32,6 +32,8 @@ export interface Link {
 export function linkStore(store: Store, port: Port, options: { everyMs?: number } = {}): Link {
   const everyMs = options.everyMs ?? 50
   let cursor: ChangeCursor | null = null
+  // What the other side is known to hold because it sent it to us: never sent back to it.
+  const peerHas: ChangeCursor['sessions'] = {}
   let nextBatch = 1
   let applied = 0
   const replies = new Map<number, (m: Message) => void>()
@@ -44,7 +46,16 @@ export function linkStore(store: Store, port: Port, options: { everyMs?: number 
     if (m.kind === 'batch') {
       // The other side's changes: applyChanges checks the batch, so a bad one is refused whole.
       store.applyChanges(m.batch).then(
-        (result) => port.postMessage({ kind: 'applied', n: m.n, result } satisfies Message),
+        (result) => {
+          const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
+          for (const e of m.batch.sessions) {
+            if (left.has(e.header.id)) continue
+            const known = peerHas[e.header.id]
+            const end = e.from + e.events.length
+            if (!known || known[0] !== e.header.createdAt || known[1] < end) peerHas[e.header.id] = [e.header.createdAt, end]
+          }
+          port.postMessage({ kind: 'applied', n: m.n, result } satisfies Message)
+        },
         (err: Error) => port.postMessage({ kind: 'failed', n: m.n, message: err.message } satisfies Message),
       )
     } else {
@@ -63,7 +74,7 @@ export function linkStore(store: Store, port: Port, options: { everyMs?: number 
   async function pushAll(): Promise<number> {
     let sent = 0
     for (;;) {
-      const changes = await store.changesSince(cursor)
+      const changes = await store.changesSince(withPeer(cursor))
       if (changes.batch.sessions.length === 0) {
         cursor = changes.cursor
         return sent
@@ -79,6 +90,16 @@ export function linkStore(store: Store, port: Port, options: { everyMs?: number 
       conflicts.push(...reply.result.conflicts)
       cursor = next
     }
+  }
+
+  /** The cursor, moved past what the other side sent us (a cursor may only say less than is there). */
+  const withPeer = (c: ChangeCursor | null): ChangeCursor => {
+    const out: ChangeCursor = { ...c, v: 1, sessions: { ...c?.sessions } }
+    for (const [id, [createdAt, length]] of Object.entries(peerHas)) {
+      const mine = out.sessions[id]
+      if (!mine || (mine[0] === createdAt && mine[1] < length)) out.sessions[id] = [createdAt, length]
+    }
+    return out
   }
 
   /** One push at a time, whether from the loop or from push(). */
