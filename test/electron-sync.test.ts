@@ -9,6 +9,7 @@ import { expect, it } from 'vitest'
 import type { Side } from '../examples/electron-sync/agent'
 import { startMain } from '../examples/electron-sync/main-process'
 import { startRenderer } from '../examples/electron-sync/renderer'
+import { until } from './conformance/client'
 import { dumpStore } from './helpers'
 
 async function drain(a: Side, b: Side): Promise<void> {
@@ -20,13 +21,6 @@ async function drain(a: Side, b: Side): Promise<void> {
   throw new Error('the stores did not settle')
 }
 
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting')
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}
 
 it('main (fs) and renderer (IndexedDB) end with equal logs, projections and trees', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'sessionfold-electron-'))
