@@ -125,8 +125,14 @@ describe('sync', () => {
     const onB = await b.openSession('aroot')
     await onB.append([{ type: 'app/on-b' }, { type: 'app/on-b2' }])
     await onB.close()
-    const result = await sync(a, b, { direction: 'both' })
-    expect(result).toMatchObject({ copiedSessions: 5, copiedEvents: expect.any(Number), conflicts: [], skipped: [] })
+    const [beforeA, beforeB] = [await dump(a), await dump(b)]
+    const count = (d: typeof beforeA, than: typeof beforeA = {}) =>
+      Object.entries(d).reduce((n, [id, s]) => n + Math.max(0, s.events.length - (than[id]?.events.length ?? 0)), 0)
+    let progress = { done: 0, total: 0 }
+    const result = await sync(a, b, { direction: 'both', onProgress: (p) => (progress = p) })
+    expect(result).toMatchObject({ copiedSessions: 5, copiedEvents: count(beforeB, beforeA), conflicts: [], skipped: [] })
+    // There: all of a, compared or copied. Back: only what b holds beyond a, nothing a already has.
+    expect(progress).toEqual({ done: count(beforeA) + count(beforeB, beforeA), total: count(beforeA) + count(beforeB, beforeA) })
     const da = await dump(a)
     expect(await dump(b)).toEqual(da)
     expect(Object.keys(da).sort()).toEqual(['aa', 'ab', 'ac', 'af', 'aroot', 'ba', 'bb', 'bc', 'bf', 'broot'])

@@ -77,8 +77,8 @@ export async function changesSince(engine: Engine, cursorInput: unknown, options
     const length = bound ? Math.min(bound[1], info.length) : info.length
     const sent = cursor.sessions[id]
     // Another life of the id, or a log cut back (a torn tail): start that session over.
-    const from = sent && sent[0] === header.createdAt && sent[1] <= length ? sent[1] : 0
-    if (sent && from === length && sent[1] === length) continue
+    const from = sent && sent[0] === header.createdAt && sent[1] <= info.length ? sent[1] : 0
+    if (sent && from >= length) continue // sent already (up to the bound, with until)
     // A header counts as one item, so batches of empty sessions stay bounded too. A fork's
     // seed travels whole: the receiver creates the fork and its seed at once.
     const room = Math.max(maxEvents - events - 1, from === 0 ? header.seedLength : 0)
