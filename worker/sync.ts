@@ -333,7 +333,7 @@ async function withLock(engine: Engine, id: SessionId, skip: (reason: 'locked', 
     release = await engine.locks.acquire(id)
   } catch (err) {
     if (!isSessionfoldError(err, 'SESSION_LOCKED')) throw err
-    return skip('locked', `${where(id)} is open for writing here, so its new events were not appended`)
+    return skip('locked', `${where(id)} is open for writing on this side, so its new events were not appended`)
   }
   try {
     await fn()
