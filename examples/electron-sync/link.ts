@@ -30,7 +30,8 @@ export interface Link {
 }
 
 export function linkStore(store: Store, port: Port, options: { everyMs?: number } = {}): Link {
-  const everyMs = options.everyMs ?? 50
+  // Each pass asks every session its length (a stat per session on fs): poll gently.
+  const everyMs = options.everyMs ?? 200
   let cursor: ChangeCursor | null = null
   // What the other side is known to hold because it sent it to us: never sent back to it.
   const peerHas: ChangeCursor['sessions'] = {}
