@@ -372,6 +372,23 @@ describe('changesSince / applyChanges', () => {
     })
   }
 
+  it("a fork's seed travels whole even past the batch bound; the rest of it is bounded again", async () => {
+    const a = await openStore({ storage: 'memory', worker: false })
+    const s = await a.createSession({ id: 'src' })
+    await s.append(Array.from({ length: 50 }, (_, i) => ({ type: 'app/e', data: i })))
+    const f = await s.fork({ id: 'fork' })
+    await f.append(Array.from({ length: 30 }, (_, i) => ({ type: 'app/after', data: i })))
+    const first = await a.changesSince(null, { sessions: ['fork'], maxEvents: 10 })
+    expect(first.batch.sessions.map((e) => [e.header.id, e.from, e.events.length])).toEqual([['fork', 0, 50]])
+    const second = await a.changesSince(first.cursor, { sessions: ['fork'], maxEvents: 10 })
+    expect(second.batch.sessions.map((e) => [e.header.id, e.from, e.events.length])).toEqual([['fork', 50, 9]])
+    const b = await openStore({ storage: 'memory', worker: false })
+    expect(await sync(a, b, { maxEvents: 10 })).toMatchObject({ copiedSessions: 2, copiedEvents: 50 + 80 })
+    expect(await dump(b)).toEqual(await dump(a))
+    await a.close()
+    await b.close()
+  })
+
   it('a batch from a cursor past what the receiver has is a gap, skipped and not written', async () => {
     const a = await openStore({ storage: 'memory', worker: false })
     const s = await a.createSession({ id: 'g' })
