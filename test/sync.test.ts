@@ -2,11 +2,12 @@
 // changesSince/applyChanges, on memory, fs and IndexedDB, in this thread and in a worker.
 import 'fake-indexeddb/auto'
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, sync, type ChangeBatch, type OpenStoreOptions, type SessionEvent, type SessionHeader, type Store } from 'sessionfold'
+import { folderOf } from '../adapters/fs-paths'
 import { until } from './conformance/client'
 import { dumpStore, expectCode } from './helpers'
 
@@ -202,6 +203,39 @@ describe('sync', () => {
     expect(await sync(a, b)).toMatchObject({ copiedEvents: 1, skipped: [] })
     await a.close()
     await b.close()
+  })
+
+  it('a damaged session on either side is reported and the rest is copied', async () => {
+    const a = await openStore({ storage: 'fs', dir: join(dir, 'a'), worker: false })
+    const b = await openStore({ storage: 'fs', dir: join(dir, 'b'), worker: false })
+    for (const [store, id] of [[a, 'bad-here'], [a, 'good'], [a, 'bad-there'], [b, 'bad-there']] as const) {
+      const s = await store.createSession({ id })
+      if (store === a && id === 'bad-there') {
+        await s.close()
+        continue
+      }
+      await s.append([{ type: 'app/e', data: 'x'.repeat(40) }, { type: 'app/e' }, { type: 'app/e' }])
+      await s.close()
+    }
+    await a.close()
+    await b.close()
+    // A flipped byte in the first record, whole records after it: CORRUPT_LOG.
+    for (const [d, id] of [['a', 'bad-here'], ['b', 'bad-there']]) {
+      const log = join(dir, d!, 'sessions', folderOf(id!), 'events.log')
+      const bytes = await readFile(log)
+      bytes[20] = bytes[20]! ^ 0xff
+      await writeFile(log, bytes)
+    }
+    const [a2, b2] = [await openStore({ storage: 'fs', dir: join(dir, 'a'), worker: false }), await openStore({ storage: 'fs', dir: join(dir, 'b'), worker: false })]
+    const result = await sync(a2, b2)
+    expect(result.failed).toEqual([{ id: 'bad-here', code: 'CORRUPT_LOG', detail: expect.stringContaining('damaged') }])
+    expect(result.skipped).toEqual([{ id: 'bad-there', reason: 'damaged', detail: expect.stringContaining('damaged') }])
+    expect(result).toMatchObject({ copiedSessions: 1, copiedEvents: 3, conflicts: [] })
+    const good = await b2.observe('good')
+    expect(good.projections.snapshot().asOfSeq).toBe(2)
+    await good.close()
+    await a2.close()
+    await b2.close()
   })
 
   it('bad options are INVALID_ARGUMENT; an aborted signal stops it with CANCELLED, and a rerun finishes', async () => {
