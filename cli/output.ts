@@ -1,0 +1,36 @@
+// Where the command line writes: people's text or JSON on stdout, with backpressure.
+
+/** Where the command line writes, and how it is interrupted (tests and the real process alike). */
+export interface Io {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean }
+  stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number }
+  stdin: NodeJS.ReadableStream
+  /** Resolves on SIGINT (events --follow stops there). */
+  interrupted: Promise<void>
+}
+
+/** Human text or JSON, on stdout; waits for the stream to drain so huge outputs stay bounded. */
+export class Output {
+  constructor(private readonly io: Io, readonly json: boolean) {}
+
+  async line(text: string): Promise<void> {
+    await write(this.io.stdout, `${text}\n`)
+  }
+
+  async value(v: unknown): Promise<void> {
+    await this.line(JSON.stringify(v, null, 2))
+  }
+}
+
+export function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: unknown) => reject(err)
+    stream.once('error', onError)
+    const flushed = stream.write(text, (err) => {
+      stream.off('error', onError)
+      if (err) reject(err)
+      else if (flushed) resolve()
+    })
+    if (!flushed) stream.once('drain', () => resolve())
+  })
+}
