@@ -46,7 +46,7 @@ async function files(path: string): Promise<Record<string, string>> {
 
 const lastSeq = () => Number(/seq (\d+)\n(?!.*seq)/s.exec(writerOut)?.[1] ?? -1)
 
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+async function until(cond: () => boolean, ms = 30_000): Promise<void> {
   const end = Date.now() + ms
   while (!cond()) {
     if (Date.now() > end) throw new Error('timed out waiting')
