@@ -5,7 +5,7 @@ import { SessionfoldError, isSessionfoldError } from '../src/errors'
 import type { SessionHeader, SessionId } from '../src/model'
 import type { VerifyReport } from '../src/protocol'
 import type { Engine } from '../worker/engine'
-import { write, type Io, type Output } from './output'
+import { progressBar, write, type Io, type Output } from './output'
 
 // ---- ls ---------------------------------------------------------------------------------
 
@@ -164,17 +164,11 @@ export async function events(engine: Engine, io: Io, id: SessionId, args: { from
 export async function verify(engine: Engine, out: Output, io: Io): Promise<number> {
   const plan = await engine.verifyPlan()
   const report: VerifyReport = { sessions: 0, events: 0, damaged: [] }
-  const bar = io.stderr.isTTY === true && !out.json
+  const bar = out.json ? undefined : progressBar(io)
   const progress = (done: number) => {
     const total = Math.max(plan.events, done)
-    const ratio = total === 0 ? 1 : done / total
-    if (bar) {
-      const width = Math.max(10, Math.min(40, (io.stderr.columns ?? 80) - 40))
-      const filled = Math.round(ratio * width)
-      io.stderr.write(`\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${Math.floor(ratio * 100)}% ${done}/${total} events`)
-    } else if (!out.json) {
-      io.stderr.write(`verified ${done}/${total} events\n`)
-    }
+    if (bar) bar.show(done, total)
+    else if (!out.json) io.stderr.write(`verified ${done}/${total} events\n`)
   }
   progress(0)
   for (let after: string | undefined; ;) {
@@ -186,7 +180,7 @@ export async function verify(engine: Engine, out: Output, io: Io): Promise<numbe
     if (step.next === null) break
     after = step.next
   }
-  if (bar) io.stderr.write('\n')
+  bar?.end()
   if (out.json) {
     await out.value(report)
   } else if (report.damaged.length === 0) {

@@ -34,3 +34,21 @@ export function write(stream: NodeJS.WritableStream, text: string): Promise<void
     if (!flushed) stream.once('drain', () => resolve())
   })
 }
+
+/** `[####------] 40% 400/1000 events` redrawn in place on a terminal's stderr; nothing elsewhere. */
+export function progressBar(io: Io): { show(done: number, total: number): void; end(): void } | undefined {
+  if (io.stderr.isTTY !== true) return undefined
+  let drawn = false
+  return {
+    show(done, total) {
+      const ratio = total === 0 ? 1 : Math.min(1, done / total)
+      const width = Math.max(10, Math.min(40, (io.stderr.columns ?? 80) - 40))
+      const filled = Math.round(ratio * width)
+      io.stderr.write(`\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${Math.floor(ratio * 100)}% ${done}/${total} events`)
+      drawn = true
+    },
+    end() {
+      if (drawn) io.stderr.write('\n')
+    },
+  }
+}

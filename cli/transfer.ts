@@ -12,7 +12,7 @@ import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { DEFAULT_MAX_EVENT_BYTES } from '../src/validate'
 import type { Engine } from '../worker/engine'
 import { checkBatch, checkHeader } from '../worker/sync'
-import type { Io, Output } from './output'
+import { progressBar, type Io, type Output } from './output'
 
 const IMPORT_BATCH = 1000
 
@@ -43,6 +43,7 @@ export async function importSessions(engine: Engine, out: Output, io: Io): Promi
   try {
     const sink = createWriteStream(copy)
     let lineNo = 0
+    let eventLines = 0
     let current: { id: SessionId; next: number; length: number } | undefined
     const check = (entry: ChangeEntry) => {
       try {
@@ -79,6 +80,7 @@ export async function importSessions(engine: Engine, out: Output, io: Io): Promi
         if (!current || v.session !== current.id) throw new SessionfoldError('INVALID_ARGUMENT', `line ${lineNo} of the import: an event outside its session's block`)
         check({ header: { version: 1, id: current.id, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' }, from: current.next, events: [v.event!] })
         current.next++
+        eventLines++
       } else {
         throw new SessionfoldError('INVALID_ARGUMENT', `line ${lineNo} of the import is neither a session nor an event line`)
       }
@@ -91,9 +93,14 @@ export async function importSessions(engine: Engine, out: Output, io: Io): Promi
     let entry: ChangeEntry | undefined
     let batchEvents = 0
     let pending: ChangeEntry[] = []
+    let applied = 0
+    const bar = out.json ? undefined : progressBar(io)
+    bar?.show(0, eventLines)
     const flush = async () => {
       if (pending.length === 0) return
       const r = await engine.applyChanges({ v: 1, sessions: pending })
+      applied += pending.reduce((n, e) => n + e.events.length, 0)
+      bar?.show(applied, eventLines)
       total.copiedSessions += r.copiedSessions
       total.copiedEvents += r.copiedEvents
       total.conflicts.push(...r.conflicts)
@@ -121,6 +128,7 @@ export async function importSessions(engine: Engine, out: Output, io: Io): Promi
       if (pending.length >= IMPORT_BATCH) await flush()
     }
     await flush()
+    bar?.end()
     // A session skipped in one batch is skipped in the ones after it too: report it once.
     total.skipped = total.skipped.filter((s, i) => total.skipped.findIndex((k) => k.id === s.id) === i)
     const problems = total.conflicts.length + total.skipped.length

@@ -226,6 +226,10 @@ describe('sessionfold command line', () => {
       expect((await run(['events', id, '--dir', copy])).out).toBe((await run(['events', id, '--dir', store])).out)
       expect(JSON.parse((await run(['show', id, '--dir', copy, '--json'])).out)).toEqual(JSON.parse((await run(['show', id, '--dir', store, '--json'])).out))
     }
+    // On a terminal, a progress bar of the events applied.
+    const shown = await run(['import', '--dir', join(dir, 'copy2')], { stdin: exported.out, tty: true })
+    expect(shown).toMatchObject({ code: 0, out: 'imported 4 new sessions, 12 events\n' })
+    expect(shown.err).toMatch(/\r\[#+\] 100% 12\/12 events\n$/)
     // A bad line anywhere: nothing is written.
     const broken = exported.out.replace('"seq":2', '"seq":7')
     const bad = await run(['import', '--dir', join(dir, 'never')], { stdin: broken })
