@@ -49,7 +49,8 @@ export class ProjectionMapView {
 
   /** @internal */
   constructor(initial: ProjectionSnapshot) {
-    this.#values = { ...initial.values }
+    // No prototype: a key is a value of this session or nothing (`get('valueOf')` is null).
+    this.#values = Object.assign(Object.create(null) as Record<string, Json | null>, initial.values)
     this.#faults = { ...(initial.faults as Record<string, ProjectionFault>) }
     this.#asOfSeq = initial.asOfSeq
   }

@@ -42,7 +42,8 @@ export interface ProjectionSnapshot<M = Record<string, Json | null>> {
   faults: { [K in keyof M]?: ProjectionFault }
 }
 
-const KEY = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
+/** A projection key: 1-64 characters of [A-Za-z0-9_.-], starting with a letter. */
+export const PROJECTION_KEY_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
 
 /**
  * Declares a projection unit; checks its shape so mistakes fail at startup, not mid-fold.
@@ -58,7 +59,7 @@ const KEY = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
 export function defineProjection<S, V = never>(def: ProjectionDefinition<S, V>): ProjectionDefinition<S, V> {
   const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `projection ${describe(def?.key)}: ${why}`)
   if (typeof def !== 'object' || def === null) throw bad('the definition must be an object')
-  if (typeof def.key !== 'string' || !KEY.test(def.key)) throw bad('key must be 1-64 characters of [A-Za-z0-9_.-], starting with a letter')
+  if (typeof def.key !== 'string' || !PROJECTION_KEY_PATTERN.test(def.key)) throw bad('key must be 1-64 characters of [A-Za-z0-9_.-], starting with a letter')
   if (!Number.isSafeInteger(def.stateVersion) || def.stateVersion < 0) throw bad('stateVersion must be an integer >= 0')
   if (typeof def.stateSchema?.safeParse !== 'function') throw bad('stateSchema must be a zod schema')
   if (typeof def.init !== 'function' || typeof def.apply !== 'function') throw bad('init and apply must be functions')

@@ -2,15 +2,16 @@
 // in a worker over comlink (the default) or in this thread (worker: false), through one
 // EngineApi, so both modes share every line here.
 import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from './changes'
+import { applyResultProblem, changesProblem } from './changes-checks'
 import type { SubagentListEntry, ListChildrenOptions } from './children'
 import { SessionfoldError, isSessionfoldError, where } from './errors'
-import { frameProblem } from './frames'
+import { appendResultProblem, childRowProblem, eventsPageProblem, frameProblem, handleProblem, headerProblem } from './frames'
 import { ProjectionMapView } from './mirror'
-import type { Json, SessionEvent, SessionHeader, SessionId } from './model'
+import { SESSION_ID_PATTERN, type Json, type SessionEvent, type SessionHeader, type SessionId } from './model'
 import type { ProjectionDefinition } from './projection'
 import type { Remote } from 'comlink'
 import type { AppendResult, EngineApi, Frame, HandleInfo, HostOptions, StorageKind, VerifyReport } from './protocol'
-import { assertPlainJson, assertSessionId, describe, encodeEventBody, isPlainObject, DEFAULT_MAX_EVENT_BYTES } from './validate'
+import { assertOptions, assertPlainJson, assertSessionId, describe, encodeEventBody, isPlainObject, DEFAULT_MAX_EVENT_BYTES } from './validate'
 
 export interface OpenStoreOptions {
   /** Default: indexeddb in browsers, fs in Node. */
@@ -95,7 +96,18 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
   const durability = options.durability ?? 'strict'
   if (durability !== 'strict' && durability !== 'relaxed') throw bad(`durability must be 'strict' or 'relaxed', got ${describe(durability)}`)
   for (const [k, v] of [['name', options.name], ['dir', options.dir]] as const) {
-    if (v !== undefined && (typeof v !== 'string' || v.length === 0)) throw bad(`${k} must be a non-empty string, got ${describe(v)}`)
+    if (v !== undefined && (typeof v !== 'string' || v.length === 0 || v.includes('\0'))) throw bad(`${k} must be a non-empty string without NUL, got ${describe(v)}`)
+  }
+  // Checked here, as they cross to the worker: it reads what the caller passed, or nothing.
+  assertOptions(options.checkpoint, 'checkpoint', ['everyEvents', 'everyMs'])
+  for (const [k, v] of Object.entries(options.checkpoint ?? {})) {
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)) throw bad(`checkpoint.${k} must be a number > 0, got ${describe(v)}`)
+  }
+  if (options.maxEventBytes !== undefined && (typeof options.maxEventBytes !== 'number' || !Number.isFinite(options.maxEventBytes) || options.maxEventBytes <= 0)) {
+    throw bad(`maxEventBytes must be a number > 0, got ${describe(options.maxEventBytes)}`)
+  }
+  if (options.workerUrl !== undefined && typeof options.workerUrl !== 'string' && !(options.workerUrl instanceof URL)) {
+    throw bad(`workerUrl must be a string or a URL, got ${describe(options.workerUrl)}`)
   }
   const worker = options.worker ?? true
   if (worker !== true && worker !== false && worker !== 'shared') throw bad(`worker must be true, false or 'shared', got ${describe(worker)}`)
@@ -289,19 +301,39 @@ export class Store {
 
   /** @internal Frames pushed by the host. */
   readonly _push = (frames: Frame[]): void => {
-    if (!Array.isArray(frames)) return
+    const everyMirror = () => [...this.#mirrors.values()].flatMap((set) => [...set])
+    if (!Array.isArray(frames)) {
+      const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', 'the worker sent frames that are not a list')
+      for (const m of everyMirror()) m._fail(err)
+      return
+    }
     for (const frame of frames) {
       const problem = frameProblem(frame)
       const sessionId = (frame as Partial<Frame> | null)?.sessionId
-      const mirrors = typeof sessionId === 'string' ? this.#mirrors.get(sessionId) : undefined
+      const named = typeof sessionId === 'string' && SESSION_ID_PATTERN.test(sessionId)
       if (problem) {
-        // Values we cannot trust are not shown: the handles on that session stop following.
-        const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad frame${typeof sessionId === 'string' ? ` for ${where(sessionId)}` : ''}: ${problem}`)
-        for (const m of mirrors ?? []) m._fail(err)
+        // Values we cannot trust are not shown: the handles on that session stop following. A
+        // frame that names no session could have been any session's: none can follow it (else
+        // an append waiting to read its own write would wait forever).
+        const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad frame${named ? ` for ${where(sessionId)}` : ''}: ${problem}`, named ? { sessionId } : {})
+        for (const m of named ? this.#mirrors.get(sessionId) ?? [] : everyMirror()) m._fail(err)
         continue
       }
-      for (const m of mirrors ?? []) m._apply(frame)
+      for (const m of this.#mirrors.get(sessionId as string) ?? []) m._apply(frame)
     }
+  }
+
+  /**
+   * @internal What the worker answers is checked before the app sees it, like its frames: a
+   * broken or hostile worker gives PROJECTIONS_UNAVAILABLE, never values of the wrong shape.
+   */
+  async _checked<T>(what: string, fn: (api: EngineApi) => Promise<T>, problemOf: (value: T) => string | undefined, sessionId?: SessionId): Promise<T> {
+    const value = await this._call(fn)
+    const problem = problemOf(value)
+    if (problem === undefined) return value
+    const handle = (value as Partial<HandleInfo> | null)?.handle
+    if (what === 'handle' && typeof handle === 'number') await this._call((api) => api.closeHandle(handle)).catch(() => {})
+    throw new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad ${what}${sessionId === undefined ? '' : ` for ${where(sessionId)}`}: ${problem}`, sessionId === undefined ? {} : { sessionId })
   }
 
   /** @internal */
@@ -327,27 +359,31 @@ export class Store {
 
   /** Creates a root session, open for writing. */
   async createSession(options: { id?: SessionId; cwd?: string } = {}): Promise<Session> {
-    const info = await this._call((api) => api.createSession(options))
+    assertOptions(options, 'createSession', ['id', 'cwd'])
+    if (options.id !== undefined) assertSessionId(options.id)
+    const info = await this._checked('handle', (api) => api.createSession(options), handleProblem, options.id)
     return this._open(info, (m) => new Session(this, info, m))
   }
 
   /** Opens a session for writing: SESSION_LOCKED while another client (tab, thread, process) has it so. */
   async openSession(id: SessionId): Promise<Session> {
     assertSessionId(id)
-    const info = await this._call((api) => api.openSession(id))
+    const info = await this._checked('handle', (api) => api.openSession(id), handleProblem, id)
     return this._open(info, (m) => new Session(this, info, m))
   }
 
   /** Follows a session read-only; always allowed. */
   async observe(id: SessionId): Promise<SessionView> {
     assertSessionId(id)
-    const info = await this._call((api) => api.observe(id))
+    const info = await this._checked('handle', (api) => api.observe(id), handleProblem, id)
     return this._open(info, (m) => new SessionView(this, info, m))
   }
 
   /** Headers ordered by id, after the `after` cursor, at most `limit` (default 100). */
-  listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]> {
-    return this._call((api) => api.listSessions(options))
+  async listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]> {
+    assertOptions(options, 'listSessions', ['after', 'limit'])
+    return this._checked('session list', (api) => api.listSessions(options), (list) =>
+      Array.isArray(list) ? list.map(headerProblem).find((p) => p !== undefined) : 'not an array')
   }
 
   /**
@@ -357,6 +393,8 @@ export class Store {
    */
   async verify(options: VerifyOptions = {}): Promise<VerifyReport> {
     if (!isPlainObject(options as unknown)) throw bad(`verify options must be an object, got ${describe(options)}`)
+    const unknown = Object.keys(options).find((k) => k !== 'signal' && k !== 'onProgress')
+    if (unknown !== undefined) throw bad(`verify options have an unknown field ${describe(unknown)}`)
     const { signal, onProgress } = options
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad('verify signal must be an AbortSignal')
     if (onProgress !== undefined && typeof onProgress !== 'function') throw bad(`verify onProgress must be a function, got ${describe(onProgress)}`)
@@ -407,7 +445,7 @@ export class Store {
   async changesSince(cursor?: ChangeCursor | null, options?: ChangesOptions): Promise<Changes> {
     if (cursor !== undefined && cursor !== null) assertPlainJson(cursor, 'changesSince cursor')
     if (options !== undefined) assertPlainJson(options, 'changesSince options')
-    return this._call((api) => api.changesSince(cursor ?? null, options ?? {}))
+    return this._checked('batch of changes', (api) => api.changesSince(cursor ?? null, options ?? {}), changesProblem)
   }
 
   /**
@@ -418,7 +456,7 @@ export class Store {
    */
   async applyChanges(batch: ChangeBatch): Promise<ApplyResult> {
     assertPlainJson(batch, 'the change batch')
-    return this._call((api) => api.applyChanges(batch))
+    return this._checked('apply result', (api) => api.applyChanges(batch), applyResultProblem)
   }
 
   /**
@@ -465,17 +503,18 @@ export class SessionView {
 
   /** Events `[from, to)` (default: all, up to the log's end when called), page by page. */
   async *events(options: { from?: number; to?: number; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
-    if (!isPlainObject(options as unknown)) throw bad(`events options must be an object, got ${describe(options)}`)
+    assertOptions(options, 'events', ['from', 'to', 'signal'], this.id)
     const { from = 0, to, signal } = options
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad(`events signal for ${where(this.id)} must be an AbortSignal`)
     for (const [k, v] of [['from', from], ['to', to]] as const) {
-      if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)) throw bad(`events ${k} must be an integer >= 0, got ${describe(v)}`)
+      if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)) throw bad(`events of ${where(this.id)}: ${k} must be an integer >= 0, got ${describe(v)}`)
     }
     let at = from
     let end = to
     for (;;) {
       if (signal?.aborted) throw new SessionfoldError('CANCELLED', `reading events of ${where(this.id)} was cancelled`, { sessionId: this.id })
       if (end !== undefined && at >= end) return
-      const page = await this._store._call((api) => api.readEvents(this.id, at, end))
+      const page = await this._store._checked('page of events', (api) => api.readEvents(this.id, at, end), (p) => eventsPageProblem(p, at), this.id)
       end = page.to
       if (page.events.length === 0) return
       for (const e of page.events) yield e
@@ -485,16 +524,17 @@ export class SessionView {
 
   /** The children of this session (the whole tree with recursive), from parent-owned catalogs. */
   async listChildren(options: ListChildrenOptions = {}): Promise<SubagentListEntry[]> {
-    if (!isPlainObject(options as unknown)) throw bad(`listChildren options must be an object, got ${describe(options)}`)
+    assertOptions(options, 'listChildren', ['recursive', 'signal'], this.id)
     const { signal, ...rest } = options
-    if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad('listChildren signal must be an AbortSignal')
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad(`listChildren of ${where(this.id)}: signal must be an AbortSignal`)
     const cancelled = () => new SessionfoldError('CANCELLED', `listChildren of ${where(this.id)} was cancelled`, { sessionId: this.id })
     if (signal?.aborted) throw cancelled()
     const token = this._store._token()
     const onAbort = () => void this._store._call((api) => api.cancel(token)).catch(() => {})
     signal?.addEventListener('abort', onAbort)
     try {
-      const rows = await this._store._call((api) => api.listChildren(this.id, rest, token))
+      const rows = await this._store._checked('list of children', (api) => api.listChildren(this.id, rest, token), (list) =>
+        Array.isArray(list) ? list.map(childRowProblem).find((p) => p !== undefined) : 'not an array', this.id)
       if (signal?.aborted) throw cancelled()
       return rows
     } finally {
@@ -526,8 +566,8 @@ export class Session extends SessionView {
     const now = Date.now()
     // Validated and encoded here: nothing that is not plain JSON ever reaches the worker.
     const bodies = inputs.map((e) => encodeEventBody(e, this.id, { maxBytes: this._store._maxEventBytes, now }))
-    if (options !== undefined && !isPlainObject(options)) throw bad(`append options must be an object, got ${describe(options)}`)
-    const result = await this._store._call((api) => api.append(this._handle, bodies, options))
+    assertOptions(options, 'append', ['expectedSeq'], this.id)
+    const result = await this._store._checked('append result', (api) => api.append(this._handle, bodies, options), appendResultProblem, this.id)
     await this._reflect(result.lastSeq)
     return result
   }
@@ -545,11 +585,12 @@ export class Session extends SessionView {
   /** Creates a subagent (open for writing), then records it in this session's catalog. */
   async spawn(options: SpawnOptions): Promise<Session> {
     this._check()
-    if (!isPlainObject(options as unknown)) throw bad(`spawn options must be an object, got ${describe(options)}`)
+    if (!isPlainObject(options as unknown)) throw bad(`spawn options for ${where(this.id)} must be an object, got ${describe(options)}`)
     const { events = [], ...rest } = options
-    if (!Array.isArray(events)) throw bad('spawn events must be an array')
+    assertOptions(rest, 'spawn', ['mode', 'label', 'id'], this.id)
+    if (!Array.isArray(events)) throw bad(`spawn events for ${where(this.id)} must be an array`)
     const bodies = events.map((e) => encodeEventBody(e, this.id, { maxBytes: this._store._maxEventBytes }))
-    const info = await this._store._call((api) => api.spawn(this._handle, rest, bodies))
+    const info = await this._store._checked('handle', (api) => api.spawn(this._handle, rest, bodies), handleProblem, this.id)
     if (info.parentSeq !== undefined) await this._reflect(info.parentSeq)
     return this._store._open(info, (m) => new Session(this._store, info, m))
   }
@@ -557,7 +598,9 @@ export class Session extends SessionView {
   /** Records an execution outside this store in the catalog (no local session). */
   async recordExternal(options: { childId: string; label?: string }): Promise<AppendResult> {
     this._check()
-    const result = await this._store._call((api) => api.recordExternal(this._handle, options))
+    if (options === undefined) throw bad(`recordExternal options for ${where(this.id)} must be an object, got undefined`)
+    assertOptions(options, 'recordExternal', ['childId', 'label'], this.id)
+    const result = await this._store._checked('append result', (api) => api.recordExternal(this._handle, options), appendResultProblem, this.id)
     await this._reflect(result.lastSeq)
     return result
   }
@@ -565,7 +608,8 @@ export class Session extends SessionView {
   /** A new session seeded with this one's events [0, at) (default: all); open for writing. */
   async fork(options: { at?: number; id?: SessionId } = {}): Promise<Session> {
     this._check()
-    const info = await this._store._call((api) => api.fork(this._handle, options))
+    assertOptions(options, 'fork', ['at', 'id'], this.id)
+    const info = await this._store._checked('handle', (api) => api.fork(this._handle, options), handleProblem, this.id)
     return this._store._open(info, (m) => new Session(this._store, info, m))
   }
 }

@@ -88,6 +88,33 @@ function findNonJson(value: unknown, ancestors: object[], path: string): string 
   }
 }
 
+/**
+ * Throws INVALID_ARGUMENT unless `options` is undefined or a plain object with only the given
+ * keys, each undefined or plain JSON (`signal` excepted: the caller checks it). The engine checks
+ * each value's meaning; this check makes sure it sees exactly what the caller passed in both
+ * worker modes: a class instance, a function or a typo'd key (`expectSeq`) is refused here,
+ * not cloned into something else, failed with a DataCloneError or silently ignored.
+ */
+export function assertOptions(options: unknown, what: string, keys: readonly string[], sessionId?: SessionId): void {
+  const at = sessionId === undefined ? '' : ` for ${where(sessionId)}`
+  const fail = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `${what} options${at} ${why}`, sessionId === undefined ? {} : { sessionId })
+  if (options === undefined) return
+  if (!isPlainObject(options)) throw fail(`must be an object, got ${describe(options)}`)
+  try {
+    if (Object.getOwnPropertySymbols(options).length > 0) throw fail('have a symbol key')
+    for (const key of Object.keys(options)) {
+      if (!keys.includes(key)) throw fail(`have an unknown field ${describe(key)}`)
+      const value = options[key]
+      if (value === undefined || key === 'signal') continue
+      const problem = findNonJson(value, [], `.${key}`)
+      if (problem !== undefined) throw fail(`are not plain JSON: ${problem}`)
+    }
+  } catch (err) {
+    // A getter or proxy trap of the caller's that throws: the options are unusable.
+    throw err instanceof SessionfoldError ? err : fail(`cannot be read: ${(err as Error)?.message ?? String(err)}`)
+  }
+}
+
 /** An event ready for storage: the event and its JSON encoding, made once. */
 export interface EncodedEvent {
   readonly event: SessionEvent
@@ -123,7 +150,13 @@ export function encodeEventBody(
       throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} has an unknown field ${describe(key)}`, details)
     }
   }
-  const { type, data = null, time = options.now ?? Date.now() } = input as Partial<EventInput>
+  let fields: Partial<EventInput>
+  try {
+    fields = { ...(input as Partial<EventInput>) } // each field read once: a getter cannot answer twice
+  } catch (err) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} cannot be read: ${(err as Error)?.message ?? String(err)}`, details)
+  }
+  const { type, data = null, time = options.now ?? Date.now() } = fields
   if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH) {
     throw new SessionfoldError('INVALID_ARGUMENT', `event type for ${at} must be a string of 1-${MAX_TYPE_LENGTH} characters, got ${describe(type)}`, details)
   }
@@ -133,9 +166,17 @@ export function encodeEventBody(
   try {
     assertPlainJson(data, `event data for ${at}`)
   } catch (err) {
-    throw new SessionfoldError('INVALID_ARGUMENT', (err as Error).message, details)
+    // A getter or proxy trap of the caller's that throws: the data cannot be read, so it is not JSON.
+    const why = err instanceof SessionfoldError ? err.message : `event data for ${at} cannot be read: ${(err as Error)?.message ?? String(err)}`
+    throw new SessionfoldError('INVALID_ARGUMENT', why, details)
   }
-  const body = JSON.stringify({ type, time, data })
+  let body: string
+  try {
+    body = JSON.stringify({ type, time, data })
+  } catch (err) {
+    // Data that changed while it was read (a getter or proxy answering differently the second time).
+    throw new SessionfoldError('INVALID_ARGUMENT', `event data for ${at} is not plain JSON: ${(err as Error)?.message ?? String(err)}`, details)
+  }
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_EVENT_BYTES
   if (utf8Length(body, maxBytes) > maxBytes) throw tooLarge(sessionId, seq, maxBytes)
   return body

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, sync, type ChangeBatch, type OpenStoreOptions, type SessionEvent, type SessionHeader, type Store } from 'sessionfold'
 import { folderOf } from '../adapters/fs-paths'
+import { applyResultProblem, changesProblem } from '../src/changes-checks'
 import { until } from './conformance/client'
 import { dumpStore, expectCode } from './helpers'
 
@@ -419,6 +420,33 @@ describe('changesSince / applyChanges', () => {
     const b = await openStore({ storage: 'memory', worker: false })
     expect(await sync(a, b, { maxEvents: 10 })).toMatchObject({ copiedSessions: 2, copiedEvents: 50 + 80 })
     expect(await dump(b)).toEqual(await dump(a))
+    await a.close()
+    await b.close()
+  })
+
+  it("the client checks the worker's answers: good ones pass, damaged ones are named", async () => {
+    const a = await openStore({ storage: 'memory', worker: false })
+    await populate(a, 'w')
+    const changes = await a.changesSince(null, { head: true })
+    expect(changesProblem(changes)).toBeUndefined()
+    const b = await openStore({ storage: 'memory', worker: false })
+    await (await b.createSession({ id: 'wroot' })).close() // another life of an id: a conflict in the result
+    const applied = await b.applyChanges(changes.batch)
+    expect(applied.conflicts).toHaveLength(1)
+    expect(applyResultProblem(applied)).toBeUndefined()
+    const bad = (fn: (c: Record<string, any>) => void) => {
+      const copy = structuredClone(changes) as unknown as Record<string, any>
+      fn(copy)
+      return changesProblem(copy)
+    }
+    expect(bad((c) => (c.batch.v = 2))).toBe('bad batch')
+    expect(bad((c) => (c.batch.sessions[0].events[1].seq = 7))).toMatch(/bad event in the batch at seq 1/)
+    expect(bad((c) => (c.batch.sessions[0].events[0].data = { d: new Date() }))).toMatch(/bad event data/)
+    expect(bad((c) => (c.batch.sessions[0].header.origin = 'x'))).toMatch(/bad header in the batch/)
+    expect(bad((c) => (c.cursor.sessions['../x'] = [1, 1]))).toMatch(/bad cursor entry/)
+    expect(bad((c) => (c.pending = -1))).toBe('bad changes')
+    expect(applyResultProblem({ ...applied, copiedEvents: '3' })).toBe('bad apply result')
+    expect(applyResultProblem({ ...applied, conflicts: [{ id: 'x', seq: 0, reason: 'other' }] })).toBe('bad conflict')
     await a.close()
     await b.close()
   })

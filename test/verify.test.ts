@@ -231,6 +231,7 @@ describe('verify: other stores and arguments', () => {
     await expectCode(store.verify(null as never), 'INVALID_ARGUMENT')
     await expectCode(store.verify({ signal: {} as never }), 'INVALID_ARGUMENT')
     await expectCode(store.verify({ onProgress: 3 as never }), 'INVALID_ARGUMENT')
+    await expectCode(store.verify({ onProgres: () => {} } as never), 'INVALID_ARGUMENT')
     const controller = new AbortController()
     controller.abort()
     await expectCode(store.verify({ signal: controller.signal }), 'CANCELLED')

@@ -1,4 +1,6 @@
 // The default browser worker entry (module Web Worker or SharedWorker): built-in units only.
+// zod-jitless first: it must run before any schema is built (ES modules evaluate in order).
+import './zod-jitless'
 import { serveEngine } from './serve-browser'
 
 void serveEngine()

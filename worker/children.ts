@@ -18,8 +18,8 @@ export async function listChildren(engine: Engine, parentId: SessionId, options:
   assertSessionId(parentId)
   if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `listChildren options must be an object, got ${describe(options)}`, { sessionId: parentId })
   const { recursive = false, signal } = options as ListChildrenOptions
-  if (typeof recursive !== 'boolean') throw new SessionfoldError('INVALID_ARGUMENT', `listChildren recursive must be a boolean, got ${describe(recursive)}`, { sessionId: parentId })
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new SessionfoldError('INVALID_ARGUMENT', 'listChildren signal must be an AbortSignal', { sessionId: parentId })
+  if (typeof recursive !== 'boolean') throw new SessionfoldError('INVALID_ARGUMENT', `listChildren of ${where(parentId)}: recursive must be a boolean, got ${describe(recursive)}`, { sessionId: parentId })
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new SessionfoldError('INVALID_ARGUMENT', `listChildren of ${where(parentId)}: signal must be an AbortSignal`, { sessionId: parentId })
 
   const check = () => {
     if (signal?.aborted) throw new SessionfoldError('CANCELLED', `listChildren of ${where(parentId)} was cancelled`, { sessionId: parentId })

@@ -139,7 +139,7 @@ export class Engine {
   async createSession(options: { id?: string; cwd?: string } = {}): Promise<SessionHeader> {
     this.open()
     if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `createSession options must be an object, got ${describe(options)}`)
-    const id = options.id ?? newSessionId()
+    const id = options.id === undefined ? newSessionId() : options.id // null is no id: INVALID_ARGUMENT
     assertSessionId(id)
     if (options.cwd !== undefined && (typeof options.cwd !== 'string' || options.cwd.length > 4096)) {
       throw new SessionfoldError('INVALID_ARGUMENT', `cwd of ${where(id)} must be a string of at most 4096 characters`, { sessionId: id })
@@ -326,7 +326,7 @@ export class Engine {
     this.writable(parentId)
     if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `recordExternal options for ${where(parentId)} must be an object`, { sessionId: parentId })
     const { childId, label } = options as { childId?: unknown; label?: unknown }
-    assertSessionId(childId, 'external child id')
+    assertSessionId(childId, `recordExternal on ${where(parentId)}: child id`)
     if (label !== undefined && !labelSchema.safeParse(label).success) {
       throw new SessionfoldError('INVALID_ARGUMENT', `external label for ${where(parentId)} must be a string of 1-256 characters, got ${describe(label)}`, { sessionId: parentId })
     }
@@ -424,10 +424,10 @@ export class Engine {
     assertSessionId(id)
     const live = this.writable(id)
     if (!Array.isArray(bodies) || bodies.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
-    if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `append options must be an object, got ${describe(options)}`, { sessionId: id })
+    if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `append options for ${where(id)} must be an object, got ${describe(options)}`, { sessionId: id })
     const expected = (options as { expectedSeq?: unknown } | undefined)?.expectedSeq
     if (expected !== undefined && (typeof expected !== 'number' || !Number.isSafeInteger(expected) || expected < 0)) {
-      throw new SessionfoldError('INVALID_ARGUMENT', `expectedSeq must be an integer >= 0, got ${describe(expected)}`, { sessionId: id })
+      throw new SessionfoldError('INVALID_ARGUMENT', `expectedSeq for ${where(id)} must be an integer >= 0, got ${describe(expected)}`, { sessionId: id })
     }
     while (live.inflightBytes > WRITE_BUFFER_BYTES) await live.chain // bounded write buffer
     if (expected !== undefined && expected !== live.nextSeq) {
