@@ -46,6 +46,12 @@ export interface FsAdapterOptions {
    * no index rewritten, and every write rejects with STORAGE_UNAVAILABLE.
    */
   readOnly?: boolean
+  /**
+   * Sessions whose log state (length, index, header) is kept in memory when idle (default
+   * 1024); beyond it the least recently used idle one is dropped and read again (its index and
+   * tail) on next use, so memory stays bounded however many sessions a long-lived process touches.
+   */
+  maxCachedLogs?: number
   /** The file system (default `node:fs/promises` and `writeSync`); tests inject faults such as ENOSPC here. */
   fs?: FsPromises
 }
@@ -124,6 +130,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const trashDir = join(root, 'trash')
   const strict = (options.durability ?? 'strict') === 'strict'
   const maxOpen = options.maxOpenFiles ?? 256
+  const maxCached = options.maxCachedLogs ?? 1024
 
   const logs = new Map<SessionId, Log>()
   const loading = new Map<SessionId, Promise<Log | undefined>>()
@@ -211,6 +218,11 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   async function getLog(id: SessionId, forWrite = false): Promise<Log | undefined> {
     if (deleting.has(id)) return undefined
     const cached = logs.get(id)
+    if (cached) {
+      // Most recently used last: trimLogs drops from the front.
+      logs.delete(id)
+      logs.set(id, cached)
+    }
     if (cached && (writing(cached) || (forWrite && cached.fh))) return cached
     let p = loading.get(id)
     if (!p) {
@@ -241,8 +253,21 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     }
     if (cached) forget(cached)
     const log = await openLog(id, dir, st.ino, st.size)
-    if (log) logs.set(id, log)
+    if (log) {
+      logs.set(id, log)
+      trimLogs()
+    }
     return log
+  }
+
+  /** Drops the least recently used idle logs beyond maxCachedLogs (not one being written or with a writer handle). */
+  function trimLogs(): void {
+    if (logs.size <= maxCached) return
+    for (const [id, log] of logs) {
+      if (logs.size <= maxCached) break
+      if (writing(log) || log.fh || loading.has(id)) continue
+      logs.delete(id)
+    }
   }
 
   async function openLog(id: SessionId, dir: string, ino: number, fileSize: number): Promise<Log | undefined> {

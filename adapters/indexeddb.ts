@@ -151,8 +151,10 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       } catch {
         // already finished or aborting
       }
-      await done.catch(() => {})
-      throw err
+      const cause = await done.then(() => undefined, (e: unknown) => e)
+      // The transaction aborted by itself (a quota reached, a failed disk): its pending
+      // requests fail with a bare AbortError, and the abort's own error is what happened.
+      throw isNamed(err, 'AbortError') && cause !== undefined && !isNamed(cause, 'AbortError') ? cause : err
     }
     await done
     return result

@@ -158,9 +158,19 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
   // Workers inherit the process's flags; --input-type (as in `node --input-type=module -e …`)
   // is refused in a worker, so it is dropped.
   const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'))
-  const worker = entry.pathname.endsWith('.ts')
-    ? new Worker(new URL('../worker/node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv })
-    : new Worker(entry, { execArgv })
+  const start = (argv: string[]) => (entry.pathname.endsWith('.ts')
+    ? new Worker(new URL('../worker/node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv: argv })
+    : new Worker(entry, { execArgv: argv }))
+  let worker: InstanceType<typeof Worker>
+  try {
+    worker = start(execArgv)
+  } catch (err) {
+    if ((err as { code?: string } | null)?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw err
+    // Process-wide flags (V8's --expose-gc, --max-old-space-size...) are refused in a worker,
+    // which names them: the worker runs without those, with the rest (--import tsx...).
+    const refused = new Set((err as Error).message.replace(/^[^:]*:\s*/, '').split(',').map((f) => f.trim()))
+    worker = start(execArgv.filter((a) => !refused.has(a)))
+  }
   const threadId = worker.threadId
   let ended = false
   const died = new Promise<SessionfoldError>((resolve) => {
@@ -171,9 +181,13 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
     worker.once('error', (err) => dead(`failed: ${err.message}`))
     worker.once('exit', (code) => dead(`exited with code ${code}`))
   })
+  // Locks of a worker that died cannot be released by it: its lock files name this thread.
+  // end() (store.close) waits for their removal, so a store opened after close finds them free.
+  let locksReleased: Promise<void> = Promise.resolve()
   if (options.storage === 'fs') {
-    // Locks of a worker that died cannot be released by it: its lock files name this thread.
-    worker.once('exit', () => void import('../worker/locks-fs').then((m) => m.releaseThreadLocks(options.dir, threadId)))
+    worker.once('exit', () => {
+      locksReleased = import('../worker/locks-fs').then((m) => m.releaseThreadLocks(options.dir, threadId)).catch(() => {})
+    })
   }
   const api = wrap<EngineApi>(nodeEndpoint(worker))
   let pending = 0
@@ -190,6 +204,7 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
       ended = true
       ;(api as unknown as Record<symbol, () => void>)[releaseProxy]!()
       await worker.terminate()
+      await locksReleased
     },
   }
 }
@@ -271,6 +286,8 @@ export interface VerifyOptions {
 export class Store {
   readonly #connection: Connection
   readonly #mirrors = new Map<SessionId, Set<ProjectionMapView>>()
+  /** Rejecters of the calls in flight: WORKER_TERMINATED reaches them if the worker dies. */
+  readonly #calls = new Set<(err: unknown) => void>()
   #closed: SessionfoldError | undefined
   #dead: SessionfoldError | undefined
   #nextToken = 1
@@ -283,6 +300,7 @@ export class Store {
     this._maxEventBytes = maxEventBytes
     void connection.died.then((err) => {
       this.#dead = err
+      for (const reject of this.#calls) reject(err)
       for (const set of this.#mirrors.values()) for (const m of set) m._fail(err)
     })
   }
@@ -292,9 +310,17 @@ export class Store {
     if (this.#closed) throw this.#closed
     if (this.#dead) throw this.#dead
     this.#connection.busy?.(1)
+    // Not Promise.race with `died`: each call would leave a reaction on that promise (pending
+    // for the store's life) holding the call's result, a leak of every call ever made.
+    let reject: ((err: unknown) => void) | undefined
     try {
-      return await Promise.race([fn(this.#connection.api), this.#connection.died.then((e) => Promise.reject(e))])
+      return await new Promise<T>((resolve, rej) => {
+        reject = rej
+        this.#calls.add(rej)
+        fn(this.#connection.api).then(resolve, rej)
+      })
     } finally {
+      if (reject) this.#calls.delete(reject)
       this.#connection.busy?.(-1)
     }
   }

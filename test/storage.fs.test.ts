@@ -21,3 +21,22 @@ storageConformance('fs', async () => {
     },
   }
 })
+
+// The same contract with the idle-log cache at its smallest: every other session's state is
+// dropped and read again from disk (index and tail) on next use.
+storageConformance('fs, one cached log', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'sessionfold-fs1-'))
+  let adapter: StorageAdapter = createFsAdapter({ dir, maxCachedLogs: 1, maxOpenFiles: 1 })
+  return {
+    adapter,
+    reopen: async () => {
+      await adapter.close()
+      adapter = createFsAdapter({ dir, maxCachedLogs: 1, maxOpenFiles: 1 })
+      return adapter
+    },
+    teardown: async () => {
+      await adapter.close()
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+})

@@ -32,6 +32,11 @@ export interface EngineOptions {
   onError?: (err: SessionfoldError) => void
   /** Told after each durable append here, so other engines on the same store can follow it. */
   onGrow?: (sessionId: SessionId, length: number) => void
+  /**
+   * Starts noticing appends that other engines make to a session followed here, where they
+   * are not announced (processes sharing a folder); returns its stop. Growth found calls follow().
+   */
+  watchSession?: (sessionId: SessionId) => () => void
   now?: () => number
 }
 
@@ -94,6 +99,8 @@ interface Live {
   watchers: Set<ChangeListener>
   /** Per key, the value last pushed to watchers and its JSON. */
   pushed: Map<string, { value: Json | null; json: string }>
+  /** Stops watching storage for other engines' appends (while followed here without a writer). */
+  unwatch?: () => void
 }
 
 export interface ColdRead {
@@ -116,6 +123,7 @@ export class Engine {
   private readonly now: () => number
   private readonly onError: (err: SessionfoldError) => void
   private readonly onGrow?: (sessionId: SessionId, length: number) => void
+  private readonly watchSession?: (sessionId: SessionId) => () => void
   private readonly live = new Map<SessionId, Live>()
   private readonly loading = new Map<SessionId, Promise<Live>>()
   private isClosed = false
@@ -131,6 +139,7 @@ export class Engine {
     this.now = options.now ?? Date.now
     this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
     this.onGrow = options.onGrow
+    this.watchSession = options.watchSession
   }
 
   // ---- sessions -----------------------------------------------------------------------
@@ -182,6 +191,7 @@ export class Engine {
       // If we were only following it, another writer may have appended since: catch up first.
       await this.follow(id)
       live.writer = { release }
+      this.syncWatch(id, live)
       return { header: live.header, length: live.durable }
     } catch (err) {
       await release()
@@ -195,6 +205,7 @@ export class Engine {
     assertSessionId(id)
     const live = await this.attach(id)
     live.observers++
+    this.syncWatch(id, live)
     return { header: live.header, length: live.durable }
   }
 
@@ -216,6 +227,7 @@ export class Engine {
       this.live.delete(id)
       live.watchers.clear()
     }
+    this.syncWatch(id, live)
   }
 
   /** The tree under a session from parent-owned catalogs (see worker/children.ts). */
@@ -239,6 +251,7 @@ export class Engine {
       if (live) {
         this.live.delete(id)
         live.watchers.clear()
+        this.syncWatch(id, live)
       }
       await this.storage.deleteSession(id)
     } finally {
@@ -797,11 +810,23 @@ export class Engine {
     for (const [id, live] of [...this.live]) {
       if (live.writer) await this.release(id, 'writer').catch((err) => this.onError(err as SessionfoldError))
       this.live.delete(id)
+      this.syncWatch(id, live)
     }
     await this.storage.close()
   }
 
-  private writable(id: SessionId): Live {
+  /** Storage is watched for other engines' appends exactly while a session is followed here without a writer. */
+  private syncWatch(id: SessionId, live: Live): void {
+    const want = this.watchSession !== undefined && !this.isClosed && !live.writer && this.live.get(id) === live
+    if (want && !live.unwatch) {
+      live.unwatch = this.watchSession!(id)
+    } else if (!want && live.unwatch) {
+      live.unwatch()
+      live.unwatch = undefined
+    }
+  }
+
+    private writable(id: SessionId): Live {
     const live = this.live.get(id)
     if (!live?.writer) throw new SessionfoldError('CLOSED', `${where(id)} is not open for writing`, { sessionId: id })
     return live

@@ -48,6 +48,7 @@ export function ownEngine(platform: Platform): EngineSource {
         maxEventBytes: options.maxEventBytes,
         locks: platform.openLocks(options),
         onGrow: channel ? (id, length) => channel.announce(id, length) : undefined,
+        watchSession: channel?.watch ? (id) => channel.watch!(id) : undefined,
       })
       if (channel) {
         channel.listen((id) => void engine.follow(id))

@@ -3,6 +3,7 @@ import { createIndexedDbAdapter } from '../adapters/indexeddb'
 import { createMemoryAdapter } from '../adapters/memory'
 import { SessionfoldError, where } from '../src/errors'
 import { createLocalLocks } from './locks'
+import { fsGrowth } from './growth-fs'
 import { createFsLocks } from './locks-fs'
 import type { Platform } from './platform'
 
@@ -26,4 +27,6 @@ export const nodePlatform: Platform = {
     }
   },
   openLocks: (o) => (o.storage === 'fs' ? createFsLocks(o.dir) : createLocalLocks()),
+  // Other processes (and threads) on the same folder: their appends show as growing files.
+  openChannel: (o) => (o.storage === 'fs' ? fsGrowth(o.dir) : undefined),
 }

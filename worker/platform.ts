@@ -8,6 +8,11 @@ import type { WriterLocks } from './locks'
 export interface GrowthChannel {
   announce(sessionId: string, length: number): void
   listen(onGrow: (sessionId: string) => void): void
+  /**
+   * For channels that cannot hear other engines announce (processes sharing files): starts
+   * noticing growth of a session followed here; returns its stop.
+   */
+  watch?(sessionId: string): () => void
   close(): void
 }
 

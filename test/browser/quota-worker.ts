@@ -1,0 +1,6 @@
+// The engine's Web Worker, with the injected quota fault of quota-fault.ts.
+import { serveEngine } from '../../worker/serve-browser'
+import { installQuotaFault } from './quota-fault'
+
+installQuotaFault('worker')
+void serveEngine()
