@@ -2,7 +2,7 @@
 // worker entries, the adapters, and bundled .d.ts. Sources are TypeScript, transpiled by
 // esbuild; idb, comlink and zod stay dependencies, except in the browser worker, which is
 // self-contained so that any bundler can ship it as a plain file.
-import { readFile } from 'node:fs/promises'
+import { chmod, readFile } from 'node:fs/promises'
 import { transform } from 'esbuild'
 import { dts } from 'rollup-plugin-dts'
 import { nodeResolve } from './scripts/rollup-resolve.mjs'
@@ -77,6 +77,13 @@ export default [
     plugins: [platform('node'), typescript()],
     output: { dir: 'dist/node', format, entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`, chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`, sourcemap: true },
   })),
+  // The `sessionfold` command line (package.json "bin"): one executable ESM file for Node.
+  {
+    input: { cli: 'cli/sessionfold.ts' },
+    external,
+    plugins: [platform('node'), typescript(), { name: 'executable', writeBundle: () => chmod('dist/node/cli.js', 0o755) }],
+    output: { dir: 'dist/node', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, banner: '#!/usr/bin/env node', sourcemap: true },
+  },
   // Browsers: the client, the worker API and the adapters, as ESM.
   {
     input: { ...entries, worker: 'worker/serve-browser.ts' },

@@ -42,6 +42,11 @@ export interface FsAdapterOptions {
   /** Log files kept open for writing at once (default 256); the least recently used idle one is closed beyond it. */
   maxOpenFiles?: number
   /**
+   * Reads only (the command line's read-only commands): no folder is made, no leftover cleaned,
+   * no index rewritten, and every write rejects with STORAGE_UNAVAILABLE.
+   */
+  readOnly?: boolean
+  /**
    * Sessions whose log state (length, index, header) is kept in memory when idle (default
    * 1024); beyond it the least recently used idle one is dropped and read again (its index and
    * tail) on next use, so memory stays bounded however many sessions a long-lived process touches.
@@ -93,6 +98,9 @@ interface Log {
   lastDone?: Promise<void>
 }
 
+/** Operations (names given to run()) that change the store. */
+const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete'])
+
 const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code
 
 function storageError(err: unknown, id: SessionId | undefined, op: string): SessionfoldError {
@@ -132,13 +140,19 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const inflight = new Set<Promise<unknown>>()
   let isClosed = false
 
+  const readOnly = options.readOnly === true
   const ready = (async () => {
+    if (readOnly) {
+      await fs.stat(sessionsDir) // a store that is not there: STORAGE_UNAVAILABLE, not an empty one
+      return
+    }
     for (const d of [sessionsDir, tmpDir, trashDir]) await fs.mkdir(d, { recursive: true })
   })()
   ready.catch(() => {}) // reported by the first call that awaits it
   // Leftovers of crashes (temp entries, deleted sessions not yet removed) go in the background:
   // no call waits for them, close() does.
   const cleanup = ready.then(async () => {
+    if (readOnly) return
     const now = Date.now()
     for (const name of await fs.readdir(tmpDir)) {
       const p = join(tmpDir, name)
@@ -151,6 +165,9 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   /** Runs a public operation: CLOSED after close, tracked so close() can wait for it. */
   function run<T>(op: string, id: SessionId | undefined, fn: () => Promise<T>): Promise<T> {
     if (isClosed) return Promise.reject(closed('fs'))
+    if (readOnly && WRITES.has(op)) {
+      return Promise.reject(new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${id === undefined ? 'the store' : where(id)} refused: the store at ${root} is open read-only`, { sessionId: id }))
+    }
     const p = (async () => {
       try {
         await ready
@@ -334,6 +351,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   }
 
   async function rewriteIndex(log: Log): Promise<number> {
+    if (readOnly) return 0
     const buf = Buffer.allocUnsafe(log.index.length * 8)
     log.index.forEach((o, i) => buf.writeDoubleLE(o, i * 8))
     const tmp = join(tmpDir, `${folderOf(log.id)}.idx.${randomBytes(6).toString('hex')}`)
@@ -442,6 +460,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
    * log is put away, not per append; a failure only means a longer scan at the next open.
    */
   async function storeIndex(log: Log): Promise<void> {
+    if (readOnly) return
     const from = log.indexStored
     if (log.index.length <= from) return
     const buf = Buffer.allocUnsafe((log.index.length - from) * 8)

@@ -1,6 +1,9 @@
 // sessionfold: the client entry.
 export { openStore, Store, Session, SessionView } from './store'
 export type { OpenStoreOptions, EventInput, SpawnOptions, VerifyOptions } from './store'
+export { sync } from './sync'
+export type { SyncOptions, SyncResult } from './sync'
+export type { ApplyResult, ChangeBatch, ChangeCursor, ChangeEntry, Changes, ChangesOptions, SyncConflict, SyncSkip } from './changes'
 export { ProjectionMapView } from './mirror'
 export type { ChangeMeta, ProjectionKey } from './mirror'
 export { SessionfoldError, isSessionfoldError, ERROR_CODES } from './errors'

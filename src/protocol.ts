@@ -1,5 +1,6 @@
 // The worker protocol: what the client asks of the engine host and what the host pushes
 // back. Types only; the same surface is served in-process (worker: false) and over comlink.
+import type { ApplyResult, Changes } from './changes'
 import type { SubagentListEntry } from './children'
 import type { Json, SessionEvent, SessionHeader } from './model'
 import type { ProjectionFault, ProjectionSnapshot } from './projection'
@@ -100,5 +101,8 @@ export interface EngineApi {
   /** Verifies sessions after `after` until about `budget` events are read; `next` is where to go on. */
   verifyStep(after: string | null, budget: number, cancelToken: number): Promise<VerifyStep>
   cancel(token: number): Promise<void>
+  /** Sync between stores: a bounded batch after a cursor, and importing one (src/changes.ts). */
+  changesSince(cursor: unknown, options: unknown): Promise<Changes>
+  applyChanges(batch: unknown): Promise<ApplyResult>
   close(): Promise<void>
 }

@@ -1,6 +1,8 @@
 // The typed client: openStore, Store, Session and SessionView. It talks to an engine host,
 // in a worker over comlink (the default) or in this thread (worker: false), through one
 // EngineApi, so both modes share every line here.
+import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from './changes'
+import { applyResultProblem, changesProblem } from './changes-checks'
 import type { SubagentListEntry, ListChildrenOptions } from './children'
 import { SessionfoldError, isSessionfoldError, where } from './errors'
 import { appendResultProblem, childRowProblem, eventsPageProblem, frameProblem, handleProblem, headerProblem } from './frames'
@@ -9,7 +11,7 @@ import { SESSION_ID_PATTERN, type Json, type SessionEvent, type SessionHeader, t
 import type { ProjectionDefinition } from './projection'
 import type { Remote } from 'comlink'
 import type { AppendResult, EngineApi, Frame, HandleInfo, HostOptions, StorageKind, VerifyReport } from './protocol'
-import { assertOptions, assertSessionId, describe, encodeEventBody, isPlainObject, DEFAULT_MAX_EVENT_BYTES } from './validate'
+import { assertOptions, assertPlainJson, assertSessionId, describe, encodeEventBody, isPlainObject, DEFAULT_MAX_EVENT_BYTES } from './validate'
 
 export interface OpenStoreOptions {
   /** Default: indexeddb in browsers, fs in Node. */
@@ -450,6 +452,37 @@ export class Store {
   async deleteSession(id: SessionId): Promise<void> {
     assertSessionId(id)
     await this._call((api) => api.deleteSession(id))
+  }
+
+  /**
+   * A bounded batch of this store's headers and events after `cursor` (null: from the start),
+   * for another store's `applyChanges`. Plain JSON: send it over any channel (an Electron IPC,
+   * a socket). Keep the returned cursor with the receiver and pass it to the next call.
+   *
+   * @example
+   * let cursor = null
+   * for (;;) {
+   *   const changes = await main.changesSince(cursor)
+   *   await ipc.invoke('apply', changes.batch)   // the other side: other.applyChanges(batch)
+   *   cursor = changes.cursor
+   *   if (changes.done) break
+   * }
+   */
+  async changesSince(cursor?: ChangeCursor | null, options?: ChangesOptions): Promise<Changes> {
+    if (cursor !== undefined && cursor !== null) assertPlainJson(cursor, 'changesSince cursor')
+    if (options !== undefined) assertPlainJson(options, 'changesSince options')
+    return this._checked('batch of changes', (api) => api.changesSince(cursor ?? null, options ?? {}), changesProblem)
+  }
+
+  /**
+   * Imports a batch made by another store's `changesSince`: missing sessions and events are
+   * added with their headers and seqs unchanged; what is already here is compared, and a
+   * difference is reported as a conflict with neither side changed. Idempotent. A malformed
+   * batch is INVALID_ARGUMENT and nothing is written.
+   */
+  async applyChanges(batch: ChangeBatch): Promise<ApplyResult> {
+    assertPlainJson(batch, 'the change batch')
+    return this._checked('apply result', (api) => api.applyChanges(batch), applyResultProblem)
   }
 
   /**

@@ -3,6 +3,7 @@ import type { StorageAdapter } from '../adapters/types'
 import { isSessionfoldError, type ErrorCode } from '../src/errors'
 import type { Json, SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
+import type { Store } from '../src/store'
 
 export function rootHeader(id: SessionId, extra: Partial<SessionHeader> = {}): SessionHeader {
   return { version: 1, id, createdAt: 1_700_000_000_000, seedLength: 0, delegationDepth: 0, origin: 'root', ...extra }
@@ -51,4 +52,18 @@ export async function snapshotStore(adapter: StorageAdapter): Promise<unknown> {
     if (page.length < 500) return out
     after = page[page.length - 1]!.id
   }
+}
+
+/** Everything a store shows through the client: headers, events and projection values, by id. */
+export async function dumpStore(store: Store): Promise<Record<string, { header: SessionHeader; events: SessionEvent[]; values: unknown; faults: unknown }>> {
+  const out: Record<string, { header: SessionHeader; events: SessionEvent[]; values: unknown; faults: unknown }> = {}
+  for (const header of await store.listSessions({ limit: 10_000 })) {
+    const view = await store.observe(header.id)
+    const events: SessionEvent[] = []
+    for await (const e of view.events()) events.push(e)
+    const { values, faults } = view.projections.snapshot()
+    out[header.id] = { header: { ...view.header }, events, values, faults }
+    await view.close()
+  }
+  return out
 }

@@ -13,6 +13,8 @@ import { encodeEvent } from '../src/validate'
 import { DEFAULT_MAX_EVENT_BYTES, assertSessionId, describe, encodeEventBody, encodeEventInput, eventFromBody, isPlainObject, type EncodedEvent } from '../src/validate'
 import type { VerifyDamage, VerifyStep, VerifyTotals } from '../src/protocol'
 import { listChildren } from './children'
+import { applyChanges, changesSince } from './sync'
+import type { ApplyResult, Changes } from '../src/changes'
 import { createLocalLocks, type WriterLocks } from './locks'
 import { checkpointRowOf, foldEvent, initSlots, restoreSlots, snapshotOf, viewOf, type UnitSlot } from './units'
 
@@ -585,6 +587,29 @@ export class Engine {
       this.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `could not follow ${where(id)}: ${(err as Error)?.message ?? err}`, { sessionId: id, cause: err }))
     })
     return live.chain
+  }
+
+  // ---- sync between stores (worker/sync.ts) ---------------------------------------------
+
+  /** A bounded batch of this store's headers and events after `cursor`. */
+  changesSince(cursor: unknown, options?: unknown): Promise<Changes> {
+    this.open()
+    return changesSince(this, cursor, options)
+  }
+
+  /** Imports a batch from another store, headers and seqs unchanged; conflicts are reported, not applied. */
+  applyChanges(batch: unknown): Promise<ApplyResult> {
+    this.open()
+    return applyChanges(this, batch, this.maxEventBytes)
+  }
+
+  /**
+   * Events were imported into `id` (now `length` long) by applyChanges: handles here follow
+   * them like another writer's, and other engines on the store are told.
+   */
+  async imported(id: SessionId, length: number): Promise<void> {
+    this.onGrow?.(id, length)
+    await this.follow(id)
   }
 
   // ---- reading ------------------------------------------------------------------------

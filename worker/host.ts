@@ -245,6 +245,14 @@ export class EngineHost implements EngineApi {
     }
   }
 
+  changesSince(cursor: unknown, options: unknown) {
+    return this.e.changesSince(cursor, options)
+  }
+
+  applyChanges(batch: unknown) {
+    return this.e.applyChanges(batch)
+  }
+
   async verifyPlan() {
     return this.e.verifyPlan()
   }

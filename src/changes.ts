@@ -1,0 +1,103 @@
+// The shapes that move between stores: a change batch, the cursor that says what a receiver
+// was already sent, and what applying a batch did. Types only, all plain JSON, so a batch
+// crosses a worker, an Electron IPC channel or a socket as it is.
+import type { LifecycleWitness, SessionEvent, SessionHeader, SessionId } from './model'
+
+/** A run of one session's events, with its header: events[i].seq === from + i. */
+export interface ChangeEntry {
+  header: SessionHeader
+  from: number
+  events: SessionEvent[]
+  /** The session's length in the sending store when the batch was made (informative). */
+  length?: number
+}
+
+/**
+ * A bounded batch of headers and events, made by `store.changesSince` and applied by
+ * `store.applyChanges`. Plain JSON (structured-clone and JSON safe).
+ */
+export interface ChangeBatch {
+  v: 1
+  sessions: ChangeEntry[]
+}
+
+/**
+ * Where a receiver stands: per session, the `createdAt` of the life that was sent and how many
+ * of its events were. Plain JSON; keep it with the receiver and pass it back. `null` (or no
+ * cursor) means "from the beginning"; sending again what the receiver has is harmless.
+ */
+export interface ChangeCursor {
+  v: 1
+  sessions: Record<SessionId, [createdAt: number, length: number]>
+  /** The last session of the last batch: the next one starts after it, so every session gets its turn. */
+  after?: SessionId
+}
+
+export interface ChangesOptions {
+  /** Only these sessions (default: every session of the store). */
+  sessions?: SessionId[]
+  /** At most this many events (and headers) per batch, default 1000, at most 10,000. */
+  maxEvents?: number
+  /**
+   * At most about this many bytes of event JSON per batch, default 4 MiB (a single event larger
+   * than that still travels, alone). A fork's seed always travels whole, in the batch that
+   * creates the fork, since a store creates a fork with its seed atomically.
+   */
+  maxBytes?: number
+  /**
+   * Send nothing beyond this state (a `head` of an earlier call): a catch-up that ends even
+   * while writers keep appending. Sessions not in it are not sent.
+   */
+  until?: ChangeCursor
+  /** Also return `head`: every session's `[createdAt, length]` as found by this call. */
+  head?: boolean
+}
+
+export interface Changes {
+  batch: ChangeBatch
+  /** The cursor after this batch: pass it to the next call. */
+  cursor: ChangeCursor
+  /** Events after the new cursor not in this batch, as counted during this call. */
+  pending: number
+  /** Nothing was left behind: the receiver has been sent everything there was. */
+  done: boolean
+  /** Sessions of this store that could not be read (a damaged log), left out of the batch. */
+  failed: { id: SessionId; code: string; detail: string }[]
+  /** With `head: true`: the state of the store seen by this call (for `until`). */
+  head?: ChangeCursor
+}
+
+/**
+ * Two stores hold different versions of a session: different headers (another life of the id,
+ * `reason: 'header'`, `seq: 0`) or different events at `seq` (`reason: 'event'`, the first
+ * seq that differs). Neither side was overwritten.
+ */
+export interface SyncConflict {
+  id: SessionId
+  seq: number
+  reason: 'header' | 'event'
+  /** The witness of the version sent (`source`) and of the one already there (`target`). */
+  source: LifecycleWitness
+  target: LifecycleWitness
+}
+
+/**
+ * A session not brought up to date, though nothing conflicts: `locked` (a writer holds it open
+ * on the receiving side and new events would have to be appended under it), `gap` (the
+ * receiver lacks events before the batch's run: send it from an earlier cursor), `damaged`
+ * (the receiver's copy cannot be read).
+ */
+export interface SyncSkip {
+  id: SessionId
+  reason: 'locked' | 'gap' | 'damaged'
+  detail: string
+}
+
+export interface ApplyResult {
+  /** Sessions created on the receiving side. */
+  copiedSessions: number
+  /** Events appended on the receiving side. */
+  copiedEvents: number
+  conflicts: SyncConflict[]
+  skipped: SyncSkip[]
+}
