@@ -34,7 +34,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type BrowserContext } from 'playwright'
 import { createServer, type ViteDevServer } from 'vite'
-import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary } from '../stats'
+import { fmt, fmtSummary, median, pairRatios, printTable, resultsPath, summarize, type Summary } from '../stats'
 import { LATENCY_SYSTEMS, type BenchEntry, type BrowserBenchConfig, type BrowserBenchResults, type LatencySystem } from './types'
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
@@ -282,7 +282,7 @@ function report(results: BrowserBenchResults, chromiumVersion: string, elapsedMs
   console.log('')
   console.log(`total ${fmt(totalS, 1)} s`)
 
-  const out = here('../results-browser.json')
+  const out = resultsPath('browser')
   const json = {
     benchmark: 'browser',
     date: new Date().toISOString(),
