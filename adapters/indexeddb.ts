@@ -203,7 +203,12 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
         if (!meta) throw notFound(id)
         assertContinues(id, batch, meta.length)
         const puts = putEvents(tx, id, batch)
-        await Promise.all([...puts, sessions.put({ header: meta.header, length: meta.length + batch.length }, id)])
+        const row = sessions.put({ header: meta.header, length: meta.length + batch.length }, id)
+        // No more requests: ask for the commit now. Left to auto-commit, the transaction commits
+        // only once every put's result has come back to this thread and nothing new was asked
+        // (one more round trip to the browser's IndexedDB per append). A failed put still aborts it.
+        tx.commit()
+        await Promise.all([...puts, row])
       }))
     },
     async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
