@@ -40,7 +40,8 @@ export interface Target {
 }
 
 const r2 = (x: number) => fmt(x, 2)
-const range = (s: Summary, d?: number) => `${fmt(s.median, d)} (${fmt(s.min, d)}–${fmt(s.max, d)})`
+const range = (s: Summary | undefined, d?: number) =>
+  s && s.n > 0 && Number.isFinite(s.median) ? `${fmt(s.median, d)} (${fmt(s.min, d)}–${fmt(s.max, d)})` : 'not run'
 const n0 = (x: number) => fmt(x, 0)
 
 function table(headers: string[], rows: string[][], align?: ('l' | 'r')[]): string {

@@ -7,7 +7,10 @@
 //       1k, 10k, 100k and 1M events, with a checkpoint 200 events behind the log's end and
 //       without one (a full refold). The peer, in the same rounds: better-sqlite3 (WAL) holding
 //       the same events in one table, opened anew, every event of the session selected in seq
-//       order and the catalog and timing folded by app code (bench/sqlite-peer.ts).
+//       order and the catalog and timing folded by app code (bench/sqlite-peer.ts). The logs
+//       hold turns of 200 events and ~300-byte app events; their 3 catalog facts come in the first
+//       1,000 events, so the projection state is the same size at every length: what grows is
+//       the log alone.
 //   (2) memory held by the engine: the heap a live session adds (open for writing, with its
 //       projection states, log state and the adapter's bookkeeping) with 1k, 10k, 100k and 1M
 //       events appended through Engine.append, and the heap per live session of 1,000 small
@@ -66,6 +69,12 @@ const CONFIG = {
   eventBytes: 300,
   turnLength: 200,
   catalogEvery: 331,
+  /**
+   * Catalog facts only before this seq: every log holds the same 3 children, so its projection
+   * state (and checkpoint row) is the same size at every length and what grows is the log alone.
+   * (bench/projections.ts measures a log whose catalog grows with it.)
+   */
+  catalogUntil: 1_000,
 }
 
 const TARGETS = {
@@ -112,7 +121,7 @@ function eventAt(seq: number): SessionEvent {
   const turn = Math.floor(seq / CONFIG.turnLength)
   if (inTurn === 0) return { seq, type: TURN_START, time, data: { turn } }
   if (inTurn === CONFIG.turnLength - 1) return { seq, type: TURN_END, time, data: { turn, inputTokens: 18_211, outputTokens: 1_403 } }
-  if (seq % CONFIG.catalogEvery === 7) {
+  if (seq % CONFIG.catalogEvery === 7 && seq < CONFIG.catalogUntil) {
     const data: { [k: string]: Json } = { v: 2, childId: `child-${seq}`, childCreatedAt: time, mode: 'one-shot' }
     if (seq % 3 === 0) {
       data.mode = 'continuable'
@@ -141,7 +150,9 @@ interface ColdLog {
  * shapes them, so a rerun skips building the 1M-event log (about 300 MiB and 20 s here).
  */
 const CACHE = new URL('./.tmp/scaling/', import.meta.url).pathname
-const CACHE_KEY = JSON.stringify({ format: 1, behind: CONFIG.behind, eventBytes: CONFIG.eventBytes, turnLength: CONFIG.turnLength, catalogEvery: CONFIG.catalogEvery })
+const CACHE_KEY = JSON.stringify({
+  format: 1, behind: CONFIG.behind, eventBytes: CONFIG.eventBytes, turnLength: CONFIG.turnLength, catalogEvery: CONFIG.catalogEvery, catalogUntil: CONFIG.catalogUntil,
+})
 
 async function coldLog(size: number): Promise<ColdLog> {
   const dir = join(CACHE, `cold-${size}`)
