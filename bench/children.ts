@@ -47,8 +47,8 @@ const CONFIG = {
   buildConcurrency: env('BENCH_BUILD_CONCURRENCY', 8),
   /** Recorded rounds, after one unrecorded warm-up round. */
   rounds: env('BENCH_ROUNDS', 15),
-  /** 0: no refold copy (no checkpoints) and no refold scenarios; the full suite sets it at 10,000 children. */
-  refold: env('BENCH_REFOLD', 1),
+  /** BENCH_REFOLD=0: no refold copy (no checkpoints) and no refold scenarios; the full suite sets it at 10,000 children. */
+  refold: process.env.BENCH_REFOLD !== '0',
 }
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
@@ -273,7 +273,7 @@ async function main(): Promise<void> {
     log(`built ${fmt(N, 0)} cold children (durability 'relaxed') in ${fmt(buildColdMs, 0)} ms`)
 
     // ---- build: refold copy (same bytes, every child's checkpoint deleted) ----
-    const withRefold = CONFIG.refold !== 0
+    const withRefold = CONFIG.refold
     const t1 = performance.now()
     if (withRefold) {
       fs.cpSync(coldDir, refoldDir, { recursive: true })

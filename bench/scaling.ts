@@ -309,6 +309,9 @@ function sqliteCheck(c: ColdLog): AppFold {
 // ---- (2) memory ---------------------------------------------------------------------------
 
 /** Heap a live session of `events` events adds to an engine (fs adapter). */
+/** Lets the checkpoint an append started finish, so the heap holds the session at rest, not a write in flight. */
+const settle = () => new Promise<void>((resolve) => setTimeout(resolve, 150))
+
 async function heapOfSession(root: string, tag: string, events: number): Promise<number> {
   const engine = new Engine({ storage: createFsAdapter({ dir: join(root, 'heap'), durability: 'relaxed' }) })
   const id = `heap-${tag}`
@@ -325,6 +328,7 @@ async function heapOfSession(root: string, tag: string, events: number): Promise
     await engine.append(id, inputs, { expectedSeq: from })
   }
   if (engine.liveSeq(id) !== events - 1) throw new Error(`live session ${id} is at seq ${engine.liveSeq(id)}`)
+  await settle()
   const live = heapUsed()
   await engine.close()
   fs.rmSync(join(root, 'heap', 'sessions', `s-${id}`), { recursive: true, force: true })
@@ -347,6 +351,7 @@ async function heapPerSession(root: string, tag: string, n: number): Promise<num
     await engine.append(id, inputs, { expectedSeq: 0 })
     ids.push(id)
   }
+  await settle()
   const live = heapUsed()
   for (const id of ids) if (engine.liveSeq(id) !== CONFIG.eventsPerSmallSession - 1) throw new Error(`session ${id} is not live`)
   await engine.close()

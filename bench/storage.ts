@@ -357,6 +357,47 @@ async function diagnose(ctx: WriteContext, dir: string): Promise<Record<'a' | 'b
   return out as Record<'a' | 'b' | 'c', Diagnostic>
 }
 
+// ---- where a batch's time goes (untimed for the targets) -----------------------------------
+
+/**
+ * One file, grown batch after batch as the adapter grows a log, timing the parts of a strict
+ * append of 100 events: encoding the records, the write into the page cache, and the sync,
+ * taken in turn three ways on successive batches: through the thread pool as the adapter does
+ * (FileHandle.datasync), fdatasyncSync and fsyncSync on the calling thread (the raw baseline).
+ */
+async function breakdown(ctx: WriteContext, rounds: number): Promise<Record<'encode' | 'write' | 'poolDatasync' | 'fdatasyncSync' | 'fsyncSync', Summary>> {
+  const us: Record<'encode' | 'write' | 'poolDatasync' | 'fdatasyncSync' | 'fsyncSync', number[]> = { encode: [], write: [], poolDatasync: [], fdatasyncSync: [], fsyncSync: [] }
+  for (let r = 0; r < rounds; r++) {
+    const path = join(ctx.dir, `breakdown-${r}.log`)
+    const fh = await fsp.open(path, 'w')
+    try {
+      let pos = 0
+      for (let i = 0; i < ctx.batches.length; i++) {
+        const t0 = performance.now()
+        const { buf } = encodeBatch(ctx.batches[i]!)
+        const t1 = performance.now()
+        let done = 0
+        while (done < buf.length) done += fs.writeSync(fh.fd, buf, done, buf.length - done, pos + done)
+        pos += buf.length
+        const t2 = performance.now()
+        const how = (i + r) % 3
+        if (how === 0) await fh.datasync()
+        else if (how === 1) fs.fdatasyncSync(fh.fd)
+        else fs.fsyncSync(fh.fd)
+        const t3 = performance.now()
+        us.encode.push((t1 - t0) * 1000)
+        us.write.push((t2 - t1) * 1000)
+        us[how === 0 ? 'poolDatasync' : how === 1 ? 'fdatasyncSync' : 'fsyncSync'].push((t3 - t2) * 1000)
+      }
+    } finally {
+      await fh.close()
+    }
+    fs.unlinkSync(path)
+  }
+  const s = (x: number[]) => ({ ...summarize(x), samples: [] })
+  return { encode: s(us.encode), write: s(us.write), poolDatasync: s(us.poolDatasync), fdatasyncSync: s(us.fdatasyncSync), fsyncSync: s(us.fsyncSync) }
+}
+
 // ---- the read scenario --------------------------------------------------------------------
 
 async function readTail(adapter: StorageAdapter, id: SessionId, length: number, tail: number): Promise<number> {
@@ -467,6 +508,8 @@ async function main(): Promise<void> {
 
     log('diagnostics (untimed): counting fdatasync, writes and stats per scenario')
     const diagnostics = await diagnose(ctx, writeDir)
+    log('diagnostics (untimed): where the time of a batch goes')
+    const perBatch = await breakdown(ctx, 3)
 
     // ---- reads ----
     const readDir = join(root, 'reads')
@@ -606,6 +649,15 @@ async function main(): Promise<void> {
     )
     console.log('  "first groups": events per write of the log, i.e. the group-commit groups, in order.')
     console.log('')
+    console.log(`Where a batch of ${CONFIG.batch} goes (untimed pass, one growing file, the sync taken three ways in turn), µs per batch`)
+    printTable(['part', 'batches', 'µs median', 'min', 'max'], ([
+      ['encode', 'encodeBatch: records with length, flags, CRC32'],
+      ['write', 'writeSync into the page cache'],
+      ['poolDatasync', 'sync: FileHandle.datasync (thread pool; the adapter)'],
+      ['fdatasyncSync', 'sync: fdatasyncSync on this thread'],
+      ['fsyncSync', 'sync: fsyncSync on this thread (the raw baseline)'],
+    ] as const).map(([k, label]) => [label, String(perBatch[k].n), fmt(perBatch[k].median, 0), fmt(perBatch[k].min, 0), fmt(perBatch[k].max, 0)]))
+    console.log('')
     console.log('Targets')
     printTable(
       ['ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
@@ -647,6 +699,7 @@ async function main(): Promise<void> {
         rangeWarm: s.warm,
       },
       diagnostics,
+      perBatchUs: perBatch,
       ratios: ratios.map((x) => ({ name: x.name, perRound: x.perRound, ofMedians: x.ofMedians, target: x.target, result: x.pass ? 'PASS' : 'MISS' })),
       reference: { name: refRatio.name, perRound: refRatio.perRound, ofMedians: refRatio.ofMedians },
       peerReference: peerRatios.map((x) => ({ name: x.name, perRound: x.perRound, ofMedians: x.ofMedians })),
