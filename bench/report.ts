@@ -278,7 +278,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
     'entry before its transaction commits; with cache \'disabled\' it queries again after the commit.')
   p()
   const lat = browser.latency as Any[]
-  p(table(['scenario', 'sessionfold writer, ms', 'sessionfold observer, ms', 'Dexie default, ms', 'Dexie no cache, ms', 'raw idb put (commit floor), ms'],
+  p(table(['scenario', 'sessionfold writer, ms', 'sessionfold observer, ms', 'Dexie default, ms', 'Dexie no cache, ms', 'raw idb put + commit() (commit floor), ms'],
     lat.map((l) => [`${l.name}${l.reference ? ' (reference)' : ''}`, range(l.samples.sfWriter, 2), range(l.samples.sfObserver, 2), range(l.samples.dexie, 2),
       range(l.samples.dexieNoCache, 2), range(l.samples.idbPut, 2)])))
   p()
@@ -317,7 +317,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p()
   p(table(['system', 'events/s: median (min–max)'], [
     ['sessionfold: openStore({ worker: true }), session.append(batch of 100), strict', range(ba.sessionfold, 0)],
-    ['raw idb: one strict readwrite transaction per 100 puts', range(ba.idb, 0)],
+    ['raw idb: one strict readwrite transaction per 100 puts, commit() after the last', range(ba.idb, 0)],
     ['(reference) sessionfold, checkpoints deferred past the run', range(ba.sessionfoldCheckpointsDeferred, 0)],
     ['(reference) sessionfold, checkpoint transactions committed relaxed', range(ba.sessionfoldRelaxedCheckpoints, 0)],
   ], ['l', 'r']))
