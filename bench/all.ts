@@ -43,7 +43,7 @@ const RUNS: Run[] = [
     // At 10,000 the listing without checkpoints (every child refolded, about 8 s a run) is left out.
     env: {
       BENCH_CHILDREN: String(n), BENCH_ROUNDS: n >= 10_000 ? '3' : n >= 1_000 ? '7' : '9', BENCH_BUILD_CONCURRENCY: '16',
-      ...(n >= 10_000 ? { BENCH_REFOLD: '0' } : {}),
+      ...(n >= 10_000 ? { BENCH_REFOLD: '0', BENCH_CLOSE_LIVE: '0' } : {}),
     },
   })),
   { name: 'client', file: 'bench/client.ts', env: { BENCH_LAT_APPENDS: '5000', BENCH_LAT_ROUNDS: '3', BENCH_PACED_APPENDS: '200', BENCH_NOOP_ROUNDS: '5', BENCH_TP_ROUNDS: '5' } },

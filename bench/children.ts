@@ -49,6 +49,11 @@ const CONFIG = {
   rounds: env('BENCH_ROUNDS', 15),
   /** BENCH_REFOLD=0: no refold copy (no checkpoints) and no refold scenarios; the full suite sets it at 10,000 children. */
   refold: process.env.BENCH_REFOLD !== '0',
+  /**
+   * BENCH_CLOSE_LIVE=0: the live engine is not closed at the end (closing writes a checkpoint
+   * per child, untimed: half a minute at 10,000 children); the process exits instead.
+   */
+  closeLive: process.env.BENCH_CLOSE_LIVE !== '0',
 }
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
@@ -245,6 +250,7 @@ interface Ratio {
 
 /** a/b per round: how many times slower a is than b. */
 function ratio(name: string, a: Summary, b: Summary): Ratio {
+  if (a.n === 0 || b.n === 0) return { name, perRound: summarize([]), ofMedians: Number.NaN } // a scenario left out (BENCH_REFOLD=0)
   return { name, perRound: summarize(pairRatios(a.samples, b.samples)), ofMedians: a.median / b.median }
 }
 
@@ -258,19 +264,34 @@ async function main(): Promise<void> {
   try {
     checkSettings(CONFIG)
     const N = CONFIG.children
-    const coldDir = join(root, 'cold')
+    // The cold tree is kept under bench/.tmp/children between runs (listing never writes: the
+    // checks below prove it), keyed by what shapes it.
+    const cacheKey = JSON.stringify({ format: 1, children: N, appEvents: CONFIG.appEvents })
+    const coldDir = fileURLToPath(new URL(`./.tmp/children/cold-${N}`, import.meta.url))
+    const marker = join(coldDir, 'ready.json')
     const refoldDir = join(root, 'refold')
     const liveDir = join(root, 'live')
     log(`temp dir ${root}`)
 
     // ---- build: cold tree ----
     const t0 = performance.now()
-    const builder = new Engine({ storage: createFsAdapter({ dir: coldDir, durability: 'relaxed' }) })
-    const coldIds = await spawnTree(builder, COLD_PARENT, 'c', true)
-    await builder.release(COLD_PARENT, 'writer')
-    await builder.close()
-    const buildColdMs = performance.now() - t0
-    log(`built ${fmt(N, 0)} cold children (durability 'relaxed') in ${fmt(buildColdMs, 0)} ms`)
+    let coldIds: SessionId[]
+    let buildColdMs: number
+    const cached = fs.existsSync(marker) ? JSON.parse(fs.readFileSync(marker, 'utf8')) as { key: string; ids: SessionId[]; ms: number } : undefined
+    if (cached?.key === cacheKey) {
+      coldIds = cached.ids
+      buildColdMs = cached.ms
+      log(`reusing the ${fmt(N, 0)} cold children cached in ${coldDir} (built in ${fmt(buildColdMs, 0)} ms)`)
+    } else {
+      fs.rmSync(coldDir, { recursive: true, force: true })
+      const builder = new Engine({ storage: createFsAdapter({ dir: coldDir, durability: 'relaxed' }) })
+      coldIds = await spawnTree(builder, COLD_PARENT, 'c', true)
+      await builder.release(COLD_PARENT, 'writer')
+      await builder.close()
+      buildColdMs = performance.now() - t0
+      fs.writeFileSync(marker, JSON.stringify({ key: cacheKey, ids: coldIds, ms: buildColdMs }))
+      log(`built ${fmt(N, 0)} cold children (durability 'relaxed') in ${fmt(buildColdMs, 0)} ms`)
+    }
 
     // ---- build: refold copy (same bytes, every child's checkpoint deleted) ----
     const withRefold = CONFIG.refold
@@ -362,10 +383,12 @@ async function main(): Promise<void> {
     const coldDiag = await diagnoseCold(coldDir, COLD_PARENT, coldIds)
     const refoldDiag = withRefold ? await diagnoseCold(refoldDir, COLD_PARENT, coldIds) : undefined
 
-    const releaseT = performance.now()
-    await liveEngine.close()
-    liveEngine = undefined
-    log(`closed the live engine (${fmt(N + 1, 0)} close checkpoints) in ${fmt(performance.now() - releaseT, 0)} ms`)
+    if (CONFIG.closeLive) {
+      const releaseT = performance.now()
+      await liveEngine.close()
+      liveEngine = undefined
+      log(`closed the live engine (${fmt(N + 1, 0)} close checkpoints) in ${fmt(performance.now() - releaseT, 0)} ms`)
+    }
 
     // ---- report ----
     const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)])) as Record<Scenario, Summary>
@@ -452,12 +475,15 @@ async function main(): Promise<void> {
     if (checks.some((c) => !c.pass)) process.exitCode = 1
   } finally {
     for (const e of warm) await e.close().catch(() => {})
-    await liveEngine?.close().catch(() => {})
+    if (CONFIG.closeLive) await liveEngine?.close().catch(() => {})
     cleanup()
   }
 }
 
-main().catch((err) => {
+main().then(() => {
+  // An engine left open keeps timers: end the process (results are written).
+  if (!CONFIG.closeLive) process.exit(process.exitCode ?? 0)
+}, (err) => {
   console.error(err)
-  process.exitCode = 1
+  process.exit(1)
 })
