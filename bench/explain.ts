@@ -50,6 +50,17 @@ export function explain(res: SuiteResults, targets: Target[]): string {
     out.push('')
   }
 
+  // ---- not a target: single appends against the peer ----
+  const seq = (storage.peerReference as Any[] | undefined)?.find((r) => r.name.startsWith('(c) sequential'))
+  const conc = (storage.peerReference as Any[] | undefined)?.find((r) => r.name.startsWith('(b) concurrent'))
+  if (seq && conc) {
+    out.push(`Not a target, but worth knowing: one event per append, awaited one after another, sessionfold makes ${range(seq.perRound)} of ` +
+      `better-sqlite3's single-event transactions (synchronous=FULL). Each such append pays a whole sync, and sessionfold's goes through the thread ` +
+      'pool (above) while better-sqlite3 blocks its thread in it. With 100 callers appending at once, group commit turns the same single appends into ' +
+      `${range(conc.perRound)} times the peer's rate, since better-sqlite3's synchronous API makes concurrent callers queue one transaction each.`)
+    out.push('')
+  }
+
   // ---- cold open flat ----
   const flat = by('cold-flat')
   if (flat) {

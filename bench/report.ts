@@ -297,11 +297,11 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   ], ['l', 'r', 'r']))
   p()
   const hs = scaling.heap.bySize as Any[]
-  const h100k = hs.find((h) => h.events === 100_000)
+  const hPrev = hs.at(-2)
   const hLast = hs.at(-1)
-  if (h100k && hLast && hLast.events > h100k.events) {
-    p(`Growth per 100,000 events, between ${n0(h100k.events)} and ${n0(hLast.events)} events (medians): ` +
-      `${fmt(((hLast.bytes.median - h100k.bytes.median) / (hLast.events - h100k.events)) * 100_000 / 1024, 1)} KiB.`)
+  if (hPrev && hLast) {
+    p(`Growth per 100,000 events, between ${n0(hPrev.events)} and ${n0(hLast.events)} events (medians): ` +
+      `${fmt(((hLast.bytes.median - hPrev.bytes.median) / (hLast.events - hPrev.events)) * 100_000 / 1024, 1)} KiB.`)
     p()
   }
   p('heapUsed after forced gc, before and after: the projection states, the log state (its sparse offset index: one number per 64 events) ' +
