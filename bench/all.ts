@@ -56,7 +56,7 @@ function machine(browserResults: { environment?: { chromium?: string } } | undef
     const r = spawnSync(cmd, args, { encoding: 'utf8' })
     return r.status === 0 ? r.stdout.trim() : ''
   }
-  const fsType = sh('stat', ['-f', '-c', '%T', os.tmpdir()])
+  const fsType = sh('findmnt', ['-n', '-o', 'FSTYPE', '--target', os.tmpdir()])
   return {
     cores: cpus.length,
     cpu: cpus[0]?.model ?? 'unknown',

@@ -233,7 +233,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p()
   p(table(['events', 'log MiB', 'with checkpoint, ms', 'full refold, ms', 'better-sqlite3 + app fold, ms', 'refold ÷ checkpoint', 'sqlite ÷ checkpoint'],
     (scaling.cold.bySize as Any[]).map((c) => [n0(c.size), fmt(c.logBytes / 2 ** 20, 1), range(c.checkpoint, 2), range(c.refold, 1), range(c.sqlite, 1),
-      range(c.refoldOverCheckpoint, 0), range(c.sqliteOverCheckpoint, 0)])))
+      range(c.refoldOverCheckpoint, 1), range(c.sqliteOverCheckpoint, 1)])))
   p()
   p('![cold open chart](bench/charts/cold-open.svg)')
   p()
