@@ -14,7 +14,7 @@
 //   (2) memory held by the engine: the heap a live session adds (open for writing, with its
 //       projection states, log state and the adapter's bookkeeping) with 1k, 10k and 100k events
 //       appended through Engine.append (BENCH_HEAP_SIZES), and the heap per live session of
-//       1,000 small sessions (20 events each) open at once.
+//       300 small sessions (20 events each) open at once.
 //
 // The logs are written straight through the fs adapter with durability 'relaxed' in batches of
 // 10,000 (the checkpoint row from folding the same events), which writes the same file format a
@@ -64,7 +64,8 @@ const CONFIG = {
   heapSizes: list('BENCH_HEAP_SIZES', [1_000, 10_000, 100_000]),
   heapRounds: env('BENCH_HEAP_ROUNDS', 5),
   heapBatch: 1_000,
-  sessions: env('BENCH_SESSIONS', 1_000),
+  /** Small sessions open at once for the per-session heap (each is created durably: 4 fsyncs). */
+  sessions: env('BENCH_SESSIONS', 300),
   eventsPerSmallSession: 20,
   gcPasses: 6,
   eventBytes: 300,
