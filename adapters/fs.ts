@@ -87,6 +87,8 @@ interface Log {
   index: number[]
   /** Index entries known to be in events.idx. */
   indexStored: number
+  /** The write of index entries in progress (one at a time per log; appends never wait for it). */
+  indexing?: Promise<void>
   /** Damage found while opening: every later use fails with it. */
   damage?: SessionfoldError
   fh?: FileHandle
@@ -260,12 +262,12 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     return log
   }
 
-  /** Drops the least recently used idle logs beyond maxCachedLogs (not one being written or with a writer handle). */
+  /** Drops the least recently used idle logs beyond maxCachedLogs (not one being written, indexed, or with a writer handle). */
   function trimLogs(): void {
     if (logs.size <= maxCached) return
     for (const [id, log] of logs) {
       if (logs.size <= maxCached) break
-      if (writing(log) || log.fh || loading.has(id)) continue
+      if (writing(log) || log.fh || log.indexing || loading.has(id)) continue
       logs.delete(id)
     }
   }
@@ -352,6 +354,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
 
   async function rewriteIndex(log: Log): Promise<number> {
     if (readOnly) return 0
+    await log.indexing // an append's background write of entries goes first, then this replaces the file
     const buf = Buffer.allocUnsafe(log.index.length * 8)
     log.index.forEach((o, i) => buf.writeDoubleLE(o, i * 8))
     const tmp = join(tmpDir, `${folderOf(log.id)}.idx.${randomBytes(6).toString('hex')}`)
@@ -452,19 +455,32 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     log.size += buf.length
     log.fileSize = log.size
     log.length += events.length
-    if (log.index.length - log.indexStored >= INDEX_BATCH) await storeIndex(log)
+    // The index is a hint (never synced, checked on use): the append does not wait for its
+    // write, which costs three thread-pool round trips (open, write, close) every 512 events.
+    if (log.index.length - log.indexStored >= INDEX_BATCH && !log.indexing) void storeIndex(log)
   }
 
   /**
-   * Appends unstored index entries to events.idx. Done every INDEX_BATCH entries and when a
-   * log is put away, not per append; a failure only means a longer scan at the next open.
+   * Appends unstored index entries to events.idx. Done every INDEX_BATCH entries, in the
+   * background, and when a log is put away, not per append; a failure only means a longer scan
+   * at the next open. Writes of one log run one after another, never at once.
    */
-  async function storeIndex(log: Log): Promise<void> {
-    if (readOnly) return
+  function storeIndex(log: Log): Promise<void> {
+    if (readOnly) return Promise.resolve()
+    const p = (log.indexing ?? Promise.resolve()).then(() => writeIndexEntries(log))
+    log.indexing = p
+    void p.then(() => {
+      if (log.indexing === p) log.indexing = undefined
+    })
+    return p
+  }
+
+  async function writeIndexEntries(log: Log): Promise<void> {
     const from = log.indexStored
-    if (log.index.length <= from) return
-    const buf = Buffer.allocUnsafe((log.index.length - from) * 8)
-    for (let i = from; i < log.index.length; i++) buf.writeDoubleLE(log.index[i]!, (i - from) * 8)
+    const to = log.index.length
+    if (to <= from) return
+    const buf = Buffer.allocUnsafe((to - from) * 8)
+    for (let i = from; i < to; i++) buf.writeDoubleLE(log.index[i]!, (i - from) * 8)
     try {
       const fh = await fs.open(join(log.dir, INDEX), 'a')
       try {
@@ -472,7 +488,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       } finally {
         await fh.close()
       }
-      log.indexStored = log.index.length
+      log.indexStored = to
     } catch {
       // left as a hint for the next open to recompute
     }
@@ -675,6 +691,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
         deleting.add(id)
         try {
           if (log?.flushing) await log.flushing
+          if (log?.indexing) await log.indexing // no late write into a session made again under this id
           if (log) forget(log)
           const trash = join(trashDir, `${folderOf(id)}.${randomBytes(6).toString('hex')}`)
           try {

@@ -30,7 +30,7 @@ import type { SubagentListEntry } from '../src/children'
 import type { SessionId } from '../src/model'
 import { TURN_END, TURN_START } from '../src/units/payloads'
 import { Engine } from '../worker/engine'
-import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings } from './stats'
+import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -47,6 +47,13 @@ const CONFIG = {
   buildConcurrency: env('BENCH_BUILD_CONCURRENCY', 8),
   /** Recorded rounds, after one unrecorded warm-up round. */
   rounds: env('BENCH_ROUNDS', 15),
+  /** BENCH_REFOLD=0: no refold copy (no checkpoints) and no refold scenarios; the full suite sets it at 10,000 children. */
+  refold: process.env.BENCH_REFOLD !== '0',
+  /**
+   * BENCH_CLOSE_LIVE=0: the live engine is not closed at the end (closing writes a checkpoint
+   * per child, untimed: half a minute at 10,000 children); the process exits instead.
+   */
+  closeLive: process.env.BENCH_CLOSE_LIVE !== '0',
 }
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
@@ -244,6 +251,7 @@ interface Ratio {
 
 /** a/b per round: how many times slower a is than b. */
 function ratio(name: string, a: Summary, b: Summary): Ratio {
+  if (a.n === 0 || b.n === 0) return { name, perRound: summarize([]), ofMedians: Number.NaN } // a scenario left out (BENCH_REFOLD=0)
   return { name, perRound: summarize(pairRatios(a.samples, b.samples)), ofMedians: a.median / b.median }
 }
 
@@ -257,33 +265,51 @@ async function main(): Promise<void> {
   try {
     checkSettings(CONFIG)
     const N = CONFIG.children
-    const coldDir = join(root, 'cold')
+    // The cold tree is kept under bench/.tmp/children between runs (listing never writes: the
+    // checks below prove it), keyed by what shapes it.
+    const cacheKey = JSON.stringify({ format: 1, children: N, appEvents: CONFIG.appEvents })
+    const coldDir = fileURLToPath(new URL(`./.tmp/children/cold-${N}`, import.meta.url))
+    const marker = join(coldDir, 'ready.json')
     const refoldDir = join(root, 'refold')
     const liveDir = join(root, 'live')
     log(`temp dir ${root}`)
 
     // ---- build: cold tree ----
     const t0 = performance.now()
-    const builder = new Engine({ storage: createFsAdapter({ dir: coldDir, durability: 'relaxed' }) })
-    const coldIds = await spawnTree(builder, COLD_PARENT, 'c', true)
-    await builder.release(COLD_PARENT, 'writer')
-    await builder.close()
-    const buildColdMs = performance.now() - t0
-    log(`built ${fmt(N, 0)} cold children (durability 'relaxed') in ${fmt(buildColdMs, 0)} ms`)
+    let coldIds: SessionId[]
+    let buildColdMs: number
+    const cached = fs.existsSync(marker) ? JSON.parse(fs.readFileSync(marker, 'utf8')) as { key: string; ids: SessionId[]; ms: number } : undefined
+    if (cached?.key === cacheKey) {
+      coldIds = cached.ids
+      buildColdMs = cached.ms
+      log(`reusing the ${fmt(N, 0)} cold children cached in ${coldDir} (built in ${fmt(buildColdMs, 0)} ms)`)
+    } else {
+      fs.rmSync(coldDir, { recursive: true, force: true })
+      const builder = new Engine({ storage: createFsAdapter({ dir: coldDir, durability: 'relaxed' }) })
+      coldIds = await spawnTree(builder, COLD_PARENT, 'c', true)
+      await builder.release(COLD_PARENT, 'writer')
+      await builder.close()
+      buildColdMs = performance.now() - t0
+      fs.writeFileSync(marker, JSON.stringify({ key: cacheKey, ids: coldIds, ms: buildColdMs }))
+      log(`built ${fmt(N, 0)} cold children (durability 'relaxed') in ${fmt(buildColdMs, 0)} ms`)
+    }
 
     // ---- build: refold copy (same bytes, every child's checkpoint deleted) ----
+    const withRefold = CONFIG.refold
     const t1 = performance.now()
-    fs.cpSync(coldDir, refoldDir, { recursive: true })
-    const deleter = createFsAdapter({ dir: refoldDir })
-    await pool(N, 16, async (i) => deleter.deleteCheckpoint(coldIds[i]!))
-    await deleter.close()
-    const copyMs = performance.now() - t1
-    for (const id of [coldIds[0]!, coldIds[N - 1]!]) {
-      const folder = fs.readdirSync(join(refoldDir, 'sessions')).find((f) => f === `s-${id}`)
-      if (!folder || fs.existsSync(join(refoldDir, 'sessions', folder, 'checkpoint.json'))) throw new Error(`checkpoint of ${id} was not deleted`)
-      if (!fs.existsSync(join(coldDir, 'sessions', folder, 'checkpoint.json'))) throw new Error(`cold child ${id} has no checkpoint`)
+    if (withRefold) {
+      fs.cpSync(coldDir, refoldDir, { recursive: true })
+      const deleter = createFsAdapter({ dir: refoldDir })
+      await pool(N, 16, async (i) => deleter.deleteCheckpoint(coldIds[i]!))
+      await deleter.close()
+      for (const id of [coldIds[0]!, coldIds[N - 1]!]) {
+        const folder = fs.readdirSync(join(refoldDir, 'sessions')).find((f) => f === `s-${id}`)
+        if (!folder || fs.existsSync(join(refoldDir, 'sessions', folder, 'checkpoint.json'))) throw new Error(`checkpoint of ${id} was not deleted`)
+        if (!fs.existsSync(join(coldDir, 'sessions', folder, 'checkpoint.json'))) throw new Error(`cold child ${id} has no checkpoint`)
+      }
     }
-    log(`copied the store and deleted ${fmt(N, 0)} checkpoints in ${fmt(copyMs, 0)} ms`)
+    const copyMs = performance.now() - t1
+    if (withRefold) log(`copied the store and deleted ${fmt(N, 0)} checkpoints in ${fmt(copyMs, 0)} ms`)
 
     // ---- build: live tree (default durability: this engine stays open and is measured) ----
     const liveCounts = newCounts()
@@ -300,11 +326,11 @@ async function main(): Promise<void> {
     const liveSet = new Set(liveIds)
     const engineL = liveEngine
     const coldWarmEngine = new Engine({ storage: createFsAdapter({ dir: coldDir }) })
-    const refoldWarmEngine = new Engine({ storage: createFsAdapter({ dir: refoldDir }) })
+    const refoldWarmEngine = new Engine({ storage: createFsAdapter({ dir: withRefold ? refoldDir : coldDir }) })
     warm.push(coldWarmEngine, refoldWarmEngine)
 
     // ---- rounds ----
-    const steps: [Scenario, () => Promise<number>][] = [
+    const allSteps: [Scenario, () => Promise<number>][] = [
       ['coldFresh', async () => {
         const { ms, rows } = await listFresh(coldDir, COLD_PARENT)
         check(rows, coldSet, 'inactive', 'cold, fresh engine')
@@ -331,6 +357,7 @@ async function main(): Promise<void> {
         return ms
       }],
     ]
+    const steps = allSteps.filter(([name]) => withRefold || (name !== 'refoldFresh' && name !== 'refoldWarm'))
     const samples: Record<Scenario, number[]> = { coldFresh: [], refoldFresh: [], coldWarm: [], refoldWarm: [], live: [] }
     const liveWritesBefore = liveCounts.writes
     liveCounts.perId.clear()
@@ -355,12 +382,14 @@ async function main(): Promise<void> {
 
     log('diagnostics (untimed): one listing per cold store on a fresh engine with counters on the adapter')
     const coldDiag = await diagnoseCold(coldDir, COLD_PARENT, coldIds)
-    const refoldDiag = await diagnoseCold(refoldDir, COLD_PARENT, coldIds)
+    const refoldDiag = withRefold ? await diagnoseCold(refoldDir, COLD_PARENT, coldIds) : undefined
 
-    const releaseT = performance.now()
-    await liveEngine.close()
-    liveEngine = undefined
-    log(`closed the live engine (${fmt(N + 1, 0)} close checkpoints) in ${fmt(performance.now() - releaseT, 0)} ms`)
+    if (CONFIG.closeLive) {
+      const releaseT = performance.now()
+      await liveEngine.close()
+      liveEngine = undefined
+      log(`closed the live engine (${fmt(N + 1, 0)} close checkpoints) in ${fmt(performance.now() - releaseT, 0)} ms`)
+    }
 
     // ---- report ----
     const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)])) as Record<Scenario, Summary>
@@ -403,16 +432,16 @@ async function main(): Promise<void> {
     }
     printTable(
       ['store', 'getSession', 'getCheckpoint', 'readEvents', 'events read', 'parent s/c/r/ev', 'writes', 'fs open/readFile/stat per child'],
-      [dRow('cold, fresh checkpoints', coldDiag), dRow('cold, no checkpoints', refoldDiag), dRow(`live (all ${CONFIG.rounds + 1} listings)`, liveDiag)],
+      [dRow('cold, fresh checkpoints', coldDiag), ...(refoldDiag ? [dRow('cold, no checkpoints', refoldDiag)] : []), dRow(`live (all ${CONFIG.rounds + 1} listings)`, liveDiag)],
     )
     console.log('  fresh engine for the cold stores; fs calls per child include the parent\'s share and the adapter\'s start-up.')
     console.log('')
 
     const checks = [
       { name: 'checkpointed cold child: 1 checkpoint read, 0 event reads', pass: coldDiag.perChild.getCheckpoint.min === 1 && coldDiag.perChild.getCheckpoint.max === 1 && coldDiag.perChild.readEvents.max === 0 && coldDiag.perChild.events.max === 0 },
-      { name: `refold cold child: reads its ${eventsPerChild} events once`, pass: refoldDiag.perChild.readEvents.min === 1 && refoldDiag.perChild.readEvents.max === 1 && refoldDiag.perChild.events.min === eventsPerChild && refoldDiag.perChild.events.max === eventsPerChild },
+      ...(refoldDiag ? [{ name: `refold cold child: reads its ${eventsPerChild} events once`, pass: refoldDiag.perChild.readEvents.min === 1 && refoldDiag.perChild.readEvents.max === 1 && refoldDiag.perChild.events.min === eventsPerChild && refoldDiag.perChild.events.max === eventsPerChild }] : []),
       { name: 'live child: 0 reads', pass: liveDiag.perChild.getSession.max === 0 && liveDiag.perChild.getCheckpoint.max === 0 && liveDiag.perChild.readEvents.max === 0 && liveDiag.parent.getSession === 0 },
-      { name: 'listing writes nothing, never enumerates the store', pass: [coldDiag, refoldDiag, liveDiag].every((d) => d.writes === 0 && d.listSessions === 0 && d.others === 0) },
+      { name: 'listing writes nothing, never enumerates the store', pass: [coldDiag, refoldDiag, liveDiag].filter((d) => d !== undefined).every((d) => d.writes === 0 && d.listSessions === 0 && d.others === 0) },
     ]
     console.log('Summary (no numeric targets: the ratios are reported as measured)')
     printTable(
@@ -441,18 +470,21 @@ async function main(): Promise<void> {
       checks: checks.map((c) => ({ name: c.name, result: c.pass ? 'PASS' : 'FAIL' })),
       totalSeconds: totalS,
     }
-    const out = fileURLToPath(new URL('./results-children.json', import.meta.url))
+    const out = resultsPath('children')
     fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
     console.log(`results written to ${out}`)
     if (checks.some((c) => !c.pass)) process.exitCode = 1
   } finally {
     for (const e of warm) await e.close().catch(() => {})
-    await liveEngine?.close().catch(() => {})
+    if (CONFIG.closeLive) await liveEngine?.close().catch(() => {})
     cleanup()
   }
 }
 
-main().catch((err) => {
+main().then(() => {
+  // An engine left open keeps timers: end the process (results are written).
+  if (!CONFIG.closeLive) process.exit(process.exitCode ?? 0)
+}, (err) => {
   console.error(err)
-  process.exitCode = 1
+  process.exit(1)
 })

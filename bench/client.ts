@@ -43,7 +43,7 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import type { AppendResult } from '../src/protocol'
 import { openStore, type EventInput, type Session, type Store } from '../src/store'
 import { TURN_END, TURN_START } from '../src/units/payloads'
-import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings } from './stats'
+import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -661,7 +661,7 @@ async function main(): Promise<void> {
       latencyTargets: latTargets.map((x) => ({ name: x.name, summary: x.s, target: `< ${TARGETS.latencyMedianMs}`, result: verdict(x.s.median < TARGETS.latencyMedianMs) })),
       totalSeconds: totalS,
     }
-    const out = fileURLToPath(new URL('./results-client.json', import.meta.url))
+    const out = resultsPath('client')
     fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
     console.log(`results written to ${out}`)
   } finally {

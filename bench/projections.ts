@@ -41,7 +41,7 @@ import { CATALOG, TURN_END, TURN_START } from '../src/units/payloads'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
 import { Engine, type EngineOptions } from '../worker/engine'
 import { checkpointRowOf, foldEvent, initSlots, restoreSlots, type UnitSlot } from '../worker/units'
-import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings } from './stats'
+import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -820,7 +820,7 @@ async function main(): Promise<void> {
       targets: [...ratios.map(ratioJson), ...(heap ? [{ name: '(d) heap retained beyond states', median: heap.retained.median, target: `< ${TARGETS.retainedBytes}`, result: heap.pass ? 'PASS' : 'MISS' }] : [])],
       totalSeconds: totalS,
     }
-    const out = fileURLToPath(new URL('./results-projections.json', import.meta.url))
+    const out = resultsPath('projections')
     fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
     console.log(`results written to ${out}`)
   } finally {

@@ -101,3 +101,12 @@ export function checkSettings(config: Record<string, unknown>): void {
     if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
   }
 }
+
+/**
+ * Where a benchmark writes its results: bench/results-<name>.json, or BENCH_OUT when set (the
+ * full suite, bench/all.ts, runs some benchmarks several times with different settings).
+ */
+export function resultsPath(name: string): string {
+  const out = process.env.BENCH_OUT
+  return out !== undefined && out !== '' ? out : new URL(`./results-${name}.json`, import.meta.url).pathname
+}

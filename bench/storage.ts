@@ -23,7 +23,8 @@ import { RECORD_HEADER, encodeBatch } from '../adapters/fs-log'
 import type { StorageAdapter } from '../adapters/types'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
-import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings } from './stats'
+import { openSqlitePeer, type SqlitePeer } from './sqlite-peer'
+import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -56,6 +57,8 @@ const CONFIG = {
 const TARGETS = {
   batchedVsRaw: 0.7,
   concurrentVsSequential: 10,
+  /** At the same durability: strict vs synchronous=FULL. */
+  batchedVsSqlite: 1,
   rangeVsFull: 50,
 }
 
@@ -99,6 +102,11 @@ interface WriteContext {
   /** The same bytes the adapter writes for each batch of 100, made ahead of time. */
   rawBatches: Buffer[]
   next: number
+  /** The peer: better-sqlite3, WAL, synchronous FULL (strict) and NORMAL (relaxed), one events table each. */
+  sqliteFull: SqlitePeer
+  sqliteNormal: SqlitePeer
+  /** The fs adapter with durability 'relaxed', for the comparison with sqlite NORMAL. */
+  relaxed: StorageAdapter
 }
 
 function freshId(ctx: WriteContext, tag: string): SessionId {
@@ -189,6 +197,35 @@ async function runRaw(ctx: WriteContext, count: number): Promise<number> {
   if (size !== expected) throw new Error(`raw file holds ${size} bytes, expected ${expected}`)
   fs.unlinkSync(path)
   return (count / ms) * 1000
+}
+
+/** The peer: one sqlite transaction per batch (INSERT x batch, COMMIT). Returns events/s. */
+function runSqliteBatched(ctx: WriteContext, peer: SqlitePeer, count: number): number {
+  const id = freshId(ctx, 'sq')
+  const batches = ctx.batches.slice(0, count / CONFIG.batch)
+  const t0 = performance.now()
+  for (const b of batches) peer.append(id, b)
+  const ms = performance.now() - t0
+  sqliteFinish(peer, id, count)
+  return (count / ms) * 1000
+}
+
+/** The peer, one event per transaction, one after another (better-sqlite3 is synchronous: 100 concurrent callers would queue the same way). */
+function runSqliteSingles(ctx: WriteContext, peer: SqlitePeer, count: number): number {
+  const id = freshId(ctx, 'sq1')
+  const singles = ctx.events.slice(0, count).map((e) => [e])
+  const t0 = performance.now()
+  for (const s of singles) peer.append(id, s)
+  const ms = performance.now() - t0
+  sqliteFinish(peer, id, count)
+  return (count / ms) * 1000
+}
+
+/** Checks the rows landed, then removes them (untimed), so the table does not grow from run to run. */
+function sqliteFinish(peer: SqlitePeer, id: string, expected: number): void {
+  const { n } = peer.db.prepare('SELECT count(*) AS n FROM events WHERE session = ?').get(id) as { n: number }
+  if (n !== expected) throw new Error(`sqlite session ${id} holds ${n} events, expected ${expected}`)
+  peer.db.prepare('DELETE FROM events WHERE session = ?').run(id)
 }
 
 /** For reference (no target): the same, through node:fs/promises FileHandle.write + datasync. */
@@ -320,6 +357,47 @@ async function diagnose(ctx: WriteContext, dir: string): Promise<Record<'a' | 'b
   return out as Record<'a' | 'b' | 'c', Diagnostic>
 }
 
+// ---- where a batch's time goes (untimed for the targets) -----------------------------------
+
+/**
+ * One file, grown batch after batch as the adapter grows a log, timing the parts of a strict
+ * append of 100 events: encoding the records, the write into the page cache, and the sync,
+ * taken in turn three ways on successive batches: through the thread pool as the adapter does
+ * (FileHandle.datasync), fdatasyncSync and fsyncSync on the calling thread (the raw baseline).
+ */
+async function breakdown(ctx: WriteContext, rounds: number): Promise<Record<'encode' | 'write' | 'poolDatasync' | 'fdatasyncSync' | 'fsyncSync', Summary>> {
+  const us: Record<'encode' | 'write' | 'poolDatasync' | 'fdatasyncSync' | 'fsyncSync', number[]> = { encode: [], write: [], poolDatasync: [], fdatasyncSync: [], fsyncSync: [] }
+  for (let r = 0; r < rounds; r++) {
+    const path = join(ctx.dir, `breakdown-${r}.log`)
+    const fh = await fsp.open(path, 'w')
+    try {
+      let pos = 0
+      for (let i = 0; i < ctx.batches.length; i++) {
+        const t0 = performance.now()
+        const { buf } = encodeBatch(ctx.batches[i]!)
+        const t1 = performance.now()
+        let done = 0
+        while (done < buf.length) done += fs.writeSync(fh.fd, buf, done, buf.length - done, pos + done)
+        pos += buf.length
+        const t2 = performance.now()
+        const how = (i + r) % 3
+        if (how === 0) await fh.datasync()
+        else if (how === 1) fs.fdatasyncSync(fh.fd)
+        else fs.fsyncSync(fh.fd)
+        const t3 = performance.now()
+        us.encode.push((t1 - t0) * 1000)
+        us.write.push((t2 - t1) * 1000)
+        us[how === 0 ? 'poolDatasync' : how === 1 ? 'fdatasyncSync' : 'fsyncSync'].push((t3 - t2) * 1000)
+      }
+    } finally {
+      await fh.close()
+    }
+    fs.unlinkSync(path)
+  }
+  const s = (x: number[]) => ({ ...summarize(x), samples: [] })
+  return { encode: s(us.encode), write: s(us.write), poolDatasync: s(us.poolDatasync), fdatasyncSync: s(us.fdatasyncSync), fsyncSync: s(us.fsyncSync) }
+}
+
 // ---- the read scenario --------------------------------------------------------------------
 
 async function readTail(adapter: StorageAdapter, id: SessionId, length: number, tail: number): Promise<number> {
@@ -382,12 +460,18 @@ async function main(): Promise<void> {
       batches,
       rawBatches: batches.map((b) => encodeBatch(b).buf),
       next: 0,
+      sqliteFull: openSqlitePeer(join(writeDir, 'peer-full.sqlite'), 'FULL'),
+      sqliteNormal: openSqlitePeer(join(writeDir, 'peer-normal.sqlite'), 'NORMAL'),
+      relaxed: createFsAdapter({ dir: join(writeDir, 'store-relaxed'), durability: 'relaxed' }),
     }
     const jsonBytes = events.reduce((n, e) => n + Buffer.byteLength(e.json), 0) / events.length
     const recordBytes = ctx.rawBatches.reduce((n, b) => n + b.length, 0) / events.length
     log(`events: ${fmt(jsonBytes, 1)} bytes of JSON each on average, ${fmt(recordBytes, 1)} bytes per record; temp dir ${root}`)
 
-    const samples = { raw: [] as number[], rawAsync: [] as number[], a: [] as number[], b: [] as number[], c: [] as number[] }
+    const samples = {
+      raw: [] as number[], rawAsync: [] as number[], a: [] as number[], b: [] as number[], c: [] as number[],
+      sqliteFull: [] as number[], sqliteSingle: [] as number[], aRelaxed: [] as number[], sqliteNormal: [] as number[],
+    }
     // Round 0 is a warm-up (JIT, file system, page cache) and is not recorded.
     for (let r = 0; r <= CONFIG.writeRounds; r++) {
       const warmUp = r === 0
@@ -395,10 +479,18 @@ async function main(): Promise<void> {
         ['raw', () => runRaw(ctx, CONFIG.events)],
         ['a', () => runBatched(ctx, CONFIG.events)],
         ['rawAsync', () => runRawAsync(ctx, CONFIG.events)],
+        ['sqliteFull', async () => runSqliteBatched(ctx, ctx.sqliteFull, CONFIG.events)],
         ['b', () => runConcurrent(ctx, CONFIG.events)],
       ]
-      if (warmUp) steps.push(['c', () => runSequential(ctx, Math.min(200, CONFIG.sequentialEvents))])
-      else if (r <= CONFIG.sequentialRounds) steps.push(['c', () => runSequential(ctx, CONFIG.sequentialEvents)])
+      if (warmUp) {
+        steps.push(['c', () => runSequential(ctx, Math.min(200, CONFIG.sequentialEvents))])
+        steps.push(['sqliteSingle', async () => runSqliteSingles(ctx, ctx.sqliteFull, Math.min(200, CONFIG.sequentialEvents))])
+      } else if (r <= CONFIG.sequentialRounds) {
+        steps.push(['c', () => runSequential(ctx, CONFIG.sequentialEvents)])
+        steps.push(['sqliteSingle', async () => runSqliteSingles(ctx, ctx.sqliteFull, CONFIG.sequentialEvents)])
+      }
+      steps.push(['aRelaxed', () => runBatched({ ...ctx, adapter: ctx.relaxed }, CONFIG.events)])
+      steps.push(['sqliteNormal', async () => runSqliteBatched(ctx, ctx.sqliteNormal, CONFIG.events)])
       // Raw and (a) run back to back, and so do (b) and (c); who goes first alternates, so drift favours no side.
       if (r % 2 === 0) steps.reverse()
       const line: string[] = []
@@ -410,9 +502,14 @@ async function main(): Promise<void> {
       log(`write ${warmUp ? 'warm-up' : `round ${r}/${CONFIG.writeRounds}`}: ${line.join(', ')} events/s`)
     }
     await ctx.adapter.close()
+    await ctx.relaxed.close()
+    ctx.sqliteFull.close()
+    ctx.sqliteNormal.close()
 
     log('diagnostics (untimed): counting fdatasync, writes and stats per scenario')
     const diagnostics = await diagnose(ctx, writeDir)
+    log('diagnostics (untimed): where the time of a batch goes')
+    const perBatch = await breakdown(ctx, 3)
 
     // ---- reads ----
     const readDir = join(root, 'reads')
@@ -475,14 +572,25 @@ async function main(): Promise<void> {
       a: summarize(samples.a),
       b: summarize(samples.b),
       c: summarize(samples.c),
+      sqliteFull: summarize(samples.sqliteFull),
+      sqliteSingle: summarize(samples.sqliteSingle),
+      aRelaxed: summarize(samples.aRelaxed),
+      sqliteNormal: summarize(samples.sqliteNormal),
       full: summarize(full),
       cold: summarize(cold),
       warm: summarize(warm),
     }
     const fullRate = summarize(full.map((ms) => (L / ms) * 1000))
     const refRatio = ratio('(a) batched / (ref) raw async', s.a, s.rawAsync, TARGETS.batchedVsRaw)
+    // For reference (no target): the other pairs with the peer.
+    const peerRatios = [
+      ratio('relaxed batched / better-sqlite3 NORMAL batched', s.aRelaxed, s.sqliteNormal, 1),
+      ratio('(b) concurrent singles / better-sqlite3 FULL singles', s.b, s.sqliteSingle, 1),
+      ratio('(c) sequential singles / better-sqlite3 FULL singles', s.c, s.sqliteSingle, 1),
+    ]
     const ratios: Ratio[] = [
       ratio('(a) batched / raw', s.a, s.raw, TARGETS.batchedVsRaw),
+      ratio('(a) batched / better-sqlite3 FULL batched', s.a, s.sqliteFull, TARGETS.batchedVsSqlite),
       ratio('(b) concurrent / (c) sequential', s.b, s.c, TARGETS.concurrentVsSequential),
       // For reads, "faster" is full time over range time.
       ratio('full read / range read, fresh adapter', s.full, s.cold, TARGETS.rangeVsFull),
@@ -505,6 +613,10 @@ async function main(): Promise<void> {
         [`(ref) raw async: FileHandle.write+datasync per ${CONFIG.batch}`, n(CONFIG.events), String(s.rawAsync.n), n(s.rawAsync.median), n(s.rawAsync.min), n(s.rawAsync.max)],
         [`(b) 1 per append, ${CONFIG.concurrency} concurrent callers`, n(CONFIG.events), String(s.b.n), n(s.b.median), n(s.b.min), n(s.b.max)],
         [`(c) 1 per append, sequential*`, n(CONFIG.sequentialEvents), String(s.c.n), n(s.c.median), n(s.c.min), n(s.c.max)],
+        [`peer: better-sqlite3 WAL FULL, 1 tx per ${CONFIG.batch}`, n(CONFIG.events), String(s.sqliteFull.n), n(s.sqliteFull.median), n(s.sqliteFull.min), n(s.sqliteFull.max)],
+        [`peer: better-sqlite3 WAL FULL, 1 tx per event*`, n(CONFIG.sequentialEvents), String(s.sqliteSingle.n), n(s.sqliteSingle.median), n(s.sqliteSingle.min), n(s.sqliteSingle.max)],
+        [`relaxed: batches of ${CONFIG.batch}, durability 'relaxed'`, n(CONFIG.events), String(s.aRelaxed.n), n(s.aRelaxed.median), n(s.aRelaxed.min), n(s.aRelaxed.max)],
+        [`peer: better-sqlite3 WAL NORMAL, 1 tx per ${CONFIG.batch}`, n(CONFIG.events), String(s.sqliteNormal.n), n(s.sqliteNormal.median), n(s.sqliteNormal.min), n(s.sqliteNormal.max)],
       ],
     )
     console.log(`* (c) appends ${n(CONFIG.sequentialEvents)} events per run (one fdatasync each), scaled to events/s.`)
@@ -537,12 +649,22 @@ async function main(): Promise<void> {
     )
     console.log('  "first groups": events per write of the log, i.e. the group-commit groups, in order.')
     console.log('')
+    console.log(`Where a batch of ${CONFIG.batch} goes (untimed pass, one growing file, the sync taken three ways in turn), µs per batch`)
+    printTable(['part', 'batches', 'µs median', 'min', 'max'], ([
+      ['encode', 'encodeBatch: records with length, flags, CRC32'],
+      ['write', 'writeSync into the page cache'],
+      ['poolDatasync', 'sync: FileHandle.datasync (thread pool; the adapter)'],
+      ['fdatasyncSync', 'sync: fdatasyncSync on this thread'],
+      ['fsyncSync', 'sync: fsyncSync on this thread (the raw baseline)'],
+    ] as const).map(([k, label]) => [label, String(perBatch[k].n), fmt(perBatch[k].median, 0), fmt(perBatch[k].min, 0), fmt(perBatch[k].max, 0)]))
+    console.log('')
     console.log('Targets')
     printTable(
       ['ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
       ratios.map((x) => [x.name, fmtSummary(x.perRound, 2), fmt(x.ofMedians, 2), `>= ${x.target}`, x.pass ? 'PASS' : 'MISS']),
     )
     console.log(`  for reference, not a target: ${refRatio.name} = ${fmtSummary(refRatio.perRound, 2)}`)
+    for (const p of peerRatios) console.log(`  for reference, not a target: ${p.name} = ${fmtSummary(p.perRound, 2)}`)
     const totalS = (performance.now() - started) / 1000
     console.log('')
     console.log(`total ${fmt(totalS, 1)} s`)
@@ -561,6 +683,10 @@ async function main(): Promise<void> {
         rawAsync: s.rawAsync,
         concurrent: s.b,
         sequential: { ...s.c, eventsPerRun: CONFIG.sequentialEvents },
+        sqliteFullBatched: s.sqliteFull,
+        sqliteFullSingles: { ...s.sqliteSingle, eventsPerRun: CONFIG.sequentialEvents },
+        relaxedBatched: s.aRelaxed,
+        sqliteNormalBatched: s.sqliteNormal,
       },
       reads: {
         unit: 'ms',
@@ -573,15 +699,27 @@ async function main(): Promise<void> {
         rangeWarm: s.warm,
       },
       diagnostics,
+      perBatchUs: perBatch,
       ratios: ratios.map((x) => ({ name: x.name, perRound: x.perRound, ofMedians: x.ofMedians, target: x.target, result: x.pass ? 'PASS' : 'MISS' })),
       reference: { name: refRatio.name, perRound: refRatio.perRound, ofMedians: refRatio.ofMedians },
+      peerReference: peerRatios.map((x) => ({ name: x.name, perRound: x.perRound, ofMedians: x.ofMedians })),
+      sqlite: { version: (openSqliteVersion()), journal: 'WAL', strict: 'synchronous=FULL', relaxed: 'synchronous=NORMAL' },
       totalSeconds: totalS,
     }
-    const out = fileURLToPath(new URL('./results-storage.json', import.meta.url))
+    const out = resultsPath('storage')
     fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
     console.log(`results written to ${out}`)
   } finally {
     cleanup()
+  }
+}
+
+function openSqliteVersion(): string {
+  const peer = openSqlitePeer(':memory:', 'FULL')
+  try {
+    return (peer.db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v
+  } finally {
+    peer.close()
   }
 }
 

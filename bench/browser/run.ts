@@ -34,7 +34,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type BrowserContext } from 'playwright'
 import { createServer, type ViteDevServer } from 'vite'
-import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary } from '../stats'
+import { fmt, fmtSummary, median, pairRatios, printTable, resultsPath, summarize, type Summary } from '../stats'
 import { LATENCY_SYSTEMS, type BenchEntry, type BrowserBenchConfig, type BrowserBenchResults, type LatencySystem } from './types'
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
@@ -97,8 +97,8 @@ const SYSTEM_LABELS: Record<LatencySystem, string> = {
   dexie: 'Dexie liveQuery, default cache (optimistic)',
   dexieAdd: '  (same adds: until db.events.add() resolves)',
   dexieNoCache: 'Dexie liveQuery, cache disabled',
-  idbPut: 'raw idb: one put, strict tx, until tx.done',
-  idbAppendTx: 'raw idb: get meta, put event + meta, strict tx (append-shaped)',
+  idbPut: 'raw idb: one put, strict tx, commit(), until tx.done',
+  idbAppendTx: 'raw idb: get meta, put event + meta, strict tx, commit() (append-shaped)',
 }
 
 async function main(): Promise<void> {
@@ -192,7 +192,7 @@ function report(results: BrowserBenchResults, chromiumVersion: string, elapsedMs
     ['system', 'runs', 'events/s median', 'min', 'max'],
     [
       ['sessionfold: openStore({ worker: true }), session.append(batch)', String(sf.n), n0(sf.median), n0(sf.min), n0(sf.max)],
-      ['raw idb: one strict readwrite tx per batch, put x100, tx.done', String(idb.n), n0(idb.median), n0(idb.min), n0(idb.max)],
+      ['raw idb: one strict readwrite tx per batch, put x100, commit(), tx.done', String(idb.n), n0(idb.median), n0(idb.min), n0(idb.max)],
       ['(ref 1) sessionfold, checkpoint: { everyEvents: 1e9 } (none in the run)', String(deferred.n), n0(deferred.median), n0(deferred.min), n0(deferred.max)],
       ['(ref 2) sessionfold, checkpoint transactions committed \'relaxed\'*', String(relaxed.n), n0(relaxed.median), n0(relaxed.min), n0(relaxed.max)],
     ],
@@ -282,7 +282,7 @@ function report(results: BrowserBenchResults, chromiumVersion: string, elapsedMs
   console.log('')
   console.log(`total ${fmt(totalS, 1)} s`)
 
-  const out = here('../results-browser.json')
+  const out = resultsPath('browser')
   const json = {
     benchmark: 'browser',
     date: new Date().toISOString(),

@@ -1,0 +1,351 @@
+// Writes BENCHMARKS.md and its charts (bench/charts/*.svg) from bench/results.json, which
+// bench/all.ts (npm run bench) produces. Every figure in BENCHMARKS.md comes from results.json:
+// nothing is edited by hand. `npm run bench:report` regenerates the page from the committed
+// results without running anything.
+import * as fs from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { fmt, type Summary } from './stats'
+import { renderChart, type Chart, type ChartSeries } from './svg'
+
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- results.json is read back as the benches wrote it */
+type Any = any
+
+export interface SuiteResults {
+  suite: 'sessionfold'
+  date: string
+  durationSeconds: number
+  machine: Record<string, string | number>
+  /** The settings each run got (environment variables), by run name. */
+  settings: Record<string, Record<string, string>>
+  seconds: Record<string, number>
+  runs: {
+    storage: Any
+    projections: Any
+    children: Record<string, Any>
+    client: Any
+    browser: Any
+    scaling: Any
+  }
+}
+
+export interface Target {
+  id: string
+  what: string
+  ratio: string
+  perRound: Summary
+  target: string
+  result: 'PASS' | 'MISS'
+}
+
+const r2 = (x: number) => fmt(x, 2)
+const range = (s: Summary | undefined, d?: number) =>
+  s && s.n > 0 && Number.isFinite(s.median) ? `${fmt(s.median, d)} (${fmt(s.min, d)}–${fmt(s.max, d)})` : 'not run'
+const n0 = (x: number) => fmt(x, 0)
+
+function table(headers: string[], rows: string[][], align?: ('l' | 'r')[]): string {
+  const a = headers.map((_, i) => align?.[i] ?? (i === 0 ? 'l' : 'r'))
+  return [
+    `| ${headers.join(' | ')} |`,
+    `| ${a.map((x) => (x === 'l' ? ':--' : '--:')).join(' | ')} |`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n')
+}
+
+const byName = (ratios: Any[], name: string): Any => {
+  const r = ratios.find((x: Any) => x.name === name)
+  if (!r) throw new Error(`no ratio named ${name}`)
+  return r
+}
+
+/** The issue's targets, each a ratio measured within one run (per-round ratios: median, min, max). */
+export function targetsOf(res: SuiteResults): Target[] {
+  const { storage, scaling, browser } = res.runs
+  const t = (id: string, what: string, ratio: string, perRound: Summary, target: string, pass: boolean): Target =>
+    ({ id, what, ratio, perRound, target, result: pass ? 'PASS' : 'MISS' })
+  const raw = byName(storage.ratios, '(a) batched / raw')
+  const sqlite = byName(storage.ratios, '(a) batched / better-sqlite3 FULL batched')
+  const sizes: number[] = scaling.config.coldSizes
+  const flat = scaling.targets[0]
+  const refold = scaling.targets[1]
+  const appends = byName(browser.ratios, 'appends: sessionfold / raw idb (events/s)')
+  const out = [
+    t('fs-vs-raw', 'fs durable appends in batches of 100 vs the raw disk limit (writeSync + fsyncSync of the same bytes)', 'sessionfold events/s ÷ raw events/s', raw.perRound, '≥ 0.7', raw.perRound.median >= 0.7),
+    t('fs-vs-sqlite', 'fs durable appends in batches of 100 vs better-sqlite3 (WAL, synchronous=FULL), same durability', 'sessionfold events/s ÷ sqlite events/s', sqlite.perRound, '≥ 1', sqlite.perRound.median >= 1),
+    t('cold-flat', `cold open with a checkpoint: ${n0(sizes.at(-1)!)} events vs ${n0(sizes[0]!)} events`, `time at ${n0(sizes.at(-1)!)} ÷ time at ${n0(sizes[0]!)}`, flat.perRound, '≤ 2', flat.perRound.median <= 2),
+    t('cold-vs-refold', 'cold open with a checkpoint vs a full refold, 100,000 events', 'refold time ÷ checkpoint time', refold.perRound, '≥ 50', refold.perRound.median >= 50),
+    t('idb-appends', 'Chromium: appends in batches of 100 vs raw idb (strict transactions)', 'sessionfold events/s ÷ raw idb events/s', appends.perRound, '≥ 0.7', appends.perRound.median >= 0.7),
+  ]
+  const big = browser.latency.find((l: Any) => !l.reference)
+  for (const [dexie, label] of [['Dexie default', "Dexie's default cache"], ['Dexie no cache', "Dexie with cache 'disabled'"]] as const) {
+    for (const [sf, who] of [['sessionfold writer', 'writing handle'], ['sessionfold observer', 'observer handle']] as const) {
+      const r = byName(browser.ratios, `${big.name}: ${dexie} / ${sf}`)
+      out.push(t(`liveQuery-${dexie}-${sf}`.replace(/ /g, '-'), `Chromium: subscriber update after an append (${who}) vs Dexie liveQuery (${label}), ${n0(big.prefill)} events`,
+        'Dexie time ÷ sessionfold time', r.perRound, '≥ 10', r.perRound.median >= 10))
+    }
+  }
+  return out
+}
+
+// ---- charts ---------------------------------------------------------------------------------
+
+const pt = (x: number, s: Summary, scale = 1) => ({ x, y: s.median * scale, min: s.min * scale, max: s.max * scale })
+
+export function chartsOf(res: SuiteResults): { file: string; chart: Chart }[] {
+  const { scaling, children, browser } = res.runs
+  const cold = scaling.cold.bySize as Any[]
+  const charts: { file: string; chart: Chart }[] = [
+    {
+      file: 'cold-open.svg',
+      chart: {
+        title: 'Cold open: time to the first projection values (Node, fs)',
+        xLabel: 'events in the session', yLabel: 'ms',
+        series: [
+          { label: 'sessionfold, with checkpoint', points: cold.map((c) => pt(c.size, c.checkpoint)) },
+          { label: 'sessionfold, full refold (no checkpoint)', points: cold.map((c) => pt(c.size, c.refold)) },
+          { label: 'better-sqlite3 + app fold', points: cold.map((c) => pt(c.size, c.sqlite)) },
+        ],
+      },
+    },
+  ]
+  const sizes = Object.keys(children).map(Number).sort((a, b) => a - b)
+  const ch = (key: string) => sizes.map((n) => pt(n, children[String(n)].listings[key]))
+  charts.push({
+    file: 'list-children.svg',
+    chart: {
+      title: 'listChildren (Node, fs)', xLabel: 'children', yLabel: 'ms',
+      series: [
+        { label: 'live children', points: ch('live') },
+        { label: 'cold, checkpointed, fresh engine', points: ch('coldFresh') },
+        { label: 'cold, checkpointed, warm engine', points: ch('coldWarm') },
+        { label: 'cold, no checkpoints, fresh engine', points: ch('refoldFresh') },
+      ],
+    },
+  })
+  const heap = scaling.heap.bySize as Any[]
+  charts.push({
+    file: 'memory.svg',
+    chart: {
+      title: 'Heap held by a live session (Node, engine + fs adapter)', xLabel: 'events in the session', yLabel: 'KiB',
+      series: [{ label: 'heapUsed added by the session', points: heap.map((h) => pt(h.events, h.bytes, 1 / 1024)) }],
+    },
+  })
+  const lat = (browser.latency as Any[]).filter((l) => l.catalogEvery !== 1).sort((a, b) => a.prefill - b.prefill)
+  const ls = (key: string): ChartSeries['points'] => lat.map((l) => pt(l.prefill, l.samples[key]))
+  charts.push({
+    file: 'subscriber-latency.svg',
+    chart: {
+      title: 'Append to subscriber update (Chromium, IndexedDB)', xLabel: 'events in the session', yLabel: 'ms',
+      series: [
+        { label: 'sessionfold, writing handle', points: ls('sfWriter') },
+        { label: 'sessionfold, observer handle', points: ls('sfObserver') },
+        { label: 'Dexie liveQuery, default cache', points: ls('dexie') },
+        { label: "Dexie liveQuery, cache 'disabled'", points: ls('dexieNoCache') },
+      ],
+    },
+  })
+  return charts
+}
+
+// ---- the page -------------------------------------------------------------------------------
+
+export function renderMarkdown(res: SuiteResults, targets: Target[], explanations: string): string {
+  const { storage, projections, children, client, browser, scaling } = res.runs
+  const m = res.machine
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  p('# Benchmarks')
+  p()
+  p(`<!-- Generated by bench/report.ts from bench/results.json (npm run bench). Do not edit by hand: rerun instead. -->`)
+  p()
+  p(`Measured ${res.date.slice(0, 10)} (${res.date}), the whole suite in ${fmt(res.durationSeconds / 60, 1)} minutes.`)
+  p()
+  p('## How to read this, and how to rerun it')
+  p()
+  p('- **Every figure is a median of several runs, with the min and max of those runs** written as `median (min–max)`. ' +
+    'The machines that run this are shared and noisy, so an absolute figure alone proves little.')
+  p('- **Every comparison is a ratio measured in the same run**: the system and its peer run back to back in each round ' +
+    '(the order rotates from round to round), the ratio is taken per round, and the table shows the median of those per-round ratios ' +
+    'with their min and max. A target is judged on that median.')
+  p('- **Charts** put cost against size on log-log axes. The dashed line beside each series is what a linear cost (O(n)) would ' +
+    'look like from that series\' first point: a series flat on the chart is O(1), one parallel to its dashed line is O(n).')
+  p('- The OS page cache is warm in every read scenario: these figures measure the code, not the disk. Writes are durable ' +
+    '(fdatasync / fsync / strict IndexedDB transactions) unless a row says relaxed.')
+  p('- **Rerun**: `npm run bench` runs everything (Node part and headless Chromium) and rewrites `bench/results.json`, ' +
+    '`BENCHMARKS.md` and `bench/charts/*.svg`; `npm run bench:report` only regenerates the page and charts from `bench/results.json`. ' +
+    'Each part also runs alone (`npm run bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
+    '`bench:scaling`) and prints its full tables, with more diagnostics than this page.')
+  p()
+  p('## Machine')
+  p()
+  p(table(['', ''], Object.entries(m).map(([k, v]) => [k, String(v)]), ['l', 'l']))
+  p()
+  p('Settings of each run (environment variables given by `bench/all.ts`, the rest at their defaults):')
+  p()
+  p(table(['run', 'settings', 'seconds'], Object.keys(res.seconds).map((k) => [k, Object.entries(res.settings[k] ?? {}).map(([a, b]) => `${a}=${b}`).join(' ') || '(defaults)', fmt(res.seconds[k]!, 0)]), ['l', 'l', 'r']))
+  p()
+  p('## Targets')
+  p()
+  p(table(['target', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    targets.map((t) => [t.what, t.ratio, range(t.perRound, 2), t.target, `**${t.result}**`]), ['l', 'l', 'r', 'r', 'l']))
+  p()
+  p(explanations)
+  p()
+
+  // ---- appends ----
+  const a = storage.appends
+  p('## Durable append throughput (Node, fs adapter)')
+  p()
+  p(`Events of ${fmt(storage.eventJsonBytes, 0)} bytes of JSON (${fmt(storage.eventRecordBytes, 0)} bytes as stored), ${n0(storage.config.events)} per run ` +
+    `(${n0(storage.config.sequentialEvents)} for the single-append rows, scaled to events/s), ${storage.config.writeRounds} rounds after a warm-up round. ` +
+    `Peer: better-sqlite3 ${storage.sqlite.version} with one events table (session, seq, type, json; primary key (session, seq)), WAL.`)
+  p()
+  p(table(['scenario', 'durability', 'events/s: median (min–max)'], [
+    ['sessionfold, batches of 100', 'strict (fdatasync before resolve)', range(a.batched, 0)],
+    ['raw disk limit: writeSync + fsyncSync of the same bytes per 100', 'fsync', range(a.raw, 0)],
+    ['(reference) raw through FileHandle.write + datasync per 100', 'fdatasync', range(a.rawAsync, 0)],
+    ['better-sqlite3, one transaction per 100', 'synchronous=FULL', range(a.sqliteFullBatched, 0)],
+    ['sessionfold, 1 event per append, 100 concurrent callers', 'strict', range(a.concurrent, 0)],
+    ['sessionfold, 1 event per append, sequential', 'strict', range(a.sequential, 0)],
+    ['better-sqlite3, 1 event per transaction (synchronous API: concurrent callers queue the same way)', 'synchronous=FULL', range(a.sqliteFullSingles, 0)],
+    ['sessionfold, batches of 100', 'relaxed (no fdatasync per append)', range(a.relaxedBatched, 0)],
+    ['better-sqlite3, one transaction per 100', 'synchronous=NORMAL', range(a.sqliteNormalBatched, 0)],
+  ], ['l', 'l', 'r']))
+  p()
+  p(table(['ratio (same rounds)', 'per-round median (min–max)'], [
+    ...storage.ratios.filter((r: Any) => !r.name.startsWith('full read')).map((r: Any) => [r.name, range(r.perRound, 2)]),
+    [storage.reference.name, range(storage.reference.perRound, 2)],
+    ...storage.peerReference.map((r: Any) => [r.name, range(r.perRound, 2)]),
+  ], ['l', 'r']))
+  p()
+  p(`Group commit: 100 concurrent callers wrote ${fmt(storage.diagnostics.b.eventsPerSync, 1)} events per fdatasync (untimed diagnostic pass); ` +
+    `sequential single appends pay one fdatasync each.`)
+  p()
+
+  // ---- cold open ----
+  p('## Cold open: time to the first projection value (Node, fs adapter)')
+  p()
+  p('A new engine and adapter per open (an app that starts and shows one session), `Engine.coldRead`: the checkpoint row is ' +
+    `${scaling.config.behind} events behind the end of the log, so the open restores it and folds ${scaling.config.behind} events; ` +
+    'without it, the whole log is folded. The peer: better-sqlite3 opened anew, every event of the session selected in seq order, ' +
+    'the catalog and timing folded by app code (it parses only the events its folds need). Same events in both, checked to give the same values.')
+  p()
+  p(table(['events', 'log MiB', 'with checkpoint, ms', 'full refold, ms', 'better-sqlite3 + app fold, ms', 'refold ÷ checkpoint', 'sqlite ÷ checkpoint'],
+    (scaling.cold.bySize as Any[]).map((c) => [n0(c.size), fmt(c.logBytes / 2 ** 20, 1), range(c.checkpoint, 2), range(c.refold, 1), range(c.sqlite, 1),
+      range(c.refoldOverCheckpoint, 1), range(c.sqliteOverCheckpoint, 1)])))
+  p()
+  p('![cold open chart](bench/charts/cold-open.svg)')
+  p()
+  const pr = projections.reads
+  p(`From the projections run (100,000 events, checkpoint 200 behind): full refold ${fmt(pr.eventsPerSecond.refold.new.median / 1000, 0)}k events/s against ` +
+    `${fmt(pr.eventsPerSecond.raw.median / 1000, 0)}k events/s for a raw read + JSON.parse of the same file; cold open with checkpoint ` +
+    `${range(pr.ms.checkpoint.new, 2)} ms from a new engine, ${range(pr.ms.checkpoint.warm, 2)} ms on a warm one.`)
+  p()
+
+  // ---- listChildren ----
+  const sizes = Object.keys(children).map(Number).sort((x, y) => x - y)
+  p('## listChildren (Node, fs adapter)')
+  p()
+  p('Children of one parent, 23 events each. Live: open for writing in the engine that lists them (no reads). Cold: released, ' +
+    'each with its close checkpoint; "fresh engine" = new engine + adapter inside the timed part, "warm" = the same engine every round. ' +
+    'No checkpoints: the same store with every child\'s checkpoint deleted (each child refolded).')
+  p()
+  p(table(['children', 'live, ms', 'cold, fresh engine, ms', 'cold, warm engine, ms', 'no checkpoints, fresh engine, ms', 'µs per child (cold, fresh)', 'runs'],
+    sizes.map((n) => {
+      const l = children[String(n)].listings
+      return [n0(n), range(l.live, 2), range(l.coldFresh, 1), range(l.coldWarm, 1), range(l.refoldFresh, 1), fmt((l.coldFresh.median / n) * 1000, 0), String(l.live.n)]
+    })))
+  p()
+  p('![listChildren chart](bench/charts/list-children.svg)')
+  p()
+
+  // ---- latency ----
+  p('## Append-to-subscriber latency')
+  p()
+  p('### Node, across the worker (`openStore({ worker: true, storage: \'fs\' })`)')
+  p()
+  p(`${n0(client.config.latencyAppends)} appends per run, one after another, each changing the \`subagentTiming\` value; the time from ` +
+    '`session.append` to the subscriber\'s listener. Median and p99 within each run; the table shows the median (min–max) of those over the runs.')
+  p()
+  p(table(['variant', 'median, ms', 'p99, ms', 'append() resolves, median ms'],
+    (client.latency.variants as Any[]).map((v) => [v.label, range(v.summary.obsMedian, 3), range(v.summary.obsP99, 2), range(v.summary.appendMedian, 3)]), ['l', 'r', 'r', 'r']))
+  p()
+  p('### Chromium, against Dexie `liveQuery`')
+  p()
+  p('One `subagent/catalog` fact appended per sample, until the `subagentCatalog` subscriber sees the new entry; Dexie\'s liveQuery recomputes the ' +
+    'catalog from every event of the session (`bulkAdd` prefill, `add` per sample, strict durability like sessionfold). Dexie\'s default cache shows the ' +
+    'entry before its transaction commits; with cache \'disabled\' it queries again after the commit.')
+  p()
+  const lat = browser.latency as Any[]
+  p(table(['scenario', 'sessionfold writer, ms', 'sessionfold observer, ms', 'Dexie default, ms', 'Dexie no cache, ms', 'raw idb put + commit() (commit floor), ms'],
+    lat.map((l) => [`${l.name}${l.reference ? ' (reference)' : ''}`, range(l.samples.sfWriter, 2), range(l.samples.sfObserver, 2), range(l.samples.dexie, 2),
+      range(l.samples.dexieNoCache, 2), range(l.samples.idbPut, 2)])))
+  p()
+  p(`"mixed-N": N events of which 1 in 100 is a catalog fact; "catalog-N": every event a catalog fact (the view pushed on each update holds N entries).`)
+  p()
+  p('![subscriber latency chart](bench/charts/subscriber-latency.svg)')
+  p()
+
+  // ---- memory ----
+  p('## Memory held by the engine (Node)')
+  p()
+  p(table(['live session', 'heap, KiB: median (min–max)', 'bytes per event'], [
+    ...(scaling.heap.bySize as Any[]).map((h) => [`${n0(h.events)} events`, range({ ...h.bytes, median: h.bytes.median / 1024, min: h.bytes.min / 1024, max: h.bytes.max / 1024 }, 1), fmt(h.bytes.median / h.events, 2)]),
+    [`per live session, ${n0(scaling.config.sessions)} sessions of ${scaling.config.eventsPerSmallSession} events open at once`,
+      range({ ...scaling.heap.perLiveSession, median: scaling.heap.perLiveSession.median / 1024, min: scaling.heap.perLiveSession.min / 1024, max: scaling.heap.perLiveSession.max / 1024 }, 1), ''],
+  ], ['l', 'r', 'r']))
+  p()
+  const hs = scaling.heap.bySize as Any[]
+  const hPrev = hs.at(-2)
+  const hLast = hs.at(-1)
+  if (hPrev && hLast) {
+    p(`Growth per 100,000 events, between ${n0(hPrev.events)} and ${n0(hLast.events)} events (medians): ` +
+      `${fmt(((hLast.bytes.median - hPrev.bytes.median) / (hLast.events - hPrev.events)) * 100_000 / 1024, 1)} KiB.`)
+    p()
+  }
+  p('heapUsed after forced gc, before and after: the projection states, the log state (its sparse offset index: one number per 64 events) ' +
+    'and the adapter\'s bookkeeping. Events themselves are not kept in memory; the logs here hold the same 3 children at every length, so the ' +
+    'states do not grow with them.')
+  p()
+  p('![memory chart](bench/charts/memory.svg)')
+  p()
+
+  // ---- chromium appends ----
+  const ba = browser.appends
+  p('## Appends in Chromium (IndexedDB on disk)')
+  p()
+  p(table(['system', 'events/s: median (min–max)'], [
+    ['sessionfold: openStore({ worker: true }), session.append(batch of 100), strict', range(ba.sessionfold, 0)],
+    ['raw idb: one strict readwrite transaction per 100 puts, commit() after the last', range(ba.idb, 0)],
+    ['(reference) sessionfold, checkpoints deferred past the run', range(ba.sessionfoldCheckpointsDeferred, 0)],
+    ['(reference) sessionfold, checkpoint transactions committed relaxed', range(ba.sessionfoldRelaxedCheckpoints, 0)],
+  ], ['l', 'r']))
+  p()
+  p('## Other figures from the component benchmarks')
+  p()
+  const pa = projections.appends
+  p(table(['figure', 'median (min–max)'], [
+    ['one subagent/catalog append (memory adapter), D=10 catalog entries, µs', range(pa.us.default.small, 1)],
+    [`one subagent/catalog append, D=${n0(projections.config.catalogLarge)} entries, µs`, range(pa.us.default.large, 1)],
+    ['Node: no-op call through the worker vs raw comlink no-op, µs (listSessions on an empty memory store)', noop(client)],
+    ['Node: batched appends through the worker, fs strict, events/s', range(client.throughput.variants.find((v: Any) => v.key === 'workerFs').summary, 0)],
+  ], ['l', 'r']))
+  p()
+  return `${L.join('\n')}\n`
+}
+
+function noop(client: Any): string {
+  const calls = client.noop.calls as Any[]
+  const raw = calls.find((c) => c.mode === 'free' && c.key === 'raw')
+  const mem = calls.find((c) => c.mode === 'free' && /memory/.test(c.label))
+  return mem && raw ? `${range(mem.median, 1)} vs ${range(raw.median, 1)}` : 'n/a'
+}
+
+/** Writes the charts and BENCHMARKS.md from a results object. */
+export function writeReport(res: SuiteResults, explain: (res: SuiteResults, targets: Target[]) => string): void {
+  const targets = targetsOf(res)
+  fs.mkdirSync(here('./charts'), { recursive: true })
+  for (const { file, chart } of chartsOf(res)) fs.writeFileSync(here(`./charts/${file}`), renderChart(chart))
+  fs.writeFileSync(here('../BENCHMARKS.md'), renderMarkdown(res, targets, explain(res, targets)))
+}

@@ -1,0 +1,461 @@
+// Scaling benchmark (part of npm run bench; alone: npm run bench:scaling): how cost grows with the
+// length of a session, in Node on the fs adapter.
+//
+//   (1) cold open: the time to the first projection value of a session that is not open, from a
+//       new engine and adapter (an app that starts and shows one session: Engine.coldRead, which
+//       restores the checkpoint and folds the events after it, or folds them all), for logs of
+//       1k, 10k, 100k and 1M events, with a checkpoint 200 events behind the log's end and
+//       without one (a full refold). The peer, in the same rounds: better-sqlite3 (WAL) holding
+//       the same events in one table, opened anew, every event of the session selected in seq
+//       order and the catalog and timing folded by app code (bench/sqlite-peer.ts). The logs
+//       hold turns of 200 events and ~300-byte app events; their 3 catalog facts come in the first
+//       1,000 events, so the projection state is the same size at every length: what grows is
+//       the log alone.
+//   (2) memory held by the engine: the heap a live session adds (open for writing, with its
+//       projection states, log state and the adapter's bookkeeping) with 1k, 10k and 100k events
+//       appended through Engine.append (BENCH_HEAP_SIZES), and the heap per live session of
+//       300 small sessions (20 events each) open at once.
+//
+// The logs are written straight through the fs adapter with durability 'relaxed' in batches of
+// 10,000 (the checkpoint row from folding the same events), which writes the same file format a
+// strict append does, in seconds. The machine is shared and noisy: every figure is the median
+// of several rounds with min and max, after one unrecorded warm-up round, every comparison a
+// ratio of runs made in the same round (the sizes and variants take turns in an order that
+// rotates). Results go to bench/results-scaling.json. Settings: BENCH_COLD_SIZES (comma list),
+// BENCH_COLD_ROUNDS, BENCH_HEAP_SIZES, BENCH_HEAP_ROUNDS, BENCH_SESSIONS.
+import * as fs from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { createFsAdapter } from '../adapters/fs'
+import type { CheckpointRow } from '../adapters/types'
+import type { Json, SessionEvent, SessionHeader, SessionId } from '../src/model'
+import type { ProjectionSnapshot } from '../src/projection'
+import { BUILTIN_PROJECTIONS } from '../src/units'
+import { CATALOG, TURN_END, TURN_START } from '../src/units/payloads'
+import { encodeEvent, type EncodedEvent } from '../src/validate'
+import { Engine } from '../worker/engine'
+import { checkpointRowOf, foldEvent, initSlots } from '../worker/units'
+import { openSqlitePeer, type AppFold } from './sqlite-peer'
+import { benchRoot, fmt, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
+
+const list = (name: string, fallback: number[]): number[] => {
+  const v = process.env[name]
+  const xs = v === undefined || v === '' ? fallback : v.split(',').map((s) => Number(s.trim()))
+  if (xs.some((x) => !(Number.isSafeInteger(x) && x > 0))) throw new Error(`bad ${name}=${v}`)
+  return xs
+}
+const env = (name: string, fallback: number): number => {
+  const v = process.env[name]
+  const x = v === undefined || v === '' ? fallback : Number(v)
+  if (!(Number.isSafeInteger(x) && x > 0)) throw new Error(`bad ${name}=${v}`)
+  return x
+}
+
+const CONFIG = {
+  coldSizes: list('BENCH_COLD_SIZES', [1_000, 10_000, 100_000, 1_000_000]),
+  coldRounds: env('BENCH_COLD_ROUNDS', 5),
+  /** Cold opens with checkpoint per size per round (their median is the round's figure: they take milliseconds). */
+  checkpointRepeats: 5,
+  behind: 200,
+  buildBatch: 10_000,
+  /** 1M events through Engine.append take 10–30 s here: the heap stops at 100k to keep the suite under 10 minutes. */
+  heapSizes: list('BENCH_HEAP_SIZES', [1_000, 10_000, 100_000]),
+  heapRounds: env('BENCH_HEAP_ROUNDS', 5),
+  heapBatch: 1_000,
+  /** Small sessions open at once for the per-session heap (each is created durably: 4 fsyncs). */
+  sessions: env('BENCH_SESSIONS', 300),
+  eventsPerSmallSession: 20,
+  gcPasses: 6,
+  eventBytes: 300,
+  turnLength: 200,
+  catalogEvery: 331,
+  /**
+   * Catalog facts only before this seq: every log holds the same 3 children, so its projection
+   * state (and checkpoint row) is the same size at every length and what grows is the log alone.
+   * (bench/projections.ts measures a log whose catalog grows with it.)
+   */
+  catalogUntil: 1_000,
+}
+
+const TARGETS = {
+  /** Cold open with checkpoint at the largest size over the smallest: at most. */
+  checkpointLargestVsSmallest: 2,
+  /** Full refold over cold open with checkpoint at 100k: at least. */
+  refoldVsCheckpoint100k: 50,
+}
+
+const log = (msg: string) => process.stderr.write(`${msg}\n`)
+
+// ---- gc -----------------------------------------------------------------------------------
+
+function getGc(): () => void {
+  const exposed = (globalThis as { gc?: () => void }).gc
+  if (typeof exposed === 'function') return exposed
+  setFlagsFromString('--expose-gc')
+  return runInNewContext('gc') as () => void
+}
+const gc = getGc()
+function heapUsed(): number {
+  for (let i = 0; i < CONFIG.gcPasses; i++) gc()
+  return process.memoryUsage().heapUsed
+}
+
+// ---- events (the shape of bench/projections.ts: turns, catalog facts, ~300-byte app events) ----
+
+const TIME0 = 1_700_000_000_000
+const WORDS = 'the agent read the file and proposed a patch to the parser so that the tests pass again '
+const APP_TYPES = ['message/assistant', 'tool/call', 'tool/result', 'message/user'] as const
+const PADS = new Map(APP_TYPES.map((type) => {
+  const base = JSON.stringify({ seq: 10_000, type, time: TIME0, data: { role: 'agent', text: '' } }).length
+  const n = CONFIG.eventBytes - base
+  return [type, WORDS.repeat(Math.ceil(n / WORDS.length)).slice(0, n)]
+}))
+
+function header(id: SessionId): SessionHeader {
+  return { version: 1, id, createdAt: TIME0, seedLength: 0, delegationDepth: 0, origin: 'root' }
+}
+
+function eventAt(seq: number): SessionEvent {
+  const time = TIME0 + seq * 10
+  const inTurn = seq % CONFIG.turnLength
+  const turn = Math.floor(seq / CONFIG.turnLength)
+  if (inTurn === 0) return { seq, type: TURN_START, time, data: { turn } }
+  if (inTurn === CONFIG.turnLength - 1) return { seq, type: TURN_END, time, data: { turn, inputTokens: 18_211, outputTokens: 1_403 } }
+  if (seq % CONFIG.catalogEvery === 7 && seq < CONFIG.catalogUntil) {
+    const data: { [k: string]: Json } = { v: 2, childId: `child-${seq}`, childCreatedAt: time, mode: 'one-shot' }
+    if (seq % 3 === 0) {
+      data.mode = 'continuable'
+      data.label = `worker-${seq}`
+    }
+    return { seq, type: CATALOG, time, data }
+  }
+  const type = APP_TYPES[seq % APP_TYPES.length]!
+  return { seq, type, time, data: { role: 'agent', text: PADS.get(type)! } }
+}
+
+// ---- (1) cold open ------------------------------------------------------------------------
+
+interface ColdLog {
+  size: number
+  dir: string
+  id: SessionId
+  row: CheckpointRow
+  logBytes: number
+  sqlitePath: string
+  buildMs: number
+}
+
+/**
+ * The logs are kept under bench/.tmp/scaling (gitignored) between runs, keyed by everything that
+ * shapes them, so a rerun skips building the 1M-event log (about 300 MiB and 20 s here).
+ */
+const CACHE = new URL('./.tmp/scaling/', import.meta.url).pathname
+const CACHE_KEY = JSON.stringify({
+  format: 1, behind: CONFIG.behind, eventBytes: CONFIG.eventBytes, turnLength: CONFIG.turnLength, catalogEvery: CONFIG.catalogEvery, catalogUntil: CONFIG.catalogUntil,
+})
+
+async function coldLog(size: number): Promise<ColdLog> {
+  const dir = join(CACHE, `cold-${size}`)
+  const ready = join(dir, 'ready.json')
+  try {
+    const saved = JSON.parse(fs.readFileSync(ready, 'utf8')) as { key: string; log: ColdLog }
+    if (saved.key === CACHE_KEY && fs.existsSync(saved.log.sqlitePath)) {
+      log(`reusing the ${fmt(size, 0)}-event log cached in ${dir}`)
+      return saved.log
+    }
+  } catch {
+    // not cached yet
+  }
+  fs.rmSync(dir, { recursive: true, force: true })
+  fs.mkdirSync(dir, { recursive: true })
+  const c = await buildColdLog(dir, size)
+  fs.writeFileSync(ready, JSON.stringify({ key: CACHE_KEY, log: c }))
+  log(`built a ${fmt(size, 0)}-event log (${fmt(c.logBytes / 2 ** 20, 1)} MiB, checkpoint row ${fmt(JSON.stringify(c.row).length / 1024, 1)} KiB) and its sqlite copy in ${fmt(c.buildMs, 0)} ms`)
+  return c
+}
+
+/** The log through the fs adapter (relaxed), its checkpoint row `behind` events before the end, and the same events in sqlite. */
+async function buildColdLog(root: string, size: number): Promise<ColdLog> {
+  const t0 = performance.now()
+  const dir = join(root, 'store')
+  const id: SessionId = `cold-${size}`
+  const cut = size - CONFIG.behind
+  const adapter = createFsAdapter({ dir, durability: 'relaxed' })
+  const sqlitePath = join(root, 'peer.sqlite')
+  const peer = openSqlitePeer(sqlitePath, 'NORMAL')
+  await adapter.createSession(header(id))
+  const slots = initSlots(BUILTIN_PROJECTIONS, header(id))
+  for (let from = 0; from < size; from += CONFIG.buildBatch) {
+    const batch: EncodedEvent[] = []
+    for (let seq = from; seq < Math.min(size, from + CONFIG.buildBatch); seq++) {
+      const e = encodeEvent(eventAt(seq), id)
+      batch.push(e)
+      if (seq < cut) foldEvent(slots, JSON.parse(e.json) as SessionEvent)
+    }
+    await adapter.append(id, batch)
+    peer.append(id, batch)
+  }
+  peer.db.pragma('wal_checkpoint(TRUNCATE)')
+  peer.close()
+  const { row, skipped } = checkpointRowOf(header(id), slots)
+  if (skipped.length > 0 || Object.values(row.rows).some((u) => u.seq !== cut - 1)) throw new Error('checkpoint row is not as of the cut')
+  await adapter.putCheckpoint(id, row)
+  await adapter.close()
+  const logBytes = fs.statSync(join(dir, 'sessions', `s-${id}`, 'events.log')).size
+  return { size, dir, id, row, logBytes, sqlitePath, buildMs: performance.now() - t0 }
+}
+
+/** New engine + adapter, coldRead: the first projection values. */
+async function coldOpen(c: ColdLog): Promise<{ ms: number; snapshot: ProjectionSnapshot }> {
+  const t0 = performance.now()
+  const engine = new Engine({ storage: createFsAdapter({ dir: c.dir }) })
+  const { snapshot, length } = await engine.coldRead(c.id)
+  const ms = performance.now() - t0
+  await engine.close()
+  if (length !== c.size) throw new Error(`cold read of ${c.id} saw ${length} events`)
+  if (Object.keys(snapshot.faults).length > 0) throw new Error(`cold read of ${c.id} has faults`)
+  return { ms, snapshot }
+}
+
+/** The peer: open the database, select every event of the session, fold in app code. */
+function sqliteOpen(c: ColdLog): { ms: number; fold: AppFold } {
+  const t0 = performance.now()
+  const peer = openSqlitePeer(c.sqlitePath, 'NORMAL')
+  const fold = peer.fold(c.id)
+  const ms = performance.now() - t0
+  peer.close()
+  if (fold.length !== c.size) throw new Error(`sqlite peer read ${fold.length} events of ${c.id}`)
+  return { ms, fold }
+}
+
+/** The values both must agree on: catalog ids in order, and the timing. */
+function checkSame(snapshot: ProjectionSnapshot, fold: AppFold, what: string): void {
+  const catalog = (snapshot.values.subagentCatalog as { id: string }[] | null) ?? []
+  const timing = snapshot.values.subagentTiming as { turns: number; settledMs: number; runningSince: number | null } | null
+  const a = JSON.stringify({ ids: catalog.map((e) => e.id), timing })
+  const b = JSON.stringify({ ids: fold.catalog.map((e) => e.id), timing: fold.timing })
+  if (a !== b) throw new Error(`${what}: sessionfold and the sqlite peer disagree`)
+}
+
+type ColdVariant = 'checkpoint' | 'refold' | 'sqlite'
+
+async function benchCold() {
+  const logs: ColdLog[] = []
+  for (const size of CONFIG.coldSizes) logs.push(await coldLog(size))
+  const samples = new Map<number, Record<ColdVariant, number[]>>(logs.map((c) => [c.size, { checkpoint: [], refold: [], sqlite: [] }]))
+  for (let r = 0; r <= CONFIG.coldRounds; r++) {
+    const warmUp = r === 0
+    const order = r % 2 === 0 ? logs : [...logs].reverse()
+    const line: string[] = []
+    for (const c of order) {
+      const s = samples.get(c.size)!
+      const a = createFsAdapter({ dir: c.dir })
+      const variants: [ColdVariant, () => Promise<number>][] = [
+        ['checkpoint', async () => {
+          await a.putCheckpoint(c.id, c.row)
+          const runs: number[] = []
+          let last: ProjectionSnapshot | undefined
+          for (let k = 0; k < CONFIG.checkpointRepeats; k++) {
+            const x = await coldOpen(c)
+            runs.push(x.ms)
+            last = x.snapshot
+          }
+          checkSame(last!, sqliteCheck(c), `cold open with checkpoint, ${c.size}`)
+          return summarize(runs).median
+        }],
+        ['refold', async () => {
+          await a.deleteCheckpoint(c.id)
+          const x = await coldOpen(c)
+          checkSame(x.snapshot, sqliteCheck(c), `full refold, ${c.size}`)
+          return x.ms
+        }],
+        ['sqlite', async () => sqliteOpen(c).ms],
+      ]
+      const k = r % variants.length
+      for (const [name, run] of [...variants.slice(k), ...variants.slice(0, k)]) {
+        const ms = await run()
+        if (!warmUp) s[name].push(ms)
+        line.push(`${fmt(c.size, 0)} ${name} ${fmt(ms)}`)
+      }
+      await a.putCheckpoint(c.id, c.row)
+      await a.close()
+    }
+    log(`cold ${warmUp ? 'warm-up' : `round ${r}/${CONFIG.coldRounds}`}: ${line.join(', ')} ms`)
+  }
+  const bySize = logs.map((c) => {
+    const s = samples.get(c.size)!
+    return {
+      size: c.size, logBytes: c.logBytes, buildMs: c.buildMs, checkpointRowBytes: JSON.stringify(c.row).length,
+      checkpoint: summarize(s.checkpoint), refold: summarize(s.refold), sqlite: summarize(s.sqlite),
+      refoldOverCheckpoint: summarize(pairRatios(s.refold, s.checkpoint)),
+      sqliteOverCheckpoint: summarize(pairRatios(s.sqlite, s.checkpoint)),
+      sqliteOverRefold: summarize(pairRatios(s.sqlite, s.refold)),
+    }
+  })
+  const smallest = samples.get(CONFIG.coldSizes[0]!)!
+  const largest = samples.get(CONFIG.coldSizes.at(-1)!)!
+  const largestOverSmallest = summarize(pairRatios(largest.checkpoint, smallest.checkpoint))
+  return { bySize, largestOverSmallest }
+}
+
+const peerChecks = new Map<number, AppFold>()
+/** The peer's fold of a log, computed once (untimed), to check sessionfold's values against. */
+function sqliteCheck(c: ColdLog): AppFold {
+  let f = peerChecks.get(c.size)
+  if (!f) peerChecks.set(c.size, (f = sqliteOpen(c).fold))
+  return f
+}
+
+// ---- (2) memory ---------------------------------------------------------------------------
+
+/** Heap a live session of `events` events adds to an engine (fs adapter). */
+/** Lets the checkpoint an append started finish, so the heap holds the session at rest, not a write in flight. */
+const settle = () => new Promise<void>((resolve) => setTimeout(resolve, 150))
+
+async function heapOfSession(root: string, tag: string, events: number): Promise<number> {
+  const engine = new Engine({ storage: createFsAdapter({ dir: join(root, 'heap'), durability: 'relaxed' }) })
+  const id = `heap-${tag}`
+  await engine.createSession({ id })
+  await engine.release(id, 'writer')
+  const before = heapUsed()
+  await engine.openSession(id)
+  for (let from = 0; from < events; from += CONFIG.heapBatch) {
+    const inputs = []
+    for (let seq = from; seq < Math.min(events, from + CONFIG.heapBatch); seq++) {
+      const { type, time, data } = eventAt(seq)
+      inputs.push({ type, time, data })
+    }
+    await engine.append(id, inputs, { expectedSeq: from })
+  }
+  if (engine.liveSeq(id) !== events - 1) throw new Error(`live session ${id} is at seq ${engine.liveSeq(id)}`)
+  await settle()
+  const live = heapUsed()
+  await engine.close()
+  fs.rmSync(join(root, 'heap', 'sessions', `s-${id}`), { recursive: true, force: true })
+  return live - before
+}
+
+/** Heap per live session with `n` small sessions open at once in one engine. */
+async function heapPerSession(root: string, tag: string, n: number): Promise<number> {
+  const engine = new Engine({ storage: createFsAdapter({ dir: join(root, `many-${tag}`), durability: 'relaxed' }) })
+  await engine.createSession({ id: 'warm-up' })
+  const before = heapUsed()
+  const ids: SessionId[] = []
+  for (let i = 0; i < n; i++) {
+    const id = `s-${String(i).padStart(5, '0')}`
+    await engine.createSession({ id })
+    const inputs = Array.from({ length: CONFIG.eventsPerSmallSession }, (_, k) => {
+      const { type, time, data } = eventAt(k)
+      return { type, time, data }
+    })
+    await engine.append(id, inputs, { expectedSeq: 0 })
+    ids.push(id)
+  }
+  await settle()
+  const live = heapUsed()
+  for (const id of ids) if (engine.liveSeq(id) !== CONFIG.eventsPerSmallSession - 1) throw new Error(`session ${id} is not live`)
+  await engine.close()
+  fs.rmSync(join(root, `many-${tag}`), { recursive: true, force: true })
+  return (live - before) / n
+}
+
+async function benchHeap(root: string) {
+  // Warm-up: compiles the append, fold and checkpoint paths.
+  await heapOfSession(root, 'warm-up', 20_000)
+  await heapPerSession(root, 'warm-up', 50)
+  const bySize = new Map<number, number[]>(CONFIG.heapSizes.map((n) => [n, []]))
+  const perSession: number[] = []
+  for (let r = 1; r <= CONFIG.heapRounds; r++) {
+    const line: string[] = []
+    const sizes = r % 2 === 0 ? [...CONFIG.heapSizes].reverse() : CONFIG.heapSizes
+    for (const n of sizes) {
+      const bytes = await heapOfSession(root, `${r}-${n}`, n)
+      bySize.get(n)!.push(bytes)
+      line.push(`${fmt(n, 0)} events ${fmt(bytes / 1024, 1)} KiB`)
+    }
+    const per = await heapPerSession(root, String(r), CONFIG.sessions)
+    perSession.push(per)
+    line.push(`${fmt(per / 1024, 1)} KiB per live session (${fmt(CONFIG.sessions, 0)} open)`)
+    log(`heap round ${r}/${CONFIG.heapRounds}: ${line.join(', ')}`)
+  }
+  return {
+    bySize: CONFIG.heapSizes.map((n) => ({ events: n, bytes: summarize(bySize.get(n)!) })),
+    perLiveSession: summarize(perSession),
+  }
+}
+
+// ---- main ---------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const started = performance.now()
+  const { root, cleanup } = await benchRoot('sessionfold-bench-scaling-')
+  try {
+    log(`temp dir ${root}`)
+    const cold = await benchCold()
+    const heap = await benchHeap(root)
+
+    const at100k = cold.bySize.find((x) => x.size === 100_000)
+    const targets = [
+      {
+        name: `cold open with checkpoint: ${fmt(CONFIG.coldSizes.at(-1)!, 0)} events / ${fmt(CONFIG.coldSizes[0]!, 0)} events`,
+        perRound: cold.largestOverSmallest, target: `<= ${TARGETS.checkpointLargestVsSmallest}`,
+        result: cold.largestOverSmallest.median <= TARGETS.checkpointLargestVsSmallest ? 'PASS' : 'MISS',
+      },
+      ...(at100k ? [{
+        name: 'full refold / cold open with checkpoint, 100,000 events', perRound: at100k.refoldOverCheckpoint,
+        target: `>= ${TARGETS.refoldVsCheckpoint100k}`, result: at100k.refoldOverCheckpoint.median >= TARGETS.refoldVsCheckpoint100k ? 'PASS' : 'MISS',
+      }] : []),
+    ]
+
+    const ms = (s: Summary) => [fmt(s.median, 2), fmt(s.min, 2), fmt(s.max, 2)]
+    console.log('')
+    console.log('sessionfold scaling benchmark: fs adapter, new engine + adapter per cold open')
+    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus, temp dir under ${os.tmpdir()}`)
+    console.log('')
+    console.log('Cold open: ms to the first projection values (median, min, max of the rounds)')
+    printTable(
+      ['events', 'MiB', 'with checkpoint', 'min', 'max', 'full refold', 'min', 'max', 'sqlite peer', 'min', 'max', 'refold/ckpt', 'sqlite/ckpt'],
+      cold.bySize.map((x) => [fmt(x.size, 0), fmt(x.logBytes / 2 ** 20, 1), ...ms(x.checkpoint), ...ms(x.refold), ...ms(x.sqlite),
+        fmt(x.refoldOverCheckpoint.median, 1), fmt(x.sqliteOverCheckpoint.median, 1)]),
+    )
+    console.log(`  with checkpoint: the row is ${CONFIG.behind} events behind the end; each round's figure is the median of ${CONFIG.checkpointRepeats} opens.`)
+    console.log('  sqlite peer: better-sqlite3 opened anew, SELECT of the session\'s events in seq order, catalog + timing folded by app code.')
+    console.log('')
+    console.log('Memory held by the engine (heapUsed after gc)')
+    printTable(
+      ['live session', 'KiB median', 'min', 'max', 'bytes per event'],
+      [
+        ...heap.bySize.map((x) => [`${fmt(x.events, 0)} events`, fmt(x.bytes.median / 1024, 1), fmt(x.bytes.min / 1024, 1), fmt(x.bytes.max / 1024, 1), fmt(x.bytes.median / x.events, 2)]),
+        [`per session, ${fmt(CONFIG.sessions, 0)} sessions of ${CONFIG.eventsPerSmallSession} events`, fmt(heap.perLiveSession.median / 1024, 1), fmt(heap.perLiveSession.min / 1024, 1), fmt(heap.perLiveSession.max / 1024, 1), ''],
+      ],
+    )
+    console.log('')
+    console.log('Targets')
+    printTable(['ratio', 'per round median (min–max)', 'target', 'result'],
+      targets.map((t) => [t.name, `${fmt(t.perRound.median, 2)} (${fmt(t.perRound.min, 2)}–${fmt(t.perRound.max, 2)})`, t.target, t.result]))
+    const totalS = (performance.now() - started) / 1000
+    console.log(`total ${fmt(totalS, 1)} s`)
+
+    const out = resultsPath('scaling')
+    fs.writeFileSync(out, `${JSON.stringify({
+      benchmark: 'scaling',
+      date: new Date().toISOString(),
+      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
+      config: CONFIG,
+      cold: { unit: 'ms', ...cold },
+      heap: { unit: 'bytes', ...heap },
+      targets,
+      totalSeconds: totalS,
+    }, null, 2)}\n`)
+    console.log(`results written to ${out}`)
+  } finally {
+    cleanup()
+  }
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exitCode = 1
+})
