@@ -282,6 +282,18 @@ export interface VerifyOptions {
   onProgress?: (progress: { done: number; total: number }) => void
 }
 
+const nat = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+
+/** Why a verify step from the worker is unacceptable, or undefined. */
+function verifyStepProblem(step: unknown): string | undefined {
+  if (!isPlainObject(step) || !nat(step.sessions) || !nat(step.events)) return 'bad counts'
+  if (!(step.next === null || (typeof step.next === 'string' && SESSION_ID_PATTERN.test(step.next)))) return 'bad next'
+  if (!Array.isArray(step.damaged)) return 'damaged is not an array'
+  const bad = step.damaged.find((d: unknown) => !(isPlainObject(d) && typeof d.id === 'string' && SESSION_ID_PATTERN.test(d.id) &&
+    (d.code === 'CORRUPT_LOG' || d.code === 'CORRUPT_CHECKPOINT') && typeof d.detail === 'string' && Object.keys(d).length === 3))
+  return bad === undefined ? undefined : 'a damaged entry is not { id, code, detail }'
+}
+
 /** A store: sessions, listing and deletion. Close it to flush and release everything. */
 export class Store {
   readonly #connection: Connection
@@ -430,12 +442,12 @@ export class Store {
     const onAbort = () => void this._call((api) => api.cancel(token)).catch(() => {})
     signal?.addEventListener('abort', onAbort)
     try {
-      const plan = await this._call((api) => api.verifyPlan())
+      const plan = await this._checked('verify plan', (api) => api.verifyPlan(), (p) => (isPlainObject(p) && nat(p.sessions) && nat(p.events) ? undefined : 'not { sessions, events }'))
       const report: VerifyReport = { sessions: 0, events: 0, damaged: [] }
       onProgress?.({ done: 0, total: plan.events })
       for (let after: string | null = null; ;) {
         if (signal?.aborted) throw cancelled()
-        const step = await this._call((api) => api.verifyStep(after, VERIFY_BUDGET, token))
+        const step = await this._checked('verify step', (api) => api.verifyStep(after, VERIFY_BUDGET, token), verifyStepProblem)
         report.sessions += step.sessions
         report.events += step.events
         report.damaged.push(...step.damaged)

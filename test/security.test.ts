@@ -318,6 +318,18 @@ describe('a broken or hostile worker', () => {
     }
   })
 
+  it('a bad verify report rejects with PROJECTIONS_UNAVAILABLE', async () => {
+    const store = await open()
+    try {
+      await (await store.createSession({ id: 'sound' })).close()
+      expect(await store.verify()).toMatchObject({ sessions: 1, damaged: [] })
+      await (await store.createSession({ id: 'verify-bad' })).close()
+      await expectCode(store.verify(), 'PROJECTIONS_UNAVAILABLE')
+    } finally {
+      await store.close()
+    }
+  })
+
   it('bad append results, event pages, session lists and child rows reject with PROJECTIONS_UNAVAILABLE', async () => {
     const store = await open()
     try {
