@@ -7,7 +7,7 @@
 // and one fdatasync (group commit); sessions flush in parallel. A log is opened by reading
 // only the index and the records after its last entry, so opening costs O(tail), not O(log).
 import { randomBytes } from 'node:crypto'
-import { writeSync } from 'node:fs'
+import { fdatasyncSync, writeSync } from 'node:fs'
 import * as nodeFs from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -26,10 +26,13 @@ import type { CheckpointRow, ReadRange, RepairReport, SessionInfo, StorageAdapte
 /**
  * The file operations the adapter uses: node:fs/promises, plus a synchronous positioned write
  * for log appends (a copy into the page cache, microseconds, which saves a thread-pool round
- * trip per batch; the slow part, fdatasync, stays asynchronous so sessions sync in parallel).
+ * trip per batch) and a synchronous fdatasync for a lone flush (see writeGroup; while several
+ * sessions flush, their fdatasyncs go to the thread pool so they run in parallel).
  */
 export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'readFile' | 'rename' | 'rm' | 'stat' | 'unlink'> & {
   writeSync: typeof writeSync
+  /** Optional: without it every fdatasync goes through the thread pool. */
+  fdatasyncSync?: typeof fdatasyncSync
 }
 
 export interface FsAdapterOptions {
@@ -125,7 +128,7 @@ function corrupt(log: { id: SessionId; dir: string }, offset: number, what: stri
 }
 
 export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter {
-  const fs: FsPromises = options.fs ?? { ...nodeFs, writeSync }
+  const fs: FsPromises = options.fs ?? { ...nodeFs, writeSync, fdatasyncSync }
   const root = options.dir ?? '.sessionfold'
   const sessionsDir = join(root, 'sessions')
   const tmpDir = join(root, 'tmp')
@@ -133,6 +136,8 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const strict = (options.durability ?? 'strict') === 'strict'
   const maxOpen = options.maxOpenFiles ?? 256
   const maxCached = options.maxCachedLogs ?? 1024
+  /** Logs with a flush in progress (see writeGroup: a lone one syncs on this thread). */
+  let flushingLogs = 0
 
   const logs = new Map<SessionId, Log>()
   const loading = new Map<SessionId, Promise<Log | undefined>>()
@@ -236,6 +241,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
 
   async function refresh(id: SessionId, cached: Log | undefined): Promise<Log | undefined> {
     const dir = dirOf(id)
+    const sizeBefore = cached?.fileSize
     let st
     try {
       st = await fs.stat(join(dir, LOG))
@@ -244,9 +250,9 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       if (cached) forget(cached)
       return undefined
     }
-    // Our own appends may have started while we waited: then our state is the truth, and a
-    // size that grew is our own write, not another process's.
-    if (cached && writing(cached)) return cached
+    // Our own appends may have started, or even finished, while we waited: then our state is
+    // the truth, and the size the stat saw is stale or our own write, not another process's.
+    if (cached && (writing(cached) || cached.fileSize !== sizeBefore)) return cached
     if (cached && cached.ino === st.ino && st.size === cached.fileSize) return cached
     if (cached && cached.ino === st.ino && st.size > cached.fileSize && !cached.damage) {
       // Another process appended: read only what it added.
@@ -406,6 +412,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   }
 
   async function flushLoop(log: Log): Promise<void> {
+    flushingLogs++
     try {
       for (let first = true; log.queue.length > 0; first = false) {
         // After a flush, one turn of the event loop: callers it woke queue their next appends
@@ -424,6 +431,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
         }
       }
     } finally {
+      flushingLogs--
       log.flushing = undefined
     }
   }
@@ -442,7 +450,13 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     try {
       let done = 0
       while (done < buf.length) done += fs.writeSync(fh.fd, buf, done, buf.length - done, log.size + done)
-      if (strict) await fh.datasync()
+      if (strict) {
+        // A lone flush syncs on this thread, as better-sqlite3 does: cheaper than the thread
+        // pool's round trip. While other sessions flush too, the sync goes to the pool so that
+        // they sync in parallel.
+        if (flushingLogs === 1 && fs.fdatasyncSync) fs.fdatasyncSync(fh.fd)
+        else await fh.datasync()
+      }
     } catch (err) {
       // Nothing of the group counts. If the cut fails too, the next write cuts first.
       log.fileSize = log.size + buf.length

@@ -1,7 +1,7 @@
 // fs-only: what a crash, a torn write, a flipped byte or a full disk leaves behind, and what
 // the adapter makes of it.
 import { spawn } from 'node:child_process'
-import { writeSync } from 'node:fs'
+import { fdatasyncSync, writeSync } from 'node:fs'
 import * as nodeFs from 'node:fs/promises'
 import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -37,25 +37,43 @@ async function storeWith(id: string, batches: number[]): Promise<void> {
   await a.close()
 }
 
-/** node:fs/promises with a count of fdatasync calls on events.log files. */
-function logSyncCounter(): { fs: FsPromises; syncs: () => number } {
+/**
+ * node:fs/promises with a count of fdatasync calls on events.log files: `syncs` in all, of
+ * which `onThread` through fdatasyncSync (a lone flush) and the rest through the thread pool.
+ */
+function logSyncCounter(): { fs: FsPromises; syncs: () => number; onThread: () => number } {
   let syncs = 0
+  let onThread = 0
+  const logFds = new Set<number>()
   const fs: FsPromises = {
     ...nodeFs,
     writeSync,
+    fdatasyncSync: (fd: number) => {
+      if (logFds.has(fd)) {
+        syncs++
+        onThread++
+      }
+      fdatasyncSync(fd)
+    },
     open: (async (...args: Parameters<typeof nodeFs.open>) => {
       const fh = await nodeFs.open(...args)
       if (String(args[0]).endsWith('events.log')) {
+        logFds.add(fh.fd)
         const datasync = fh.datasync.bind(fh)
+        const close = fh.close.bind(fh)
         fh.datasync = async () => {
           syncs++
           return datasync()
+        }
+        fh.close = async () => {
+          logFds.delete(fh.fd)
+          return close()
         }
       }
       return fh
     }) as typeof nodeFs.open,
   }
-  return { fs, syncs: () => syncs }
+  return { fs, syncs: () => syncs, onThread: () => onThread }
 }
 
 describe('fs adapter: torn tails', () => {
@@ -194,6 +212,24 @@ describe('fs adapter: other processes and files', () => {
     await Promise.all(Array.from({ length: 200 }, (_, i) => a.append('g', [ev('g', i)])))
     expect((await readAll(a, 'g')).map((e) => e.seq)).toEqual([...Array(200).keys()])
     expect(counting.syncs() - created).toBeLessThan(20)
+    await a.close()
+  })
+})
+
+describe('fs adapter: where fdatasync runs', () => {
+  it('a lone flush syncs on the calling thread; flushes of several sessions at once sync in the thread pool', async () => {
+    const counting = logSyncCounter()
+    const a = createFsAdapter({ dir, fs: counting.fs })
+    for (const id of ['x', 'y', 'z']) await a.createSession(rootHeader(id))
+    const [syncs0, thread0] = [counting.syncs(), counting.onThread()]
+    for (let i = 0; i < 10; i++) await a.append('x', [ev('x', i)])
+    expect(counting.syncs() - syncs0).toBe(10)
+    expect(counting.onThread() - thread0).toBe(10)
+    const [syncs1, thread1] = [counting.syncs(), counting.onThread()]
+    for (let i = 0; i < 10; i++) await Promise.all(['y', 'z'].map((id) => a.append(id, [ev(id, i)])))
+    const pooled = counting.syncs() - syncs1 - (counting.onThread() - thread1)
+    expect(pooled).toBeGreaterThanOrEqual(10) // the second of each pair found the first flushing
+    for (const id of ['x', 'y', 'z']) expect((await readAll(a, id)).map((e) => e.seq)).toEqual([...Array(10).keys()])
     await a.close()
   })
 })
