@@ -33,11 +33,12 @@ import { frameAt } from '../adapters/fs-log'
 import { folderOf } from '../adapters/fs-paths'
 import { createMemoryAdapter } from '../adapters/memory'
 import type { CheckpointRow, StorageAdapter } from '../adapters/types'
-import type { Json, SessionEvent, SessionHeader, SessionId } from '../src/model'
+import type { Json, SessionEvent, SessionId } from '../src/model'
+import { TIME0, logModel, rootHeader } from './log-model'
 import type { ProjectionSnapshot } from '../src/projection'
 import { BUILTIN_PROJECTIONS, subagentCatalogUnit } from '../src/units'
 import type { CatalogState } from '../src/units/catalog'
-import { CATALOG, TURN_END, TURN_START } from '../src/units/payloads'
+import { CATALOG } from '../src/units/payloads'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
 import { Engine, type EngineOptions } from '../worker/engine'
 import { checkpointRowOf, foldEvent, initSlots, restoreSlots, type UnitSlot } from '../worker/units'
@@ -131,46 +132,12 @@ function heapAll(): NodeJS.MemoryUsage {
 
 // ---- events -------------------------------------------------------------------------------
 
-const TIME0 = 1_700_000_000_000
-const WORDS = 'the agent read the file and proposed a patch to the parser so that the tests pass again '
-const APP_TYPES = ['message/assistant', 'tool/call', 'tool/result', 'message/user'] as const
-
-function header(id: SessionId): SessionHeader {
-  return { version: 1, id, createdAt: TIME0, seedLength: 0, delegationDepth: 0, origin: 'root' }
-}
+const header = rootHeader
 
 /** The fact of (a), as the brief gives it. */
 const FACT = { type: CATALOG, data: { v: 2, childId: 'c123', childCreatedAt: 1, mode: 'one-shot' } } satisfies { type: string; data: Json }
 
-/** Per app type, the text that makes an event with a 5-digit seq encode to `eventBytes` of JSON. */
-const PADS = new Map(APP_TYPES.map((type) => {
-  const base = JSON.stringify({ seq: 10_000, type, time: TIME0, data: { role: 'agent', text: '' } }).length
-  const n = CONFIG.eventBytes - base
-  return [type, WORDS.repeat(Math.ceil(n / WORDS.length)).slice(0, n)]
-}))
-
-/**
- * Event `seq` of a realistic log: turns of `turnLength` events (turn/start first, turn/end
- * last), a catalog fact every `catalogEvery` events (some continuable, with a label), and app
- * events of about `eventBytes` of JSON in between.
- */
-function logEventAt(seq: number): SessionEvent {
-  const time = TIME0 + seq * 10
-  const inTurn = seq % CONFIG.turnLength
-  const turn = Math.floor(seq / CONFIG.turnLength)
-  if (inTurn === 0) return { seq, type: TURN_START, time, data: { turn } }
-  if (inTurn === CONFIG.turnLength - 1) return { seq, type: TURN_END, time, data: { turn, inputTokens: 18_211, outputTokens: 1_403 } }
-  if (seq % CONFIG.catalogEvery === 7) {
-    const data: { [k: string]: Json } = { v: 2, childId: `child-${seq}`, childCreatedAt: time, mode: 'one-shot' }
-    if (seq % 3 === 0) {
-      data.mode = 'continuable'
-      data.label = `worker-${seq}`
-    }
-    return { seq, type: CATALOG, time, data }
-  }
-  const type = APP_TYPES[seq % APP_TYPES.length]!
-  return { seq, type, time, data: { role: 'agent', text: PADS.get(type)! } }
-}
+const logEventAt = logModel(CONFIG)
 
 // ---- helpers ------------------------------------------------------------------------------
 

@@ -30,10 +30,10 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { createFsAdapter } from '../adapters/fs'
 import type { CheckpointRow } from '../adapters/types'
-import type { Json, SessionEvent, SessionHeader, SessionId } from '../src/model'
+import type { SessionEvent, SessionId } from '../src/model'
+import { logModel, rootHeader } from './log-model'
 import type { ProjectionSnapshot } from '../src/projection'
 import { BUILTIN_PROJECTIONS } from '../src/units'
-import { CATALOG, TURN_END, TURN_START } from '../src/units/payloads'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
 import { Engine } from '../worker/engine'
 import { checkpointRowOf, foldEvent, initSlots } from '../worker/units'
@@ -104,36 +104,8 @@ function heapUsed(): number {
 
 // ---- events (the shape of bench/projections.ts: turns, catalog facts, ~300-byte app events) ----
 
-const TIME0 = 1_700_000_000_000
-const WORDS = 'the agent read the file and proposed a patch to the parser so that the tests pass again '
-const APP_TYPES = ['message/assistant', 'tool/call', 'tool/result', 'message/user'] as const
-const PADS = new Map(APP_TYPES.map((type) => {
-  const base = JSON.stringify({ seq: 10_000, type, time: TIME0, data: { role: 'agent', text: '' } }).length
-  const n = CONFIG.eventBytes - base
-  return [type, WORDS.repeat(Math.ceil(n / WORDS.length)).slice(0, n)]
-}))
-
-function header(id: SessionId): SessionHeader {
-  return { version: 1, id, createdAt: TIME0, seedLength: 0, delegationDepth: 0, origin: 'root' }
-}
-
-function eventAt(seq: number): SessionEvent {
-  const time = TIME0 + seq * 10
-  const inTurn = seq % CONFIG.turnLength
-  const turn = Math.floor(seq / CONFIG.turnLength)
-  if (inTurn === 0) return { seq, type: TURN_START, time, data: { turn } }
-  if (inTurn === CONFIG.turnLength - 1) return { seq, type: TURN_END, time, data: { turn, inputTokens: 18_211, outputTokens: 1_403 } }
-  if (seq % CONFIG.catalogEvery === 7 && seq < CONFIG.catalogUntil) {
-    const data: { [k: string]: Json } = { v: 2, childId: `child-${seq}`, childCreatedAt: time, mode: 'one-shot' }
-    if (seq % 3 === 0) {
-      data.mode = 'continuable'
-      data.label = `worker-${seq}`
-    }
-    return { seq, type: CATALOG, time, data }
-  }
-  const type = APP_TYPES[seq % APP_TYPES.length]!
-  return { seq, type, time, data: { role: 'agent', text: PADS.get(type)! } }
-}
+const eventAt = logModel(CONFIG)
+const header = rootHeader
 
 // ---- (1) cold open ------------------------------------------------------------------------
 

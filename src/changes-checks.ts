@@ -1,11 +1,10 @@
 // What the worker answers to changesSince and applyChanges, checked in the client before the
 // app sees it (as frames.ts checks every other answer): a broken worker gives
 // PROJECTIONS_UNAVAILABLE, never a batch that would carry wrong events to another store.
-import { headerProblem } from './frames'
+import { headerProblem, nat } from './frames'
 import { SESSION_ID_PATTERN } from './model'
 import { assertPlainJson, isPlainObject } from './validate'
 
-const nat = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
 const id = (v: unknown) => typeof v === 'string' && SESSION_ID_PATTERN.test(v)
 
 function cursorProblem(c: unknown): string | undefined {

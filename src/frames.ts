@@ -8,7 +8,7 @@ import type { ProjectionSnapshot } from './projection'
 import type { Frame, HandleInfo } from './protocol'
 import { assertPlainJson, isPlainObject } from './validate'
 
-const nat = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+export const nat = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
 const time = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0
 const label = (v: unknown) => v === undefined || (typeof v === 'string' && v.length >= 1 && v.length <= 256)
 const only = (o: Record<string, unknown>, keys: string[]) => Object.keys(o).every((k) => keys.includes(k))
@@ -114,4 +114,19 @@ export function childRowProblem(r: unknown): string | undefined {
   if (r.kind !== 'child' || !only(r, ['kind', 'id', 'parentId', 'depth', 'createdAt', 'activity', 'hasChildren', 'mode', 'label'])) return 'bad row'
   return time(r.createdAt) && (r.activity === 'running' || r.activity === 'inactive') && typeof r.hasChildren === 'boolean' &&
     ['one-shot', 'continuable', 'external'].includes(r.mode as string) && label(r.label) ? undefined : 'bad child row'
+}
+
+/** Why verify's plan from the worker is unacceptable, or undefined. */
+export function verifyPlanProblem(plan: unknown): string | undefined {
+  return isPlainObject(plan) && nat(plan.sessions) && nat(plan.events) ? undefined : 'not { sessions, events }'
+}
+
+/** Why a verify step from the worker is unacceptable, or undefined. */
+export function verifyStepProblem(step: unknown): string | undefined {
+  if (!isPlainObject(step) || !nat(step.sessions) || !nat(step.events)) return 'bad counts'
+  if (!(step.next === null || (typeof step.next === 'string' && SESSION_ID_PATTERN.test(step.next)))) return 'bad next'
+  if (!Array.isArray(step.damaged)) return 'damaged is not an array'
+  const bad = step.damaged.find((d: unknown) => !(isPlainObject(d) && typeof d.id === 'string' && SESSION_ID_PATTERN.test(d.id) &&
+    (d.code === 'CORRUPT_LOG' || d.code === 'CORRUPT_CHECKPOINT') && typeof d.detail === 'string' && Object.keys(d).length === 3))
+  return bad === undefined ? undefined : 'a damaged entry is not { id, code, detail }'
 }

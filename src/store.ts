@@ -5,7 +5,7 @@ import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } 
 import { applyResultProblem, changesProblem } from './changes-checks'
 import type { SubagentListEntry, ListChildrenOptions } from './children'
 import { SessionfoldError, isSessionfoldError, where } from './errors'
-import { appendResultProblem, childRowProblem, eventsPageProblem, frameProblem, handleProblem, headerProblem } from './frames'
+import { appendResultProblem, childRowProblem, eventsPageProblem, frameProblem, handleProblem, headerProblem, verifyPlanProblem, verifyStepProblem } from './frames'
 import { ProjectionMapView } from './mirror'
 import { SESSION_ID_PATTERN, type Json, type SessionEvent, type SessionHeader, type SessionId } from './model'
 import type { ProjectionDefinition } from './projection'
@@ -282,18 +282,6 @@ export interface VerifyOptions {
   onProgress?: (progress: { done: number; total: number }) => void
 }
 
-const nat = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
-
-/** Why a verify step from the worker is unacceptable, or undefined. */
-function verifyStepProblem(step: unknown): string | undefined {
-  if (!isPlainObject(step) || !nat(step.sessions) || !nat(step.events)) return 'bad counts'
-  if (!(step.next === null || (typeof step.next === 'string' && SESSION_ID_PATTERN.test(step.next)))) return 'bad next'
-  if (!Array.isArray(step.damaged)) return 'damaged is not an array'
-  const bad = step.damaged.find((d: unknown) => !(isPlainObject(d) && typeof d.id === 'string' && SESSION_ID_PATTERN.test(d.id) &&
-    (d.code === 'CORRUPT_LOG' || d.code === 'CORRUPT_CHECKPOINT') && typeof d.detail === 'string' && Object.keys(d).length === 3))
-  return bad === undefined ? undefined : 'a damaged entry is not { id, code, detail }'
-}
-
 /** A store: sessions, listing and deletion. Close it to flush and release everything. */
 export class Store {
   readonly #connection: Connection
@@ -442,7 +430,7 @@ export class Store {
     const onAbort = () => void this._call((api) => api.cancel(token)).catch(() => {})
     signal?.addEventListener('abort', onAbort)
     try {
-      const plan = await this._checked('verify plan', (api) => api.verifyPlan(), (p) => (isPlainObject(p) && nat(p.sessions) && nat(p.events) ? undefined : 'not { sessions, events }'))
+      const plan = await this._checked('verify plan', (api) => api.verifyPlan(), verifyPlanProblem)
       const report: VerifyReport = { sessions: 0, events: 0, damaged: [] }
       onProgress?.({ done: 0, total: plan.events })
       for (let after: string | null = null; ;) {

@@ -705,7 +705,8 @@ export class Engine {
         for (const e of page) {
           if (e.seq !== next) throw new SessionfoldError('CORRUPT_LOG', `${where(id)}: expected seq ${next}, read seq ${e.seq}`, { sessionId: id, seq: next })
           foldEvent(full, e)
-          foldEvent(cold.slots, e) // skips what the checkpoint already holds
+          // Only a row that was used can disagree with the refold; foldEvent skips what it holds.
+          if (cold.kept > 0) foldEvent(cold.slots, e)
           next++
         }
       }
