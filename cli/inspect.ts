@@ -1,5 +1,5 @@
-// The read-only commands: ls, show, tree, events, verify. They read storage directly (the
-// engine's storage, opened read-only by main.ts) and never take a writer lock.
+// The read-only commands: ls, show, tree, events, verify. They read through the engine's read
+// path (its storage opened read-only by main.ts) and never take a writer lock.
 import type { SubagentListEntry } from '../src/children'
 import { SessionfoldError, isSessionfoldError } from '../src/errors'
 import type { SessionHeader, SessionId } from '../src/model'
@@ -9,22 +9,13 @@ import { progressBar, write, type Io, type Output } from './output'
 
 // ---- ls ---------------------------------------------------------------------------------
 
-async function* allIds(engine: Engine): AsyncGenerator<SessionId> {
-  for (let after: SessionId | undefined; ;) {
-    const ids = await engine.storage.listIds({ after, limit: 1000 })
-    yield* ids
-    if (ids.length < 1000) return
-    after = ids[ids.length - 1]
-  }
-}
-
 type Row = { id: SessionId; header?: SessionHeader; events?: number; error?: { code: string; message: string } }
 
 export async function ls(engine: Engine, out: Output): Promise<number> {
   const rows: Row[] = []
-  for await (const id of allIds(engine)) {
+  for await (const id of engine.reader.ids()) {
     try {
-      const info = await engine.storage.getSession(id)
+      const info = await engine.reader.find(id)
       if (info) rows.push({ id, header: info.header, events: info.length })
     } catch (err) {
       if (!isSessionfoldError(err, 'CORRUPT_LOG')) throw err
@@ -102,7 +93,7 @@ export async function tree(engine: Engine, out: Output, id: SessionId): Promise<
     await out.value(rows)
     return 0
   }
-  const info = await engine.storage.getSession(id)
+  const info = await engine.reader.find(id)
   const lines = [`${id}  ${info?.header.origin ?? ''}${(await engine.isRunning(id)) ? '  running' : ''}`]
   // Pre-order rows with depths: a row is the last of its siblings when no later row before
   // the next shallower one has its depth.
@@ -136,11 +127,11 @@ function describeRow(r: SubagentListEntry): string {
 export async function events(engine: Engine, io: Io, id: SessionId, args: { from?: number; to?: number; follow: boolean }): Promise<number> {
   let at = args.from ?? 0
   const end = args.to
-  const info = await engine.storage.getSession(id)
+  const info = await engine.reader.find(id)
   if (!info) throw new SessionfoldError('SESSION_NOT_FOUND', `session "${id}" does not exist`, { sessionId: id })
   const print = async (to: number) => {
     if (at >= to) return
-    for await (const page of engine.storage.readEvents(id, { from: at, to })) {
+    for await (const page of engine.reader.pages(id, { from: at, to })) {
       await write(io.stdout, page.map((e) => `${JSON.stringify(e)}\n`).join(''))
       at = page[page.length - 1]!.seq + 1
     }
@@ -151,7 +142,7 @@ export async function events(engine: Engine, io: Io, id: SessionId, args: { from
   let stop = false
   void io.interrupted.then(() => (stop = true))
   while (!stop && (end === undefined || at < end)) {
-    const now = await engine.storage.getSession(id)
+    const now = await engine.reader.find(id)
     if (!now) throw new SessionfoldError('SESSION_NOT_FOUND', `session "${id}" was deleted`, { sessionId: id })
     await print(end === undefined ? now.length : Math.min(end, now.length))
     await Promise.race([io.interrupted, new Promise((r) => setTimeout(r, 100))])

@@ -11,7 +11,7 @@ import { SessionfoldError } from '../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { DEFAULT_MAX_EVENT_BYTES } from '../src/validate'
 import type { Engine } from '../worker/engine'
-import { checkBatch, checkHeader } from '../worker/sync'
+import { checkBatch, checkHeader } from '../worker/engine/change-batch'
 import { progressBar, type Io, type Output } from './output'
 
 const IMPORT_BATCH = 1000
@@ -20,13 +20,13 @@ export async function exportSessions(engine: Engine, out: Output, ids: SessionId
   // Every session is checked first: a missing one fails the export before anything is printed.
   const infos = []
   for (const id of ids) {
-    const info = await engine.storage.getSession(id)
+    const info = await engine.reader.find(id)
     if (!info) throw new SessionfoldError('SESSION_NOT_FOUND', `session "${id}" does not exist`, { sessionId: id })
     infos.push(info)
   }
   for (const { header, length } of infos) {
     await out.line(JSON.stringify({ kind: 'session', header, length }))
-    for await (const page of engine.storage.readEvents(header.id, { from: 0, to: length })) {
+    for await (const page of engine.reader.pages(header.id, { from: 0, to: length })) {
       await out.line(page.map((event) => JSON.stringify({ kind: 'event', session: header.id, event })).join('\n'))
     }
   }

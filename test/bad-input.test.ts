@@ -117,7 +117,7 @@ function cases(): Case[] {
   add('openSession of a missing session', 'SESSION_NOT_FOUND', (c) => c.store.openSession('ghost'), ['"ghost"'])
   add('observe of a missing session', 'SESSION_NOT_FOUND', (c) => c.store.observe('ghost'), ['"ghost"'])
   add('openSession of a session open for writing', 'SESSION_LOCKED', (c) => c.store.openSession('w'), w)
-  add('createSession of an id open for writing', 'SESSION_LOCKED', (c) => c.store.createSession({ id: 'w' }), w)
+  add('createSession of an id open for writing', 'SESSION_EXISTS', (c) => c.store.createSession({ id: 'w' }), w)
   add('createSession of an existing id', 'SESSION_EXISTS', (c) => c.store.createSession({ id: 'idle' }), ['"idle"'])
   add('deleteSession of a session open for writing', 'SESSION_LOCKED', (c) => c.store.deleteSession('w'), w)
 

@@ -112,7 +112,7 @@ for (const [name, make] of adapters) {
         faults: {},
       })
       await expectCode(engine.openSession('root'), 'SESSION_LOCKED')
-      await expectCode(engine.createSession({ id: 'root' }), 'SESSION_LOCKED')
+      await expectCode(engine.createSession({ id: 'root' }), 'SESSION_EXISTS') // the request's own error first (DESIGN §6)
       await engine.release('root', 'writer')
       await expectCode(engine.append('root', { type: 'app/x' }), 'CLOSED')
       expect((await engine.openSession('root')).length).toBe(4)

@@ -81,7 +81,7 @@ export function sharedEngines(platform: Platform): EngineSource {
 }
 
 export class EngineHost implements EngineApi {
-  private engine?: Engine
+  private opened?: Engine
   private push?: (frames: Frame[]) => void
   private readonly handles = new Map<number, Handle>()
   private readonly watching = new Map<SessionId, { handles: number; stop: () => void }>()
@@ -98,7 +98,7 @@ export class EngineHost implements EngineApi {
   ) {}
 
   async init(options: HostOptions, push: (frames: Frame[]) => void): Promise<void> {
-    if (this.engine) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
+    if (this.opened) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
     if (options.aliveLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // Held until this context ends: the client is granted it when we are gone.
       const locks = (globalThis.navigator as Navigator & { locks: LockManager }).locks
@@ -107,7 +107,7 @@ export class EngineHost implements EngineApi {
         return new Promise<void>((release) => (this.releaseAlive = release))
       }))
     }
-    this.engine = await this.source.open(options, this.projections)
+    this.opened = await this.source.open(options, this.projections)
     this.push = push
     if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
@@ -116,9 +116,10 @@ export class EngineHost implements EngineApi {
     }
   }
 
-  private get e(): Engine {
-    if (!this.engine) throw new SessionfoldError('CLOSED', 'the engine host is not initialised')
-    return this.engine
+  /** The engine this host serves, once `init` opened it. */
+  private get engine(): Engine {
+    if (!this.opened) throw new SessionfoldError('CLOSED', 'the engine host is not initialised')
+    return this.opened
   }
 
   private handle(handle: number, role?: 'writer'): Handle {
@@ -135,8 +136,8 @@ export class EngineHost implements EngineApi {
     this.handles.set(handle, { sessionId, role })
     const w = this.watching.get(sessionId)
     if (w) w.handles++
-    else this.watching.set(sessionId, { handles: 1, stop: this.e.watch(sessionId, (c) => this.queue(sessionId, c)) })
-    return { handle, header: this.e.liveHeader(sessionId), snapshot: this.e.snapshot(sessionId) }
+    else this.watching.set(sessionId, { handles: 1, stop: this.engine.watch(sessionId, (c) => this.queue(sessionId, c)) })
+    return { handle, header: this.engine.liveHeader(sessionId), snapshot: this.engine.snapshot(sessionId) }
   }
 
   private queue(sessionId: SessionId, change: ProjectionChange): void {
@@ -163,40 +164,40 @@ export class EngineHost implements EngineApi {
   }
 
   async createSession(options: unknown): Promise<HandleInfo> {
-    const header = await this.e.createSession((options ?? {}) as never)
+    const header = await this.engine.createSession((options ?? {}) as never)
     return this.attach(header.id, 'writer')
   }
 
   async openSession(id: unknown): Promise<HandleInfo> {
     assertSessionId(id)
-    await this.e.openSession(id)
+    await this.engine.openSession(id)
     return this.attach(id, 'writer')
   }
 
   async observe(id: unknown): Promise<HandleInfo> {
     assertSessionId(id)
-    await this.e.observe(id)
+    await this.engine.observe(id)
     return this.attach(id, 'observer')
   }
 
   async spawn(handle: number, options: unknown, bodies: string[]): Promise<HandleInfo> {
     const parent = this.handle(handle, 'writer')
-    const header = await this.e.spawn(parent.sessionId, options, bodies)
-    return { ...this.attach(header.id, 'writer'), parentSeq: this.e.liveSeq(parent.sessionId) }
+    const header = await this.engine.spawn(parent.sessionId, options, bodies)
+    return { ...this.attach(header.id, 'writer'), parentSeq: this.engine.liveSeq(parent.sessionId) }
   }
 
   async fork(handle: number, options: unknown): Promise<HandleInfo> {
     const source = this.handle(handle)
-    const header = await this.e.fork(source.sessionId, options)
+    const header = await this.engine.fork(source.sessionId, options)
     return this.attach(header.id, 'writer')
   }
 
   async append(handle: number, bodies: string[], options?: unknown): Promise<AppendResult> {
-    return this.e.appendBodies(this.handle(handle, 'writer').sessionId, bodies, options)
+    return this.engine.appendBodies(this.handle(handle, 'writer').sessionId, bodies, options)
   }
 
   async recordExternal(handle: number, options: unknown): Promise<AppendResult> {
-    return this.e.recordExternal(this.handle(handle, 'writer').sessionId, options)
+    return this.engine.recordExternal(this.handle(handle, 'writer').sessionId, options)
   }
 
   async closeHandle(handle: number): Promise<void> {
@@ -204,7 +205,7 @@ export class EngineHost implements EngineApi {
     if (!h) return
     this.handles.delete(handle)
     // Release first: a writer's appends in flight fold, and their frames go out, before we stop.
-    await this.e.release(h.sessionId, h.role)
+    await this.engine.release(h.sessionId, h.role)
     const w = this.watching.get(h.sessionId)
     if (w && --w.handles === 0) {
       w.stop() // nobody here listens: stop pushing (and computing views) for it
@@ -214,24 +215,17 @@ export class EngineHost implements EngineApi {
 
   async listSessions(options?: unknown) {
     if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', 'listSessions options must be an object')
-    return this.e.storage.listSessions(options as { after?: string; limit?: number } | undefined)
+    return this.engine.reader.listSessions(options as { after?: string; limit?: number } | undefined)
   }
 
   async deleteSession(id: unknown): Promise<void> {
     assertSessionId(id)
-    await this.e.deleteSession(id)
+    await this.engine.deleteSession(id)
   }
 
   async readEvents(id: unknown, from: number, to: number | undefined): Promise<EventsPage> {
     assertSessionId(id)
-    let end = to
-    if (end === undefined) {
-      const info = await this.e.storage.getSession(id)
-      if (!info) throw new SessionfoldError('SESSION_NOT_FOUND', `${where(id)} does not exist`, { sessionId: id })
-      end = info.length
-    }
-    for await (const page of this.e.storage.readEvents(id, { from, to: end })) return { events: page, to: end }
-    return { events: [], to: end }
+    return this.engine.reader.page(id, from, to)
   }
 
   async listChildren(id: unknown, options: { recursive?: boolean }, cancelToken: number) {
@@ -239,22 +233,22 @@ export class EngineHost implements EngineApi {
     const controller = new AbortController()
     this.cancels.set(cancelToken, controller)
     try {
-      return await this.e.listChildren(id, { ...(isPlainObject(options) ? options : {}), signal: controller.signal })
+      return await this.engine.listChildren(id, { ...(isPlainObject(options) ? options : {}), signal: controller.signal })
     } finally {
       this.cancels.delete(cancelToken)
     }
   }
 
   changesSince(cursor: unknown, options: unknown) {
-    return this.e.changesSince(cursor, options)
+    return this.engine.changesSince(cursor, options)
   }
 
   applyChanges(batch: unknown) {
-    return this.e.applyChanges(batch)
+    return this.engine.applyChanges(batch)
   }
 
   async verifyPlan() {
-    return this.e.verifyPlan()
+    return this.engine.verifyPlan()
   }
 
   async verifyStep(after: string | null, budget: number, cancelToken: number) {
@@ -263,7 +257,7 @@ export class EngineHost implements EngineApi {
     const controller = new AbortController()
     this.cancels.set(cancelToken, controller)
     try {
-      return await this.e.verifyStep(after ?? undefined, budget, controller.signal)
+      return await this.engine.verifyStep(after ?? undefined, budget, controller.signal)
     } finally {
       this.cancels.delete(cancelToken)
     }
@@ -274,7 +268,7 @@ export class EngineHost implements EngineApi {
   }
 
   async close(): Promise<void> {
-    const engine = this.engine
+    const engine = this.opened
     if (!engine) return
     // Every handle of this client: appends settle, writers checkpoint and release their locks.
     for (const handle of [...this.handles.keys()]) await this.closeHandle(handle)

@@ -34,13 +34,13 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
       expect(a.id).toBe('a')
       const b = await store.createSession()
       expect(b.id).toMatch(/^[0-9a-f]{32}$/)
-      await expectCode(store.createSession({ id: 'a' }), 'SESSION_LOCKED')
+      await expectCode(store.createSession({ id: 'a' }), 'SESSION_EXISTS') // taken id first, though open for writing
       await expectCode(store.openSession('a'), 'SESSION_LOCKED')
       const view = await store.observe('a')
       expect(view.header).toEqual(a.header)
       await a.close()
       const again = await store.openSession('a')
-      await expectCode(store.createSession({ id: 'a' }), 'SESSION_LOCKED')
+      await expectCode(store.createSession({ id: 'a' }), 'SESSION_EXISTS') // taken id first, though open for writing
       await again.close()
       await expectCode(store.createSession({ id: 'a' }), 'SESSION_EXISTS')
       expect((await store.listSessions()).map((h) => h.id).sort()).toEqual(['a', b.id].sort())

@@ -1,11 +1,17 @@
 // listChildren: the tree under a session, read from parent-owned catalogs (never by
 // enumerating the store): live catalogs cost no reads, cold ones a checkpoint and a suffix.
-import type { ListChildrenOptions, SubagentListEntry } from '../src/children'
-import { SessionfoldError, isSessionfoldError, where } from '../src/errors'
-import type { SessionHeader, SessionId } from '../src/model'
-import type { CatalogEntry } from '../src/units/catalog'
-import { assertSessionId, describe, isPlainObject } from '../src/validate'
-import type { Engine } from './engine'
+import type { ListChildrenOptions, SubagentListEntry } from '../../src/children'
+import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
+import type { SessionHeader, SessionId } from '../../src/model'
+import type { CatalogEntry } from '../../src/units/catalog'
+import { assertSessionId, describe, isPlainObject } from '../../src/validate'
+
+/** What listing needs: each session's catalog (live or cold) and who holds a session open for writing. */
+export interface CatalogReader {
+  /** A session's header and catalog entries (null when its catalog was rejected). */
+  catalogOf(id: SessionId, signal?: AbortSignal): Promise<{ header: SessionHeader; entries: CatalogEntry[] | null }>
+  isRunning(id: SessionId): Promise<boolean>
+}
 
 /** Cold reads in flight at once, across the whole walk. */
 export const MAX_CHILD_READS = 4
@@ -14,7 +20,7 @@ type Probe =
   | { ok: true; header: SessionHeader; entries: CatalogEntry[] | null; running: boolean }
   | { ok: false }
 
-export async function listChildren(engine: Engine, parentId: SessionId, options: unknown = {}): Promise<SubagentListEntry[]> {
+export async function listChildren(catalogs: CatalogReader, parentId: SessionId, options: unknown = {}): Promise<SubagentListEntry[]> {
   assertSessionId(parentId)
   if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `listChildren options must be an object, got ${describe(options)}`, { sessionId: parentId })
   const { recursive = false, signal } = options as ListChildrenOptions
@@ -43,8 +49,8 @@ export async function listChildren(engine: Engine, parentId: SessionId, options:
   const probe = (entry: CatalogEntry): Promise<Probe> =>
     read(async () => {
       try {
-        const c = await engine.catalogOf(entry.id, signal)
-        return { ok: true as const, header: c.header, entries: c.entries, running: await engine.isRunning(entry.id) }
+        const c = await catalogs.catalogOf(entry.id, signal)
+        return { ok: true as const, header: c.header, entries: c.entries, running: await catalogs.isRunning(entry.id) }
       } catch (err) {
         if (isSessionfoldError(err, 'CANCELLED')) throw err
         return { ok: false as const }
@@ -85,7 +91,7 @@ export async function listChildren(engine: Engine, parentId: SessionId, options:
 
   try {
     check()
-    const top = await read(() => engine.catalogOf(parentId, signal))
+    const top = await read(() => catalogs.catalogOf(parentId, signal))
     if (top.entries === null) {
       throw new SessionfoldError('CORRUPT_LOG', `the catalog of ${where(parentId)} is rejected (an invalid subagent/catalog fact)`, { sessionId: parentId })
     }

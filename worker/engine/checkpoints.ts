@@ -1,0 +1,126 @@
+// The checkpoint policy: when a live session's unit states are written to its checkpoint row
+// (at creation, every turn/end, on close, after `everyEvents` or `everyMs`), and at what cost.
+import type { StorageAdapter } from '../../adapters/types'
+import { SessionfoldError, where } from '../../src/errors'
+import type { SessionHeader } from '../../src/model'
+import { checkpointRowOf, type UnitSlot } from '../units'
+
+/** Checkpoints may take at most 1/CHECKPOINT_BUDGET of a writer's time (see afterWrite). */
+const CHECKPOINT_BUDGET = 10
+
+/** One live session's checkpoint bookkeeping. */
+export interface CheckpointState {
+  /** Events folded since the last row was built. */
+  since: number
+  /** performance.now() when the last row was built, and what building it cost (ms). */
+  lastAt: number
+  lastCost: number
+  timer?: ReturnType<typeof setTimeout>
+  /** The row being written; one write at a time per session. */
+  writing?: Promise<void>
+  /** Another row was asked for while one was being written. */
+  again: boolean
+}
+
+/** What the policy reads of a live session. */
+export interface CheckpointSession {
+  readonly header: SessionHeader
+  readonly slots: readonly UnitSlot[]
+  readonly log: { readonly asOfSeq: number }
+  readonly checkpoint: CheckpointState
+  /** Only a session with a writer here is checkpointed by timer. */
+  readonly writer?: unknown
+}
+
+export interface CheckpointPolicyOptions {
+  storage: Pick<StorageAdapter, 'putCheckpoint'>
+  everyEvents: number
+  everyMs: number
+  onError: (err: SessionfoldError) => void
+}
+
+export function newCheckpointState(): CheckpointState {
+  return { since: 0, lastAt: -Infinity, lastCost: 0, again: false }
+}
+
+export class CheckpointPolicy {
+  constructor(private readonly options: CheckpointPolicyOptions) {}
+
+  /** After `events` were folded: a row now, a row when the budget allows, or one after the quiet period. */
+  afterWrite(session: CheckpointSession, events: number, turnEnded: boolean): void {
+    const state = session.checkpoint
+    state.since += events
+    const due = turnEnded || state.since >= this.options.everyEvents
+    // A row is O(state): a big one (a catalog of 10,000 children) costs milliseconds to build.
+    // Keep that under a tenth of the time: a due checkpoint waits until 10x its last cost has
+    // passed since the last one, so appends stay O(1) amortised whatever the state's size.
+    const budgetWait = state.lastAt + CHECKPOINT_BUDGET * state.lastCost - performance.now()
+    if (due && budgetWait <= 0) {
+      void this.write(session)
+      return
+    }
+    // Due but over budget: as soon as the budget allows. Not due: after the quiet period.
+    const delay = due ? budgetWait : Math.max(this.options.everyMs, budgetWait)
+    if (state.timer && !due) return
+    if (state.timer) clearTimeout(state.timer)
+    state.timer = setTimeout(() => {
+      state.timer = undefined
+      if (state.since > 0 && session.writer) void this.write(session)
+    }, delay)
+    ;(state.timer as { unref?: () => void }).unref?.()
+  }
+
+  /**
+   * Writes the row of the current states. Built from folded states only, so it is never ahead
+   * of the durable log; one write at a time per session, the latest states winning.
+   */
+  write(session: CheckpointSession): Promise<void> {
+    const state = session.checkpoint
+    this.cancel(session)
+    if (state.writing) {
+      state.again = true
+      return state.writing
+    }
+    const id = session.header.id
+    const started = performance.now()
+    const { row, skipped } = checkpointRowOf(session.header, session.slots)
+    for (const key of skipped) {
+      this.options.onError(new SessionfoldError('INVALID_ARGUMENT', `state of projection "${key}" for ${where(id)} is not JSON; it will refold`, { sessionId: id }))
+    }
+    state.since = 0
+    state.writing = this.options.storage
+      .putCheckpoint(id, row)
+      .catch((err: unknown) => {
+        this.options.onError(new SessionfoldError(
+          err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
+          `checkpoint of ${where(id, row.witness ? session.log.asOfSeq : undefined)} was not written: ${(err as Error)?.message ?? err}`,
+          { sessionId: id, cause: err },
+        ))
+      })
+      .finally(() => {
+        state.writing = undefined
+        if (state.again) {
+          state.again = false
+          void this.write(session)
+        }
+      })
+    // Building the row and the adapter's synchronous part (its stringify) are the cost to bound.
+    state.lastAt = performance.now()
+    state.lastCost = state.lastAt - started
+    return state.writing
+  }
+
+  /** Waits until no row of this session is being written. */
+  async drain(session: CheckpointSession): Promise<void> {
+    while (session.checkpoint.writing) await session.checkpoint.writing
+  }
+
+  /** Drops a row planned for later. */
+  cancel(session: CheckpointSession): void {
+    const state = session.checkpoint
+    if (state.timer) {
+      clearTimeout(state.timer)
+      state.timer = undefined
+    }
+  }
+}

@@ -1,0 +1,388 @@
+// The engine: one facade over its parts. It runs in a worker or in the caller's thread alike;
+// storage is whatever adapter it is given. Each part lives in its own file and takes only what
+// it needs: the read path (reader), live sessions, the append pipeline, the checkpoint policy,
+// the change feed, follow, lineage (spawn, external, fork), list-children, verify, and
+// store-to-store changes (changes-since, apply-changes).
+import type { StorageAdapter } from '../../adapters/types'
+import type { ApplyResult, Changes } from '../../src/changes'
+import type { SubagentListEntry } from '../../src/children'
+import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
+import type { SessionHeader, SessionId } from '../../src/model'
+import { ProjectionRegistry, type ProjectionDefinition, type ProjectionSnapshot } from '../../src/projection'
+import type { AppendResult, VerifyStep, VerifyTotals } from '../../src/protocol'
+import { BUILTIN_PROJECTIONS } from '../../src/units'
+import type { CatalogEntry, CatalogState } from '../../src/units/catalog'
+import { DEFAULT_MAX_EVENT_BYTES, assertSessionId, describe, isPlainObject, type EncodedEvent } from '../../src/validate'
+import { createLocalLocks, type WriterLocks } from '../locks'
+import { snapshotOf } from '../units'
+import { AppendPipeline } from './append-pipeline'
+import { applyChanges, type ImportTarget, type ImportWriter } from './apply-changes'
+import { notify, watch, type ChangeListener } from './change-feed'
+import { changesSince } from './changes-since'
+import { CheckpointPolicy } from './checkpoints'
+import { follow } from './follow'
+import { fork, newSessionId, recordExternal, spawn, type LineageHost } from './lineage'
+import { listChildren } from './list-children'
+import { LiveSessions, type LiveSession } from './live-sessions'
+import { StoreReader, type ColdRead } from './reader'
+import { verifyPlan, verifyStep } from './verify'
+
+export type { ChangeListener, ProjectionChange } from './change-feed'
+export type { ColdRead } from './reader'
+export { newSessionId } from './lineage'
+
+export interface EngineOptions {
+  storage: StorageAdapter
+  /** The app's units, registered after the built-in ones. */
+  projections?: readonly ProjectionDefinition[]
+  /** Checkpoint a live session after this many events (default 256) or this long after an unsaved event (default 2000 ms). */
+  checkpoint?: { everyEvents?: number; everyMs?: number }
+  /** Largest encoded event (default 1 MiB). */
+  maxEventBytes?: number
+  /** Who holds sessions open for writing (default: this engine only). */
+  locks?: WriterLocks
+  /** Told of failures that must not fail a call, such as a checkpoint that could not be written. */
+  onError?: (err: SessionfoldError) => void
+  /** Told after each durable append here, so other engines on the same store can follow it. */
+  onGrow?: (sessionId: SessionId, length: number) => void
+  /**
+   * Starts noticing appends that other engines make to a session followed here, where they
+   * are not announced (processes sharing a folder); returns its stop. Growth found calls follow().
+   */
+  watchSession?: (sessionId: SessionId) => () => void
+  now?: () => number
+}
+
+export class Engine {
+  /** Every read of the store goes through here (the host, sync and the CLI included). */
+  readonly reader: StoreReader
+  readonly registry: ProjectionRegistry
+  readonly locks: WriterLocks
+  private readonly storage: StorageAdapter
+  private readonly defs: readonly ProjectionDefinition[]
+  private readonly maxEventBytes: number
+  private readonly now: () => number
+  private readonly onError: (err: SessionfoldError) => void
+  private readonly sessions: LiveSessions
+  private readonly pipeline: AppendPipeline<LiveSession>
+  private readonly checkpoints: CheckpointPolicy
+  /** What lineage (spawn, external, fork) and imports may do with the engine. */
+  private readonly lineage: LineageHost<LiveSession>
+  private readonly importTarget: ImportTarget
+  private isClosed = false
+
+  constructor(options: EngineOptions) {
+    this.storage = options.storage
+    this.registry = new ProjectionRegistry([...BUILTIN_PROJECTIONS, ...(options.projections ?? [])])
+    this.defs = this.registry.list()
+    this.locks = options.locks ?? createLocalLocks()
+    this.maxEventBytes = positive(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, 'maxEventBytes')
+    this.now = options.now ?? Date.now
+    this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
+    this.reader = new StoreReader(this.storage, this.defs)
+    this.checkpoints = new CheckpointPolicy({
+      storage: this.storage,
+      everyEvents: positive(options.checkpoint?.everyEvents ?? 256, 'checkpoint.everyEvents'),
+      everyMs: positive(options.checkpoint?.everyMs ?? 2000, 'checkpoint.everyMs'),
+      onError: this.onError,
+    })
+    const onGrow = options.onGrow
+    this.pipeline = new AppendPipeline<LiveSession>({
+      storage: this.storage,
+      maxEventBytes: this.maxEventBytes,
+      now: this.now,
+      folded: (session, events, turnEnded) => {
+        notify(session, this.onError)
+        this.checkpoints.afterWrite(session, events, turnEnded)
+        onGrow?.(session.header.id, session.log.durable)
+      },
+    })
+    this.sessions = new LiveSessions({
+      defs: this.defs,
+      reader: this.reader,
+      locks: this.locks,
+      pipeline: this.pipeline,
+      checkpoints: this.checkpoints,
+      follow: (id) => this.follow(id),
+      onError: this.onError,
+      watchSession: options.watchSession,
+      isClosed: () => this.isClosed,
+    })
+    this.lineage = {
+      now: this.now,
+      maxEventBytes: this.maxEventBytes,
+      reader: this.reader,
+      writable: (id) => this.sessions.writable(id),
+      settled: async (id) => {
+        const live = this.sessions.get(id)
+        if (!live) return this.reader.info(id)
+        await this.pipeline.settle(live)
+        return { header: live.header, length: live.log.durable }
+      },
+      create: (header, seed) => this.create(header, seed),
+      appendNumbered: (session, events) => this.pipeline.appendNumbered(session, events),
+      append: (id, input) => this.append(id, input),
+      discard: (id) => this.sessions.discard(id),
+    }
+    this.importTarget = { reader: this.reader, maxEventBytes: this.maxEventBytes, withWriter: (id, write) => this.importInto(id, write) }
+  }
+
+  // ---- opening and closing sessions ---------------------------------------------------
+
+  /** Creates a root session and opens it for writing. */
+  async createSession(options: { id?: string; cwd?: string } = {}): Promise<SessionHeader> {
+    this.open()
+    if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `createSession options must be an object, got ${describe(options)}`)
+    const id = options.id === undefined ? newSessionId() : options.id // null is no id: INVALID_ARGUMENT
+    assertSessionId(id)
+    if (options.cwd !== undefined && (typeof options.cwd !== 'string' || options.cwd.length > 4096)) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `cwd of ${where(id)} must be a string of at most 4096 characters`, { sessionId: id })
+    }
+    const header: SessionHeader = { version: 1, id, createdAt: this.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }
+    if (options.cwd !== undefined) header.cwd = options.cwd
+    await this.create(header, [])
+    return header
+  }
+
+  /** Opens a session for writing: SESSION_LOCKED if some client already has it so. */
+  async openSession(id: SessionId): Promise<{ header: SessionHeader; length: number }> {
+    this.open()
+    assertSessionId(id)
+    const live = await this.sessions.openWriter(id)
+    return { header: live.header, length: live.log.durable }
+  }
+
+  /** Keeps a session's projections live here without writing to it. */
+  async observe(id: SessionId): Promise<{ header: SessionHeader; length: number }> {
+    this.open()
+    assertSessionId(id)
+    const live = await this.sessions.observe(id)
+    return { header: live.header, length: live.log.durable }
+  }
+
+  /** Ends a writer (waiting for its appends and writing the close checkpoint) or an observer. */
+  release(id: SessionId, role: 'writer' | 'observer'): Promise<void> {
+    return this.sessions.release(id, role)
+  }
+
+  /** Deletes a session that nobody holds open for writing. */
+  async deleteSession(id: SessionId): Promise<void> {
+    this.open()
+    assertSessionId(id)
+    await this.sessions.delete(id)
+  }
+
+  /** Whether `id` is open for writing by some client of this store. */
+  isRunning(id: SessionId): Promise<boolean> {
+    return this.locks.isHeld(id)
+  }
+
+  // ---- appending and lineage ----------------------------------------------------------
+
+  /**
+   * Appends events to a session open for writing here. Resolves once they are durable and
+   * folded. `expectedSeq`: the seq the first event must receive, else SEQ_CONFLICT.
+   */
+  append(id: SessionId, input: unknown, options?: { expectedSeq?: number }): Promise<AppendResult> {
+    return this.writing(id, (live) => this.pipeline.appendInputs(live, input, options))
+  }
+
+  /** Appends events encoded as bodies by the client (`encodeEventBody`): checked again here. */
+  appendBodies(id: SessionId, bodies: unknown, options?: unknown): Promise<AppendResult> {
+    return this.writing(id, (live) => this.pipeline.appendBodies(live, bodies, options))
+  }
+
+  /** Creates a subagent of `parentId`, then records it in the parent's catalog (see lineage.ts). */
+  spawn(parentId: SessionId, options: unknown, bodies?: readonly string[]): Promise<SessionHeader> {
+    return this.checked(parentId, () => spawn(this.lineage, parentId, options, bodies))
+  }
+
+  /** Records in `parentId`'s catalog an execution outside this store (no local session). */
+  recordExternal(parentId: SessionId, options: unknown): Promise<AppendResult> {
+    return this.checked(parentId, () => recordExternal(this.lineage, parentId, options))
+  }
+
+  /** A new session seeded with `sourceId`'s events `[0, at)` (default: all), open for writing here. */
+  fork(sourceId: SessionId, options: unknown = {}): Promise<SessionHeader> {
+    return this.checked(sourceId, () => fork(this.lineage, sourceId, options))
+  }
+
+  // ---- reading ------------------------------------------------------------------------
+
+  /** Folds a session from storage without keeping it (see reader.ts). */
+  coldRead(id: SessionId, options: { signal?: AbortSignal } = {}): Promise<ColdRead> {
+    return this.checked(id, () => this.reader.coldRead(id, options))
+  }
+
+  /** The session's values: live if it is open here, else a cold read. */
+  async read(id: SessionId, options: { signal?: AbortSignal } = {}): Promise<ProjectionSnapshot> {
+    this.open()
+    assertSessionId(id)
+    const live = this.sessions.get(id)
+    return live ? snapshotOf(live.slots, live.log.asOfSeq) : (await this.reader.coldRead(id, options)).snapshot
+  }
+
+  /** The live values of a session open here. */
+  snapshot(id: SessionId): ProjectionSnapshot {
+    const live = this.sessions.liveOf(id)
+    return snapshotOf(live.slots, live.log.asOfSeq)
+  }
+
+  /** The last seq folded into a session open here. */
+  liveSeq(id: SessionId): number {
+    return this.sessions.liveOf(id).log.asOfSeq
+  }
+
+  /** The header of a session open here. */
+  liveHeader(id: SessionId): SessionHeader {
+    return this.sessions.liveOf(id).header
+  }
+
+  /** The live state of one unit (for hosts such as listChildren), or undefined when faulted. */
+  liveState(id: SessionId, key: string): { state: unknown; header: SessionHeader } | undefined {
+    const live = this.sessions.get(id)
+    const slot = live?.slots.find((s) => s.def.key === key)
+    return live && slot && !slot.fault ? { state: slot.state, header: live.header } : undefined
+  }
+
+  /**
+   * A session's catalog and header, from its live state when it is open here (no reads),
+   * else from a cold read. `entries` is null when the catalog was rejected.
+   */
+  async catalogOf(id: SessionId, signal?: AbortSignal): Promise<{ header: SessionHeader; entries: CatalogEntry[] | null; live: boolean }> {
+    // Followed here but written elsewhere (another tab or process): catch up from storage
+    // first, rather than answer from whatever notices have arrived so far.
+    const followed = this.sessions.get(id)
+    if (followed && !followed.writer) await this.follow(id)
+    const live = this.sessions.get(id)
+    const { header, slots } = live ?? (await this.reader.coldRead(id, { signal }))
+    const slot = slots.find((s) => s.def.key === 'subagentCatalog')
+    return { header, entries: slot && !slot.fault ? (slot.state as CatalogState).entries.toArray() : null, live: !!live }
+  }
+
+  /** The tree under a session from parent-owned catalogs (see list-children.ts). */
+  listChildren(id: SessionId, options?: unknown): Promise<SubagentListEntry[]> {
+    this.open()
+    return listChildren(this, id, options)
+  }
+
+  /** Pushes changes of a live session's views to `listener` until the returned function is called. */
+  watch(id: SessionId, listener: ChangeListener): () => void {
+    return watch(this.sessions.liveOf(id), listener)
+  }
+
+  /**
+   * Another engine appended to a session this engine follows without writing it: fold what
+   * is new from storage and push it to listeners.
+   */
+  follow(id: SessionId): Promise<void> {
+    const live = this.sessions.get(id)
+    if (!live || live.writer || this.isClosed) return Promise.resolve()
+    return follow(live, {
+      reader: this.reader,
+      isCurrent: (s) => this.sessions.isCurrent(s),
+      folded: (s) => notify(s, this.onError),
+      onError: this.onError,
+    })
+  }
+
+  // ---- verify and store-to-store changes ----------------------------------------------
+
+  /** How much `verify` will read: stored sessions and their events. */
+  verifyPlan(): Promise<VerifyTotals> {
+    this.open()
+    return verifyPlan(this.reader)
+  }
+
+  /** Verifies sessions after `after` until about `budget` events are read (see verify.ts). */
+  verifyStep(after: SessionId | undefined, budget: number, signal?: AbortSignal): Promise<VerifyStep> {
+    this.open()
+    return verifyStep(this.reader, this.defs, after, budget, signal)
+  }
+
+  /** A bounded batch of this store's headers and events after `cursor`. */
+  changesSince(cursor: unknown, options?: unknown): Promise<Changes> {
+    this.open()
+    return changesSince(this.reader, cursor, options)
+  }
+
+  /** Imports a batch from another store, headers and seqs unchanged; conflicts are reported, not applied. */
+  applyChanges(batch: unknown): Promise<ApplyResult> {
+    this.open()
+    return applyChanges(this.importTarget, batch)
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------
+
+  /** Waits for every append, writes close checkpoints, releases locks, closes storage. */
+  async close(): Promise<void> {
+    if (this.isClosed) return
+    this.isClosed = true
+    await this.sessions.loaded()
+    for (const live of this.sessions.all()) {
+      if (live.writer) await this.release(live.header.id, 'writer').catch((err) => this.onError(err as SessionfoldError))
+      this.sessions.remove(live)
+    }
+    await this.storage.close()
+  }
+
+  // ---- internals ----------------------------------------------------------------------
+
+  /** Runs a call on an open engine, with the session id checked first. */
+  private async checked<T>(id: SessionId, call: () => Promise<T>): Promise<T> {
+    this.open()
+    assertSessionId(id)
+    return call()
+  }
+
+  private async writing<T>(id: SessionId, call: (live: LiveSession) => Promise<T>): Promise<T> {
+    this.open()
+    assertSessionId(id)
+    return call(this.sessions.writable(id))
+  }
+
+  /** Stores a new session and opens it for writing here (see LiveSessions.create). */
+  private create(header: SessionHeader, seed: readonly EncodedEvent[], held?: () => Promise<void>): Promise<LiveSession> {
+    this.open()
+    return this.sessions.create(header, seed, held)
+  }
+
+  /** Holds `id` open for writing while an import writes it (see apply-changes.ts). */
+  private async importInto(id: SessionId, write: (writer: ImportWriter) => Promise<void>): Promise<'locked' | undefined> {
+    let release: () => Promise<void>
+    try {
+      release = await this.locks.acquire(id)
+    } catch (err) {
+      if (isSessionfoldError(err, 'SESSION_LOCKED')) return 'locked'
+      throw err
+    }
+    let live: LiveSession | undefined
+    try {
+      await write({
+        create: async (header, seed) => {
+          live = await this.create(header, seed, release)
+        },
+        append: async (events) => {
+          live ??= await this.sessions.attachWriter(id, release)
+          await this.pipeline.appendNumbered(live, events)
+        },
+      })
+    } finally {
+      // Releasing the writer writes the close checkpoint: the next batch starts warm.
+      if (live) await this.release(id, 'writer')
+      else await release()
+    }
+    return undefined
+  }
+
+  private open(): void {
+    if (this.isClosed) throw new SessionfoldError('CLOSED', 'the engine is closed')
+  }
+}
+
+function positive(n: number, name: string): number {
+  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `${name} must be a number > 0, got ${describe(n)}`)
+  }
+  return n
+}

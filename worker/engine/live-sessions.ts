@@ -1,0 +1,243 @@
+// Live sessions: the sessions this engine keeps folded in memory while some client writes or
+// observes them, and their life here: created or loaded, given a writer (who holds the
+// session's writer lock) or observers, released. Each record holds the unit states and one
+// part of state per engine part (the log's position, checkpoint bookkeeping, the feed's listeners).
+import type { ProjectionDefinition } from '../../src/projection'
+import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
+import type { SessionHeader, SessionId } from '../../src/model'
+import type { EncodedEvent } from '../../src/validate'
+import type { WriterLocks } from '../locks'
+import { foldEvent, initSlots, type UnitSlot } from '../units'
+import { newLogState, type AppendPipeline, type LogState } from './append-pipeline'
+import { newFeed, type FeedState } from './change-feed'
+import { newCheckpointState, type CheckpointPolicy, type CheckpointState } from './checkpoints'
+import type { StoreReader } from './reader'
+
+export interface LiveSession {
+  readonly header: SessionHeader
+  readonly slots: UnitSlot[]
+  readonly log: LogState
+  readonly checkpoint: CheckpointState
+  readonly feed: FeedState
+  /** Set while a client of this engine holds the session open for writing. */
+  writer?: { release: () => Promise<void> }
+  observers: number
+  /** Stops watching storage for other engines' appends (while followed here without a writer). */
+  unwatch?: () => void
+}
+
+/** A session of `length` durable events, folded into `slots`. */
+export function newLiveSession(header: SessionHeader, slots: UnitSlot[], length: number): LiveSession {
+  return { header, slots, log: newLogState(length), checkpoint: newCheckpointState(), feed: newFeed(), observers: 0 }
+}
+
+export interface LiveSessionsOptions {
+  defs: readonly ProjectionDefinition[]
+  reader: Pick<StoreReader, 'coldRead' | 'find'>
+  locks: WriterLocks
+  pipeline: AppendPipeline<LiveSession>
+  checkpoints: CheckpointPolicy
+  /** Catches a session followed here up with storage (another writer's appends). */
+  follow: (id: SessionId) => Promise<void>
+  onError: (err: SessionfoldError) => void
+  /**
+   * Starts noticing appends that other engines make to a session followed here, where they
+   * are not announced (processes sharing a folder); returns its stop.
+   */
+  watchSession?: (id: SessionId) => () => void
+  isClosed: () => boolean
+}
+
+export class LiveSessions {
+  private readonly live = new Map<SessionId, LiveSession>()
+  private readonly loading = new Map<SessionId, Promise<LiveSession>>()
+
+  constructor(private readonly options: LiveSessionsOptions) {}
+
+  get(id: SessionId): LiveSession | undefined {
+    return this.live.get(id)
+  }
+
+  /** Keeps `session` live (a session just created here). */
+  add(session: LiveSession): void {
+    this.live.set(session.header.id, session)
+  }
+
+  /** The live session, loading it from storage if it is not live yet (one load per id at a time). */
+  async attach(id: SessionId): Promise<LiveSession> {
+    const existing = this.live.get(id)
+    if (existing) return existing
+    let p = this.loading.get(id)
+    if (!p) {
+      p = this.options.reader.coldRead(id).then(({ header, length, slots }) => newLiveSession(header, slots, length))
+      const done = () => this.loading.delete(id)
+      p.then(done, done)
+      this.loading.set(id, p)
+    }
+    const loaded = await p
+    const raced = this.live.get(id)
+    if (raced) return raced
+    this.live.set(id, loaded)
+    return loaded
+  }
+
+  /** True while `session` is the record kept for its id. */
+  isCurrent(session: LiveSession): boolean {
+    return this.live.get(session.header.id) === session
+  }
+
+  /** Stops keeping `session` live: its listeners are dropped and storage is no longer watched. */
+  remove(session: LiveSession): void {
+    if (this.isCurrent(session)) this.live.delete(session.header.id)
+    session.feed.listeners.clear()
+    this.updateWatch(session)
+  }
+
+  /** The session open for writing here; CLOSED otherwise. */
+  writable(id: SessionId): LiveSession {
+    const live = this.live.get(id)
+    if (!live?.writer) throw new SessionfoldError('CLOSED', `${where(id)} is not open for writing`, { sessionId: id })
+    return live
+  }
+
+  /** The session live here; CLOSED otherwise. */
+  liveOf(id: SessionId): LiveSession {
+    const live = this.live.get(id)
+    if (!live) throw new SessionfoldError('CLOSED', `${where(id)} is not open in this engine`, { sessionId: id })
+    return live
+  }
+
+  /** Every live session. */
+  all(): LiveSession[] {
+    return [...this.live.values()]
+  }
+
+  /** Waits for loads in flight (before closing). */
+  async loaded(): Promise<void> {
+    await Promise.allSettled([...this.loading.values()])
+  }
+
+  /**
+   * Stores a new session (with a fork's seed), opens it for writing and writes its first
+   * checkpoint. The caller has validated the header. A taken id is SESSION_EXISTS, even while
+   * that session is open for writing: the error about the request itself comes first.
+   * `held`: the session's writer lock, when the caller holds it already.
+   */
+  async create(header: SessionHeader, seed: readonly EncodedEvent[], held?: () => Promise<void>): Promise<LiveSession> {
+    const { locks, pipeline, checkpoints, reader } = this.options
+    let release = held
+    if (!release) {
+      try {
+        release = await locks.acquire(header.id)
+      } catch (err) {
+        if (isSessionfoldError(err, 'SESSION_LOCKED') && (await reader.find(header.id).catch(() => undefined))) {
+          throw new SessionfoldError('SESSION_EXISTS', `${where(header.id)} already exists`, { sessionId: header.id })
+        }
+        throw err
+      }
+    }
+    try {
+      await pipeline.create(header, seed)
+    } catch (err) {
+      if (!held) await release()
+      throw err
+    }
+    const slots = initSlots(this.options.defs, header)
+    for (const e of seed) foldEvent(slots, e.event)
+    const live = newLiveSession(header, slots, seed.length)
+    live.writer = { release }
+    this.add(live)
+    await checkpoints.write(live)
+    return live
+  }
+
+  /** Opens a stored session for writing: SESSION_LOCKED if some client already has it so. */
+  async openWriter(id: SessionId): Promise<LiveSession> {
+    const release = await this.options.locks.acquire(id)
+    try {
+      return await this.attachWriter(id, release)
+    } catch (err) {
+      await release()
+      throw err
+    }
+  }
+
+  /** Makes a session live here with a writer holding `release`; catches up with storage first. */
+  async attachWriter(id: SessionId, release: () => Promise<void>): Promise<LiveSession> {
+    const live = await this.attach(id)
+    // If we were only following it, another writer may have appended since: catch up first.
+    await this.options.follow(id)
+    live.writer = { release }
+    this.updateWatch(live)
+    return live
+  }
+
+  /** Keeps a session live here for one more observer. */
+  async observe(id: SessionId): Promise<LiveSession> {
+    const live = await this.attach(id)
+    live.observers++
+    this.updateWatch(live)
+    return live
+  }
+
+  /** Ends a writer (waiting for its appends and writing the close checkpoint) or an observer. */
+  async release(id: SessionId, role: 'writer' | 'observer'): Promise<void> {
+    const live = this.live.get(id)
+    if (!live) return
+    if (role === 'writer' && live.writer) {
+      const writer = live.writer
+      await this.options.pipeline.settle(live)
+      await this.options.checkpoints.write(live)
+      await this.options.checkpoints.drain(live)
+      live.writer = undefined
+      await writer.release()
+    } else if (role === 'observer' && live.observers > 0) {
+      live.observers--
+    }
+    if (!live.writer && live.observers === 0 && this.isCurrent(live)) this.remove(live)
+    else this.updateWatch(live)
+  }
+
+  /** Deletes a session nobody holds open for writing (SESSION_LOCKED while a writer has it). */
+  async delete(id: SessionId): Promise<void> {
+    const release = await this.options.locks.acquire(id)
+    try {
+      const live = this.live.get(id)
+      if (live) this.remove(live)
+      await this.options.pipeline.remove(id)
+    } finally {
+      await release()
+    }
+  }
+
+  /** Deletes a session this engine just created and still holds (spawn's undo). */
+  async discard(id: SessionId): Promise<void> {
+    const { pipeline, checkpoints } = this.options
+    const live = this.live.get(id)
+    if (live) {
+      await pipeline.settle(live)
+      this.remove(live)
+      checkpoints.cancel(live)
+      await checkpoints.drain(live)
+    }
+    try {
+      await pipeline.remove(id)
+    } catch (err) {
+      this.options.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `could not delete the unpublished child ${where(id)}`, { sessionId: id, cause: err }))
+    } finally {
+      await live?.writer?.release()
+    }
+  }
+
+  /** Storage is watched for other engines' appends exactly while a session is followed here without a writer. */
+  updateWatch(session: LiveSession): void {
+    const watchSession = this.options.watchSession
+    const want = watchSession !== undefined && !this.options.isClosed() && !session.writer && this.isCurrent(session)
+    if (want && !session.unwatch) {
+      session.unwatch = watchSession(session.header.id)
+    } else if (!want && session.unwatch) {
+      session.unwatch()
+      session.unwatch = undefined
+    }
+  }
+}
