@@ -6,22 +6,22 @@
 import type { StorageAdapter } from '../../adapters/types'
 import type { ApplyResult, Changes } from '../../src/changes'
 import type { SubagentListEntry } from '../../src/children'
-import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
+import { SessionfoldError } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import { ProjectionRegistry, type ProjectionDefinition, type ProjectionSnapshot } from '../../src/projection'
 import type { AppendResult, VerifyStep, VerifyTotals } from '../../src/protocol'
 import { BUILTIN_PROJECTIONS } from '../../src/units'
 import type { CatalogEntry, CatalogState } from '../../src/units/catalog'
-import { DEFAULT_MAX_EVENT_BYTES, assertSessionId, describe, isPlainObject, type EncodedEvent } from '../../src/validate'
+import { DEFAULT_MAX_EVENT_BYTES, assertSessionId, describe, type EncodedEvent } from '../../src/validate'
 import { createLocalLocks, type WriterLocks } from '../locks'
 import { snapshotOf } from '../units'
 import { AppendPipeline } from './append-pipeline'
-import { applyChanges, type ImportTarget, type ImportWriter } from './apply-changes'
+import { applyChanges, type ImportTarget } from './apply-changes'
 import { notify, watch, type ChangeListener } from './change-feed'
 import { changesSince } from './changes-since'
 import { CheckpointPolicy } from './checkpoints'
 import { follow } from './follow'
-import { fork, newSessionId, recordExternal, spawn, type LineageHost } from './lineage'
+import { createRoot, fork, recordExternal, spawn, type LineageHost } from './lineage'
 import { listChildren } from './list-children'
 import { LiveSessions, type LiveSession } from './live-sessions'
 import { StoreReader, type ColdRead } from './reader'
@@ -124,7 +124,7 @@ export class Engine {
       append: (id, input) => this.append(id, input),
       discard: (id) => this.sessions.discard(id),
     }
-    this.importTarget = { reader: this.reader, maxEventBytes: this.maxEventBytes, withWriter: (id, write) => this.importInto(id, write) }
+    this.importTarget = { reader: this.reader, maxEventBytes: this.maxEventBytes, withWriter: (id, write) => this.sessions.withImportWriter(id, write) }
   }
 
   // ---- opening and closing sessions ---------------------------------------------------
@@ -132,16 +132,7 @@ export class Engine {
   /** Creates a root session and opens it for writing. */
   async createSession(options: { id?: string; cwd?: string } = {}): Promise<SessionHeader> {
     this.open()
-    if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `createSession options must be an object, got ${describe(options)}`)
-    const id = options.id === undefined ? newSessionId() : options.id // null is no id: INVALID_ARGUMENT
-    assertSessionId(id)
-    if (options.cwd !== undefined && (typeof options.cwd !== 'string' || options.cwd.length > 4096)) {
-      throw new SessionfoldError('INVALID_ARGUMENT', `cwd of ${where(id)} must be a string of at most 4096 characters`, { sessionId: id })
-    }
-    const header: SessionHeader = { version: 1, id, createdAt: this.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }
-    if (options.cwd !== undefined) header.cwd = options.cwd
-    await this.create(header, [])
-    return header
+    return createRoot(this.lineage, options)
   }
 
   /** Opens a session for writing: SESSION_LOCKED if some client already has it so. */
@@ -347,33 +338,6 @@ export class Engine {
     return this.sessions.create(header, seed, held)
   }
 
-  /** Holds `id` open for writing while an import writes it (see apply-changes.ts). */
-  private async importInto(id: SessionId, write: (writer: ImportWriter) => Promise<void>): Promise<'locked' | undefined> {
-    let release: () => Promise<void>
-    try {
-      release = await this.locks.acquire(id)
-    } catch (err) {
-      if (isSessionfoldError(err, 'SESSION_LOCKED')) return 'locked'
-      throw err
-    }
-    let live: LiveSession | undefined
-    try {
-      await write({
-        create: async (header, seed) => {
-          live = await this.create(header, seed, release)
-        },
-        append: async (events) => {
-          live ??= await this.sessions.attachWriter(id, release)
-          await this.pipeline.appendNumbered(live, events)
-        },
-      })
-    } finally {
-      // Releasing the writer writes the close checkpoint: the next batch starts warm.
-      if (live) await this.release(id, 'writer')
-      else await release()
-    }
-    return undefined
-  }
 
   private open(): void {
     if (this.isClosed) throw new SessionfoldError('CLOSED', 'the engine is closed')

@@ -1,6 +1,6 @@
-// Lineage: sessions made from other sessions. spawn creates a subagent and publishes it in its
-// parent's catalog, recordExternal publishes an execution outside this store, fork seeds a new
-// session with a prefix of another's log.
+// Lineage: how sessions come to be. createRoot makes a root session, spawn creates a subagent
+// and publishes it in its parent's catalog, recordExternal publishes an execution outside this
+// store, fork seeds a new session with a prefix of another's log.
 import type { SessionInfo } from '../../adapters/types'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
@@ -30,6 +30,21 @@ export interface LineageHost<S extends { header: SessionHeader; log: { nextSeq: 
 /** A fresh id: 32 hex digits from crypto.randomUUID (browsers and Node alike). */
 export function newSessionId(): SessionId {
   return globalThis.crypto.randomUUID().replace(/-/g, '')
+}
+
+/** Creates a root session and opens it for writing here. */
+export async function createRoot<S extends { header: SessionHeader; log: { nextSeq: number } }>(host: LineageHost<S>, options: unknown): Promise<SessionHeader> {
+  if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `createSession options must be an object, got ${describe(options)}`)
+  const given = options as { id?: unknown; cwd?: unknown }
+  const id = given.id === undefined ? newSessionId() : given.id // null is no id: INVALID_ARGUMENT
+  assertSessionId(id)
+  if (given.cwd !== undefined && (typeof given.cwd !== 'string' || given.cwd.length > 4096)) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `cwd of ${where(id)} must be a string of at most 4096 characters`, { sessionId: id })
+  }
+  const header: SessionHeader = { version: 1, id, createdAt: host.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }
+  if (given.cwd !== undefined) header.cwd = given.cwd
+  await host.create(header, [])
+  return header
 }
 
 /**

@@ -11,6 +11,7 @@ import { foldEvent, initSlots, type UnitSlot } from '../units'
 import { newLogState, type AppendPipeline, type LogState } from './append-pipeline'
 import { newFeed, type FeedState } from './change-feed'
 import { newCheckpointState, type CheckpointPolicy, type CheckpointState } from './checkpoints'
+import type { ImportWriter } from './apply-changes'
 import type { StoreReader } from './reader'
 
 export interface LiveSession {
@@ -170,6 +171,37 @@ export class LiveSessions {
     live.writer = { release }
     this.updateWatch(live)
     return live
+  }
+
+  /**
+   * Holds `id` open for writing while an import writes it (see apply-changes.ts): 'locked'
+   * when another writer has it. The session is opened here only once the import writes.
+   */
+  async withImportWriter(id: SessionId, write: (writer: ImportWriter) => Promise<void>): Promise<'locked' | undefined> {
+    let release: () => Promise<void>
+    try {
+      release = await this.options.locks.acquire(id)
+    } catch (err) {
+      if (isSessionfoldError(err, 'SESSION_LOCKED')) return 'locked'
+      throw err
+    }
+    let live: LiveSession | undefined
+    try {
+      await write({
+        create: async (header, seed) => {
+          live = await this.create(header, seed, release)
+        },
+        append: async (events) => {
+          live ??= await this.attachWriter(id, release)
+          await this.options.pipeline.appendNumbered(live, events)
+        },
+      })
+    } finally {
+      // Releasing the writer writes the close checkpoint: the next batch starts warm.
+      if (live) await this.release(id, 'writer')
+      else await release()
+    }
+    return undefined
   }
 
   /** Keeps a session live here for one more observer. */
