@@ -172,7 +172,8 @@ async function run(store: Store, model: Model, a: Action, counts: Counts): Promi
   switch (a.t) {
     case 'create': {
       const exists = a.id !== undefined && model.sessions.has(a.id)
-      const code = idCode(a.id) ?? (a.id !== undefined && model.writerOf(a.id) ? 'SESSION_LOCKED' : exists ? 'SESSION_EXISTS' : undefined)
+      // The request's own error first: a taken id is SESSION_EXISTS even while it is open for writing.
+      const code = idCode(a.id) ?? (exists ? 'SESSION_EXISTS' : undefined)
       const s = await call(code, () => store.createSession(a.id === undefined ? {} : { id: a.id }), `createSession(${a.id})`)
       if (s) {
         model.sessions.set(s.id, { id: s.id, events: [], catalog: [] })

@@ -2,7 +2,7 @@
 // and publishes it in its parent's catalog, recordExternal publishes an execution outside this
 // store, fork seeds a new session with a prefix of another's log.
 import type { SessionInfo } from '../../adapters/types'
-import { SessionfoldError, where } from '../../src/errors'
+import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import type { AppendResult } from '../../src/protocol'
 import { CATALOG, DESCRIPTOR, labelSchema } from '../../src/units/payloads'
@@ -13,7 +13,7 @@ import type { StoreReader } from './reader'
 export interface LineageHost<S extends { header: SessionHeader; log: { nextSeq: number } }> {
   now(): number
   maxEventBytes: number
-  reader: Pick<StoreReader, 'pages'>
+  reader: Pick<StoreReader, 'pages' | 'find'>
   /** The session open for writing here; CLOSED otherwise. */
   writable(id: SessionId): S
   /** The stored header and durable length, after the appends in flight here have settled. */
@@ -43,7 +43,16 @@ export async function createRoot<S extends { header: SessionHeader; log: { nextS
   }
   const header: SessionHeader = { version: 1, id, createdAt: host.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }
   if (given.cwd !== undefined) header.cwd = given.cwd
-  await host.create(header, [])
+  try {
+    await host.create(header, [])
+  } catch (err) {
+    // The error about the request itself comes first: a taken id is SESSION_EXISTS, even
+    // while that session is open for writing (and so its writer lock is held).
+    if (isSessionfoldError(err, 'SESSION_LOCKED') && (await host.reader.find(id).catch(() => undefined))) {
+      throw new SessionfoldError('SESSION_EXISTS', `${where(id)} already exists`, { sessionId: id })
+    }
+    throw err
+  }
   return header
 }
 

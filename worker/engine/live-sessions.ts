@@ -34,7 +34,7 @@ export function newLiveSession(header: SessionHeader, slots: UnitSlot[], length:
 
 export interface LiveSessionsOptions {
   defs: readonly ProjectionDefinition[]
-  reader: Pick<StoreReader, 'coldRead' | 'find'>
+  reader: Pick<StoreReader, 'coldRead'>
   locks: WriterLocks
   pipeline: AppendPipeline<LiveSession>
   checkpoints: CheckpointPolicy
@@ -120,23 +120,12 @@ export class LiveSessions {
 
   /**
    * Stores a new session (with a fork's seed), opens it for writing and writes its first
-   * checkpoint. The caller has validated the header. A taken id is SESSION_EXISTS, even while
-   * that session is open for writing: the error about the request itself comes first.
-   * `held`: the session's writer lock, when the caller holds it already.
+   * checkpoint. The caller has validated the header. `held`: the session's writer lock, when
+   * the caller holds it already.
    */
   async create(header: SessionHeader, seed: readonly EncodedEvent[], held?: () => Promise<void>): Promise<LiveSession> {
-    const { locks, pipeline, checkpoints, reader } = this.options
-    let release = held
-    if (!release) {
-      try {
-        release = await locks.acquire(header.id)
-      } catch (err) {
-        if (isSessionfoldError(err, 'SESSION_LOCKED') && (await reader.find(header.id).catch(() => undefined))) {
-          throw new SessionfoldError('SESSION_EXISTS', `${where(header.id)} already exists`, { sessionId: header.id })
-        }
-        throw err
-      }
-    }
+    const { pipeline, checkpoints } = this.options
+    const release = held ?? (await this.options.locks.acquire(header.id))
     try {
       await pipeline.create(header, seed)
     } catch (err) {
