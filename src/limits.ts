@@ -5,6 +5,9 @@
 //
 // The client keeps hand-written checks, not zod/mini: zod/mini builds no Function (CSP-safe),
 // but measured, its schemas for these rules add 7.2 kB min+gzip to a 11.4 kB client (budget 15 kB).
+//
+// Lengths are UTF-16 code units (`String.length`), what every hand check counts. zod's own
+// `min`/`max` count code points past the bound, so the zod schemas use these predicates instead.
 
 /** The longest session id. */
 export const MAX_SESSION_ID_LENGTH = 128

@@ -4,7 +4,7 @@
 import { z } from 'zod'
 import {
   HEADER_VERSION, MAX_CWD_LENGTH, MAX_EVENT_TYPE_LENGTH, SESSION_ID_PATTERN, SESSION_ORIGINS,
-  headerOriginProblems,
+  headerOriginProblems, isCwd, isEventType,
 } from './limits'
 import type { Json, LifecycleWitness, SessionEvent, SessionHeader } from './model'
 
@@ -22,10 +22,10 @@ export const countSchema = z.number().int().nonnegative()
 export const timeSchema = z.number().nonnegative()
 
 /** `cwd` of a header: a string of at most MAX_CWD_LENGTH characters. */
-export const cwdSchema = z.string().max(MAX_CWD_LENGTH)
+export const cwdSchema = z.string().refine(isCwd, `must be at most ${MAX_CWD_LENGTH} characters`)
 
 /** An event type: a string of 1-MAX_EVENT_TYPE_LENGTH characters. */
-export const eventTypeSchema = z.string().min(1).max(MAX_EVENT_TYPE_LENGTH)
+export const eventTypeSchema = z.string().refine(isEventType, `must be 1-${MAX_EVENT_TYPE_LENGTH} characters`)
 
 export const sessionHeaderSchema = z
   .strictObject({

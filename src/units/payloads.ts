@@ -2,7 +2,7 @@
 import { z } from 'zod'
 import {
   CATALOG_MODES, CATALOG_VERSIONS, DESCRIPTOR_VERSION, MAX_LABEL_LENGTH, SPAWN_MODES,
-  catalogFactProblem, childLabelProblem,
+  catalogFactProblem, childLabelProblem, isLabel,
 } from '../limits'
 import { ruleCheck, sessionIdSchema, timeSchema } from '../schemas'
 
@@ -12,7 +12,7 @@ export const TURN_START = 'turn/start'
 export const TURN_END = 'turn/end'
 
 /** A child's label: a string of 1-MAX_LABEL_LENGTH characters. */
-export const labelSchema = z.string().min(1).max(MAX_LABEL_LENGTH)
+export const labelSchema = z.string().refine(isLabel, `must be 1-${MAX_LABEL_LENGTH} characters`)
 
 /** In the child: who it is. */
 export const descriptorSchema = z
