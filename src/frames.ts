@@ -4,9 +4,8 @@
 // strict Content-Security-Policy reports) and stays small; the rules they apply are in limits.ts.
 import {
   CATALOG_MODES, HEADER_VERSION, SESSION_ORIGINS, SPAWN_MODES,
-  headerOriginProblems, isCount, isCwd, isLabel, isSessionId, isTime, type OriginFields,
+  headerOriginProblems, isCount, isCwd, isLabel, isProjectionKey, isSessionId, isTime, type OriginFields,
 } from './limits'
-import { PROJECTION_KEY_PATTERN } from './projection'
 import type { ProjectionSnapshot } from './projection'
 import type { Frame, HandleInfo } from './protocol'
 import { assertPlainJson, isPlainObject } from './validate'
@@ -47,9 +46,9 @@ export function frameProblem(frame: unknown): string | undefined {
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < -1) return 'bad seq'
   if (!isPlainObject(values) || !isPlainObject(faults)) return 'bad values or faults'
   // Keys are projection keys (never `__proto__`); `valueOf` and the like are app keys, not built-in views.
-  for (const [key, fault] of Object.entries(faults)) if (!PROJECTION_KEY_PATTERN.test(key) || fault !== 'corrupt') return `bad fault for ${key}`
+  for (const [key, fault] of Object.entries(faults)) if (!isProjectionKey(key) || fault !== 'corrupt') return `bad fault for ${key}`
   for (const [key, value] of Object.entries(values)) {
-    if (!PROJECTION_KEY_PATTERN.test(key)) return 'bad projection key'
+    if (!isProjectionKey(key)) return 'bad projection key'
     const check = Object.hasOwn(BUILTIN_VIEWS, key) ? BUILTIN_VIEWS[key] : undefined
     if (check && !check(value)) return `value of ${key} fails its view shape`
     try {

@@ -15,6 +15,12 @@ export const MAX_SESSION_ID_LENGTH = 128
 /** A session id: 1-128 characters of `[A-Za-z0-9_-]` (safe in a file name and a URL). */
 export const SESSION_ID_PATTERN = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_SESSION_ID_LENGTH}}$`)
 
+/** The longest projection key. */
+export const MAX_PROJECTION_KEY_LENGTH = 64
+
+/** A projection key: 1-64 characters of `[A-Za-z0-9_.-]`, starting with a letter (so never `__proto__`). */
+export const PROJECTION_KEY_PATTERN = new RegExp(`^[A-Za-z][A-Za-z0-9_.-]{0,${MAX_PROJECTION_KEY_LENGTH - 1}}$`)
+
 /** The longest label of a spawned or external child. */
 export const MAX_LABEL_LENGTH = 256
 
@@ -39,6 +45,9 @@ export type SessionOrigin = (typeof SESSION_ORIGINS)[number]
 
 /** True for 1-128 characters of `[A-Za-z0-9_-]`. */
 export const isSessionId = (v: unknown): v is string => typeof v === 'string' && SESSION_ID_PATTERN.test(v)
+
+/** True for a projection key. */
+export const isProjectionKey = (v: unknown): v is string => typeof v === 'string' && PROJECTION_KEY_PATTERN.test(v)
 
 /** True for a string of 1-MAX_LABEL_LENGTH characters. */
 export const isLabel = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= MAX_LABEL_LENGTH
