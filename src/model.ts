@@ -1,3 +1,9 @@
+import type { SessionOrigin } from './limits'
+
+// The rules themselves live in limits.ts; the pattern is re-exported for importers not yet moved there.
+export { SESSION_ID_PATTERN } from './limits'
+export type { SessionOrigin }
+
 /** Plain JSON: what event data and projection values are made of. */
 export type Json =
   | null
@@ -9,10 +15,6 @@ export type Json =
 
 /** 1-128 characters of `[A-Za-z0-9_-]`. */
 export type SessionId = string
-
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/
-
-export type SessionOrigin = 'root' | 'fork' | 'subagent'
 
 export interface SessionHeader {
   version: 1

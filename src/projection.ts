@@ -1,5 +1,6 @@
 import type { ZodType } from 'zod'
 import { SessionfoldError } from './errors'
+import { MAX_PROJECTION_KEY_LENGTH, isCount, isProjectionKey } from './limits'
 import type { Json, SessionEvent, SessionHeader } from './model'
 import { describe } from './validate'
 
@@ -42,9 +43,6 @@ export interface ProjectionSnapshot<M = Record<string, Json | null>> {
   faults: { [K in keyof M]?: ProjectionFault }
 }
 
-/** A projection key: 1-64 characters of [A-Za-z0-9_.-], starting with a letter. */
-export const PROJECTION_KEY_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
-
 /**
  * Declares a projection unit; checks its shape so mistakes fail at startup, not mid-fold.
  *
@@ -59,8 +57,8 @@ export const PROJECTION_KEY_PATTERN = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
 export function defineProjection<S, V = never>(def: ProjectionDefinition<S, V>): ProjectionDefinition<S, V> {
   const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `projection ${describe(def?.key)}: ${why}`)
   if (typeof def !== 'object' || def === null) throw bad('the definition must be an object')
-  if (typeof def.key !== 'string' || !PROJECTION_KEY_PATTERN.test(def.key)) throw bad('key must be 1-64 characters of [A-Za-z0-9_.-], starting with a letter')
-  if (!Number.isSafeInteger(def.stateVersion) || def.stateVersion < 0) throw bad('stateVersion must be an integer >= 0')
+  if (!isProjectionKey(def.key)) throw bad(`key must be 1-${MAX_PROJECTION_KEY_LENGTH} characters of [A-Za-z0-9_.-], starting with a letter`)
+  if (!isCount(def.stateVersion)) throw bad('stateVersion must be an integer >= 0')
   if (typeof def.stateSchema?.safeParse !== 'function') throw bad('stateSchema must be a zod schema')
   if (typeof def.init !== 'function' || typeof def.apply !== 'function') throw bad('init and apply must be functions')
   if (def.view !== undefined && (typeof def.view.view !== 'function' || typeof def.view.schema?.safeParse !== 'function')) {

@@ -1,51 +1,62 @@
 // zod schemas of the model, for the engine and the adapters (the client needs none: it stays
-// free of zod, whose object schemas probe `new Function` and trip a strict CSP).
+// free of zod, whose object schemas probe `new Function` and trip a strict CSP). Every bound
+// and cross-field rule comes from limits.ts, where the client's hand-written checks find it too.
 import { z } from 'zod'
-import { SESSION_ID_PATTERN, type Json, type LifecycleWitness, type SessionEvent, type SessionHeader } from './model'
+import {
+  HEADER_VERSION, MAX_CWD_LENGTH, MAX_EVENT_TYPE_LENGTH, SESSION_ID_PATTERN, SESSION_ORIGINS,
+  headerOriginProblems, isCwd, isEventType,
+} from './limits'
+import type { Json, LifecycleWitness, SessionEvent, SessionHeader } from './model'
+
+/** A limits.ts rule as a zod refinement: each problem it finds becomes a custom issue. */
+export const ruleCheck = <T>(rule: (value: T) => string | string[] | undefined) => (value: T, ctx: z.RefinementCtx<T>): void => {
+  for (const message of [rule(value) ?? []].flat()) ctx.addIssue({ code: 'custom', message })
+}
 
 export const sessionIdSchema = z.string().regex(SESSION_ID_PATTERN)
 
-const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
+/** A count or a seq (zod's `int` is a safe integer). */
+export const countSchema = z.number().int().nonnegative()
+
+/** Milliseconds, a time or a duration (zod's `number` is finite). */
+export const timeSchema = z.number().nonnegative()
+
+/** `cwd` of a header: a string of at most MAX_CWD_LENGTH characters. */
+export const cwdSchema = z.string().refine(isCwd, `must be at most ${MAX_CWD_LENGTH} characters`)
+
+/** An event type: a string of 1-MAX_EVENT_TYPE_LENGTH characters. */
+export const eventTypeSchema = z.string().refine(isEventType, `must be 1-${MAX_EVENT_TYPE_LENGTH} characters`)
 
 export const sessionHeaderSchema = z
   .strictObject({
-    version: z.literal(1),
+    version: z.literal(HEADER_VERSION),
     id: sessionIdSchema,
-    createdAt: z.number().finite().nonnegative(),
-    cwd: z.string().max(4096).optional(),
+    createdAt: timeSchema,
+    cwd: cwdSchema.optional(),
     parentSession: sessionIdSchema.optional(),
-    seedLength: count,
-    delegationDepth: count,
-    origin: z.enum(['root', 'fork', 'subagent']),
+    seedLength: countSchema,
+    delegationDepth: countSchema,
+    origin: z.enum(SESSION_ORIGINS),
     forkedFrom: sessionIdSchema.optional(),
   })
-  .superRefine((h, ctx) => {
-    // The origin decides which links a header carries; anything else is not a header we wrote.
-    const bad = (message: string) => ctx.addIssue({ code: 'custom', message })
-    if (h.origin === 'subagent' && h.parentSession === undefined) bad('a subagent needs parentSession')
-    if (h.origin !== 'subagent' && h.parentSession !== undefined) bad('only a subagent has parentSession')
-    if (h.origin === 'fork' && h.forkedFrom === undefined) bad('a fork needs forkedFrom')
-    if (h.origin !== 'fork' && h.forkedFrom !== undefined) bad('only a fork has forkedFrom')
-    if (h.origin !== 'fork' && h.seedLength !== 0) bad('only a fork has seed events')
-    if (h.origin === 'root' && h.delegationDepth !== 0) bad('a root has delegationDepth 0')
-  }) satisfies z.ZodType<SessionHeader>
+  .superRefine(ruleCheck(headerOriginProblems)) satisfies z.ZodType<SessionHeader>
 
 export const jsonSchema: z.ZodType<Json> = z.json() as z.ZodType<Json>
 
 export const sessionEventSchema = z.strictObject({
-  seq: count,
-  type: z.string().min(1).max(256),
-  time: z.number().finite().nonnegative(),
+  seq: countSchema,
+  type: eventTypeSchema,
+  time: timeSchema,
   data: jsonSchema,
 }) satisfies z.ZodType<SessionEvent>
 
+// The witness's cwd is compared with the header's, not bounded: a stale witness is told by that.
 export const witnessSchema = z.strictObject({
-  version: z.literal(1),
+  version: z.literal(HEADER_VERSION),
   id: sessionIdSchema,
-  createdAt: z.number().finite().nonnegative(),
+  createdAt: timeSchema,
   cwd: z.string().optional(),
   parentSession: sessionIdSchema.optional(),
-  seedLength: count,
-  delegationDepth: count,
+  seedLength: countSchema,
+  delegationDepth: countSchema,
 }) satisfies z.ZodType<LifecycleWitness>
-

@@ -1,13 +1,11 @@
+// The client's hand-written checks of what an app passes in, and the event encoding. The rules
+// they apply are in limits.ts, shared with the worker's zod schemas.
 import { SessionfoldError, where } from './errors'
-import { SESSION_ID_PATTERN, type Json, type SessionEvent, type SessionId } from './model'
+import { DEFAULT_MAX_EVENT_BYTES, MAX_EVENT_TYPE_LENGTH, MAX_JSON_DEPTH, MAX_SESSION_ID_LENGTH, isEventType, isSessionId, isTime } from './limits'
+import type { Json, SessionEvent, SessionId } from './model'
 
-/** Default limit of one encoded event: 1 MiB of UTF-8 JSON. */
-export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
-
-/** Deeper data is refused rather than risking a stack overflow while encoding or folding. */
-export const MAX_JSON_DEPTH = 512
-
-const MAX_TYPE_LENGTH = 256
+// For importers not yet moved to limits.ts.
+export { DEFAULT_MAX_EVENT_BYTES }
 
 /** Shows a caller's value in a message without dumping it. */
 export function describe(value: unknown): string {
@@ -21,12 +19,12 @@ export function describe(value: unknown): string {
   return Array.isArray(value) ? 'an array' : (value.constructor?.name ?? 'an object')
 }
 
-/** Throws INVALID_ARGUMENT unless `id` is 1-128 characters of `[A-Za-z0-9_-]`. */
+/** Throws INVALID_ARGUMENT unless `id` is a session id (limits.ts: isSessionId). */
 export function assertSessionId(id: unknown, what = 'session id'): asserts id is SessionId {
-  if (typeof id !== 'string' || !SESSION_ID_PATTERN.test(id)) {
+  if (!isSessionId(id)) {
     throw new SessionfoldError(
       'INVALID_ARGUMENT',
-      `${what} ${describe(id)} is not 1-128 characters of [A-Za-z0-9_-]`,
+      `${what} ${describe(id)} is not 1-${MAX_SESSION_ID_LENGTH} characters of [A-Za-z0-9_-]`,
     )
   }
 }
@@ -157,10 +155,10 @@ export function encodeEventBody(
     throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} cannot be read: ${(err as Error)?.message ?? String(err)}`, details)
   }
   const { type, data = null, time = options.now ?? Date.now() } = fields
-  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `event type for ${at} must be a string of 1-${MAX_TYPE_LENGTH} characters, got ${describe(type)}`, details)
+  if (!isEventType(type)) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event type for ${at} must be a string of 1-${MAX_EVENT_TYPE_LENGTH} characters, got ${describe(type)}`, details)
   }
-  if (typeof time !== 'number' || !Number.isFinite(time) || time < 0) {
+  if (!isTime(time)) {
     throw new SessionfoldError('INVALID_ARGUMENT', `event time for ${at} must be a finite number >= 0, got ${describe(time)}`, details)
   }
   try {
@@ -201,8 +199,7 @@ export function eventFromBody(body: string, seq: number, sessionId: SessionId, m
   }
   const keys = Object.keys(event)
   if (keys.length !== 4 || keys[0] !== 'seq' || keys[1] !== 'type' || keys[2] !== 'time' || keys[3] !== 'data' || event.seq !== seq ||
-    typeof event.type !== 'string' || event.type.length === 0 || event.type.length > MAX_TYPE_LENGTH ||
-    typeof event.time !== 'number' || !Number.isFinite(event.time) || event.time < 0) {
+    !isEventType(event.type) || !isTime(event.time)) {
     throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is malformed`, { sessionId, seq })
   }
   return { event, json }

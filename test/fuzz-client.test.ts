@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ERROR_CODES, isSessionfoldError, openStore, type ErrorCode, type Json, type OpenStoreOptions, type Session, type SessionEvent, type SessionHeader, type SessionView, type Store } from 'sessionfold'
-import { SESSION_ID_PATTERN } from '../src/model'
+import { SESSION_ID_PATTERN } from '../src/limits'
 import { BUILTIN_PROJECTIONS } from '../src/units'
 import { until } from './conformance/client'
 

@@ -3,22 +3,21 @@ import { z } from 'zod'
 import { ChunkedList } from '../chunked-list'
 import { chunkedListSchema } from '../chunked-list-schema'
 import { SessionfoldError } from '../errors'
-import { sessionIdSchema } from '../schemas'
+import { CATALOG_MODES } from '../limits'
+import { countSchema, sessionIdSchema, timeSchema } from '../schemas'
 import { defineProjection } from '../projection'
 import { CATALOG, catalogFactSchema, labelSchema } from './payloads'
 
-const count = z.number().int().nonnegative()
-
 export const catalogEntrySchema = z.strictObject({
   id: sessionIdSchema,
-  createdAt: z.number().finite().nonnegative(),
-  mode: z.enum(['one-shot', 'continuable', 'unknown', 'external']),
+  createdAt: timeSchema,
+  mode: z.enum(CATALOG_MODES),
   label: labelSchema.optional(),
-  seq: count,
+  seq: countSchema,
 })
 export type CatalogEntry = z.infer<typeof catalogEntrySchema>
 
-const stateSchema = z.strictObject({ inherited: count, entries: chunkedListSchema(catalogEntrySchema) })
+const stateSchema = z.strictObject({ inherited: countSchema, entries: chunkedListSchema(catalogEntrySchema) })
 export interface CatalogState {
   inherited: number
   entries: ChunkedList<CatalogEntry>

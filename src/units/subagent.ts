@@ -1,16 +1,16 @@
 // `subagent`: the session's own identity, last-wins over its own descriptors.
 import { z } from 'zod'
+import { SPAWN_MODES } from '../limits'
 import { defineProjection } from '../projection'
+import { countSchema } from '../schemas'
 import { DESCRIPTOR, descriptorSchema, labelSchema } from './payloads'
 
-const count = z.number().int().nonnegative()
-
 export const subagentViewSchema = z
-  .strictObject({ mode: z.enum(['one-shot', 'continuable']), label: labelSchema.optional(), seq: count })
+  .strictObject({ mode: z.enum(SPAWN_MODES), label: labelSchema.optional(), seq: countSchema })
   .nullable()
 export type SubagentView = z.infer<typeof subagentViewSchema>
 
-const stateSchema = z.strictObject({ inherited: count, identity: subagentViewSchema })
+const stateSchema = z.strictObject({ inherited: countSchema, identity: subagentViewSchema })
 type State = z.infer<typeof stateSchema>
 
 export const subagentUnit = defineProjection<State, SubagentView>({

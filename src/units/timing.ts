@@ -1,18 +1,17 @@
 // `subagentTiming`: how many turns ran and how long they took; an own descriptor resets it.
 import { z } from 'zod'
 import { defineProjection } from '../projection'
+import { countSchema, timeSchema } from '../schemas'
 import { DESCRIPTOR, TURN_END, TURN_START } from './payloads'
 
-const count = z.number().int().nonnegative()
-
 export const timingViewSchema = z.strictObject({
-  turns: count,
-  settledMs: z.number().finite().nonnegative(),
+  turns: countSchema,
+  settledMs: timeSchema,
   runningSince: z.number().finite().nullable(),
 })
 export type TimingView = z.infer<typeof timingViewSchema>
 
-const stateSchema = z.strictObject({ inherited: count, ...timingViewSchema.shape })
+const stateSchema = z.strictObject({ inherited: countSchema, ...timingViewSchema.shape })
 type State = z.infer<typeof stateSchema>
 
 export const subagentTimingUnit = defineProjection<State, TimingView>({
