@@ -4,7 +4,7 @@ import { z } from 'zod'
 import type { CheckpointRow } from '../adapters/types'
 import { hash53 } from '../src/hash'
 import { sameWitness, witnessOf, type Json, type SessionEvent, type SessionHeader } from '../src/model'
-import { witnessSchema } from '../src/schemas'
+import { countSchema, witnessSchema } from '../src/schemas'
 import type { ProjectionDefinition, ProjectionFault, ProjectionSnapshot } from '../src/projection'
 
 export interface UnitSlot {
@@ -97,7 +97,7 @@ export function snapshotOf(slots: readonly UnitSlot[], asOfSeq: number): Project
 const checkpointRowSchema = z.strictObject({
   sum: z.string(),
   witness: witnessSchema,
-  rows: z.record(z.string(), z.strictObject({ ver: z.number().int().nonnegative(), seq: z.number().int().min(-1), val: z.unknown() })),
+  rows: z.record(z.string(), z.strictObject({ ver: countSchema, seq: z.number().int().min(-1), val: z.unknown() })),
 })
 
 /**

@@ -6,6 +6,7 @@ import type { StorageAdapter } from '../../adapters/types'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import type { AppendResult } from '../../src/protocol'
+import { isCount } from '../../src/limits'
 import { TURN_END } from '../../src/units/payloads'
 import { describe, encodeEventBody, eventFromBody, isPlainObject, type EncodedEvent } from '../../src/validate'
 import { foldEvent, type UnitSlot } from '../units'
@@ -83,7 +84,7 @@ export class AppendPipeline<S extends PipelineSession> {
     if (!Array.isArray(bodies) || bodies.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
     if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `append options for ${where(id)} must be an object, got ${describe(options)}`, { sessionId: id })
     const expected = (options as { expectedSeq?: unknown } | undefined)?.expectedSeq
-    if (expected !== undefined && (typeof expected !== 'number' || !Number.isSafeInteger(expected) || expected < 0)) {
+    if (expected !== undefined && !isCount(expected)) {
       throw new SessionfoldError('INVALID_ARGUMENT', `expectedSeq for ${where(id)} must be an integer >= 0, got ${describe(expected)}`, { sessionId: id })
     }
     while (log.inflightBytes > WRITE_BUFFER_BYTES) await log.chain // bounded write buffer

@@ -3,15 +3,15 @@
 import { z } from 'zod'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
-import { sessionHeaderSchema } from '../../src/schemas'
+import { MAX_EVENT_TYPE_LENGTH, isEventType, isTime } from '../../src/limits'
+import { countSchema, sessionHeaderSchema } from '../../src/schemas'
 import { assertPlainJson, describe, encodeEvent, isPlainObject, type EncodedEvent } from '../../src/validate'
 
 const bad = (message: string, id?: SessionId, seq?: number) => new SessionfoldError('INVALID_ARGUMENT', message, { sessionId: id, seq })
 
-const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
 const envelopeSchema = z.strictObject({
   v: z.literal(1),
-  sessions: z.array(z.strictObject({ header: z.unknown(), from: count, events: z.array(z.unknown()), length: count.optional() })),
+  sessions: z.array(z.strictObject({ header: z.unknown(), from: countSchema, events: z.array(z.unknown()), length: countSchema.optional() })),
 })
 
 /** A batch entry checked whole, its events encoded for storage. */
@@ -58,8 +58,8 @@ function checkEvent(e: unknown, seq: number, id: SessionId, maxEventBytes: numbe
   }
   const { type, time, data } = e as unknown as SessionEvent
   if (e.seq !== seq) throw bad(`the change batch's events of ${where(id)} are not contiguous: seq ${describe(e.seq)} where ${seq} belongs`, id, seq)
-  if (typeof type !== 'string' || type.length === 0 || type.length > 256) throw bad(`the change batch's event type for ${where(id, seq)} must be a string of 1-256 characters`, id, seq)
-  if (typeof time !== 'number' || !Number.isFinite(time) || time < 0) throw bad(`the change batch's event time for ${where(id, seq)} must be a finite number >= 0`, id, seq)
+  if (!isEventType(type)) throw bad(`the change batch's event type for ${where(id, seq)} must be a string of 1-${MAX_EVENT_TYPE_LENGTH} characters`, id, seq)
+  if (!isTime(time)) throw bad(`the change batch's event time for ${where(id, seq)} must be a finite number >= 0`, id, seq)
   try {
     assertPlainJson(data, `the change batch's event data for ${where(id, seq)}`)
     return encodeEvent({ seq, type, time, data }, id, maxEventBytes)

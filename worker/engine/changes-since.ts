@@ -4,7 +4,7 @@ import { z } from 'zod'
 import type { ChangeCursor, ChangeEntry, Changes } from '../../src/changes'
 import { SessionfoldError, isSessionfoldError } from '../../src/errors'
 import type { SessionId } from '../../src/model'
-import { sessionIdSchema } from '../../src/schemas'
+import { countSchema, sessionIdSchema, timeSchema } from '../../src/schemas'
 import { utf8Length } from '../../src/validate'
 import type { StoreReader } from './reader'
 
@@ -17,10 +17,9 @@ type Reader = Pick<StoreReader, 'find' | 'pages' | 'ids'>
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
-const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
 const cursorSchema = z.strictObject({
   v: z.literal(1),
-  sessions: z.record(sessionIdSchema, z.tuple([z.number().finite().nonnegative(), count])),
+  sessions: z.record(sessionIdSchema, z.tuple([timeSchema, countSchema])),
   after: sessionIdSchema.optional(),
 })
 const optionsSchema = z.strictObject({

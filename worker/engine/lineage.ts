@@ -5,7 +5,8 @@ import type { SessionInfo } from '../../adapters/types'
 import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import type { AppendResult } from '../../src/protocol'
-import { CATALOG, DESCRIPTOR, labelSchema } from '../../src/units/payloads'
+import { CATALOG_VERSION, DESCRIPTOR_VERSION, HEADER_VERSION, MAX_CWD_LENGTH, MAX_LABEL_LENGTH, SPAWN_MODES, childLabelProblem, isCount, isCwd, isLabel } from '../../src/limits'
+import { CATALOG, DESCRIPTOR } from '../../src/units/payloads'
 import { assertSessionId, describe, encodeEvent, encodeEventBody, encodeEventInput, eventFromBody, isPlainObject, type EncodedEvent } from '../../src/validate'
 import type { StoreReader } from './reader'
 
@@ -38,10 +39,10 @@ export async function createRoot<S extends { header: SessionHeader; log: { nextS
   const given = options as { id?: unknown; cwd?: unknown }
   const id = given.id === undefined ? newSessionId() : given.id // null is no id: INVALID_ARGUMENT
   assertSessionId(id)
-  if (given.cwd !== undefined && (typeof given.cwd !== 'string' || given.cwd.length > 4096)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `cwd of ${where(id)} must be a string of at most 4096 characters`, { sessionId: id })
+  if (given.cwd !== undefined && !isCwd(given.cwd)) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `cwd of ${where(id)} must be a string of at most ${MAX_CWD_LENGTH} characters`, { sessionId: id })
   }
-  const header: SessionHeader = { version: 1, id, createdAt: host.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }
+  const header: SessionHeader = { version: HEADER_VERSION, id, createdAt: host.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }
   if (given.cwd !== undefined) header.cwd = given.cwd
   try {
     await host.create(header, [])
@@ -70,24 +71,24 @@ export async function spawn<S extends { header: SessionHeader; log: { nextSeq: n
   for (const key of Object.keys(options)) {
     if (!['mode', 'label', 'events', 'id'].includes(key)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn options for ${where(parentId)} have an unknown field ${describe(key)}`, { sessionId: parentId })
   }
-  if (mode !== 'one-shot' && mode !== 'continuable') {
+  if (!SPAWN_MODES.includes(mode as never)) {
     throw new SessionfoldError('INVALID_ARGUMENT', `spawn mode for ${where(parentId)} must be 'one-shot' or 'continuable', got ${describe(mode)}`, { sessionId: parentId })
   }
-  if (label !== undefined && !labelSchema.safeParse(label).success) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `spawn label for ${where(parentId)} must be a string of 1-256 characters, got ${describe(label)}`, { sessionId: parentId })
+  if (label !== undefined && !isLabel(label)) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `spawn label for ${where(parentId)} must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${describe(label)}`, { sessionId: parentId })
   }
-  if (mode === 'continuable' && label === undefined) {
+  if (childLabelProblem({ mode, label }) !== undefined) {
     throw new SessionfoldError('INVALID_ARGUMENT', `a continuable spawn of ${where(parentId)} needs a label`, { sessionId: parentId })
   }
   if (!Array.isArray(events)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn events for ${where(parentId)} must be an array`, { sessionId: parentId })
   assertSessionId(id, 'child id')
   const header: SessionHeader = {
-    version: 1, id, createdAt: host.now(), parentSession: parentId, seedLength: 0,
+    version: HEADER_VERSION, id, createdAt: host.now(), parentSession: parentId, seedLength: 0,
     delegationDepth: parent.header.delegationDepth + 1, origin: 'subagent',
   }
   if (parent.header.cwd !== undefined) header.cwd = parent.header.cwd
   // Everything is validated and encoded before anything is written.
-  const descriptor = label === undefined ? { v: 2, mode } : { v: 2, mode, label }
+  const descriptor = label === undefined ? { v: DESCRIPTOR_VERSION, mode } : { v: DESCRIPTOR_VERSION, mode, label }
   const encode = (e: unknown) => encodeEventBody(e, id, { maxBytes: host.maxEventBytes, now: header.createdAt })
   if (bodies !== undefined && (events as unknown[]).length > 0) {
     throw new SessionfoldError('INVALID_ARGUMENT', `spawn of ${where(parentId)} takes events or encoded bodies, not both`, { sessionId: parentId })
@@ -95,8 +96,8 @@ export async function spawn<S extends { header: SessionHeader; log: { nextSeq: n
   const childEvents = [encode({ type: DESCRIPTOR, data: descriptor, time: header.createdAt }), ...(bodies ?? events.map(encode))]
     .map((b, i) => eventFromBody(b, i, id, host.maxEventBytes))
   const factData = label === undefined
-    ? { v: 2, childId: id, childCreatedAt: header.createdAt, mode }
-    : { v: 2, childId: id, childCreatedAt: header.createdAt, mode, label }
+    ? { v: CATALOG_VERSION, childId: id, childCreatedAt: header.createdAt, mode }
+    : { v: CATALOG_VERSION, childId: id, childCreatedAt: header.createdAt, mode, label }
   encodeEventInput({ type: CATALOG, data: factData }, parent.log.nextSeq, parentId, { maxBytes: host.maxEventBytes })
 
   const child = await host.create(header, [])
@@ -118,12 +119,12 @@ export function recordExternal<S extends { header: SessionHeader; log: { nextSeq
   if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `recordExternal options for ${where(parentId)} must be an object`, { sessionId: parentId })
   const { childId, label } = options as { childId?: unknown; label?: unknown }
   assertSessionId(childId, `recordExternal on ${where(parentId)}: child id`)
-  if (label !== undefined && !labelSchema.safeParse(label).success) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `external label for ${where(parentId)} must be a string of 1-256 characters, got ${describe(label)}`, { sessionId: parentId })
+  if (label !== undefined && !isLabel(label)) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `external label for ${where(parentId)} must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${describe(label)}`, { sessionId: parentId })
   }
   const data = label === undefined
-    ? { v: 2, childId, childCreatedAt: host.now(), mode: 'external' }
-    : { v: 2, childId, childCreatedAt: host.now(), mode: 'external', label }
+    ? { v: CATALOG_VERSION, childId, childCreatedAt: host.now(), mode: 'external' }
+    : { v: CATALOG_VERSION, childId, childCreatedAt: host.now(), mode: 'external', label }
   return host.append(parentId, { type: CATALOG, data })
 }
 
@@ -140,7 +141,7 @@ export async function fork<S extends { header: SessionHeader; log: { nextSeq: nu
   assertSessionId(id, 'fork id')
   const info = await host.settled(sourceId)
   const at = atOption ?? info.length
-  if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0 || at > info.length) {
+  if (!isCount(at) || at > info.length) {
     throw new SessionfoldError('INVALID_ARGUMENT', `fork of ${where(sourceId)}: at must be an integer in 0..${info.length}, got ${describe(at)}`, { sessionId: sourceId })
   }
   const seed: EncodedEvent[] = []
@@ -148,7 +149,7 @@ export async function fork<S extends { header: SessionHeader; log: { nextSeq: nu
     for (const e of page) seed.push(encodeEvent(e, id, Number.MAX_SAFE_INTEGER))
   }
   const header: SessionHeader = {
-    version: 1, id, createdAt: host.now(), seedLength: at,
+    version: HEADER_VERSION, id, createdAt: host.now(), seedLength: at,
     delegationDepth: info.header.delegationDepth, origin: 'fork', forkedFrom: sourceId,
   }
   if (info.header.cwd !== undefined) header.cwd = info.header.cwd
