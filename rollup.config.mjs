@@ -36,13 +36,13 @@ const copy = (from, fileName) => ({
   },
 })
 
-// Each platform's client entry picks its connectors (worker_threads or Web Workers); both
-// find their default worker beside themselves: worker-entry.node.js, worker-entry.browser.js.
 const adapters = {
   'adapters/memory': 'adapters/memory.ts',
   'adapters/indexeddb': 'adapters/indexeddb.ts',
 }
 
+// Each platform has its own client entry (src/index-node.ts, src/index-browser.ts), which finds
+// its default worker beside itself by a literal URL: worker-entry.node.js, worker-entry.browser.js.
 export default [
   // Node: ESM and CJS of the client, the worker API, the adapters, and the default worker.
   // (The CJS client spawns the ESM worker entry beside it: a worker needs no require.)
