@@ -26,79 +26,54 @@ const typescript = () => ({
 })
 
 /**
- * The client finds its worker and its platform code by paths into the source tree; in the
- * build they point at the built entries, and the other platform's code is left out.
+ * A file taken into the build as it is. node-boot.mjs runs an app's TypeScript worker file
+ * through tsx; the client finds it beside itself, as it finds its worker entry.
  */
-const platform = (target) => ({
-  name: 'sessionfold-platform',
-  resolveId(source) {
-    if (target === 'browser' && (/platform-node|locks-fs|node-adapter/.test(source) || source.startsWith('node:'))) return '\0sessionfold-not-in-browser'
-    if (target === 'node' && /platform-browser/.test(source)) return '\0sessionfold-not-in-node'
-    return null
-  },
-  load(id) {
-    if (id === '\0sessionfold-not-in-browser') {
-      // Reached only where isNode is true, which a browser never is.
-      return 'export const nodePlatform = undefined, releaseThreadLocks = async () => {}, Worker = undefined; export default undefined'
-    }
-    if (id === '\0sessionfold-not-in-node') return 'export const browserPlatform = undefined'
-    return null
-  },
-  transform(code, id) {
-    if (!id.endsWith('src/store.ts')) return null
-    let out = code
-      .replaceAll("'../worker/node-entry.ts'", "'./worker-entry.node.js'")
-      .replaceAll("'../worker/browser-entry.ts'", "'./worker-entry.browser.js'")
-      .replaceAll("'../worker/node-boot.mjs'", "'./node-boot.mjs'")
-    if (target === 'browser') {
-      // Node's worker files mean nothing to a browser bundler (it would look for them).
-      out = out.replace("new URL('./worker-entry.node.js', import.meta.url)", 'undefined').replace("new URL('./node-boot.mjs', import.meta.url)", 'undefined')
-    }
-    return { code: out, map: null }
-  },
+const copy = (from, fileName) => ({
+  name: 'copy',
   async generateBundle() {
-    // Runs TypeScript worker files (workerUrl: './my-worker.ts') through tsx, where installed.
-    if (target === 'node') this.emitFile({ type: 'asset', fileName: 'node-boot.mjs', source: await readFile('worker/node-boot.mjs', 'utf8') })
+    this.emitFile({ type: 'asset', fileName, source: await readFile(from, 'utf8') })
   },
 })
 
-const entries = {
-  index: 'src/index.ts',
+const adapters = {
   'adapters/memory': 'adapters/memory.ts',
   'adapters/indexeddb': 'adapters/indexeddb.ts',
 }
 
+// Each platform has its own client entry (src/index-node.ts, src/index-browser.ts), which finds
+// its default worker beside itself by a literal URL: worker-entry.node.js, worker-entry.browser.js.
 export default [
   // Node: ESM and CJS of the client, the worker API, the adapters, and the default worker.
   // (The CJS client spawns the ESM worker entry beside it: a worker needs no require.)
   ...['es', 'cjs'].map((format) => ({
-    input: { ...entries, worker: 'worker/serve-node.ts', 'adapters/fs': 'adapters/fs.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/node-entry.ts' } : {}) },
+    input: { index: 'src/index-node.ts', ...adapters, worker: 'worker/serve-node.ts', 'adapters/fs': 'adapters/fs.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/node-entry.ts' } : {}) },
     external,
-    plugins: [platform('node'), typescript()],
+    plugins: [typescript(), format === 'es' && copy('src/client/node-boot.mjs', 'node-boot.mjs')],
     output: { dir: 'dist/node', format, entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`, chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`, sourcemap: true },
   })),
   // The `sessionfold` command line (package.json "bin"): one executable ESM file for Node.
   {
     input: { cli: 'cli/sessionfold.ts' },
     external,
-    plugins: [platform('node'), typescript(), { name: 'executable', writeBundle: () => chmod('dist/node/cli.js', 0o755) }],
+    plugins: [typescript(), { name: 'executable', writeBundle: () => chmod('dist/node/cli.js', 0o755) }],
     output: { dir: 'dist/node', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, banner: '#!/usr/bin/env node', sourcemap: true },
   },
   // Browsers: the client, the worker API and the adapters, as ESM.
   {
-    input: { ...entries, worker: 'worker/serve-browser.ts' },
-    external: deps, // node: imports are stubbed out by the platform plugin
-    plugins: [platform('browser'), typescript()],
+    input: { index: 'src/index-browser.ts', ...adapters, worker: 'worker/serve-browser.ts' },
+    external: deps,
+    plugins: [typescript()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
   },
   // The default browser worker, self-contained (its dependencies inlined).
   {
     input: { 'worker-entry.browser': 'worker/browser-entry.ts' },
-    plugins: [platform('browser'), typescript(), nodeResolve()],
+    plugins: [typescript(), nodeResolve()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, sourcemap: true },
   },
   // Bundled declarations, one file per entry point, as .d.ts (import) and .d.cts (require).
-  ...Object.entries({ index: 'src/index.ts', worker: 'worker/serve-node.ts', 'adapters/memory': 'adapters/memory.ts', 'adapters/indexeddb': 'adapters/indexeddb.ts', 'adapters/fs': 'adapters/fs.ts' }).map(([name, input]) => ({
+  ...Object.entries({ index: 'src/index-node.ts', worker: 'worker/serve-node.ts', 'adapters/memory': 'adapters/memory.ts', 'adapters/indexeddb': 'adapters/indexeddb.ts', 'adapters/fs': 'adapters/fs.ts' }).map(([name, input]) => ({
     input,
     external,
     plugins: [dts({ respectExternal: false, compilerOptions: { paths: {} } })],

@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config'
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const alias = (platform: 'node' | 'browser') => ({
   'sessionfold/worker': here(`./worker/serve-${platform}.ts`),
-  sessionfold: here('./src/index.ts'),
+  sessionfold: here(`./src/index-${platform}.ts`),
 })
 
 // Debian's chromium (no browser download is possible here), headless, with the flags this

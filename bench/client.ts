@@ -5,7 +5,7 @@
 //       awaited), alternating turn/start and turn/end so the built-in `subagentTiming` value
 //       changes with every append. For each append, the time from calling session.append to the
 //       first call of a `projections.subscribe('subagentTiming', ...)` listener with its seq or
-//       a later one (subscribers hear a burst batched: src/mirror.ts notifies at once when quiet,
+//       a later one (subscribers hear a burst batched: src/client/listeners.ts notifies at once when quiet,
 //       at most every 5 ms in a burst): on a second handle (store.observe(id): the push path)
 //       and on the writing handle itself; and the time until append() resolves. Median and p99
 //       of the 10,000 per run. For information: message events (about 300 bytes, no checkpoint
@@ -41,7 +41,7 @@ import { Worker } from 'node:worker_threads'
 import { releaseProxy, wrap, type Remote } from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import type { AppendResult } from '../src/protocol'
-import { openStore, type EventInput, type Session, type Store } from '../src/store'
+import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
 import { TURN_END, TURN_START } from '../src/units/payloads'
 import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
 
@@ -572,7 +572,7 @@ async function main(): Promise<void> {
     console.log('  listener on the writing Session; append(): until append() resolves (read your writes, not throttled).')
     console.log('  Stream runs await each append and call the next one at once, without waiting for the listeners.')
     console.log('  * lockstep: the next append waits until both listeners heard the previous one; paced: and then')
-    console.log(`    ${CONFIG.paceMs} ms more, so every append finds the subscribers quiet (src/mirror.ts notifies at most every 5 ms`)
+    console.log(`    ${CONFIG.paceMs} ms more, so every append finds the subscribers quiet (src/client/listeners.ts notifies at most every 5 ms`)
     console.log('    in a burst, at once when quiet).')
     console.log('  calls/100: observer listener calls per 100 appends (under 100: a burst was batched into fewer calls).')
     console.log('  Each figure is the median (or p99) of one run\'s appends; the cell shows that figure over rounds.')

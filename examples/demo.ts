@@ -1,7 +1,7 @@
 // The Quick start demo: an agent session on the default store (files under .sessionfold/,
 // the engine in a worker thread) spawns subagents that run turns; the parent's live catalog
 // and each child's timing are printed as they change.
-import { openStore, type Session } from '../src/index'
+import { openStore, type Session } from '../src/index-node'
 
 const store = await openStore() // Node: fs storage in .sessionfold/, engine in worker_threads
 const parent = await store.createSession({ cwd: process.cwd() })

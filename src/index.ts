@@ -1,11 +1,16 @@
-// sessionfold: the client entry.
-export { openStore, Store, Session, SessionView } from './store'
-export type { OpenStoreOptions, EventInput, SpawnOptions, VerifyOptions } from './store'
+// The API both platform entries export: index-node.ts (the package's "node" condition) and
+// index-browser.ts (browsers, and any other runtime) add openStore, bound to their platform.
+export { Store } from './client/store'
+export type { VerifyOptions } from './client/store'
+export { Session, SessionView } from './client/session'
+export type { SpawnOptions } from './client/session'
+export type { OpenStoreOptions } from './client/open-store'
+export type { EventInput } from './validate'
 export { sync } from './sync'
 export type { SyncOptions, SyncResult } from './sync'
 export type { ApplyResult, ChangeBatch, ChangeCursor, ChangeEntry, Changes, ChangesOptions, SyncConflict, SyncSkip } from './changes'
-export { ProjectionMapView } from './mirror'
-export type { ChangeMeta, ProjectionKey } from './mirror'
+export { ProjectionMapView } from './client/projection-view'
+export type { ChangeMeta, ProjectionKey } from './client/projection-view'
 export { SessionfoldError, isSessionfoldError, ERROR_CODES } from './errors'
 export type { ErrorCode } from './errors'
 export { defineProjection } from './projection'

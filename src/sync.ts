@@ -4,7 +4,7 @@
 import type { ChangeCursor, ChangesOptions, SyncConflict, SyncSkip } from './changes'
 import { SessionfoldError } from './errors'
 import type { SessionId } from './model'
-import type { Store } from './store'
+import type { Store } from './client/store'
 import { assertSessionId, describe, isPlainObject } from './validate'
 
 export interface SyncOptions {

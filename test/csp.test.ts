@@ -91,7 +91,7 @@ describe('the demo page with its CSP as a header, worker included', () => {
     expect(await page.textContent('#status'), problems.join('\n')).toMatch(/: done\./)
     expect(await page.$$eval('#tree tbody tr', (rows) => rows.length)).toBeGreaterThanOrEqual(8)
     // The engine ran in a worker whose script came from this server, with the header.
-    expect(workers.some((u) => /browser-entry/.test(u)), workers.join('\n')).toBe(true)
+    expect(workers.some((u) => /worker-entry\.browser/.test(u)), workers.join('\n')).toBe(true)
     expect(served.some((u) => /browser-entry/.test(u)), 'the worker script was served here').toBe(true)
     // Reports are sent asynchronously: give them a moment after the work is done.
     await page.waitForTimeout(1000)

@@ -3,7 +3,7 @@ import type { StorageAdapter } from '../adapters/types'
 import { isSessionfoldError, type ErrorCode } from '../src/errors'
 import type { Json, SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
-import type { Store } from '../src/store'
+import type { Store } from '../src/client/store'
 
 export function rootHeader(id: SessionId, extra: Partial<SessionHeader> = {}): SessionHeader {
   return { version: 1, id, createdAt: 1_700_000_000_000, seedLength: 0, delegationDepth: 0, origin: 'root', ...extra }

@@ -180,7 +180,7 @@ describe('writer locks across processes', () => {
 
   it('a thread that dies while writing a lock leaves none behind: the session is free at once', async () => {
     await mkdir(join(dir, 'locks'), { recursive: true })
-    const worker = new Worker(new URL('../worker/node-boot.mjs', import.meta.url), {
+    const worker = new Worker(new URL('../src/client/node-boot.mjs', import.meta.url), {
       workerData: { entry: new URL('./fixtures/hanging-lock-worker.ts', import.meta.url).href, dir, id: 's' },
     })
     const thread = worker.threadId

@@ -13,7 +13,7 @@ export default defineConfig({
   resolve: {
     alias: {
       'sessionfold/worker': here('../../worker/serve-browser.ts'),
-      sessionfold: here('../../src/index.ts'),
+      sessionfold: here('../../src/index-browser.ts'),
     },
   },
   // The engine's worker imports these too: bundling them up front spares a reload mid-demo.

@@ -1,9 +1,10 @@
 // What a Session or SessionView holds of its session's projections: the values pushed by the
-// worker, readable synchronously, with subscriptions batched per microtask.
-import { SessionfoldError } from './errors'
-import type { Json } from './model'
-import type { ProjectionFault, ProjectionMap, ProjectionSnapshot } from './projection'
-import type { Frame } from './protocol'
+// worker, readable synchronously, with subscriptions batched (see listeners.ts).
+import { SessionfoldError } from '../errors'
+import type { Json } from '../model'
+import type { ProjectionFault, ProjectionMap, ProjectionSnapshot } from '../projection'
+import type { Frame } from '../protocol'
+import { Listeners, NotifyClock } from './listeners'
 
 /** Keys known to the type system: built-in ones and those an app merged into ProjectionMap. */
 export type ProjectionKey = keyof ProjectionMap & string
@@ -14,9 +15,6 @@ export interface ChangeMeta {
   /** Set once the values stop following the log: the store closed or its worker died. */
   error?: SessionfoldError
 }
-
-/** Subscribers hear a burst at most this often (the final state is always delivered). */
-const NOTIFY_INTERVAL_MS = 1
 
 type KeyListener = (value: any, meta: ChangeMeta) => void
 type MapListener = (snapshot: ProjectionSnapshot<ProjectionMap>) => void
@@ -39,11 +37,11 @@ export class ProjectionMapView {
   #faults: Record<string, ProjectionFault>
   #asOfSeq: number
   #snapshot: ProjectionSnapshot<ProjectionMap> | undefined
-  readonly #keyListeners = new Map<string, Set<KeyListener>>()
-  readonly #mapListeners = new Set<MapListener>()
+  readonly #keyListeners = new Map<string, Listeners<KeyListener>>()
+  readonly #mapListeners = new Listeners<MapListener>()
+  /** Keys whose listeners hear the next notification. */
   readonly #changed = new Set<string>()
-  #scheduled = false
-  #lastNotified = -Infinity
+  readonly #clock = new NotifyClock(() => this.#notify())
   #waiters: { seq: number; resolve: () => void; reject: (e: unknown) => void }[] = []
   #error: SessionfoldError | undefined
 
@@ -81,23 +79,24 @@ export class ProjectionMapView {
   subscribe(listener: (snapshot: ProjectionSnapshot<ProjectionMap>) => void): () => void
   subscribe(keyOrListener: string | MapListener, maybe?: KeyListener): () => void {
     if (typeof keyOrListener === 'function') {
-      const listener = keyOrListener
-      this.#mapListeners.add(listener)
-      listener(this.snapshot())
-      return () => void this.#mapListeners.delete(listener)
+      const unsubscribe = this.#mapListeners.add(keyOrListener)
+      keyOrListener(this.snapshot())
+      return unsubscribe
     }
     if (typeof keyOrListener !== 'string' || typeof maybe !== 'function') {
       throw new SessionfoldError('INVALID_ARGUMENT', 'subscribe takes (key, listener) or (listener)')
     }
     const key = keyOrListener
-    const listener = maybe
-    let set = this.#keyListeners.get(key)
-    if (!set) this.#keyListeners.set(key, (set = new Set()))
-    set.add(listener)
-    listener(this.#values[key] ?? null, this.#meta())
-    return () => {
-      set!.delete(listener)
-    }
+    let listeners = this.#keyListeners.get(key)
+    if (!listeners) this.#keyListeners.set(key, (listeners = new Listeners()))
+    const unsubscribe = listeners.add(maybe)
+    maybe(this.#values[key] ?? null, this.#meta())
+    return unsubscribe
+  }
+
+  /** The error that stopped these values, if any. */
+  get error(): SessionfoldError | undefined {
+    return this.#error
   }
 
   #meta(): ChangeMeta {
@@ -118,7 +117,7 @@ export class ProjectionMapView {
     this.#asOfSeq = frame.seq
     this.#snapshot = undefined
     this.#waiters = this.#waiters.filter((w) => (w.seq <= frame.seq ? (w.resolve(), false) : true))
-    this.#schedule()
+    this.#clock.schedule()
   }
 
   /** @internal Resolves once the values reflect `seq` (read your writes). */
@@ -136,43 +135,16 @@ export class ProjectionMapView {
     this.#waiters = []
     for (const key of this.#keyListeners.keys()) this.#changed.add(key)
     this.#snapshot = undefined
-    this.#schedule()
-  }
-
-  /** The error that stopped these values, if any. */
-  get error(): SessionfoldError | undefined {
-    return this.#error
-  }
-
-  /**
-   * Notifies at once when things are quiet (an append's listener hears it without delay), and
-   * at most once per NOTIFY_INTERVAL_MS during a burst (about a thousand a second at most), always ending with the final state.
-   */
-  #schedule(): void {
-    if (this.#scheduled) return
-    this.#scheduled = true
-    this.#wake()
-  }
-
-  #wake(): void {
-    const wait = this.#lastNotified + NOTIFY_INTERVAL_MS - performance.now()
-    if (wait <= 0) queueMicrotask(() => this.#notify())
-    // Timers run on millisecond clocks and may fire early: #wake again checks the real time.
-    else setTimeout(() => this.#wake(), wait)
+    this.#clock.schedule()
   }
 
   #notify(): void {
-    this.#scheduled = false
-    this.#lastNotified = performance.now()
     const changed = [...this.#changed]
     this.#changed.clear()
     const meta = this.#meta()
-    for (const key of changed) {
-      for (const listener of [...(this.#keyListeners.get(key) ?? [])]) listener(this.#values[key] ?? null, meta)
-    }
+    for (const key of changed) this.#keyListeners.get(key)?.each((listener) => listener(this.#values[key] ?? null, meta))
     // Scheduled only when asOfSeq advanced or the values stopped: map listeners hear each batch.
     const snap = this.snapshot()
-    for (const listener of [...this.#mapListeners]) listener(snap)
+    this.#mapListeners.each((listener) => listener(snap))
   }
-
 }

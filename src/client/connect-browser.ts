@@ -1,0 +1,63 @@
+// Browsers: the engine in a module Web Worker, or a SharedWorker shared by the tabs of an
+// origin, or in this thread. The default worker is the file `worker-entry.browser.js` beside
+// this code: the self-contained build in the package (dist/browser/), a stand-in that imports
+// worker/browser-entry.ts in this source tree (src/client/). The URL is a literal, so that an
+// app's bundler (Vite, webpack) finds the file and ships it.
+import type { Connection, Connectors } from './connection'
+import { connectInThread } from './connect-in-thread'
+import { WorkerDeath, loadComlink } from './remote-engine'
+
+export const browserConnectors: Connectors = {
+  defaultStorage: 'indexeddb',
+  files: false,
+  canStartWorker: () => typeof Worker !== 'undefined',
+  inThread: (projections) => connectInThread(projections, () => import('../../worker/platform-browser').then((m) => m.browserPlatform)),
+  inWorker: ({ url, shared }) => browserWorker(url, shared),
+}
+
+async function browserWorker(url: string | URL | undefined, shared: boolean): Promise<Connection> {
+  const link = await loadComlink()
+  const entry = url ?? new URL('./worker-entry.browser.js', import.meta.url)
+  const death = new WorkerDeath()
+  const sharedWorker = shared && typeof SharedWorker !== 'undefined'
+  let endpoint: MessagePort | Worker
+  let stop: () => void
+  if (sharedWorker) {
+    const sw = new SharedWorker(entry, { type: 'module', name: 'sessionfold' })
+    sw.onerror = () => death.dead('failed')
+    endpoint = sw.port
+    sw.port.start()
+    stop = () => sw.port.close()
+  } else {
+    // No SharedWorker (Chrome on Android): a dedicated worker behaves the same for this tab.
+    const w = new Worker(entry, { type: 'module', name: 'sessionfold' })
+    w.onerror = (e) => death.dead(`failed: ${e.message}`)
+    endpoint = w
+    stop = () => w.terminate()
+  }
+  const { api, release } = link(endpoint)
+  const locks = (globalThis.navigator as { locks?: LockManager } | undefined)?.locks
+  // Shared: this tab holds a lock for as long as it lives; the shared host learns of its end.
+  const tabLock = sharedWorker && locks ? `sessionfold:tab:${globalThis.crypto.randomUUID()}` : undefined
+  if (tabLock) await new Promise<void>((held) => void locks!.request(tabLock, () => (held(), new Promise<never>(() => {}))))
+  // A worker that dies (crashes, closes itself, is killed with its tab) sends no event: watch
+  // the lock it holds while alive, granted to us only once it is gone.
+  const aliveLock = `sessionfold:alive:${globalThis.crypto.randomUUID()}`
+  return {
+    aliveLock: locks ? aliveLock : undefined,
+    tabLock,
+    watch() {
+      void locks?.request(aliveLock, async () => death.dead('stopped'))
+    },
+    closing() {
+      death.ending()
+    },
+    api,
+    died: death.died,
+    async end() {
+      death.ending()
+      release()
+      stop()
+    },
+  }
+}

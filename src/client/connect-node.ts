@@ -1,0 +1,73 @@
+// Node (and Electron's main process): the engine in a worker_threads worker, or in this thread.
+// The default worker is the file `worker-entry.node.js` beside this code: the built entry in
+// the package (dist/node/), a stand-in that runs worker/node-entry.ts through tsx in this
+// source tree (src/client/). `node-boot.mjs`, beside it too, runs an app's TypeScript worker.
+import { Worker } from 'node:worker_threads'
+import type { HostOptions } from '../protocol'
+import type { Connection, Connectors } from './connection'
+import { connectInThread } from './connect-in-thread'
+import { WorkerDeath, loadComlink } from './remote-engine'
+
+export const nodeConnectors: Connectors = {
+  defaultStorage: 'fs',
+  files: true,
+  canStartWorker: () => true,
+  inThread: (projections) => connectInThread(projections, () => import('../../worker/platform-node').then((m) => m.nodePlatform)),
+  inWorker: ({ url, host }) => nodeWorker(url, host),
+}
+
+async function nodeWorker(url: string | URL | undefined, options: HostOptions): Promise<Connection> {
+  const [link, { default: nodeEndpoint }] = await Promise.all([loadComlink(), import('comlink/dist/esm/node-adapter.mjs')])
+  const worker = startWorker(url === undefined ? new URL('./worker-entry.node.js', import.meta.url) : new URL(String(url), `file://${process.cwd()}/`))
+  const threadId = worker.threadId
+  const death = new WorkerDeath()
+  worker.once('error', (err) => death.dead(`failed: ${err.message}`))
+  worker.once('exit', (code) => death.dead(`exited with code ${code}`))
+  // Locks of a worker that died cannot be released by it: its lock files name this thread.
+  // end() (store.close) waits for their removal, so a store opened after close finds them free.
+  let locksReleased: Promise<void> = Promise.resolve()
+  if (options.storage === 'fs') {
+    worker.once('exit', () => {
+      locksReleased = import('../../worker/locks-fs').then((m) => m.releaseThreadLocks(options.dir, threadId)).catch(() => {})
+    })
+  }
+  const { api, release } = link(nodeEndpoint(worker))
+  let pending = 0
+  worker.unref()
+  return {
+    api,
+    died: death.died,
+    busy(delta) {
+      pending += delta
+      if (pending === 1 && delta === 1) worker.ref()
+      if (pending === 0) worker.unref()
+    },
+    async end() {
+      death.ending()
+      release()
+      await worker.terminate()
+      await locksReleased
+    },
+  }
+}
+
+/**
+ * Starts `entry`: TypeScript files through tsx (node-boot.mjs), JavaScript directly. Workers
+ * inherit the process's flags; --input-type (as in `node --input-type=module -e …`) is refused
+ * in a worker, so it is dropped.
+ */
+function startWorker(entry: URL): Worker {
+  const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'))
+  const start = (argv: string[]) => (entry.pathname.endsWith('.ts')
+    ? new Worker(new URL('./node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv: argv })
+    : new Worker(entry, { execArgv: argv }))
+  try {
+    return start(execArgv)
+  } catch (err) {
+    if ((err as { code?: string } | null)?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw err
+    // Process-wide flags (V8's --expose-gc, --max-old-space-size...) are refused in a worker,
+    // which names them: the worker runs without those, with the rest (--import tsx...).
+    const refused = new Set((err as Error).message.replace(/^[^:]*:\s*/, '').split(',').map((f) => f.trim()))
+    return start(execArgv.filter((a) => !refused.has(a)))
+  }
+}

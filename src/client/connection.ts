@@ -1,0 +1,43 @@
+// The line from a store to its engine host, and what each platform's connect file makes of it
+// (connect-node.ts, connect-browser.ts, connect-in-thread.ts). The package entry of each
+// platform (index-node.ts, index-browser.ts) hands its Connectors to openStore.
+import type { SessionfoldError } from '../errors'
+import type { ProjectionDefinition } from '../projection'
+import type { EngineApi, HostOptions, StorageKind } from '../protocol'
+
+export interface Connection {
+  api: EngineApi
+  /** Browsers: the lock the host holds while it lives (see HostOptions.aliveLock). */
+  aliveLock?: string
+  /** Browsers, SharedWorker: the lock this tab holds while it lives (see HostOptions.tabLock). */
+  tabLock?: string
+  /** Starts watching for the host's death, once it holds its alive lock. */
+  watch?(): void
+  /** The host is about to end on purpose (close): its going is no death. */
+  closing?(): void
+  /** Resolves with WORKER_TERMINATED if the engine's worker dies unexpectedly. */
+  died: Promise<SessionfoldError>
+  end(): Promise<void>
+  /** Keeps a Node process alive while calls are pending (and lets it exit when idle). */
+  busy?(delta: 1 | -1): void
+}
+
+/** How openStore reaches an engine on one platform. */
+export interface Connectors {
+  /** The storage of a store whose options name none. */
+  readonly defaultStorage: StorageKind
+  /** Whether storage 'fs' exists here. */
+  readonly files: boolean
+  /** Whether a worker can start here: where none can (a service worker), the engine runs in this thread. */
+  canStartWorker(): boolean
+  inThread(projections: readonly ProjectionDefinition[]): Promise<Connection>
+  inWorker(request: WorkerRequest): Promise<Connection>
+}
+
+export interface WorkerRequest {
+  /** The app's worker file; undefined: the built-in one. */
+  url: string | URL | undefined
+  /** A SharedWorker, where there are any. */
+  shared: boolean
+  host: HostOptions
+}

@@ -1,0 +1,84 @@
+// Every call of a store to its engine goes through here: refused once the store closed or its
+// worker died, rejected with WORKER_TERMINATED when the worker dies mid-call, and the answer
+// checked before the app sees it.
+import { SessionfoldError, where } from '../errors'
+import type { SessionId } from '../model'
+import type { EngineApi, HandleInfo } from '../protocol'
+import type { Connection } from './connection'
+
+/** The calls of one store: CLOSED after close, WORKER_TERMINATED once the worker died. */
+export class EngineCalls {
+  readonly #connection: Connection
+  /** Rejecters of the calls in flight: WORKER_TERMINATED reaches them if the worker dies. */
+  readonly #inFlight = new Set<(err: unknown) => void>()
+  #closed: SessionfoldError | undefined
+  #dead: SessionfoldError | undefined
+  #nextToken = 1
+
+  /** `onDeath` runs once the worker died, after the calls in flight were told. */
+  constructor(connection: Connection, onDeath: (err: SessionfoldError) => void) {
+    this.#connection = connection
+    void connection.died.then((err) => {
+      this.#dead = err
+      for (const reject of this.#inFlight) reject(err)
+      onDeath(err)
+    })
+  }
+
+  get closed(): boolean {
+    return this.#closed !== undefined
+  }
+
+  get dead(): boolean {
+    return this.#dead !== undefined
+  }
+
+  /** From now on every call rejects with `error`. */
+  close(error: SessionfoldError): void {
+    this.#closed = error
+  }
+
+  async call<T>(fn: (api: EngineApi) => Promise<T>): Promise<T> {
+    if (this.#closed) throw this.#closed
+    if (this.#dead) throw this.#dead
+    this.#connection.busy?.(1)
+    // Not Promise.race with `died`: each call would leave a reaction on that promise (pending
+    // for the store's life) holding the call's result, a leak of every call ever made.
+    let reject: ((err: unknown) => void) | undefined
+    try {
+      return await new Promise<T>((resolve, rej) => {
+        reject = rej
+        this.#inFlight.add(rej)
+        fn(this.#connection.api).then(resolve, rej)
+      })
+    } finally {
+      if (reject) this.#inFlight.delete(reject)
+      this.#connection.busy?.(-1)
+    }
+  }
+
+  /**
+   * A call whose answer is checked before the app sees it, like the frames: a broken or hostile
+   * worker gives PROJECTIONS_UNAVAILABLE, never values of the wrong shape.
+   */
+  async checked<T>(what: string, fn: (api: EngineApi) => Promise<T>, problemOf: (value: T) => string | undefined, sessionId?: SessionId): Promise<T> {
+    const value = await this.call(fn)
+    const problem = problemOf(value)
+    if (problem === undefined) return value
+    const handle = (value as Partial<HandleInfo> | null)?.handle
+    if (what === 'handle' && typeof handle === 'number') await this.call((api) => api.closeHandle(handle)).catch(() => {})
+    throw new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad ${what}${sessionId === undefined ? '' : ` for ${where(sessionId)}`}: ${problem}`, sessionId === undefined ? {} : { sessionId })
+  }
+
+  /** Runs `work` with a fresh cancel token; `signal`'s abort asks the engine to cancel it. */
+  async cancellable<T>(signal: AbortSignal | undefined, work: (token: number) => Promise<T>): Promise<T> {
+    const token = this.#nextToken++
+    const onAbort = () => void this.call((api) => api.cancel(token)).catch(() => {})
+    signal?.addEventListener('abort', onAbort)
+    try {
+      return await work(token)
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+    }
+  }
+}

@@ -1,0 +1,94 @@
+// openStore's options, all checked before anything starts, and the opening itself: connect
+// through the platform's connectors, then start the host.
+import { SessionfoldError } from '../errors'
+import type { ProjectionDefinition } from '../projection'
+import type { HostOptions, StorageKind } from '../protocol'
+import { assertOptions, describe, isPlainObject, DEFAULT_MAX_EVENT_BYTES } from '../validate'
+import type { Connectors } from './connection'
+import { Store } from './store'
+
+export interface OpenStoreOptions {
+  /** Default: indexeddb in browsers, fs in Node. */
+  storage?: StorageKind
+  /** IndexedDB database name (default 'sessionfold'). */
+  name?: string
+  /** fs root folder (default '.sessionfold'). */
+  dir?: string
+  /**
+   * true (default): the engine runs in a worker (a module Web Worker in browsers,
+   * worker_threads in Node); 'shared': a SharedWorker shared by the tabs of an origin (falls
+   * back to a dedicated worker where SharedWorker is missing); false: in this thread. Where no
+   * Worker exists (a service worker, an extension's background), true means this thread.
+   */
+  worker?: boolean | 'shared'
+  /** Your own worker file that calls serveEngine({ projections }); default: the built-in one. */
+  workerUrl?: string | URL
+  /** Your projection units, with worker: false (in a worker, pass them to serveEngine). */
+  projections?: readonly ProjectionDefinition[]
+  /** strict (default): an append resolves once durable. */
+  durability?: 'strict' | 'relaxed'
+  checkpoint?: { everyEvents?: number; everyMs?: number }
+  /** Largest encoded event, default 1 MiB. */
+  maxEventBytes?: number
+}
+
+const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes']
+
+const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
+
+/** openStore of the platform whose `connectors` are given (see index-node.ts, index-browser.ts). */
+export async function openStoreWith(connectors: Connectors, options: OpenStoreOptions): Promise<Store> {
+  const { host, worker } = checkOptions(options, connectors)
+  const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+  const connection = worker === false || !connectors.canStartWorker()
+    ? await connectors.inThread(options.projections ?? [])
+    : await connectors.inWorker({ url: options.workerUrl, shared: worker === 'shared', host })
+  const store = new Store(connection, maxEventBytes)
+  try {
+    await store._call((api) => api.init({ ...host, aliveLock: connection.aliveLock, tabLock: connection.tabLock }, store._push))
+    connection.watch?.()
+  } catch (err) {
+    await connection.end().catch(() => {})
+    throw err
+  }
+  return store
+}
+
+/** The host's options, and where the engine runs; INVALID_ARGUMENT for anything else. */
+function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host: HostOptions; worker: boolean | 'shared' } {
+  if (!isPlainObject(options as unknown)) throw bad(`openStore options must be an object, got ${describe(options)}`)
+  for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.includes(key)) throw bad(`openStore has no option ${describe(key)}`)
+  const storage = options.storage ?? connectors.defaultStorage
+  if (!['indexeddb', 'fs', 'memory'].includes(storage)) throw bad(`storage must be 'indexeddb', 'fs' or 'memory', got ${describe(storage)}`)
+  if (storage === 'fs' && !connectors.files) throw bad("storage 'fs' needs Node")
+  const durability = options.durability ?? 'strict'
+  if (durability !== 'strict' && durability !== 'relaxed') throw bad(`durability must be 'strict' or 'relaxed', got ${describe(durability)}`)
+  for (const [k, v] of [['name', options.name], ['dir', options.dir]] as const) {
+    if (v !== undefined && (typeof v !== 'string' || v.length === 0 || v.includes('\0'))) throw bad(`${k} must be a non-empty string without NUL, got ${describe(v)}`)
+  }
+  // Checked here, as they cross to the worker: it reads what the caller passed, or nothing.
+  assertOptions(options.checkpoint, 'checkpoint', ['everyEvents', 'everyMs'])
+  for (const [k, v] of Object.entries(options.checkpoint ?? {})) {
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)) throw bad(`checkpoint.${k} must be a number > 0, got ${describe(v)}`)
+  }
+  if (options.maxEventBytes !== undefined && (typeof options.maxEventBytes !== 'number' || !Number.isFinite(options.maxEventBytes) || options.maxEventBytes <= 0)) {
+    throw bad(`maxEventBytes must be a number > 0, got ${describe(options.maxEventBytes)}`)
+  }
+  if (options.workerUrl !== undefined && typeof options.workerUrl !== 'string' && !(options.workerUrl instanceof URL)) {
+    throw bad(`workerUrl must be a string or a URL, got ${describe(options.workerUrl)}`)
+  }
+  const worker = options.worker ?? true
+  if (worker !== true && worker !== false && worker !== 'shared') throw bad(`worker must be true, false or 'shared', got ${describe(worker)}`)
+  if (options.projections !== undefined) {
+    if (!Array.isArray(options.projections)) throw bad('projections must be an array of defineProjection() units')
+    if (worker !== false) throw bad('projections run in the engine: pass them with worker: false, or to serveEngine() in your own worker file (workerUrl)')
+  }
+  const host: HostOptions = {
+    storage, durability,
+    name: options.name ?? 'sessionfold',
+    dir: options.dir ?? '.sessionfold',
+    checkpoint: options.checkpoint,
+    maxEventBytes: options.maxEventBytes,
+  }
+  return { host, worker }
+}

@@ -1,0 +1,49 @@
+// What the two worker connectors (Node, browsers) share: the engine's API over comlink, loaded
+// only once a store starts a worker, and the death watch of that worker.
+import type { Endpoint, Remote } from 'comlink'
+import { SessionfoldError } from '../errors'
+import type { EngineApi, Frame, HostOptions } from '../protocol'
+
+export interface RemoteEngine {
+  api: EngineApi
+  /** Ends comlink's side of the link (before the worker is ended). */
+  release(): void
+}
+
+/** Loads comlink and returns how to wrap a worker's endpoint. */
+export async function loadComlink(): Promise<(endpoint: Endpoint) => RemoteEngine> {
+  const [{ wrap, proxy, releaseProxy }, { registerErrorTransfer }] = await Promise.all([import('comlink'), import('../transfer')])
+  registerErrorTransfer()
+  return (endpoint) => {
+    const remote = wrap<EngineApi>(endpoint)
+    return {
+      api: proxiedPush(remote, proxy),
+      release: () => (remote as unknown as Record<symbol, () => void>)[releaseProxy]!(),
+    }
+  }
+}
+
+/** The remote API, with `init`'s push callback passed as a comlink proxy (called back by the worker). */
+function proxiedPush(api: Remote<EngineApi>, proxy: <T extends object>(obj: T) => T): EngineApi {
+  return new Proxy(api, {
+    get: (target, prop) => (prop === 'init'
+      ? (o: HostOptions, push: (f: Frame[]) => void) => target.init(o, proxy(push))
+      : (target as unknown as Record<string | symbol, unknown>)[prop]),
+  }) as unknown as EngineApi
+}
+
+/** A worker's death: WORKER_TERMINATED once it stops, unless it was ended on purpose first. */
+export class WorkerDeath {
+  #ended = false
+  #resolve: (err: SessionfoldError) => void = () => {}
+  readonly died = new Promise<SessionfoldError>((resolve) => (this.#resolve = resolve))
+
+  /** The worker is ending on purpose: its going is no death. */
+  ending(): void {
+    this.#ended = true
+  }
+
+  dead(why: string): void {
+    if (!this.#ended) this.#resolve(new SessionfoldError('WORKER_TERMINATED', `the sessionfold worker ${why}`))
+  }
+}

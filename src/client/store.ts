@@ -1,0 +1,163 @@
+// The Store: opens handles on sessions, lists, verifies, exchanges changes with other stores,
+// and closes. openStore (open-store.ts) makes one over a Connection.
+import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from '../changes'
+import { applyResultProblem, changesProblem } from '../changes-checks'
+import { SessionfoldError } from '../errors'
+import { handleProblem, headerProblem, verifyPlanProblem, verifyStepProblem } from '../frames'
+import type { SessionHeader, SessionId } from '../model'
+import type { EngineApi, Frame, VerifyReport } from '../protocol'
+import { assertOptions, assertPlainJson, assertSessionId, describe, isPlainObject } from '../validate'
+import type { Connection } from './connection'
+import { EngineCalls } from './engine-calls'
+import { LiveViews } from './live-views'
+import { Session, SessionView, type HandleScope } from './session'
+
+/** Events verified per round trip to the worker: progress and cancellation happen between them. */
+const VERIFY_BUDGET = 50_000
+
+export interface VerifyOptions {
+  signal?: AbortSignal
+  /** Called after each step with events read so far (`done`) and the events stored when verify began (`total`). */
+  onProgress?: (progress: { done: number; total: number }) => void
+}
+
+const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
+
+/** A store: sessions, listing and deletion. Close it to flush and release everything. */
+export class Store {
+  readonly #connection: Connection
+  readonly #views = new LiveViews()
+  readonly #calls: EngineCalls
+  /** What its handles use of it. */
+  readonly #scope: HandleScope
+
+  /** @internal */
+  constructor(connection: Connection, maxEventBytes: number) {
+    this.#connection = connection
+    this.#calls = new EngineCalls(connection, (err) => this.#views.failAll(err))
+    this.#scope = { calls: this.#calls, views: this.#views, maxEventBytes }
+  }
+
+  /** @internal A call to the engine: CLOSED after close, WORKER_TERMINATED once it died. */
+  _call<T>(fn: (api: EngineApi) => Promise<T>): Promise<T> {
+    return this.#calls.call(fn)
+  }
+
+  /** @internal Frames pushed by the host. */
+  readonly _push = (frames: Frame[]): void => this.#views.push(frames)
+
+  /** Creates a root session, open for writing. */
+  async createSession(options: { id?: SessionId; cwd?: string } = {}): Promise<Session> {
+    assertOptions(options, 'createSession', ['id', 'cwd'])
+    if (options.id !== undefined) assertSessionId(options.id)
+    const info = await this.#calls.checked('handle', (api) => api.createSession(options), handleProblem, options.id)
+    return new Session(this.#scope, info)
+  }
+
+  /** Opens a session for writing: SESSION_LOCKED while another client (tab, thread, process) has it so. */
+  async openSession(id: SessionId): Promise<Session> {
+    assertSessionId(id)
+    const info = await this.#calls.checked('handle', (api) => api.openSession(id), handleProblem, id)
+    return new Session(this.#scope, info)
+  }
+
+  /** Follows a session read-only; always allowed. */
+  async observe(id: SessionId): Promise<SessionView> {
+    assertSessionId(id)
+    const info = await this.#calls.checked('handle', (api) => api.observe(id), handleProblem, id)
+    return new SessionView(this.#scope, info)
+  }
+
+  /** Headers ordered by id, after the `after` cursor, at most `limit` (default 100). */
+  async listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]> {
+    assertOptions(options, 'listSessions', ['after', 'limit'])
+    return this.#calls.checked('session list', (api) => api.listSessions(options), (list) =>
+      Array.isArray(list) ? list.map(headerProblem).find((p) => p !== undefined) : 'not an array')
+  }
+
+  /**
+   * Reads every log and checkpoint of the store and reports each damaged session; changes
+   * nothing (no repair, no checkpoint rewrite, no lock taken), so it is safe while an app
+   * writes. Progress is in events: `total` is what was stored when verify began.
+   */
+  async verify(options: VerifyOptions = {}): Promise<VerifyReport> {
+    if (!isPlainObject(options as unknown)) throw bad(`verify options must be an object, got ${describe(options)}`)
+    const unknown = Object.keys(options).find((k) => k !== 'signal' && k !== 'onProgress')
+    if (unknown !== undefined) throw bad(`verify options have an unknown field ${describe(unknown)}`)
+    const { signal, onProgress } = options
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad('verify signal must be an AbortSignal')
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw bad(`verify onProgress must be a function, got ${describe(onProgress)}`)
+    const cancelled = () => new SessionfoldError('CANCELLED', 'verify was cancelled')
+    if (signal?.aborted) throw cancelled()
+    return this.#calls.cancellable(signal, async (token) => {
+      const plan = await this.#calls.checked('verify plan', (api) => api.verifyPlan(), verifyPlanProblem)
+      const report: VerifyReport = { sessions: 0, events: 0, damaged: [] }
+      onProgress?.({ done: 0, total: plan.events })
+      for (let after: string | null = null; ;) {
+        if (signal?.aborted) throw cancelled()
+        const step = await this.#calls.checked('verify step', (api) => api.verifyStep(after, VERIFY_BUDGET, token), verifyStepProblem)
+        report.sessions += step.sessions
+        report.events += step.events
+        report.damaged.push(...step.damaged)
+        onProgress?.({ done: report.events, total: Math.max(plan.events, report.events) })
+        if (step.next === null) return report
+        after = step.next
+      }
+    })
+  }
+
+  /** Deletes a session nobody has open for writing (else SESSION_LOCKED). */
+  async deleteSession(id: SessionId): Promise<void> {
+    assertSessionId(id)
+    await this.#calls.call((api) => api.deleteSession(id))
+  }
+
+  /**
+   * A bounded batch of this store's headers and events after `cursor` (null: from the start),
+   * for another store's `applyChanges`. Plain JSON: send it over any channel (an Electron IPC,
+   * a socket). Keep the returned cursor with the receiver and pass it to the next call.
+   *
+   * @example
+   * let cursor = null
+   * for (;;) {
+   *   const changes = await main.changesSince(cursor)
+   *   await ipc.invoke('apply', changes.batch)   // the other side: other.applyChanges(batch)
+   *   cursor = changes.cursor
+   *   if (changes.done) break
+   * }
+   */
+  async changesSince(cursor?: ChangeCursor | null, options?: ChangesOptions): Promise<Changes> {
+    if (cursor !== undefined && cursor !== null) assertPlainJson(cursor, 'changesSince cursor')
+    if (options !== undefined) assertPlainJson(options, 'changesSince options')
+    return this.#calls.checked('batch of changes', (api) => api.changesSince(cursor ?? null, options ?? {}), changesProblem)
+  }
+
+  /**
+   * Imports a batch made by another store's `changesSince`: missing sessions and events are
+   * added with their headers and seqs unchanged; what is already here is compared, and a
+   * difference is reported as a conflict with neither side changed. Idempotent. A malformed
+   * batch is INVALID_ARGUMENT and nothing is written.
+   */
+  async applyChanges(batch: ChangeBatch): Promise<ApplyResult> {
+    assertPlainJson(batch, 'the change batch')
+    return this.#calls.checked('apply result', (api) => api.applyChanges(batch), applyResultProblem)
+  }
+
+  /**
+   * Waits for every pending append, writes the close checkpoints, releases every lock and
+   * ends the worker. Calls after it reject with CLOSED.
+   */
+  async close(): Promise<void> {
+    if (this.#calls.closed) return
+    const closedError = new SessionfoldError('CLOSED', 'the store is closed')
+    this.#connection.closing?.()
+    try {
+      if (!this.#calls.dead) await this.#calls.call((api) => api.close())
+    } finally {
+      this.#calls.close(closedError)
+      await this.#connection.end()
+      this.#views.failAll(closedError)
+      this.#views.clear()
+    }
+  }
+}
