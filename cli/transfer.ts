@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline'
 import type { ApplyResult, ChangeEntry } from '../src/changes'
 import { SessionfoldError } from '../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
-import { DEFAULT_MAX_EVENT_BYTES } from '../src/validate'
+import { DEFAULT_MAX_EVENT_BYTES, HEADER_VERSION } from '../src/limits'
 import type { Engine } from '../worker/engine'
 import { checkBatch, checkHeader } from '../worker/engine/change-batch'
 import { progressBar, type Io, type Output } from './output'
@@ -78,7 +78,7 @@ export async function importSessions(engine: Engine, out: Output, io: Io): Promi
         current = { id: v.header!.id, next: 0, length: v.length as number }
       } else if (v?.kind === 'event') {
         if (!current || v.session !== current.id) throw new SessionfoldError('INVALID_ARGUMENT', `line ${lineNo} of the import: an event outside its session's block`)
-        check({ header: { version: 1, id: current.id, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' }, from: current.next, events: [v.event!] })
+        check({ header: { version: HEADER_VERSION, id: current.id, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' }, from: current.next, events: [v.event!] })
         current.next++
         eventLines++
       } else {

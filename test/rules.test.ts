@@ -6,7 +6,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { ZodType } from 'zod'
 import { openStore } from 'sessionfold'
-import { frameProblem, headerProblem } from '../src/frames'
+import { frameProblem, headerProblem } from '../src/client/answer-checks'
 import {
   CATALOG_MODES, CATALOG_VERSIONS, DESCRIPTOR_VERSION, HEADER_VERSION, MAX_CWD_LENGTH, MAX_EVENT_TYPE_LENGTH,
   MAX_LABEL_LENGTH, MAX_SESSION_ID_LENGTH, MODES_BY_VERSION, SESSION_ID_PATTERN, SESSION_ORIGINS, SPAWN_MODES,

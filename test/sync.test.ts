@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, sync, type ChangeBatch, type OpenStoreOptions, type SessionEvent, type SessionHeader, type Store } from 'sessionfold'
 import { folderOf } from '../adapters/fs-paths'
-import { applyResultProblem, changesProblem } from '../src/changes-checks'
+import { applyResultProblem, changesProblem } from '../src/client/answer-checks'
 import { until } from './conformance/client'
 import { dumpStore, expectCode } from './helpers'
 

@@ -29,6 +29,12 @@ export const nextTurn: (fn: () => void) => void =
         }
       })()
 
+/** What a worker file passes to `serveEngine()` (`sessionfold/worker`, in Node and browsers alike). */
+export interface ServeEngineOptions {
+  /** The app's projection units, registered after the built-in ones. */
+  projections?: readonly ProjectionDefinition[]
+}
+
 /** Where a host gets its engine: its own (the default), or one shared by every connection. */
 export interface EngineSource {
   open(options: HostOptions, projections: readonly ProjectionDefinition[]): Promise<Engine>

@@ -1,7 +1,7 @@
 import { createIndexedDbAdapter } from '../adapters/indexeddb'
 import { createMemoryAdapter } from '../adapters/memory'
 import { SessionfoldError } from '../src/errors'
-import { SESSION_ID_PATTERN } from '../src/model'
+import { isSessionId } from '../src/limits'
 import { createLocalLocks } from './locks'
 import { createWebLocks } from './locks-web'
 import type { GrowthChannel, Platform } from './platform'
@@ -35,7 +35,7 @@ function broadcastGrowth(store: string): GrowthChannel {
     listen(onGrow) {
       channel.onmessage = (event: MessageEvent) => {
         const id = (event.data as { sessionId?: unknown } | null)?.sessionId
-        if (typeof id === 'string' && SESSION_ID_PATTERN.test(id)) onGrow(id)
+        if (isSessionId(id)) onGrow(id)
       }
     },
     close: () => channel.close(),

@@ -1,17 +1,12 @@
 // `sessionfold/worker` in browsers: serveEngine() makes this module Web Worker, or
 // SharedWorker, an engine host.
 import { expose, type Endpoint } from 'comlink'
-import type { ProjectionDefinition } from '../src/projection'
 import { registerErrorTransfer } from '../src/transfer'
 // For units written in worker files: the strict schema of a ChunkedList state.
 export { chunkedListSchema } from '../src/chunked-list-schema'
-import { EngineHost, ownEngine, sharedEngines } from './host'
+import { EngineHost, ownEngine, type ServeEngineOptions, sharedEngines } from './host'
 import { browserPlatform } from './platform-browser'
-
-export interface ServeEngineOptions {
-  /** The app's projection units, registered after the built-in ones. */
-  projections?: readonly ProjectionDefinition[]
-}
+export type { ServeEngineOptions } from './host'
 
 /** Serves an engine from this worker (see the Node variant for an example). */
 export async function serveEngine(options: ServeEngineOptions = {}): Promise<void> {

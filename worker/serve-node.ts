@@ -2,17 +2,12 @@
 import { expose, type Endpoint } from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import { parentPort } from 'node:worker_threads'
-import type { ProjectionDefinition } from '../src/projection'
 import { registerErrorTransfer } from '../src/transfer'
 // For units written in worker files: the strict schema of a ChunkedList state.
 export { chunkedListSchema } from '../src/chunked-list-schema'
-import { EngineHost, ownEngine } from './host'
+import { EngineHost, ownEngine, type ServeEngineOptions } from './host'
 import { nodePlatform } from './platform-node'
-
-export interface ServeEngineOptions {
-  /** The app's projection units, registered after the built-in ones. */
-  projections?: readonly ProjectionDefinition[]
-}
+export type { ServeEngineOptions } from './host'
 
 /**
  * Serves an engine from this worker. Apps with their own units write a worker file:

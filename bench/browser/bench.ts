@@ -18,7 +18,7 @@ import Dexie, { liveQuery, type Table } from 'dexie'
 import { openDB, type IDBPDatabase } from 'idb'
 import { openStore, type EventInput, type Session, type SessionView, type Store } from 'sessionfold'
 import type { Json } from 'sessionfold'
-import { frameProblem } from '../../src/frames'
+import { frameProblem } from '../../src/client/answer-checks'
 import {
   COUNTS_CHANNEL, LATENCY_SYSTEMS, type BenchEntry, type BrowserBenchConfig, type BrowserBenchResults, type LatencyScenarioConfig,
   type LatencyScenarioResult, type LatencySystem, type TxCount,

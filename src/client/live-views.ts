@@ -1,8 +1,9 @@
 // The projection views of a store's open handles, by session. Frames pushed by the host reach
 // the views of their session here, once checked: a frame we cannot trust stops views instead.
 import { SessionfoldError, where } from '../errors'
-import { frameProblem } from '../frames'
-import { SESSION_ID_PATTERN, type SessionId } from '../model'
+import { frameProblem } from './answer-checks'
+import { isSessionId } from '../limits'
+import type { SessionId } from '../model'
 import type { Frame, HandleInfo } from '../protocol'
 import { ProjectionMapView } from './projection-view'
 
@@ -34,7 +35,7 @@ export class LiveViews {
     for (const frame of frames) {
       const problem = frameProblem(frame)
       const sessionId = (frame as Partial<Frame> | null)?.sessionId
-      const named = typeof sessionId === 'string' && SESSION_ID_PATTERN.test(sessionId)
+      const named = isSessionId(sessionId)
       if (problem) {
         // Values we cannot trust are not shown: the handles on that session stop following. A
         // frame that names no session could have been any session's: none can follow it (else

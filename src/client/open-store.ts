@@ -3,7 +3,8 @@
 import { SessionfoldError } from '../errors'
 import type { ProjectionDefinition } from '../projection'
 import type { HostOptions, StorageKind } from '../protocol'
-import { assertOptions, describe, isPlainObject, DEFAULT_MAX_EVENT_BYTES } from '../validate'
+import { DEFAULT_MAX_EVENT_BYTES } from '../limits'
+import { assertOptions, describe, isPlainObject } from '../validate'
 import type { Connectors } from './connection'
 import { Store } from './store'
 

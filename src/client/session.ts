@@ -2,7 +2,7 @@
 // to the engine through their store's calls and hold a projection view fed by its frames.
 import type { SubagentListEntry, ListChildrenOptions } from '../children'
 import { SessionfoldError, isSessionfoldError, where } from '../errors'
-import { appendResultProblem, childRowProblem, eventsPageProblem, handleProblem } from '../frames'
+import { appendResultProblem, childRowProblem, eventsPageProblem, handleProblem } from './answer-checks'
 import type { SessionEvent, SessionHeader, SessionId } from '../model'
 import type { AppendResult, HandleInfo } from '../protocol'
 import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../validate'

@@ -1,9 +1,9 @@
 // The Store: opens handles on sessions, lists, verifies, exchanges changes with other stores,
 // and closes. openStore (open-store.ts) makes one over a Connection.
 import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from '../changes'
-import { applyResultProblem, changesProblem } from '../changes-checks'
+import { applyResultProblem, changesProblem } from './answer-checks'
 import { SessionfoldError } from '../errors'
-import { handleProblem, headerProblem, verifyPlanProblem, verifyStepProblem } from '../frames'
+import { handleProblem, headerProblem, verifyPlanProblem, verifyStepProblem } from './answer-checks'
 import type { SessionHeader, SessionId } from '../model'
 import type { EngineApi, Frame, VerifyReport } from '../protocol'
 import { assertOptions, assertPlainJson, assertSessionId, describe, isPlainObject } from '../validate'

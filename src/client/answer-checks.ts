@@ -1,17 +1,19 @@
-// Frames from the worker are checked before the app sees them: the envelope strictly, the
-// built-in values against their view shapes, and any app value as plain JSON. Hand-written
+// Every answer of the worker is checked before the app sees it (a broken or hostile worker
+// gives PROJECTIONS_UNAVAILABLE, never values of the wrong shape): pushed frames (the envelope
+// strictly, the built-in values against their view shapes, any app value as plain JSON),
+// handles, pages of events, child rows, verify steps, and the batches of store-to-store sync. Hand-written
 // rather than zod, so the client loads no zod (its object schemas probe `new Function`, which a
 // strict Content-Security-Policy reports) and stays small; the rules they apply are in limits.ts.
 import {
   CATALOG_MODES, HEADER_VERSION, SESSION_ORIGINS, SPAWN_MODES,
   headerOriginProblems, isCount, isCwd, isLabel, isProjectionKey, isSessionId, isTime, type OriginFields,
-} from './limits'
-import type { ProjectionSnapshot } from './projection'
-import type { Frame, HandleInfo } from './protocol'
-import { assertPlainJson, isPlainObject } from './validate'
+} from '../limits'
+import type { ProjectionSnapshot } from '../projection'
+import type { Frame, HandleInfo } from '../protocol'
+import { assertPlainJson, isPlainObject } from '../validate'
 
 /** True when `v` is one of `values`. */
-export const oneOf = (values: readonly unknown[], v: unknown) => values.includes(v)
+const oneOf = (values: readonly unknown[], v: unknown) => values.includes(v)
 const optional = (check: (v: unknown) => boolean) => (v: unknown) => v === undefined || check(v)
 const label = optional(isLabel)
 const only = (o: Record<string, unknown>, keys: readonly string[]) => Object.keys(o).every((k) => keys.includes(k))
@@ -131,4 +133,50 @@ export function verifyStepProblem(step: unknown): string | undefined {
   const bad = step.damaged.find((d: unknown) => !(isPlainObject(d) && isSessionId(d.id) &&
     (d.code === 'CORRUPT_LOG' || d.code === 'CORRUPT_CHECKPOINT') && typeof d.detail === 'string' && Object.keys(d).length === 3))
   return bad === undefined ? undefined : 'a damaged entry is not { id, code, detail }'
+}
+
+// ---- answers to changesSince and applyChanges: a broken worker must never hand the app a
+// batch that would carry wrong events to another store.
+
+function cursorProblem(c: unknown): string | undefined {
+  if (!isPlainObject(c) || c.v !== 1 || !isPlainObject(c.sessions) || (c.after !== undefined && !isSessionId(c.after))) return 'bad cursor'
+  for (const [k, v] of Object.entries(c.sessions)) {
+    if (!isSessionId(k) || !Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'number' || !isCount(v[1])) return `bad cursor entry for ${JSON.stringify(k)}`
+  }
+  return undefined
+}
+
+/** The reason an answer to changesSince is unacceptable, or undefined. */
+export function changesProblem(c: unknown): string | undefined {
+  if (!isPlainObject(c) || !isPlainObject(c.batch) || c.batch.v !== 1 || !Array.isArray(c.batch.sessions)) return 'bad batch'
+  if (!isCount(c.pending) || typeof c.done !== 'boolean' || !Array.isArray(c.failed)) return 'bad changes'
+  const cursor = cursorProblem(c.cursor) ?? (c.head === undefined ? undefined : cursorProblem(c.head))
+  if (cursor) return cursor
+  for (const entry of c.batch.sessions as unknown[]) {
+    if (!isPlainObject(entry) || !isCount(entry.from) || !Array.isArray(entry.events)) return 'bad batch entry'
+    const header = headerProblem(entry.header)
+    if (header) return `bad header in the batch: ${header}`
+    for (let i = 0; i < entry.events.length; i++) {
+      const e: unknown = entry.events[i]
+      if (!isPlainObject(e) || e.seq !== (entry.from as number) + i || typeof e.type !== 'string' || typeof e.time !== 'number') return `bad event in the batch at seq ${(entry.from as number) + i}`
+      try {
+        assertPlainJson(e.data, 'data')
+      } catch {
+        return `bad event data in the batch at seq ${(entry.from as number) + i}`
+      }
+    }
+  }
+  return undefined
+}
+
+/** The reason an answer to applyChanges is unacceptable, or undefined. */
+export function applyResultProblem(r: unknown): string | undefined {
+  if (!isPlainObject(r) || !isCount(r.copiedSessions) || !isCount(r.copiedEvents) || !Array.isArray(r.conflicts) || !Array.isArray(r.skipped)) return 'bad apply result'
+  for (const c of r.conflicts as unknown[]) {
+    if (!isPlainObject(c) || !isSessionId(c.id) || !isCount(c.seq) || (c.reason !== 'header' && c.reason !== 'event') || !isPlainObject(c.source) || !isPlainObject(c.target)) return 'bad conflict'
+  }
+  for (const s of r.skipped as unknown[]) {
+    if (!isPlainObject(s) || !isSessionId(s.id) || !oneOf(['locked', 'gap', 'damaged'], s.reason) || typeof s.detail !== 'string') return 'bad skipped entry'
+  }
+  return undefined
 }
