@@ -15,13 +15,15 @@ import { SessionfoldError, where } from '../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { sessionHeaderSchema } from '../src/schemas'
 import type { EncodedEvent } from '../src/validate'
-import {
-  READ_PAGE, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, closed,
-  compareIds, exists, notFound, resolveList, resolveRange,
-} from './common'
-import { INDEX_STRIDE, encodeBatch, frameAt, newWindow, readFrame, scanLog, type ReadAt } from './fs-log'
+import { INDEX_STRIDE, encodeBatch, newWindow, readFrame, scanLog, type ReadAt } from './fs-log'
 import { folderOf, idOfFolder } from './fs-paths'
-import type { CheckpointRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
+import {
+  alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
+  resolveList, resolveRange, toStorageError,
+} from './guard'
+import {
+  READ_PAGE, compareIds, type CheckpointRow, type ReadRange, type RepairReport, type SessionInfo, type StorageAdapter,
+} from './types'
 
 /**
  * The file operations the adapter uses: node:fs/promises, plus a synchronous positioned write
@@ -109,14 +111,12 @@ const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'check
 const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code
 
 function storageError(err: unknown, id: SessionId | undefined, op: string): SessionfoldError {
-  if (err instanceof SessionfoldError) return err
-  const code = errno(err)
-  const subject = id === undefined ? 'the store' : where(id)
-  const details = { sessionId: id, cause: err }
-  if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new SessionfoldError('STORAGE_QUOTA_EXCEEDED', `${op} of ${subject} failed: no space left (${code})`, details)
-  }
-  return new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${subject} failed: ${(err as Error)?.message ?? String(err)}`, details)
+  return toStorageError(err, id, (code) => {
+    const subject = id === undefined ? 'the store' : where(id)
+    return code === 'STORAGE_QUOTA_EXCEEDED'
+      ? `${op} of ${subject} failed: no space left (${errno(err)})`
+      : `${op} of ${subject} failed: ${(err as Error)?.message ?? String(err)}`
+  })
 }
 
 function corrupt(log: { id: SessionId; dir: string }, offset: number, what: string, seq?: number): SessionfoldError {
@@ -144,8 +144,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const deleting = new Set<SessionId>()
   /** Open writer handles, least recently used first. */
   const handles = new Map<Log, FileHandle>()
-  const inflight = new Set<Promise<unknown>>()
-  let isClosed = false
+  const guard = createGuard('fs')
 
   const readOnly = options.readOnly === true
   const ready = (async () => {
@@ -169,24 +168,15 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     for (const name of await fs.readdir(trashDir)) await fs.rm(join(trashDir, name), { recursive: true, force: true })
   }).catch(() => {})
 
-  /** Runs a public operation: CLOSED after close, tracked so close() can wait for it. */
+  /** Runs a public operation through the guard, once the store's folders are there. */
   function run<T>(op: string, id: SessionId | undefined, fn: () => Promise<T>): Promise<T> {
-    if (isClosed) return Promise.reject(closed('fs'))
-    if (readOnly && WRITES.has(op)) {
-      return Promise.reject(new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${id === undefined ? 'the store' : where(id)} refused: the store at ${root} is open read-only`, { sessionId: id }))
-    }
-    const p = (async () => {
-      try {
-        await ready
-        return await fn()
-      } catch (err) {
-        throw storageError(err, id, op)
+    return guard.run(async () => {
+      if (readOnly && WRITES.has(op)) {
+        throw new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${id === undefined ? 'the store' : where(id)} refused: the store at ${root} is open read-only`, { sessionId: id })
       }
-    })()
-    inflight.add(p)
-    const forget = () => inflight.delete(p)
-    p.then(forget, forget)
-    return p
+      await ready
+      return fn()
+    }, (err) => storageError(err, id, op))
   }
 
   const dirOf = (id: SessionId) => join(sessionsDir, folderOf(id))
@@ -547,7 +537,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
         page.push(event)
         if (page.length === READ_PAGE) {
           if (signal?.aborted) throw cancelled(log.id)
-          if (isClosed) throw closed('fs')
+          guard.check()
           yield page
           page = []
         }
@@ -594,7 +584,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
         assertSeed(header, seed)
         const id = header.id
         const final = dirOf(id)
-        if (await sessionExists(id)) throw exists(id)
+        if (await sessionExists(id)) throw alreadyExists(id)
         const tmp = join(tmpDir, `${folderOf(id)}.${randomBytes(6).toString('hex')}`)
         await fs.mkdir(tmp)
         try {
@@ -611,7 +601,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
             await fs.rename(tmp, final)
           } catch (err) {
             const code = errno(err)
-            if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'EPERM' || code === 'EISDIR') throw exists(id)
+            if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'EPERM' || code === 'EISDIR') throw alreadyExists(id)
             throw err
           }
         } catch (err) {
@@ -768,11 +758,8 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       })
     },
 
-    async close() {
-      if (isClosed) return
-      isClosed = true
+    close: () => guard.close(async () => {
       await cleanup // its folders may still be in the making, its leftovers being removed
-      while (inflight.size > 0) await Promise.allSettled([...inflight])
       await Promise.allSettled([...logs.values()].map((l) => l.flushing))
       await Promise.allSettled([...logs.values()].map(storeIndex))
       for (const [log, fh] of handles) {
@@ -782,6 +769,6 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       }
       handles.clear()
       logs.clear()
-    },
+    }),
   }
 }
