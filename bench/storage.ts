@@ -19,7 +19,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createFsAdapter, type FsPromises } from '../adapters/fs'
-import { RECORD_HEADER, encodeBatch } from '../adapters/fs-log'
+import { RECORD_HEADER, encodeBatch } from '../adapters/fs/record-format'
 import type { StorageAdapter } from '../adapters/types'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
@@ -294,7 +294,7 @@ function countingFs(counts: Counts): FsPromises {
     counts.stats++
     return fsp.stat(...args)
   }) as typeof fsp.stat
-  // Log appends go through writeSync (see FsPromises in adapters/fs.ts): count them there.
+  // Log appends go through writeSync (see FsPromises in adapters/fs/options.ts): count them there.
   const writeSync = ((fd: number, buf: Buffer, offset: number, length: number, position: number) => {
     counts.logWrites++
     counts.groups.push(recordsIn(buf, offset, length))

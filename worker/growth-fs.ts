@@ -5,7 +5,7 @@
 // what is new from the log, so a spurious one costs a stat.
 import { watch, type FSWatcher } from 'node:fs'
 import { join } from 'node:path'
-import { folderOf } from '../adapters/fs-paths'
+import { folderOf } from '../adapters/fs/layout'
 import type { GrowthChannel } from './platform'
 
 /** How often followed sessions are looked at even without a watch event. */
