@@ -29,8 +29,8 @@ import { fileURLToPath } from 'node:url'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { createFsAdapter } from '../adapters/fs'
+import { CHECKPOINT_FILE, LOG_FILE, sessionDir } from '../adapters/fs/layout'
 import { recordAt } from '../adapters/fs/record-format'
-import { folderOf } from '../adapters/fs/layout'
 import { createMemoryAdapter } from '../adapters/memory'
 import type { CheckpointRow, StorageAdapter } from '../adapters/types'
 import type { Json, SessionEvent, SessionId } from '../src/model'
@@ -440,7 +440,7 @@ async function coldBreakdown(dir: string, id: SessionId, runs: number): Promise<
     total += performance.now() - t0
     await engine.close()
   }
-  const rowJson = fs.readFileSync(join(dir, 'sessions', folderOf(id), 'checkpoint.json'), 'utf8')
+  const rowJson = fs.readFileSync(join(sessionDir(dir, id), CHECKPOINT_FILE), 'utf8')
   const restore: number[] = []
   for (let i = 0; i < runs; i++) {
     const row = JSON.parse(rowJson) as unknown
@@ -460,7 +460,7 @@ async function benchReads(root: string): Promise<ReadResults> {
   const dir = join(root, 'reads')
   const id: SessionId = 'bench-log'
   const { row, buildMs } = await buildLog(dir, id)
-  const logPath = join(dir, 'sessions', folderOf(id), 'events.log')
+  const logPath = join(sessionDir(dir, id), LOG_FILE)
   const logBytes = fs.statSync(logPath).size
   const checkpointBytes = JSON.stringify(row).length
   log(`built a ${fmt(L, 0)}-event log (${mib(logBytes)}) and a ${kib(checkpointBytes)} checkpoint row in ${fmt(buildMs, 0)} ms`)
