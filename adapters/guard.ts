@@ -12,8 +12,6 @@ export { assertSessionId }
 
 /** One adapter's open/closed state and the calls it has in flight. */
 export interface Guard {
-  /** True once close() was called. */
-  readonly closed: boolean
   /** Throws CLOSED once close() was called. */
   check(): void
   /**
@@ -37,9 +35,6 @@ export function createGuard(kind: string): Guard {
     if (isClosed) throw closed(kind)
   }
   return {
-    get closed() {
-      return isClosed
-    },
     check,
     run(call, mapError) {
       if (isClosed) return Promise.reject(closed(kind))
@@ -59,7 +54,6 @@ export function createGuard(kind: string): Guard {
     },
   }
 }
-
 
 /**
  * What a platform's error means for the caller: a full disk (ENOSPC, EDQUOT) or an exhausted
@@ -86,7 +80,6 @@ export function toStorageError(
   const code = platformErrorCode(err)
   return new SessionfoldError(code, message(code), { sessionId, cause: err })
 }
-
 
 /** Throws INVALID_ARGUMENT unless `header` is a well-formed header. */
 export function assertHeader(header: unknown): asserts header is SessionHeader {
@@ -149,7 +142,6 @@ export function resolveList(options: { after?: SessionId; limit?: number } | und
   }
   return { after, limit }
 }
-
 
 export function notFound(id: SessionId): SessionfoldError {
   return new SessionfoldError('SESSION_NOT_FOUND', `${where(id)} does not exist`, { sessionId: id })

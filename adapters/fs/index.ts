@@ -29,7 +29,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const folders = createFolders(settings, logs.isRemoving)
   const checkpoints = createCheckpointFile(settings, folders.has)
   const commit = createGroupCommit(settings, handles, index)
-  const readEvents = createEventReader(settings, index, guard)
+  const eventsOf = createEventReader(settings, index, guard)
 
   /** Runs a public operation through the guard, once the store's folders are there. */
   function run<T>(op: string, id: SessionId | undefined, fn: () => Promise<T>): Promise<T> {
@@ -74,7 +74,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
 
     async *readEvents(id, range) {
       const log = await onSession('read', id, () => logOf(id))
-      yield* readEvents(log, range)
+      yield* eventsOf(log, range)
     },
 
     getSession: (id) => onSession('read', id, async (): Promise<SessionInfo | undefined> => {
