@@ -6,10 +6,10 @@ import { SessionfoldError, where } from '../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import type { EncodedEvent } from '../src/validate'
 import {
-  READ_PAGE, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, closed,
-  exists, notFound, resolveList, resolveRange,
-} from './common'
-import type { CheckpointRow, ReadRange, SessionInfo, StorageAdapter } from './types'
+  alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
+  platformErrorCode, resolveList, resolveRange, toStorageError,
+} from './guard'
+import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 export interface IndexedDbAdapterOptions {
   /** Database name (default 'sessionfold'). */
@@ -57,13 +57,8 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
   const name = options.name ?? 'sessionfold'
   const durability = options.durability ?? 'strict'
   let connection: Promise<Db> | undefined
-  let isClosed = false
-  let closing: Promise<void> | undefined
-  const pending = new Set<Promise<unknown>>()
+  const guard = createGuard('indexeddb')
 
-  const check = () => {
-    if (isClosed) throw closed('indexeddb')
-  }
   const forget = (p: Promise<Db>) => {
     if (connection === p) connection = undefined
   }
@@ -97,44 +92,39 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     return p
   }
 
-  const toError = (err: unknown, op: string, id: SessionId | undefined): SessionfoldError => {
-    if (err instanceof SessionfoldError) return err
-    const subject = id === undefined ? `IndexedDB database "${name}"` : `${where(id)} in IndexedDB database "${name}"`
-    const { name: errName, message } = (err ?? {}) as { name?: unknown; message?: unknown }
-    const detail = typeof message === 'string' ? `${String(errName)}: ${message}` : String(err)
-    if (isNamed(err, 'QuotaExceededError')) {
-      return new SessionfoldError('STORAGE_QUOTA_EXCEEDED', `${op} ${subject} exceeds the storage quota; nothing was written (${detail})`, { sessionId: id, cause: err })
+  const toError = (err: unknown, op: string, id: SessionId | undefined): SessionfoldError =>
+    toStorageError(err, id, (code) => {
+      const subject = id === undefined ? `IndexedDB database "${name}"` : `${where(id)} in IndexedDB database "${name}"`
+      const { name: errName, message } = (err ?? {}) as { name?: unknown; message?: unknown }
+      const detail = typeof message === 'string' ? `${String(errName)}: ${message}` : String(err)
+      if (code === 'STORAGE_QUOTA_EXCEEDED') return `${op} ${subject} exceeds the storage quota; nothing was written (${detail})`
+      if (code === 'INVALID_ARGUMENT') return `${op} ${subject}: the value cannot be stored (${detail})`
+      return `${op} ${subject} failed (${detail})`
+    })
+
+  // Runs one operation on the shared connection. A connection closed under us (Dexie#1139)
+  // shows as InvalidStateError or a dropped promise: reopen and retry once. A failed
+  // transaction was aborted and wrote nothing, so the retry is safe.
+  const withDb = async <T>(op: string, id: SessionId | undefined, body: (db: Db) => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      const p = connect()
+      try {
+        return await body(await p)
+      } catch (err) {
+        if (err instanceof SessionfoldError) throw err
+        const lost = platformErrorCode(err) !== 'STORAGE_QUOTA_EXCEEDED' && (connection !== p || isNamed(err, 'InvalidStateError'))
+        if (lost) forget(p)
+        if (!lost || attempt > 1) throw toError(err, op, id)
+      }
     }
-    // The structured clone refused a value: the caller's data, not the store, is at fault.
-    if (isNamed(err, 'DataCloneError')) {
-      return new SessionfoldError('INVALID_ARGUMENT', `${op} ${subject}: the value cannot be stored (${detail})`, { sessionId: id, cause: err })
-    }
-    return new SessionfoldError('STORAGE_UNAVAILABLE', `${op} ${subject} failed (${detail})`, { sessionId: id, cause: err })
   }
 
-  // Runs one operation on the shared connection and tracks it for close(). A connection closed
-  // under us (Dexie#1139) shows as InvalidStateError or a dropped promise: reopen and retry
-  // once. A failed transaction was aborted and wrote nothing, so the retry is safe.
-  const run = <T>(op: string, id: SessionId | undefined, body: (db: Db) => Promise<T>): Promise<T> => {
-    if (isClosed) return Promise.reject(closed('indexeddb'))
-    const task = (async () => {
-      for (let attempt = 1; ; attempt++) {
-        const p = connect()
-        try {
-          return await body(await p)
-        } catch (err) {
-          if (err instanceof SessionfoldError) throw err
-          const lost = !isNamed(err, 'QuotaExceededError') && (connection !== p || isNamed(err, 'InvalidStateError'))
-          if (lost) forget(p)
-          if (!lost || attempt > 1) throw toError(err, op, id)
-        }
-      }
-    })()
-    pending.add(task)
-    const settle = () => pending.delete(task)
-    task.then(settle, settle)
-    return task
-  }
+  /** A call about session `id`: checked, tracked by the guard, then `body`. */
+  const forSession = <T>(id: SessionId, body: () => Promise<T>): Promise<T> =>
+    guard.run(async () => {
+      assertSessionId(id)
+      return body()
+    })
 
   // One transaction. When the body throws, the transaction is aborted (nothing half-written);
   // success waits for `complete`, never just a request's success.
@@ -171,7 +161,7 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     op: string, id: SessionId, mode: M,
     body: (store: IDBPObjectStore<Schema, StoreName[], 'checkpoints', M>) => Promise<T>,
   ): Promise<T> =>
-    run(op, id, (db) => inTx(db, ['sessions', 'checkpoints'], mode, async (tx) => {
+    withDb(op, id, (db) => inTx(db, ['sessions', 'checkpoints'], mode, async (tx) => {
       if ((await tx.objectStore('sessions').getKey(id)) === undefined) throw notFound(id)
       const request = body(tx.objectStore('checkpoints'))
       // Its one request is made: commit now (as append does), so the next append's transaction,
@@ -181,29 +171,26 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     }, 'relaxed'))
 
   const getInfo = (id: SessionId): Promise<SessionInfo | undefined> =>
-    run('read', id, (db) => inTx(db, ['sessions'], 'readonly', async (tx) => {
+    withDb('read', id, (db) => inTx(db, ['sessions'], 'readonly', async (tx) => {
       const meta = await tx.objectStore('sessions').get(id)
       return meta && { header: meta.header, length: meta.length }
     }))
 
   return {
     kind: 'indexeddb',
-    async createSession(header, seed = []) {
-      check()
+    createSession: (header, seed = []) => guard.run(async () => {
       assertHeader(header)
       assertSeed(header, seed)
       const id = header.id
-      await run('create', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
+      await withDb('create', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
         const sessions = tx.objectStore('sessions')
-        if ((await sessions.getKey(id)) !== undefined) throw exists(id)
+        if ((await sessions.getKey(id)) !== undefined) throw alreadyExists(id)
         const added = quiet(sessions.add({ header, length: seed.length }, id))
         await Promise.all([added, ...putEvents(tx, id, seed)])
       }))
-    },
-    async append(id, batch) {
-      check()
-      assertSessionId(id)
-      await run('append to', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
+    }),
+    append: (id, batch) => forSession(id, async () => {
+      await withDb('append to', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
         const sessions = tx.objectStore('sessions')
         const meta = await sessions.get(id)
         if (!meta) throw notFound(id)
@@ -216,11 +203,11 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
         tx.commit()
         await Promise.all([...puts, row])
       }))
-    },
+    }),
     async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
-      check()
+      guard.check()
       assertSessionId(id)
-      const info = await getInfo(id)
+      const info = await guard.run(() => getInfo(id))
       if (!info) throw notFound(id)
       const { from, to } = resolveRange(id, range, info.length)
       // getAll over bounded key ranges, one short transaction per page: no cursors (quadratic
@@ -228,72 +215,51 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       for (let at = from; at < to; at += READ_PAGE) {
         if (range?.signal?.aborted) throw cancelled(id)
         const end = Math.min(to, at + READ_PAGE)
-        const page = await run('read', id, (db) => inTx(db, ['sessions', 'events'], 'readonly', async (tx) => {
+        const page = await guard.run(() => withDb('read', id, (db) => inTx(db, ['sessions', 'events'], 'readonly', async (tx) => {
           const meta = await tx.objectStore('sessions').get(id)
           // Deleted, or deleted and created again, since the read began.
           if (!meta || meta.header.createdAt !== info.header.createdAt || meta.length < end) throw notFound(id)
           return tx.objectStore('events').getAll(IDBKeyRange.bound([id, at], [id, end - 1]), READ_PAGE)
-        }))
+        })))
         if (page.length !== end - at || page.some((e, i) => e.seq !== at + i)) {
           throw new SessionfoldError('CORRUPT_LOG', `${where(id, at)}: events ${at}..${end - 1} are missing or out of order in IndexedDB`, { sessionId: id, seq: at })
         }
         yield page
       }
     },
-    async getSession(id) {
-      check()
-      assertSessionId(id)
-      return getInfo(id)
-    },
-    async listSessions(options) {
-      check()
+    getSession: (id) => forSession(id, () => getInfo(id)),
+    listSessions: (options) => guard.run(async () => {
       const { after, limit } = resolveList(options)
       // Keys are ids, and IndexedDB orders strings by code unit: the order of compareIds.
-      const metas = await run('list', undefined, (db) => inTx(db, ['sessions'], 'readonly', (tx) =>
+      const metas = await withDb('list', undefined, (db) => inTx(db, ['sessions'], 'readonly', (tx) =>
         tx.objectStore('sessions').getAll(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit)))
       return metas.map((m) => m.header)
-    },
-    async listIds(options) {
-      check()
+    }),
+    listIds: (options) => guard.run(async () => {
       const { after, limit } = resolveList(options)
-      return run('list', undefined, (db) => inTx(db, ['sessions'], 'readonly', (tx) =>
+      return withDb('list', undefined, (db) => inTx(db, ['sessions'], 'readonly', (tx) =>
         tx.objectStore('sessions').getAllKeys(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit))) as Promise<SessionId[]>
-    },
-    async deleteSession(id) {
-      check()
-      assertSessionId(id)
-      await run('delete', id, (db) => inTx(db, ['sessions', 'events', 'checkpoints'], 'readwrite', async (tx) => {
+    }),
+    deleteSession: (id) => forSession(id, async () => {
+      await withDb('delete', id, (db) => inTx(db, ['sessions', 'events', 'checkpoints'], 'readwrite', async (tx) => {
         await Promise.all([
           quiet(tx.objectStore('sessions').delete(id)),
           quiet(tx.objectStore('events').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
           quiet(tx.objectStore('checkpoints').delete(id)),
         ])
       }))
-    },
-    async getCheckpoint(id) {
-      check()
-      assertSessionId(id)
-      return withCheckpoints('read checkpoint of', id, 'readonly', (store) => store.get(id))
-    },
-    async putCheckpoint(id, row) {
-      check()
-      assertSessionId(id)
+    }),
+    getCheckpoint: (id) => forSession(id, () => withCheckpoints('read checkpoint of', id, 'readonly', (store) => store.get(id))),
+    putCheckpoint: (id, row) => forSession(id, async () => {
       await withCheckpoints('write checkpoint of', id, 'readwrite', (store) => store.put(row, id))
-    },
-    async deleteCheckpoint(id) {
-      check()
-      assertSessionId(id)
+    }),
+    deleteCheckpoint: (id) => forSession(id, async () => {
       await withCheckpoints('delete checkpoint of', id, 'readwrite', (store) => store.delete(id))
-    },
-    close() {
-      closing ??= (async () => {
-        isClosed = true
-        await Promise.allSettled([...pending])
-        const p = connection
-        connection = undefined
-        if (p) (await p.catch(() => undefined))?.close()
-      })()
-      return closing
-    },
+    }),
+    close: () => guard.close(async () => {
+      const p = connection
+      connection = undefined
+      if (p) (await p.catch(() => undefined))?.close()
+    }),
   }
 }

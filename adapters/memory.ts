@@ -2,10 +2,10 @@
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import type { EncodedEvent } from '../src/validate'
 import {
-  READ_PAGE, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, closed,
-  compareIds, exists, notFound, resolveList, resolveRange,
-} from './common'
-import type { CheckpointRow, ReadRange, SessionInfo, StorageAdapter } from './types'
+  alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
+  resolveList, resolveRange,
+} from './guard'
+import { READ_PAGE, compareIds, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 interface Stored {
   header: SessionHeader
@@ -16,34 +16,32 @@ interface Stored {
 
 export function createMemoryAdapter(): StorageAdapter {
   const sessions = new Map<SessionId, Stored>()
-  let isClosed = false
+  const guard = createGuard('memory')
 
-  const open = () => {
-    if (isClosed) throw closed('memory')
-  }
   const get = (id: SessionId): Stored => {
-    open()
     assertSessionId(id)
     const s = sessions.get(id)
     if (!s) throw notFound(id)
     return s
   }
+  const idsAfter = (after: SessionId | undefined, limit: number): SessionId[] =>
+    [...sessions.keys()].filter((id) => after === undefined || id > after).sort(compareIds).slice(0, limit)
 
   return {
     kind: 'memory',
-    async createSession(header, seed = []) {
-      open()
+    createSession: (header, seed = []) => guard.run(async () => {
       assertHeader(header)
       assertSeed(header, seed)
-      if (sessions.has(header.id)) throw exists(header.id)
+      if (sessions.has(header.id)) throw alreadyExists(header.id)
       sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json) })
-    },
-    async append(id, batch: readonly EncodedEvent[]) {
+    }),
+    append: (id, batch: readonly EncodedEvent[]) => guard.run(async () => {
       const s = get(id)
       assertContinues(id, batch, s.events.length)
       for (const e of batch) s.events.push(e.json)
-    },
+    }),
     async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
+      guard.check()
       const s = get(id)
       const { from, to } = resolveRange(id, range, s.events.length)
       for (let at = from; at < to; at += READ_PAGE) {
@@ -52,43 +50,33 @@ export function createMemoryAdapter(): StorageAdapter {
         yield s.events.slice(at, Math.min(to, at + READ_PAGE)).map((j) => JSON.parse(j) as SessionEvent)
       }
     },
-    async getSession(id): Promise<SessionInfo | undefined> {
-      open()
+    getSession: (id) => guard.run(async (): Promise<SessionInfo | undefined> => {
       assertSessionId(id)
       const s = sessions.get(id)
       return s && { header: structuredClone(s.header), length: s.events.length }
-    },
-    async listSessions(options) {
-      open()
+    }),
+    listSessions: (options) => guard.run(async () => {
       const { after, limit } = resolveList(options)
-      return [...sessions.keys()]
-        .filter((id) => after === undefined || id > after)
-        .sort(compareIds)
-        .slice(0, limit)
-        .map((id) => structuredClone(sessions.get(id)!.header))
-    },
-    async listIds(options) {
-      open()
+      return idsAfter(after, limit).map((id) => structuredClone(sessions.get(id)!.header))
+    }),
+    listIds: (options) => guard.run(async () => {
       const { after, limit } = resolveList(options)
-      return [...sessions.keys()].filter((id) => after === undefined || id > after).sort(compareIds).slice(0, limit)
-    },
-    async deleteSession(id) {
-      open()
+      return idsAfter(after, limit)
+    }),
+    deleteSession: (id) => guard.run(async () => {
       assertSessionId(id)
       sessions.delete(id)
-    },
-    async getCheckpoint(id) {
+    }),
+    getCheckpoint: (id) => guard.run(async () => {
       const s = get(id)
-      return s.checkpoint === undefined ? undefined : JSON.parse(s.checkpoint)
-    },
-    async putCheckpoint(id, row: CheckpointRow) {
+      return s.checkpoint === undefined ? undefined : (JSON.parse(s.checkpoint) as unknown)
+    }),
+    putCheckpoint: (id, row: CheckpointRow) => guard.run(async () => {
       get(id).checkpoint = JSON.stringify(row)
-    },
-    async deleteCheckpoint(id) {
+    }),
+    deleteCheckpoint: (id) => guard.run(async () => {
       delete get(id).checkpoint
-    },
-    async close() {
-      isClosed = true
-    },
+    }),
+    close: () => guard.close(),
   }
 }

@@ -90,3 +90,11 @@ export interface StorageAdapter {
 
 export const DEFAULT_LIST_LIMIT = 100
 export const MAX_LIST_LIMIT = 10_000
+
+/** Events per page yielded by `readEvents`. */
+export const READ_PAGE = 512
+
+/** The order of listed ids: UTF-16 code units, which for `[A-Za-z0-9_-]` is byte order everywhere. */
+export function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}

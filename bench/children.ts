@@ -25,6 +25,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createFsAdapter, type FsPromises } from '../adapters/fs'
+import { CHECKPOINT_FILE, folderOf, sessionsDir } from '../adapters/fs/layout'
 import type { StorageAdapter } from '../adapters/types'
 import type { SubagentListEntry } from '../src/children'
 import type { SessionId } from '../src/model'
@@ -303,9 +304,9 @@ async function main(): Promise<void> {
       await pool(N, 16, async (i) => deleter.deleteCheckpoint(coldIds[i]!))
       await deleter.close()
       for (const id of [coldIds[0]!, coldIds[N - 1]!]) {
-        const folder = fs.readdirSync(join(refoldDir, 'sessions')).find((f) => f === `s-${id}`)
-        if (!folder || fs.existsSync(join(refoldDir, 'sessions', folder, 'checkpoint.json'))) throw new Error(`checkpoint of ${id} was not deleted`)
-        if (!fs.existsSync(join(coldDir, 'sessions', folder, 'checkpoint.json'))) throw new Error(`cold child ${id} has no checkpoint`)
+        const folder = fs.readdirSync(sessionsDir(refoldDir)).find((f) => f === folderOf(id))
+        if (!folder || fs.existsSync(join(sessionsDir(refoldDir), folder, CHECKPOINT_FILE))) throw new Error(`checkpoint of ${id} was not deleted`)
+        if (!fs.existsSync(join(sessionsDir(coldDir), folder, CHECKPOINT_FILE))) throw new Error(`cold child ${id} has no checkpoint`)
       }
     }
     const copyMs = performance.now() - t1

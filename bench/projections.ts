@@ -9,7 +9,7 @@
 //       checkpoint deleted (a full refold); as three readers: a new adapter and engine (process
 //       start), an adapter already in use that has not loaded this log, and a warm engine.
 //   (c) full-refold throughput (events/s of that cold read without checkpoint) against a raw
-//       read of the same events.log (fs.readFileSync, frameAt per record, JSON.parse of each
+//       read of the same events.log (fs.readFileSync, recordAt per record, JSON.parse of each
 //       payload).
 //   (d) heap held by a live 100,000-event session (fs adapter, appended through the engine in
 //       batches) beyond the heap of its projection states.
@@ -29,8 +29,8 @@ import { fileURLToPath } from 'node:url'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { createFsAdapter } from '../adapters/fs'
-import { frameAt } from '../adapters/fs-log'
-import { folderOf } from '../adapters/fs-paths'
+import { CHECKPOINT_FILE, LOG_FILE, sessionDir } from '../adapters/fs/layout'
+import { recordAt } from '../adapters/fs/record-format'
 import { createMemoryAdapter } from '../adapters/memory'
 import type { CheckpointRow, StorageAdapter } from '../adapters/types'
 import type { Json, SessionEvent, SessionId } from '../src/model'
@@ -366,7 +366,7 @@ async function coldRead(reader: Reader, dir: string, id: SessionId, warm: Engine
   return { ms, snapshot }
 }
 
-/** The raw limit: the whole events.log at once, frameAt (checksum included) and JSON.parse per record. */
+/** The raw limit: the whole events.log at once, recordAt (checksum included) and JSON.parse per record. */
 function rawRead(path: string, checkCrc: boolean): number {
   const t0 = performance.now()
   const buf = fs.readFileSync(path)
@@ -375,7 +375,7 @@ function rawRead(path: string, checkCrc: boolean): number {
     let start: number
     let end: number
     if (checkCrc) {
-      const f = frameAt(buf, at)
+      const f = recordAt(buf, at)
       if (f.kind !== 'ok') throw new Error(`raw read: bad record at ${at}`)
       start = f.start
       end = f.end
@@ -440,7 +440,7 @@ async function coldBreakdown(dir: string, id: SessionId, runs: number): Promise<
     total += performance.now() - t0
     await engine.close()
   }
-  const rowJson = fs.readFileSync(join(dir, 'sessions', folderOf(id), 'checkpoint.json'), 'utf8')
+  const rowJson = fs.readFileSync(join(sessionDir(dir, id), CHECKPOINT_FILE), 'utf8')
   const restore: number[] = []
   for (let i = 0; i < runs; i++) {
     const row = JSON.parse(rowJson) as unknown
@@ -460,7 +460,7 @@ async function benchReads(root: string): Promise<ReadResults> {
   const dir = join(root, 'reads')
   const id: SessionId = 'bench-log'
   const { row, buildMs } = await buildLog(dir, id)
-  const logPath = join(dir, 'sessions', folderOf(id), 'events.log')
+  const logPath = join(sessionDir(dir, id), LOG_FILE)
   const logBytes = fs.statSync(logPath).size
   const checkpointBytes = JSON.stringify(row).length
   log(`built a ${fmt(L, 0)}-event log (${mib(logBytes)}) and a ${kib(checkpointBytes)} checkpoint row in ${fmt(buildMs, 0)} ms`)
@@ -723,7 +723,7 @@ async function main(): Promise<void> {
         [
           ...READERS.map((k) => line(`cold read with checkpoint, ${READER_LABELS[k]}*`, ms.checkpoint[k], 2)),
           ...READERS.map((k) => line(`full refold (no checkpoint), ${READER_LABELS[k]}`, ms.refold[k], 1, eps.refold[k])),
-          line('raw: readFileSync + frameAt (crc) + JSON.parse', ms.raw, 1, eps.raw),
+          line('raw: readFileSync + recordAt (crc) + JSON.parse', ms.raw, 1, eps.raw),
           line('(ref) raw without crc check', ms.rawNoCrc, 1, eps.rawNoCrc),
         ],
       )

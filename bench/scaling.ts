@@ -29,6 +29,7 @@ import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { createFsAdapter } from '../adapters/fs'
+import { LOG_FILE, sessionDir } from '../adapters/fs/layout'
 import type { CheckpointRow } from '../adapters/types'
 import type { SessionEvent, SessionId } from '../src/model'
 import { logModel, rootHeader } from './log-model'
@@ -175,7 +176,7 @@ async function buildColdLog(root: string, size: number): Promise<ColdLog> {
   if (skipped.length > 0 || Object.values(row.rows).some((u) => u.seq !== cut - 1)) throw new Error('checkpoint row is not as of the cut')
   await adapter.putCheckpoint(id, row)
   await adapter.close()
-  const logBytes = fs.statSync(join(dir, 'sessions', `s-${id}`, 'events.log')).size
+  const logBytes = fs.statSync(join(sessionDir(dir, id), LOG_FILE)).size
   return { size, dir, id, row, logBytes, sqlitePath, buildMs: performance.now() - t0 }
 }
 
@@ -305,7 +306,7 @@ async function heapOfSession(root: string, tag: string, events: number): Promise
   await settle()
   const live = heapUsed()
   await engine.close()
-  fs.rmSync(join(root, 'heap', 'sessions', `s-${id}`), { recursive: true, force: true })
+  fs.rmSync(sessionDir(join(root, 'heap'), id), { recursive: true, force: true })
   return live - before
 }
 

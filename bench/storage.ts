@@ -19,7 +19,8 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createFsAdapter, type FsPromises } from '../adapters/fs'
-import { RECORD_HEADER, encodeBatch } from '../adapters/fs-log'
+import { INDEX_FILE, LOG_FILE, sessionDir } from '../adapters/fs/layout'
+import { RECORD_HEADER, encodeBatch } from '../adapters/fs/record-format'
 import type { StorageAdapter } from '../adapters/types'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
@@ -279,9 +280,9 @@ function recordsIn(buf: Buffer, from: number, length: number): number {
 function countingFs(counts: Counts): FsPromises {
   const open = (async (path: fs.PathLike, flags?: string | number, mode?: fs.Mode) => {
     counts.opens++
-    if (String(path).endsWith('events.idx')) counts.indexOpens++
+    if (String(path).endsWith(INDEX_FILE)) counts.indexOpens++
     const fh = await fsp.open(path, flags, mode)
-    if (String(path).endsWith('events.log')) {
+    if (String(path).endsWith(LOG_FILE)) {
       const datasync = fh.datasync.bind(fh)
       fh.datasync = () => {
         counts.logSyncs++
@@ -294,7 +295,7 @@ function countingFs(counts: Counts): FsPromises {
     counts.stats++
     return fsp.stat(...args)
   }) as typeof fsp.stat
-  // Log appends go through writeSync (see FsPromises in adapters/fs.ts): count them there.
+  // Log appends go through writeSync (see FsPromises in adapters/fs/options.ts): count them there.
   const writeSync = ((fd: number, buf: Buffer, offset: number, length: number, position: number) => {
     counts.logWrites++
     counts.groups.push(recordsIn(buf, offset, length))
@@ -521,7 +522,7 @@ async function main(): Promise<void> {
       await adapter.append(id, makeEvents(id, from, Math.min(CONFIG.buildBatch, CONFIG.logEvents - from)))
     }
     const buildMs = performance.now() - buildStart
-    const logBytes = fs.statSync(join(readDir, 'sessions', `s-${id}`, 'events.log')).size
+    const logBytes = fs.statSync(join(sessionDir(readDir, id), LOG_FILE)).size
     log(`built a ${fmt(CONFIG.logEvents, 0)}-event log (${fmt(logBytes / 2 ** 20, 1)} MiB) in ${fmt(buildMs, 0)} ms`)
 
     const L = CONFIG.logEvents

@@ -2,8 +2,8 @@
 // commands open the store read-only (no lock taken, nothing repaired or rewritten), so they
 // work while an app writes; `import` is the one command that writes.
 import { stat } from 'node:fs/promises'
-import { join } from 'node:path'
 import { createFsAdapter } from '../adapters/fs'
+import { locksDir, sessionsDir } from '../adapters/fs/layout'
 import { SessionfoldError, isSessionfoldError } from '../src/errors'
 import type { SessionId } from '../src/model'
 import { assertSessionId } from '../src/validate'
@@ -148,7 +148,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
 }
 
 async function isStore(dir: string): Promise<boolean> {
-  return stat(join(dir, 'sessions')).then((s) => s.isDirectory(), () => false)
+  return stat(sessionsDir(dir)).then((s) => s.isDirectory(), () => false)
 }
 
 /** Asks lock files who holds a session; takes none (and makes no lock folder where there is none). */
@@ -159,7 +159,7 @@ function readOnlyLocks(dir: string) {
       throw new SessionfoldError('STORAGE_UNAVAILABLE', `session "${id}" cannot be opened for writing by a read-only command`, { sessionId: id })
     },
     isHeld: async (id: SessionId) => {
-      if (!probe && !(await stat(join(dir, 'locks')).then(() => true, () => false))) return false // no writer ever ran here
+      if (!probe && !(await stat(locksDir(dir)).then(() => true, () => false))) return false // no writer ever ran here
       probe ??= createFsLocks(dir)
       return probe.isHeld(id)
     },

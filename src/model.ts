@@ -1,7 +1,6 @@
 import type { SessionOrigin } from './limits'
 
-// The rules themselves live in limits.ts; the pattern is re-exported for importers not yet moved there.
-export { SESSION_ID_PATTERN } from './limits'
+// The id pattern, bounds and origin rules live in limits.ts.
 export type { SessionOrigin }
 
 /** Plain JSON: what event data and projection values are made of. */

@@ -5,7 +5,6 @@ import { DEFAULT_MAX_EVENT_BYTES, MAX_EVENT_TYPE_LENGTH, MAX_JSON_DEPTH, MAX_SES
 import type { Json, SessionEvent, SessionId } from './model'
 
 // For importers not yet moved to limits.ts.
-export { DEFAULT_MAX_EVENT_BYTES }
 
 /** Shows a caller's value in a message without dumping it. */
 export function describe(value: unknown): string {

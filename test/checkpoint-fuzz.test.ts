@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { folderOf } from '../adapters/fs-paths'
+import { folderOf } from '../adapters/fs/layout'
 import { openStore, type ProjectionSnapshot } from 'sessionfold'
 import { hash53 } from '../src/hash'
 

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { PassThrough, Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
-import { folderOf } from '../adapters/fs-paths'
+import { folderOf } from '../adapters/fs/layout'
 import { main } from '../cli/main'
 
 const root = new URL('..', import.meta.url).pathname

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFsAdapter, type FsPromises } from '../adapters/fs'
-import { INDEX_STRIDE } from '../adapters/fs-log'
-import { folderOf } from '../adapters/fs-paths'
+import { INDEX_STRIDE } from '../adapters/fs/offset-index'
+import { folderOf } from '../adapters/fs/layout'
 import { evs, readAll, rootHeader } from './helpers'
 
 let dir: string

@@ -5,7 +5,7 @@
 // what is new from the log, so a spurious one costs a stat.
 import { watch, type FSWatcher } from 'node:fs'
 import { join } from 'node:path'
-import { folderOf } from '../adapters/fs-paths'
+import { LOG_FILE, sessionDir } from '../adapters/fs/layout'
 import type { GrowthChannel } from './platform'
 
 /** How often followed sessions are looked at even without a watch event. */
@@ -31,7 +31,7 @@ export function fsGrowth(dir: string): GrowthChannel {
       if (!entry) {
         const e: { count: number; watcher?: FSWatcher } = { count: 0 }
         try {
-          e.watcher = watch(join(dir, 'sessions', folderOf(sessionId), 'events.log'), { persistent: false }, () => onGrow?.(sessionId))
+          e.watcher = watch(join(sessionDir(dir, sessionId), LOG_FILE), { persistent: false }, () => onGrow?.(sessionId))
           e.watcher.on('error', () => {
             e.watcher?.close() // deleted, or watching failed: the poll still looks
             e.watcher = undefined

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { link, mkdir, open, readFile, readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { threadId } from 'node:worker_threads'
-import { folderOf } from '../adapters/fs-paths'
+import { lockFile, locksDir } from '../adapters/fs/layout'
 import { SessionfoldError, where } from '../src/errors'
 import type { SessionId } from '../src/model'
 import { locked, type WriterLocks } from './locks'
@@ -36,13 +36,13 @@ function lockError(err: unknown, id: SessionId): SessionfoldError {
 }
 
 export function createFsLocks(dir: string): WriterLocks {
-  const lockDir = join(dir, 'locks')
+  const lockDir = locksDir(dir)
   const token = randomBytes(8).toString('hex')
   const me: Owner = { pid: process.pid, thread: threadId, token }
   const held = new Set<SessionId>()
   const ready = mkdir(lockDir, { recursive: true })
   ready.catch(() => {}) // reported by the first call that awaits it
-  const path = (id: SessionId) => join(lockDir, `${folderOf(id)}.lock`)
+  const path = (id: SessionId) => lockFile(dir, id)
 
   /** The owner, 'busy' for a lock file being written this very moment, undefined for none. */
   async function owner(id: SessionId): Promise<Owner | 'busy' | undefined> {
@@ -170,7 +170,7 @@ export function createFsLocks(dir: string): WriterLocks {
 
 /** Removes the lock files a worker thread of this process left when it exited. */
 export async function releaseThreadLocks(dir: string, thread: number): Promise<void> {
-  const lockDir = join(dir, 'locks')
+  const lockDir = locksDir(dir)
   const names = await readdir(lockDir).catch(() => [] as string[])
   await Promise.all(names.map(async (name) => {
     try {

@@ -1,5 +1,7 @@
-// Argument checks every adapter makes the same way, so all of them fail alike.
-import { SessionfoldError, where } from '../src/errors'
+// What every adapter checks and how every adapter fails, written once so that all of them
+// fail alike: the closed check, tracking of calls in flight (close waits for them), argument
+// checks, the errors of the storage contract, and the meaning of a platform's own errors.
+import { SessionfoldError, where, type ErrorCode } from '../src/errors'
 import type { SessionHeader, SessionId } from '../src/model'
 import { sessionHeaderSchema } from '../src/schemas'
 import { assertSessionId, describe } from '../src/validate'
@@ -7,6 +9,77 @@ import type { EncodedEvent } from '../src/validate'
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ReadRange } from './types'
 
 export { assertSessionId }
+
+/** One adapter's open/closed state and the calls it has in flight. */
+export interface Guard {
+  /** Throws CLOSED once close() was called. */
+  check(): void
+  /**
+   * Runs a call: CLOSED after close, tracked so that close() waits for it. `mapError` turns
+   * what the call throws into the error the caller sees (see toStorageError).
+   */
+  run<T>(call: () => Promise<T>, mapError?: (err: unknown) => unknown): Promise<T>
+  /**
+   * Refuses new calls, waits for those in flight (and any they start), then `release`s the
+   * adapter's files or connections. Every call of close() answers with the first one's promise.
+   */
+  close(release?: () => Promise<void>): Promise<void>
+}
+
+/** The guard of an adapter named `kind` ('memory', 'fs', 'indexeddb') in messages. */
+export function createGuard(kind: string): Guard {
+  let isClosed = false
+  let closing: Promise<void> | undefined
+  const inFlight = new Set<Promise<unknown>>()
+  const check = () => {
+    if (isClosed) throw closed(kind)
+  }
+  return {
+    check,
+    run(call, mapError) {
+      if (isClosed) return Promise.reject(closed(kind))
+      const task = mapError ? call().catch((err: unknown) => { throw mapError(err) }) : call()
+      inFlight.add(task)
+      const settle = () => inFlight.delete(task)
+      task.then(settle, settle)
+      return task
+    },
+    close(release) {
+      closing ??= (async () => {
+        isClosed = true
+        while (inFlight.size > 0) await Promise.allSettled([...inFlight])
+        await release?.()
+      })()
+      return closing
+    },
+  }
+}
+
+/**
+ * What a platform's error means for the caller: a full disk (ENOSPC, EDQUOT) or an exhausted
+ * browser quota (QuotaExceededError), a value the platform cannot store (DataCloneError: the
+ * caller's data, not the store, is at fault), or else storage that failed.
+ */
+export function platformErrorCode(err: unknown): Extract<ErrorCode, 'STORAGE_QUOTA_EXCEEDED' | 'INVALID_ARGUMENT' | 'STORAGE_UNAVAILABLE'> {
+  const { code, name } = (err ?? {}) as { code?: unknown; name?: unknown }
+  if (code === 'ENOSPC' || code === 'EDQUOT' || name === 'QuotaExceededError') return 'STORAGE_QUOTA_EXCEEDED'
+  if (name === 'DataCloneError') return 'INVALID_ARGUMENT'
+  return 'STORAGE_UNAVAILABLE'
+}
+
+/**
+ * `err` as the caller sees it: a SessionfoldError as it is, any other error under the code
+ * platformErrorCode gives it, in the adapter's own words (`message`) and with `err` as cause.
+ */
+export function toStorageError(
+  err: unknown,
+  sessionId: SessionId | undefined,
+  message: (code: ReturnType<typeof platformErrorCode>) => string,
+): SessionfoldError {
+  if (err instanceof SessionfoldError) return err
+  const code = platformErrorCode(err)
+  return new SessionfoldError(code, message(code), { sessionId, cause: err })
+}
 
 /** Throws INVALID_ARGUMENT unless `header` is a well-formed header. */
 export function assertHeader(header: unknown): asserts header is SessionHeader {
@@ -74,22 +147,14 @@ export function notFound(id: SessionId): SessionfoldError {
   return new SessionfoldError('SESSION_NOT_FOUND', `${where(id)} does not exist`, { sessionId: id })
 }
 
-export function exists(id: SessionId): SessionfoldError {
+export function alreadyExists(id: SessionId): SessionfoldError {
   return new SessionfoldError('SESSION_EXISTS', `${where(id)} already exists`, { sessionId: id })
 }
 
-export function closed(kind: string): SessionfoldError {
+function closed(kind: string): SessionfoldError {
   return new SessionfoldError('CLOSED', `the ${kind} store is closed`)
 }
 
 export function cancelled(id: SessionId): SessionfoldError {
   return new SessionfoldError('CANCELLED', `read of ${where(id)} was cancelled`, { sessionId: id })
 }
-
-/** Ids sort by UTF-16 code units, which for `[A-Za-z0-9_-]` is byte order everywhere. */
-export function compareIds(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
-}
-
-/** Events per page yielded by `readEvents`. */
-export const READ_PAGE = 512

@@ -1,0 +1,111 @@
+// The Node file-system adapter: one folder per session (layout.ts), each log appended by
+// group commit (group-commit.ts) and known to this process through the log cache
+// (log-cache.ts). This file wires the parts together behind the guard.
+import { SessionfoldError, where } from '../../src/errors'
+import type { SessionId } from '../../src/model'
+import { assertHeader, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../guard'
+import type { SessionInfo, StorageAdapter } from '../types'
+import { createCheckpointFile } from './checkpoint-file'
+import { storageError } from './errors'
+import { createFolders } from './folders'
+import { createGroupCommit } from './group-commit'
+import { createLogCache } from './log-cache'
+import { createOffsetIndex } from './offset-index'
+import { settingsOf, type FsAdapterOptions } from './options'
+import { createEventReader } from './read-events'
+import { createWriterHandles } from './writer-handles'
+
+export type { FsAdapterOptions, FsPromises } from './options'
+
+/** Operations (names given to run()) that change the store. */
+const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete'])
+
+export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter {
+  const settings = settingsOf(options)
+  const guard = createGuard('fs')
+  const index = createOffsetIndex(settings)
+  const handles = createWriterHandles(settings, index)
+  const logs = createLogCache(settings, index, handles.drop)
+  const folders = createFolders(settings, logs.isRemoving)
+  const checkpoints = createCheckpointFile(settings, folders.has)
+  const commit = createGroupCommit(settings, handles, index)
+  const eventsOf = createEventReader(settings, index, guard)
+
+  /** Runs a public operation through the guard, once the store's folders are there. */
+  function run<T>(op: string, id: SessionId | undefined, fn: () => Promise<T>): Promise<T> {
+    return guard.run(async () => {
+      if (settings.readOnly && WRITES.has(op)) {
+        throw new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${id === undefined ? 'the store' : where(id)} refused: the store at ${settings.root} is open read-only`, { sessionId: id })
+      }
+      await folders.ready
+      return fn()
+    }, (err) => storageError(err, id, op))
+  }
+
+  /** An operation on session `id`, once its id is checked. */
+  const onSession = <T>(op: string, id: SessionId, fn: () => Promise<T>): Promise<T> =>
+    run(op, id, async () => {
+      assertSessionId(id)
+      return fn()
+    })
+
+  /** The session's log: SESSION_NOT_FOUND when there is none, its damage when it is damaged. */
+  const logOf = async (id: SessionId, forWrite = false) => {
+    const log = await logs.get(id, forWrite)
+    if (!log) throw notFound(id)
+    if (log.damage) throw log.damage
+    return log
+  }
+
+  return {
+    kind: 'fs',
+
+    createSession: (header, seed = []) => run('create', undefined, async () => {
+      assertHeader(header)
+      assertSeed(header, seed)
+      await folders.create(header, seed)
+    }),
+
+    append: (id, batch) => onSession('append', id, async () => {
+      const log = await logOf(id, true)
+      if (batch.length === 0) return
+      return commit.append(log, batch)
+    }),
+
+    async *readEvents(id, range) {
+      const log = await onSession('read', id, () => logOf(id))
+      yield* eventsOf(log, range)
+    },
+
+    getSession: (id) => onSession('read', id, async (): Promise<SessionInfo | undefined> => {
+      const log = await logs.get(id)
+      if (!log) return undefined
+      if (log.flushing) await log.lastDone
+      if (log.damage) throw log.damage
+      return { header: structuredClone(log.header), length: log.length }
+    }),
+
+    listSessions: (opts) => run('list', undefined, async () => {
+      const { after, limit } = resolveList(opts)
+      return folders.headersAfter(after, limit)
+    }),
+
+    listIds: (opts) => run('list', undefined, async () => {
+      const { after, limit } = resolveList(opts)
+      return (await folders.idsAfter(after)).slice(0, limit)
+    }),
+
+    deleteSession: (id) => onSession('delete', id, () => logs.remove(id, () => folders.remove(id))),
+    getCheckpoint: (id) => onSession('checkpoint read', id, () => checkpoints.read(id)),
+    putCheckpoint: (id, row) => onSession('checkpoint write', id, () => checkpoints.write(id, row)),
+    deleteCheckpoint: (id) => onSession('checkpoint delete', id, () => checkpoints.remove(id)),
+
+    close: () => guard.close(async () => {
+      await folders.cleanup // its folders may still be in the making, its leftovers being removed
+      await Promise.allSettled([...logs.logs()].map((l) => l.flushing))
+      await Promise.allSettled([...logs.logs()].map(index.store))
+      await handles.closeAll()
+      logs.clear()
+    }),
+  }
+}

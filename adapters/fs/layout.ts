@@ -1,0 +1,83 @@
+// The on-disk layout of an fs store, named once: the adapter, the writer locks, growth
+// watching and the command line all find their files here.
+//   <root>/sessions/<folder>/header.json      the header, written once inside a temp folder renamed into place
+//                            events.log       records (record-format.ts), appended and fdatasync'ed before an append resolves
+//                            events.idx       the sparse offset index (offset-index.ts): a hint, checked on use
+//                            checkpoint.json  the checkpoint row, exactly its JSON shape (temp file + fsync + rename)
+//   <root>/tmp/              sessions, checkpoints and indexes in the making, renamed into place when whole
+//   <root>/trash/            deleted sessions' folders, renamed here and then removed
+//   <root>/locks/<folder>.lock  writer locks (worker/locks-fs.ts)
+//
+// Session ids to folder names. Ids are [A-Za-z0-9_-]{1,128}, which is safe on Linux but not
+// everywhere: macOS and Windows fold case ("Agent" and "agent" would share a folder) and
+// Windows reserves device names (CON, NUL, LPT1, ...). So a folder is named "s-" + the id in
+// lower case, plus "." and a hex mask of the upper-case positions when there are any:
+// "Agent" -> "s-agent.1", "CON" -> "s-con.7". At most 2 + 128 + 1 + 32 = 163 characters.
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { SESSION_ID_PATTERN } from '../../src/limits'
+import type { SessionId } from '../../src/model'
+import { assertSessionId } from '../../src/validate'
+
+export const HEADER_FILE = 'header.json'
+export const LOG_FILE = 'events.log'
+export const INDEX_FILE = 'events.idx'
+export const CHECKPOINT_FILE = 'checkpoint.json'
+
+export const sessionsDir = (root: string): string => join(root, 'sessions')
+export const tmpDir = (root: string): string => join(root, 'tmp')
+export const trashDir = (root: string): string => join(root, 'trash')
+export const locksDir = (root: string): string => join(root, 'locks')
+
+/** The folder of session `id`, holding its HEADER_FILE, LOG_FILE, INDEX_FILE and CHECKPOINT_FILE. */
+export const sessionDir = (root: string, id: SessionId): string => join(sessionsDir(root), folderOf(id))
+
+/** The writer lock file of session `id`. */
+export const lockFile = (root: string, id: SessionId): string => join(locksDir(root), `${folderOf(id)}.lock`)
+
+/**
+ * A fresh name in tmpDir or trashDir for something of session `id`: its folder in the making
+ * or on its way out, or (`what`) its checkpoint ('ckpt') or index ('idx') being rewritten.
+ */
+export function scratchName(id: SessionId, what?: 'ckpt' | 'idx'): string {
+  return `${folderOf(id)}.${what === undefined ? '' : `${what}.`}${randomBytes(6).toString('hex')}`
+}
+
+const PREFIX = 's-'
+
+export function folderOf(id: SessionId): string {
+  assertSessionId(id)
+  let mask = ''
+  let any = false
+  for (let i = 0; i < id.length; i += 4) {
+    let nibble = 0
+    for (let b = 0; b < 4 && i + b < id.length; b++) {
+      const c = id.charCodeAt(i + b)
+      if (c >= 65 && c <= 90) nibble |= 1 << b
+    }
+    if (nibble) any = true
+    mask += nibble.toString(16)
+  }
+  const lower = id.toLowerCase()
+  return any ? `${PREFIX}${lower}.${mask.replace(/0+$/, '')}` : `${PREFIX}${lower}`
+}
+
+/** The id a folder name stands for, or undefined for names we did not make. */
+export function idOfFolder(name: string): SessionId | undefined {
+  if (!name.startsWith(PREFIX)) return undefined
+  const [lower = '', mask, ...rest] = name.slice(PREFIX.length).split('.')
+  if (rest.length > 0 || lower !== lower.toLowerCase()) return undefined
+  if (mask !== undefined && !/^[0-9a-f]*[1-9a-f]$/.test(mask)) return undefined
+  const chars = [...lower]
+  for (let n = 0; n < (mask?.length ?? 0); n++) {
+    const nibble = parseInt(mask![n]!, 16)
+    for (let b = 0; b < 4; b++) {
+      const i = n * 4 + b
+      if (!(nibble & (1 << b))) continue
+      if (i >= chars.length || !/[a-z]/.test(chars[i]!)) return undefined
+      chars[i] = chars[i]!.toUpperCase()
+    }
+  }
+  const id = chars.join('')
+  return SESSION_ID_PATTERN.test(id) && folderOf(id) === name ? id : undefined
+}
