@@ -1,7 +1,7 @@
 // Every bound and shape rule of the model, defined once. The client's hand-written checks
-// (validate.ts, frames.ts, changes-checks.ts) and the worker's zod schemas (schemas.ts,
-// units/payloads.ts) are both built from what is here, and test/rules.test.ts requires that
-// they give the same verdict for the same input.
+// (validate.ts, client/answer-checks.ts) and the worker's zod schemas (schemas.ts,
+// units/payloads.ts) are both built from what is here, and test/contract/rules.test.ts
+// requires that they give the same verdict for the same input.
 //
 // The client keeps hand-written checks, not zod/mini: zod/mini builds no Function (CSP-safe),
 // but measured, its schemas for these rules add 7.2 kB min+gzip to a 11.4 kB client (budget 15 kB).

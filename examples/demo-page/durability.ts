@@ -1,4 +1,4 @@
-// The durability check page (test/page.test.ts drives it): appends under strict durability,
+// The durability check page (test/reliability/demo-page.test.ts drives it): appends under strict durability,
 // reporting each acknowledged seq, so the test can reload the tab right after an ack and read
 // the session back in the new page. Every acknowledged event must be there.
 import { openStore, type Json } from 'sessionfold'

@@ -1,4 +1,4 @@
-// One tab of a many-tabs test (test/page.test.ts): window.tab drives a store in this page.
+// One tab of a many-tabs test (test/reliability/demo-page.test.ts): window.tab drives a store in this page.
 import { openStore, type Json, type Session, type SessionView, type Store } from 'sessionfold'
 
 declare global {

@@ -1,4 +1,4 @@
-// Payloads of the reserved event types (DESIGN.md section 2); their rules are in limits.ts.
+// Payloads of the reserved event types (docs/CONTRACT.md §2); their rules are in limits.ts.
 import { z } from 'zod'
 import {
   CATALOG_MODES, CATALOG_VERSIONS, DESCRIPTOR_VERSION, MAX_LABEL_LENGTH, SPAWN_MODES,

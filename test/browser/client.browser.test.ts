@@ -1,6 +1,7 @@
+// Contract: §6 client API — the client suite in Chromium on real IndexedDB, in every worker mode (docs/CONTRACT.md)
 // The client suite in Chromium on real IndexedDB: the engine in a module Web Worker, in a
 // SharedWorker, and in the page itself.
-import { clientConformance } from '../conformance/client'
+import { clientConformance } from '../contract/client'
 
 let n = 0
 const db = () => `client-${Date.now()}-${n++}`

@@ -1,3 +1,4 @@
+// Fixture: QuotaExceededError injected into real IndexedDB, switched over a BroadcastChannel (quota.browser.test.ts)
 // A full IndexedDB quota injected into real Chromium's IndexedDB, in whichever context runs
 // the engine (the page with worker: false, the Web Worker of quota-worker.ts otherwise): while
 // "full", the second put/add of every transaction throws QuotaExceededError, after the first

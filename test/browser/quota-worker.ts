@@ -1,4 +1,4 @@
-// The engine's Web Worker, with the injected quota fault of quota-fault.ts.
+// Fixture: the engine's Web Worker, with the injected quota fault of quota-fault.ts (quota.browser.test.ts)
 import { serveEngine } from '../../worker/serve-browser'
 import { installQuotaFault } from './quota-fault'
 

@@ -1,16 +1,17 @@
+// Reliability: a full IndexedDB quota in real Chromium — STORAGE_QUOTA_EXCEEDED, nothing stored, recovery (§6 errors, §7 durability)
 // A full IndexedDB quota in real Chromium, through the public client, in the engine's Web
 // Worker and in the page (worker: false): while the quota is "full", IndexedDB's put/add
 // throws QuotaExceededError (injected in the context that runs the engine, quota-fault.ts).
 // The failing call rejects with STORAGE_QUOTA_EXCEEDED, nothing of it is stored, earlier data
 // and projections are intact, and the store works again once the quota allows.
 // (Transactions that abort with QuotaExceededError are covered on fake-indexeddb in
-// test/idb-quota.test.ts: a page cannot make real Chromium abort with that error on demand.)
+// test/reliability/indexeddb-quota.test.ts: a page cannot make real Chromium abort with that error on demand.)
 import { describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions } from 'sessionfold'
 import { createIndexedDbAdapter } from '../../adapters/indexeddb'
 import type { Json } from '../../src/model'
-import { expectCode, snapshotStore } from '../helpers'
-import { fullRefold } from '../refold'
+import { expectCode, snapshotStore } from '../support/helpers'
+import { fullRefold } from '../support/refold'
 import { installQuotaFault, setFull } from './quota-fault'
 
 installQuotaFault('page')

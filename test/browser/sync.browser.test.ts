@@ -1,8 +1,9 @@
+// Contract: §8 sync — both ways between two IndexedDB databases in Chromium, through real workers (docs/CONTRACT.md)
 // Sync in Chromium on real IndexedDB: two databases, their engines in module Web Workers or in
 // the page, batches through the structured clone of real workers.
 import { expect, it } from 'vitest'
 import { openStore, sync, type OpenStoreOptions } from 'sessionfold'
-import { dumpStore, expectCode } from '../helpers'
+import { dumpStore, expectCode } from '../support/helpers'
 
 let n = 0
 const db = () => `sync-${Date.now()}-${n++}`

@@ -1,8 +1,9 @@
+// Contract: §6 client API — one writer per session across tabs, freed when its worker dies; observers follow (docs/CONTRACT.md)
 // Many tabs of one origin on one store, in real Chromium: each store below has its own module
 // Web Worker, as each tab would (same origin, same IndexedDB, same Web Locks and channels).
 import { describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
-import { expectCode } from '../helpers'
+import { expectCode } from '../support/helpers'
 
 let n = 0
 const db = () => `tabs-${Date.now()}-${n++}`

@@ -1,0 +1,88 @@
+// Adapters: the fs offset index (events.idx), written in the background — an internal detail, no contract section
+// fs-only: the sparse offset index (events.idx) is written in the background. An append never
+// waits for it, yet it is never written into a session made again under a deleted one's id,
+// and close() leaves it complete.
+import { writeSync } from 'node:fs'
+import * as nodeFs from 'node:fs/promises'
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { createFsAdapter, type FsPromises } from '../../adapters/fs'
+import { INDEX_STRIDE } from '../../adapters/fs/offset-index'
+import { folderOf } from '../../adapters/fs/layout'
+import { evs, readAll, rootHeader } from '../support/helpers'
+
+let dir: string
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sessionfold-idx-'))
+})
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
+
+const idxPath = (id: string) => join(dir, 'sessions', folderOf(id), 'events.idx')
+
+/** node:fs/promises whose opens of events.idx wait until `open()` is called. */
+function gatedIndexFs(): { fs: FsPromises; opened: () => number; release: () => void } {
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  let opened = 0
+  const open = (async (path: Parameters<typeof nodeFs.open>[0], flags?: string | number, mode?: number) => {
+    if (String(path).endsWith('events.idx')) {
+      opened++
+      await gate
+    }
+    return nodeFs.open(path, flags, mode)
+  }) as typeof nodeFs.open
+  return { fs: { ...nodeFs, open, writeSync }, opened: () => opened, release }
+}
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 20))
+
+describe('fs adapter: the offset index is written in the background', () => {
+  it('appends resolve while the index write is held up, and close() completes it', async () => {
+    const g = gatedIndexFs()
+    const a = createFsAdapter({ dir, fs: g.fs })
+    await a.createSession(rootHeader('s'))
+    // 8 index entries (of 64 events each) make the adapter write the index.
+    await a.append('s', evs('s', 0, 8 * INDEX_STRIDE))
+    expect(g.opened()).toBe(1)
+    // The index write is stuck in open(); appends go on without it.
+    await a.append('s', evs('s', 8 * INDEX_STRIDE, 100))
+    await a.append('s', evs('s', 8 * INDEX_STRIDE + 100, 100))
+    expect((await a.getSession('s'))?.length).toBe(8 * INDEX_STRIDE + 200)
+    await expect(stat(idxPath('s'))).rejects.toMatchObject({ code: 'ENOENT' })
+    const closing = a.close()
+    await tick()
+    g.release()
+    await closing
+    // Every entry is there, once, in order: entry k is the offset of seq 64k.
+    const idx = await readFile(idxPath('s'))
+    expect(idx.length / 8).toBe(Math.ceil((8 * INDEX_STRIDE + 200) / INDEX_STRIDE))
+    const b = createFsAdapter({ dir })
+    const tail = await readAll(b, 's', { from: 9 * INDEX_STRIDE, to: 9 * INDEX_STRIDE + 3 })
+    expect(tail.map((e) => e.seq)).toEqual([9 * INDEX_STRIDE, 9 * INDEX_STRIDE + 1, 9 * INDEX_STRIDE + 2])
+    await b.close()
+  })
+
+  it('deleteSession waits for the index write, so none lands in a session created again under the id', async () => {
+    const g = gatedIndexFs()
+    const a = createFsAdapter({ dir, fs: g.fs })
+    await a.createSession(rootHeader('d'))
+    await a.append('d', evs('d', 0, 8 * INDEX_STRIDE))
+    expect(g.opened()).toBe(1)
+    let deleted = false
+    const deleting = a.deleteSession('d').then(() => (deleted = true))
+    await tick()
+    expect(deleted).toBe(false)
+    g.release()
+    await deleting
+    await a.createSession(rootHeader('d'))
+    await a.close()
+    await expect(stat(idxPath('d'))).rejects.toMatchObject({ code: 'ENOENT' })
+    const b = createFsAdapter({ dir })
+    expect((await b.getSession('d'))?.length).toBe(0)
+    await b.close()
+  })
+})

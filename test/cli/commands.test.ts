@@ -1,0 +1,259 @@
+// Contract: §8 command line — ls, show, tree, events --follow, verify, export, import; exit statuses 0, 1, 2 (docs/CONTRACT.md)
+// The sessionfold command line against a store built here: a tree of
+// subagents, a fork, a damaged session, and a writer running in another process. Most
+// commands run in this process through main() (the same code as the executable); exit codes,
+// SIGINT and the built executable are checked on real child processes.
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PassThrough, Readable } from 'node:stream'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { openStore } from 'sessionfold'
+import { folderOf } from '../../adapters/fs/layout'
+import { main } from '../../cli/main'
+
+const root = new URL('../..', import.meta.url).pathname
+const cliTs = join(root, 'cli/sessionfold.ts')
+const fixture = (name: string) => join(root, 'test/fixtures', name)
+
+let dir: string
+let store: string
+let writer: ReturnType<typeof spawn>
+let writerOut = ''
+
+/** Runs a command in this process; stdout and stderr as text. */
+async function run(args: string[], options: { stdin?: string; tty?: boolean } = {}): Promise<{ code: number; out: string; err: string }> {
+  const stdout = new PassThrough()
+  const stderr = Object.assign(new PassThrough(), { isTTY: options.tty, columns: 80 })
+  let out = ''
+  let err = ''
+  stdout.on('data', (c: Buffer) => (out += c.toString()))
+  stderr.on('data', (c: Buffer) => (err += c.toString()))
+  const code = await main(args, { stdout, stderr, stdin: Readable.from(options.stdin === undefined ? [] : [options.stdin]), interrupted: new Promise(() => {}) })
+  return { code, out, err }
+}
+
+/** The store's files with sizes and mtimes: a read-only command must leave it exactly so. */
+async function files(path: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  for (const name of await readdir(path, { recursive: true })) {
+    const st = await stat(join(path, name)).catch(() => undefined) // the writer's temp files come and go
+    if (st?.isFile()) out[name] = `${st.size}@${st.mtimeMs}`
+  }
+  return out
+}
+
+const lastSeq = () => Number(/seq (\d+)\n(?!.*seq)/s.exec(writerOut)?.[1] ?? -1)
+
+async function until(cond: () => boolean, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out waiting')
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sessionfold-cli-'))
+  store = join(dir, 'store')
+  const s = await openStore({ dir: store, worker: false })
+  const parent = await s.createSession({ id: 'parent', cwd: '/proj' })
+  await parent.append([{ type: 'turn/start' }, { type: 'app/msg', data: { text: 'hi' } }, { type: 'turn/end' }])
+  const helper = await parent.spawn({ mode: 'continuable', label: 'helper', id: 'helper', events: [{ type: 'app/task' }] })
+  await (await helper.spawn({ mode: 'one-shot', id: 'grandkid' })).close()
+  await (await parent.spawn({ mode: 'one-shot', id: 'gone' })).close()
+  await parent.recordExternal({ childId: 'remote', label: 'elsewhere' })
+  await (await parent.fork({ at: 2, id: 'forked' })).close()
+  const faulty = await s.createSession({ id: 'faulty' })
+  await faulty.append({ type: 'subagent/catalog', data: { v: 9, childId: 'x' } }) // an unsupported fact: the catalog faults
+  await faulty.close()
+  const broken = await s.createSession({ id: 'broken' })
+  for (let i = 0; i < 3; i++) await broken.append({ type: 'app/e', data: 'x'.repeat(50) })
+  await helper.close()
+  await parent.close()
+  await broken.close()
+  await s.deleteSession('gone') // the catalog still names it: an unavailable row
+  await s.close()
+  // A flipped byte inside the first record, whole records after it: CORRUPT_LOG, not a torn tail.
+  const log = join(store, 'sessions', folderOf('broken'), 'events.log')
+  const bytes = await readFile(log)
+  bytes[20] = bytes[20]! ^ 0xff
+  await writeFile(log, bytes)
+
+  writer = spawn(process.execPath, ['--import', 'tsx', fixture('cli-writer.ts'), store], { stdio: ['ignore', 'pipe', 'inherit'] })
+  writer.stdout!.on('data', (c: Buffer) => (writerOut += c.toString()))
+  await until(() => lastSeq() >= 2)
+})
+
+afterAll(async () => {
+  writer?.kill('SIGKILL')
+  await rm(dir, { recursive: true, force: true })
+})
+
+describe('sessionfold command line', () => {
+  it('ls: sessions newest first with event counts; the damaged one is shown and the exit status is 1', async () => {
+    const { code, out } = await run(['ls', '--dir', store, '--json'])
+    expect(code).toBe(1)
+    const rows = JSON.parse(out) as { id: string; header?: { createdAt: number }; events?: number; error?: { code: string } }[]
+    const ok = rows.filter((r) => r.header)
+    expect(ok.map((r) => r.header!.createdAt)).toEqual([...ok.map((r) => r.header!.createdAt)].sort((a, b) => b - a))
+    expect(rows.find((r) => r.id === 'parent')).toMatchObject({ events: 6 })
+    expect(rows.find((r) => r.id === 'helper')).toMatchObject({ events: 3 })
+    expect(rows.find((r) => r.id === 'broken')).toMatchObject({ error: { code: 'CORRUPT_LOG' } })
+    expect(rows.find((r) => r.id === 'live')!.events).toBeGreaterThan(0)
+    const human = await run(['ls', '--dir', store])
+    expect(human.out).toMatch(/^ID\s+CREATED\s+ORIGIN\s+EVENTS/)
+    expect(human.out).toMatch(/forked\s+\S+\s+fork\s+2\s+parent\s+\/proj/)
+    expect(human.out).toMatch(/broken\s+-\s+DAMAGED/)
+  })
+
+  it('show: header, counts, every projection value and faults', async () => {
+    const { code, out } = await run(['show', 'parent', '--dir', store, '--json'])
+    expect(code).toBe(0)
+    const shown = JSON.parse(out)
+    expect(shown).toMatchObject({ header: { id: 'parent', cwd: '/proj', origin: 'root' }, events: 6, children: 3, activity: 'inactive', faults: [] })
+    expect(shown.values.subagentCatalog.map((c: { id: string }) => c.id)).toEqual(['helper', 'gone', 'remote'])
+    expect(Object.keys(shown.values).sort()).toEqual(['subagent', 'subagentCatalog', 'subagentTiming'])
+    const human = await run(['show', 'helper', '--dir', store])
+    expect(human.out).toContain('origin    subagent of parent')
+    expect(human.out).toContain('subagent: {"mode":"continuable","label":"helper","seq":0}')
+    expect((await run(['show', 'live', '--dir', store, '--json'])).out).toContain('"activity": "running"')
+    const faulty = await run(['show', 'faulty', '--dir', store])
+    expect(faulty.code).toBe(0)
+    expect(faulty.out).toContain('children  unknown (catalog faulted)')
+    expect(faulty.out).toMatch(/faults\n {2}subagentCatalog: corrupt \(.+\)/)
+    const damaged = await run(['show', 'broken', '--dir', store])
+    expect(damaged.code).toBe(1)
+    expect(damaged.err).toContain('CORRUPT_LOG')
+    expect((await run(['show', 'nobody', '--dir', store])).err).toContain('SESSION_NOT_FOUND')
+  })
+
+  it('tree: the recursive children with mode, label, activity and diagnostics', async () => {
+    const { code, out } = await run(['tree', 'parent', '--dir', store])
+    expect(code).toBe(0)
+    expect(out).toBe([
+      'parent  root',
+      '├─ helper  continuable  "helper"  inactive',
+      '│  └─ grandkid  one-shot  inactive',
+      '├─ gone  ! unavailable',
+      '└─ remote  external  "elsewhere"',
+      '',
+    ].join('\n'))
+    const json = JSON.parse((await run(['tree', 'parent', '--dir', store, '--json'])).out)
+    expect(json.map((r: { id: string; depth: number }) => [r.id, r.depth])).toEqual([['helper', 0], ['grandkid', 1], ['gone', 0], ['remote', 0]])
+    await until(() => lastSeq() >= 8) // the writer has spawned a child, open while it ran
+    const live = await run(['tree', 'live', '--dir', store])
+    // The writer holds "live" (running); its children are open only while being spawned.
+    expect(live.out).toMatch(/^live {2}root {2}running\n[├└]─ livekid5 {2}one-shot {2}(inactive|running)\n/)
+  })
+
+  it('events: NDJSON with --from and --to', async () => {
+    const { code, out } = await run(['events', 'parent', '--from', '1', '--to', '3', '--dir', store])
+    expect(code).toBe(0)
+    const lines = out.trim().split('\n').map((l) => JSON.parse(l))
+    expect(lines.map((e) => [e.seq, e.type])).toEqual([[1, 'app/msg'], [2, 'turn/end']])
+    expect(lines[0].data).toEqual({ text: 'hi' })
+  })
+
+  it('verify: a progress bar on a terminal, plain lines otherwise, exit 1 and a clear report on damage', async () => {
+    const tty = await run(['verify', '--dir', store], { tty: true })
+    expect(tty.code).toBe(1)
+    expect(tty.err).toMatch(/\r\[#+-*\] \d+% \d+\/\d+ events/)
+    expect(tty.out).toMatch(/^DAMAGED: 1 of \d+ sessions/)
+    expect(tty.out).toMatch(/ {2}broken {2}CORRUPT_LOG {2}.*damaged/)
+    const plain = await run(['verify', '--dir', store])
+    expect(plain.err).toMatch(/^verified 0\/\d+ events\n/)
+    expect(plain.err).not.toContain('\r')
+    const json = JSON.parse((await run(['verify', '--dir', store, '--json'])).out)
+    expect(json.damaged).toEqual([{ id: 'broken', code: 'CORRUPT_LOG', detail: expect.any(String) }])
+    // A store without damage: exit 0.
+    const clean = join(dir, 'clean')
+    const s = await openStore({ dir: clean, worker: false })
+    await (await s.createSession({ id: 'a' })).append({ type: 'app/e' })
+    await s.close()
+    await rm(join(clean, 'locks'), { recursive: true })
+    const before = await files(clean)
+    expect(await run(['verify', '--dir', clean])).toMatchObject({ code: 0, out: 'ok: 1 sessions, 1 events, no damage\n' })
+    expect((await run(['show', 'a', '--dir', clean, '--json'])).out).toContain('"activity": "inactive"')
+    expect(await files(clean)).toEqual(before)
+    expect(existsSync(join(clean, 'locks'))).toBe(false)
+  })
+
+  it('read-only commands change no file, take no lock and do not hold up the writer', async () => {
+    const ignoreLive = (f: Record<string, string>) => Object.fromEntries(Object.entries(f).filter(([k]) => !k.includes('s-live') && !k.startsWith('locks') && !k.startsWith('tmp')))
+    const before = ignoreLive(await files(store))
+    const seqBefore = lastSeq()
+    for (const args of [['ls'], ['show', 'live'], ['show', 'parent'], ['tree', 'live'], ['events', 'live'], ['verify'], ['export', 'live', 'parent']]) {
+      const r = await run([...args, '--dir', store])
+      expect(r.err, args.join(' ')).not.toContain('SESSION_LOCKED')
+    }
+    expect(ignoreLive(await files(store))).toEqual(before)
+    // The writer kept its lock and kept appending all along.
+    expect(JSON.parse(await readFile(join(store, 'locks', `${folderOf('live')}.lock`), 'utf8')).pid).toBe(writer.pid)
+    const seqAfter = lastSeq()
+    await until(() => lastSeq() > Math.max(seqAfter, seqBefore) + 2)
+  })
+
+  it('events --follow streams the other process\'s appends until SIGINT (exit 0)', async () => {
+    const follower = spawn(process.execPath, ['--import', 'tsx', cliTs, 'events', 'live', '--follow', '--dir', store], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    follower.stdout.on('data', (c: Buffer) => (out += c.toString()))
+    const start = lastSeq()
+    await until(() => out.split('\n').filter(Boolean).length > start + 10)
+    follower.kill('SIGINT')
+    const code = await new Promise((r) => follower.once('exit', r))
+    expect(code).toBe(0)
+    const seqs = out.trim().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq)
+    expect(seqs).toEqual(seqs.map((_, i) => i)) // every event, in order, none twice
+    expect(seqs.length).toBeGreaterThan(start + 10)
+  })
+
+  it('export then import, twice: the second import changes nothing', async () => {
+    const exported = await run(['export', 'parent', 'helper', 'grandkid', 'forked', '--dir', store])
+    expect(exported.code).toBe(0)
+    const copy = join(dir, 'copy')
+    const first = await run(['import', '--dir', copy, '--json'], { stdin: exported.out })
+    expect(first.code).toBe(0)
+    expect(JSON.parse(first.out)).toMatchObject({ copiedSessions: 4, copiedEvents: 6 + 3 + 1 + 2, conflicts: [], skipped: [] })
+    const snapshot = await files(join(copy, 'sessions'))
+    const second = await run(['import', '--dir', copy])
+    expect(second).toMatchObject({ code: 0, out: 'imported 0 new sessions, 0 events\n' })
+    const third = await run(['import', '--dir', copy], { stdin: exported.out })
+    expect(third).toMatchObject({ code: 0, out: 'imported 0 new sessions, 0 events\n' })
+    expect(await files(join(copy, 'sessions'))).toEqual(snapshot)
+    for (const id of ['parent', 'helper', 'forked']) {
+      expect((await run(['events', id, '--dir', copy])).out).toBe((await run(['events', id, '--dir', store])).out)
+      expect(JSON.parse((await run(['show', id, '--dir', copy, '--json'])).out)).toEqual(JSON.parse((await run(['show', id, '--dir', store, '--json'])).out))
+    }
+    // On a terminal, a progress bar of the events applied.
+    const shown = await run(['import', '--dir', join(dir, 'copy2')], { stdin: exported.out, tty: true })
+    expect(shown).toMatchObject({ code: 0, out: 'imported 4 new sessions, 12 events\n' })
+    expect(shown.err).toMatch(/\r\[#+\] 100% 12\/12 events\n$/)
+    // A bad line anywhere: nothing is written.
+    const broken = exported.out.replace('"seq":2', '"seq":7')
+    const bad = await run(['import', '--dir', join(dir, 'never')], { stdin: broken })
+    expect(bad.code).toBe(1)
+    expect(bad.err).toContain('INVALID_ARGUMENT')
+    expect(existsSync(join(dir, 'never', 'sessions')) ? await readdir(join(dir, 'never', 'sessions')) : []).toEqual([])
+  })
+
+  it('usage errors print usage and exit 2; the built executable runs', async () => {
+    for (const args of [[], ['bogus'], ['ls', 'extra'], ['show'], ['events', 'a', '--from', 'x'], ['events', 'a', '--to'], ['ls', '--follow'], ['show', '../etc'], ['export'], ['ls', '--json=1']]) {
+      const r = await run(args)
+      expect(r.code, args.join(' ')).toBe(2)
+      expect(r.err).toContain('Usage: sessionfold <command>')
+    }
+    expect((await run(['--help'])).code).toBe(0)
+    const r0 = spawnSync(process.execPath, ['--import', 'tsx', cliTs, 'show', '--dir', store], { encoding: 'utf8' })
+    expect(r0.status).toBe(2)
+    expect(r0.stderr).toContain('show needs exactly one session id')
+    const built = join(root, 'dist/node/cli.js')
+    if (!existsSync(built)) return // npm test builds before running; a lone vitest run may not have
+    const r = spawnSync(built, ['tree', 'parent', '--dir', store], { encoding: 'utf8' })
+    expect(r.status).toBe(0)
+    expect(r.stdout).toContain('└─ remote  external  "elsewhere"')
+    expect(spawnSync(built, ['--help'], { encoding: 'utf8' }).stdout).toContain('Exit status: 0 done, 1 damage')
+  })
+})

@@ -1,0 +1,53 @@
+// Contract: §3 projections, §6 client API — ProjectionMap keys type get and subscribe; apps merge in their own (docs/CONTRACT.md)
+// Type-level tests, checked by `tsc --noEmit` (part of npm test): keys of ProjectionMap type
+// `get` and `subscribe`, an app's own key merges in, a wrong key does not compile.
+import { expectTypeOf } from 'vitest'
+import type { CatalogEntry, ProjectionSnapshot, Session, SessionfoldError, SubagentListEntry, SubagentView, TimingView } from 'sessionfold'
+import { defineProjection } from 'sessionfold'
+import { z } from 'zod'
+
+declare module 'sessionfold' {
+  interface ProjectionMap {
+    testTokens: { total: number }
+  }
+}
+
+export const testTokens = defineProjection({
+  key: 'testTokens',
+  stateVersion: 1,
+  stateSchema: z.object({ total: z.number() }),
+  init: () => ({ total: 0 }),
+  apply: (s, e) => (e.type === 'llm/usage' ? { total: s.total + (e.data as { tokens: number }).tokens } : s),
+  view: { schema: z.object({ total: z.number() }), view: (s) => s },
+})
+
+declare const session: Session
+
+expectTypeOf(session.projections.get('subagentCatalog')).toEqualTypeOf<CatalogEntry[] | null>()
+expectTypeOf(session.projections.get('subagent')).toEqualTypeOf<SubagentView | null>()
+expectTypeOf(session.projections.get('subagentTiming')).toEqualTypeOf<TimingView | null>()
+expectTypeOf(session.projections.get('testTokens')).toEqualTypeOf<{ total: number } | null>()
+
+session.projections.subscribe('testTokens', (value, meta) => {
+  expectTypeOf(value).toEqualTypeOf<{ total: number } | null>()
+  expectTypeOf(meta.seq).toEqualTypeOf<number>()
+  expectTypeOf(meta.error).toEqualTypeOf<SessionfoldError | undefined>()
+})
+session.projections.subscribe((snapshot) => {
+  expectTypeOf(snapshot.values.subagentTiming).toEqualTypeOf<TimingView | null>()
+  expectTypeOf(snapshot.values.testTokens).toEqualTypeOf<{ total: number } | null>()
+  expectTypeOf(snapshot).toEqualTypeOf<ProjectionSnapshot<import('sessionfold').ProjectionMap>>()
+})
+
+// @ts-expect-error: not a key of ProjectionMap
+session.projections.get('testTokenz')
+// @ts-expect-error: not a key of ProjectionMap
+session.projections.subscribe('nope', () => {})
+// @ts-expect-error: the listener gets the key's type
+session.projections.subscribe('subagentTiming', (v: { total: number } | null) => v)
+
+expectTypeOf(session.append).parameter(0).toMatchTypeOf<{ type: string } | { type: string }[]>()
+expectTypeOf(session.listChildren).returns.resolves.toEqualTypeOf<SubagentListEntry[]>()
+declare const row: SubagentListEntry
+if (row.kind === 'diagnostic') expectTypeOf(row.reason).toEqualTypeOf<'corrupt' | 'unsupported' | 'unavailable'>()
+else expectTypeOf(row.mode).toEqualTypeOf<'one-shot' | 'continuable' | 'external'>()

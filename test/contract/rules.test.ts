@@ -1,0 +1,226 @@
+// Contract: §2 data model, §7 bad input — one rule, two checks: the client's hand checks and the worker's zod schemas agree on every generated input (docs/CONTRACT.md)
+// Sections 2 (data model) and 5 (subagent payloads): each rule of src/limits.ts gives
+// one verdict, whether the client's hand-written checks or the worker's zod schemas apply it.
+// Both get the same generated inputs (valid ones, and ones just past a bound, of odd characters,
+// of the wrong type, with links their origin does not allow), and must agree on every one.
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import type { ZodType } from 'zod'
+import { openStore } from 'sessionfold'
+import { frameProblem, headerProblem } from '../../src/client/answer-checks'
+import {
+  CATALOG_MODES, CATALOG_VERSIONS, DESCRIPTOR_VERSION, HEADER_VERSION, MAX_CWD_LENGTH, MAX_EVENT_TYPE_LENGTH,
+  MAX_LABEL_LENGTH, MAX_SESSION_ID_LENGTH, MODES_BY_VERSION, SESSION_ID_PATTERN, SESSION_ORIGINS, SPAWN_MODES,
+  catalogFactProblem, childLabelProblem, isCount, isCwd, isEventType, isLabel, isSessionId, isTime,
+} from '../../src/limits'
+import { countSchema, cwdSchema, eventTypeSchema, sessionEventSchema, sessionHeaderSchema, sessionIdSchema, timeSchema } from '../../src/schemas'
+import { catalogViewSchema } from '../../src/units/catalog'
+import { catalogFactSchema, descriptorSchema, labelSchema } from '../../src/units/payloads'
+import { subagentViewSchema } from '../../src/units/subagent'
+import { timingViewSchema } from '../../src/units/timing'
+import { assertSessionId, encodeEventBody, eventFromBody, isPlainObject } from '../../src/validate'
+import { expectCode } from '../support/helpers'
+
+const RUNS = 2000
+
+/**
+ * The two verdicts on `RUNS` generated inputs: they must be equal on each, and both verdicts must
+ * occur often enough that the generator says something about the bound.
+ */
+function agree<T>(inputs: fc.Arbitrary<T>, hand: (v: T) => boolean, zod: (v: T) => boolean): void {
+  const seen = { accepted: 0, refused: 0 }
+  fc.assert(fc.property(inputs, (v) => {
+    const verdict = hand(v)
+    seen[verdict ? 'accepted' : 'refused']++
+    return verdict === zod(v)
+  }), { numRuns: RUNS })
+  expect(seen.accepted, 'inputs the rule accepts').toBeGreaterThan(RUNS / 20)
+  expect(seen.refused, 'inputs the rule refuses').toBeGreaterThan(RUNS / 20)
+}
+
+const passes = (schema: ZodType) => (v: unknown) => schema.safeParse(v).success
+const noThrow = <T>(fn: (v: T) => unknown) => (v: T) => {
+  try {
+    fn(v)
+    return true
+  } catch {
+    return false
+  }
+}
+
+// ---- values ----------------------------------------------------------------------------------
+
+/** JSON-shaped values of the wrong type for any field here. */
+const wrongJson = fc.oneof(
+  fc.constant(null), fc.boolean(), fc.string({ maxLength: 3 }), fc.array(fc.integer(), { maxLength: 2 }),
+  fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }),
+)
+/** Any wrong type, `undefined` and a bigint included. */
+const wrongType = fc.oneof(wrongJson, fc.constant(undefined), fc.bigInt())
+
+/** Characters that count differently: ASCII, id characters, a 2-unit astral character, lone surrogates, a combining mark, NUL. */
+const ODD = ['a', 'Z', '0', '_', '-', ' ', '.', '/', '\\', '\n', '\0', 'é', 'e\u0301', '中', '😀', '\ud800', '\udc00']
+
+/** Strings of 0, 1, about max/2, max-1, max and max+1 copies of one character, plus a tail, and short random strings. */
+function aroundLength(max: number): fc.Arbitrary<string> {
+  const half = Math.floor(max / 2)
+  return fc.oneof(
+    fc.tuple(fc.constantFrom(0, 1, 2, half - 1, half, half + 1, max - 1, max, max + 1), fc.constantFrom(...ODD), fc.constantFrom('', ...ODD))
+      .map(([n, c, tail]) => c.repeat(n) + tail),
+    fc.string({ unit: 'binary', maxLength: 6 }),
+  )
+}
+
+const EDGE_NUMBERS = [
+  0, -0, 1, -1, 0.5, 1.7e12, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, 2 ** 53 + 2, -Number.MAX_SAFE_INTEGER,
+  Number.MAX_VALUE, Number.MIN_VALUE, -Number.MIN_VALUE, Infinity, -Infinity, NaN,
+]
+const numbers = fc.oneof(fc.constantFrom(...EDGE_NUMBERS), fc.integer({ min: -3, max: 3 }), fc.nat(), fc.double(), fc.integer())
+const numberish = fc.oneof({ weight: 4, arbitrary: numbers }, { weight: 1, arbitrary: wrongType })
+
+const validId = fc.stringMatching(SESSION_ID_PATTERN)
+const ids = fc.oneof(validId, aroundLength(MAX_SESSION_ID_LENGTH), wrongType)
+const labels = fc.oneof(aroundLength(MAX_LABEL_LENGTH), wrongType)
+const cwds = fc.oneof(aroundLength(MAX_CWD_LENGTH), wrongType)
+const eventTypes = fc.oneof(aroundLength(MAX_EVENT_TYPE_LENGTH), wrongType)
+const validLabel = fc.string({ minLength: 1, maxLength: 12 })
+
+/**
+ * `base` with up to three changes: a field set to another value (undefined: present but
+ * undefined), a field removed, or an unknown field added (`__proto__` as an own key too).
+ */
+function mutated(base: fc.Arbitrary<Record<string, unknown>>, keys: readonly string[], values: fc.Arbitrary<unknown>): fc.Arbitrary<Record<string, unknown>> {
+  const change = fc.oneof(
+    fc.record({ key: fc.constantFrom(...keys), value: values, remove: fc.constant(false) }),
+    fc.record({ key: fc.constantFrom(...keys), value: fc.constant(undefined), remove: fc.constant(true) }),
+    fc.record({ key: fc.constantFrom('x', 'extra', '__proto__', 'constructor'), value: values, remove: fc.constant(false) }),
+  )
+  return fc.tuple(base, fc.array(change, { maxLength: 3 })).map(([b, changes]) => {
+    const o: Record<string, unknown> = { ...b }
+    for (const { key, value, remove } of changes) {
+      if (remove) delete o[key]
+      else Object.defineProperty(o, key, { value, enumerable: true, configurable: true, writable: true })
+    }
+    return o
+  })
+}
+
+const without = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
+const only = (o: Record<string, unknown>, keys: readonly string[]) => Object.keys(o).every((k) => keys.includes(k))
+const oneOf = (values: readonly unknown[], v: unknown) => values.includes(v)
+
+// ---- the rules, one by one ---------------------------------------------------------------------
+
+describe('one rule, one verdict: scalar rules', () => {
+  it('session ids: isSessionId and assertSessionId agree with sessionIdSchema', () => {
+    agree(ids, isSessionId, passes(sessionIdSchema))
+    agree(ids, noThrow(assertSessionId), passes(sessionIdSchema))
+  })
+  it('labels: isLabel agrees with labelSchema', () => agree(labels, isLabel, passes(labelSchema)))
+  it('cwds: isCwd agrees with the header cwd schema', () => agree(cwds, isCwd, passes(cwdSchema)))
+  it('event types: isEventType agrees with the event type schema', () => agree(eventTypes, isEventType, passes(eventTypeSchema)))
+  it('times and counts: isTime and isCount agree with their schemas', () => {
+    agree(numberish, isTime, passes(timeSchema))
+    agree(numberish, isCount, passes(countSchema))
+  })
+})
+
+describe('one rule, one verdict: events', () => {
+  const types = fc.oneof(aroundLength(MAX_EVENT_TYPE_LENGTH), wrongJson, fc.constant(undefined))
+  const events = fc.record({ type: types, time: fc.oneof(numbers, wrongJson), data: fc.jsonValue({ maxDepth: 2 }) })
+  it("the client's append check (encodeEventBody) agrees with sessionEventSchema", () => {
+    agree(events, noThrow((e) => encodeEventBody(e, 's')), (e) => sessionEventSchema.safeParse({ seq: 0, ...e }).success)
+  })
+  it("the stored form's check (eventFromBody) agrees with sessionEventSchema on the same JSON", () => {
+    agree(events, noThrow((e) => eventFromBody(JSON.stringify(e), 0, 's')), (e) => sessionEventSchema.safeParse(JSON.parse(JSON.stringify({ seq: 0, ...e }))).success)
+  })
+})
+
+describe('one rule, one verdict: headers', () => {
+  const HEADER_KEYS = ['version', 'id', 'createdAt', 'cwd', 'parentSession', 'seedLength', 'delegationDepth', 'origin', 'forkedFrom']
+  /** Headers as the engine writes them: the origin decides the links. */
+  const written = fc.record({
+    id: validId, createdAt: fc.nat(), cwd: fc.option(fc.string({ maxLength: 8 }), { nil: undefined }),
+    origin: fc.constantFrom(...SESSION_ORIGINS), link: validId, seed: fc.nat(3), depth: fc.nat(3),
+  }).map(({ id, createdAt, cwd, origin, link, seed, depth }) => without({
+    version: HEADER_VERSION, id, createdAt, cwd, origin,
+    seedLength: origin === 'fork' ? seed : 0,
+    delegationDepth: origin === 'root' ? 0 : depth,
+    parentSession: origin === 'subagent' ? link : undefined,
+    forkedFrom: origin === 'fork' ? link : undefined,
+  }))
+  const values = fc.oneof(ids, cwds, numberish, fc.constantFrom(HEADER_VERSION, 2, '1', ...SESSION_ORIGINS, 'external', 'Root'))
+  const headers = fc.oneof({ weight: 9, arbitrary: mutated(written, HEADER_KEYS, values) }, { weight: 1, arbitrary: wrongType })
+
+  it("the client's check of a header (headerProblem) agrees with sessionHeaderSchema", () => {
+    agree(headers, (h) => headerProblem(h) === undefined, passes(sessionHeaderSchema))
+  })
+})
+
+describe('one rule, one verdict: subagent payloads and the views made of them', () => {
+  const modes = fc.constantFrom(...CATALOG_MODES, 'sometimes', 'One-shot', '')
+  const values = fc.oneof(ids, labels, numberish, modes, fc.constantFrom(...CATALOG_VERSIONS, 3, -1, '2'))
+
+  it('catalog facts: the payload-version rules by hand agree with catalogFactSchema', () => {
+    const KEYS = ['v', 'childId', 'childCreatedAt', 'mode', 'label']
+    const facts = mutated(fc.constantFrom(...CATALOG_VERSIONS).chain((v) => fc.record({
+      v: fc.constant(v), childId: validId, childCreatedAt: fc.nat(), mode: fc.constantFrom(...MODES_BY_VERSION[v]),
+      label: fc.option(validLabel, { nil: undefined }),
+    })).map(without), KEYS, values)
+    const byHand = (f: Record<string, unknown>) => isPlainObject(f) && only(f, KEYS) && oneOf(CATALOG_VERSIONS, f.v) && isSessionId(f.childId) &&
+      isTime(f.childCreatedAt) && oneOf(CATALOG_MODES, f.mode) && (f.label === undefined || isLabel(f.label)) &&
+      catalogFactProblem(f as Parameters<typeof catalogFactProblem>[0]) === undefined
+    agree(facts, byHand, passes(catalogFactSchema))
+  })
+
+  it('descriptors: the mode and label rules by hand agree with descriptorSchema', () => {
+    const KEYS = ['v', 'mode', 'label']
+    const descriptors = mutated(fc.record({ v: fc.constant(DESCRIPTOR_VERSION), mode: fc.constantFrom(...SPAWN_MODES), label: fc.option(validLabel, { nil: undefined }) }).map(without), KEYS, values)
+    const byHand = (d: Record<string, unknown>) => isPlainObject(d) && only(d, KEYS) && d.v === DESCRIPTOR_VERSION && oneOf(SPAWN_MODES, d.mode) &&
+      (d.label === undefined || isLabel(d.label)) && childLabelProblem(d as { mode: unknown }) === undefined
+    agree(descriptors, byHand, passes(descriptorSchema))
+  })
+
+  // Views cross the worker boundary as JSON (section 3): a field is absent, never undefined.
+  // A faulted unit's value is null, which the client takes for every built-in view.
+  const jsonValues = values.filter((v) => v !== undefined && typeof v !== 'bigint')
+  const viewPasses = (schema: ZodType) => (v: unknown) => v === null || schema.safeParse(v).success
+  const inFrame = (key: string) => (v: unknown) => frameProblem({ sessionId: 's', seq: 0, values: { [key]: v }, faults: {} }) === undefined
+  const view = <T>(key: string, inputs: fc.Arbitrary<T>, schema: ZodType) => agree(fc.oneof({ weight: 9, arbitrary: inputs }, { weight: 1, arbitrary: wrongJson }), inFrame(key), viewPasses(schema))
+
+  it("the client's check of the subagent view agrees with subagentViewSchema", () => {
+    const identity = fc.record({ mode: fc.constantFrom(...SPAWN_MODES), label: fc.option(validLabel, { nil: undefined }), seq: fc.nat() }).map(without)
+    view('subagent', mutated(identity, ['mode', 'label', 'seq'], jsonValues), subagentViewSchema)
+  })
+
+  it("the client's check of the subagentCatalog view agrees with catalogViewSchema", () => {
+    const entry = mutated(fc.record({
+      id: validId, createdAt: fc.nat(), mode: fc.constantFrom(...CATALOG_MODES), label: fc.option(validLabel, { nil: undefined }), seq: fc.nat(),
+    }).map(without), ['id', 'createdAt', 'mode', 'label', 'seq'], jsonValues)
+    view('subagentCatalog', fc.array(entry, { maxLength: 3 }), catalogViewSchema)
+  })
+
+  it("the client's check of the subagentTiming view agrees with timingViewSchema", () => {
+    const timing = fc.record({ turns: fc.nat(), settledMs: fc.nat(), runningSince: fc.option(fc.nat(), { nil: null }) })
+    view('subagentTiming', mutated(timing, ['turns', 'settledMs', 'runningSince'], jsonValues), timingViewSchema)
+  })
+})
+
+describe('one rule, one verdict: end to end', () => {
+  // Before the zod schemas counted like the client, the worker took this label (200 code
+  // points), stored the child and its catalog fact, and the client then refused the worker's
+  // answer as PROJECTIONS_UNAVAILABLE, leaving the child behind.
+  it('a label of 200 astral characters (400 UTF-16 units) is refused before anything is written', async () => {
+    const store = await openStore({ storage: 'memory', worker: false })
+    try {
+      const parent = await store.createSession({ id: 'p' })
+      const label = '😀'.repeat(200)
+      await expectCode(parent.spawn({ mode: 'continuable', label }), 'INVALID_ARGUMENT')
+      await expectCode(parent.recordExternal({ childId: 'x', label }), 'INVALID_ARGUMENT')
+      expect((await store.listSessions()).map((h) => h.id)).toEqual(['p'])
+      expect(parent.projections.get('subagentCatalog')).toEqual([])
+    } finally {
+      await store.close()
+    }
+  })
+})

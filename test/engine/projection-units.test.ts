@@ -1,0 +1,196 @@
+// Contract: §3 projections — the built-in units subagent, subagentCatalog, subagentTiming; chunked list; registry (docs/CONTRACT.md)
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { ChunkedList } from '../../src/chunked-list'
+import { chunkedListSchema } from '../../src/chunked-list-schema'
+import type { SessionEvent, SessionHeader } from '../../src/model'
+import { ProjectionRegistry, defineProjection } from '../../src/projection'
+import { subagentCatalogUnit, subagentTimingUnit, subagentUnit } from '../../src/units'
+import { catalogEntrySchema, type CatalogEntry } from '../../src/units/catalog'
+import { foldEvent, initSlots, snapshotOf } from '../../worker/units'
+import { expectCode, rootHeader } from '../support/helpers'
+
+const e = (seq: number, type: string, data: unknown = null, time = 1000 + seq): SessionEvent => ({ seq, type, time, data: data as never })
+const fact = (seq: number, childId: string, extra: Record<string, unknown> = {}) =>
+  e(seq, 'subagent/catalog', { v: 2, childId, childCreatedAt: 5, mode: 'one-shot', ...extra })
+const entry = (i: number) => ({ id: `c${i}`, createdAt: i, mode: 'one-shot' as const, seq: i })
+
+describe('chunked list', () => {
+  it('1,025 appends give chunks [1, 64 x 16] and keep order across a JSON round trip at every step', () => {
+    const schema = chunkedListSchema(catalogEntrySchema)
+    let list = ChunkedList.empty<CatalogEntry>()
+    for (let i = 0; i < 1025; i++) {
+      list = list.append(entry(i))
+      const back = schema.parse(JSON.parse(JSON.stringify(list)))
+      expect(back.length).toBe(i + 1)
+      if (i % 97 === 0 || i === 1024) expect(back.toArray()).toEqual(list.toArray())
+      list = back // keep appending to the round-tripped form
+    }
+    expect(list.chunks().map((c) => c.length)).toEqual([1, ...Array(16).fill(64)])
+    expect(list.toArray().map((x) => x.seq)).toEqual([...Array(1025).keys()])
+    expect(JSON.stringify(list).startsWith('[[{')).toBe(true) // nesting stays two levels deep
+  })
+
+  it('is persistent: an append copies at most the head chunk and never changes an earlier list', () => {
+    let list = ChunkedList.empty<number>()
+    for (let i = 0; i < 70; i++) list = list.append(i)
+    const before = list.toArray()
+    const chunksBefore = list.chunks()
+    const a = list.append(70)
+    const b = list.append(-1)
+    expect(list.toArray()).toEqual(before)
+    expect(a.toArray().at(-1)).toBe(70)
+    expect(b.toArray().at(-1)).toBe(-1)
+    expect(a.chunks()[1]).toBe(chunksBefore[1]) // the full chunk below the head is shared, not copied
+    expect(chunksBefore[0]).toEqual([64, 65, 66, 67, 68, 69]) // the old head was copied, not pushed onto
+  })
+
+  it('has a strict schema: no empty chunk, none over 64, full chunks below the head, valid items', () => {
+    const schema = chunkedListSchema(catalogEntrySchema)
+    const full = Array.from({ length: 64 }, (_, i) => entry(i))
+    expect(schema.safeParse([[entry(64)], full]).success).toBe(true)
+    expect(schema.safeParse([]).success).toBe(true)
+    for (const bad of [[[]], [[...full, entry(64)]], [[entry(1)], [entry(0)]], [[{ ...entry(0), extra: 1 }]], [[{ ...entry(0), seq: -1 }]], [[entry(0)], 'x'], { chunks: [] }]) {
+      expect(schema.safeParse(bad).success, JSON.stringify(bad).slice(0, 80)).toBe(false)
+    }
+  })
+})
+
+describe('registry', () => {
+  const unit = (v: number) => defineProjection({ key: 'mine', stateVersion: v, stateSchema: z.number(), init: () => 0, apply: (s: number) => s })
+  it('throws when a key is registered twice with different stateVersions', async () => {
+    const r = new ProjectionRegistry([unit(1)])
+    r.register(unit(1))
+    await expectCode(() => r.register(unit(2)), 'INVALID_ARGUMENT')
+    await expectCode(() => new ProjectionRegistry([subagentUnit, { ...subagentUnit, stateVersion: 99 }]), 'INVALID_ARGUMENT')
+  })
+  it('checks definitions when they are made', async () => {
+    for (const bad of [{ ...unit(1), key: '' }, { ...unit(1), key: '9x' }, { ...unit(1), stateVersion: -1 }, { ...unit(1), stateSchema: {} }, { ...unit(1), apply: 1 }, { ...unit(1), view: { view: () => 1 } }]) {
+      await expectCode(() => defineProjection(bad as never), 'INVALID_ARGUMENT')
+    }
+  })
+})
+
+describe('subagent (identity)', () => {
+  const u = subagentUnit
+  it('is last-wins over own descriptors and returns the same state for events it ignores', () => {
+    let s = u.init(rootHeader('c'), 0)
+    expect(u.apply(s, e(0, 'agent/message', { text: 'hi' }))).toBe(s)
+    s = u.apply(s, e(1, 'subagent/descriptor', { v: 2, mode: 'one-shot' }))
+    expect(u.view!.view(s)).toEqual({ mode: 'one-shot', seq: 1 })
+    s = u.apply(s, e(2, 'subagent/descriptor', { v: 2, mode: 'continuable', label: 'researcher' }))
+    expect(u.view!.view(s)).toEqual({ mode: 'continuable', label: 'researcher', seq: 2 })
+    expect(u.apply(s, e(3, 'turn/start'))).toBe(s)
+  })
+  it('resets to null on a corrupt or unknown-version descriptor', () => {
+    for (const bad of [{ v: 3, mode: 'one-shot' }, { v: 2, mode: 'continuable' }, { v: 2, mode: 'weird' }, null, 'x', { v: 2, mode: 'one-shot', extra: 1 }]) {
+      let s = u.init(rootHeader('c'), 0)
+      s = u.apply(s, e(0, 'subagent/descriptor', { v: 2, mode: 'one-shot', label: 'a' }))
+      s = u.apply(s, e(1, 'subagent/descriptor', bad))
+      expect(u.view!.view(s), JSON.stringify(bad)).toBeNull()
+    }
+  })
+  it('ignores descriptors in a fork’s inherited prefix, with the identical state', () => {
+    const s = u.init(rootHeader('f'), 3)
+    expect(u.apply(s, e(1, 'subagent/descriptor', { v: 2, mode: 'one-shot' }))).toBe(s)
+    expect(u.view!.view(u.apply(s, e(3, 'subagent/descriptor', { v: 2, mode: 'one-shot' })))).toEqual({ mode: 'one-shot', seq: 3 })
+  })
+})
+
+describe('subagentCatalog', () => {
+  const u = subagentCatalogUnit
+  it('lists children in fact order across payload versions v0, v1 and v2', () => {
+    let s = u.init(rootHeader('p'), 0)
+    s = u.apply(s, e(0, 'subagent/catalog', { v: 0, childId: 'a', childCreatedAt: 1, mode: 'continuable', label: 'A' }))
+    s = u.apply(s, e(1, 'subagent/catalog', { v: 1, childId: 'b', childCreatedAt: 2, mode: 'unknown' }))
+    const same = u.apply(s, e(2, 'turn/end'))
+    expect(same).toBe(s)
+    s = u.apply(s, e(3, 'subagent/catalog', { v: 2, childId: 'c', childCreatedAt: 3, mode: 'external', label: 'ci' }))
+    s = u.apply(s, e(4, 'subagent/catalog', { v: 2, childId: 'd', childCreatedAt: 4, mode: 'one-shot' }))
+    expect(u.view!.view(s)).toEqual([
+      { id: 'a', createdAt: 1, mode: 'continuable', label: 'A', seq: 0 },
+      { id: 'b', createdAt: 2, mode: 'unknown', seq: 1 },
+      { id: 'c', createdAt: 3, mode: 'external', label: 'ci', seq: 3 },
+      { id: 'd', createdAt: 4, mode: 'one-shot', seq: 4 },
+    ])
+  })
+  it('folds 1,025 facts into chunks [1, 64 x 16], keeping order across a checkpoint round trip at every step', () => {
+    let s = u.init(rootHeader('p'), 0)
+    for (let i = 0; i < 1025; i++) {
+      const next = u.apply(s, fact(i, `c${i}`))
+      expect(next).not.toBe(s)
+      s = u.stateSchema.parse(JSON.parse(JSON.stringify(next))) // what a checkpoint stores and a cold read restores
+    }
+    expect(s.entries.chunks().map((c) => c.length)).toEqual([1, ...Array(16).fill(64)])
+    expect(u.view!.view(s).map((x) => x.id)).toEqual(Array.from({ length: 1025 }, (_, i) => `c${i}`))
+  })
+
+  it('rejects the fold on an invalid own fact or unsupported version: never a shortened list', () => {
+    const bad = [
+      { v: 9, childId: 'x', childCreatedAt: 1, mode: 'one-shot' },
+      { v: 2, childId: 'x', childCreatedAt: 1, mode: 'continuable' },
+      { v: 2, childId: 'x', childCreatedAt: -1, mode: 'one-shot' },
+      { v: 0, childId: 'x', childCreatedAt: 1, mode: 'unknown' },
+      { v: 1, childId: 'x', childCreatedAt: 1, mode: 'external' },
+      { v: 2, childId: '../x', childCreatedAt: 1, mode: 'one-shot' },
+      { v: 2, childId: 'x', childCreatedAt: 1, mode: 'one-shot', extra: true },
+      'not an object',
+    ]
+    for (const data of bad) {
+      const slots = initSlots([u], rootHeader('p'))
+      foldEvent(slots, fact(0, 'ok'))
+      foldEvent(slots, e(1, 'subagent/catalog', data))
+      foldEvent(slots, fact(2, 'later'))
+      const snap = snapshotOf(slots, 2)
+      expect(snap.faults, JSON.stringify(data)).toEqual({ subagentCatalog: 'corrupt' })
+      expect(snap.values.subagentCatalog).toBeNull()
+    }
+  })
+  it('ignores facts in a fork’s inherited prefix, even invalid ones', () => {
+    const s = u.init(rootHeader('f'), 2)
+    expect(u.apply(s, fact(0, 'parents-child'))).toBe(s)
+    expect(u.apply(s, e(1, 'subagent/catalog', { v: 9 }))).toBe(s)
+    expect(u.view!.view(u.apply(s, fact(2, 'mine')))).toEqual([{ id: 'mine', createdAt: 5, mode: 'one-shot', seq: 2 }])
+  })
+})
+
+describe('subagentTiming', () => {
+  const u = subagentTimingUnit
+  it('turn/start opens, turn/end settles, an own descriptor resets', () => {
+    let s = u.init(rootHeader('t'), 0)
+    expect(u.apply(s, e(0, 'turn/end', null, 10))).toBe(s) // nothing running
+    s = u.apply(s, e(1, 'turn/start', null, 100))
+    expect(u.view!.view(s)).toEqual({ turns: 1, settledMs: 0, runningSince: 100 })
+    expect(u.apply(s, e(2, 'turn/start', null, 150))).toBe(s)
+    s = u.apply(s, e(3, 'turn/end', null, 400))
+    s = u.apply(s, e(4, 'turn/start', null, 500))
+    s = u.apply(s, e(5, 'turn/end', null, 550))
+    expect(u.view!.view(s)).toEqual({ turns: 2, settledMs: 350, runningSince: null })
+    s = u.apply(s, e(6, 'subagent/descriptor', { v: 2, mode: 'one-shot' }))
+    expect(u.view!.view(s)).toEqual({ turns: 0, settledMs: 0, runningSince: null })
+  })
+  it('a descriptor inherited by a fork does not reset it', () => {
+    let s = u.init(rootHeader('f'), 3)
+    s = u.apply(s, e(0, 'turn/start', null, 0))
+    s = u.apply(s, e(1, 'turn/end', null, 10))
+    expect(u.apply(s, e(2, 'subagent/descriptor', { v: 2, mode: 'one-shot' }))).toBe(s)
+  })
+})
+
+describe('a fork of a subagent', () => {
+  it('inherits neither its identity nor its children', () => {
+    const sub: SessionHeader = { version: 1, id: 's', createdAt: 1, parentSession: 'p', seedLength: 0, delegationDepth: 1, origin: 'subagent' }
+    const log = [e(0, 'subagent/descriptor', { v: 2, mode: 'continuable', label: 'worker' }), fact(1, 'grandchild'), e(2, 'turn/start', null, 10), e(3, 'turn/end', null, 30)]
+    const original = initSlots([subagentUnit, subagentCatalogUnit, subagentTimingUnit], sub)
+    log.forEach((ev) => foldEvent(original, ev))
+    expect(snapshotOf(original, 3).values).toMatchObject({ subagent: { label: 'worker' }, subagentCatalog: [{ id: 'grandchild' }] })
+    const fork: SessionHeader = { version: 1, id: 'f', createdAt: 2, seedLength: 4, delegationDepth: 1, origin: 'fork', forkedFrom: 's' }
+    const slots = initSlots([subagentUnit, subagentCatalogUnit, subagentTimingUnit], fork)
+    log.forEach((ev) => foldEvent(slots, ev))
+    expect(snapshotOf(slots, 3).values).toEqual({
+      subagent: null,
+      subagentCatalog: [],
+      subagentTiming: { turns: 1, settledMs: 20, runningSince: null },
+    })
+  })
+})

@@ -1,0 +1,93 @@
+// Package: what is published — publint, attw, sizes, the built ESM and CJS run, no eval in the bundles (§6 entry points)
+// The published package: its shape (publint, attw), its sizes, that the built files run, and
+// that our bundles use no eval or new Function (so the SDK runs under a strict CSP).
+import { spawnSync } from 'node:child_process'
+import { readFileSync, readdirSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { build } from 'esbuild'
+import { publint } from 'publint'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { ensureBuilt, root } from '../support/ensure-built'
+
+const dist = (p: string) => join(root, 'dist', p)
+
+beforeAll(ensureBuilt, 120_000)
+
+/** min+gzip bytes of a file bundled with what it imports statically (dependencies excluded). */
+async function minGzip(file: string, external: string[] = ['idb', 'comlink', 'zod', 'zod/*']): Promise<number> {
+  const out = await build({
+    entryPoints: [file], bundle: true, minify: true, format: 'esm', write: false, platform: 'browser', external,
+    plugins: [{
+      name: 'no-lazy-chunks',
+      setup(b) {
+        // The client loads the in-thread engine only for worker: false: not part of the entry.
+        b.onResolve({ filter: /chunks\//, namespace: 'file' }, (args) => (args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined))
+      },
+    }],
+  })
+  return gzipSync(out.outputFiles[0]!.contents, { level: 9 }).length
+}
+
+describe('the package', () => {
+  it('passes publint', async () => {
+    const { messages } = await publint({ pkgDir: root, level: 'warning' })
+    expect(messages).toEqual([])
+  })
+
+  it('passes @arethetypeswrong/cli (node16 and bundler resolution)', () => {
+    const r = spawnSync(process.execPath, [join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), '--pack', '.', '--profile', 'node16', '--format', 'table-flipped'], { cwd: root, encoding: 'utf8' })
+    expect(r.status, r.stdout + r.stderr).toBe(0)
+  }, 120_000)
+
+  it('keeps the client entry under 15 kB min+gzip, and says how big the worker is', async () => {
+    const client = await minGzip(dist('browser/index.js'))
+    const clientWithDeps = await minGzip(dist('browser/index.js'), [])
+    const worker = await minGzip(dist('browser/worker-entry.browser.js'), [])
+    console.log(`client entry (browser, min+gzip): ${(client / 1024).toFixed(1)} kB of our code, ${(clientWithDeps / 1024).toFixed(1)} kB with idb, comlink and zod`)
+    console.log(`worker bundle (self-contained, min+gzip): ${(worker / 1024).toFixed(1)} kB`)
+    expect(client).toBeLessThan(15 * 1024)
+    expect(clientWithDeps).toBeLessThan(15 * 1024) // the client loads no zod: what an app ships
+  })
+
+  it('has no eval or new Function in our bundles', () => {
+    const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+      d.isDirectory() ? files(join(dir, d.name)) : /\.(c?js)$/.test(d.name) && !d.name.startsWith('worker-entry.browser') ? [join(dir, d.name)] : [])
+    for (const f of [...files(dist('node')), ...files(dist('browser'))]) {
+      expect(readFileSync(f, 'utf8'), f).not.toMatch(/\beval\s*\(|new\s+Function\s*\(/)
+    }
+  })
+
+  it('runs from the built files in Node, as ESM and as CJS, with the engine in a worker', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-dist-'))
+    try {
+      const esm = `
+        const { openStore } = await import(${JSON.stringify(dist('node/index.js'))})
+        const store = await openStore({ dir: ${JSON.stringify(join(dir, 'esm'))} })
+        const s = await store.createSession({ id: 'esm' })
+        const kid = await s.spawn({ mode: 'one-shot', label: 'k' })
+        await kid.append({ type: 'turn/start' })
+        console.log(JSON.stringify(s.projections.get('subagentCatalog').map((c) => c.label)))
+        await store.close()`
+      const r1 = spawnSync(process.execPath, ['--input-type=module', '-e', esm], { cwd: dir, encoding: 'utf8', timeout: 30_000 })
+      expect(r1.stderr).toBe('')
+      expect(r1.stdout.trim()).toBe('["k"]')
+      const cjs = `
+        const { openStore, isSessionfoldError } = require(${JSON.stringify(dist('node/index.cjs'))})
+        openStore({ dir: ${JSON.stringify(join(dir, 'cjs'))} }).then(async (store) => {
+          const s = await store.createSession({ id: 'cjs' })
+          await s.append({ type: 'app/x' })
+          const err = await store.openSession('cjs').catch((e) => e)
+          console.log(isSessionfoldError(err, 'SESSION_LOCKED'), s.projections.snapshot().asOfSeq)
+          await store.close()
+        })`
+      const r2 = spawnSync(process.execPath, ['-e', cjs], { cwd: dir, encoding: 'utf8', timeout: 30_000 })
+      expect(r2.stderr).toBe('')
+      expect(r2.stdout.trim()).toBe('true 0')
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})

@@ -1,0 +1,97 @@
+// Package: the README, published with the package — each example is a compiled file, and the runnable ones run
+// Every example in the README is a file under examples/ that tsc compiles (npm test runs
+// tsc --noEmit) and, where it runs on its own, that this test runs.
+import { spawnSync } from 'node:child_process'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { describe, expect, it, vi } from 'vitest'
+import { openStore } from 'sessionfold'
+
+const root = join(__dirname, '../..')
+
+function run(file: string, args: string[], dir: string): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', file, ...args], { cwd: root, env: { ...process.env, SESSIONFOLD_DIR: dir }, encoding: 'utf8', timeout: 60_000 })
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+describe('README', () => {
+  it('shows each example exactly as the file that is compiled and run', async () => {
+    const readme = await readFile(join(root, 'README.md'), 'utf8')
+    const blocks = [...readme.matchAll(/```ts\n(\/\/ (examples\/[^\n]+)\n[\s\S]*?)```/g)]
+    expect(blocks.map((b) => b[2])).toEqual([
+      'examples/node-script.ts', 'examples/browser/main.ts', 'examples/custom-projection/token-count.ts',
+      'examples/custom-projection/worker.ts', 'examples/custom-projection/main.ts', 'examples/react/use-projection.ts',
+      'examples/session-tree.ts',
+    ])
+    for (const [, body, file] of blocks) expect(await readFile(join(root, file!), 'utf8'), file).toBe(body)
+    expect(readme).toContain('npm install && npm run demo')
+    expect(readme).toContain('npm ci && npm test')
+  })
+
+  it('runs the Node examples', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-readme-'))
+    try {
+      const script = run('examples/node-script.ts', [], dir)
+      expect(script.stderr).toBe('')
+      expect(script.stdout).toContain('turns: 1')
+      expect(script.stdout).toContain('2 turn/end')
+      const custom = run('examples/custom-projection/main.ts', [], dir)
+      expect(custom.stdout).toContain('{ total: 1545, turns: 2 }')
+      // A small tree for session-tree to print.
+      const store = await openStore({ dir, worker: false })
+      const p = await store.createSession({ id: 'tree-root' })
+      const a = await p.spawn({ mode: 'continuable', label: 'planner' })
+      await a.spawn({ mode: 'one-shot', label: 'coder' })
+      await store.close()
+      const tree = run('examples/session-tree.ts', ['tree-root'], dir)
+      expect(tree.stdout).toBe('planner [continuable] inactive\n  coder [one-shot] inactive\n')
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('runs the demo to exit 0', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-demo-'))
+    try {
+      // From an empty folder, as on a fresh machine: the default store lands in its .sessionfold/.
+      const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href
+      const r = spawnSync(process.execPath, ['--import', tsx, join(root, 'examples/demo.ts')], { cwd: dir, encoding: 'utf8', timeout: 60_000 })
+      expect(r.status, r.stderr).toBe(0)
+      expect(r.stdout).toMatch(/catalog: researcher \(continuable\), test-writer \(one-shot\), reviewer \(continuable\)/)
+      expect(r.stdout).toContain('[researcher] turns 3')
+      expect(r.stdout).toContain('parent log: turn/start, subagent/catalog, subagent/catalog, subagent/catalog, turn/end')
+      expect(spawnSync('ls', [join(dir, '.sessionfold/sessions')], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean)).toHaveLength(4)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('the React hook follows a session through useSyncExternalStore', async () => {
+    // A faithful stand-in for React's useSyncExternalStore: subscribe, re-read on change.
+    let rerenders = 0
+    const subscriptions: (() => void)[] = []
+    vi.doMock('react', () => ({
+      useSyncExternalStore: <T,>(subscribe: (cb: () => void) => () => void, get: () => T) => {
+        subscriptions.push(subscribe(() => rerenders++))
+        return get()
+      },
+      createElement: (type: string, props: unknown, ...children: unknown[]) => ({ type, props, children }),
+    }))
+    const { useProjection, Children } = await import('../../examples/react/use-projection')
+    const store = await openStore({ storage: 'memory', worker: false })
+    const s = await store.createSession()
+    expect(useProjection(s, 'subagentCatalog')).toEqual([])
+    const first = s.projections.get('subagentCatalog')
+    expect(s.projections.get('subagentCatalog')).toBe(first) // stable: no render loop
+    await s.spawn({ mode: 'one-shot', label: 'child' })
+    await new Promise((r) => setTimeout(r, 10))
+    expect(rerenders).toBeGreaterThan(0)
+    expect(useProjection(s, 'subagentCatalog')?.map((c) => c.label)).toEqual(['child'])
+    expect(Children({ view: s })).toEqual({ type: 'ul', props: null, children: [{ type: 'li', props: { key: expect.any(String) }, children: ['child (one-shot)'] }] })
+    for (const stop of subscriptions) stop()
+    await store.close()
+    vi.doUnmock('react')
+  })
+})

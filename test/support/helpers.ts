@@ -1,0 +1,70 @@
+// Support: shared helpers — rootHeader, ev/evs, readAll, expectCode, snapshotStore, dumpStore
+import { expect } from 'vitest'
+import type { StorageAdapter } from '../../adapters/types'
+import { isSessionfoldError, type ErrorCode } from '../../src/errors'
+import type { Json, SessionEvent, SessionHeader, SessionId } from '../../src/model'
+import { encodeEvent, type EncodedEvent } from '../../src/validate'
+import type { Store } from '../../src/client/store'
+
+export function rootHeader(id: SessionId, extra: Partial<SessionHeader> = {}): SessionHeader {
+  return { version: 1, id, createdAt: 1_700_000_000_000, seedLength: 0, delegationDepth: 0, origin: 'root', ...extra }
+}
+
+export function ev(id: SessionId, seq: number, data: Json = { n: seq }, type = 'test/event'): EncodedEvent {
+  return encodeEvent({ seq, type, time: 1_700_000_000_000 + seq, data }, id)
+}
+
+export function evs(id: SessionId, from: number, count: number, data?: (seq: number) => Json): EncodedEvent[] {
+  return Array.from({ length: count }, (_, i) => ev(id, from + i, data ? data(from + i) : { n: from + i }))
+}
+
+export async function readAll(adapter: StorageAdapter, id: SessionId, range?: { from?: number; to?: number; signal?: AbortSignal }): Promise<SessionEvent[]> {
+  const out: SessionEvent[] = []
+  for await (const page of adapter.readEvents(id, range)) out.push(...page)
+  return out
+}
+
+/** Rejects with a SessionfoldError of exactly this code. */
+export async function expectCode(p: Promise<unknown> | (() => unknown), code: ErrorCode): Promise<Error> {
+  let err: unknown
+  try {
+    await (typeof p === 'function' ? p() : p)
+  } catch (e) {
+    err = e
+  }
+  if (!isSessionfoldError(err)) throw new Error(`expected SessionfoldError ${code}, got ${err === undefined ? 'success' : String(err)}`)
+  expect(err.code, err.message).toBe(code)
+  return err
+}
+
+/** Everything a store holds, read through the contract: headers, lengths, events, checkpoints. */
+export async function snapshotStore(adapter: StorageAdapter): Promise<unknown> {
+  const out: Record<string, unknown> = {}
+  let after: string | undefined
+  for (;;) {
+    const page = await adapter.listSessions({ after, limit: 500 })
+    for (const header of page) {
+      out[header.id] = {
+        info: await adapter.getSession(header.id),
+        events: await readAll(adapter, header.id),
+        checkpoint: await adapter.getCheckpoint(header.id),
+      }
+    }
+    if (page.length < 500) return out
+    after = page[page.length - 1]!.id
+  }
+}
+
+/** Everything a store shows through the client: headers, events and projection values, by id. */
+export async function dumpStore(store: Store): Promise<Record<string, { header: SessionHeader; events: SessionEvent[]; values: unknown; faults: unknown }>> {
+  const out: Record<string, { header: SessionHeader; events: SessionEvent[]; values: unknown; faults: unknown }> = {}
+  for (const header of await store.listSessions({ limit: 10_000 })) {
+    const view = await store.observe(header.id)
+    const events: SessionEvent[] = []
+    for await (const e of view.events()) events.push(e)
+    const { values, faults } = view.projections.snapshot()
+    out[header.id] = { header: { ...view.header }, events, values, faults }
+    await view.close()
+  }
+  return out
+}
