@@ -135,9 +135,6 @@ export function verifyStepProblem(step: unknown): string | undefined {
   return bad === undefined ? undefined : 'a damaged entry is not { id, code, detail }'
 }
 
-// ---- answers to changesSince and applyChanges: a broken worker must never hand the app a
-// batch that would carry wrong events to another store.
-
 function cursorProblem(c: unknown): string | undefined {
   if (!isPlainObject(c) || c.v !== 1 || !isPlainObject(c.sessions) || (c.after !== undefined && !isSessionId(c.after))) return 'bad cursor'
   for (const [k, v] of Object.entries(c.sessions)) {

@@ -128,8 +128,6 @@ export class Engine {
     this.importTarget = { reader: this.reader, maxEventBytes: this.maxEventBytes, withWriter: (id, write) => this.sessions.withImportWriter(id, write) }
   }
 
-  // ---- opening and closing sessions ---------------------------------------------------
-
   /** Creates a root session and opens it for writing. */
   async createSession(options: { id?: string; cwd?: string } = {}): Promise<SessionHeader> {
     this.open()
@@ -169,8 +167,6 @@ export class Engine {
     return this.locks.isHeld(id)
   }
 
-  // ---- appending and lineage ----------------------------------------------------------
-
   /**
    * Appends events to a session open for writing here. Resolves once they are durable and
    * folded. `expectedSeq`: the seq the first event must receive, else SEQ_CONFLICT.
@@ -198,8 +194,6 @@ export class Engine {
   fork(sourceId: SessionId, options: unknown = {}): Promise<SessionHeader> {
     return this.checked(sourceId, () => fork(this.lineage, sourceId, options))
   }
-
-  // ---- reading ------------------------------------------------------------------------
 
   /** Folds a session from storage without keeping it (see reader.ts). */
   coldRead(id: SessionId, options: { signal?: AbortSignal } = {}): Promise<ColdRead> {
@@ -278,8 +272,6 @@ export class Engine {
     })
   }
 
-  // ---- verify and store-to-store changes ----------------------------------------------
-
   /** How much `verify` will read: stored sessions and their events. */
   verifyPlan(): Promise<VerifyTotals> {
     this.open()
@@ -304,8 +296,6 @@ export class Engine {
     return applyChanges(this.importTarget, batch)
   }
 
-  // ---- lifecycle ----------------------------------------------------------------------
-
   /** Waits for every append, writes close checkpoints, releases locks, closes storage. */
   async close(): Promise<void> {
     if (this.isClosed) return
@@ -317,8 +307,6 @@ export class Engine {
     }
     await this.storage.close()
   }
-
-  // ---- internals ----------------------------------------------------------------------
 
   /** Runs a call on an open engine, with the session id checked first. */
   private async checked<T>(id: SessionId, call: () => Promise<T>): Promise<T> {
