@@ -1,0 +1,89 @@
+// Package: the house rules of docs/ARCHITECTURE.md — no import cycle among the source files
+// (type-only imports included), no source file over 400 lines, and a build that names entries
+// without rewriting source text.
+import { readFileSync, readdirSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import ts from 'typescript'
+import { describe, expect, it } from 'vitest'
+import { root } from '../support/ensure-built'
+
+const FOLDERS = ['src', 'worker', 'adapters', 'cli']
+const MAX_LINES = 400
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return sourceFiles(path)
+    return /\.(ts|mts|mjs|js)$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path] : []
+  })
+}
+
+const files = FOLDERS.flatMap((folder) => sourceFiles(join(root, folder)))
+const options: ts.CompilerOptions = { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, allowJs: true }
+
+/** Every file of the tree that `file` imports, type-only and dynamic imports included. */
+function importsOf(file: string): string[] {
+  const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true)
+  return importedFiles.flatMap(({ fileName }) => {
+    if (!fileName.startsWith('.')) return []
+    const resolved = ts.resolveModuleName(fileName, file, options, ts.sys).resolvedModule?.resolvedFileName
+    return resolved && files.includes(resolved) ? [resolved] : []
+  })
+}
+
+/** The import cycles among `files`, each as the list of its files (one per strongly connected group). */
+function cycles(): string[][] {
+  const graph = new Map(files.map((f) => [f, importsOf(f)]))
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const found: string[][] = []
+  let next = 0
+  const visit = (f: string) => {
+    index.set(f, next)
+    low.set(f, next++)
+    stack.push(f)
+    for (const g of graph.get(f) ?? []) {
+      if (!index.has(g)) {
+        visit(g)
+        low.set(f, Math.min(low.get(f)!, low.get(g)!))
+      } else if (stack.includes(g)) {
+        low.set(f, Math.min(low.get(f)!, index.get(g)!))
+      }
+    }
+    if (low.get(f) === index.get(f)) {
+      const group: string[] = []
+      for (let g = stack.pop()!; ; g = stack.pop()!) {
+        group.push(relative(root, g))
+        if (g === f) break
+      }
+      if (group.length > 1 || graph.get(f)!.includes(f)) found.push(group)
+    }
+  }
+  for (const f of files) if (!index.has(f)) visit(f)
+  return found
+}
+
+describe('the structure of the source tree', () => {
+  it('reads the whole tree (the check below has something to check)', () => {
+    expect(files.length).toBeGreaterThan(50)
+    expect(importsOf(join(root, 'worker/engine/index.ts')).length).toBeGreaterThan(10)
+  })
+
+  it('has no import cycle, type-only imports included', () => {
+    expect(cycles()).toEqual([])
+  })
+
+  it(`has no source file over ${MAX_LINES} lines`, () => {
+    const long = files
+      .map((f) => ({ file: relative(root, f), lines: readFileSync(f, 'utf8').split('\n').length }))
+      .filter((f) => f.lines > MAX_LINES)
+    expect(long).toEqual([])
+  })
+
+  it('builds from named entries: rollup.config.mjs rewrites no source text', () => {
+    const config = readFileSync(join(root, 'rollup.config.mjs'), 'utf8')
+    expect(config).not.toMatch(/\.replace(All)?\(/)
+    expect(config).not.toMatch(/\bload\s*\(/)
+  })
+})
