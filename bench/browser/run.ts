@@ -136,7 +136,7 @@ async function main(): Promise<void> {
       resolve: {
         alias: [
           { find: 'sessionfold/worker', replacement: join(REPO, 'worker/serve-browser.ts') },
-          { find: /^sessionfold$/, replacement: join(REPO, 'src/index.ts') },
+          { find: /^sessionfold$/, replacement: join(REPO, 'src/index-browser.ts') },
         ],
       },
       // Everything the page and the worker import, optimised up front: a dependency found late

@@ -40,7 +40,7 @@ describe('soak', () => {
 
   it('a process started with V8 flags (--expose-gc, as the soak is) still gets its engine worker, without those flags', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sessionfold-flags-'))
-    const code = `import('${join(__dirname, '../../src/index.ts')}').then(async ({ openStore }) => {
+    const code = `import('${join(__dirname, '../../src/index-node.ts')}').then(async ({ openStore }) => {
       const store = await openStore({ dir: ${JSON.stringify(dir)}, worker: true })
       const s = await store.createSession({ id: 'x' })
       console.log(JSON.stringify(await s.append({ type: 'a' })))
