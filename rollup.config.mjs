@@ -47,7 +47,7 @@ export default [
   // Node: ESM and CJS of the client, the worker API, the adapters, and the default worker.
   // (The CJS client spawns the ESM worker entry beside it: a worker needs no require.)
   ...['es', 'cjs'].map((format) => ({
-    input: { index: 'src/index-node.ts', ...adapters, worker: 'worker/serve-node.ts', 'adapters/fs': 'adapters/fs/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/node-entry.ts' } : {}) },
+    input: { index: 'src/index-node.ts', ...adapters, worker: 'worker/entry/serve-node.ts', 'adapters/fs': 'adapters/fs/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/entry/node.ts' } : {}) },
     external,
     plugins: [typescript(), format === 'es' && copy('src/client/node-boot.mjs', 'node-boot.mjs')],
     output: { dir: 'dist/node', format, entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`, chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`, sourcemap: true },
@@ -61,19 +61,19 @@ export default [
   },
   // Browsers: the client, the worker API and the adapters, as ESM.
   {
-    input: { index: 'src/index-browser.ts', ...adapters, worker: 'worker/serve-browser.ts' },
+    input: { index: 'src/index-browser.ts', ...adapters, worker: 'worker/entry/serve-browser.ts' },
     external: deps,
     plugins: [typescript()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
   },
   // The default browser worker, self-contained (its dependencies inlined).
   {
-    input: { 'worker-entry.browser': 'worker/browser-entry.ts' },
+    input: { 'worker-entry.browser': 'worker/entry/browser.ts' },
     plugins: [typescript(), nodeResolve()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, sourcemap: true },
   },
   // Bundled declarations, one file per entry point, as .d.ts (import) and .d.cts (require).
-  ...Object.entries({ index: 'src/index-node.ts', worker: 'worker/serve-node.ts', 'adapters/memory': 'adapters/memory.ts', 'adapters/indexeddb': 'adapters/indexeddb.ts', 'adapters/fs': 'adapters/fs/index.ts' }).map(([name, input]) => ({
+  ...Object.entries({ index: 'src/index-node.ts', worker: 'worker/entry/serve-node.ts', 'adapters/memory': 'adapters/memory.ts', 'adapters/indexeddb': 'adapters/indexeddb.ts', 'adapters/fs': 'adapters/fs/index.ts' }).map(([name, input]) => ({
     input,
     external,
     plugins: [dts({ respectExternal: false, compilerOptions: { paths: {} } })],

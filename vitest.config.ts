@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config'
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const alias = (platform: 'node' | 'browser') => ({
-  'sessionfold/worker': here(`./worker/serve-${platform}.ts`),
+  'sessionfold/worker': here(`./worker/entry/serve-${platform}.ts`),
   sessionfold: here(`./src/index-${platform}.ts`),
 })
 

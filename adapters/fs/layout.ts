@@ -6,7 +6,7 @@
 //                            checkpoint.json  the checkpoint row, exactly its JSON shape (temp file + fsync + rename)
 //   <root>/tmp/              sessions, checkpoints and indexes in the making, renamed into place when whole
 //   <root>/trash/            deleted sessions' folders, renamed here and then removed
-//   <root>/locks/<folder>.lock  writer locks (worker/locks-fs.ts)
+//   <root>/locks/<folder>.lock  writer locks (worker/locks/fs.ts)
 //
 // Session ids to folder names. Ids are [A-Za-z0-9_-]{1,128}, which is safe on Linux but not
 // everywhere: macOS and Windows fold case ("Agent" and "agent" would share a folder) and

@@ -12,7 +12,7 @@ export default defineConfig({
   cacheDir: here('../../node_modules/.vite/demo-page'),
   resolve: {
     alias: {
-      'sessionfold/worker': here('../../worker/serve-browser.ts'),
+      'sessionfold/worker': here('../../worker/entry/serve-browser.ts'),
       sessionfold: here('../../src/index-browser.ts'),
     },
   },

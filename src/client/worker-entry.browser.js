@@ -1,4 +1,4 @@
-// Source tree only: the default browser worker (worker/browser-entry.ts), served by Vite (dev
+// Source tree only: the default browser worker (worker/entry/browser.ts), served by Vite (dev
 // server, vitest's browser mode). The built package has the self-contained worker under this
 // name, beside its client (dist/browser/).
-import '../../worker/browser-entry.ts'
+import '../../worker/entry/browser.ts'

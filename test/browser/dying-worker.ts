@@ -3,7 +3,7 @@
 // folds an `app/die` event, without releasing anything.
 import { z } from 'zod'
 import { defineProjection } from '../../src/projection'
-import { serveEngine } from '../../worker/serve-browser'
+import { serveEngine } from '../../worker/entry/serve-browser'
 
 const tripwire = defineProjection({
   key: 'tripwire', stateVersion: 1, stateSchema: z.number(), init: () => 0,

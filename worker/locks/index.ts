@@ -1,7 +1,7 @@
 // "Is this session open for writing?" is asked in one place, so that the answer can come from
 // this engine alone (here), lock files shared by Node processes, or Web Locks shared by tabs.
-import { SessionfoldError, where } from '../src/errors'
-import type { SessionId } from '../src/model'
+import { SessionfoldError, where } from '../../src/errors'
+import type { SessionId } from '../../src/model'
 
 export interface WriterLocks {
   /** Takes the session's write lock, or rejects with SESSION_LOCKED. Resolves with its release. */

@@ -5,8 +5,8 @@
 // what is new from the log, so a spurious one costs a stat.
 import { watch, type FSWatcher } from 'node:fs'
 import { join } from 'node:path'
-import { LOG_FILE, sessionDir } from '../adapters/fs/layout'
-import type { GrowthChannel } from './platform'
+import { LOG_FILE, sessionDir } from '../../adapters/fs/layout'
+import type { GrowthChannel } from './index'
 
 /** How often followed sessions are looked at even without a watch event. */
 const POLL_MS = 1000

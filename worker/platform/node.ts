@@ -1,11 +1,11 @@
-import { createFsAdapter } from '../adapters/fs'
-import { createIndexedDbAdapter } from '../adapters/indexeddb'
-import { createMemoryAdapter } from '../adapters/memory'
-import { SessionfoldError, where } from '../src/errors'
-import { createLocalLocks } from './locks'
+import { createFsAdapter } from '../../adapters/fs'
+import { createIndexedDbAdapter } from '../../adapters/indexeddb'
+import { createMemoryAdapter } from '../../adapters/memory'
+import { SessionfoldError, where } from '../../src/errors'
+import { createLocalLocks } from '../locks'
 import { fsGrowth } from './growth-fs'
-import { createFsLocks } from './locks-fs'
-import type { Platform } from './platform'
+import { createFsLocks } from '../locks/fs'
+import type { Platform } from './index'
 
 /** Node: files (with lock files shared by processes), memory, or an IndexedDB polyfill. */
 export const nodePlatform: Platform = {

@@ -5,10 +5,10 @@ import { randomBytes } from 'node:crypto'
 import { link, mkdir, open, readFile, readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { threadId } from 'node:worker_threads'
-import { lockFile, locksDir } from '../adapters/fs/layout'
-import { SessionfoldError, where } from '../src/errors'
-import type { SessionId } from '../src/model'
-import { locked, type WriterLocks } from './locks'
+import { lockFile, locksDir } from '../../adapters/fs/layout'
+import { SessionfoldError, where } from '../../src/errors'
+import type { SessionId } from '../../src/model'
+import { locked, type WriterLocks } from './index'
 
 interface Owner {
   pid: number

@@ -2,12 +2,12 @@
 import { expose, type Endpoint } from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import { parentPort } from 'node:worker_threads'
-import { registerErrorTransfer } from '../src/transfer'
+import { registerErrorTransfer } from '../../src/transfer'
 // For units written in worker files: the strict schema of a ChunkedList state.
-export { chunkedListSchema } from '../src/chunked-list-schema'
-import { EngineHost, ownEngine, type ServeEngineOptions } from './host'
-import { nodePlatform } from './platform-node'
-export type { ServeEngineOptions } from './host'
+export { chunkedListSchema } from '../../src/chunked-list-schema'
+import { EngineHost, ownEngine, type ServeEngineOptions } from '../host'
+import { nodePlatform } from '../platform/node'
+export type { ServeEngineOptions } from '../host'
 
 /**
  * Serves an engine from this worker. Apps with their own units write a worker file:

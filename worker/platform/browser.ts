@@ -1,10 +1,10 @@
-import { createIndexedDbAdapter } from '../adapters/indexeddb'
-import { createMemoryAdapter } from '../adapters/memory'
-import { SessionfoldError } from '../src/errors'
-import { isSessionId } from '../src/limits'
-import { createLocalLocks } from './locks'
-import { createWebLocks } from './locks-web'
-import type { GrowthChannel, Platform } from './platform'
+import { createIndexedDbAdapter } from '../../adapters/indexeddb'
+import { createMemoryAdapter } from '../../adapters/memory'
+import { SessionfoldError } from '../../src/errors'
+import { isSessionId } from '../../src/limits'
+import { createLocalLocks } from '../locks'
+import { createWebLocks } from '../locks/web'
+import type { GrowthChannel, Platform } from './index'
 
 /** Browsers: IndexedDB or memory; no files. */
 export const browserPlatform: Platform = {

@@ -1,12 +1,12 @@
 // `sessionfold/worker` in browsers: serveEngine() makes this module Web Worker, or
 // SharedWorker, an engine host.
 import { expose, type Endpoint } from 'comlink'
-import { registerErrorTransfer } from '../src/transfer'
+import { registerErrorTransfer } from '../../src/transfer'
 // For units written in worker files: the strict schema of a ChunkedList state.
-export { chunkedListSchema } from '../src/chunked-list-schema'
-import { EngineHost, ownEngine, type ServeEngineOptions, sharedEngines } from './host'
-import { browserPlatform } from './platform-browser'
-export type { ServeEngineOptions } from './host'
+export { chunkedListSchema } from '../../src/chunked-list-schema'
+import { EngineHost, ownEngine, type ServeEngineOptions, sharedEngines } from '../host'
+import { browserPlatform } from '../platform/browser'
+export type { ServeEngineOptions } from '../host'
 
 /** Serves an engine from this worker (see the Node variant for an example). */
 export async function serveEngine(options: ServeEngineOptions = {}): Promise<void> {

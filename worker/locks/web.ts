@@ -1,8 +1,8 @@
 // Writer locks shared by every tab and worker of an origin, through the Web Locks API: a lock
 // is held by the context that asked for it and freed by the browser when that tab or worker
 // closes or crashes, so no lock outlives its writer.
-import type { SessionId } from '../src/model'
-import { locked, type WriterLocks } from './locks'
+import type { SessionId } from '../../src/model'
+import { locked, type WriterLocks } from './index'
 
 export function createWebLocks(store: string): WriterLocks {
   const locks = (globalThis.navigator as Navigator & { locks: LockManager }).locks
