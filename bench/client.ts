@@ -6,7 +6,7 @@
 //       changes with every append. For each append, the time from calling session.append to the
 //       first call of a `projections.subscribe('subagentTiming', ...)` listener with its seq or
 //       a later one (subscribers hear a burst batched: src/client/listeners.ts notifies at once when quiet,
-//       at most every 5 ms in a burst): on a second handle (store.observe(id): the push path)
+//       at most every 1 ms in a burst): on a second handle (store.observe(id): the push path)
 //       and on the writing handle itself; and the time until append() resolves. Median and p99
 //       of the 10,000 per run. For information: message events (about 300 bytes, no checkpoint
 //       per turn) heard through the whole-map subscribe(snapshot => ...); the engine in this
@@ -57,7 +57,7 @@ const CONFIG = {
   latencyAppends: env('BENCH_LAT_APPENDS', 10_000),
   /** Appends per latency run with lockstep or paced pacing (each costs 5 ms or more). */
   pacedAppends: env('BENCH_PACED_APPENDS', 400),
-  /** The pause of paced runs after the listeners heard an append: longer than the mirror's 5 ms notify interval. */
+  /** The pause of paced runs after the listeners heard an append: longer than the projection view's 1 ms notify interval. */
   paceMs: 6,
   /** Appends per variant in the warm-up round of (1), stream and paced. */
   latencyWarmUp: 1_000,
@@ -170,7 +170,7 @@ type Durability = 'strict' | 'relaxed'
  * an append counts as heard when a listener is first called with its seq or a later one.
  * lockstep: the next append is called once both listeners heard the previous one.
  * paced: as lockstep, then a pause of `paceMs` after the listeners heard (longer than the
- * mirror's 5 ms notify interval, so every append finds its subscribers quiet).
+ * projection view's 1 ms notify interval, so every append finds its subscribers quiet).
  */
 type Pacing = 'stream' | 'lockstep' | 'paced'
 
@@ -572,7 +572,7 @@ async function main(): Promise<void> {
     console.log('  listener on the writing Session; append(): until append() resolves (read your writes, not throttled).')
     console.log('  Stream runs await each append and call the next one at once, without waiting for the listeners.')
     console.log('  * lockstep: the next append waits until both listeners heard the previous one; paced: and then')
-    console.log(`    ${CONFIG.paceMs} ms more, so every append finds the subscribers quiet (src/client/listeners.ts notifies at most every 5 ms`)
+    console.log(`    ${CONFIG.paceMs} ms more, so every append finds the subscribers quiet (src/client/listeners.ts notifies at most every 1 ms`)
     console.log('    in a burst, at once when quiet).')
     console.log('  calls/100: observer listener calls per 100 appends (under 100: a burst was batched into fewer calls).')
     console.log('  Each figure is the median (or p99) of one run\'s appends; the cell shows that figure over rounds.')
