@@ -1,6 +1,6 @@
 // Client: bind, bindText, bindList — the DOM binding over §6 subscribe, in happy-dom
 // @vitest-environment happy-dom
-// The DOM binding (src/dom.ts) on a real store (memory, engine in this thread), in happy-dom.
+// The DOM binding (src/client/dom.ts) on a real store (memory, engine in this thread), in happy-dom.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { bind, bindList, bindText, openStore, type Session, type Store, type TimingView } from 'sessionfold'
 

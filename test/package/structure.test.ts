@@ -1,4 +1,4 @@
-// Package: the house rules of docs/ARCHITECTURE.md — no import cycle among the source files
+// Package: the house rules of docs/ARCHITECTURE.md — the layers, no import cycle among the source files
 // (type-only imports included), no source file over 400 lines, and a build that names entries
 // without rewriting source text.
 import { readFileSync, readdirSync } from 'node:fs'
@@ -72,6 +72,27 @@ describe('the structure of the source tree', () => {
 
   it('has no import cycle, type-only imports included', () => {
     expect(cycles()).toEqual([])
+  })
+
+  it('keeps its layers: the core of src/ and adapters/ import no client or worker code; worker/ imports no client code', () => {
+    const layerOf = (f: string) => {
+      const r = relative(root, f)
+      if (/^src\/index(-node|-browser)?\.ts$/.test(r)) return 'entry'
+      if (r.startsWith('src/client/')) return 'client'
+      return r.split('/')[0]!
+    }
+    const allowed: Record<string, string[]> = {
+      src: ['src'],
+      adapters: ['src', 'adapters'],
+      worker: ['src', 'adapters', 'worker'],
+      client: ['src', 'adapters', 'worker', 'client'],
+      entry: ['src', 'client', 'entry'],
+      cli: ['src', 'adapters', 'worker', 'cli'],
+    }
+    const wrong = files.flatMap((f) => importsOf(f)
+      .filter((g) => !allowed[layerOf(f)]!.includes(layerOf(g)))
+      .map((g) => `${relative(root, f)} -> ${relative(root, g)}`))
+    expect(wrong).toEqual([])
   })
 
   it(`has no source file over ${MAX_LINES} lines`, () => {

@@ -1,8 +1,8 @@
 // A framework-free way to show projection values in the DOM: render now, re-render when the
 // value changes, stop with the returned function. Nothing here touches a browser global until
 // it is called (importing it in Node is fine).
-import type { ChangeMeta, ProjectionKey, ProjectionMapView } from './client/projection-view'
-import type { ProjectionMap } from './projection'
+import type { ChangeMeta, ProjectionKey, ProjectionMapView } from './projection-view'
+import type { ProjectionMap } from '../projection'
 
 /** Anything with live projections: a Session, a SessionView. */
 export interface HasProjections {

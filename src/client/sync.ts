@@ -1,11 +1,11 @@
 // sync(source, target): changesSince on one store, applyChanges on the other, batch after
 // batch, so memory stays bounded by a batch whatever the stores hold. Every run starts from
 // nothing and compares what both hold, so a run that was killed halfway is simply run again.
-import type { ChangeCursor, ChangesOptions, SyncConflict, SyncSkip } from './changes'
-import { SessionfoldError } from './errors'
-import type { SessionId } from './model'
-import type { Store } from './client/store'
-import { assertSessionId, describe, isPlainObject } from './validate'
+import type { ChangeCursor, ChangesOptions, SyncConflict, SyncSkip } from '../changes'
+import { SessionfoldError } from '../errors'
+import type { SessionId } from '../model'
+import type { Store } from './store'
+import { assertSessionId, describe, isPlainObject } from '../validate'
 
 export interface SyncOptions {
   /** Only these sessions (default: all of them). */
