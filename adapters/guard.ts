@@ -3,6 +3,7 @@
 // checks, the errors of the storage contract, and the meaning of a platform's own errors.
 import { SessionfoldError, where, type ErrorCode } from '../src/errors'
 import type { SessionHeader, SessionId } from '../src/model'
+import { isCount } from '../src/limits'
 import { sessionHeaderSchema } from '../src/schemas'
 import { assertSessionId, describe } from '../src/validate'
 import type { EncodedEvent } from '../src/validate'
@@ -126,7 +127,7 @@ export function resolveRange(id: SessionId, range: ReadRange | undefined, length
   const from = range?.from ?? 0
   const to = range?.to ?? length
   for (const [name, v] of [['from', from], ['to', to]] as const) {
-    if (!Number.isSafeInteger(v) || v < 0) {
+    if (!isCount(v)) {
       throw new SessionfoldError('INVALID_ARGUMENT', `read of ${where(id)}: ${name} must be an integer >= 0, got ${describe(v)}`, { sessionId: id })
     }
   }

@@ -1,6 +1,7 @@
 // Lineage: how sessions come to be. createRoot makes a root session, spawn creates a subagent
 // and publishes it in its parent's catalog, recordExternal publishes an execution outside this
 // store, fork seeds a new session with a prefix of another's log.
+import { alreadyExists } from '../../adapters/guard'
 import type { SessionInfo } from '../../adapters/types'
 import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
@@ -50,7 +51,7 @@ export async function createRoot<S extends { header: SessionHeader; log: { nextS
     // The error about the request itself comes first: a taken id is SESSION_EXISTS, even
     // while that session is open for writing (and so its writer lock is held).
     if (isSessionfoldError(err, 'SESSION_LOCKED') && (await host.reader.find(id).catch(() => undefined))) {
-      throw new SessionfoldError('SESSION_EXISTS', `${where(id)} already exists`, { sessionId: id })
+      throw alreadyExists(id)
     }
     throw err
   }

@@ -121,7 +121,7 @@ export class LiveSessions {
   /**
    * Stores a new session (with a fork's seed), opens it for writing and writes its first
    * checkpoint. The caller has validated the header. `held`: the session's writer lock, when
-   * the caller holds it already.
+   * the caller (an import) holds it already; that caller's release writes the first row.
    */
   async create(header: SessionHeader, seed: readonly EncodedEvent[], held?: () => Promise<void>): Promise<LiveSession> {
     const { pipeline, checkpoints } = this.options
@@ -137,7 +137,7 @@ export class LiveSessions {
     const live = newLiveSession(header, slots, seed.length)
     live.writer = { release }
     this.add(live)
-    await checkpoints.write(live)
+    if (!held) await checkpoints.write(live)
     return live
   }
 

@@ -1,8 +1,8 @@
 // The one read path of a store: every read of sessions, events and checkpoint rows that the
 // engine, its host, store-to-store sync and the CLI make goes through here, and so does the
 // cold read (a session folded from storage without keeping it).
+import { notFound } from '../../adapters/guard'
 import type { ReadRange, SessionInfo, StorageAdapter } from '../../adapters/types'
-import { SessionfoldError, where } from '../../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
 import type { ProjectionDefinition, ProjectionSnapshot } from '../../src/projection'
 import type { EventsPage } from '../../src/protocol'
@@ -36,7 +36,7 @@ export class StoreReader {
   /** The header and durable length; SESSION_NOT_FOUND when there is no such session. */
   async info(id: SessionId): Promise<SessionInfo> {
     const info = await this.storage.getSession(id)
-    if (!info) throw new SessionfoldError('SESSION_NOT_FOUND', `${where(id)} does not exist`, { sessionId: id })
+    if (!info) throw notFound(id)
     return info
   }
 
