@@ -36,6 +36,11 @@ export interface Frame {
   seq: number
   /** Values that changed since the previous frame (absolute values, not diffs). */
   values: Record<string, Json | null>
+  /**
+   * List values that only grew since the previous frame, as their new items: the value is the
+   * previous list (of length `from`) followed by `items`. A key is in `values` or here, not both.
+   */
+  grown?: Record<string, { from: number; items: Json[] }>
   faults: Record<string, ProjectionFault>
 }
 

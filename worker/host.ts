@@ -2,12 +2,18 @@
 // caller's thread. It maps client handles onto the engine's live sessions and pushes each
 // session's changes, batched per turn of the event loop, while some handle has it open.
 import { SessionfoldError, where } from '../src/errors'
-import type { SessionId } from '../src/model'
+import type { Json, SessionId } from '../src/model'
 import type { ProjectionDefinition } from '../src/projection'
 import type { AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
 import { assertSessionId, describe, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
 import type { GrowthChannel, Platform } from './platform'
+
+interface PendingFrame {
+  seq: number
+  values: Map<string, { value: Json | null; grownFrom: number | undefined }>
+  faults: Frame['faults']
+}
 
 interface Handle {
   sessionId: SessionId
@@ -91,7 +97,8 @@ export class EngineHost implements EngineApi {
   private push?: (frames: Frame[]) => void
   private readonly handles = new Map<number, Handle>()
   private readonly watching = new Map<SessionId, { handles: number; stop: () => void }>()
-  private readonly pending = new Map<SessionId, Frame>()
+  /** Per session, what changed since its last frame: each key's latest value, and where a list that only grew started. */
+  private readonly pending = new Map<SessionId, PendingFrame>()
   private flushing = false
   private readonly cancels = new Map<number, AbortController>()
   private nextHandle = 1
@@ -147,13 +154,16 @@ export class EngineHost implements EngineApi {
   }
 
   private queue(sessionId: SessionId, change: ProjectionChange): void {
-    const frame = this.pending.get(sessionId)
-    if (frame) {
-      frame.seq = change.seq
-      Object.assign(frame.values, change.values)
-      frame.faults = change.faults
-    } else {
-      this.pending.set(sessionId, { sessionId, seq: change.seq, values: { ...change.values }, faults: change.faults })
+    let frame = this.pending.get(sessionId)
+    if (!frame) this.pending.set(sessionId, (frame = { seq: change.seq, values: new Map(), faults: change.faults }))
+    frame.seq = change.seq
+    frame.faults = change.faults
+    for (const [key, value] of Object.entries(change.values)) {
+      const from = change.grown?.[key]
+      const before = frame.values.get(key)
+      // Grown since the last push: still grown from where the pending frame started.
+      const grownFrom = from === undefined ? undefined : before ? before.grownFrom : from
+      frame.values.set(key, { value, grownFrom })
     }
     if (!this.flushing) {
       this.flushing = true
@@ -164,7 +174,17 @@ export class EngineHost implements EngineApi {
   private flush(): void {
     this.flushing = false
     if (this.pending.size === 0) return
-    const frames = [...this.pending.values()]
+    const frames: Frame[] = []
+    for (const [sessionId, { seq, values: changed, faults }] of this.pending) {
+      const values: Frame['values'] = {}
+      let grown: Frame['grown']
+      for (const [key, { value, grownFrom }] of changed) {
+        // A list that only grew crosses as its new items, not the whole list.
+        if (grownFrom === undefined) values[key] = value
+        else (grown ??= {})[key] = { from: grownFrom, items: (value as Json[]).slice(grownFrom) }
+      }
+      frames.push(grown ? { sessionId, seq, values, grown, faults } : { sessionId, seq, values, faults })
+    }
     this.pending.clear()
     this.push?.(frames)
   }

@@ -66,6 +66,45 @@ export function foldEvent(slots: readonly UnitSlot[], event: SessionEvent): bool
   return changed
 }
 
+/**
+ * The length of `before` when `after` is `before` grown at its end: both arrays, and every item
+ * of `before` the same reference at the same index in `after` (a pure fold that appends to a
+ * list, as the catalog's does, keeps its old entries). Undefined otherwise. O(before.length)
+ * reference comparisons: far below cloning, validating or stringifying the list.
+ */
+export function grownFrom(before: unknown, after: unknown): number | undefined {
+  if (!Array.isArray(before) || !Array.isArray(after) || after.length <= before.length) return undefined
+  for (let i = 0; i < before.length; i++) if (before[i] !== after[i]) return undefined
+  return before.length
+}
+
+/**
+ * The schema of one item of a list-shaped view (`z.array(item)`), if it is one and has no rule
+ * on the list as a whole (`.max()`, `.refine()`: those see the whole list every time).
+ */
+function itemSchema(schema: unknown): z.ZodType | undefined {
+  if (!(schema instanceof z.ZodArray) || (schema._zod.def.checks?.length ?? 0) > 0) return undefined
+  return schema.element as z.ZodType
+}
+
+/** Validates a view value; a list that only grew since the last valid value has its new items checked alone. */
+function checkView(slot: UnitSlot, value: unknown): void {
+  const schema = slot.def.view!.schema
+  const from = grownFrom(slot.viewValue, value)
+  const item = from === undefined ? undefined : itemSchema(schema)
+  const fail = (message: string | undefined) => new Error(`view of "${slot.def.key}" fails its schema: ${message}`)
+  if (item) {
+    const list = value as unknown[]
+    for (let i = from!; i < list.length; i++) {
+      const parsed = item.safeParse(list[i])
+      if (!parsed.success) throw fail(`[${i}]: ${parsed.error.issues[0]?.message}`)
+    }
+    return
+  }
+  const parsed = schema.safeParse(value)
+  if (!parsed.success) throw fail(parsed.error.issues[0]?.message)
+}
+
 /** The unit's view value (null when faulted), computed once per state reference and validated. */
 export function viewOf(slot: UnitSlot): Json | null {
   const view = slot.def.view
@@ -73,8 +112,7 @@ export function viewOf(slot: UnitSlot): Json | null {
   if (slot.viewState === slot.state && slot.viewValue !== undefined) return slot.viewValue
   try {
     const value = view.view(slot.state)
-    const parsed = view.schema.safeParse(value)
-    if (!parsed.success) throw new Error(`view of "${slot.def.key}" fails its schema: ${parsed.error.issues[0]?.message}`)
+    checkView(slot, value)
     slot.viewState = slot.state
     slot.viewValue = (value === undefined ? null : value) as Json | null
     return slot.viewValue

@@ -25,11 +25,13 @@ function subagent(v: unknown): boolean {
   return oneOf(SPAWN_MODES, v.mode) && label(v.label) && isCount(v.seq)
 }
 
+function catalogEntry(e: unknown): boolean {
+  return isPlainObject(e) && only(e, ['id', 'createdAt', 'mode', 'label', 'seq']) &&
+    isSessionId(e.id) && isTime(e.createdAt) && oneOf(CATALOG_MODES, e.mode) && label(e.label) && isCount(e.seq)
+}
+
 function catalog(v: unknown): boolean {
-  if (v === null) return true
-  return Array.isArray(v) && v.every((e) =>
-    isPlainObject(e) && only(e, ['id', 'createdAt', 'mode', 'label', 'seq']) &&
-    isSessionId(e.id) && isTime(e.createdAt) && oneOf(CATALOG_MODES, e.mode) && label(e.label) && isCount(e.seq))
+  return v === null || (Array.isArray(v) && v.every(catalogEntry))
 }
 
 function timing(v: unknown): boolean {
@@ -39,6 +41,20 @@ function timing(v: unknown): boolean {
 }
 
 const BUILTIN_VIEWS: Record<string, (v: unknown) => boolean> = { subagent, subagentCatalog: catalog, subagentTiming: timing }
+/** The item check of the built-in views that are lists. */
+const BUILTIN_ITEMS: Record<string, (v: unknown) => boolean> = { subagentCatalog: catalogEntry }
+
+/** The reason `value` cannot be the value of `key` (its view shape, then plain JSON), or undefined. */
+function valueProblem(key: string, value: unknown, check: ((v: unknown) => boolean) | undefined, what: string): string | undefined {
+  if (!isProjectionKey(key)) return 'bad projection key'
+  if (check && !check(value)) return `${what} of ${key} fails its view shape`
+  try {
+    assertPlainJson(value, key)
+  } catch {
+    return `${what} of ${key} is not plain JSON`
+  }
+  return undefined
+}
 
 /** The reason a frame is unacceptable, or undefined when it is fine. */
 export function frameProblem(frame: unknown): string | undefined {
@@ -50,14 +66,19 @@ export function frameProblem(frame: unknown): string | undefined {
   // Keys are projection keys (never `__proto__`); `valueOf` and the like are app keys, not built-in views.
   for (const [key, fault] of Object.entries(faults)) if (!isProjectionKey(key) || fault !== 'corrupt') return `bad fault for ${key}`
   for (const [key, value] of Object.entries(values)) {
-    if (!isProjectionKey(key)) return 'bad projection key'
-    const check = Object.hasOwn(BUILTIN_VIEWS, key) ? BUILTIN_VIEWS[key] : undefined
-    if (check && !check(value)) return `value of ${key} fails its view shape`
-    try {
-      assertPlainJson(value, key)
-    } catch {
-      return `value of ${key} is not plain JSON`
-    }
+    const problem = valueProblem(key, value, Object.hasOwn(BUILTIN_VIEWS, key) ? BUILTIN_VIEWS[key] : undefined, 'value')
+    if (problem) return problem
+  }
+  const { grown } = frame as Partial<Frame>
+  if (grown === undefined) return undefined
+  if (!isPlainObject(grown)) return 'bad grown values'
+  // A list that only grew: its new items alone are checked, as items of the list's shape.
+  for (const [key, growth] of Object.entries(grown)) {
+    if (Object.hasOwn(values, key)) return `${key} both set and grown`
+    if (!isPlainObject(growth) || !only(growth, ['from', 'items']) || !isCount(growth.from) || !Array.isArray(growth.items) || growth.items.length === 0) return `bad growth of ${key}`
+    const item = Object.hasOwn(BUILTIN_ITEMS, key) ? BUILTIN_ITEMS[key] : Object.hasOwn(BUILTIN_VIEWS, key) ? () => false : undefined
+    const problem = valueProblem(key, growth.items, item && ((items) => (items as unknown[]).every(item)), 'new items')
+    if (problem) return problem
   }
   return undefined
 }

@@ -1,10 +1,22 @@
 // What a Session or SessionView holds of its session's projections: the values pushed by the
 // worker, readable synchronously, with subscriptions batched (see listeners.ts).
-import { SessionfoldError } from '../errors'
+import { SessionfoldError, where } from '../errors'
 import type { Json } from '../model'
 import type { ProjectionFault, ProjectionMap, ProjectionSnapshot } from '../projection'
 import type { Frame } from '../protocol'
 import { Listeners, NotifyClock } from './listeners'
+
+/**
+ * A list value grown by a frame: `held` was the list of `from` items, or already some of the new
+ * ones (a handle opened while they were on their way); undefined when `held` is no such list.
+ * A new array, so the value changes identity (React's useSyncExternalStore sees it); the items
+ * held are kept as they are, checked when they arrived.
+ */
+function grownList(held: Json | null | undefined, from: number, items: Json[]): Json[] | undefined {
+  if (!Array.isArray(held) || held.length < from || held.length > from + items.length) return undefined
+  const skip = held.length - from
+  return skip === items.length ? held : held.concat(skip === 0 ? items : items.slice(skip))
+}
 
 /** Keys known to the type system: built-in ones and those an app merged into ProjectionMap. */
 export type ProjectionKey = keyof ProjectionMap & string
@@ -106,7 +118,19 @@ export class ProjectionMapView {
   /** @internal Applies a pushed frame; frames at or before what we hold are old news. */
   _apply(frame: Frame): void {
     if (this.#error || frame.seq <= this.#asOfSeq) return
-    for (const [key, value] of Object.entries(frame.values)) {
+    // Lists that only grew first: a frame whose new items do not continue what is held here
+    // changes nothing, and these values stop.
+    const grown: [string, Json[]][] = []
+    for (const [key, { from, items }] of Object.entries(frame.grown ?? {})) {
+      const list = grownList(this.#values[key], from, items)
+      if (!list) {
+        const sessionId = frame.sessionId
+        this._fail(new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent new items of ${key} for ${where(sessionId)} that do not continue the list held here`, { sessionId }))
+        return
+      }
+      if (list !== this.#values[key]) grown.push([key, list])
+    }
+    for (const [key, value] of [...Object.entries(frame.values), ...grown]) {
       this.#values[key] = value
       this.#changed.add(key)
     }

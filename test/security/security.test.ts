@@ -290,7 +290,8 @@ describe('a broken or hostile worker', () => {
     const store = await open()
     try {
       const fine = await store.createSession({ id: 'fine' })
-      const kinds = ['frame-proto', 'frame-date', 'frame-map', 'frame-catalog', 'frame-timing', 'frame-seq', 'frame-fault', 'frame-key', 'frame-id']
+      const kinds = ['frame-proto', 'frame-date', 'frame-map', 'frame-catalog', 'frame-timing', 'frame-seq', 'frame-fault', 'frame-key', 'frame-id',
+        'frame-grown-catalog', 'frame-grown-gap', 'frame-grown-timing', 'frame-grown-both', 'frame-grown-date', 'frame-grown-proto']
       for (const id of kinds) {
         const s = await store.createSession({ id })
         const before = s.projections.snapshot().values

@@ -3,21 +3,28 @@
 import { SessionfoldError, where } from '../../src/errors'
 import type { Json, SessionHeader } from '../../src/model'
 import type { ProjectionFault } from '../../src/projection'
-import { viewOf, type UnitSlot } from '../units'
+import { grownFrom, viewOf, type UnitSlot } from '../units'
 
 /** What changed after a fold: the new `asOfSeq`, the views that differ from the last push, and the faults. */
 export interface ProjectionChange {
   seq: number
+  /** The new values of the views that changed (absolute values). */
   values: Record<string, Json | null>
+  /**
+   * Views among `values` that are lists which only grew: key → the length of the list pushed
+   * before, whose items are the new list's first ones (the same references). A listener across
+   * a thread sends just the items after it.
+   */
+  grown?: Record<string, number>
   faults: Record<string, ProjectionFault>
 }
 
 export type ChangeListener = (change: ProjectionChange) => void
 
-/** One live session's listeners, and per key the value last pushed to them with its JSON. */
+/** One live session's listeners, and per key the value last pushed to them (with its JSON, once compared). */
 export interface FeedState {
   listeners: Set<ChangeListener>
-  pushed: Map<string, { value: Json | null; json: string }>
+  pushed: Map<string, { value: Json | null; json?: string }>
 }
 
 /** What the feed reads of a live session. */
@@ -40,8 +47,7 @@ export function watch(session: FeedSession, listener: ChangeListener): () => voi
     feed.pushed.clear()
     for (const slot of session.slots) {
       if (!slot.def.view) continue
-      const value = viewOf(slot)
-      feed.pushed.set(slot.def.key, { value, json: JSON.stringify(value) })
+      feed.pushed.set(slot.def.key, { value: viewOf(slot) })
     }
   }
   feed.listeners.add(listener)
@@ -56,18 +62,28 @@ export function notify(session: FeedSession, onError: (err: SessionfoldError) =>
   if (feed.listeners.size === 0) return // views are computed only while someone listens
   const values: Record<string, Json | null> = {}
   const faults: Record<string, ProjectionFault> = {}
+  let grown: Record<string, number> | undefined
   for (const slot of session.slots) {
-    if (slot.fault) faults[slot.def.key] = slot.fault
-    if (!slot.def.view) continue
-    const value = viewOf(slot) // cached while the state reference is unchanged
-    const last = feed.pushed.get(slot.def.key)
+    const key = slot.def.key
+    // The view first: a view failing its schema faults its unit, which this change reports.
+    const value = slot.def.view ? viewOf(slot) : undefined // cached while the state reference is unchanged
+    if (slot.fault) faults[key] = slot.fault
+    if (value === undefined) continue
+    const last = feed.pushed.get(key)
     if (last?.value === value) continue
-    const json = JSON.stringify(value)
-    if (last?.json === json) continue
-    feed.pushed.set(slot.def.key, { value, json })
-    values[slot.def.key] = value
+    // A list that only grew changed, and by its new items alone: no O(list) comparison.
+    const from = last && grownFrom(last.value, value)
+    let json: string | undefined
+    if (from !== undefined) {
+      ;(grown ??= {})[key] = from
+    } else {
+      json = JSON.stringify(value)
+      if (last && (last.json ??= JSON.stringify(last.value)) === json) continue
+    }
+    feed.pushed.set(key, { value, json })
+    values[key] = value
   }
-  const change: ProjectionChange = { seq: session.log.asOfSeq, values, faults }
+  const change: ProjectionChange = grown ? { seq: session.log.asOfSeq, values, grown, faults } : { seq: session.log.asOfSeq, values, faults }
   for (const listener of feed.listeners) {
     try {
       listener(change)
