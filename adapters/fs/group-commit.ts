@@ -21,6 +21,8 @@ export interface GroupCommit {
   append(log: Log, batch: readonly EncodedEvent[]): Promise<void>
 }
 
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
 export function createGroupCommit(
   { fs, strict, onRepair }: Pick<FsSettings, 'fs' | 'strict' | 'onRepair'>,
   handles: Pick<WriterHandles, 'open'>,
@@ -32,10 +34,12 @@ export function createGroupCommit(
   async function flushLoop(log: Log): Promise<void> {
     flushingLogs++
     try {
-      for (let first = true; log.queue.length > 0; first = false) {
-        // After a flush, one turn of the event loop: callers it woke queue their next appends
-        // now and join this group, instead of each waiting for an fdatasync of their own.
-        if (!first) await new Promise<void>((resolve) => setImmediate(resolve))
+      while (log.queue.length > 0) {
+        // One turn of the event loop before each group: appends that have already arrived (a
+        // worker's messages still queued on its port, callers a flush just woke) queue now and
+        // join it, instead of each paying an fdatasync of its own. A lone append pays only the
+        // turn, a few microseconds.
+        await nextTurn()
         const group = log.queue.splice(0)
         try {
           await writeGroup(log, group.length === 1 ? group[0]!.batch : group.flatMap((p) => p.batch))
