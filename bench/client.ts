@@ -36,13 +36,13 @@ import * as fs from 'node:fs'
 import * as fsp from 'node:fs/promises'
 import os from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { releaseProxy, wrap, type Remote } from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import type { AppendResult } from '../src/protocol'
 import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
 import { TURN_END, TURN_START } from '../src/units/payloads'
+import { messageInput, rotate, sourceState } from './common'
 import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
@@ -87,19 +87,6 @@ const TARGETS = {
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
 
-/** The commit measured, and whether src/, worker/ or adapters/ differ from it (other work in progress). */
-function sourceState(): { commit?: string; dirty?: string[] } {
-  try {
-    const cwd = fileURLToPath(new URL('..', import.meta.url))
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8' }).trim()
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'worker', 'adapters'], { cwd, encoding: 'utf8' })
-      .split('\n').filter(Boolean).map((l) => l.slice(3))
-    return { commit, dirty }
-  } catch {
-    return {}
-  }
-}
-
 // ---- helpers ------------------------------------------------------------------------------
 
 /** Nearest-rank quantile of unsorted samples. */
@@ -124,21 +111,6 @@ interface Dist {
 
 function dist(values: ArrayLike<number>): Dist {
   return { median: quantile(values, 0.5), p99: quantile(values, 0.99), mean: mean(values), max: quantile(values, 1) }
-}
-
-/** Rotates `items` by `r` places: each round starts with a different variant. */
-function rotate<T>(items: readonly T[], r: number): T[] {
-  const k = r % items.length
-  return [...items.slice(k), ...items.slice(0, k)]
-}
-
-const WORDS = 'the agent read the file and proposed a patch to the parser so that the tests pass again '
-
-/** A message input whose stored JSON ({"seq",type,time,data}, 5-digit seq, 13-digit time) is `bytes` long. */
-function messageInput(bytes: number): EventInput {
-  const stored = (text: string) => JSON.stringify({ seq: 10_000, type: 'message/assistant', time: 1_700_000_000_000, data: { role: 'assistant', text } }).length
-  const n = bytes - stored('')
-  return { type: 'message/assistant', data: { role: 'assistant', text: WORDS.repeat(Math.ceil(n / WORDS.length)).slice(0, n) } }
 }
 
 /**

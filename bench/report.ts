@@ -21,6 +21,8 @@ export interface SuiteResults {
   settings: Record<string, Record<string, string>>
   seconds: Record<string, number>
   runs: {
+    /** bench/api.ts, the headline figures through openStore(); absent from results made before it existed. */
+    api?: Any
     storage: Any
     projections: Any
     children: Record<string, Any>
@@ -30,9 +32,26 @@ export interface SuiteResults {
   }
 }
 
+/**
+ * What a figure measures, named on every row of BENCHMARKS.md (issue 14): the public API users
+ * call, or a layer below it (a diagnostic), or what it is compared with.
+ */
+export const LAYER = {
+  apiWorker: 'public API: openStore() in a worker',
+  apiThread: 'public API: openStore({ worker: false })',
+  apiChromium: 'public API: openStore() in a worker (Chromium)',
+  engine: 'diagnostic (engine level)',
+  adapter: 'diagnostic (adapter level)',
+  raw: 'raw baseline',
+  sqlite: 'peer (better-sqlite3)',
+  dexie: 'peer (Dexie)',
+} as const
+
 export interface Target {
   id: string
   what: string
+  /** One of LAYER: what the sessionfold side of the ratio goes through. */
+  layer: string
   ratio: string
   perRound: Summary
   target: string
@@ -62,8 +81,8 @@ const byName = (ratios: Any[], name: string): Any => {
 /** The issue's targets, each a ratio measured within one run (per-round ratios: median, min, max). */
 export function targetsOf(res: SuiteResults): Target[] {
   const { storage, scaling, browser } = res.runs
-  const t = (id: string, what: string, ratio: string, perRound: Summary, target: string, pass: boolean): Target =>
-    ({ id, what, ratio, perRound, target, result: pass ? 'PASS' : 'MISS' })
+  const t = (id: string, what: string, layer: string, ratio: string, perRound: Summary, target: string, pass: boolean): Target =>
+    ({ id, what, layer, ratio, perRound, target, result: pass ? 'PASS' : 'MISS' })
   const raw = byName(storage.ratios, '(a) batched / raw')
   const sqlite = byName(storage.ratios, '(a) batched / better-sqlite3 FULL batched')
   const sizes: number[] = scaling.config.coldSizes
@@ -71,18 +90,18 @@ export function targetsOf(res: SuiteResults): Target[] {
   const refold = scaling.targets[1]
   const appends = byName(browser.ratios, 'appends: sessionfold / raw idb (events/s)')
   const out = [
-    t('fs-vs-raw', 'fs durable appends in batches of 100 vs the raw disk limit (writeSync + fsyncSync of the same bytes)', 'sessionfold events/s ÷ raw events/s', raw.perRound, '≥ 0.7', raw.perRound.median >= 0.7),
-    t('fs-vs-sqlite', 'fs durable appends in batches of 100 vs better-sqlite3 (WAL, synchronous=FULL), same durability', 'sessionfold events/s ÷ sqlite events/s', sqlite.perRound, '≥ 1', sqlite.perRound.median >= 1),
-    t('cold-flat', `cold open with a checkpoint: ${n0(sizes.at(-1)!)} events vs ${n0(sizes[0]!)} events`, `time at ${n0(sizes.at(-1)!)} ÷ time at ${n0(sizes[0]!)}`, flat.perRound, '≤ 2', flat.perRound.median <= 2),
-    t('cold-vs-refold', 'cold open with a checkpoint vs a full refold, 100,000 events', 'refold time ÷ checkpoint time', refold.perRound, '≥ 50', refold.perRound.median >= 50),
-    t('idb-appends', 'Chromium: appends in batches of 100 vs raw idb (strict transactions)', 'sessionfold events/s ÷ raw idb events/s', appends.perRound, '≥ 0.7', appends.perRound.median >= 0.7),
+    t('fs-vs-raw', 'fs durable appends in batches of 100 vs the raw disk limit (writeSync + fsyncSync of the same bytes)', LAYER.adapter, 'fs adapter events/s ÷ raw events/s', raw.perRound, '≥ 0.7', raw.perRound.median >= 0.7),
+    t('fs-vs-sqlite', 'fs durable appends in batches of 100 vs better-sqlite3 (WAL, synchronous=FULL), same durability', LAYER.adapter, 'fs adapter events/s ÷ sqlite events/s', sqlite.perRound, '≥ 1', sqlite.perRound.median >= 1),
+    t('cold-flat', `cold open with a checkpoint: ${n0(sizes.at(-1)!)} events vs ${n0(sizes[0]!)} events`, LAYER.engine, `time at ${n0(sizes.at(-1)!)} ÷ time at ${n0(sizes[0]!)}`, flat.perRound, '≤ 2', flat.perRound.median <= 2),
+    t('cold-vs-refold', 'cold open with a checkpoint vs a full refold, 100,000 events', LAYER.engine, 'refold time ÷ checkpoint time', refold.perRound, '≥ 50', refold.perRound.median >= 50),
+    t('idb-appends', 'Chromium: appends in batches of 100 vs raw idb (strict transactions)', LAYER.apiChromium, 'sessionfold events/s ÷ raw idb events/s', appends.perRound, '≥ 0.7', appends.perRound.median >= 0.7),
   ]
   const big = browser.latency.find((l: Any) => !l.reference)
   for (const [dexie, label] of [['Dexie default', "Dexie's default cache"], ['Dexie no cache', "Dexie with cache 'disabled'"]] as const) {
     for (const [sf, who] of [['sessionfold writer', 'writing handle'], ['sessionfold observer', 'observer handle']] as const) {
       const r = byName(browser.ratios, `${big.name}: ${dexie} / ${sf}`)
       out.push(t(`liveQuery-${dexie}-${sf}`.replace(/ /g, '-'), `Chromium: subscriber update after an append (${who}) vs Dexie liveQuery (${label}), ${n0(big.prefill)} events`,
-        'Dexie time ÷ sessionfold time', r.perRound, '≥ 10', r.perRound.median >= 10))
+        LAYER.apiChromium, 'Dexie time ÷ sessionfold time', r.perRound, '≥ 10', r.perRound.median >= 10))
     }
   }
   return out
@@ -99,7 +118,7 @@ export function chartsOf(res: SuiteResults): { file: string; chart: Chart }[] {
     {
       file: 'cold-open.svg',
       chart: {
-        title: 'Cold open: time to the first projection values (Node, fs)',
+        title: 'Cold open: time to the first projection values (Node, fs; engine level)',
         xLabel: 'events in the session', yLabel: 'ms',
         series: [
           { label: 'sessionfold, with checkpoint', points: cold.map((c) => pt(c.size, c.checkpoint)) },
@@ -114,7 +133,7 @@ export function chartsOf(res: SuiteResults): { file: string; chart: Chart }[] {
   charts.push({
     file: 'list-children.svg',
     chart: {
-      title: 'listChildren (Node, fs)', xLabel: 'children', yLabel: 'ms',
+      title: 'listChildren (Node, fs; engine level)', xLabel: 'children', yLabel: 'ms',
       series: [
         { label: 'live children', points: ch('live') },
         { label: 'cold, checkpointed, fresh engine', points: ch('coldFresh') },
@@ -136,7 +155,7 @@ export function chartsOf(res: SuiteResults): { file: string; chart: Chart }[] {
   charts.push({
     file: 'subscriber-latency.svg',
     chart: {
-      title: 'Append to subscriber update (Chromium, IndexedDB)', xLabel: 'events in the session', yLabel: 'ms',
+      title: 'Append to subscriber update (Chromium, IndexedDB, via openStore())', xLabel: 'events in the session', yLabel: 'ms',
       series: [
         { label: 'sessionfold, writing handle', points: ls('sfWriter') },
         { label: 'sessionfold, observer handle', points: ls('sfObserver') },
@@ -150,7 +169,51 @@ export function chartsOf(res: SuiteResults): { file: string; chart: Chart }[] {
 
 // ---- the page -------------------------------------------------------------------------------
 
-export function renderMarkdown(res: SuiteResults, targets: Target[], explanations: string): string {
+/**
+ * The headline figures (bench/api.ts): what an app gets through openStore(), first on the page.
+ * Results made before bench/api.ts existed have none: then a line that says how to measure them.
+ */
+function apiSection(api: Any, explanation: string): string[] {
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  p('## Through the public API (Node)')
+  p()
+  if (!api) {
+    p('Not in this bench/results.json (it predates bench/api.ts): `npm run bench -- --only=api` measures these figures and keeps the other parts\' results.')
+    p()
+    return L
+  }
+  const c = api.config
+  p('The figures an app gets: `openStore()` with its Node defaults (the engine in a worker_threads worker, storage fs, durability strict), ' +
+    'and `openStore({ worker: false })` (the engine in the calling thread), measured by `bench/api.ts` (`npm run bench:api`). ' +
+    'Every later section measures a layer below the public API (the engine or the fs adapter, called directly) or a peer, and says so: those are diagnostics.')
+  p()
+  p(table(['figure', 'layer', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    (api.headline as Any[]).map((h) => [h.figure, h.layer, h.ratio, range(h.perRound, 2), h.target || '(information)', h.result ? `**${h.result}**` : '']),
+    ['l', 'l', 'l', 'r', 'r', 'l']))
+  p()
+  const rows = [
+    ...(api.batched.variants as Any[]).map((v) => [v.label, v.layer, `${range(v.summary, 0)} events/s`]),
+    ...(api.singles.variants as Any[]).map((v) => [v.label, v.layer, `${range(v.summary, 0)} events/s`]),
+    ...(api.catalog.variants as Any[]).map((v) => [v.label, v.layer, `${range(v.summary, 3)} ms`]),
+  ]
+  p(table(['measurement', 'layer', 'median (min–max)'], rows, ['l', 'l', 'r']))
+  p()
+  p(`Batched: ${c.batches} batches of ${c.batch} events of ~${c.eventBytes} bytes (${fmt(api.batched.recordBytes, 0)} bytes per record), each awaited, ${c.rounds} rounds; ` +
+    'the raw side writes the same records, encoded before its clock starts, into one new file. ' +
+    `Single appends: runs of ${c.singles}, ${c.singlesRounds} rounds of ${c.singlesRepeats} runs of each. ` +
+    `Catalog: ${c.catalogSamples} samples per run, a run's figure is their median, ${c.catalogRounds} rounds; the ${n0(c.catalogLarge)}-entry catalog was filled once ` +
+    `through recordExternal (${c.fillChunk} calls at once, untimed: ${fmt(api.catalog.fillSeconds, 1)} s), each ${n0(c.catalogSmall)}-entry run has a new session. ` +
+    'Each session is created before the clock starts; every figure comes after an unrecorded warm-up round, and the variants run in an order that rotates from round to round.')
+  p()
+  if (explanation) {
+    p(explanation)
+    p()
+  }
+  return L
+}
+
+export function renderMarkdown(res: SuiteResults, targets: Target[], explanations: string, apiExplanation = ''): string {
   const { storage, projections, children, client, browser, scaling } = res.runs
   const m = res.machine
   const L: string[] = []
@@ -161,6 +224,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p()
   p(`Measured ${res.date.slice(0, 10)} (${res.date}), the whole suite in ${fmt(res.durationSeconds / 60, 1)} minutes.`)
   p()
+  L.push(...apiSection(res.runs.api, apiExplanation))
   p('## How to read this, and how to rerun it')
   p()
   p('- **Every figure is a median of several runs, with the min and max of those runs** written as `median (min–max)`. ' +
@@ -170,11 +234,14 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
     'with their min and max. A target is judged on that median.')
   p('- **Charts** put cost against size on log-log axes. The dashed line beside each series is what a linear cost (O(n)) would ' +
     'look like from that series\' first point: a series flat on the chart is O(1), one parallel to its dashed line is O(n).')
+  p('- **Every row names its layer**: the public API (`openStore()`, in a worker or with `worker: false`), or a diagnostic ' +
+    'of a layer below it (engine level: the engine called in the benchmark\'s thread; adapter level: the storage adapter called directly), ' +
+    'or what it is compared with (a raw baseline, a peer library). Only the public API is what an app gets; the diagnostics locate costs.')
   p('- The OS page cache is warm in every read scenario: these figures measure the code, not the disk. Writes are durable ' +
     '(fdatasync / fsync / strict IndexedDB transactions) unless a row says relaxed.')
   p('- **Rerun**: `npm run bench` runs everything (Node part and headless Chromium) and rewrites `bench/results.json`, ' +
     '`BENCHMARKS.md` and `bench/charts/*.svg`; `npm run bench:report` only regenerates the page and charts from `bench/results.json`. ' +
-    'Each part also runs alone (`npm run bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
+    'Each part also runs alone (`npm run bench:api`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
     '`bench:scaling`) and prints its full tables, with more diagnostics than this page.')
   p()
   p('## Machine')
@@ -185,35 +252,41 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p()
   p(table(['run', 'settings', 'seconds'], Object.keys(res.seconds).map((k) => [k, Object.entries(res.settings[k] ?? {}).map(([a, b]) => `${a}=${b}`).join(' ') || '(defaults)', fmt(res.seconds[k]!, 0)]), ['l', 'l', 'r']))
   p()
-  p('## Targets')
+  p('## Targets of the component benchmarks')
   p()
-  p(table(['target', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
-    targets.map((t) => [t.what, t.ratio, range(t.perRound, 2), t.target, `**${t.result}**`]), ['l', 'l', 'r', 'r', 'l']))
+  p('The headline targets in Node are measured through the public API (the first section). These are the component benchmarks\' ' +
+    'targets: in Node they measure a layer below the public API (diagnostics); in Chromium, the public API.')
+  p()
+  p(table(['target', 'layer', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    targets.map((t) => [t.what, t.layer, t.ratio, range(t.perRound, 2), t.target, `**${t.result}**`]), ['l', 'l', 'l', 'r', 'r', 'l']))
   p()
   p(explanations)
   p()
 
   // ---- appends ----
   const a = storage.appends
-  p('## Durable append throughput (Node, fs adapter)')
+  p('## Durable append throughput (Node, fs adapter): diagnostic (adapter level)')
+  p()
+  p('The fs adapter called directly (`createFsAdapter`: no engine, no worker, no client), beside the raw disk limit and better-sqlite3. ' +
+    'The same scenarios through `openStore()` are in the first section.')
   p()
   p(`Events of ${fmt(storage.eventJsonBytes, 0)} bytes of JSON (${fmt(storage.eventRecordBytes, 0)} bytes as stored), ${n0(storage.config.events)} per run ` +
     `(${n0(storage.config.sequentialEvents)} for the single-append rows, scaled to events/s), ${storage.config.writeRounds} rounds after a warm-up round. ` +
     `Peer: better-sqlite3 ${storage.sqlite.version} with one events table (session, seq, type, json; primary key (session, seq)), WAL.`)
   p()
-  p(table(['scenario', 'durability', 'events/s: median (min–max)'], [
-    ['sessionfold, batches of 100', 'strict (fdatasync before resolve)', range(a.batched, 0)],
-    ['raw disk limit: writeSync + fsyncSync of the same bytes per 100', 'fsync', range(a.raw, 0)],
-    ['(reference) raw through FileHandle.write + datasync per 100', 'fdatasync', range(a.rawAsync, 0)],
-    ['better-sqlite3, one transaction per 100', 'synchronous=FULL', range(a.sqliteFullBatched, 0)],
-    ['sessionfold, 1 event per append, 100 concurrent callers', 'strict', range(a.concurrent, 0)],
-    ['sessionfold, 1 event per append, sequential', 'strict', range(a.sequential, 0)],
-    ['better-sqlite3, 1 event per transaction (synchronous API: concurrent callers queue the same way)', 'synchronous=FULL', range(a.sqliteFullSingles, 0)],
-    ['sessionfold, batches of 100', 'relaxed (no fdatasync per append)', range(a.relaxedBatched, 0)],
-    ['better-sqlite3, one transaction per 100', 'synchronous=NORMAL', range(a.sqliteNormalBatched, 0)],
-  ], ['l', 'l', 'r']))
+  p(table(['scenario', 'layer', 'durability', 'events/s: median (min–max)'], [
+    ['sessionfold fs adapter, batches of 100', LAYER.adapter, 'strict (fdatasync before resolve)', range(a.batched, 0)],
+    ['raw disk limit: writeSync + fsyncSync of the same bytes per 100', LAYER.raw, 'fsync', range(a.raw, 0)],
+    ['(reference) raw through FileHandle.write + datasync per 100', LAYER.raw, 'fdatasync', range(a.rawAsync, 0)],
+    ['better-sqlite3, one transaction per 100', LAYER.sqlite, 'synchronous=FULL', range(a.sqliteFullBatched, 0)],
+    ['sessionfold fs adapter, 1 event per append, 100 concurrent callers', LAYER.adapter, 'strict', range(a.concurrent, 0)],
+    ['sessionfold fs adapter, 1 event per append, sequential', LAYER.adapter, 'strict', range(a.sequential, 0)],
+    ['better-sqlite3, 1 event per transaction (synchronous API: concurrent callers queue the same way)', LAYER.sqlite, 'synchronous=FULL', range(a.sqliteFullSingles, 0)],
+    ['sessionfold fs adapter, batches of 100', LAYER.adapter, 'relaxed (no fdatasync per append)', range(a.relaxedBatched, 0)],
+    ['better-sqlite3, one transaction per 100', LAYER.sqlite, 'synchronous=NORMAL', range(a.sqliteNormalBatched, 0)],
+  ], ['l', 'l', 'l', 'r']))
   p()
-  p(table(['ratio (same rounds)', 'per-round median (min–max)'], [
+  p(table(['ratio (same rounds; sessionfold: the fs adapter alone)', 'per-round median (min–max)'], [
     ...storage.ratios.filter((r: Any) => !r.name.startsWith('full read')).map((r: Any) => [r.name, range(r.perRound, 2)]),
     [storage.reference.name, range(storage.reference.perRound, 2)],
     ...storage.peerReference.map((r: Any) => [r.name, range(r.perRound, 2)]),
@@ -224,30 +297,30 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p()
 
   // ---- cold open ----
-  p('## Cold open: time to the first projection value (Node, fs adapter)')
+  p('## Cold open: time to the first projection value (Node, fs adapter): diagnostic (engine level)')
   p()
-  p('A new engine and adapter per open (an app that starts and shows one session), `Engine.coldRead`: the checkpoint row is ' +
+  p('The engine called in the benchmark\'s thread (no worker, no client). A new engine and adapter per open (an app that starts and shows one session), `Engine.coldRead`: the checkpoint row is ' +
     `${scaling.config.behind} events behind the end of the log, so the open restores it and folds ${scaling.config.behind} events; ` +
     'without it, the whole log is folded. The peer: better-sqlite3 opened anew, every event of the session selected in seq order, ' +
     'the catalog and timing folded by app code (it parses only the events its folds need). Same events in both, checked to give the same values.')
   p()
-  p(table(['events', 'log MiB', 'with checkpoint, ms', 'full refold, ms', 'better-sqlite3 + app fold, ms', 'refold ÷ checkpoint', 'sqlite ÷ checkpoint'],
+  p(table(['events', 'log MiB', 'engine: with checkpoint, ms', 'engine: full refold, ms', 'peer: better-sqlite3 + app fold, ms', 'refold ÷ checkpoint', 'sqlite ÷ checkpoint'],
     (scaling.cold.bySize as Any[]).map((c) => [n0(c.size), fmt(c.logBytes / 2 ** 20, 1), range(c.checkpoint, 2), range(c.refold, 1), range(c.sqlite, 1),
       range(c.refoldOverCheckpoint, 1), range(c.sqliteOverCheckpoint, 1)])))
   p()
   p('![cold open chart](bench/charts/cold-open.svg)')
   p()
   const pr = projections.reads
-  p(`From the projections run (100,000 events, checkpoint 200 behind): full refold ${fmt(pr.eventsPerSecond.refold.new.median / 1000, 0)}k events/s against ` +
+  p(`From the projections run, diagnostic (engine level), with 100,000 events and the checkpoint 200 behind: full refold ${fmt(pr.eventsPerSecond.refold.new.median / 1000, 0)}k events/s against ` +
     `${fmt(pr.eventsPerSecond.raw.median / 1000, 0)}k events/s for a raw read + JSON.parse of the same file; cold open with checkpoint ` +
     `${range(pr.ms.checkpoint.new, 2)} ms from a new engine, ${range(pr.ms.checkpoint.warm, 2)} ms on a warm one.`)
   p()
 
   // ---- listChildren ----
   const sizes = Object.keys(children).map(Number).sort((x, y) => x - y)
-  p('## listChildren (Node, fs adapter)')
+  p('## listChildren (Node, fs adapter): diagnostic (engine level)')
   p()
-  p('Children of one parent, 23 events each. Live: open for writing in the engine that lists them (no reads). Cold: released, ' +
+  p('`Engine.listChildren` called in the benchmark\'s thread (no worker, no client). Children of one parent, 23 events each. Live: open for writing in the engine that lists them (no reads). Cold: released, ' +
     'each with its close checkpoint; "fresh engine" = new engine + adapter inside the timed part, "warm" = the same engine every round. ' +
     'No checkpoints: the same store with every child\'s checkpoint deleted (each child refolded).')
   p()
@@ -263,22 +336,25 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   // ---- latency ----
   p('## Append-to-subscriber latency')
   p()
-  p('### Node, across the worker (`openStore({ worker: true, storage: \'fs\' })`)')
+  p('### Node, through the public API (`openStore({ storage: \'fs\' })`, in a worker and with `worker: false`)')
   p()
   p(`${n0(client.config.latencyAppends)} appends per run, one after another, each changing the \`subagentTiming\` value; the time from ` +
     '`session.append` to the subscriber\'s listener. Median and p99 within each run; the table shows the median (min–max) of those over the runs.')
   p()
-  p(table(['variant', 'median, ms', 'p99, ms', 'append() resolves, median ms'],
-    (client.latency.variants as Any[]).map((v) => [v.label, range(v.summary.obsMedian, 3), range(v.summary.obsP99, 2), range(v.summary.appendMedian, 3)]), ['l', 'r', 'r', 'r']))
+  p(table(['variant', 'layer', 'median, ms', 'p99, ms', 'append() resolves, median ms'],
+    (client.latency.variants as Any[]).map((v) => [v.label, v.worker ? LAYER.apiWorker : LAYER.apiThread, range(v.summary.obsMedian, 3), range(v.summary.obsP99, 2),
+      range(v.summary.appendMedian, 3)]), ['l', 'l', 'r', 'r', 'r']))
   p()
   p('### Chromium, against Dexie `liveQuery`')
   p()
-  p('One `subagent/catalog` fact appended per sample, until the `subagentCatalog` subscriber sees the new entry; Dexie\'s liveQuery recomputes the ' +
+  p(`sessionfold through the public API (${LAYER.apiChromium}); Dexie is a peer; the raw idb commit is a raw baseline. ` +
+    'One `subagent/catalog` fact appended per sample, until the `subagentCatalog` subscriber sees the new entry; Dexie\'s liveQuery recomputes the ' +
     'catalog from every event of the session (`bulkAdd` prefill, `add` per sample, strict durability like sessionfold). Dexie\'s default cache shows the ' +
     'entry before its transaction commits; with cache \'disabled\' it queries again after the commit.')
   p()
   const lat = browser.latency as Any[]
-  p(table(['scenario', 'sessionfold writer, ms', 'sessionfold observer, ms', 'Dexie default, ms', 'Dexie no cache, ms', 'raw idb put + commit() (commit floor), ms'],
+  p(table(['scenario', 'sessionfold writer (public API), ms', 'sessionfold observer (public API), ms', 'Dexie default (peer), ms', 'Dexie no cache (peer), ms',
+    'raw idb put + commit() (raw baseline: commit floor), ms'],
     lat.map((l) => [`${l.name}${l.reference ? ' (reference)' : ''}`, range(l.samples.sfWriter, 2), range(l.samples.sfObserver, 2), range(l.samples.dexie, 2),
       range(l.samples.dexieNoCache, 2), range(l.samples.idbPut, 2)])))
   p()
@@ -288,7 +364,9 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p()
 
   // ---- memory ----
-  p('## Memory held by the engine (Node)')
+  p('## Memory held by the engine (Node): diagnostic (engine level)')
+  p()
+  p('The engine and the fs adapter in the benchmark\'s thread (no worker, no client).')
   p()
   p(table(['live session', 'heap, KiB: median (min–max)', 'bytes per event'], [
     ...(scaling.heap.bySize as Any[]).map((h) => [`${n0(h.events)} events`, range({ ...h.bytes, median: h.bytes.median / 1024, min: h.bytes.min / 1024, max: h.bytes.max / 1024 }, 1), fmt(h.bytes.median / h.events, 2)]),
@@ -315,22 +393,22 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   const ba = browser.appends
   p('## Appends in Chromium (IndexedDB on disk)')
   p()
-  p(table(['system', 'events/s: median (min–max)'], [
-    ['sessionfold: openStore({ worker: true }), session.append(batch of 100), strict', range(ba.sessionfold, 0)],
-    ['raw idb: one strict readwrite transaction per 100 puts, commit() after the last', range(ba.idb, 0)],
-    ['(reference) sessionfold, checkpoints deferred past the run', range(ba.sessionfoldCheckpointsDeferred, 0)],
-    ['(reference) sessionfold, checkpoint transactions committed relaxed', range(ba.sessionfoldRelaxedCheckpoints, 0)],
-  ], ['l', 'r']))
+  p(table(['system', 'layer', 'events/s: median (min–max)'], [
+    ['sessionfold: openStore({ worker: true }), session.append(batch of 100), strict', LAYER.apiChromium, range(ba.sessionfold, 0)],
+    ['raw idb: one strict readwrite transaction per 100 puts, commit() after the last', LAYER.raw, range(ba.idb, 0)],
+    ['(reference) sessionfold, checkpoints deferred past the run', `${LAYER.apiChromium}, patched worker`, range(ba.sessionfoldCheckpointsDeferred, 0)],
+    ['(reference) sessionfold, checkpoint transactions committed relaxed', `${LAYER.apiChromium}, patched worker`, range(ba.sessionfoldRelaxedCheckpoints, 0)],
+  ], ['l', 'l', 'r']))
   p()
   p('## Other figures from the component benchmarks')
   p()
   const pa = projections.appends
-  p(table(['figure', 'median (min–max)'], [
-    ['one subagent/catalog append (memory adapter), D=10 catalog entries, µs', range(pa.us.default.small, 1)],
-    [`one subagent/catalog append, D=${n0(projections.config.catalogLarge)} entries, µs`, range(pa.us.default.large, 1)],
-    ['Node: no-op call through the worker vs raw comlink no-op, µs (listSessions on an empty memory store)', noop(client)],
-    ['Node: batched appends through the worker, fs strict, events/s', range(client.throughput.variants.find((v: Any) => v.key === 'workerFs').summary, 0)],
-  ], ['l', 'r']))
+  p(table(['figure', 'layer', 'median (min–max)'], [
+    ['one subagent/catalog append through Engine.append (memory adapter), D=10 catalog entries, µs', LAYER.engine, range(pa.us.default.small, 1)],
+    [`one subagent/catalog append through Engine.append (memory adapter), D=${n0(projections.config.catalogLarge)} entries, µs`, LAYER.engine, range(pa.us.default.large, 1)],
+    ['Node: no-op call through the worker vs raw comlink no-op, µs (listSessions on an empty memory store)', `${LAYER.apiWorker} vs ${LAYER.raw}`, noop(client)],
+    ['Node: batched appends through the worker, fs strict, events/s', LAYER.apiWorker, range(client.throughput.variants.find((v: Any) => v.key === 'workerFs').summary, 0)],
+  ], ['l', 'l', 'r']))
   p()
   return `${L.join('\n')}\n`
 }
@@ -343,9 +421,12 @@ function noop(client: Any): string {
 }
 
 /** Writes the charts and BENCHMARKS.md from a results object. */
-export function writeReport(res: SuiteResults, explain: (res: SuiteResults, targets: Target[]) => string): void {
+export function writeReport(
+  res: SuiteResults, explain: (res: SuiteResults, targets: Target[]) => string, explainApi?: (res: SuiteResults) => string,
+): void {
   const targets = targetsOf(res)
+  if (!res.runs.api) process.stderr.write('bench/results.json has no api results: BENCHMARKS.md says how to measure them instead of the public-API section\n')
   fs.mkdirSync(here('./charts'), { recursive: true })
   for (const { file, chart } of chartsOf(res)) fs.writeFileSync(here(`./charts/${file}`), renderChart(chart))
-  fs.writeFileSync(here('../BENCHMARKS.md'), renderMarkdown(res, targets, explain(res, targets)))
+  fs.writeFileSync(here('../BENCHMARKS.md'), renderMarkdown(res, targets, explain(res, targets), explainApi?.(res) ?? ''))
 }

@@ -1,0 +1,504 @@
+// The headline figures through the public API (npm run bench:api): what an app gets from
+// openStore() with its Node defaults (the engine in a worker_threads worker, storage fs,
+// durability strict), not from the engine or the adapter below it (issue 14). The component
+// benchmarks (bench/storage.ts, bench/projections.ts, ...) stay as diagnostics of those layers.
+//
+//   (1) batched durable appends: 100 batches of 100 events of about 300 bytes, each batch
+//       awaited before the next (`session.append(batch)`), through openStore({ dir }) and
+//       openStore({ dir, worker: false }), against the raw disk limit: the same record bytes
+//       (the fs adapter's own encoding of the same events, made before the clock starts)
+//       written with fs.writeSync + fs.fsyncSync per batch into one new file. events/s ratios.
+//   (2) group commit: 100 single-event appends made at once (Promise.all of 100
+//       session.append(event)) against 100 made one after another (each awaited), through the
+//       worker; and, for information, with worker: false. The ratio is the speed-up.
+//   (3) a catalog fact (session.recordExternal({ childId })) appended to a session whose
+//       catalog holds 10,000 entries against one whose catalog holds 100: the time from the
+//       call until the writer's own mirror (session.projections.get('subagentCatalog')) holds
+//       the new entry. Per run, the median of its samples. For information, the same through
+//       a second handle on the same store (store.observe(id)): until its
+//       subscribe('subagentCatalog', ...) listener is called with the new length.
+//
+// The machine is shared and noisy: every figure is the median over rounds, with min and max,
+// after one unrecorded warm-up round; every comparison is a ratio of runs made in the same
+// round, in an order that rotates from round to round. Every store lives in a temp folder that
+// is removed at the end. Results also go to bench/results-api.json. Settings: BENCH_API_ROUNDS,
+// BENCH_API_BATCHES, BENCH_API_SINGLES, BENCH_API_SINGLES_ROUNDS, BENCH_API_SINGLES_REPEATS,
+// BENCH_API_CATALOG_SMALL, BENCH_API_CATALOG_LARGE, BENCH_API_CATALOG_SAMPLES,
+// BENCH_API_CATALOG_ROUNDS.
+import * as fs from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { encodeBatch } from '../adapters/fs/record-format'
+import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
+import { encodeEventInput } from '../src/validate'
+import { messageInput, rotate, sourceState } from './common'
+import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
+
+// ---- configuration ------------------------------------------------------------------------
+
+const env = (name: string, fallback: number): number => {
+  const v = process.env[name]
+  return v === undefined || v === '' ? fallback : Number(v)
+}
+
+const CONFIG = {
+  eventBytes: 300,
+  batch: 100,
+  /** (1) batches per run, each of `batch` events. */
+  batches: env('BENCH_API_BATCHES', 100),
+  /** Rounds of (1), after one unrecorded warm-up round. */
+  rounds: env('BENCH_API_ROUNDS', 7),
+  /** (2) single-event appends per run. */
+  singles: env('BENCH_API_SINGLES', 100),
+  /** Rounds of (2), after one unrecorded warm-up round (runs of 100 appends are short: more rounds). */
+  singlesRounds: env('BENCH_API_SINGLES_ROUNDS', 11),
+  /** (2) runs of each variant per round, in palindromes (A B C D D C B A): a concurrent run takes a few ms, so one alone is mostly noise. */
+  singlesRepeats: env('BENCH_API_SINGLES_REPEATS', 3),
+  /** (3) catalog entries before the samples: the small and the large session. */
+  catalogSmall: env('BENCH_API_CATALOG_SMALL', 100),
+  catalogLarge: env('BENCH_API_CATALOG_LARGE', 10_000),
+  /** (3) samples per run (one run: one size, one handle); a run's figure is their median. */
+  catalogSamples: env('BENCH_API_CATALOG_SAMPLES', 30),
+  /** Rounds of (3), after one unrecorded warm-up round. */
+  catalogRounds: env('BENCH_API_CATALOG_ROUNDS', 5),
+  /** recordExternal calls in flight at once while filling a catalog (untimed). */
+  fillChunk: 250,
+  /** Pause after each catalog sample, once every handle has heard it: each sample finds the store quiet. */
+  paceMs: 6,
+  /** A wait that makes no progress for this long is a hang: the benchmark stops. */
+  stallMs: 30_000,
+}
+
+const TARGETS = {
+  /** (1) openStore({ dir }) events/s ÷ raw events/s, at least. */
+  batchedWorker: 0.5,
+  /** (1) openStore({ dir, worker: false }) events/s ÷ raw events/s, at least. */
+  batchedThread: 0.7,
+  /** (2) concurrent ÷ sequential events/s through the worker, at least. */
+  groupCommit: 10,
+  /** (3) time at the large catalog ÷ time at the small one, at most. */
+  catalog: 2,
+}
+
+/** The layers a figure is measured at (BENCHMARKS.md labels every row with one). */
+const LAYER = {
+  worker: 'openStore() in a worker',
+  thread: 'openStore({ worker: false })',
+  raw: 'raw baseline',
+} as const
+
+const log = (msg: string) => process.stderr.write(`${msg}\n`)
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** Rejects when `promise` has not settled within CONFIG.stallMs: a hang stops the benchmark instead of the machine. */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const stall = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`stalled: ${what} took more than ${CONFIG.stallMs / 1000} s`)), CONFIG.stallMs)
+  })
+  try {
+    return await Promise.race([promise, stall])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+// ---- (1) batched appends ------------------------------------------------------------------
+
+/** Appends `batches` one after another to a new session; returns events/s. */
+async function runBatched(store: Store, batches: readonly EventInput[][]): Promise<number> {
+  const session = await store.createSession()
+  const events = batches.reduce((k, b) => k + b.length, 0)
+  let last: AppendResult | undefined
+  const t0 = performance.now()
+  for (const b of batches) last = await within(session.append(b), 'a batched append')
+  const ms = performance.now() - t0
+  if (last?.lastSeq !== events - 1) throw new Error(`batched run: last seq ${last?.lastSeq}, expected ${events - 1}`)
+  await session.close()
+  await store.deleteSession(session.id)
+  return (events / ms) * 1000
+}
+
+/** The raw limit: the same record bytes, writeSync + fsyncSync per batch, into one new file; events/s. */
+function runRaw(dir: string, bufs: readonly Buffer[], events: number, n: number): number {
+  const path = join(dir, `raw-${n}.log`)
+  const fd = fs.openSync(path, 'w')
+  let ms: number
+  try {
+    const t0 = performance.now()
+    for (const buf of bufs) {
+      let done = 0
+      while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done)
+      fs.fsyncSync(fd)
+    }
+    ms = performance.now() - t0
+  } finally {
+    fs.closeSync(fd)
+  }
+  const size = fs.statSync(path).size
+  const expected = bufs.reduce((k, b) => k + b.length, 0)
+  if (size !== expected) throw new Error(`raw file holds ${size} bytes, expected ${expected}`)
+  fs.unlinkSync(path)
+  return (events / ms) * 1000
+}
+
+// ---- (2) single appends: concurrent and sequential ----------------------------------------
+
+/** `n` single-event appends to a new session, all at once or one after another; returns events/s. */
+async function runSingles(store: Store, input: EventInput, n: number, concurrent: boolean): Promise<number> {
+  const session = await store.createSession()
+  let results: AppendResult[]
+  const t0 = performance.now()
+  if (concurrent) {
+    results = await within(Promise.all(Array.from({ length: n }, () => session.append(input))), `${n} concurrent appends`)
+  } else {
+    results = []
+    for (let i = 0; i < n; i++) results.push(await within(session.append(input), 'a sequential append'))
+  }
+  const ms = performance.now() - t0
+  const seqs = results.map((r) => r.firstSeq).sort((a, b) => a - b)
+  if (seqs.some((s, i) => s !== i)) throw new Error(`singles run: seqs ${seqs.slice(0, 5).join(',')}..., expected 0..${n - 1}`)
+  await session.close()
+  await store.deleteSession(session.id)
+  return (n / ms) * 1000
+}
+
+// ---- (3) a catalog fact at two catalog sizes ----------------------------------------------
+
+const catalogLength = (view: SessionView): number => view.projections.get('subagentCatalog')?.length ?? 0
+
+let external = 0
+
+/** Adds `count` entries to the session's catalog with recordExternal, `fillChunk` at once (untimed). */
+async function fillCatalog(session: Session, count: number): Promise<void> {
+  const target = catalogLength(session) + count
+  for (let done = 0; done < count; done += CONFIG.fillChunk) {
+    const k = Math.min(CONFIG.fillChunk, count - done)
+    await within(Promise.all(Array.from({ length: k }, () => session.recordExternal({ childId: `ext-${external++}` }))), 'filling a catalog')
+  }
+  if (catalogLength(session) !== target) throw new Error(`catalog holds ${catalogLength(session)} entries after filling, expected ${target}`)
+}
+
+interface CatalogRun {
+  /** Per sample, ms from calling recordExternal until the writer's mirror holds the new entry. */
+  writer: number[]
+  /** Per sample, ms until the observer's listener is called with the new length (observer runs only). */
+  observer: number[]
+  /** Catalog length before the first sample. */
+  from: number
+}
+
+/**
+ * `samples` catalog facts, one after another: for each, the time from calling recordExternal
+ * until the writer's mirror holds the new entry and, with an observer, until the observer's
+ * subscribe('subagentCatalog') listener is called with the new length. After each sample, once
+ * every handle has it, a pause of `paceMs`, so every sample finds the store quiet.
+ */
+async function runCatalog(session: Session, observer: SessionView | undefined, samples: number): Promise<CatalogRun> {
+  const from = catalogLength(session)
+  const run: CatalogRun = { writer: [], observer: [], from }
+  let t0 = 0
+  let heard: { length: number; resolve: (ms: number) => void } | undefined
+  const unsubscribe = observer?.projections.subscribe('subagentCatalog', (value) => {
+    const t = performance.now()
+    if (heard && (value?.length ?? 0) >= heard.length) {
+      const h = heard
+      heard = undefined
+      h.resolve(t - t0)
+    }
+  })
+  if (observer && catalogLength(observer) !== from) throw new Error(`observer sees ${catalogLength(observer)} entries, the writer ${from}`)
+  try {
+    for (let i = 0; i < samples; i++) {
+      const expected = from + i + 1
+      const observed = observer ? new Promise<number>((resolve) => (heard = { length: expected, resolve })) : undefined
+      t0 = performance.now()
+      await within(session.recordExternal({ childId: `ext-${external++}` }), 'recordExternal')
+      // recordExternal resolves once this handle's values reflect it; should they lag, wait for them.
+      if (catalogLength(session) < expected) await within(untilLength(session, expected), "the writer's mirror")
+      run.writer.push(performance.now() - t0)
+      if (observed) run.observer.push(await within(observed, "the observer's listener"))
+      if (catalogLength(session) !== expected) throw new Error(`catalog holds ${catalogLength(session)} entries, expected ${expected}`)
+      await sleep(CONFIG.paceMs)
+    }
+  } finally {
+    unsubscribe?.()
+  }
+  return run
+}
+
+function untilLength(view: SessionView, length: number): Promise<void> {
+  return new Promise((resolve) => {
+    let unsubscribe: (() => void) | undefined
+    let done = false
+    unsubscribe = view.projections.subscribe('subagentCatalog', (value) => {
+      if (done || (value?.length ?? 0) < length) return
+      done = true
+      unsubscribe?.()
+      resolve()
+    })
+    if (done) unsubscribe()
+  })
+}
+
+// ---- main ---------------------------------------------------------------------------------
+
+interface Ratio {
+  id: string
+  figure: string
+  layer: string
+  /** What is divided by what. */
+  ratio: string
+  /** Per-round ratios: each pairs runs of the same round. */
+  perRound: Summary
+  /** Ratio of the two medians, for comparison. */
+  ofMedians: number
+  /** '≥ 0.5', '≤ 2', or '' (information). */
+  target: string
+  pass: boolean | undefined
+  result: 'PASS' | 'MISS' | ''
+}
+
+function ratio(
+  id: string, figure: string, layer: string, what: string, a: Summary, b: Summary, target?: { atLeast?: number; atMost?: number },
+): Ratio {
+  const perRound = summarize(pairRatios(a.samples, b.samples))
+  const pass = target?.atLeast !== undefined ? perRound.median >= target.atLeast : target?.atMost !== undefined ? perRound.median <= target.atMost : undefined
+  return {
+    id, figure, layer, ratio: what, perRound, ofMedians: a.median / b.median,
+    target: target?.atLeast !== undefined ? `≥ ${target.atLeast}` : target?.atMost !== undefined ? `≤ ${target.atMost}` : '',
+    pass, result: pass === undefined ? '' : pass ? 'PASS' : 'MISS',
+  }
+}
+
+async function main(): Promise<void> {
+  const started = performance.now()
+  const { root, cleanup } = await benchRoot('sessionfold-bench-api-')
+  const stores: Store[] = []
+  const open = async (name: string, worker: boolean): Promise<Store> => {
+    // The defaults are the point: storage fs, durability strict, and (unless told) the worker.
+    const store = await openStore(worker ? { dir: join(root, name) } : { dir: join(root, name), worker: false })
+    stores.push(store)
+    return store
+  }
+  try {
+    checkSettings(CONFIG)
+    log(`temp dir ${root}`)
+    const source = sourceState()
+    const worker = await open('worker', true)
+    const thread = await open('thread', false)
+    const input = messageInput(CONFIG.eventBytes)
+
+    // ---- (1) batched appends ----
+    const events = CONFIG.batches * CONFIG.batch
+    const batches: EventInput[][] = Array.from({ length: CONFIG.batches }, () => Array.from({ length: CONFIG.batch }, () => input))
+    // The raw side writes the adapter's records of the same events (seqs 0.., a 13-digit time), encoded before its clock starts.
+    const now = Date.now()
+    const rawBufs = batches.map((b, i) => encodeBatch(b.map((e, j) => encodeEventInput(e, i * CONFIG.batch + j, 'bench-raw', { now }))).buf)
+    const recordBytes = rawBufs.reduce((k, b) => k + b.length, 0) / events
+    const rawDir = join(root, 'raw')
+    fs.mkdirSync(rawDir)
+    let rawRuns = 0
+    const BATCHED = [
+      { key: 'raw', label: 'raw: writeSync + fsyncSync of the same record bytes per batch, one new file', layer: LAYER.raw, run: async () => runRaw(rawDir, rawBufs, events, rawRuns++) },
+      { key: 'worker', label: 'openStore({ dir }): session.append(batch), each awaited', layer: LAYER.worker, run: () => runBatched(worker, batches) },
+      { key: 'thread', label: 'openStore({ dir, worker: false }): session.append(batch), each awaited', layer: LAYER.thread, run: () => runBatched(thread, batches) },
+    ]
+    // Each round runs A B C C B A (the order rotating from round to round), and a round's figure
+    // for each is its two runs together (events over their summed time): a load that rises or
+    // falls during the round weighs on every side alike.
+    const batchedRuns = new Map<string, number[]>(BATCHED.map((x) => [x.key, []]))
+    for (let r = 0; r <= CONFIG.rounds; r++) {
+      const warmUp = r === 0
+      const order = rotate(BATCHED, r)
+      const ms = new Map<string, number>(BATCHED.map((x) => [x.key, 0]))
+      for (const x of [...order, ...[...order].reverse()]) ms.set(x.key, ms.get(x.key)! + (events / (await x.run())) * 1000)
+      const line: string[] = []
+      for (const x of BATCHED) {
+        const v = ((2 * events) / ms.get(x.key)!) * 1000
+        if (!warmUp) batchedRuns.get(x.key)!.push(v)
+        line.push(`${x.key} ${fmt(v, 0)}`)
+      }
+      log(`batched ${warmUp ? 'warm-up' : `round ${r}/${CONFIG.rounds}`} (events/s): ${line.join(', ')}`)
+    }
+    const bS = new Map(BATCHED.map((x) => [x.key, summarize(batchedRuns.get(x.key)!)]))
+
+    // ---- (2) single appends ----
+    const SINGLES = [
+      { key: 'workerConcurrent', label: `openStore({ dir }): ${CONFIG.singles} at once (Promise.all)`, layer: LAYER.worker, store: worker, concurrent: true },
+      { key: 'workerSequential', label: `openStore({ dir }): ${CONFIG.singles} one after another`, layer: LAYER.worker, store: worker, concurrent: false },
+      { key: 'threadConcurrent', label: `openStore({ dir, worker: false }): ${CONFIG.singles} at once (Promise.all)`, layer: LAYER.thread, store: thread, concurrent: true },
+      { key: 'threadSequential', label: `openStore({ dir, worker: false }): ${CONFIG.singles} one after another`, layer: LAYER.thread, store: thread, concurrent: false },
+    ]
+    const singlesRuns = new Map<string, number[]>(SINGLES.map((x) => [x.key, []]))
+    for (let r = 0; r <= CONFIG.singlesRounds; r++) {
+      const warmUp = r === 0
+      const order = rotate(SINGLES, r)
+      const ms = new Map<string, number>(SINGLES.map((x) => [x.key, 0]))
+      for (let k = 0; k < CONFIG.singlesRepeats; k++) {
+        for (const x of [...order, ...[...order].reverse()]) {
+          ms.set(x.key, ms.get(x.key)! + (CONFIG.singles / (await runSingles(x.store, input, CONFIG.singles, x.concurrent))) * 1000)
+        }
+      }
+      const line: string[] = []
+      for (const x of SINGLES) {
+        const v = ((2 * CONFIG.singlesRepeats * CONFIG.singles) / ms.get(x.key)!) * 1000
+        if (!warmUp) singlesRuns.get(x.key)!.push(v)
+        line.push(`${x.key} ${fmt(v, 0)}`)
+      }
+      log(`singles ${warmUp ? 'warm-up' : `round ${r}/${CONFIG.singlesRounds}`} (events/s): ${line.join(', ')}`)
+    }
+    const sS = new Map(SINGLES.map((x) => [x.key, summarize(singlesRuns.get(x.key)!)]))
+
+    // ---- (3) catalog ----
+    // The large catalog is filled once and grows by one entry per sample over the runs (reported);
+    // each small run gets a new session filled to catalogSmall, so that every small sample sees
+    // catalogSmall to catalogSmall + samples - 1 entries.
+    const fillStart = performance.now()
+    const large = await worker.createSession()
+    await fillCatalog(large, CONFIG.catalogLarge)
+    const fillSeconds = (performance.now() - fillStart) / 1000
+    log(`filled a catalog of ${fmt(CONFIG.catalogLarge, 0)} entries through the worker in ${fmt(fillSeconds, 1)} s`)
+    const CATALOG = [
+      { key: 'smallWriter', size: 'small', handle: 'writer' },
+      { key: 'largeWriter', size: 'large', handle: 'writer' },
+      { key: 'smallObserver', size: 'small', handle: 'observer' },
+      { key: 'largeObserver', size: 'large', handle: 'observer' },
+    ] as const
+    /** Per round, the median of each run's samples: the writer's, and in observer runs the observer's and the writer's beside it. */
+    const catRuns = new Map<string, number[]>(['smallWriter', 'largeWriter', 'smallObserver', 'largeObserver', 'smallWriterObserved', 'largeWriterObserved'].map((k) => [k, []]))
+    const lengths = { small: [] as number[], large: [] as number[] }
+    for (let r = 0; r <= CONFIG.catalogRounds; r++) {
+      const warmUp = r === 0
+      const line: string[] = []
+      for (const x of rotate(CATALOG, r)) {
+        let session = large
+        if (x.size === 'small') {
+          session = await worker.createSession()
+          await fillCatalog(session, CONFIG.catalogSmall)
+        }
+        const observer = x.handle === 'observer' ? await worker.observe(session.id) : undefined
+        const run = await runCatalog(session, observer, warmUp ? Math.min(10, CONFIG.catalogSamples) : CONFIG.catalogSamples)
+        await observer?.close()
+        if (x.size === 'small') {
+          await session.close()
+          await worker.deleteSession(session.id)
+        }
+        const w = median(run.writer)
+        if (!warmUp) {
+          lengths[x.size].push(run.from)
+          if (observer) {
+            catRuns.get(x.key)!.push(median(run.observer))
+            catRuns.get(`${x.size}WriterObserved`)!.push(w)
+          } else {
+            catRuns.get(x.key)!.push(w)
+          }
+        }
+        line.push(`${x.key} ${fmt(observer ? median(run.observer) : w, 3)}`)
+      }
+      log(`catalog ${warmUp ? 'warm-up' : `round ${r}/${CONFIG.catalogRounds}`} (median ms): ${line.join(', ')}`)
+    }
+    await large.close()
+    await worker.deleteSession(large.id)
+    const cS = new Map([...catRuns].map(([k, v]) => [k, summarize(v)]))
+    for (const s of stores.splice(0)) await s.close()
+
+    // ---- report ----
+    const small = fmt(CONFIG.catalogSmall, 0)
+    const big = fmt(CONFIG.catalogLarge, 0)
+    const headline: Ratio[] = [
+      ratio('batched-worker', `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
+        LAYER.worker, 'openStore({ dir }) events/s ÷ raw events/s', bS.get('worker')!, bS.get('raw')!, { atLeast: TARGETS.batchedWorker }),
+      ratio('batched-thread', `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
+        LAYER.thread, 'openStore({ dir, worker: false }) events/s ÷ raw events/s', bS.get('thread')!, bS.get('raw')!, { atLeast: TARGETS.batchedThread }),
+      ratio('group-commit-worker', `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
+        LAYER.worker, 'concurrent events/s ÷ sequential events/s', sS.get('workerConcurrent')!, sS.get('workerSequential')!, { atLeast: TARGETS.groupCommit }),
+      ratio('group-commit-thread', `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
+        LAYER.thread, 'concurrent events/s ÷ sequential events/s', sS.get('threadConcurrent')!, sS.get('threadSequential')!),
+      ratio('catalog-writer', `a catalog fact (recordExternal) until the writer's mirror holds it: catalog of ${big} vs ${small} entries`,
+        LAYER.worker, `time at ${big} ÷ time at ${small}`, cS.get('largeWriter')!, cS.get('smallWriter')!, { atMost: TARGETS.catalog }),
+      ratio('catalog-observer', `a catalog fact (recordExternal) until an observer's subscribe listener hears it: catalog of ${big} vs ${small} entries`,
+        LAYER.worker, `time at ${big} ÷ time at ${small}`, cS.get('largeObserver')!, cS.get('smallObserver')!),
+    ]
+    const catalogRows = [
+      { key: 'smallWriter', label: `catalog of ${small}: writer's mirror (session.projections.get)` },
+      { key: 'largeWriter', label: `catalog of ${big}: writer's mirror` },
+      { key: 'smallObserver', label: `catalog of ${small}: observer's listener (store.observe(id), subscribe)` },
+      { key: 'largeObserver', label: `catalog of ${big}: observer's listener` },
+      { key: 'smallWriterObserved', label: `(reference) catalog of ${small}: writer's mirror, observer open` },
+      { key: 'largeWriterObserved', label: `(reference) catalog of ${big}: writer's mirror, observer open` },
+    ]
+
+    console.log('')
+    console.log('sessionfold public-API benchmark: the headline figures through openStore() with its Node defaults (fs, strict)')
+    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), temp dir under ${os.tmpdir()}`)
+    if (source.commit) console.log(`source: commit ${source.commit}${source.dirty?.length ? `, with uncommitted changes to ${source.dirty.join(', ')}` : ''}`)
+    console.log('figures: median (min–max) over rounds; ratios are per round (runs of the same round), median (min–max)')
+    console.log('')
+    console.log(`(1) Batched durable appends, events/s: ${CONFIG.batches} batches of ${CONFIG.batch} events (${fmt(recordBytes, 0)} bytes per record), each awaited; ${CONFIG.rounds} rounds`)
+    printTable(['variant', 'layer', 'events/s median (min–max)'], BATCHED.map((x) => [x.label, x.layer, fmtSummary(bS.get(x.key)!, 0)]), ['left', 'left', 'right'])
+    console.log('  each round runs the three A B C C B A (the order rotating); a round\'s figure is both runs together.')
+    console.log('  each openStore run appends to a new session, created before the clock starts.')
+    console.log('')
+    console.log(`(2) Single-event appends, events/s: ${CONFIG.singles} per run; ${CONFIG.singlesRounds} rounds`)
+    printTable(['variant', 'layer', 'events/s median (min–max)'], SINGLES.map((x) => [x.label, x.layer, fmtSummary(sS.get(x.key)!, 0)]), ['left', 'left', 'right'])
+    console.log(`  each round runs the four ${CONFIG.singlesRepeats} times as A B C D D C B A (the order rotating); a round's figure is all its runs together.`)
+    console.log('  each run appends to a new session, created before the clock starts; every append is one event of ~300 B.')
+    console.log('')
+    console.log(`(3) A catalog fact, ms from session.recordExternal until the handle has the new entry: ${CONFIG.catalogSamples} samples per run, ` +
+      `its median; ${CONFIG.catalogRounds} rounds`)
+    printTable(['variant', 'layer', 'ms median (min–max)'], catalogRows.map((x) => [x.label, LAYER.worker, fmtSummary(cS.get(x.key)!, 3)]), ['left', 'left', 'right'])
+    console.log(`  the ${big}-entry catalog was filled once (recordExternal, ${CONFIG.fillChunk} at once, ${fmt(fillSeconds, 1)} s) and grew to ` +
+      `${fmt(Math.max(...lengths.large) + CONFIG.catalogSamples, 0)} over the runs; each ${small}-entry run has a new session.`)
+    console.log(`  after each sample, a pause of ${CONFIG.paceMs} ms once every handle has it.`)
+    console.log('')
+    console.log('Headline figures through the public API')
+    printTable(
+      ['figure', 'layer', 'ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
+      headline.map((x) => [x.figure, x.layer, x.ratio, fmtSummary(x.perRound, 2), fmt(x.ofMedians, 2), x.target || '(information)', x.result]),
+      ['left', 'left', 'left', 'right', 'right', 'right', 'left'],
+    )
+    const totalS = (performance.now() - started) / 1000
+    console.log('')
+    console.log(`total ${fmt(totalS, 1)} s`)
+
+    const results = {
+      benchmark: 'api',
+      date: new Date().toISOString(),
+      source,
+      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
+      config: CONFIG,
+      targets: TARGETS,
+      layers: LAYER,
+      headline,
+      batched: {
+        unit: 'events/s',
+        recordBytes,
+        variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })),
+      },
+      singles: {
+        unit: 'events/s',
+        variants: SINGLES.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: sS.get(x.key) })),
+      },
+      catalog: {
+        unit: 'ms (median of a run\'s samples)',
+        fillSeconds,
+        /** Catalog length at the start of each recorded run. */
+        lengths,
+        variants: catalogRows.map((x) => ({ key: x.key, label: x.label, layer: LAYER.worker, summary: cS.get(x.key) })),
+      },
+      totalSeconds: totalS,
+    }
+    const out = resultsPath('api')
+    fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
+    console.log(`results written to ${out}`)
+  } finally {
+    for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
+    cleanup()
+  }
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exitCode = 1
+})
