@@ -31,6 +31,11 @@ export interface HostOptions {
 
 /** A change of one session's values, pushed to every client that has a handle on it. */
 export interface Frame {
+  /**
+   * The frame's place among all frames of its host: 1, 2, 3… A client applies them in this
+   * order whichever way each came (pushed, or with the answer of an append).
+   */
+  n: number
   sessionId: string
   /** The new asOfSeq. */
   seq: number
@@ -81,6 +86,14 @@ export interface VerifyStep extends VerifyReport {
   next: string | null
 }
 
+/**
+ * An append's answer across the worker: its result, with the frames due by then (its own
+ * values among them), so the writer reads its write without waiting for a push.
+ */
+export interface AppendAnswer extends AppendResult {
+  frames?: Frame[]
+}
+
 export interface AppendResult {
   firstSeq: number
   lastSeq: number
@@ -94,8 +107,8 @@ export interface EngineApi {
   spawn(handle: number, options: unknown, bodies: string[]): Promise<HandleInfo>
   fork(handle: number, options: unknown): Promise<HandleInfo>
   /** Events as bodies made by `encodeEventBody` on the client. */
-  append(handle: number, bodies: string[], options?: unknown): Promise<AppendResult>
-  recordExternal(handle: number, options: unknown): Promise<AppendResult>
+  append(handle: number, bodies: string[], options?: unknown): Promise<AppendAnswer>
+  recordExternal(handle: number, options: unknown): Promise<AppendAnswer>
   closeHandle(handle: number): Promise<void>
   listSessions(options?: unknown): Promise<SessionHeader[]>
   deleteSession(id: unknown): Promise<void>

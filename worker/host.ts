@@ -4,7 +4,7 @@
 import { SessionfoldError, where } from '../src/errors'
 import type { Json, SessionId } from '../src/model'
 import type { ProjectionDefinition } from '../src/projection'
-import type { AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
+import type { AppendAnswer, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
 import { assertSessionId, describe, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
 import type { GrowthChannel, Platform } from './platform'
@@ -102,6 +102,7 @@ export class EngineHost implements EngineApi {
   private flushing = false
   private readonly cancels = new Map<number, AbortController>()
   private nextHandle = 1
+  private nextFrame = 1
   /** Lets go of the alive lock (a SharedWorker outlives the connections it serves). */
   private releaseAlive?: () => void
 
@@ -173,7 +174,13 @@ export class EngineHost implements EngineApi {
 
   private flush(): void {
     this.flushing = false
-    if (this.pending.size === 0) return
+    const frames = this.takeFrames()
+    if (frames.length > 0) this.push?.(frames)
+  }
+
+  /** The frames of every change not yet sent, numbered in order (see Frame.n); none are pending after. */
+  protected takeFrames(): Frame[] {
+    if (this.pending.size === 0) return []
     const frames: Frame[] = []
     for (const [sessionId, { seq, values: changed, faults }] of this.pending) {
       const values: Frame['values'] = {}
@@ -183,10 +190,11 @@ export class EngineHost implements EngineApi {
         if (grownFrom === undefined) values[key] = value
         else (grown ??= {})[key] = { from: grownFrom, items: (value as Json[]).slice(grownFrom) }
       }
-      frames.push(grown ? { sessionId, seq, values, grown, faults } : { sessionId, seq, values, faults })
+      const n = this.nextFrame++
+      frames.push(grown ? { n, sessionId, seq, values, grown, faults } : { n, sessionId, seq, values, faults })
     }
     this.pending.clear()
-    this.push?.(frames)
+    return frames
   }
 
   async createSession(options: unknown): Promise<HandleInfo> {
@@ -218,12 +226,21 @@ export class EngineHost implements EngineApi {
     return this.attach(header.id, 'writer')
   }
 
-  async append(handle: number, bodies: string[], options?: unknown): Promise<AppendResult> {
-    return this.engine.appendBodies(this.handle(handle, 'writer').sessionId, bodies, options)
+  async append(handle: number, bodies: string[], options?: unknown): Promise<AppendAnswer> {
+    return this.answer(await this.engine.appendBodies(this.handle(handle, 'writer').sessionId, bodies, options))
   }
 
-  async recordExternal(handle: number, options: unknown): Promise<AppendResult> {
-    return this.engine.recordExternal(this.handle(handle, 'writer').sessionId, options)
+  async recordExternal(handle: number, options: unknown): Promise<AppendAnswer> {
+    return this.answer(await this.engine.recordExternal(this.handle(handle, 'writer').sessionId, options))
+  }
+
+  /**
+   * An append's result with the frames due now, its own values among them: the writer reads
+   * its write from the answer, not from a push a turn later (one message, not three).
+   */
+  private answer(result: AppendResult): AppendAnswer {
+    const frames = this.takeFrames()
+    return frames.length > 0 ? { ...result, frames } : result
   }
 
   async closeHandle(handle: number): Promise<void> {

@@ -59,7 +59,8 @@ function valueProblem(key: string, value: unknown, check: ((v: unknown) => boole
 /** The reason a frame is unacceptable, or undefined when it is fine. */
 export function frameProblem(frame: unknown): string | undefined {
   if (!isPlainObject(frame)) return 'not an object'
-  const { sessionId, seq, values, faults } = frame as Partial<Frame>
+  const { n, sessionId, seq, values, faults } = frame as Partial<Frame>
+  if (!isCount(n)) return 'bad n'
   if (!isSessionId(sessionId)) return 'bad sessionId'
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < -1) return 'bad seq'
   if (!isPlainObject(values) || !isPlainObject(faults)) return 'bad values or faults'
@@ -105,12 +106,13 @@ export function handleProblem(info: unknown): string | undefined {
   if (h) return `header: ${h}`
   if (!isPlainObject(snapshot)) return 'bad snapshot'
   const { asOfSeq, values, faults } = snapshot as Partial<ProjectionSnapshot>
-  return frameProblem({ sessionId: header!.id, seq: asOfSeq, values, faults })
+  return frameProblem({ n: 1, sessionId: header!.id, seq: asOfSeq, values, faults })
 }
 
 /** The reason an append's result from the worker is unacceptable, or undefined. */
 export function appendResultProblem(r: unknown): string | undefined {
-  if (!isPlainObject(r) || !only(r, ['firstSeq', 'lastSeq']) || !isCount(r.firstSeq) || !isCount(r.lastSeq) || (r.lastSeq as number) < (r.firstSeq as number)) return 'bad append result'
+  // Its frames, if any, are checked one by one where they are applied (live-views.ts).
+  if (!isPlainObject(r) || !only(r, ['firstSeq', 'lastSeq', 'frames']) || !(r.frames === undefined || Array.isArray(r.frames)) || !isCount(r.firstSeq) || !isCount(r.lastSeq) || (r.lastSeq as number) < (r.firstSeq as number)) return 'bad append result'
   return undefined
 }
 

@@ -7,12 +7,21 @@ import type { SessionId } from '../model'
 import type { Frame, HandleInfo } from '../protocol'
 import { ProjectionMapView } from './projection-view'
 
+/** Frames held while one before them is still on its way, at most. */
+const MAX_EARLY_FRAMES = 10_000
+
 export class LiveViews {
   readonly #bySession = new Map<SessionId, Set<ProjectionMapView>>()
+  /** The n of the next frame to apply, and frames that came before their turn. */
+  #next = 1
+  readonly #early = new Map<number, Frame>()
+  /** Set once frames can no longer be put in order: every view, new ones too, has stopped. */
+  #broken: SessionfoldError | undefined
 
   /** The view of a new handle: its session's values from the handle's snapshot on. */
   open(info: HandleInfo): ProjectionMapView {
     const view = new ProjectionMapView(info.snapshot)
+    if (this.#broken) view._fail(this.#broken)
     let set = this.#bySession.get(info.header.id)
     if (!set) this.#bySession.set(info.header.id, (set = new Set()))
     set.add(view)
@@ -26,26 +35,51 @@ export class LiveViews {
     if (set?.size === 0) this.#bySession.delete(id)
   }
 
-  /** Frames pushed by the host. */
+  /**
+   * Frames from the host, pushed or with an append's answer: applied in the host's order
+   * (Frame.n), whichever way each came first; a frame early is held until those before it came.
+   */
   push(frames: Frame[]): void {
+    if (this.#broken) return
     if (!Array.isArray(frames)) {
       this.failAll(new SessionfoldError('PROJECTIONS_UNAVAILABLE', 'the worker sent frames that are not a list'))
       return
     }
     for (const frame of frames) {
-      const problem = frameProblem(frame)
-      const sessionId = (frame as Partial<Frame> | null)?.sessionId
-      const named = isSessionId(sessionId)
-      if (problem) {
-        // Values we cannot trust are not shown: the handles on that session stop following. A
-        // frame that names no session could have been any session's: none can follow it (else
-        // an append waiting to read its own write would wait forever).
-        const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad frame${named ? ` for ${where(sessionId)}` : ''}: ${problem}`, named ? { sessionId } : {})
-        for (const view of named ? this.#bySession.get(sessionId) ?? [] : this.#all()) view._fail(err)
-        continue
+      const n = (frame as Partial<Frame> | null)?.n
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
+        // A frame out of any order could be any session's, and those after it could never be
+        // placed: no handle of this store can follow its session from now on.
+        this.#broken = new SessionfoldError('PROJECTIONS_UNAVAILABLE', 'the worker sent a frame without its place in order')
+        this.failAll(this.#broken)
+        return
       }
-      for (const view of this.#bySession.get(sessionId as string) ?? []) view._apply(frame)
+      if (n >= this.#next) this.#early.set(n, frame)
     }
+    if (this.#early.size > MAX_EARLY_FRAMES) {
+      this.#broken = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent ${this.#early.size} frames ahead of one that never came`)
+      this.failAll(this.#broken)
+      return
+    }
+    for (let frame = this.#early.get(this.#next); frame; frame = this.#early.get(this.#next)) {
+      this.#early.delete(this.#next++)
+      this.#apply(frame)
+    }
+  }
+
+  #apply(frame: Frame): void {
+    const problem = frameProblem(frame)
+    const sessionId = (frame as Partial<Frame> | null)?.sessionId
+    const named = isSessionId(sessionId)
+    if (problem) {
+      // Values we cannot trust are not shown: the handles on that session stop following. A
+      // frame that names no session could have been any session's: none can follow it (else
+      // an append waiting to read its own write would wait forever).
+      const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad frame${named ? ` for ${where(sessionId)}` : ''}: ${problem}`, named ? { sessionId } : {})
+      for (const view of named ? this.#bySession.get(sessionId) ?? [] : this.#all()) view._fail(err)
+      return
+    }
+    for (const view of this.#bySession.get(sessionId as string) ?? []) view._apply(frame)
   }
 
   /** Every view stops with `error`: the store closed, or its worker died. */

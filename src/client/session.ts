@@ -4,7 +4,7 @@ import type { SubagentListEntry, ListChildrenOptions } from '../children'
 import { SessionfoldError, isSessionfoldError, where } from '../errors'
 import { appendResultProblem, childRowProblem, eventsPageProblem, handleProblem } from './answer-checks'
 import type { SessionEvent, SessionHeader, SessionId } from '../model'
-import type { AppendResult, HandleInfo } from '../protocol'
+import type { AppendAnswer, AppendResult, EngineApi, Frame, HandleInfo } from '../protocol'
 import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../validate'
 import type { EngineCalls } from './engine-calls'
 import type { LiveViews } from './live-views'
@@ -88,6 +88,30 @@ export class SessionView {
     })
   }
 
+  /**
+   * An append's call: the frames that came with its answer are applied (each checked; those
+   * after them wait for them, even when the rest of the answer is bad), then it resolves once
+   * this handle's values reflect it. An acknowledged append is durable: if the values stop
+   * first (the store closed, the worker died), the append still succeeded.
+   */
+  /** @internal */
+  protected async _appended(call: (api: EngineApi) => Promise<AppendAnswer>): Promise<AppendResult> {
+    const { views } = this._scope
+    const answer = await this._scope.calls.checked('append result', call, (a) => {
+      if (isPlainObject(a) && Array.isArray(a.frames)) views.push(a.frames as Frame[])
+      return appendResultProblem(a)
+    }, this.id)
+    await this._waitFor(answer.lastSeq)
+    return { firstSeq: answer.firstSeq, lastSeq: answer.lastSeq }
+  }
+
+  /** @internal */
+  protected async _waitFor(seq: number): Promise<void> {
+    await this.projections._waitFor(seq).catch((err: unknown) => {
+      if (!isSessionfoldError(err, 'CLOSED', 'WORKER_TERMINATED')) throw err
+    })
+  }
+
   /** Stops following the session (a writer also releases its lock, after its appends). */
   async close(): Promise<void> {
     if (this.#closed) return
@@ -113,19 +137,7 @@ export class Session extends SessionView {
     // Validated and encoded here: nothing that is not plain JSON ever reaches the worker.
     const bodies = inputs.map((e) => encodeEventBody(e, this.id, { maxBytes: this._scope.maxEventBytes, now }))
     assertOptions(options, 'append', ['expectedSeq'], this.id)
-    const result = await this._scope.calls.checked('append result', (api) => api.append(this._handle, bodies, options), appendResultProblem, this.id)
-    await this._reflect(result.lastSeq)
-    return result
-  }
-
-  /**
-   * Waits until this handle's values reflect `seq`. An acknowledged append is durable: if the
-   * values stop first (the store closed, the worker died), the append still succeeded.
-   */
-  private async _reflect(seq: number): Promise<void> {
-    await this.projections._waitFor(seq).catch((err: unknown) => {
-      if (!isSessionfoldError(err, 'CLOSED', 'WORKER_TERMINATED')) throw err
-    })
+    return this._appended((api) => api.append(this._handle, bodies, options))
   }
 
   /** Creates a subagent (open for writing), then records it in this session's catalog. */
@@ -137,7 +149,7 @@ export class Session extends SessionView {
     if (!Array.isArray(events)) throw bad(`spawn events for ${where(this.id)} must be an array`)
     const bodies = events.map((e) => encodeEventBody(e, this.id, { maxBytes: this._scope.maxEventBytes }))
     const info = await this._scope.calls.checked('handle', (api) => api.spawn(this._handle, rest, bodies), handleProblem, this.id)
-    if (info.parentSeq !== undefined) await this._reflect(info.parentSeq)
+    if (info.parentSeq !== undefined) await this._waitFor(info.parentSeq)
     return new Session(this._scope, info)
   }
 
@@ -146,9 +158,7 @@ export class Session extends SessionView {
     this._check()
     if (options === undefined) throw bad(`recordExternal options for ${where(this.id)} must be an object, got undefined`)
     assertOptions(options, 'recordExternal', ['childId', 'label'], this.id)
-    const result = await this._scope.calls.checked('append result', (api) => api.recordExternal(this._handle, options), appendResultProblem, this.id)
-    await this._reflect(result.lastSeq)
-    return result
+    return this._appended((api) => api.recordExternal(this._handle, options))
   }
 
   /** A new session seeded with this one's events [0, at) (default: all); open for writing. */

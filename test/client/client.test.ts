@@ -74,7 +74,7 @@ describe('client: workers and processes', () => {
     const seen: ProjectionSnapshot[] = []
     s.projections.subscribe((snap) => seen.push(snap))
     const push = (store as unknown as { _push: (f: unknown[]) => void })._push
-    push([{ sessionId: 'f', seq: 5, values: { subagentCatalog: [{ id: '../x' }] }, faults: {} }])
+    push([{ n: 1, sessionId: 'f', seq: 5, values: { subagentCatalog: [{ id: '../x' }] }, faults: {} }])
     await tick()
     expect(s.projections.get('subagentCatalog')).toEqual([])
     expect(s.projections.error?.code).toBe('PROJECTIONS_UNAVAILABLE')

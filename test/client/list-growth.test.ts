@@ -23,11 +23,18 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-/** An engine host on fs with the app units above, and every frame it pushes. */
+/** An engine host on fs with the app units above, and every frame it sends: pushed, or with an append's answer. */
 async function hostWithFrames(): Promise<{ host: EngineHost; frames: Frame[] }> {
   const frames: Frame[] = []
-  const host = new EngineHost([notes, fewNotes], ownEngine(nodePlatform))
-  await host.init({ storage: 'fs', dir, durability: 'relaxed' } as never, (f) => frames.push(...f))
+  class Recording extends EngineHost {
+    protected override takeFrames(): Frame[] {
+      const taken = super.takeFrames()
+      frames.push(...taken)
+      return taken
+    }
+  }
+  const host = new Recording([notes, fewNotes], ownEngine(nodePlatform))
+  await host.init({ storage: 'fs', dir, durability: 'relaxed' } as never, () => {})
   return { host, frames }
 }
 
@@ -131,16 +138,36 @@ describe('change pushes: lists that only grew', () => {
     const s = await store.createSession({ id: 'f' })
     const push = (store as unknown as { _push: (f: unknown[]) => void })._push
     const entry = (id: string, seq: number) => ({ id, createdAt: 1, mode: 'external', seq })
-    push([{ sessionId: 'f', seq: 10, values: {}, grown: { subagentCatalog: { from: 0, items: [entry('a', 10)] } }, faults: {} }])
+    push([{ n: 1, sessionId: 'f', seq: 10, values: {}, grown: { subagentCatalog: { from: 0, items: [entry('a', 10)] } }, faults: {} }])
     const one = s.projections.get('subagentCatalog')
     expect(one).toEqual([entry('a', 10)])
     // A handle that opened mid-way holds `a` already: a frame from 0 adds only what it lacks.
-    push([{ sessionId: 'f', seq: 11, values: {}, grown: { subagentCatalog: { from: 0, items: [entry('a', 10), entry('b', 11)] } }, faults: {} }])
+    push([{ n: 2, sessionId: 'f', seq: 11, values: {}, grown: { subagentCatalog: { from: 0, items: [entry('a', 10), entry('b', 11)] } }, faults: {} }])
     expect(s.projections.get('subagentCatalog')).toEqual([entry('a', 10), entry('b', 11)])
     expect(s.projections.get('subagentCatalog')![0]).toBe(one![0]) // held entries are kept, not rebuilt
-    push([{ sessionId: 'f', seq: 12, values: {}, grown: { subagentCatalog: { from: 5, items: [entry('c', 12)] } }, faults: {} }])
+    push([{ n: 3, sessionId: 'f', seq: 12, values: {}, grown: { subagentCatalog: { from: 5, items: [entry('c', 12)] } }, faults: {} }])
     expect(s.projections.error?.code).toBe('PROJECTIONS_UNAVAILABLE')
     expect(s.projections.get('subagentCatalog')).toHaveLength(2)
+    await store.close()
+  })
+
+  it('frames are applied in the host\'s order (Frame.n), whichever way each came first; a frame without its place stops every handle', async () => {
+    const store = await openStore({ dir, worker: false })
+    const s = await store.createSession({ id: 'o' })
+    const push = (store as unknown as { _push: (f: unknown[]) => void })._push
+    const entry = (id: string, seq: number) => ({ id, createdAt: 1, mode: 'external', seq })
+    // n 2 (pushed) overtakes n 1 (say, with an append's answer): it waits for it.
+    push([{ n: 2, sessionId: 'o', seq: 11, values: {}, grown: { subagentCatalog: { from: 1, items: [entry('b', 11)] } }, faults: {} }])
+    expect(s.projections.asOfSeq).toBe(-1)
+    push([{ n: 1, sessionId: 'o', seq: 10, values: {}, grown: { subagentCatalog: { from: 0, items: [entry('a', 10)] } }, faults: {} }])
+    expect(s.projections.get('subagentCatalog')!.map((e) => e.id)).toEqual(['a', 'b'])
+    push([{ n: 2, sessionId: 'o', seq: 11, values: {}, grown: { subagentCatalog: { from: 1, items: [entry('b', 11)] } }, faults: {} }]) // again: old news
+    expect(s.projections.get('subagentCatalog')).toHaveLength(2)
+    expect(s.projections.error).toBeUndefined()
+    push([{ sessionId: 'o', seq: 12, values: {}, faults: {} }])
+    expect(s.projections.error?.code).toBe('PROJECTIONS_UNAVAILABLE')
+    const later = await store.observe('o')
+    expect(later.projections.error?.code).toBe('PROJECTIONS_UNAVAILABLE')
     await store.close()
   })
 })

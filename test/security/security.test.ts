@@ -207,6 +207,7 @@ describe('prototype pollution', () => {
   it('frames with __proto__, bad keys or Object.prototype-named built-in lookups never reach the app or pollute anything', async () => {
     const store = await openStore({ storage: 'memory', worker: false })
     const push = (store as unknown as { _push: (f: unknown[]) => void })._push
+    let n = 1
     const bad: [string, unknown][] = [
       ['__proto__ in values', { seq: 5, values: JSON.parse('{"__proto__":{"polluted":"yes"}}'), faults: {} }],
       ['__proto__ in faults', { seq: 5, values: {}, faults: JSON.parse('{"__proto__":"corrupt"}') }],
@@ -216,7 +217,7 @@ describe('prototype pollution', () => {
     for (const [what, frame] of bad) {
       const s = await store.createSession()
       const before = s.projections.snapshot()
-      expect(() => push([{ sessionId: s.id, ...(frame as object) }]), what).not.toThrow()
+      expect(() => push([{ n: n++, sessionId: s.id, ...(frame as object) }]), what).not.toThrow()
       await until(() => s.projections.error !== undefined)
       expect(s.projections.error?.code, what).toBe('PROJECTIONS_UNAVAILABLE')
       expect(s.projections.snapshot().values, what).toEqual(before.values)
@@ -225,7 +226,7 @@ describe('prototype pollution', () => {
     }
     // `constructor` is a fine app key: its value is data, kept as an own value.
     const s = await store.createSession()
-    push([{ sessionId: s.id, seq: 5, values: JSON.parse('{"constructor":{"prototype":{"polluted":"yes"}}}'), faults: {} }])
+    push([{ n: n++, sessionId: s.id, seq: 5, values: JSON.parse('{"constructor":{"prototype":{"polluted":"yes"}}}'), faults: {} }])
     await until(() => s.projections.snapshot().asOfSeq === 5)
     expect(s.projections.error).toBeUndefined()
     expect(s.projections.get('constructor' as never)).toEqual({ prototype: { polluted: 'yes' } })
