@@ -14,14 +14,17 @@
 //    recomputes the catalog from all events of the session, with Dexie's default cache
 //    (optimistic: the entry shows before the commit) and with cache 'disabled' (the query runs
 //    again after the commit). Raw idb transactions give the commit floor.
+// 3. A catalog fact at two catalog sizes (issue 14's figure): session.recordExternal({ childId })
+//    on a session whose catalog holds 10,000 entries and on one holding 100, each timed from the
+//    call until the writer's own mirror (session.projections.get('subagentCatalog')) holds it.
 import Dexie, { liveQuery, type Table } from 'dexie'
 import { openDB, type IDBPDatabase } from 'idb'
 import { openStore, type EventInput, type Session, type SessionView, type Store } from 'sessionfold'
 import type { Json } from 'sessionfold'
 import { frameProblem } from '../../src/client/answer-checks'
 import {
-  COUNTS_CHANNEL, LATENCY_SYSTEMS, type BenchEntry, type BrowserBenchConfig, type BrowserBenchResults, type LatencyScenarioConfig,
-  type LatencyScenarioResult, type LatencySystem, type TxCount,
+  COUNTS_CHANNEL, LATENCY_SYSTEMS, type BenchEntry, type BrowserBenchConfig, type BrowserBenchResults, type CatalogResult,
+  type LatencyScenarioConfig, type LatencyScenarioResult, type LatencySystem, type TxCount,
 } from './types'
 
 const CATALOG = 'subagent/catalog'
@@ -478,6 +481,113 @@ async function latencyScenario(sc: LatencyScenarioConfig, cfg: BrowserBenchConfi
   return { name: sc.name, prefill: sc.prefill, catalogEvery: sc.catalogEvery, reference: sc.reference, catalogAtStart, prefillEventBytes, prefillMs, rounds, frameCost }
 }
 
+// ---- 3. a catalog fact at two catalog sizes -------------------------------------------------
+
+const catalogLength = (view: SessionView): number => view.projections.get('subagentCatalog')?.length ?? 0
+
+/** Resolves once the handle's catalog holds `length` entries (or more). */
+function untilCatalogLength(view: SessionView, length: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let done = false
+    let unsubscribe: (() => void) | undefined
+    const timer = setTimeout(() => {
+      done = true
+      unsubscribe?.()
+      reject(new Error(`catalog stayed at ${catalogLength(view)} entries, waited for ${length}`))
+    }, WAIT_MS)
+    unsubscribe = view.projections.subscribe('subagentCatalog', (value) => {
+      if (done || (value?.length ?? 0) < length) return
+      done = true
+      clearTimeout(timer)
+      unsubscribe?.()
+      resolve()
+    })
+    if (done) unsubscribe()
+  })
+}
+
+/**
+ * Issue 14's catalog figure, through the page's openStore() (its Web Worker, IndexedDB,
+ * strict): recordExternal on a session whose catalog holds `large` entries against one holding
+ * `small`, from the call until the writer's own mirror holds the new entry. The large catalog is
+ * filled once with recordExternal calls, `fillChunk` at once (untimed), and grows by one entry
+ * per sample over the rounds; each small run gets a new session filled to `small`. The two
+ * sizes run back to back in every round, the order alternating; round 0 warms up.
+ */
+async function catalogPhase(cfg: BrowserBenchConfig): Promise<CatalogResult> {
+  const c = cfg.catalog
+  const store = await openStore({ name: `bench-catalog-${cfg.stamp}`, worker: true, durability: 'strict' })
+  let external = 0
+  const fill = async (session: Session, count: number) => {
+    const target = catalogLength(session) + count
+    for (let done = 0; done < count; done += c.fillChunk) {
+      const k = Math.min(c.fillChunk, count - done)
+      await Promise.all(Array.from({ length: k }, () => session.recordExternal({ childId: `ext-${external++}` })))
+    }
+    if (catalogLength(session) !== target) throw new Error(`catalog holds ${catalogLength(session)} entries after filling, expected ${target}`)
+  }
+  const samples = async (session: Session, n: number): Promise<number[]> => {
+    const from = catalogLength(session)
+    const out: number[] = []
+    for (let i = 0; i < n; i++) {
+      const expected = from + i + 1
+      const t0 = now()
+      await session.recordExternal({ childId: `ext-${external++}` })
+      // recordExternal resolves once this handle's values reflect it; should they lag, wait for them.
+      if (catalogLength(session) < expected) await untilCatalogLength(session, expected)
+      out.push(now() - t0)
+      if (catalogLength(session) !== expected) throw new Error(`catalog holds ${catalogLength(session)} entries, expected ${expected}`)
+      await sleep(c.paceMs)
+    }
+    return out
+  }
+
+  const t0 = now()
+  const large = await store.createSession({ id: 'catalog-large' })
+  await fill(large, c.large)
+  const fillMs = now() - t0
+  log(`catalog: filled ${c.large} entries with recordExternal (${c.fillChunk} at once) in ${fillMs.toFixed(0)} ms`)
+  await sleep(cfg.settleMs)
+
+  const out: CatalogResult = { small: [], large: [], smallSamples: [], largeSamples: [], lengths: { small: [], large: [] }, fillMs, order: [] }
+  let smallRuns = 0
+  const steps = {
+    async small(n: number) {
+      const session = await store.createSession({ id: `catalog-small-${smallRuns++}` })
+      await fill(session, c.small)
+      await sleep(cfg.settleMs)
+      const from = catalogLength(session)
+      const xs = await samples(session, n)
+      await session.close()
+      await store.deleteSession(session.id)
+      return { from, xs }
+    },
+    async large(n: number) {
+      const from = catalogLength(large)
+      return { from, xs: await samples(large, n) }
+    },
+  }
+  for (let r = 0; r <= c.rounds; r++) {
+    const order = (r % 2 === 1 ? ['small', 'large'] : ['large', 'small']) as ('small' | 'large')[]
+    const line: string[] = []
+    for (const size of order) {
+      const { from, xs } = await steps[size](r === 0 ? Math.min(10, c.samples) : c.samples)
+      const m = [...xs].sort((a, b) => a - b)[xs.length >> 1]!
+      if (r > 0) {
+        out[size].push(m)
+        out[`${size}Samples`].push(...xs)
+        out.lengths[size].push(from)
+      }
+      line.push(`${size} (${from} entries) ${m.toFixed(2)}`)
+    }
+    if (r > 0) out.order.push(order.join(','))
+    log(`catalog ${r === 0 ? 'warm-up' : `round ${r}/${c.rounds}`}: ${line.join(', ')} ms (medians)`)
+  }
+  await large.close()
+  await store.close()
+  return out
+}
+
 // ---- entry --------------------------------------------------------------------------------
 
 const run: BenchEntry = async (cfg) => {
@@ -487,12 +597,15 @@ const run: BenchEntry = async (cfg) => {
       db.createObjectStore('sessions') // meta rows, for the append-shaped transaction
     },
   })
-  const { eventJsonBytes, ...appends } = await appendPhase(cfg, raw)
-  const diagnostics = await diagnose(cfg)
-  const latency: LatencyScenarioResult[] = []
-  for (const sc of cfg.scenarios) latency.push(await latencyScenario(sc, cfg, raw))
+  const out: BrowserBenchResults = { userAgent: navigator.userAgent, latency: [], warnings }
+  if (cfg.phases.includes('appends')) {
+    const { eventJsonBytes, ...appends } = await appendPhase(cfg, raw)
+    Object.assign(out, { eventJsonBytes, appends, diagnostics: await diagnose(cfg) })
+  }
+  if (cfg.phases.includes('catalog')) out.catalog = await catalogPhase(cfg)
+  if (cfg.phases.includes('latency')) for (const sc of cfg.scenarios) out.latency.push(await latencyScenario(sc, cfg, raw))
   raw.close()
-  return { userAgent: navigator.userAgent, eventJsonBytes, appends, latency, diagnostics, warnings }
+  return out
 }
 
 ;(window as unknown as { sessionfoldBench?: BenchEntry }).sessionfoldBench = run

@@ -34,6 +34,27 @@ export interface BrowserBenchConfig {
   prefillBatch: number
   /** Unique suffix for database names. */
   stamp: string
+  /** Which parts run (all by default): 'appends' (with its counted diagnostics run), 'catalog', 'latency'. */
+  phases: BenchPhase[]
+  /** The catalog figure: a catalog fact at two catalog sizes (see CatalogResult). */
+  catalog: CatalogConfig
+}
+
+export const BENCH_PHASES = ['appends', 'catalog', 'latency'] as const
+export type BenchPhase = (typeof BENCH_PHASES)[number]
+
+export interface CatalogConfig {
+  /** Catalog entries before the samples: the small and the large session. */
+  small: number
+  large: number
+  /** Samples per run (one run: one session, one size); a run's figure is their median. */
+  samples: number
+  /** Recorded rounds (after one unrecorded warm-up round); each round runs both sizes. */
+  rounds: number
+  /** recordExternal calls in flight at once while filling a catalog (untimed). */
+  fillChunk: number
+  /** Pause after each sample, once the writer has it: each sample finds the store quiet. */
+  paceMs: number
 }
 
 export interface LatencyScenarioConfig {
@@ -93,9 +114,10 @@ export interface LatencyScenarioResult {
 
 export interface BrowserBenchResults {
   userAgent: string
-  /** Mean JSON bytes of an appended event. */
-  eventJsonBytes: number
-  appends: {
+  /** Mean JSON bytes of an appended event (when the appends phase ran). */
+  eventJsonBytes?: number
+  /** When the appends phase ran. */
+  appends?: {
     /** events/s per recorded round. */
     sessionfold: number[]
     idb: number[]
@@ -106,9 +128,12 @@ export interface BrowserBenchResults {
     /** The order of each recorded round. */
     order: string[]
   }
+  /** Empty when the latency phase did not run. */
   latency: LatencyScenarioResult[]
-  /** One untimed-for-the-ratio append run through bench/browser/counting-worker.ts. */
-  diagnostics: {
+  /** The catalog figure, when that phase ran. */
+  catalog?: CatalogResult
+  /** One untimed-for-the-ratio append run through bench/browser/counting-worker.ts (with the appends phase). */
+  diagnostics?: {
     events: number
     runMs: number
     /** Transactions the worker made during the run, by kind. */
@@ -119,3 +144,25 @@ export interface BrowserBenchResults {
 }
 
 export type BenchEntry = (config: BrowserBenchConfig) => Promise<BrowserBenchResults>
+
+/**
+ * Issue 14's catalog figure, through the page's openStore() (the engine in its Web Worker,
+ * IndexedDB, strict): a catalog fact (session.recordExternal({ childId })) appended to a
+ * session whose catalog holds `large` entries against one holding `small`, timed from the
+ * call until the writer's own mirror (session.projections.get('subagentCatalog')) holds it.
+ */
+export interface CatalogResult {
+  /** Per recorded round, the median of the run's samples (ms). */
+  small: number[]
+  large: number[]
+  /** Every sample of the recorded rounds (ms), for the spread. */
+  smallSamples: number[]
+  largeSamples: number[]
+  /** Catalog length at the start of each recorded run. */
+  lengths: { small: number[]; large: number[] }
+  /** Filling the large catalog (untimed for the figure): ms. */
+  fillMs: number
+  /** The order of each recorded round. */
+  order: string[]
+}
+
