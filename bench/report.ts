@@ -40,6 +40,7 @@ export const LAYER = {
   apiWorker: 'public API: openStore() in a worker',
   apiThread: 'public API: openStore({ worker: false })',
   apiChromium: 'public API: openStore() in a worker (Chromium)',
+  apiChromiumPage: "public API: the page's openStore() (Chromium: the engine in its Web Worker, IndexedDB, strict)",
   engine: 'diagnostic (engine level)',
   adapter: 'diagnostic (adapter level)',
   raw: 'raw baseline',
@@ -96,8 +97,15 @@ export function targetsOf(res: SuiteResults): Target[] {
     t('cold-vs-refold', 'cold open with a checkpoint vs a full refold, 100,000 events', LAYER.engine, 'refold time ÷ checkpoint time', refold.perRound, '≥ 50', refold.perRound.median >= 50),
     t('idb-appends', 'Chromium: appends in batches of 100 vs raw idb (strict transactions)', LAYER.apiChromium, 'sessionfold events/s ÷ raw idb events/s', appends.perRound, '≥ 0.8', appends.perRound.median >= 0.8),
   ]
+  // Issue 14's catalog figure; results from before bench:browser measured it have none.
+  const cat = browser.catalog
+  if (cat) {
+    const h = cat.headline
+    out.push(t('idb-catalog', `Chromium: a catalog fact (recordExternal) until the writer's mirror holds it, catalog of ${n0(cat.large.entries)} vs ${n0(cat.small.entries)} entries`,
+      LAYER.apiChromiumPage, h.ratio, h.perRound, h.target, h.result === 'PASS'))
+  }
   const big = browser.latency.find((l: Any) => !l.reference)
-  for (const [dexie, label] of [['Dexie default', "Dexie's default cache"], ['Dexie no cache', "Dexie with cache 'disabled'"]] as const) {
+  if (big) for (const [dexie, label] of [['Dexie default', "Dexie's default cache"], ['Dexie no cache', "Dexie with cache 'disabled'"]] as const) {
     for (const [sf, who] of [['sessionfold writer', 'writing handle'], ['sessionfold observer', 'observer handle']] as const) {
       const r = byName(browser.ratios, `${big.name}: ${dexie} / ${sf}`)
       out.push(t(`liveQuery-${dexie}-${sf}`.replace(/ /g, '-'), `Chromium: subscriber update after an append (${who}) vs Dexie liveQuery (${label}), ${n0(big.prefill)} events`,
@@ -362,6 +370,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p()
   p('![subscriber latency chart](bench/charts/subscriber-latency.svg)')
   p()
+  L.push(...chromiumCatalogSection(browser))
 
   // ---- memory ----
   p('## Memory held by the engine (Node): diagnostic (engine level)')
@@ -411,6 +420,44 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   ], ['l', 'l', 'r']))
   p()
   return `${L.join('\n')}\n`
+}
+
+/** Issue 14's catalog figure in Chromium (bench/browser/run.ts, phase 'catalog'), or how to measure it. */
+function chromiumCatalogSection(browser: Any): string[] {
+  const cat = browser.catalog
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  const sizes = cat ? `${n0(cat.large.entries)} vs ${n0(cat.small.entries)}` : '10,000 vs 100'
+  p(`### Chromium, a catalog fact at ${sizes} entries, through the page's openStore()`)
+  p()
+  if (!cat) {
+    p('Not in this bench/results.json (its browser run predates this figure): `npm run bench -- --only=browser` measures it and keeps the other parts\' results.')
+    p()
+    return L
+  }
+  const big = n0(cat.large.entries)
+  const small = n0(cat.small.entries)
+  const h = cat.headline
+  p('Measured as issue 14 asks, through the public API: the page\'s `openStore()` (the engine in its Web Worker, IndexedDB, durability strict). ' +
+    `\`session.recordExternal({ childId })\` appended to a session ` +
+    `whose catalog already holds ${big} entries, against one holding ${small}; the time from the call until the writer's own mirror ` +
+    '(`session.projections.get(\'subagentCatalog\')`) holds the new entry. Not the "catalog-N" row above, which times a subscriber, nor the mixed rows, which count events.')
+  p()
+  p(table(['figure', 'layer', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    [[`a catalog fact until the writer's mirror holds it: catalog of ${big} vs ${small} entries`, LAYER.apiChromiumPage, h.ratio, range(h.perRound, 2), h.target, `**${h.result}**`]],
+    ['l', 'l', 'l', 'r', 'r', 'l']))
+  p()
+  const c = browser.config.catalog
+  p(table(['catalog before the sample', 'layer', 'ms: median of run medians (min–max)', 'all samples: median ms'], [
+    [`${small} entries`, LAYER.apiChromiumPage, range(cat.small, 2), fmt(cat.samples.small.median, 2)],
+    [`${big} entries`, LAYER.apiChromiumPage, range(cat.large, 2), fmt(cat.samples.large.median, 2)],
+  ], ['l', 'l', 'r', 'r']))
+  p()
+  p(`${c.samples} samples per run, a run's figure is their median, ${c.rounds} rounds after a warm-up, the two sizes back to back in each round (the order alternating), ` +
+    `${c.paceMs} ms pause after each sample. The ${big}-entry catalog was filled once with recordExternal calls, ${c.fillChunk} at once ` +
+    `(untimed: ${fmt(cat.fillMs / 1000, 1)} s), and grows by one entry per sample over the runs; each ${small}-entry run has a new session filled the same way.`)
+  p()
+  return L
 }
 
 function noop(client: Any): string {
