@@ -461,7 +461,7 @@ async function latencyScenario(sc: LatencyScenarioConfig, cfg: BrowserBenchConfi
 
   // What one frame of this session's values costs the page: its check, and a structured clone.
   const snapshot = session.projections.snapshot()
-  const frame = { sessionId, seq: snapshot.asOfSeq, values: snapshot.values, faults: {} }
+  const frame = { n: 1, sessionId, seq: snapshot.asOfSeq, values: snapshot.values, faults: {} }
   const frameCost = {
     catalogEntries: sfEntries,
     validateMs: medianTime(9, () => {
