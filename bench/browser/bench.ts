@@ -24,7 +24,7 @@ import type { Json } from 'sessionfold'
 import { frameProblem } from '../../src/client/answer-checks'
 import {
   COUNTS_CHANNEL, LATENCY_SYSTEMS, type BenchEntry, type BrowserBenchConfig, type BrowserBenchResults, type CatalogResult,
-  type LatencyScenarioConfig, type LatencyScenarioResult, type LatencySystem, type TxCount,
+  type LatencyScenarioConfig, type LatencyScenarioResult, type LatencySystem, type TxReport,
 } from './types'
 
 const CATALOG = 'subagent/catalog'
@@ -201,8 +201,8 @@ async function diagnose(cfg: BrowserBenchConfig): Promise<BrowserBenchResults['d
   const pad = padFor(cfg.eventBytes)
   const batches = chunk(Array.from({ length: cfg.events }, (_, seq) => message(seq, pad)), cfg.batch)
   const channel = new BroadcastChannel(COUNTS_CHANNEL)
-  const report = () => new Promise<Record<string, TxCount>>((resolve) => {
-    channel.onmessage = (e: MessageEvent) => resolve((e.data as { counts: Record<string, TxCount> }).counts)
+  const report = () => new Promise<TxReport>((resolve) => {
+    channel.onmessage = (e: MessageEvent) => resolve((e.data as { counts: TxReport }).counts)
     channel.postMessage('report')
   })
   const store = await openStore({
@@ -217,11 +217,11 @@ async function diagnose(cfg: BrowserBenchConfig): Promise<BrowserBenchResults['d
   for (const b of batches) await session.append(b)
   const runMs = now() - t0
   await sleep(200) // checkpoints started by the last appends complete
-  const tx = await report()
+  const { kinds: tx, appends } = await report()
   await store.close()
   channel.close()
   log(`diagnostics: ${cfg.events} events in ${runMs.toFixed(0)} ms; transactions: ${Object.entries(tx).map(([k, v]) => `${k} x${v.count}`).join(', ')}`)
-  return { events: cfg.events, runMs, tx }
+  return { events: cfg.events, runMs, tx, appends }
 }
 
 /**

@@ -46,6 +46,7 @@ import { createServer, type ViteDevServer } from 'vite'
 import { fmt, fmtSummary, median, pairRatios, printTable, resultsPath, summarize, type Summary } from '../stats'
 import {
   BENCH_PHASES, LATENCY_SYSTEMS, type BenchEntry, type BenchPhase, type BrowserBenchConfig, type BrowserBenchResults, type CatalogResult, type LatencySystem,
+  type TxCount,
 } from './types'
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
@@ -282,13 +283,25 @@ function reportAppends(results: BrowserBenchResults) {
   if (d) {
     console.log('')
     console.log(`Diagnostics: one more sessionfold run (not in the ratio) through bench/browser/counting-worker.ts, ${n0(d.events)} events in ${n0(d.runMs)} ms`)
+    const each = (t: TxCount, k: 'ms' | 'waitMs' | 'putMs') => (t.count > 0 && t[k] !== undefined ? fmt(t[k]! / t.count, 2) : '')
     printTable(
-      ['IndexedDB transactions made by the worker', 'count', 'per 100 events', 'ms total', 'ms each'],
-      Object.entries(d.tx).sort((x, y) => y[1].ms - x[1].ms).map(([kind, t]) => [
-        kind, n0(t.count), fmt((t.count / d.events) * 100, 2), n0(t.ms), fmt(t.ms / t.count, 2),
-      ]),
+      ['IndexedDB transactions made by the worker', 'count', 'per 100 events', 'ms total', 'ms each', 'waited to start, ms each', 'in put(), ms each'],
+      [
+        ...Object.entries(d.tx).sort((x, y) => y[1].ms - x[1].ms).map(([kind, t]) => [
+          kind, n0(t.count), fmt((t.count / d.events) * 100, 2), n0(t.ms), each(t, 'ms'), each(t, 'waitMs'), each(t, 'putMs'),
+        ]),
+        ...(d.appends ? ([['behindCheckpoint', 'made while a checkpoint tx was running'], ['alone', 'made with no checkpoint tx running']] as const).map(([k, label]) => {
+          const t = d.appends![k]
+          return [`  appends ${label}`, n0(t.count), '', n0(t.ms), each(t, 'ms'), each(t, 'waitMs'), each(t, 'putMs')]
+        }) : []),
+      ],
     )
-    console.log('  ms: creation to complete; transactions overlap (a checkpoint runs beside the next append), so times do not add up.')
+    console.log('  ms: creation to complete; waited: creation to its first answer (a readwrite tx waits for a running one whose scope overlaps);')
+    console.log('  transactions overlap (a checkpoint runs beside the next append), so times do not add up.')
+    if (d.appends) {
+      console.log(`  between one append tx's complete and the next one's creation (the answer to the page, its next call, validation, the hop, the fold): ` +
+        `${fmt(d.appends.gapMs / Math.max(1, d.appends.gaps), 2)} ms on average, ${n0(d.appends.gapMs)} ms in all; the run took ${fmt(d.runMs / (d.events / CONFIG.batch), 2)} ms per batch.`)
+    }
     console.log(`  raw idb makes ${n0(CONFIG.events / CONFIG.batch)} transactions per run (events readwrite, strict).`)
   }
   return {

@@ -6,6 +6,24 @@ export interface TxCount {
   count: number
   /** Sum of creation-to-complete times, ms. */
   ms: number
+  /** Sum of creation-to-first-answer times, ms: how long each waited to start (absent in old results). */
+  waitMs?: number
+  /** Sum of the time spent inside put()/add() calls, ms: their synchronous structured clone (absent in old results). */
+  putMs?: number
+}
+
+/** What bench/browser/counting-worker.ts reports. */
+export interface TxReport {
+  /** Transactions by kind: stores, mode, durability. */
+  kinds: Record<string, TxCount>
+  appends: {
+    /** Append transactions made while a checkpoint transaction was still running, and the others. */
+    behindCheckpoint: TxCount
+    alone: TxCount
+    /** Sum of the times from one append transaction's complete to the next one's creation, ms, over `gaps` gaps. */
+    gapMs: number
+    gaps: number
+  }
 }
 
 /** Where bench/browser/counting-worker.ts answers 'report' (and 'reset'). */
@@ -138,6 +156,8 @@ export interface BrowserBenchResults {
     runMs: number
     /** Transactions the worker made during the run, by kind. */
     tx: Record<string, TxCount>
+    /** The append transactions, behind a checkpoint or not, and the gaps between them. */
+    appends?: TxReport['appends']
   }
   /** console.warn/error seen in the page during the run. */
   warnings: string[]
