@@ -405,8 +405,9 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p(table(['system', 'layer', 'events/s: median (min–max)'], [
     ['sessionfold: openStore({ worker: true }), session.append(batch of 100), strict', LAYER.apiChromium, range(ba.sessionfold, 0)],
     ['raw idb: one strict readwrite transaction per 100 puts, commit() after the last', LAYER.raw, range(ba.idb, 0)],
-    ['(reference) sessionfold, checkpoints deferred past the run', `${LAYER.apiChromium}, patched worker`, range(ba.sessionfoldCheckpointsDeferred, 0)],
-    ['(reference) sessionfold, checkpoint transactions committed relaxed', `${LAYER.apiChromium}, patched worker`, range(ba.sessionfoldRelaxedCheckpoints, 0)],
+    ['(reference) sessionfold, checkpoints deferred past the run', `${LAYER.apiChromium}, openStore({ checkpoint: { everyEvents: 1e9 } })`, range(ba.sessionfoldCheckpointsDeferred, 0)],
+    // Results from before the adapter committed checkpoints relaxed itself carry this what-if.
+    ...(ba.sessionfoldRelaxedCheckpoints ? [['(reference) sessionfold, checkpoint transactions committed relaxed', `${LAYER.apiChromium}, patched worker`, range(ba.sessionfoldRelaxedCheckpoints, 0)]] : []),
   ], ['l', 'l', 'r']))
   p()
   p('## Other figures from the component benchmarks')

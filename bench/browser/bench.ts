@@ -131,11 +131,6 @@ async function appendPhase(cfg: BrowserBenchConfig, raw: IDBPDatabase): Promise<
     name: `bench-appends-deferred-${cfg.stamp}`, worker: true, durability: 'strict',
     checkpoint: { everyEvents: 1_000_000_000, everyMs: 3_600_000 },
   })
-  // For reference: the default checkpoints, committed with durability 'relaxed' (a patched worker).
-  const relaxedCkpt = await openStore({
-    name: `bench-appends-relaxed-${cfg.stamp}`, worker: true, durability: 'strict',
-    workerUrl: new URL('./relaxed-checkpoints-worker.ts', import.meta.url),
-  })
   let next = 0
   // Each run's events stay until the phase ends, then all are deleted. Deleted after each run,
   // they slowed the same database's next run when it came soon after (10,000 deletions in the
@@ -171,14 +166,13 @@ async function appendPhase(cfg: BrowserBenchConfig, raw: IDBPDatabase): Promise<
     return (cfg.events / ms) * 1000
   }
 
-  type Key = 'sessionfold' | 'idb' | 'sessionfoldDeferred' | 'sessionfoldRelaxedCheckpoints'
+  type Key = 'sessionfold' | 'idb' | 'sessionfoldDeferred'
   const steps: [Key, () => Promise<number>][] = [
     ['sessionfold', () => runSessionfold(store)],
     ['idb', runIdb],
     ['sessionfoldDeferred', () => runSessionfold(deferred)],
-    ['sessionfoldRelaxedCheckpoints', () => runSessionfold(relaxedCkpt)],
   ]
-  const out: BrowserBenchResults['appends'] = { sessionfold: [], idb: [], sessionfoldDeferred: [], sessionfoldRelaxedCheckpoints: [], order: [] }
+  const out: BrowserBenchResults['appends'] = { sessionfold: [], idb: [], sessionfoldDeferred: [], order: [] }
   // Round 0 warms up (JIT, workers, database files) and is not recorded. sessionfold and raw
   // idb always run back to back (so do raw idb and the reference); who goes first alternates.
   for (let r = 0; r <= cfg.appendRounds; r++) {
@@ -197,7 +191,6 @@ async function appendPhase(cfg: BrowserBenchConfig, raw: IDBPDatabase): Promise<
   }
   for (const cleanup of cleanups) await cleanup()
   await deferred.close()
-  await relaxedCkpt.close()
   await store.close()
   return { ...out, eventJsonBytes }
 }

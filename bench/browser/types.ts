@@ -141,8 +141,6 @@ export interface BrowserBenchResults {
     idb: number[]
     /** Reference: sessionfold with checkpoints deferred past the run. */
     sessionfoldDeferred: number[]
-    /** Reference: sessionfold whose checkpoint transactions commit 'relaxed' (bench/browser/relaxed-checkpoints-worker.ts). */
-    sessionfoldRelaxedCheckpoints: number[]
     /** The order of each recorded round. */
     order: string[]
   }
