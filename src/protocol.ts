@@ -94,6 +94,23 @@ export interface AppendAnswer extends AppendResult {
   frames?: Frame[]
 }
 
+/** One append of a store's coalesced appends (see EngineApi.appendMany). */
+export type AppendItem =
+  | { kind: 'append'; handle: number; bodies: string[]; options?: unknown }
+  | { kind: 'external'; handle: number; options: unknown }
+
+/** What became of one item of appendMany: its answer, or the error it failed with. */
+export type AppendOutcome = AppendAnswer | { error: WireError }
+
+/** An error as it crosses the worker inside an answer (errors.ts: toWireError, fromWireError). */
+export interface WireError {
+  code?: string
+  message: string
+  sessionId?: string
+  seq?: number
+  stack?: string
+}
+
 export interface AppendResult {
   firstSeq: number
   lastSeq: number
@@ -109,6 +126,11 @@ export interface EngineApi {
   /** Events as bodies made by `encodeEventBody` on the client. */
   append(handle: number, bodies: string[], options?: unknown): Promise<AppendAnswer>
   recordExternal(handle: number, options: unknown): Promise<AppendAnswer>
+  /**
+   * The appends a store made in one turn, in one message each way: each item is appended (or
+   * fails) on its own, in order, as if called alone; concurrent ones share a group commit.
+   */
+  appendMany(items: AppendItem[]): Promise<AppendOutcome[]>
   closeHandle(handle: number): Promise<void>
   listSessions(options?: unknown): Promise<SessionHeader[]>
   deleteSession(id: unknown): Promise<void>

@@ -1,10 +1,10 @@
 // The engine host: the EngineApi that clients call, in a worker over comlink or in the
 // caller's thread. It maps client handles onto the engine's live sessions and pushes each
 // session's changes, batched per turn of the event loop, while some handle has it open.
-import { SessionfoldError, where } from '../src/errors'
+import { SessionfoldError, toWireError, where } from '../src/errors'
 import type { Json, SessionId } from '../src/model'
 import type { ProjectionDefinition } from '../src/projection'
-import type { AppendAnswer, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
+import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
 import { assertSessionId, describe, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
 import type { GrowthChannel, Platform } from './platform'
@@ -232,6 +232,21 @@ export class EngineHost implements EngineApi {
 
   async recordExternal(handle: number, options: unknown): Promise<AppendAnswer> {
     return this.answer(await this.engine.recordExternal(this.handle(handle, 'writer').sessionId, options))
+  }
+
+  async appendMany(items: AppendItem[]): Promise<AppendOutcome[]> {
+    if (!Array.isArray(items)) throw new SessionfoldError('INVALID_ARGUMENT', 'appendMany takes a list of appends')
+    // Each started now, in order, as separate calls would be: they queue behind one another in
+    // their session's pipeline and share its group commit.
+    const settled = await Promise.allSettled(items.map((item: unknown) => {
+      if (!isPlainObject(item)) return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `an append must be an object, got ${describe(item)}`))
+      const { kind, handle, bodies, options } = item as Partial<Record<'kind' | 'handle' | 'bodies' | 'options', unknown>>
+      if (typeof handle !== 'number') return Promise.reject(new SessionfoldError('CLOSED', 'this session handle is closed'))
+      if (kind === 'external') return this.recordExternal(handle, options)
+      if (kind === 'append') return this.append(handle, bodies as string[], options)
+      return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `unknown kind of append ${describe(kind)}`))
+    }))
+    return settled.map((s) => (s.status === 'fulfilled' ? s.value : { error: toWireError(s.reason) }))
   }
 
   /**
