@@ -173,40 +173,46 @@ export function encodeEventBody(
   options: { maxBytes?: number; now?: number; seq?: number } = {},
 ): string {
   const { seq } = options
-  // Messages are made only for an error: this runs for every event an app appends.
-  const fail = (why: (at: string) => string) => new SessionfoldError('INVALID_ARGUMENT', why(where(sessionId, seq)), { sessionId, seq })
-  const unreadable = (what: string, err: unknown) => fail((at) => `${what} for ${at} cannot be read: ${(err as Error)?.message ?? String(err)}`)
-  if (!isPlainObject(input)) throw fail((at) => `event for ${at} must be an object, got ${describe(input)}`)
+  // Messages (and the closures that make them) are made only for an error: this runs for every event an app appends.
+  if (!isPlainObject(input)) throw badEvent(sessionId, seq, (at) => `event for ${at} must be an object, got ${describe(input)}`)
   for (const key of Object.keys(input)) {
-    if (key !== 'type' && key !== 'data' && key !== 'time') throw fail((at) => `event for ${at} has an unknown field ${describe(key)}`)
+    if (key !== 'type' && key !== 'data' && key !== 'time') throw badEvent(sessionId, seq, (at) => `event for ${at} has an unknown field ${describe(key)}`)
   }
   let fields: Partial<EventInput>
   try {
     fields = { ...(input as Partial<EventInput>) } // each field read once: a getter cannot answer twice
   } catch (err) {
-    throw unreadable('event', err)
+    throw unreadableEvent(sessionId, seq, 'event', err)
   }
   const { type, data = null, time = options.now ?? Date.now() } = fields
-  if (!isEventType(type)) throw fail((at) => `event type for ${at} must be a string of 1-${MAX_EVENT_TYPE_LENGTH} characters, got ${describe(type)}`)
-  if (!isTime(time)) throw fail((at) => `event time for ${at} must be a finite number >= 0, got ${describe(time)}`)
+  if (!isEventType(type)) throw badEvent(sessionId, seq, (at) => `event type for ${at} must be a string of 1-${MAX_EVENT_TYPE_LENGTH} characters, got ${describe(type)}`)
+  if (!isTime(time)) throw badEvent(sessionId, seq, (at) => `event time for ${at} must be a finite number >= 0, got ${describe(time)}`)
   let problem: string | undefined
   try {
     problem = nonJsonProblem(data)
   } catch (err) {
     // A getter or proxy trap of the caller's that throws: the data cannot be read, so it is not JSON.
-    throw unreadable('event data', err)
+    throw unreadableEvent(sessionId, seq, 'event data', err)
   }
-  if (problem !== undefined) throw fail((at) => `event data for ${at} is not plain JSON: ${problem}`)
+  if (problem !== undefined) throw badEvent(sessionId, seq, (at) => `event data for ${at} is not plain JSON: ${problem}`)
   let body: string
   try {
     body = JSON.stringify({ type, time, data })
   } catch (err) {
     // Data that changed while it was read (a getter or proxy answering differently the second time).
-    throw fail((at) => `event data for ${at} is not plain JSON: ${(err as Error)?.message ?? String(err)}`)
+    throw badEvent(sessionId, seq, (at) => `event data for ${at} is not plain JSON: ${(err as Error)?.message ?? String(err)}`)
   }
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_EVENT_BYTES
   if (!fitsUtf8(body, maxBytes)) throw tooLarge(sessionId, seq, maxBytes)
   return body
+}
+
+function badEvent(sessionId: SessionId, seq: number | undefined, why: (at: string) => string): SessionfoldError {
+  return new SessionfoldError('INVALID_ARGUMENT', why(where(sessionId, seq)), { sessionId, seq })
+}
+
+function unreadableEvent(sessionId: SessionId, seq: number | undefined, what: string, err: unknown): SessionfoldError {
+  return badEvent(sessionId, seq, (at) => `${what} for ${at} cannot be read: ${(err as Error)?.message ?? String(err)}`)
 }
 
 /**
