@@ -30,6 +30,17 @@ export interface HostOptions {
 }
 
 /** A change of one session's values, pushed to every client that has a handle on it. */
+/**
+ * How a worker's host pushes frames: a plain message on the same port as the answers to calls
+ * (so they keep their order with the frames that come with append answers), with no reply.
+ */
+export interface FramesMessage {
+  type: typeof FRAMES_MESSAGE
+  frames: Frame[]
+}
+
+export const FRAMES_MESSAGE = 'sessionfold/frames'
+
 export interface Frame {
   /**
    * The frame's place among all frames of its host: 1, 2, 3… A client applies them in this
@@ -117,7 +128,8 @@ export interface AppendResult {
 }
 
 export interface EngineApi {
-  init(options: HostOptions, push: (frames: Frame[]) => void): Promise<void>
+  /** `push` is called with frames; across a worker it stays on the client's side (FramesMessage). */
+  init(options: HostOptions, push?: (frames: Frame[]) => void): Promise<void>
   createSession(options: unknown): Promise<HandleInfo>
   openSession(id: unknown): Promise<HandleInfo>
   observe(id: unknown): Promise<HandleInfo>

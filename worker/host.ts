@@ -4,6 +4,7 @@
 import { SessionfoldError, toWireError, where } from '../src/errors'
 import type { Json, SessionId } from '../src/model'
 import type { ProjectionDefinition } from '../src/projection'
+import { FRAMES_MESSAGE, type FramesMessage } from '../src/protocol'
 import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
 import { assertSessionId, describe, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
@@ -106,12 +107,14 @@ export class EngineHost implements EngineApi {
   /** Lets go of the alive lock (a SharedWorker outlives the connections it serves). */
   private releaseAlive?: () => void
 
+  /** `post`: how frames leave when `init` is given no push (a worker: a FramesMessage on its port). */
   constructor(
     private readonly projections: readonly ProjectionDefinition[],
     private readonly source: EngineSource,
+    private readonly post?: (frames: Frame[]) => void,
   ) {}
 
-  async init(options: HostOptions, push: (frames: Frame[]) => void): Promise<void> {
+  async init(options: HostOptions, push?: (frames: Frame[]) => void): Promise<void> {
     if (this.opened) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
     if (options.aliveLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // Held until this context ends: the client is granted it when we are gone.
@@ -122,7 +125,7 @@ export class EngineHost implements EngineApi {
       }))
     }
     this.opened = await this.source.open(options, this.projections)
-    this.push = push
+    this.push = typeof push === 'function' ? push : this.post
     if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
       // handles, so its writer locks go with it, as they would with a dedicated worker.
@@ -334,4 +337,9 @@ export class EngineHost implements EngineApi {
     this.flush()
     this.releaseAlive?.()
   }
+}
+
+/** The host's `post` on a worker's port: frames as one plain message each push, no reply. */
+export function postFrames(port: { postMessage(message: unknown): void }): (frames: Frame[]) => void {
+  return (frames) => port.postMessage({ type: FRAMES_MESSAGE, frames } satisfies FramesMessage)
 }
