@@ -25,6 +25,14 @@ export interface IndexedDbAdapterOptions {
 
 const VERSION = 1
 
+/** An append waiting for the next group's transaction. */
+interface PendingAppend {
+  id: SessionId
+  batch: readonly EncodedEvent[]
+  resolve: () => void
+  reject: (err: unknown) => void
+}
+
 /** The meta row holds the durable length, so an append reads it in its own transaction. */
 interface Meta {
   header: SessionHeader
@@ -170,6 +178,67 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       return request
     }, 'relaxed'))
 
+  // Group commit: appends (to any session) that arrive while a transaction is committing wait,
+  // and go together in the next one: one commit for all of them, as the fs adapter's group
+  // shares one fdatasync. Each still succeeds or fails on its own (its session gone, a seq that
+  // does not continue); a transaction that fails fails every append in it.
+  let appends: PendingAppend[] = []
+  let flushing: Promise<void> | undefined
+
+  async function flushAppends(): Promise<void> {
+    try {
+      while (appends.length > 0) {
+        const group = appends
+        appends = []
+        await writeGroup(group)
+      }
+    } finally {
+      flushing = undefined
+    }
+  }
+
+  async function writeGroup(group: PendingAppend[]): Promise<void> {
+    const ids = [...new Set(group.map((p) => p.id))]
+    /** Appends refused on their own (they are told at once); the others land or fail together. */
+    const refused = new Set<PendingAppend>()
+    try {
+      await withDb('append to', ids.length === 1 ? ids[0] : undefined, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
+        const landed: PendingAppend[] = []
+        const sessions = tx.objectStore('sessions')
+        const metas = new Map(await Promise.all(ids.map(async (id) => [id, await sessions.get(id)] as const)))
+        const writes: Promise<unknown>[] = []
+        for (const p of group) {
+          const meta = metas.get(p.id)
+          try {
+            if (!meta) throw notFound(p.id)
+            assertContinues(p.id, p.batch, meta.length)
+          } catch (err) {
+            refused.add(p)
+            p.reject(err)
+            continue
+          }
+          landed.push(p)
+          writes.push(...putEvents(tx, p.id, p.batch))
+          meta.length += p.batch.length
+        }
+        for (const id of new Set(landed.map((p) => p.id))) writes.push(quiet(sessions.put(metas.get(id)!, id)))
+        // No more requests: ask for the commit now. Left to auto-commit, the transaction commits
+        // only once every put's result has come back to this thread and nothing new was asked
+        // (one more round trip to the browser's IndexedDB per group). A failed put still aborts it.
+        tx.commit()
+        await Promise.all(writes)
+      }))
+    } catch (err) {
+      for (const p of group) if (!refused.has(p)) p.reject(ids.length === 1 || !(err instanceof SessionfoldError) ? err : inGroup(err, p.id))
+      return
+    }
+    for (const p of group) if (!refused.has(p)) p.resolve()
+  }
+
+  /** A failed group's error, as each of its appends reports it: naming its own session. */
+  const inGroup = (err: SessionfoldError, id: SessionId) =>
+    new SessionfoldError(err.code, `append to ${where(id)} failed with the appends committed beside it: ${err.message}`, { sessionId: id, cause: err })
+
   const getInfo = (id: SessionId): Promise<SessionInfo | undefined> =>
     withDb('read', id, (db) => inTx(db, ['sessions'], 'readonly', async (tx) => {
       const meta = await tx.objectStore('sessions').get(id)
@@ -189,21 +258,10 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
         await Promise.all([added, ...putEvents(tx, id, seed)])
       }))
     }),
-    append: (id, batch) => forSession(id, async () => {
-      await withDb('append to', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
-        const sessions = tx.objectStore('sessions')
-        const meta = await sessions.get(id)
-        if (!meta) throw notFound(id)
-        assertContinues(id, batch, meta.length)
-        const puts = putEvents(tx, id, batch)
-        const row = sessions.put({ header: meta.header, length: meta.length + batch.length }, id)
-        // No more requests: ask for the commit now. Left to auto-commit, the transaction commits
-        // only once every put's result has come back to this thread and nothing new was asked
-        // (one more round trip to the browser's IndexedDB per append). A failed put still aborts it.
-        tx.commit()
-        await Promise.all([...puts, row])
-      }))
-    }),
+    append: (id, batch) => forSession(id, () => new Promise<void>((resolve, reject) => {
+      appends.push({ id, batch, resolve, reject })
+      flushing ??= flushAppends()
+    })),
     async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
       guard.check()
       assertSessionId(id)

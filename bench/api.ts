@@ -28,7 +28,10 @@
 import * as fs from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import { createFsAdapter } from '../adapters/fs'
 import { encodeBatch } from '../adapters/fs/record-format'
+import type { StorageAdapter } from '../adapters/types'
+import { HEADER_VERSION } from '../src/limits'
 import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
 import { encodeEventInput } from '../src/validate'
 import { messageInput, rotate, sourceState } from './common'
@@ -117,6 +120,19 @@ async function runBatched(store: Store, batches: readonly EventInput[][]): Promi
   await session.close()
   await store.deleteSession(session.id)
   return (events / ms) * 1000
+}
+
+/** The fs adapter alone (strict): the same events, numbered and encoded before the clock starts; events/s. */
+let adapterRuns = 0
+async function runAdapter(adapter: StorageAdapter, batches: readonly EventInput[][], now: number): Promise<number> {
+  const id = `adapter-${adapterRuns++}`
+  const encoded = batches.map((b, i) => b.map((e, j) => encodeEventInput(e, i * b.length + j, id, { now })))
+  await adapter.createSession({ version: HEADER_VERSION, id, createdAt: now, seedLength: 0, delegationDepth: 0, origin: 'root' })
+  const t0 = performance.now()
+  for (const b of encoded) await adapter.append(id, b)
+  const ms = performance.now() - t0
+  await adapter.deleteSession(id)
+  return (encoded.length * encoded[0]!.length / ms) * 1000
 }
 
 /** The raw limit: the same record bytes, writeSync + fsyncSync per batch, into one new file; events/s. */
@@ -287,6 +303,12 @@ async function main(): Promise<void> {
     const source = sourceState()
     const worker = await open('worker', true)
     const thread = await open('thread', false)
+    // Diagnostics of where a batch's time goes: the same client and engine without a disk
+    // (storage memory), and the fs adapter alone (the storage layer: encode, write, fdatasync).
+    const memWorker = await openStore({ storage: 'memory' })
+    const memThread = await openStore({ storage: 'memory', worker: false })
+    stores.push(memWorker, memThread)
+    const adapter = createFsAdapter({ dir: join(root, 'adapter') })
     const input = messageInput(CONFIG.eventBytes)
 
     // ---- (1) batched appends ----
@@ -303,6 +325,9 @@ async function main(): Promise<void> {
       { key: 'raw', label: 'raw: writeSync + fsyncSync of the same record bytes per batch, one new file', layer: LAYER.raw, run: async () => runRaw(rawDir, rawBufs, events, rawRuns++) },
       { key: 'worker', label: 'openStore({ dir }): session.append(batch), each awaited', layer: LAYER.worker, run: () => runBatched(worker, batches) },
       { key: 'thread', label: 'openStore({ dir, worker: false }): session.append(batch), each awaited', layer: LAYER.thread, run: () => runBatched(thread, batches) },
+      { key: 'adapter', label: '(diagnostic) the fs adapter alone, strict: append(events already numbered and encoded)', layer: 'diagnostic (adapter level)', run: () => runAdapter(adapter, batches, now) },
+      { key: 'memWorker', label: '(diagnostic) openStore({ storage: \'memory\' }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memWorker, batches) },
+      { key: 'memThread', label: '(diagnostic) openStore({ storage: \'memory\', worker: false }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memThread, batches) },
     ]
     // Each round runs A B C C B A (the order rotating from round to round), and a round's figure
     // for each is its two runs together (events over their summed time): a load that rises or
@@ -402,8 +427,25 @@ async function main(): Promise<void> {
     await worker.deleteSession(large.id)
     const cS = new Map([...catRuns].map(([k, v]) => [k, summarize(v)]))
     for (const s of stores.splice(0)) await s.close()
+    await adapter.close()
 
     // ---- report ----
+    // Where a batch's time goes: each layer's ms per batch (from its median events/s), and the
+    // floor of the headline ratio if the client and engine cost what they cost without a disk
+    // and the storage layer what it costs alone (they run one after the other: each batch is awaited).
+    const msPerBatch = (key: string) => (CONFIG.batch / bS.get(key)!.median) * 1000
+    const breakdown = {
+      rows: [
+        ['raw write + fsync (the baseline)', msPerBatch('raw')],
+        ['storage layer: the fs adapter alone (encode, write, fdatasync)', msPerBatch('adapter')],
+        ['client + engine in this thread, no disk (validate, stringify, parse, fold, views)', msPerBatch('memThread')],
+        ['client + engine through the worker, no disk (the same, and the hop)', msPerBatch('memWorker')],
+        ['openStore({ worker: false }), fs', msPerBatch('thread')],
+        ['openStore(), fs (the worker)', msPerBatch('worker')],
+      ] as [string, number][],
+      floorThread: msPerBatch('raw') / (msPerBatch('adapter') + msPerBatch('memThread')),
+      floorWorker: msPerBatch('raw') / (msPerBatch('adapter') + msPerBatch('memWorker')),
+    }
     const small = fmt(CONFIG.catalogSmall, 0)
     const big = fmt(CONFIG.catalogLarge, 0)
     const headline: Ratio[] = [
@@ -437,8 +479,12 @@ async function main(): Promise<void> {
     console.log('')
     console.log(`(1) Batched durable appends, events/s: ${CONFIG.batches} batches of ${CONFIG.batch} events (${fmt(recordBytes, 0)} bytes per record), each awaited; ${CONFIG.rounds} rounds`)
     printTable(['variant', 'layer', 'events/s median (min–max)'], BATCHED.map((x) => [x.label, x.layer, fmtSummary(bS.get(x.key)!, 0)]), ['left', 'left', 'right'])
-    console.log('  each round runs the three A B C C B A (the order rotating); a round\'s figure is both runs together.')
+    console.log('  each round runs them all A B C … C B A (the order rotating); a round\'s figure is both runs together.')
     console.log('  each openStore run appends to a new session, created before the clock starts.')
+    console.log('')
+    console.log('Where a batch\'s time goes (ms per batch of 100, from the medians above) and the floor it leaves')
+    printTable(['part', 'ms per batch'], breakdown.rows.map(([k, v]) => [k, fmt(v, 3)]), ['left', 'right'])
+    console.log(`  floor: raw ÷ (storage layer + client and engine without a disk): in this thread ${fmt(breakdown.floorThread, 2)}, through the worker ${fmt(breakdown.floorWorker, 2)}`)
     console.log('')
     console.log(`(2) Single-event appends, events/s: ${CONFIG.singles} per run; ${CONFIG.singlesRounds} rounds`)
     printTable(['variant', 'layer', 'events/s median (min–max)'], SINGLES.map((x) => [x.label, x.layer, fmtSummary(sS.get(x.key)!, 0)]), ['left', 'left', 'right'])
@@ -474,6 +520,7 @@ async function main(): Promise<void> {
       batched: {
         unit: 'events/s',
         recordBytes,
+        breakdown,
         variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })),
       },
       singles: {

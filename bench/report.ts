@@ -214,6 +214,20 @@ function apiSection(api: Any, explanation: string): string[] {
     `through recordExternal (${c.fillChunk} calls at once, untimed: ${fmt(api.catalog.fillSeconds, 1)} s), each ${n0(c.catalogSmall)}-entry run has a new session. ` +
     'Each session is created before the clock starts; every figure comes after an unrecorded warm-up round, and the variants run in an order that rotates from round to round.')
   p()
+  const breakdown = api.batched.breakdown
+  if (breakdown) {
+    p('### Where a batch\'s time goes')
+    p()
+    p('Each batch is awaited before the next, so the client, the hop, the engine and the storage layer run one after the other. ' +
+      'From the medians above, in ms per batch of 100 events: the diagnostic rows run the same calls on a memory store (the client and the engine without a disk) ' +
+      'and the fs adapter alone (the storage layer). Their sum bounds what the public path can reach against raw write + fsync: the floor below.')
+    p()
+    p(table(['part', 'ms per batch'], (breakdown.rows as [string, number][]).map(([k, v]) => [k, fmt(v, 3)]), ['l', 'r']))
+    p()
+    p(`Floor of the batched ratio (raw ÷ (storage layer + client and engine without a disk)): ${fmt(breakdown.floorThread, 2)} in this thread, ` +
+      `${fmt(breakdown.floorWorker, 2)} through the worker.`)
+    p()
+  }
   if (explanation) {
     p(explanation)
     p()

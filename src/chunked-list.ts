@@ -40,8 +40,16 @@ export class ChunkedList<T> implements Iterable<T> {
     for (let i = chunks.length - 1; i >= 0; i--) yield* chunks[i]!
   }
 
+  /** Oldest to newest, O(length) with a small constant: no iterator (a view of 10,000 entries is built per change). */
   toArray(): T[] {
-    return [...this]
+    // Allocated once at its length (pushing would reallocate it as it grows, three times the garbage).
+    const out = new Array<T>(this.length)
+    let end = this.length
+    for (let n = this.head; n; n = n.next) {
+      end -= n.items.length
+      for (let j = 0; j < n.items.length; j++) out[end + j] = n.items[j]!
+    }
+    return out
   }
 
   /** The JSON form: chunks newest first, so nesting is two levels whatever the length. */

@@ -67,3 +67,22 @@ export function where(sessionId: string, seq?: number): string {
     ? `session "${sessionId}"`
     : `session "${sessionId}" at seq ${seq}`
 }
+
+/** A thrown value as it crosses the worker inside an answer (see protocol.ts: AppendOutcome). */
+export function toWireError(err: unknown): { code?: string; message: string; sessionId?: string; seq?: number; stack?: string } {
+  if (err instanceof SessionfoldError) return { code: err.code, message: err.message, sessionId: err.sessionId, seq: err.seq, stack: err.stack }
+  return { message: (err as Error)?.message ?? String(err), stack: (err as Error)?.stack }
+}
+
+/** The error a wire error stands for: a SessionfoldError with its code, session and seq, else a plain Error. */
+export function fromWireError(wire: { code?: unknown; message?: unknown; sessionId?: unknown; seq?: unknown; stack?: unknown }): Error {
+  const message = typeof wire.message === 'string' ? wire.message : 'unknown error in the sessionfold worker'
+  const err = typeof wire.code === 'string' && (ERROR_CODES as readonly string[]).includes(wire.code)
+    ? new SessionfoldError(wire.code as ErrorCode, message, {
+      sessionId: typeof wire.sessionId === 'string' ? wire.sessionId : undefined,
+      seq: typeof wire.seq === 'number' ? wire.seq : undefined,
+    })
+    : new Error(message)
+  if (typeof wire.stack === 'string') err.stack = `${err.stack}\n    --- in the sessionfold worker ---\n${wire.stack}`
+  return err
+}

@@ -30,6 +30,17 @@ export interface HostOptions {
 }
 
 /** A change of one session's values, pushed to every client that has a handle on it. */
+/**
+ * How a worker's host pushes frames: a plain message on the same port as the answers to calls
+ * (so they keep their order with the frames that come with append answers), with no reply.
+ */
+export interface FramesMessage {
+  type: typeof FRAMES_MESSAGE
+  frames: Frame[]
+}
+
+export const FRAMES_MESSAGE = 'sessionfold/frames'
+
 export interface Frame {
   /**
    * The frame's place among all frames of its host: 1, 2, 3… A client applies them in this
@@ -94,13 +105,31 @@ export interface AppendAnswer extends AppendResult {
   frames?: Frame[]
 }
 
+/** One append of a store's coalesced appends (see EngineApi.appendMany). */
+export type AppendItem =
+  | { kind: 'append'; handle: number; bodies: string[]; options?: unknown }
+  | { kind: 'external'; handle: number; options: unknown }
+
+/** What became of one item of appendMany: its answer, or the error it failed with. */
+export type AppendOutcome = AppendAnswer | { error: WireError }
+
+/** An error as it crosses the worker inside an answer (errors.ts: toWireError, fromWireError). */
+export interface WireError {
+  code?: string
+  message: string
+  sessionId?: string
+  seq?: number
+  stack?: string
+}
+
 export interface AppendResult {
   firstSeq: number
   lastSeq: number
 }
 
 export interface EngineApi {
-  init(options: HostOptions, push: (frames: Frame[]) => void): Promise<void>
+  /** `push` is called with frames; across a worker it stays on the client's side (FramesMessage). */
+  init(options: HostOptions, push?: (frames: Frame[]) => void): Promise<void>
   createSession(options: unknown): Promise<HandleInfo>
   openSession(id: unknown): Promise<HandleInfo>
   observe(id: unknown): Promise<HandleInfo>
@@ -109,6 +138,11 @@ export interface EngineApi {
   /** Events as bodies made by `encodeEventBody` on the client. */
   append(handle: number, bodies: string[], options?: unknown): Promise<AppendAnswer>
   recordExternal(handle: number, options: unknown): Promise<AppendAnswer>
+  /**
+   * The appends a store made in one turn, in one message each way: each item is appended (or
+   * fails) on its own, in order, as if called alone; concurrent ones share a group commit.
+   */
+  appendMany(items: AppendItem[]): Promise<AppendOutcome[]>
   closeHandle(handle: number): Promise<void>
   listSessions(options?: unknown): Promise<SessionHeader[]>
   deleteSession(id: unknown): Promise<void>

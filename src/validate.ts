@@ -41,9 +41,45 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
  * not be what the caller passed.
  */
 export function assertPlainJson(value: unknown, context: string): asserts value is Json {
-  const problem = findNonJson(value, [], '')
+  const problem = nonJsonProblem(value)
   if (problem !== undefined) {
     throw new SessionfoldError('INVALID_ARGUMENT', `${context} is not plain JSON: ${problem}`)
+  }
+}
+
+/** What makes `value` not plain JSON (see assertPlainJson), or undefined when it is. */
+export function nonJsonProblem(value: unknown): string | undefined {
+  // The walk that names where the problem is builds a path per key: only once there is one.
+  return isPlainJson(value, []) ? undefined : findNonJson(value, [], '')
+}
+
+/** The same rules as findNonJson, without building paths: the common case, per event. */
+function isPlainJson(value: unknown, ancestors: object[]): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true
+    case 'number':
+      return Number.isFinite(value)
+    case 'object':
+      break
+    default:
+      return false
+  }
+  if (value === null) return true
+  if (ancestors.includes(value) || ancestors.length >= MAX_JSON_DEPTH) return false
+  ancestors.push(value)
+  try {
+    if (Array.isArray(value)) {
+      if (Object.getPrototypeOf(value) !== Array.prototype) return false
+      for (let i = 0; i < value.length; i++) if (!(i in value) || !isPlainJson(value[i], ancestors)) return false
+      return true
+    }
+    if (!isPlainObject(value) || Object.getOwnPropertySymbols(value).length > 0) return false
+    for (const key in value) if (!isPlainJson(value[key], ancestors)) return false
+    return true
+  } finally {
+    ancestors.pop()
   }
 }
 
@@ -137,46 +173,46 @@ export function encodeEventBody(
   options: { maxBytes?: number; now?: number; seq?: number } = {},
 ): string {
   const { seq } = options
-  const at = where(sessionId, seq)
-  const details = { sessionId, seq }
-  if (!isPlainObject(input)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} must be an object, got ${describe(input)}`, details)
-  }
+  // Messages (and the closures that make them) are made only for an error: this runs for every event an app appends.
+  if (!isPlainObject(input)) throw badEvent(sessionId, seq, (at) => `event for ${at} must be an object, got ${describe(input)}`)
   for (const key of Object.keys(input)) {
-    if (key !== 'type' && key !== 'data' && key !== 'time') {
-      throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} has an unknown field ${describe(key)}`, details)
-    }
+    if (key !== 'type' && key !== 'data' && key !== 'time') throw badEvent(sessionId, seq, (at) => `event for ${at} has an unknown field ${describe(key)}`)
   }
   let fields: Partial<EventInput>
   try {
     fields = { ...(input as Partial<EventInput>) } // each field read once: a getter cannot answer twice
   } catch (err) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${at} cannot be read: ${(err as Error)?.message ?? String(err)}`, details)
+    throw unreadableEvent(sessionId, seq, 'event', err)
   }
   const { type, data = null, time = options.now ?? Date.now() } = fields
-  if (!isEventType(type)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `event type for ${at} must be a string of 1-${MAX_EVENT_TYPE_LENGTH} characters, got ${describe(type)}`, details)
-  }
-  if (!isTime(time)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `event time for ${at} must be a finite number >= 0, got ${describe(time)}`, details)
-  }
+  if (!isEventType(type)) throw badEvent(sessionId, seq, (at) => `event type for ${at} must be a string of 1-${MAX_EVENT_TYPE_LENGTH} characters, got ${describe(type)}`)
+  if (!isTime(time)) throw badEvent(sessionId, seq, (at) => `event time for ${at} must be a finite number >= 0, got ${describe(time)}`)
+  let problem: string | undefined
   try {
-    assertPlainJson(data, `event data for ${at}`)
+    problem = nonJsonProblem(data)
   } catch (err) {
     // A getter or proxy trap of the caller's that throws: the data cannot be read, so it is not JSON.
-    const why = err instanceof SessionfoldError ? err.message : `event data for ${at} cannot be read: ${(err as Error)?.message ?? String(err)}`
-    throw new SessionfoldError('INVALID_ARGUMENT', why, details)
+    throw unreadableEvent(sessionId, seq, 'event data', err)
   }
+  if (problem !== undefined) throw badEvent(sessionId, seq, (at) => `event data for ${at} is not plain JSON: ${problem}`)
   let body: string
   try {
     body = JSON.stringify({ type, time, data })
   } catch (err) {
     // Data that changed while it was read (a getter or proxy answering differently the second time).
-    throw new SessionfoldError('INVALID_ARGUMENT', `event data for ${at} is not plain JSON: ${(err as Error)?.message ?? String(err)}`, details)
+    throw badEvent(sessionId, seq, (at) => `event data for ${at} is not plain JSON: ${(err as Error)?.message ?? String(err)}`)
   }
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_EVENT_BYTES
-  if (utf8Length(body, maxBytes) > maxBytes) throw tooLarge(sessionId, seq, maxBytes)
+  if (!fitsUtf8(body, maxBytes)) throw tooLarge(sessionId, seq, maxBytes)
   return body
+}
+
+function badEvent(sessionId: SessionId, seq: number | undefined, why: (at: string) => string): SessionfoldError {
+  return new SessionfoldError('INVALID_ARGUMENT', why(where(sessionId, seq)), { sessionId, seq })
+}
+
+function unreadableEvent(sessionId: SessionId, seq: number | undefined, what: string, err: unknown): SessionfoldError {
+  return badEvent(sessionId, seq, (at) => `${what} for ${at} cannot be read: ${(err as Error)?.message ?? String(err)}`)
 }
 
 /**
@@ -189,7 +225,7 @@ export function eventFromBody(body: string, seq: number, sessionId: SessionId, m
     throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is not an encoded event body`, { sessionId, seq })
   }
   const json = `{"seq":${seq},${body.slice(1)}`
-  if (utf8Length(json, maxBytes) > maxBytes) throw tooLarge(sessionId, seq, maxBytes)
+  if (!fitsUtf8(json, maxBytes)) throw tooLarge(sessionId, seq, maxBytes)
   let event: SessionEvent
   try {
     event = JSON.parse(json) as SessionEvent
@@ -226,8 +262,17 @@ export function encodeEvent(
 ): EncodedEvent {
   const ordered: SessionEvent = { seq: event.seq, type: event.type, time: event.time, data: event.data }
   const json = JSON.stringify(ordered)
-  if (utf8Length(json, maxBytes) > maxBytes) throw tooLarge(sessionId, event.seq, maxBytes)
+  if (!fitsUtf8(json, maxBytes)) throw tooLarge(sessionId, event.seq, maxBytes)
   return { event: ordered, json }
+}
+
+/**
+ * Whether `s` encodes to at most `limit` UTF-8 bytes. A UTF-16 unit is at most 3 bytes, so a
+ * string of up to a third of the limit is decided without reading it: every event of ordinary
+ * size, on both sides of the worker.
+ */
+export function fitsUtf8(s: string, limit: number): boolean {
+  return s.length * 3 <= limit || utf8Length(s, limit) <= limit
 }
 
 /**

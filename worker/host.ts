@@ -1,10 +1,11 @@
 // The engine host: the EngineApi that clients call, in a worker over comlink or in the
 // caller's thread. It maps client handles onto the engine's live sessions and pushes each
 // session's changes, batched per turn of the event loop, while some handle has it open.
-import { SessionfoldError, where } from '../src/errors'
+import { SessionfoldError, toWireError, where } from '../src/errors'
 import type { Json, SessionId } from '../src/model'
 import type { ProjectionDefinition } from '../src/projection'
-import type { AppendAnswer, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
+import { FRAMES_MESSAGE, type FramesMessage } from '../src/protocol'
+import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
 import { assertSessionId, describe, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
 import type { GrowthChannel, Platform } from './platform'
@@ -106,12 +107,14 @@ export class EngineHost implements EngineApi {
   /** Lets go of the alive lock (a SharedWorker outlives the connections it serves). */
   private releaseAlive?: () => void
 
+  /** `post`: how frames leave when `init` is given no push (a worker: a FramesMessage on its port). */
   constructor(
     private readonly projections: readonly ProjectionDefinition[],
     private readonly source: EngineSource,
+    private readonly post?: (frames: Frame[]) => void,
   ) {}
 
-  async init(options: HostOptions, push: (frames: Frame[]) => void): Promise<void> {
+  async init(options: HostOptions, push?: (frames: Frame[]) => void): Promise<void> {
     if (this.opened) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
     if (options.aliveLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // Held until this context ends: the client is granted it when we are gone.
@@ -122,7 +125,7 @@ export class EngineHost implements EngineApi {
       }))
     }
     this.opened = await this.source.open(options, this.projections)
-    this.push = push
+    this.push = typeof push === 'function' ? push : this.post
     if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
       // handles, so its writer locks go with it, as they would with a dedicated worker.
@@ -234,6 +237,21 @@ export class EngineHost implements EngineApi {
     return this.answer(await this.engine.recordExternal(this.handle(handle, 'writer').sessionId, options))
   }
 
+  async appendMany(items: AppendItem[]): Promise<AppendOutcome[]> {
+    if (!Array.isArray(items)) throw new SessionfoldError('INVALID_ARGUMENT', 'appendMany takes a list of appends')
+    // Each started now, in order, as separate calls would be: they queue behind one another in
+    // their session's pipeline and share its group commit.
+    const settled = await Promise.allSettled(items.map((item: unknown) => {
+      if (!isPlainObject(item)) return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `an append must be an object, got ${describe(item)}`))
+      const { kind, handle, bodies, options } = item as Partial<Record<'kind' | 'handle' | 'bodies' | 'options', unknown>>
+      if (typeof handle !== 'number') return Promise.reject(new SessionfoldError('CLOSED', 'this session handle is closed'))
+      if (kind === 'external') return this.recordExternal(handle, options)
+      if (kind === 'append') return this.append(handle, bodies as string[], options)
+      return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `unknown kind of append ${describe(kind)}`))
+    }))
+    return settled.map((s) => (s.status === 'fulfilled' ? s.value : { error: toWireError(s.reason) }))
+  }
+
   /**
    * An append's result with the frames due now, its own values among them: the writer reads
    * its write from the answer, not from a push a turn later (one message, not three).
@@ -319,4 +337,9 @@ export class EngineHost implements EngineApi {
     this.flush()
     this.releaseAlive?.()
   }
+}
+
+/** The host's `post` on a worker's port: frames as one plain message each push, no reply. */
+export function postFrames(port: { postMessage(message: unknown): void }): (frames: Frame[]) => void {
+  return (frames) => port.postMessage({ type: FRAMES_MESSAGE, frames } satisfies FramesMessage)
 }

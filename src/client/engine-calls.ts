@@ -14,6 +14,8 @@ export class EngineCalls {
   #closed: SessionfoldError | undefined
   #dead: SessionfoldError | undefined
   #nextToken = 1
+  /** Runs before each call: sends the appends still waiting, so calls reach the engine in the order they were made. */
+  beforeCall: () => void = () => {}
 
   /** `onDeath` runs once the worker died, after the calls in flight were told. */
   constructor(connection: Connection, onDeath: (err: SessionfoldError) => void) {
@@ -41,6 +43,7 @@ export class EngineCalls {
   async call<T>(fn: (api: EngineApi) => Promise<T>): Promise<T> {
     if (this.#closed) throw this.#closed
     if (this.#dead) throw this.#dead
+    this.beforeCall()
     this.#connection.busy?.(1)
     // Not Promise.race with `died`: each call would leave a reaction on that promise (pending
     // for the store's life) holding the call's result, a leak of every call ever made.

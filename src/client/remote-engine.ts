@@ -2,7 +2,7 @@
 // only once a store starts a worker, and the death watch of that worker.
 import type { Endpoint, Remote } from 'comlink'
 import { SessionfoldError } from '../errors'
-import type { EngineApi, Frame, HostOptions } from '../protocol'
+import { FRAMES_MESSAGE, type EngineApi, type Frame, type FramesMessage, type HostOptions } from '../protocol'
 
 export interface RemoteEngine {
   api: EngineApi
@@ -12,22 +12,31 @@ export interface RemoteEngine {
 
 /** Loads comlink and returns how to wrap a worker's endpoint. */
 export async function loadComlink(): Promise<(endpoint: Endpoint) => RemoteEngine> {
-  const [{ wrap, proxy, releaseProxy }, { registerErrorTransfer }] = await Promise.all([import('comlink'), import('../transfer')])
+  const [{ wrap, releaseProxy }, { registerErrorTransfer }] = await Promise.all([import('comlink'), import('../transfer')])
   registerErrorTransfer()
   return (endpoint) => {
     const remote = wrap<EngineApi>(endpoint)
     return {
-      api: proxiedPush(remote, proxy),
+      api: framesFrom(endpoint, remote),
       release: () => (remote as unknown as Record<symbol, () => void>)[releaseProxy]!(),
     }
   }
 }
 
-/** The remote API, with `init`'s push callback passed as a comlink proxy (called back by the worker). */
-function proxiedPush(api: Remote<EngineApi>, proxy: <T extends object>(obj: T) => T): EngineApi {
+/**
+ * The remote API, whose `init` keeps its push callback here: the host posts frames as plain
+ * messages on the same port as its answers (see FramesMessage), which comlink ignores.
+ */
+function framesFrom(endpoint: Endpoint, api: Remote<EngineApi>): EngineApi {
   return new Proxy(api, {
     get: (target, prop) => (prop === 'init'
-      ? (o: HostOptions, push: (f: Frame[]) => void) => target.init(o, proxy(push))
+      ? (o: HostOptions, push: (f: Frame[]) => void) => {
+        endpoint.addEventListener('message', ((event: MessageEvent) => {
+          const data = event.data as Partial<FramesMessage> | null
+          if (data?.type === FRAMES_MESSAGE) push(data.frames as Frame[])
+        }) as EventListener)
+        return target.init(o)
+      }
       : (target as unknown as Record<string | symbol, unknown>)[prop]),
   }) as unknown as EngineApi
 }

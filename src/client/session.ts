@@ -4,7 +4,8 @@ import type { SubagentListEntry, ListChildrenOptions } from '../children'
 import { SessionfoldError, isSessionfoldError, where } from '../errors'
 import { appendResultProblem, childRowProblem, eventsPageProblem, handleProblem } from './answer-checks'
 import type { SessionEvent, SessionHeader, SessionId } from '../model'
-import type { AppendAnswer, AppendResult, EngineApi, Frame, HandleInfo } from '../protocol'
+import type { AppendAnswer, AppendItem, AppendResult, Frame, HandleInfo } from '../protocol'
+import type { AppendQueue } from './append-queue'
 import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../validate'
 import type { EngineCalls } from './engine-calls'
 import type { LiveViews } from './live-views'
@@ -22,6 +23,8 @@ export interface SpawnOptions {
 /** What a handle needs of its store: its calls to the engine, its views, the event size bound. */
 export interface HandleScope {
   readonly calls: EngineCalls
+  /** Appends made in one turn go to the engine in one call. */
+  readonly appends: AppendQueue
   readonly views: LiveViews
   readonly maxEventBytes: number
 }
@@ -95,14 +98,16 @@ export class SessionView {
    * first (the store closed, the worker died), the append still succeeded.
    */
   /** @internal */
-  protected async _appended(call: (api: EngineApi) => Promise<AppendAnswer>): Promise<AppendResult> {
-    const { views } = this._scope
-    const answer = await this._scope.calls.checked('append result', call, (a) => {
-      if (isPlainObject(a) && Array.isArray(a.frames)) views.push(a.frames as Frame[])
-      return appendResultProblem(a)
-    }, this.id)
-    await this._waitFor(answer.lastSeq)
-    return { firstSeq: answer.firstSeq, lastSeq: answer.lastSeq }
+  protected async _appended(item: AppendItem): Promise<AppendResult> {
+    const answer = await this._scope.appends.submit(item, this.id)
+    if (isPlainObject(answer) && Array.isArray(answer.frames)) this._scope.views.push(answer.frames as Frame[])
+    const problem = appendResultProblem(answer)
+    if (problem !== undefined) {
+      throw new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad append result for ${where(this.id)}: ${problem}`, { sessionId: this.id })
+    }
+    const { firstSeq, lastSeq } = answer as AppendAnswer
+    await this._waitFor(lastSeq)
+    return { firstSeq, lastSeq }
   }
 
   /** @internal */
@@ -137,7 +142,7 @@ export class Session extends SessionView {
     // Validated and encoded here: nothing that is not plain JSON ever reaches the worker.
     const bodies = inputs.map((e) => encodeEventBody(e, this.id, { maxBytes: this._scope.maxEventBytes, now }))
     assertOptions(options, 'append', ['expectedSeq'], this.id)
-    return this._appended((api) => api.append(this._handle, bodies, options))
+    return this._appended({ kind: 'append', handle: this._handle, bodies, options })
   }
 
   /** Creates a subagent (open for writing), then records it in this session's catalog. */
@@ -158,7 +163,7 @@ export class Session extends SessionView {
     this._check()
     if (options === undefined) throw bad(`recordExternal options for ${where(this.id)} must be an object, got undefined`)
     assertOptions(options, 'recordExternal', ['childId', 'label'], this.id)
-    return this._appended((api) => api.recordExternal(this._handle, options))
+    return this._appended({ kind: 'external', handle: this._handle, options })
   }
 
   /** A new session seeded with this one's events [0, at) (default: all); open for writing. */

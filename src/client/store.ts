@@ -10,6 +10,7 @@ import { assertOptions, assertPlainJson, assertSessionId, describe, isPlainObjec
 import type { Connection } from './connection'
 import { EngineCalls } from './engine-calls'
 import { LiveViews } from './live-views'
+import { AppendQueue } from './append-queue'
 import { Session, SessionView, type HandleScope } from './session'
 
 /** Events verified per round trip to the worker: progress and cancellation happen between them. */
@@ -35,7 +36,9 @@ export class Store {
   constructor(connection: Connection, maxEventBytes: number) {
     this.#connection = connection
     this.#calls = new EngineCalls(connection, (err) => this.#views.failAll(err))
-    this.#scope = { calls: this.#calls, views: this.#views, maxEventBytes }
+    const appends = new AppendQueue(this.#calls)
+    this.#calls.beforeCall = () => appends.flush()
+    this.#scope = { calls: this.#calls, appends, views: this.#views, maxEventBytes }
   }
 
   /** @internal A call to the engine: CLOSED after close, WORKER_TERMINATED once it died. */

@@ -165,6 +165,24 @@ describe('indexeddb adapter', () => {
     expect(writes()).toEqual([{ durability: 'relaxed' }, { durability: 'relaxed' }])
   })
 
+  it('commits appends that arrive together, to one session or many, in shared transactions; each fails alone', async () => {
+    const spy = vi.spyOn(IDBDatabase.prototype, 'transaction')
+    const appendTxs = () => spy.mock.calls.filter((c) => c[1] === 'readwrite' && [c[0]].flat().includes('events')).length
+    const a = make({ indexedDB: new FakeIDBFactory() })
+    const ids = ['g0', 'g1', 'g2', 'g3', 'g4']
+    for (const id of ids) await a.createSession(rootHeader(id))
+    const before = appendTxs()
+    await Promise.all(ids.flatMap((id) => Array.from({ length: 20 }, (_, i) => a.append(id, [ev(id, i)]))))
+    expect(appendTxs() - before).toBeLessThanOrEqual(5) // 100 appends
+    for (const id of ids) expect((await readAll(a, id)).map((e) => e.seq)).toEqual([...Array(20).keys()])
+    // In one group: an append that does not continue its log, and one to a session that is gone.
+    const results = await Promise.allSettled([a.append('g0', [ev('g0', 20)]), a.append('g1', [ev('g1', 99)]), a.append('nope', [ev('nope', 0)]), a.append('g2', [ev('g2', 20)])])
+    expect(results.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as { code: string }).code))).toEqual(['ok', 'SEQ_CONFLICT', 'SESSION_NOT_FOUND', 'ok'])
+    expect((await a.getSession('g1'))?.length).toBe(20)
+    expect((await a.getSession('g2'))?.length).toBe(21)
+    spy.mockRestore()
+  })
+
   it('looks up globalThis.indexedDB lazily, on first use', async () => {
     vi.stubGlobal('indexedDB', undefined)
     const none = make({})

@@ -185,7 +185,7 @@ describe('one rule, one verdict: subagent payloads and the views made of them', 
   // A faulted unit's value is null, which the client takes for every built-in view.
   const jsonValues = values.filter((v) => v !== undefined && typeof v !== 'bigint')
   const viewPasses = (schema: ZodType) => (v: unknown) => v === null || schema.safeParse(v).success
-  const inFrame = (key: string) => (v: unknown) => frameProblem({ sessionId: 's', seq: 0, values: { [key]: v }, faults: {} }) === undefined
+  const inFrame = (key: string) => (v: unknown) => frameProblem({ n: 1, sessionId: 's', seq: 0, values: { [key]: v }, faults: {} }) === undefined
   const view = <T>(key: string, inputs: fc.Arbitrary<T>, schema: ZodType) => agree(fc.oneof({ weight: 9, arbitrary: inputs }, { weight: 1, arbitrary: wrongJson }), inFrame(key), viewPasses(schema))
 
   it("the client's check of the subagent view agrees with subagentViewSchema", () => {
@@ -198,6 +198,9 @@ describe('one rule, one verdict: subagent payloads and the views made of them', 
       id: validId, createdAt: fc.nat(), mode: fc.constantFrom(...CATALOG_MODES), label: fc.option(validLabel, { nil: undefined }), seq: fc.nat(),
     }).map(without), ['id', 'createdAt', 'mode', 'label', 'seq'], jsonValues)
     view('subagentCatalog', fc.array(entry, { maxLength: 3 }), catalogViewSchema)
+    // A catalog that only grew crosses as its new entries: each checked like an entry of the list.
+    const grownBy = (items: unknown) => frameProblem({ n: 1, sessionId: 's', seq: 0, values: {}, grown: { subagentCatalog: { from: 0, items } }, faults: {} }) === undefined
+    agree(fc.array(entry, { minLength: 1, maxLength: 3 }), grownBy, viewPasses(catalogViewSchema))
   })
 
   it("the client's check of the subagentTiming view agrees with timingViewSchema", () => {

@@ -171,11 +171,31 @@ for (const [name, make] of adapters) {
       // checkpoint budget) checkpoints are written while appends are still in flight.
       for (let burst = 0; burst < 12; burst++) {
         await Promise.all(Array.from({ length: 5 }, (_, i) => engine.append('d', i === 2 ? { type: 'turn/end' } : { type: 'app/a' })))
-        await new Promise((r) => setTimeout(r, 3))
+        await new Promise((r) => setTimeout(r, 25)) // a row may start every 10x the last one's cost (its fsync on fs)
       }
       await engine.release('d', 'writer')
       expect(violations).toEqual([])
       expect(inst.counts.checkpointWrites.length).toBeGreaterThan(2) // creation, some while appending, close
+    }))
+
+    it('paces checkpoints by their whole cost, the storage commit included, to a tenth of the time', withEngine({ checkpoint: { everyEvents: 1, everyMs: 1e9 } }, async ({ engine, inst }) => {
+      await engine.createSession({ id: 'p' })
+      // A storage whose checkpoint commit takes 25 ms (say, a slow disk's fsync): building the
+      // row costs microseconds, but rows may start at most every 10 x 25 ms.
+      inst.faults.onPutCheckpoint = () => new Promise((r) => setTimeout(r, 25))
+      const before = inst.counts.checkpointWrites.length
+      const started = performance.now()
+      let n = 0
+      while (performance.now() - started < 600) {
+        await engine.append('p', n++ % 2 ? { type: 'turn/end' } : { type: 'app/a' })
+        await new Promise((r) => setImmediate(r)) // a memory store's appends never leave the microtask queue
+      }
+      const elapsed = performance.now() - started
+      const written = inst.counts.checkpointWrites.length - before
+      expect(written).toBeGreaterThanOrEqual(1)
+      expect(written).toBeLessThanOrEqual(Math.ceil(elapsed / 250) + 1)
+      await engine.release('p', 'writer') // the close still writes the latest states
+      expect(inst.counts.checkpointWrites.at(-1)!.rows.subagent!.seq).toBe(n - 1)
     }))
 
     it('reports a failed checkpoint write and never fails the append', withEngine({ checkpoint: { everyEvents: 1 } }, async ({ engine, inst, errors }) => {

@@ -5,14 +5,21 @@ import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader } from '../../src/model'
 import { checkpointRowOf, type UnitSlot } from '../units'
 
-/** Checkpoints may take at most 1/CHECKPOINT_BUDGET of a writer's time (see afterWrite). */
+/**
+ * Checkpoints may take at most 1/CHECKPOINT_BUDGET of a writer's time (see afterWrite): their
+ * whole cost, building the row and the storage's write and commit (an fsync on fs, a
+ * transaction's commit in IndexedDB), measured on each write, so each adapter is paced by what
+ * a row costs there.
+ */
 const CHECKPOINT_BUDGET = 10
 
 /** One live session's checkpoint bookkeeping. */
 export interface CheckpointState {
   /** Events folded since the last row was built. */
   since: number
-  /** performance.now() when the last row was built, and what building it cost (ms). */
+  /** A turn ended since the last row was built. */
+  turnEnded: boolean
+  /** performance.now() when the last row was started, and what it cost until stored (ms). */
   lastAt: number
   lastCost: number
   timer?: ReturnType<typeof setTimeout>
@@ -40,7 +47,7 @@ export interface CheckpointPolicyOptions {
 }
 
 export function newCheckpointState(): CheckpointState {
-  return { since: 0, lastAt: -Infinity, lastCost: 0, again: false }
+  return { since: 0, turnEnded: false, lastAt: -Infinity, lastCost: 0, again: false }
 }
 
 export class CheckpointPolicy {
@@ -50,10 +57,19 @@ export class CheckpointPolicy {
   afterWrite(session: CheckpointSession, events: number, turnEnded: boolean): void {
     const state = session.checkpoint
     state.since += events
-    const due = turnEnded || state.since >= this.options.everyEvents
-    // A row is O(state): a big one (a catalog of 10,000 children) costs milliseconds to build.
-    // Keep that under a tenth of the time: a due checkpoint waits until 10x its last cost has
-    // passed since the last one, so appends stay O(1) amortised whatever the state's size.
+    if (turnEnded) state.turnEnded = true
+    this.plan(session)
+  }
+
+  /** A row now, when the budget allows, or after the quiet period; none while one is being written (planned again once it is). */
+  private plan(session: CheckpointSession): void {
+    const state = session.checkpoint
+    if (state.writing || state.since === 0) return
+    const due = state.turnEnded || state.since >= this.options.everyEvents
+    // A row is O(state) to build (a catalog of 10,000 children: milliseconds), and its write
+    // costs a commit. Keep both under a tenth of the time: a due checkpoint waits until 10x the
+    // last one's cost has passed since it started, so appends stay O(1) amortised whatever the
+    // state's size and whatever a commit costs on this storage.
     const budgetWait = state.lastAt + CHECKPOINT_BUDGET * state.lastCost - performance.now()
     if (due && budgetWait <= 0) {
       void this.write(session)
@@ -88,6 +104,7 @@ export class CheckpointPolicy {
       this.options.onError(new SessionfoldError('INVALID_ARGUMENT', `state of projection "${key}" for ${where(id)} is not JSON; it will refold`, { sessionId: id }))
     }
     state.since = 0
+    state.turnEnded = false
     state.writing = this.options.storage
       .putCheckpoint(id, row)
       .catch((err: unknown) => {
@@ -99,14 +116,17 @@ export class CheckpointPolicy {
       })
       .finally(() => {
         state.writing = undefined
+        state.lastCost = performance.now() - started // stored and committed: the whole cost
         if (state.again) {
+          // Asked for while this one was written (a writer closing): the latest states, now.
           state.again = false
           void this.write(session)
+        } else {
+          this.plan(session)
         }
       })
-    // Building the row and the adapter's synchronous part (its stringify) are the cost to bound.
-    state.lastAt = performance.now()
-    state.lastCost = state.lastAt - started
+    state.lastAt = started
+    state.lastCost = performance.now() - started // built: the cost so far
     return state.writing
   }
 

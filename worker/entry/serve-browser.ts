@@ -4,7 +4,7 @@ import { expose, type Endpoint } from 'comlink'
 import { registerErrorTransfer } from '../../src/transfer'
 // For units written in worker files: the strict schema of a ChunkedList state.
 export { chunkedListSchema } from '../../src/chunked-list-schema'
-import { EngineHost, ownEngine, type ServeEngineOptions, sharedEngines } from '../host'
+import { EngineHost, ownEngine, postFrames, type ServeEngineOptions, sharedEngines } from '../host'
 import { browserPlatform } from '../platform/browser'
 export type { ServeEngineOptions } from '../host'
 
@@ -19,10 +19,10 @@ export async function serveEngine(options: ServeEngineOptions = {}): Promise<voi
     const shared = sharedEngines(browserPlatform)
     scope.onconnect = (event: MessageEvent) => {
       const port = event.ports[0]!
-      expose(new EngineHost(projections, shared), port)
+      expose(new EngineHost(projections, shared, postFrames(port)), port)
       port.start()
     }
     return
   }
-  expose(new EngineHost(projections, ownEngine(browserPlatform)), globalThis as unknown as Endpoint)
+  expose(new EngineHost(projections, ownEngine(browserPlatform), postFrames(globalThis as unknown as MessagePort)), globalThis as unknown as Endpoint)
 }

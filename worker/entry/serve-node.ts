@@ -5,7 +5,7 @@ import { parentPort } from 'node:worker_threads'
 import { registerErrorTransfer } from '../../src/transfer'
 // For units written in worker files: the strict schema of a ChunkedList state.
 export { chunkedListSchema } from '../../src/chunked-list-schema'
-import { EngineHost, ownEngine, type ServeEngineOptions } from '../host'
+import { EngineHost, ownEngine, postFrames, type ServeEngineOptions } from '../host'
 import { nodePlatform } from '../platform/node'
 export type { ServeEngineOptions } from '../host'
 
@@ -21,5 +21,5 @@ export type { ServeEngineOptions } from '../host'
 export async function serveEngine(options: ServeEngineOptions = {}): Promise<void> {
   if (!parentPort) throw new Error('serveEngine() must run inside a worker thread')
   registerErrorTransfer()
-  expose(new EngineHost(options.projections ?? [], ownEngine(nodePlatform)), nodeEndpoint(parentPort) as Endpoint)
+  expose(new EngineHost(options.projections ?? [], ownEngine(nodePlatform), postFrames(parentPort)), nodeEndpoint(parentPort) as Endpoint)
 }

@@ -1,0 +1,70 @@
+// A store's appends made in one turn go to the engine in one call (EngineApi.appendMany), not
+// one message each: across a worker, 100 appends made at once cost one message each way, and
+// reach the engine together, so they share its group commit. Each append still succeeds or
+// fails on its own, in the order it was made; a lone append waits only for the end of the
+// current turn (a microtask).
+import { fromWireError, SessionfoldError, where } from '../errors'
+import type { SessionId } from '../model'
+import type { AppendAnswer, AppendItem, AppendOutcome } from '../protocol'
+import { isPlainObject } from '../validate'
+import type { EngineCalls } from './engine-calls'
+
+/** Body characters one call may carry; appends beyond them go in the next call. */
+const MAX_CALL_CHARS = 8 * 1024 * 1024
+
+interface Waiting {
+  item: AppendItem
+  sessionId: SessionId
+  resolve: (answer: unknown) => void
+  reject: (err: unknown) => void
+}
+
+export class AppendQueue {
+  readonly #calls: EngineCalls
+  #waiting: Waiting[] = []
+  #chars = 0
+
+  constructor(calls: EngineCalls) {
+    this.#calls = calls
+  }
+
+  /** Resolves with the item's answer, unchecked (the session checks it), or rejects with its error. */
+  submit(item: AppendItem, sessionId: SessionId): Promise<unknown> {
+    const chars = item.kind === 'append' ? item.bodies.reduce((n, b) => n + b.length, 0) : 0
+    if (this.#waiting.length > 0 && this.#chars + chars > MAX_CALL_CHARS) this.flush()
+    return new Promise((resolve, reject) => {
+      if (this.#waiting.length === 0) queueMicrotask(() => this.flush())
+      this.#waiting.push({ item, sessionId, resolve, reject })
+      this.#chars += chars
+    })
+  }
+
+  /** Sends the appends waiting now (before a call that must come after them, such as close). */
+  flush(): void {
+    const batch = this.#waiting
+    if (batch.length === 0) return
+    this.#waiting = []
+    this.#chars = 0
+    this.#calls.call((api) => api.appendMany(batch.map((w) => w.item))).then((outcomes) => {
+      if (!Array.isArray(outcomes) || outcomes.length !== batch.length) {
+        for (const w of batch) w.reject(bad(w.sessionId, 'an answer that is not one outcome per append'))
+        return
+      }
+      batch.forEach((w, i) => settle(w, outcomes[i] as AppendOutcome))
+    }, (err: unknown) => {
+      for (const w of batch) w.reject(err)
+    })
+  }
+}
+
+function settle(w: Waiting, outcome: AppendOutcome): void {
+  if (isPlainObject(outcome) && 'error' in outcome) {
+    const wire = outcome.error
+    w.reject(isPlainObject(wire) ? fromWireError(wire) : bad(w.sessionId, 'an error that is not one'))
+  } else {
+    w.resolve(outcome as AppendAnswer)
+  }
+}
+
+const bad = (sessionId: SessionId, what: string) =>
+  new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent ${what} for an append to ${where(sessionId)}`, { sessionId })
