@@ -61,6 +61,20 @@ export class EngineCalls {
   }
 
   /**
+   * Waits for `pending`, something the worker will send unasked (a pushed frame), keeping a
+   * Node process alive meanwhile as a call in flight does: pushes come on the worker's own port,
+   * which does not hold the process open by itself.
+   */
+  async awaitPush<T>(pending: Promise<T>): Promise<T> {
+    this.#connection.busy?.(1)
+    try {
+      return await pending
+    } finally {
+      this.#connection.busy?.(-1)
+    }
+  }
+
+  /**
    * A call whose answer is checked before the app sees it, like the frames: a broken or hostile
    * worker gives PROJECTIONS_UNAVAILABLE, never values of the wrong shape.
    */

@@ -112,7 +112,8 @@ export class SessionView {
 
   /** @internal */
   protected async _waitFor(seq: number): Promise<void> {
-    await this.projections._waitFor(seq).catch((err: unknown) => {
+    if (seq <= this.projections.asOfSeq && !this.projections.error) return
+    await this._scope.calls.awaitPush(this.projections._waitFor(seq)).catch((err: unknown) => {
       if (!isSessionfoldError(err, 'CLOSED', 'WORKER_TERMINATED')) throw err
     })
   }

@@ -5,6 +5,7 @@ import 'fake-indexeddb/auto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions, type ProjectionSnapshot, type Session } from 'sessionfold'
 import { createFsAdapter } from '../../adapters/fs'
@@ -62,6 +63,14 @@ describe('client: workers and processes', () => {
     for await (const e of reopened.events()) data.push(e.data)
     expect(data.slice(0, 20)).toEqual([...Array(20).keys()])
     await again.close()
+  })
+
+  it('a process waiting for pushed values stays alive until they come (spawn, then append, through the default worker)', async () => {
+    const { execFileSync } = await import('node:child_process')
+    for (let run = 0; run < 3; run++) {
+      const out = execFileSync(process.execPath, [fileURLToPath(fixture('spawn-last.mjs')), join(dir, `spawn-${run}`)], { encoding: 'utf8', timeout: 60_000 })
+      expect(out.trim()).toBe('children 20')
+    }
   })
 
   it('projections need worker: false or a worker file of your own', async () => {
