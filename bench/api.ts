@@ -34,7 +34,7 @@ import type { StorageAdapter } from '../adapters/types'
 import { HEADER_VERSION } from '../src/limits'
 import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
 import { encodeEventInput } from '../src/validate'
-import { messageInput, rotate, sourceState } from './common'
+import { messageInput, rawWriteFsync, rotate, sourceState } from './common'
 import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
@@ -137,25 +137,7 @@ async function runAdapter(adapter: StorageAdapter, batches: readonly EventInput[
 
 /** The raw limit: the same record bytes, writeSync + fsyncSync per batch, into one new file; events/s. */
 function runRaw(dir: string, bufs: readonly Buffer[], events: number, n: number): number {
-  const path = join(dir, `raw-${n}.log`)
-  const fd = fs.openSync(path, 'w')
-  let ms: number
-  try {
-    const t0 = performance.now()
-    for (const buf of bufs) {
-      let done = 0
-      while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done)
-      fs.fsyncSync(fd)
-    }
-    ms = performance.now() - t0
-  } finally {
-    fs.closeSync(fd)
-  }
-  const size = fs.statSync(path).size
-  const expected = bufs.reduce((k, b) => k + b.length, 0)
-  if (size !== expected) throw new Error(`raw file holds ${size} bytes, expected ${expected}`)
-  fs.unlinkSync(path)
-  return (events / ms) * 1000
+  return (events / rawWriteFsync(join(dir, `raw-${n}.log`), bufs)) * 1000
 }
 
 // ---- (2) single appends: concurrent and sequential ----------------------------------------

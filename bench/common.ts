@@ -1,7 +1,8 @@
-// What the benchmarks that go through openStore share (bench/client.ts, bench/api.ts): the
-// ~300-byte message event they append, the rotation of variants from round to round, and the
-// state of the source measured.
+// What the benchmarks share (bench/client.ts, bench/api.ts, bench/storage.ts): the ~300-byte
+// message event they append, the rotation of variants from round to round, the state of the
+// source measured, and the raw disk limit their appends are held against.
 import { execFileSync } from 'node:child_process'
+import * as fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { EventInput } from '../src/index-node'
 
@@ -31,4 +32,29 @@ export function messageInput(bytes: number): EventInput {
   const stored = (text: string) => JSON.stringify({ seq: 10_000, type: 'message/assistant', time: 1_700_000_000_000, data: { role: 'assistant', text } }).length
   const n = bytes - stored('')
   return { type: 'message/assistant', data: { role: 'assistant', text: WORDS.repeat(Math.ceil(n / WORDS.length)).slice(0, n) } }
+}
+
+/**
+ * The raw limit: `bufs` written with writeSync + fsyncSync one after another into a new file at
+ * `path` (checked for its size, then removed); the ms it took, open and close excluded.
+ */
+export function rawWriteFsync(path: string, bufs: readonly Buffer[]): number {
+  const fd = fs.openSync(path, 'w')
+  let ms: number
+  try {
+    const t0 = performance.now()
+    for (const buf of bufs) {
+      let done = 0
+      while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done)
+      fs.fsyncSync(fd)
+    }
+    ms = performance.now() - t0
+  } finally {
+    fs.closeSync(fd)
+  }
+  const size = fs.statSync(path).size
+  const expected = bufs.reduce((n, b) => n + b.length, 0)
+  if (size !== expected) throw new Error(`raw file holds ${size} bytes, expected ${expected}`)
+  fs.unlinkSync(path)
+  return ms
 }

@@ -182,8 +182,8 @@ export function explainApi(res: SuiteResults): string {
       `${fmt(1000 / seqT.median, 2)} ms with worker: false (medians)` +
       (adapter ? `; the fs adapter alone (storage run, diagnostic) takes ${fmt(1000 / storage.appends.sequential.median, 2)} ms, and there 100 callers appending one event at a time, ` +
         `concurrently, make ${range(adapter.perRound)} times its sequential rate (${fmt(storage.config.events, 0)} events per run, against ${api.config.singles} here)` : '') +
-      '. The speed-up is bounded by what each append costs that group commit does not share: one fsync serves a group, but every append is still ' +
-      'validated, carried to the engine, folded and acknowledged on its own.')
+      '. The speed-up is bounded by what each append costs that group commit does not share: one message to the worker and one fsync serve ' +
+      'the appends made together, but every append is still validated, numbered, folded and answered on its own.')
     out.push('')
   }
 

@@ -26,6 +26,7 @@ import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
 import { openSqlitePeer, type SqlitePeer } from './sqlite-peer'
 import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
+import { rawWriteFsync } from './common'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -178,25 +179,7 @@ async function runSequential(ctx: WriteContext, count: number, mark?: Mark): Pro
 
 /** The raw limit: the same bytes, writeSync + fsyncSync per batch of 100, into one new file. */
 async function runRaw(ctx: WriteContext, count: number): Promise<number> {
-  const path = join(ctx.dir, `raw-${ctx.next++}.log`)
-  const fd = fs.openSync(path, 'w')
-  const bufs = ctx.rawBatches.slice(0, count / CONFIG.batch)
-  let ms: number
-  try {
-    const t0 = performance.now()
-    for (const buf of bufs) {
-      let done = 0
-      while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done)
-      fs.fsyncSync(fd)
-    }
-    ms = performance.now() - t0
-  } finally {
-    fs.closeSync(fd)
-  }
-  const size = fs.statSync(path).size
-  const expected = bufs.reduce((n, b) => n + b.length, 0)
-  if (size !== expected) throw new Error(`raw file holds ${size} bytes, expected ${expected}`)
-  fs.unlinkSync(path)
+  const ms = rawWriteFsync(join(ctx.dir, `raw-${ctx.next++}.log`), ctx.rawBatches.slice(0, count / CONFIG.batch))
   return (count / ms) * 1000
 }
 

@@ -50,7 +50,8 @@ export function assertPlainJson(value: unknown, context: string): asserts value 
 /** What makes `value` not plain JSON (see assertPlainJson), or undefined when it is. */
 export function nonJsonProblem(value: unknown): string | undefined {
   // The walk that names where the problem is builds a path per key: only once there is one.
-  return isPlainJson(value, []) ? undefined : findNonJson(value, [], '')
+  // Both walks apply the same rules; should they ever differ, the stricter verdict stands.
+  return isPlainJson(value, []) ? undefined : (findNonJson(value, [], '') ?? 'a value that is not plain JSON')
 }
 
 /** The same rules as findNonJson, without building paths: the common case, per event. */

@@ -18,6 +18,18 @@ export interface UnitSlot {
   /** The view of `viewOf`, cached for one state reference. */
   viewState?: unknown
   viewValue?: Json | null
+  /** When `viewValue` is the list `before` grown at its end: `before` and its length (see grownFrom). */
+  viewGrowth?: { before: unknown; from: number }
+}
+
+/**
+ * The length of `before` when the slot's current view is `before` grown at its end, else
+ * undefined. Known without a scan when `before` is the view it replaced (the usual case: the
+ * change feed asks about the value it pushed last, which viewOf compared already).
+ */
+export function viewGrownFrom(slot: UnitSlot, before: unknown): number | undefined {
+  const growth = slot.viewGrowth
+  return growth && growth.before === before ? growth.from : grownFrom(before, slot.viewValue)
 }
 
 const reason = (err: unknown) => (err instanceof Error ? err.message : String(err))
@@ -28,6 +40,7 @@ function faultSlot(slot: UnitSlot, err: unknown): void {
   slot.state = undefined
   slot.viewState = undefined
   slot.viewValue = null
+  slot.viewGrowth = undefined
 }
 
 /** Fresh slots for a session: `init` of every unit (a throwing init is a fault, not a crash). */
@@ -87,8 +100,11 @@ function itemSchema(schema: unknown): z.ZodType | undefined {
   return schema.element as z.ZodType
 }
 
-/** Validates a view value; a list that only grew since the last valid value has its new items checked alone. */
-function checkView(slot: UnitSlot, value: unknown): void {
+/**
+ * Validates a view value; a list that only grew since the last valid value has its new items
+ * checked alone. Returns the length it grew from, if it did.
+ */
+function checkView(slot: UnitSlot, value: unknown): number | undefined {
   const schema = slot.def.view!.schema
   const from = grownFrom(slot.viewValue, value)
   const item = from === undefined ? undefined : itemSchema(schema)
@@ -99,10 +115,11 @@ function checkView(slot: UnitSlot, value: unknown): void {
       const parsed = item.safeParse(list[i])
       if (!parsed.success) throw fail(`[${i}]: ${parsed.error.issues[0]?.message}`)
     }
-    return
+    return from
   }
   const parsed = schema.safeParse(value)
   if (!parsed.success) throw fail(parsed.error.issues[0]?.message)
+  return from
 }
 
 /** The unit's view value (null when faulted), computed once per state reference and validated. */
@@ -112,7 +129,8 @@ export function viewOf(slot: UnitSlot): Json | null {
   if (slot.viewState === slot.state && slot.viewValue !== undefined) return slot.viewValue
   try {
     const value = view.view(slot.state)
-    checkView(slot, value)
+    const from = checkView(slot, value)
+    slot.viewGrowth = from === undefined ? undefined : { before: slot.viewValue, from }
     slot.viewState = slot.state
     slot.viewValue = (value === undefined ? null : value) as Json | null
     return slot.viewValue

@@ -3,11 +3,11 @@
 // reach the engine together, so they share its group commit. Each append still succeeds or
 // fails on its own, in the order it was made; a lone append waits only for the end of the
 // current turn (a microtask).
-import { fromWireError, SessionfoldError, where } from '../errors'
+import { fromWireError } from '../errors'
 import type { SessionId } from '../model'
 import type { AppendAnswer, AppendItem, AppendOutcome } from '../protocol'
 import { isPlainObject } from '../validate'
-import type { EngineCalls } from './engine-calls'
+import { badAnswer, type EngineCalls } from './engine-calls'
 
 /** Body characters one call may carry; appends beyond them go in the next call. */
 const MAX_CALL_CHARS = 8 * 1024 * 1024
@@ -47,7 +47,7 @@ export class AppendQueue {
     this.#chars = 0
     this.#calls.call((api) => api.appendMany(batch.map((w) => w.item))).then((outcomes) => {
       if (!Array.isArray(outcomes) || outcomes.length !== batch.length) {
-        for (const w of batch) w.reject(bad(w.sessionId, 'an answer that is not one outcome per append'))
+        for (const w of batch) w.reject(badAnswer('list of append outcomes', 'not one outcome per append', w.sessionId))
         return
       }
       batch.forEach((w, i) => settle(w, outcomes[i] as AppendOutcome))
@@ -60,11 +60,9 @@ export class AppendQueue {
 function settle(w: Waiting, outcome: AppendOutcome): void {
   if (isPlainObject(outcome) && 'error' in outcome) {
     const wire = outcome.error
-    w.reject(isPlainObject(wire) ? fromWireError(wire) : bad(w.sessionId, 'an error that is not one'))
+    w.reject(isPlainObject(wire) ? fromWireError(wire) : badAnswer('append outcome', 'an error that is not one', w.sessionId))
   } else {
     w.resolve(outcome as AppendAnswer)
   }
 }
 
-const bad = (sessionId: SessionId, what: string) =>
-  new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent ${what} for an append to ${where(sessionId)}`, { sessionId })

@@ -84,7 +84,7 @@ export class EngineCalls {
     if (problem === undefined) return value
     const handle = (value as Partial<HandleInfo> | null)?.handle
     if (what === 'handle' && typeof handle === 'number') await this.call((api) => api.closeHandle(handle)).catch(() => {})
-    throw new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad ${what}${sessionId === undefined ? '' : ` for ${where(sessionId)}`}: ${problem}`, sessionId === undefined ? {} : { sessionId })
+    throw badAnswer(what, problem, sessionId)
   }
 
   /** Runs `work` with a fresh cancel token; `signal`'s abort asks the engine to cancel it. */
@@ -98,4 +98,9 @@ export class EngineCalls {
       signal?.removeEventListener('abort', onAbort)
     }
   }
+}
+
+/** PROJECTIONS_UNAVAILABLE for an answer of the worker that failed its check. */
+export function badAnswer(what: string, problem: string, sessionId?: SessionId): SessionfoldError {
+  return new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad ${what}${sessionId === undefined ? '' : ` for ${where(sessionId)}`}: ${problem}`, sessionId === undefined ? {} : { sessionId })
 }

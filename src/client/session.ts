@@ -7,7 +7,7 @@ import type { SessionEvent, SessionHeader, SessionId } from '../model'
 import type { AppendAnswer, AppendItem, AppendResult, Frame, HandleInfo } from '../protocol'
 import type { AppendQueue } from './append-queue'
 import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../validate'
-import type { EngineCalls } from './engine-calls'
+import { badAnswer, type EngineCalls } from './engine-calls'
 import type { LiveViews } from './live-views'
 import type { ProjectionMapView } from './projection-view'
 
@@ -102,9 +102,7 @@ export class SessionView {
     const answer = await this._scope.appends.submit(item, this.id)
     if (isPlainObject(answer) && Array.isArray(answer.frames)) this._scope.views.push(answer.frames as Frame[])
     const problem = appendResultProblem(answer)
-    if (problem !== undefined) {
-      throw new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad append result for ${where(this.id)}: ${problem}`, { sessionId: this.id })
-    }
+    if (problem !== undefined) throw badAnswer('append result', problem, this.id)
     const { firstSeq, lastSeq } = answer as AppendAnswer
     await this._waitFor(lastSeq)
     return { firstSeq, lastSeq }

@@ -3,7 +3,7 @@
 import { SessionfoldError, where } from '../../src/errors'
 import type { Json, SessionHeader } from '../../src/model'
 import type { ProjectionFault } from '../../src/projection'
-import { grownFrom, viewOf, type UnitSlot } from '../units'
+import { viewGrownFrom, viewOf, type UnitSlot } from '../units'
 
 /** What changed after a fold: the new `asOfSeq`, the views that differ from the last push, and the faults. */
 export interface ProjectionChange {
@@ -72,7 +72,7 @@ export function notify(session: FeedSession, onError: (err: SessionfoldError) =>
     const last = feed.pushed.get(key)
     if (last?.value === value) continue
     // A list that only grew changed, and by its new items alone: no O(list) comparison.
-    const from = last && grownFrom(last.value, value)
+    const from = last && viewGrownFrom(slot, last.value)
     let json: string | undefined
     if (from !== undefined) {
       ;(grown ??= {})[key] = from
