@@ -25,6 +25,19 @@ async function dataOf(s: { events(): AsyncIterable<{ data: Json }> }): Promise<J
   return out
 }
 
+/** Waits until every unit row of `id`'s checkpoint is as of `seq`. */
+async function checkpointAt(a: { getCheckpoint(id: string): Promise<unknown> }, id: string, seq: number): Promise<void> {
+  const until = Date.now() + 10_000
+  const at = (row: unknown) => {
+    const rows = Object.values((row as { rows?: Record<string, { seq: number }> } | undefined)?.rows ?? {})
+    return rows.length > 0 && rows.every((r) => r.seq === seq)
+  }
+  while (!at(await a.getCheckpoint(id))) {
+    if (Date.now() > until) throw new Error(`no checkpoint of "${id}" as of seq ${seq} after 10 s`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
 const deleteDb = (name: string) => new Promise<void>((resolve) => {
   const r = indexedDB.deleteDatabase(name)
   r.onsuccess = r.onerror = r.onblocked = () => resolve()
@@ -35,7 +48,8 @@ describe('a full IndexedDB quota (Chromium)', () => {
     const context = worker ? 'worker' : 'page'
     it(`appends, spawns and forks reject with STORAGE_QUOTA_EXCEEDED, store nothing, and work again once the quota allows (worker: ${worker})`, async () => {
       const name = dbName()
-      const options: OpenStoreOptions = { name, worker, workerUrl: worker ? new URL('./quota-worker.ts', import.meta.url) : undefined }
+      // No quiet-period checkpoints during the test; turn/end's row is still due (paced, §4).
+      const options: OpenStoreOptions = { name, worker, workerUrl: worker ? new URL('./quota-worker.ts', import.meta.url) : undefined, checkpoint: { everyMs: 600_000 } }
       const store = await openStore(options)
       const s = await store.createSession({ id: 's' })
       const acked: Json[] = []
@@ -52,8 +66,11 @@ describe('a full IndexedDB quota (Chromium)', () => {
       await o.append([{ type: 'app/o', data: 0 }, { type: 'app/o', data: 1 }])
 
       const a = createIndexedDbAdapter({ name })
-      const before = await snapshotStore(a)
       const values = s.projections.snapshot()
+      // turn/end's checkpoint is paced by the cost of the last row (§4), so it may land a little
+      // after the append's answer: take the picture of "before" once it has.
+      await checkpointAt(a, 's', values.asOfSeq)
+      const before = await snapshotStore(a)
 
       await setFull(context, true)
       const err = await expectCode(s.append({ type: 'app/lost' }), 'STORAGE_QUOTA_EXCEEDED')

@@ -50,7 +50,7 @@ describe('a full IndexedDB quota through the public client (fake-indexeddb)', ()
   for (const f of ['throw', 'abort-mid', 'abort-commit'] as const) {
     it(`${f}: appends, spawns and creates reject with STORAGE_QUOTA_EXCEEDED, store nothing, and work again after`, async () => {
       const name = `quota-${n++}`
-      const store = await openStore({ storage: 'indexeddb', name, worker: false })
+      const store = await openStore({ storage: 'indexeddb', name, worker: false, checkpoint: { everyMs: 600_000 } }) // no quiet-period row during the test
       const s = await store.createSession({ id: 's' })
       const acked: Json[] = []
       await s.append({ type: 'turn/start', data: 'start', time: 1 })
