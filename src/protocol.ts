@@ -67,6 +67,11 @@ export interface HandleInfo {
   snapshot: ProjectionSnapshot
   /** For spawn: the parent's asOfSeq once its catalog fact was folded (read your writes). */
   parentSeq?: number
+  /**
+   * For observe: true when the engine follows the session for a writer elsewhere (another
+   * process), so its values may change without any call of this store.
+   */
+  followed?: boolean
 }
 
 export interface EventsPage {

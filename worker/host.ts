@@ -214,7 +214,8 @@ export class EngineHost implements EngineApi {
   async observe(id: unknown): Promise<HandleInfo> {
     assertSessionId(id)
     await this.engine.observe(id)
-    return this.attach(id, 'observer')
+    const info = this.attach(id, 'observer')
+    return this.engine.isFollowed(id) ? { ...info, followed: true } : info
   }
 
   async spawn(handle: number, options: unknown, bodies: string[]): Promise<HandleInfo> {

@@ -8,5 +8,24 @@ import type { Connection } from './connection'
 export async function connectInThread(projections: readonly ProjectionDefinition[], platform: () => Promise<Platform>): Promise<Connection> {
   const [{ EngineHost, ownEngine }, engineOn] = await Promise.all([import('../../worker/host'), platform()])
   const host = new EngineHost(projections, ownEngine(engineOn))
-  return { api: host, died: new Promise(() => {}), end: async () => {} }
+  // Storage watching here never holds the process open by itself (worker/platform/growth-fs.ts):
+  // a timer that does nothing does, while a followed view has listeners.
+  let holds = 0
+  let timer: ReturnType<typeof setInterval> | undefined
+  return {
+    api: host,
+    died: new Promise(() => {}),
+    end: async () => {
+      clearInterval(timer)
+      timer = undefined
+    },
+    hold(delta) {
+      holds += delta
+      if (holds > 0 && !timer) timer = setInterval(() => {}, 2 ** 30)
+      else if (holds === 0 && timer) {
+        clearInterval(timer)
+        timer = undefined
+      }
+    },
+  }
 }

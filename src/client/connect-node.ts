@@ -32,16 +32,19 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
     })
   }
   const { api, release } = link(nodeEndpoint(worker))
+  // Unreferenced while idle: a store nobody calls lets Node exit, with or without close().
   let pending = 0
   worker.unref()
+  const busy = (delta: 1 | -1) => {
+    pending += delta
+    if (pending === 1 && delta === 1) worker.ref()
+    if (pending === 0) worker.unref()
+  }
   return {
     api,
     died: death.died,
-    busy(delta) {
-      pending += delta
-      if (pending === 1 && delta === 1) worker.ref()
-      if (pending === 0) worker.unref()
-    },
+    busy,
+    hold: busy,
     async end() {
       death.ending()
       release()

@@ -20,6 +20,11 @@ export interface Connection {
   end(): Promise<void>
   /** Keeps a Node process alive while calls are pending (and lets it exit when idle). */
   busy?(delta: 1 | -1): void
+  /**
+   * Keeps a Node process alive (+1) for values that change without a call of this store (a
+   * view followed for another process's writer, with listeners), until as many -1.
+   */
+  hold?(delta: 1 | -1): void
 }
 
 /** How openStore reaches an engine on one platform. */

@@ -75,6 +75,14 @@ export class EngineCalls {
   }
 
   /**
+   * Keeps a Node process alive (true) or no longer (false) for values that change without a
+   * call of ours: a view followed for another process's writer, while it has subscribers.
+   */
+  hold(on: boolean): void {
+    this.#connection.hold?.(on ? 1 : -1)
+  }
+
+  /**
    * A call whose answer is checked before the app sees it, like the frames: a broken or hostile
    * worker gives PROJECTIONS_UNAVAILABLE, never values of the wrong shape.
    */

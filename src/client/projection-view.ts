@@ -56,6 +56,9 @@ export class ProjectionMapView {
   readonly #clock = new NotifyClock(() => this.#notify())
   #waiters: { seq: number; resolve: () => void; reject: (e: unknown) => void }[] = []
   #error: SessionfoldError | undefined
+  #subscribers = 0
+  /** @internal Told when the view gains its first subscriber (true) and loses its last (false). */
+  _onSubscribed: ((subscribed: boolean) => void) | undefined
 
   /** @internal */
   constructor(initial: ProjectionSnapshot) {
@@ -91,7 +94,7 @@ export class ProjectionMapView {
   subscribe(listener: (snapshot: ProjectionSnapshot<ProjectionMap>) => void): () => void
   subscribe(keyOrListener: string | MapListener, maybe?: KeyListener): () => void {
     if (typeof keyOrListener === 'function') {
-      const unsubscribe = this.#mapListeners.add(keyOrListener)
+      const unsubscribe = this.#counted(this.#mapListeners.add(keyOrListener))
       keyOrListener(this.snapshot())
       return unsubscribe
     }
@@ -101,9 +104,21 @@ export class ProjectionMapView {
     const key = keyOrListener
     let listeners = this.#keyListeners.get(key)
     if (!listeners) this.#keyListeners.set(key, (listeners = new Listeners()))
-    const unsubscribe = listeners.add(maybe)
+    const unsubscribe = this.#counted(listeners.add(maybe))
     maybe(this.#values[key] ?? null, this.#meta())
     return unsubscribe
+  }
+
+  /** Counts a subscription until its (idempotent) unsubscribe. */
+  #counted(remove: () => void): () => void {
+    if (this.#subscribers++ === 0) this._onSubscribed?.(true)
+    let removed = false
+    return () => {
+      remove()
+      if (removed) return
+      removed = true
+      if (--this.#subscribers === 0) this._onSubscribed?.(false)
+    }
   }
 
   /** The error that stopped these values, if any. */
@@ -155,6 +170,9 @@ export class ProjectionMapView {
   _fail(error: SessionfoldError): void {
     if (this.#error) return
     this.#error = error
+    // Nothing will change any more: nothing to stay up for.
+    this._onSubscribed?.(false)
+    this._onSubscribed = undefined
     for (const w of this.#waiters) w.reject(error)
     this.#waiters = []
     for (const key of this.#keyListeners.keys()) this.#changed.add(key)

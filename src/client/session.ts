@@ -47,6 +47,17 @@ export class SessionView {
     this.id = info.header.id
     this.header = info.header
     this.projections = scope.views.open(info)
+    if (info.followed) {
+      // Its values move with another process's appends, not with calls of ours: while someone
+      // listens, a Node process stays up for them (as a watcher would); close() or the last
+      // unsubscribe lets it exit.
+      let held = false
+      this.projections._onSubscribed = (subscribed) => {
+        if (subscribed === held) return
+        held = subscribed
+        scope.calls.hold(subscribed)
+      }
+    }
   }
 
   /** @internal */
@@ -120,6 +131,8 @@ export class SessionView {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.projections._onSubscribed?.(false)
+    this.projections._onSubscribed = undefined
     this._scope.views.forget(this.id, this.projections)
     await this._scope.calls.call((api) => api.closeHandle(this._handle)).catch((err) => {
       if (!isSessionfoldError(err, 'CLOSED', 'WORKER_TERMINATED')) throw err

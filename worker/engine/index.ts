@@ -220,6 +220,11 @@ export class Engine {
   }
 
   /** The header of a session open here. */
+  /** True while session `id` is followed here for a writer elsewhere (its storage is watched). */
+  isFollowed(id: SessionId): boolean {
+    return this.sessions.get(id)?.unwatch !== undefined
+  }
+
   liveHeader(id: SessionId): SessionHeader {
     return this.sessions.liveOf(id).header
   }
