@@ -53,6 +53,7 @@ export function ownEngine(platform: Platform): EngineSource {
   const channels = new WeakMap<Engine, GrowthChannel>()
   return {
     async open(options, projections) {
+      await platform.check?.(options)
       const channel = platform.openChannel?.(options)
       const engine = new Engine({
         storage: platform.openStorage(options),

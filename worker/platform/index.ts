@@ -17,6 +17,8 @@ export interface GrowthChannel {
 }
 
 export interface Platform {
+  /** What can be checked of the store's place before anything opens (an fs folder: one we can write in). */
+  check?(options: HostOptions): Promise<void>
   openStorage(options: HostOptions): StorageAdapter
   openLocks(options: HostOptions): WriterLocks
   openChannel?(options: HostOptions): GrowthChannel | undefined

@@ -1,4 +1,5 @@
 import { createFsAdapter } from '../../adapters/fs'
+import { checkStoreDir } from '../../adapters/fs/check-root'
 import { createIndexedDbAdapter } from '../../adapters/indexeddb'
 import { createMemoryAdapter } from '../../adapters/memory'
 import { SessionfoldError, where } from '../../src/errors'
@@ -9,6 +10,9 @@ import type { Platform } from './index'
 
 /** Node: files (with lock files shared by processes), memory, or an IndexedDB polyfill. */
 export const nodePlatform: Platform = {
+  check: async (o) => {
+    if (o.storage === 'fs') await checkStoreDir(o.dir)
+  },
   openStorage(o) {
     switch (o.storage) {
       case 'fs':
