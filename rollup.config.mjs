@@ -36,6 +36,20 @@ const copy = (from, fileName) => ({
   },
 })
 
+/**
+ * Minified output, with a source map through to the sources. For the self-contained browser
+ * worker only: an app's bundler finds it by `new URL('./worker-entry.browser.js',
+ * import.meta.url)` and copies it as an asset, as it is, without minifying it (Vite does), so
+ * it must already be small. Licence comments (`/*!`, `@license`) stay in.
+ */
+const minify = () => ({
+  name: 'esbuild-minify',
+  async renderChunk(code) {
+    const out = await transform(code, { minify: true, format: 'esm', target: 'es2022', sourcemap: true, legalComments: 'inline' })
+    return { code: out.code, map: out.map }
+  },
+})
+
 const adapters = {
   'adapters/memory': 'adapters/memory.ts',
   'adapters/indexeddb': 'adapters/indexeddb.ts',
@@ -66,10 +80,10 @@ export default [
     plugins: [typescript()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
   },
-  // The default browser worker, self-contained (its dependencies inlined).
+  // The default browser worker, self-contained (its dependencies inlined) and minified.
   {
     input: { 'worker-entry.browser': 'worker/entry/browser.ts' },
-    plugins: [typescript(), nodeResolve()],
+    plugins: [typescript(), nodeResolve(), minify()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, sourcemap: true },
   },
   // Bundled declarations, one file per entry point, as .d.ts (import) and .d.cts (require).
