@@ -21,6 +21,17 @@ const holders: ChildProcess[] = []
 
 const run = (args: string[], stdin?: string): Promise<CliResult> => runCli(cli.file, args, { stdin })
 
+/** Runs several commands, four processes at a time (each one mostly waits on starting Node). */
+async function runAll(runs: { args: string[]; stdin?: string }[]): Promise<CliResult[]> {
+  const results: CliResult[] = []
+  let next = 0
+  const worker = async () => {
+    for (let i = next++; i < runs.length; i = next++) results[i] = await run(runs[i]!.args, runs[i]!.stdin)
+  }
+  await Promise.all([worker(), worker(), worker(), worker()])
+  return results
+}
+
 /** Every file under `path` with its size and mtime ({} when there is no such folder). */
 async function files(path: string): Promise<Record<string, string>> {
   if (!existsSync(path)) return {}
@@ -128,14 +139,17 @@ describe('sessionfold --version and help', () => {
       ls: [], show: [], tree: [], events: ['--from', '--to', '--follow'], verify: [],
       export: ['--tree'], import: [], delete: ['--tree'], help: [],
     }
-    for (const [command, options] of Object.entries(expected)) {
+    const commands = Object.keys(expected)
+    const helps = await runAll(commands.map((c) => ({ args: ['help', c] })))
+    const flags = await runAll(commands.map((c) => ({ args: [c, '--help'] })))
+    for (const [i, [command, options]] of Object.entries(expected).entries()) {
       expect(general.out, command).toMatch(new RegExp(`^ {2}${command}\\b`, 'm'))
-      const one = await run(['help', command])
+      const one = helps[i]!
       expect(one.code, command).toBe(0)
       expect(one.out).toMatch(new RegExp(`^Usage: sessionfold ${command}\\b`))
       for (const option of [...options, '--dir', '--json', '--help']) expect(one.out, `${command} ${option}`).toMatch(new RegExp(`^ {2}(-h, )?${option}\\b`, 'm'))
       expect(one.out).toMatch(new RegExp(`^ {2}\\$ sessionfold ${command}\\b`, 'm')) // an example
-      if (command !== 'help') expect((await run([command, '--help'])).out, command).toBe(one.out)
+      if (command !== 'help') expect(flags[i]!.out, command).toBe(one.out)
     }
   })
 
@@ -205,8 +219,9 @@ describe('--json errors', () => {
       [['import', '--dir', join(dir, 'json-import')], 'INVALID_ARGUMENT', 'not an export\n'],
       [['events', 'parent', '--from', 'x', '--dir', store], 'USAGE'],
     ]
-    for (const [args, code, stdin] of cases) {
-      const r = await run([...args, '--json'], stdin)
+    const results = await runAll(cases.map(([args, , stdin]) => ({ args: [...args, '--json'], stdin })))
+    for (const [i, [args, code]] of cases.entries()) {
+      const r = results[i]!
       expect(r.code, args.join(' ')).toBe(code === 'USAGE' ? 2 : 1)
       expect(r.out, args.join(' ')).toBe('')
       expect(jsonError(r).code, args.join(' ')).toBe(code)
@@ -302,16 +317,17 @@ describe('export and import', () => {
     const existing = join(dir, 'existing')
     await buildStore(existing)
     const before = await files(existing)
-    for (const [what, input] of Object.entries(inputs)) {
-      const r = await run(['import', '--dir', fresh, '--json'], input)
+    const cases = Object.entries(inputs)
+    const results = await runAll(cases.flatMap(([, input]) => [{ args: ['import', '--dir', fresh, '--json'], stdin: input }, { args: ['import', '--dir', existing], stdin: input }]))
+    for (const [i, [what]] of cases.entries()) {
+      const [r, r2] = [results[2 * i]!, results[2 * i + 1]!]
       expect(r.code, what).toBe(1)
       expect(jsonError(r).code, what).toBe('INVALID_ARGUMENT')
-      expect(existsSync(fresh), what).toBe(false)
-      const r2 = await run(['import', '--dir', existing], input)
       expect(r2.code, what).toBe(1)
       expect(r2.err, what).toMatch(/^sessionfold: .+ \(INVALID_ARGUMENT\)\n$/)
-      expect(await files(existing), what).toEqual(before)
     }
+    expect(existsSync(fresh)).toBe(false)
+    expect(await files(existing)).toEqual(before)
     // The whole input, after all that: imported.
     expect((await run(['import', '--dir', fresh], good)).out).toBe('imported 4 new sessions, 13 events\n')
   })
