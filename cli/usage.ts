@@ -66,7 +66,7 @@ export const COMMANDS = {
     options: { '--tree': 'also every descendant of the given sessions (subagents, all levels)' },
     synopsis: 'export [<id>...] [--tree]',
     summary: 'sessions as NDJSON on stdout (all of them when no id is given)',
-    details: 'Writes sessions in the format `import` reads, parents before their children, and ends with\nan "end" line counting them (so a cut-off file is refused by import). With no id, every\nsession of the store; a damaged one is left out, reported on stderr, and the exit status is 1.',
+    details: 'Writes sessions in the format `import` reads, parents before their children, and ends with\nan "end" line counting them (so a cut-off file is refused by import). With no id, every\nsession of the store. A session that cannot be read (a damaged one; with --tree, a\ndescendant whose catalog row cannot be followed) is left out and reported on stderr, and the\nexit status is 1; the rest is exported whole.',
     example: 'sessionfold export agent-1 --tree > agent-1.ndjson',
   },
   import: {
@@ -82,7 +82,7 @@ export const COMMANDS = {
     options: { '--tree': 'also every descendant of the given sessions (subagents, all levels)' },
     synopsis: 'delete <id>... [--tree]',
     summary: 'delete sessions (with --tree, their descendants too)',
-    details: 'Checks every session first and deletes none unless all can go: a missing one is\nSESSION_NOT_FOUND, one open for writing (by any process) SESSION_LOCKED. Children are\ndeleted before their parents. Without --tree, a parent\'s subagents stay (its tree then\nshows them only while they exist).',
+    details: 'Checks every session first and deletes none unless all can go: a missing one is\nSESSION_NOT_FOUND, one open for writing (by any process) SESSION_LOCKED. Children are\ndeleted before their parents. Without --tree only the named sessions go: their subagents\nstay, and a deleted child shows as "! unavailable" in its parent\'s tree. With --tree, a\ndescendant whose catalog row cannot be followed refuses the whole delete (CORRUPT_LOG).',
     example: 'sessionfold delete agent-1 --tree',
   },
   help: {
@@ -118,7 +118,8 @@ export function generalUsage(): string {
     'Usage: sessionfold <command> [options]',
     '',
     'Commands (on the fs store in --dir):',
-    table(Object.values(COMMANDS).map((c) => [c.synopsis, c.summary])),
+    // Without their options (`help <command>` has those), so the list stays narrow.
+    table(Object.values(COMMANDS).map((c) => [c.synopsis.replace(/ \[--[^\]]*\]/g, ''), c.summary])),
     '',
     'Options of every command:',
     table(GLOBAL_OPTIONS),
@@ -133,6 +134,7 @@ export function generalUsage(): string {
 /** `sessionfold help <command>`: its usage line, what it does, its options and an example. */
 export function commandUsage(name: CommandName): string {
   const c: CommandSpec = COMMANDS[name]
+  const options = name === 'help' ? [] : GLOBAL_OPTIONS
   const own = Object.entries(c.options).map(([flag, text]): [string, string] => {
     const [arg, rest] = text.startsWith('N  ') ? [' N', text.slice(3)] : ['', text]
     return [`${flag}${arg}`, rest]
@@ -143,9 +145,7 @@ export function commandUsage(name: CommandName): string {
     c.summary.charAt(0).toUpperCase() + c.summary.slice(1) + '.',
     c.details,
     '',
-    'Options:',
-    table([...own, ...GLOBAL_OPTIONS]),
-    '',
+    ...(own.length + options.length > 0 ? ['Options:', table([...own, ...options]), ''] : []),
     'Example:',
     `  $ ${c.example}`,
     '',
