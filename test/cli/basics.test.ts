@@ -370,6 +370,28 @@ describe('delete', () => {
     expect((await run(['verify', '--dir', path])).out).toBe('ok: 1 sessions, 1 events, no damage\n')
   })
 
+  it('a descendant that cannot be read: delete --tree refuses (CORRUPT_LOG, nothing deleted), export --tree leaves it out (exit 1)', async () => {
+    const path = join(dir, 'del-damaged-child')
+    await buildStore(path)
+    const log = join(path, 'sessions', folderOf('grandkid'), 'events.log')
+    const bytes = await readFile(log)
+    bytes[20] = bytes[20]! ^ 0xff
+    await writeFile(log, bytes)
+    const before = await files(join(path, 'sessions'))
+    const refused = await run(['delete', 'parent', '--tree', '--dir', path, '--json'])
+    expect(refused.code).toBe(1)
+    expect(jsonError(refused)).toMatchObject({ code: 'CORRUPT_LOG', message: expect.stringMatching(/tree under session "parent" cannot be read whole: session "grandkid", a subagent of "helper", cannot be read/) })
+    expect(await files(join(path, 'sessions'))).toEqual(before)
+    const exported = await run(['export', 'parent', '--tree', '--dir', path])
+    expect(exported.code).toBe(1)
+    expect(exported.err).toMatch(/^sessionfold: warning: session "grandkid", a subagent of "helper", cannot be read: .+; it was not exported \(CORRUPT_LOG\)\n$/)
+    expect(sessionLines(exported.out)).toEqual(['parent', 'helper'])
+    // By id, the damaged session itself can be deleted; then the tree is whole again.
+    expect((await run(['delete', 'grandkid', '--dir', path])).code).toBe(0)
+    expect(JSON.parse((await run(['delete', 'parent', '--tree', '--dir', path, '--json'])).out)).toEqual({ deleted: ['helper', 'parent'] })
+    expect(await ids(path)).toEqual(['forked', 'ggkid', 'other'])
+  })
+
   it('refuses a session open for writing in another process (SESSION_LOCKED), deleting none of the others', async () => {
     const path = join(dir, 'del-locked')
     await buildStore(path)
