@@ -70,7 +70,7 @@ export default [
   {
     input: { cli: 'cli/sessionfold.ts' },
     external,
-    plugins: [typescript(), { name: 'executable', writeBundle: () => chmod('dist/node/cli.js', 0o755) }],
+    plugins: [typescript(), { name: 'executable', writeBundle: (options) => chmod(`${options.dir}/cli.js`, 0o755) }],
     output: { dir: 'dist/node', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, banner: '#!/usr/bin/env node', sourcemap: true },
   },
   // Browsers: the client, the worker API and the adapters, as ESM.

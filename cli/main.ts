@@ -1,6 +1,7 @@
 // The sessionfold command line: look inside an fs store without writing code. Read-only
 // commands open the store read-only (no lock taken, nothing repaired or rewritten), so they
-// work while an app writes; `import` is the one command that writes.
+// work while an app writes; `import` and `delete` are the commands that write. What each
+// command takes, and its help, is in usage.ts.
 import { stat } from 'node:fs/promises'
 import { createFsAdapter } from '../adapters/fs'
 import { locksDir, sessionsDir } from '../adapters/fs/layout'
@@ -14,140 +15,157 @@ import { ls } from './ls'
 import { show } from './show'
 import { tree } from './tree'
 import { verify } from './verify'
-import { Output, type Io } from './output'
-import { exportSessions, importSessions } from './transfer'
+import { deleteSessions, handOverLocks } from './delete'
+import { Output, report, type Io } from './output'
+import { applyImport, checkImport, exportSessions, type CheckedImport } from './transfer'
+import { COMMANDS, commandUsage, generalUsage, isCommand, type CommandName, type CommandSpec } from './usage'
+import { packageVersion } from './version'
 
 export type { Io } from './output'
 
-export const USAGE = `Usage: sessionfold <command> [options]
-
-Commands (on the fs store in --dir):
-  ls                       sessions, newest first, with event counts
-  show <id>                header, counts, every projection value, faults
-  tree <id>                the session's subagents, recursively
-  events <id>              events as NDJSON  [--from N] [--to N] [--follow]
-  verify                   read every log and checkpoint; exit 1 on damage
-  export <id...>           sessions as NDJSON on stdout
-  import                   NDJSON of export from stdin (importing twice changes nothing)
-
-Options:
-  --dir <path>   the store's folder (default: .sessionfold)
-  --json         machine-readable output
-  --from N       events: first seq (default 0)
-  --to N         events: stop before this seq
-  --follow       events: keep printing appends (by any process) until interrupted
-  -h, --help     this text
-
-Exit status: 0 done, 1 damage found or the operation failed, 2 usage error.
-`
-
-class UsageError extends Error {}
+class UsageError extends Error {
+  constructor(message: string, readonly command?: CommandName) {
+    super(message)
+  }
+}
 
 interface Args {
-  command: string
+  command: Exclude<CommandName, 'help'>
   ids: string[]
   dir: string
   json: boolean
   from?: number
   to?: number
   follow: boolean
+  tree: boolean
 }
 
-const COMMANDS: Record<string, { ids: 'none' | 'one' | 'some'; flags: string[] }> = {
-  ls: { ids: 'none', flags: [] },
-  show: { ids: 'one', flags: [] },
-  tree: { ids: 'one', flags: [] },
-  events: { ids: 'one', flags: ['--from', '--to', '--follow'] },
-  verify: { ids: 'none', flags: [] },
-  export: { ids: 'some', flags: [] },
-  import: { ids: 'none', flags: [] },
-}
+type Parsed = Args | { help: CommandName | undefined } | { version: true }
 
-export function parseArgs(argv: readonly string[]): Args | 'help' {
+export function parseArgs(argv: readonly string[]): Parsed {
   if (argv.length === 0) throw new UsageError('no command given')
-  if (argv.includes('-h') || argv.includes('--help')) return 'help'
   const [command, ...rest] = argv
-  const spec = COMMANDS[command!]
-  if (!spec) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
-  const args: Args = { command: command!, ids: [], dir: '.sessionfold', json: false, follow: false }
+  if (command === '--version') {
+    if (rest.length > 0) throw new UsageError('--version takes nothing else')
+    return { version: true }
+  }
+  if (command === '-h' || command === '--help') {
+    if (rest.length > 0) throw new UsageError(`${command} takes nothing else (try: sessionfold help <command>)`)
+    return { help: undefined }
+  }
+  if (!isCommand(command!)) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+  if (command === 'help') {
+    const topic = rest.filter((a) => a !== '--json')
+    if (topic.length > 1) throw new UsageError('help takes at most one command', 'help')
+    if (topic[0] !== undefined && !isCommand(topic[0])) throw new UsageError(`unknown command ${JSON.stringify(topic[0])}`)
+    return { help: topic[0] as CommandName | undefined }
+  }
+  const spec: CommandSpec = COMMANDS[command]
+  if (rest.includes('-h') || rest.includes('--help')) return { help: command }
+  const args: Args = { command, ids: [], dir: '.sessionfold', json: false, follow: false, tree: false }
+  const fail = (message: string) => new UsageError(message, command)
   for (let i = 0; i < rest.length; i++) {
     const token = rest[i]!
     const [flag, inline] = token.startsWith('--') && token.includes('=') ? [token.slice(0, token.indexOf('=')), token.slice(token.indexOf('=') + 1)] : [token, undefined]
     const value = () => {
       const v = inline ?? rest[++i]
-      if (v === undefined || v === '') throw new UsageError(`${flag} needs a value`)
+      if (v === undefined || v === '') throw fail(`${flag} needs a value`)
       return v
     }
     const seq = () => {
       const v = value()
-      if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new UsageError(`${flag} must be an integer >= 0, got ${JSON.stringify(v)}`)
+      if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw fail(`${flag} must be an integer >= 0, got ${JSON.stringify(v)}`)
       return Number(v)
     }
     if (flag === '--dir') args.dir = value()
     else if (flag === '--json' && inline === undefined) args.json = true
     else if (!flag.startsWith('-')) args.ids.push(flag)
-    else if (!spec.flags.includes(flag)) throw new UsageError(`${command} has no option ${flag}`)
+    else if (!Object.hasOwn(spec.options, flag)) throw fail(`${command} has no option ${flag}`)
     else if (flag === '--from') args.from = seq()
     else if (flag === '--to') args.to = seq()
     else if (flag === '--follow' && inline === undefined) args.follow = true
-    else throw new UsageError(`${flag} takes no value`)
+    else if (flag === '--tree' && inline === undefined) args.tree = true
+    else throw fail(`${flag} takes no value`)
   }
-  if (spec.ids === 'none' && args.ids.length > 0) throw new UsageError(`${command} takes no session id`)
-  if (spec.ids === 'one' && args.ids.length !== 1) throw new UsageError(`${command} needs exactly one session id`)
-  if (spec.ids === 'some' && args.ids.length === 0) throw new UsageError(`${command} needs at least one session id`)
+  if (spec.ids === 'none' && args.ids.length > 0) throw fail(`${command} takes no session id`)
+  if (spec.ids === 'one' && args.ids.length !== 1) throw fail(`${command} needs exactly one session id`)
+  if (spec.ids === 'some' && args.ids.length === 0) throw fail(`${command} needs at least one session id`)
+  if (args.tree && args.ids.length === 0) throw fail(`${command} --tree needs the sessions whose trees to take`)
   for (const id of args.ids) {
     try {
       assertSessionId(id)
     } catch (err) {
-      throw new UsageError((err as Error).message)
+      throw fail((err as Error).message)
     }
   }
-  if (args.from !== undefined && args.to !== undefined && args.to < args.from) throw new UsageError('--to must not be less than --from')
+  args.ids = [...new Set(args.ids)]
+  if (args.from !== undefined && args.to !== undefined && args.to < args.from) throw fail('--to must not be less than --from')
   return args
 }
 
 /** Runs one command; resolves with the exit status. */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
-  let args: Args | 'help'
+  let args: Parsed
   try {
     args = parseArgs(argv)
   } catch (err) {
     if (!(err instanceof UsageError)) throw err
-    io.stderr.write(`sessionfold: ${err.message}\n\n${USAGE}`)
+    // --json anywhere asks for machine-readable errors, even when the rest does not parse.
+    if (argv.includes('--json')) report(io, true, 'error', 'USAGE', err.message)
+    else io.stderr.write(`sessionfold: ${err.message}\n\n${err.command ? commandUsage(err.command) : generalUsage()}`)
     return 2
   }
-  if (args === 'help') {
-    io.stdout.write(USAGE)
+  if ('version' in args) {
+    io.stdout.write(`${await packageVersion()}\n`)
     return 0
   }
+  if ('help' in args) {
+    io.stdout.write(args.help ? commandUsage(args.help) : generalUsage())
+    return 0
+  }
+  const { command, dir } = args
   const out = new Output(io, args.json)
   let engine: Engine | undefined
+  let checked: CheckedImport | undefined
+  const held = new Map<SessionId, () => Promise<void>>()
   try {
-    const writes = args.command === 'import'
-    if (!writes && !(await isStore(args.dir))) throw new SessionfoldError('STORAGE_UNAVAILABLE', `there is no sessionfold store at ${args.dir} (use --dir)`)
-    engine = new Engine({
-      storage: createFsAdapter({ dir: args.dir, readOnly: !writes }),
-      // Read-only commands only ask who holds a session (lock files), never take a lock.
-      locks: writes ? createFsLocks(args.dir) : readOnlyLocks(args.dir),
-      onError: () => {},
-    })
-    switch (args.command) {
-      case 'ls': return await ls(engine, out)
+    if (command === 'import') {
+      if (io.stdin.isTTY === true) throw new UsageError('import reads an export from stdin: sessionfold import < file', 'import')
+      // All of the input is checked before the store is opened: bad input creates nothing.
+      checked = await checkImport(io)
+      const storage = () => createFsAdapter({ dir, readOnly: false })
+      return await applyImport(() => (engine ??= new Engine({ storage: storage(), locks: createFsLocks(dir), onError: () => {} })), out, io, checked)
+    }
+    if (!(await isStore(dir))) throw new SessionfoldError('STORAGE_UNAVAILABLE', `there is no sessionfold store at ${dir} (use --dir)`)
+    if (command === 'delete') {
+      const locks = createFsLocks(dir)
+      engine = new Engine({ storage: createFsAdapter({ dir, readOnly: false }), locks: handOverLocks(locks, held), onError: () => {} })
+      return await deleteSessions(engine, out, locks, held, args.ids, args.tree)
+    }
+    const storage = createFsAdapter({ dir, readOnly: true })
+    // Read-only commands only ask who holds a session (lock files), never take a lock.
+    engine = new Engine({ storage, locks: readOnlyLocks(dir), onError: () => {} })
+    switch (command) {
+      case 'ls': return await ls(engine, out, storage)
       case 'show': return await show(engine, out, args.ids[0]!)
       case 'tree': return await tree(engine, out, args.ids[0]!)
       case 'events': return await events(engine, io, args.ids[0]!, args)
       case 'verify': return await verify(engine, out, io)
-      case 'export': return await exportSessions(engine, out, args.ids)
-      case 'import': return await importSessions(engine, out, io)
+      case 'export': return await exportSessions(engine, out, args.ids, args.tree)
     }
-    throw new UsageError(args.command)
+    throw new Error(`no handler for ${command}`) // COMMANDS and this switch disagree: a bug
   } catch (err) {
     if (isBrokenPipe(err)) return 0 // `sessionfold events x | head`: the reader has all it wants
-    const code = isSessionfoldError(err) ? err.code : 'ERROR'
-    io.stderr.write(`sessionfold: ${(err as Error)?.message ?? String(err)}${code === 'ERROR' ? '' : ` (${code})`}\n`)
+    if (err instanceof UsageError) {
+      if (args.json) report(io, true, 'error', 'USAGE', err.message)
+      else io.stderr.write(`sessionfold: ${err.message}\n\n${err.command ? commandUsage(err.command) : generalUsage()}`)
+      return 2
+    }
+    report(io, args.json, 'error', isSessionfoldError(err) ? err.code : 'ERROR', (err as Error)?.message ?? String(err))
     return 1
   } finally {
     await engine?.close().catch(() => {})
+    await checked?.dispose()
   }
 }
 

@@ -4,7 +4,7 @@
 export interface Io {
   stdout: NodeJS.WritableStream & { isTTY?: boolean }
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number }
-  stdin: NodeJS.ReadableStream
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean }
   /** Resolves on SIGINT (events --follow stops there). */
   interrupted: Promise<void>
 }
@@ -20,6 +20,20 @@ export class Output {
   async value(v: unknown): Promise<void> {
     await this.line(JSON.stringify(v, null, 2))
   }
+
+  /** Something left out that the command could go on without: a line on stderr (JSON with --json). */
+  warn(code: string, message: string): void {
+    report(this.io, this.json, 'warning', code, message)
+  }
+}
+
+/**
+ * An error or warning on stderr: `sessionfold: message (CODE)` for people, or with --json one
+ * line holding one JSON object, `{"error":{"code","message"}}` (or "warning"), for scripts.
+ */
+export function report(io: Io, json: boolean, kind: 'error' | 'warning', code: string, message: string): void {
+  if (json) io.stderr.write(`${JSON.stringify({ [kind]: { code, message } })}\n`)
+  else io.stderr.write(`sessionfold: ${kind === 'warning' ? 'warning: ' : ''}${message}${code === 'ERROR' || code === 'USAGE' ? '' : ` (${code})`}\n`)
 }
 
 export function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
