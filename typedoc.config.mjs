@@ -6,7 +6,8 @@
  * The package's public entry points, each named in its file by a `@module` tag after the import
  * that reaches it (package.json "exports"). The browser entries (src/index-browser.ts,
  * worker/entry/serve-browser.ts) export the same names as the Node ones listed here. A new
- * entry point (such as `sessionfold/react`) is one more line here.
+ * entry point (such as `sessionfold/react`) is one more line here, with its `@module` tag, and
+ * its folder in tsconfig.docs.json's "include" if it is not under src/.
  */
 export const entryPoints = [
   'src/index-node.ts', // sessionfold
