@@ -63,7 +63,7 @@ describe('the API reference', () => {
 
   it('is committed as the sources generate it (after changing a doc comment or an export, run npm run docs)', async () => {
     if (!written) return // the test above says why
-    const [expected, actual] = await Promise.all([filesUnder(out), filesUnder(committed).catch(() => [])])
+    const [expected, actual] = await Promise.all([filesUnder(out), filesUnder(committed).catch((): string[] => [])])
     const missing = expected.filter((f) => !actual.includes(f))
     const extra = actual.filter((f) => !expected.includes(f))
     const stale: string[] = []
