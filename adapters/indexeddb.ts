@@ -1,6 +1,12 @@
 // IndexedDB storage for browsers and Electron renderers, on top of idb. Every write is one
 // transaction that resolves on `complete`, so a resolved append is durable (per `durability`)
 // and a failed one wrote nothing.
+/**
+ * Storage on IndexedDB (browsers, Electron renderers), behind the `StorageAdapter` interface.
+ * An app normally picks it with `openStore({ storage: 'indexeddb' })`, the browsers' default.
+ *
+ * @module sessionfold/adapters/indexeddb
+ */
 import { wrap, type DBSchema, type IDBPDatabase, type IDBPObjectStore, type IDBPTransaction } from 'idb'
 import { SessionfoldError, where } from '../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
@@ -11,6 +17,11 @@ import {
 } from './guard'
 import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
+// The storage contract, for code that uses an adapter directly.
+export type { CheckpointRow, CheckpointUnitRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { EncodedEvent } from '../src/validate'
+
+/** Options of {@link createIndexedDbAdapter}. */
 export interface IndexedDbAdapterOptions {
   /** Database name (default 'sessionfold'). */
   name?: string
@@ -61,6 +72,12 @@ const quiet = <T>(p: Promise<T>): Promise<T> => {
   return p
 }
 
+/**
+ * A storage adapter on IndexedDB (browsers, Electron renderers, or any `IDBFactory` such as
+ * fake-indexeddb): one transaction per write, resolved on `complete`, so a resolved append is
+ * durable (per `durability`) and a failed one wrote nothing. Appends that arrive together, to
+ * any sessions, commit in one transaction. A full quota is `STORAGE_QUOTA_EXCEEDED`.
+ */
 export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): StorageAdapter {
   const name = options.name ?? 'sessionfold'
   const durability = options.durability ?? 'strict'

@@ -1,4 +1,11 @@
 // The reference adapter: the storage contract in its plainest form, and the test double.
+/**
+ * Storage in memory, behind the {@link StorageAdapter} interface that every sessionfold storage
+ * implements. The adapters are the layer under the engine: an app normally picks one with
+ * `openStore({ storage })` and never calls them.
+ *
+ * @module sessionfold/adapters/memory
+ */
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import type { EncodedEvent } from '../src/validate'
 import {
@@ -7,6 +14,10 @@ import {
 } from './guard'
 import { READ_PAGE, compareIds, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
+// The storage contract, for code that uses an adapter directly.
+export type { CheckpointRow, CheckpointUnitRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { EncodedEvent } from '../src/validate'
+
 interface Stored {
   header: SessionHeader
   /** Encoded events: every read parses afresh, so callers never share or mutate stored data. */
@@ -14,6 +25,11 @@ interface Stored {
   checkpoint?: string
 }
 
+/**
+ * A storage adapter that keeps everything in this process's memory (gone when it ends): the
+ * reference implementation of {@link StorageAdapter}, and a test double. Events are stored
+ * as JSON and parsed afresh on each read, so callers never share stored objects.
+ */
 export function createMemoryAdapter(): StorageAdapter {
   const sessions = new Map<SessionId, Stored>()
   const guard = createGuard('memory')

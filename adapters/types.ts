@@ -3,8 +3,11 @@ import type { EncodedEvent } from '../src/validate'
 
 /** One unit's state in a checkpoint row: `seq` is the last event folded into `val` (-1: none). */
 export interface CheckpointUnitRow {
+  /** The unit's `stateVersion` when the row was written. */
   ver: number
+  /** The last seq folded into `val` (-1: none). */
   seq: number
+  /** The unit's state, as JSON. */
   val: unknown
 }
 
@@ -13,28 +16,35 @@ export interface CheckpointUnitRow {
  * hash of the JSON of `{ witness, rows }`, so a flipped bit that still parses is not trusted.
  */
 export interface CheckpointRow {
+  /** The life of the session the row belongs to: a row whose witness differs from the header is ignored. */
   witness: LifecycleWitness
+  /** One state per projection key. */
   rows: Record<string, CheckpointUnitRow>
+  /** The engine's checksum of `{ witness, rows }`. */
   sum?: string
 }
 
 /** What a store knows of one session without reading its events. */
 export interface SessionInfo {
+  /** The session's header. */
   header: SessionHeader
   /** Events in the durable log: the next append must carry this seq. */
   length: number
 }
 
+/** Which events `readEvents` reads. */
 export interface ReadRange {
   /** First seq to read (default 0). */
   from?: number
   /** Seq to stop before (default: the log's end at the time of the call). */
   to?: number
+  /** Aborting it rejects the read with `CANCELLED` between pages. */
   signal?: AbortSignal
 }
 
 /** A torn or incomplete tail that an adapter cut from a log before writing to it. */
 export interface RepairReport {
+  /** The session whose log was cut. */
   sessionId: SessionId
   /** File (fs) or store (indexeddb) that was repaired. */
   file: string
@@ -82,7 +92,9 @@ export interface StorageAdapter {
   deleteSession(id: SessionId): Promise<void>
   /** The stored row as read back, unvalidated: the engine decides whether to trust it. */
   getCheckpoint(id: SessionId): Promise<unknown>
+  /** Replaces the session's checkpoint row, whole (a crash leaves the old row or the new one). */
   putCheckpoint(id: SessionId, row: CheckpointRow): Promise<void>
+  /** Removes the session's checkpoint row, if any. */
   deleteCheckpoint(id: SessionId): Promise<void>
   /** Waits for pending writes, then releases files or connections. Later calls: CLOSED. */
   close(): Promise<void>

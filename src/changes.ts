@@ -5,8 +5,11 @@ import type { LifecycleWitness, SessionEvent, SessionHeader, SessionId } from '.
 
 /** A run of one session's events, with its header: events[i].seq === from + i. */
 export interface ChangeEntry {
+  /** The session's header, as the sending store has it. */
   header: SessionHeader
+  /** The seq of the first event of `events`. */
   from: number
+  /** Contiguous events from seq `from`. */
   events: SessionEvent[]
   /** The session's length in the sending store when the batch was made (informative). */
   length?: number
@@ -17,7 +20,9 @@ export interface ChangeEntry {
  * `store.applyChanges`. Plain JSON (structured-clone and JSON safe).
  */
 export interface ChangeBatch {
+  /** The batch format's version. */
   v: 1
+  /** One entry per session with something to send. */
   sessions: ChangeEntry[]
 }
 
@@ -27,12 +32,15 @@ export interface ChangeBatch {
  * cursor) means "from the beginning"; sending again what the receiver has is harmless.
  */
 export interface ChangeCursor {
+  /** The cursor format's version. */
   v: 1
+  /** Per session sent: the `createdAt` of the life that was sent, and how many of its events. */
   sessions: Record<SessionId, [createdAt: number, length: number]>
   /** The last session of the last batch: the next one starts after it, so every session gets its turn. */
   after?: SessionId
 }
 
+/** Options of `store.changesSince`. */
 export interface ChangesOptions {
   /** Only these sessions (default: every session of the store). */
   sessions?: SessionId[]
@@ -53,7 +61,9 @@ export interface ChangesOptions {
   head?: boolean
 }
 
+/** What `store.changesSince` resolves with. */
 export interface Changes {
+  /** The batch to pass to the receiving store's `applyChanges`. */
   batch: ChangeBatch
   /** The cursor after this batch: pass it to the next call. */
   cursor: ChangeCursor
@@ -62,7 +72,14 @@ export interface Changes {
   /** Nothing was left behind: the receiver has been sent everything there was. */
   done: boolean
   /** Sessions of this store that could not be read (a damaged log), left out of the batch. */
-  failed: { id: SessionId; code: string; detail: string }[]
+  failed: {
+    /** The session. */
+    id: SessionId
+    /** Its error code, such as `CORRUPT_LOG`. */
+    code: string
+    /** What is wrong, and where. */
+    detail: string
+  }[]
   /** With `head: true`: the state of the store seen by this call (for `until`). */
   head?: ChangeCursor
 }
@@ -73,11 +90,15 @@ export interface Changes {
  * seq that differs). Neither side was overwritten.
  */
 export interface SyncConflict {
+  /** The session. */
   id: SessionId
+  /** The first seq whose events differ (0 for a header conflict). */
   seq: number
+  /** `'header'`: another life of the id; `'event'`: different events at `seq`. */
   reason: 'header' | 'event'
-  /** The witness of the version sent (`source`) and of the one already there (`target`). */
+  /** The witness of the version the sending store holds. */
   source: LifecycleWitness
+  /** The witness of the version the receiving store holds. */
   target: LifecycleWitness
 }
 
@@ -88,16 +109,22 @@ export interface SyncConflict {
  * (the receiver's copy cannot be read).
  */
 export interface SyncSkip {
+  /** The session. */
   id: SessionId
+  /** Why it was left behind (see above). */
   reason: 'locked' | 'gap' | 'damaged'
+  /** The same, for people. */
   detail: string
 }
 
+/** What `store.applyChanges` did with a batch. */
 export interface ApplyResult {
   /** Sessions created on the receiving side. */
   copiedSessions: number
   /** Events appended on the receiving side. */
   copiedEvents: number
+  /** Sessions whose versions differ; neither side was changed. */
   conflicts: SyncConflict[]
+  /** Sessions left as they were without a conflict (a writer holds them open here, …). */
   skipped: SyncSkip[]
 }

@@ -8,12 +8,20 @@ interface Node<T> {
   readonly next: Node<T> | null
 }
 
+/**
+ * A persistent (immutable) list for the states of folds that only append, such as a catalog:
+ * `append` returns a new list and copies at most one 64-entry chunk, so a fold over D entries
+ * stays O(1) per event and every earlier state stays valid. Its JSON form (`toJSON`) is the
+ * chunks; `chunkedListSchema` (from `sessionfold/worker`) validates it and rebuilds the list.
+ */
 export class ChunkedList<T> implements Iterable<T> {
   private constructor(
     private readonly head: Node<T> | null,
+    /** How many entries it holds. */
     readonly length: number,
   ) {}
 
+  /** A list with no entries. */
   static empty<T>(): ChunkedList<T> {
     return new ChunkedList<T>(null, 0)
   }

@@ -15,13 +15,16 @@ export const ERROR_CODES = [
   'PROJECTIONS_UNAVAILABLE',
 ] as const
 
+/** One of {@link ERROR_CODES}: what `SessionfoldError.code` holds. */
 export type ErrorCode = (typeof ERROR_CODES)[number]
 
+/** The optional details of a {@link SessionfoldError}. */
 export interface ErrorDetails {
   /** The session involved, when there is one. */
   sessionId?: string
   /** The seq involved, when there is one. */
   seq?: number
+  /** The underlying error (an I/O error, …), kept as the error's `cause`. */
   cause?: unknown
 }
 
@@ -34,11 +37,16 @@ export interface ErrorDetails {
  * catch (err) { if (isSessionfoldError(err, 'SEQ_CONFLICT')) retry() }
  */
 export class SessionfoldError extends Error {
+  /** Always `'SessionfoldError'`. */
   override readonly name = 'SessionfoldError'
+  /** What went wrong, stable across versions and across the worker: switch on this, not on the message. */
   readonly code: ErrorCode
+  /** The session involved, when there is one. */
   readonly sessionId?: string
+  /** The seq involved, when there is one. */
   readonly seq?: number
 
+  /** Errors are made by sessionfold; `details` carries the session, seq and cause involved. */
   constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
     super(
       message,

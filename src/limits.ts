@@ -41,6 +41,11 @@ export const HEADER_VERSION = 1
 
 /** How a session came to be: created, forked from another, or spawned by a parent. */
 export const SESSION_ORIGINS = ['root', 'fork', 'subagent'] as const
+/**
+ * How a session came to be: `'root'` (createSession), `'fork'` (fork) or `'subagent'` (spawn).
+ *
+ * @useDeclaredType
+ */
 export type SessionOrigin = (typeof SESSION_ORIGINS)[number]
 
 /** True for 1-128 characters of `[A-Za-z0-9_-]`. */

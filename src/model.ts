@@ -15,11 +15,15 @@ export type Json =
 /** 1-128 characters of `[A-Za-z0-9_-]`. */
 export type SessionId = string
 
+/** What a session is, fixed when it is created: read it as `handle.header` or from `store.listSessions()`. */
 export interface SessionHeader {
+  /** The header format's version. */
   version: 1
+  /** The session's id. */
   id: SessionId
   /** Epoch ms. */
   createdAt: number
+  /** The working directory given to `createSession` (forks and subagents keep their origin's). */
   cwd?: string
   /** The spawning parent (subagents only). */
   parentSession?: SessionId
@@ -27,16 +31,21 @@ export interface SessionHeader {
   seedLength: number
   /** 0 for roots, the parent's + 1 for subagents. */
   delegationDepth: number
+  /** How it came to be: `createSession`, `fork` or `spawn`. */
   origin: SessionOrigin
+  /** The session it was forked from (forks only). */
   forkedFrom?: SessionId
 }
 
+/** One event of a session's log, as read back (`events()`, projections' `apply`). */
 export interface SessionEvent<T extends string = string, D = Json> {
   /** Contiguous from 0 in each session: events[i].seq === i. */
   seq: number
+  /** The app's type (`turn/start`, `tool/call`…); `subagent/…` types are sessionfold's. */
   type: T
   /** Epoch ms. */
   time: number
+  /** Plain JSON, `null` when none was given. */
   data: D
 }
 
@@ -46,12 +55,19 @@ export interface SessionEvent<T extends string = string, D = Json> {
  * an earlier session of the same id (it was deleted and the id re-used).
  */
 export interface LifecycleWitness {
+  /** As in {@link SessionHeader.version}. */
   version: 1
+  /** As in {@link SessionHeader.id}. */
   id: SessionId
+  /** As in {@link SessionHeader.createdAt}. */
   createdAt: number
+  /** As in {@link SessionHeader.cwd}. */
   cwd?: string
+  /** As in {@link SessionHeader.parentSession}. */
   parentSession?: SessionId
+  /** As in {@link SessionHeader.seedLength}. */
   seedLength: number
+  /** As in {@link SessionHeader.delegationDepth}. */
   delegationDepth: number
 }
 

@@ -15,12 +15,26 @@ import { describe } from './validate'
  * - No `view`: a host-only unit (checkpointed, never pushed).
  */
 export interface ProjectionDefinition<S = any, V = any> {
+  /** The key its view is read by: 1-64 characters of `[A-Za-z0-9_.-]`, starting with a letter. */
   readonly key: string
+  /** Bump it whenever the state's meaning changes: checkpoints of other versions are ignored. */
   readonly stateVersion: number
+  /** Validates a state read back from a checkpoint (one that fails is ignored, and the unit refolds). */
   readonly stateSchema: ZodType<S, any>
+  /**
+   * The state before any event. `inheritedEventCount` is the number of events a fork copied
+   * in (0 otherwise): events below it are the original session's, not this one's.
+   */
   init(header: SessionHeader, inheritedEventCount: number): S
+  /** The state after `event`: pure, and the SAME reference for an event it ignores. */
   apply(state: S, event: SessionEvent): S
-  readonly view?: { readonly schema: ZodType<V, any>; view(state: S): V }
+  /** What apps read: a value computed from the state, pushed to every handle while it changes. */
+  readonly view?: {
+    /** Validates each value before it crosses the worker (and again in the client). */
+    readonly schema: ZodType<V, any>
+    /** The value of a state: plain JSON, `null` for nothing (never `undefined`). */
+    view(state: S): V
+  }
 }
 
 /**
@@ -36,10 +50,13 @@ export interface ProjectionMap {}
 /** Why a unit stopped folding: its apply, view or schema threw. */
 export type ProjectionFault = 'corrupt'
 
+/** Every projection value of a session at one seq: what `projections.snapshot()` returns. */
 export interface ProjectionSnapshot<M = Record<string, Json | null>> {
   /** The last seq folded into these values (-1 for an empty log). */
   asOfSeq: number
+  /** The value of each key (`null`: none, or the unit faulted). */
   values: { [K in keyof M]: M[K] | null }
+  /** The keys whose unit stopped folding, and why. */
   faults: { [K in keyof M]?: ProjectionFault }
 }
 

@@ -5,6 +5,7 @@ import type { SubagentListEntry } from './children'
 import type { Json, SessionEvent, SessionHeader } from './model'
 import type { ProjectionFault, ProjectionSnapshot } from './projection'
 
+/** Where a store keeps its sessions: IndexedDB (browsers), files (Node) or memory (nothing kept). */
 export type StorageKind = 'indexeddb' | 'fs' | 'memory'
 
 /** Store options as the host receives them: defaults already resolved by the client. */
@@ -80,20 +81,27 @@ export interface EventsPage {
   to: number
 }
 
+/** How much `verify` read (or will read). */
 export interface VerifyTotals {
+  /** Sessions read. */
   sessions: number
+  /** Events read. */
   events: number
 }
 
 /** A damaged session found by `verify`: CORRUPT_LOG for its header or events, CORRUPT_CHECKPOINT for its checkpoint row. */
 export interface VerifyDamage {
+  /** The damaged session. */
   id: string
+  /** `CORRUPT_LOG`: its header or events cannot be read whole and in order; `CORRUPT_CHECKPOINT`: its checkpoint row is not used, or gives a value a full refold does not. */
   code: 'CORRUPT_LOG' | 'CORRUPT_CHECKPOINT'
+  /** What is wrong, and where (file and byte offset on fs). */
   detail: string
 }
 
 /** What `store.verify()` resolves with: what it read, and every damaged session (empty: all is well). */
 export interface VerifyReport extends VerifyTotals {
+  /** One entry per damaged session. */
   damaged: VerifyDamage[]
 }
 
@@ -127,8 +135,11 @@ export interface WireError {
   stack?: string
 }
 
+/** The seqs an append gave its events: `firstSeq` to `lastSeq`, both included. */
 export interface AppendResult {
+  /** The seq of the first event appended. */
   firstSeq: number
+  /** The seq of the last event appended (the log's length is now `lastSeq + 1`). */
   lastSeq: number
 }
 

@@ -151,13 +151,17 @@ export function assertOptions(options: unknown, what: string, keys: readonly str
 
 /** An event ready for storage: the event and its JSON encoding, made once. */
 export interface EncodedEvent {
+  /** The event, with its seq. */
   readonly event: SessionEvent
   /** `JSON.stringify(event)` with keys in the order seq, type, time, data. */
   readonly json: string
 }
 
+/** An event as an app appends it: the store gives it its `seq` (and its `time`, unless given). */
 export interface EventInput {
+  /** 1-256 characters; `subagent/…` and `turn/…` types have meanings of their own (see the contract). */
   type: string
+  /** Plain JSON (default `null`): no functions, `undefined`, NaN, BigInt, cycles, Date, Map… */
   data?: Json
   /** Epoch ms; defaults to now. */
   time?: number

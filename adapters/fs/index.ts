@@ -1,6 +1,12 @@
 // The Node file-system adapter: one folder per session (layout.ts), each log appended by
 // group commit (group-commit.ts) and known to this process through the log cache
 // (log-cache.ts). This file wires the parts together behind the guard.
+/**
+ * Storage on plain files (Node only), behind the `StorageAdapter` interface. An app normally
+ * picks it with `openStore({ storage: 'fs', dir })`, Node's default.
+ *
+ * @module sessionfold/adapters/fs
+ */
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionId } from '../../src/model'
 import { assertHeader, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../guard'
@@ -16,10 +22,20 @@ import { createEventReader } from './read-events'
 import { createWriterHandles } from './writer-handles'
 
 export type { FsAdapterOptions, FsPromises } from './options'
+// The storage contract, for code that uses an adapter directly.
+export type { CheckpointRow, CheckpointUnitRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
+export type { EncodedEvent } from '../../src/validate'
 
 /** Operations (names given to run()) that change the store. */
 const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete'])
 
+/**
+ * A storage adapter on plain files (Node): one folder per session under `dir`, each event a
+ * record with a CRC-32, a batch closed by a COMMIT flag, appends that arrive together sharing
+ * one write and `fdatasync` per session. A torn tail left by a crash is cut back (and reported
+ * to `onRepair`) before the next write; damage before the tail is `CORRUPT_LOG`. A full disk is
+ * `STORAGE_QUOTA_EXCEEDED`.
+ */
 export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter {
   const settings = settingsOf(options)
   const guard = createGuard('fs')

@@ -10,11 +10,13 @@ import type { RepairReport } from '../types'
  * several sessions flush, their fdatasyncs go to the thread pool so they run in parallel).
  */
 export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'readFile' | 'rename' | 'rm' | 'stat' | 'unlink'> & {
+  /** `node:fs`'s `writeSync`: a positioned write of a batch of records. */
   writeSync: typeof writeSync
   /** Optional: without it every fdatasync goes through the thread pool. */
   fdatasyncSync?: typeof fdatasyncSync
 }
 
+/** Options of `createFsAdapter`. */
 export interface FsAdapterOptions {
   /** Root folder of the store. Default: `.sessionfold` in the working directory. */
   dir?: string

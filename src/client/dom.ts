@@ -6,6 +6,7 @@ import type { ProjectionMap } from '../projection'
 
 /** Anything with live projections: a Session, a SessionView. */
 export interface HasProjections {
+  /** The handle's projection values. */
   readonly projections: ProjectionMapView
 }
 
@@ -82,4 +83,5 @@ export function bindList<K extends ListKey>(
 
 /** Keys whose value is an array (e.g. 'subagentCatalog'). */
 export type ListKey = { [K in ProjectionKey]: ProjectionMap[K] extends readonly unknown[] ? K : never }[ProjectionKey]
-type ItemOf<K extends ProjectionKey> = ProjectionMap[K] extends readonly (infer T)[] ? T : never
+/** The item type of the list value of `K` (e.g. `CatalogEntry` for 'subagentCatalog'). */
+export type ItemOf<K extends ProjectionKey> = ProjectionMap[K] extends readonly (infer T)[] ? T : never

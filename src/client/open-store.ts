@@ -8,8 +8,9 @@ import { assertOptions, describe, isPlainObject } from '../validate'
 import type { Connectors } from './connection'
 import { Store } from './store'
 
+/** Options of `openStore()`. Every one is checked before anything starts; an unknown key is `INVALID_ARGUMENT`. */
 export interface OpenStoreOptions {
-  /** Default: indexeddb in browsers, fs in Node. */
+  /** Where events are kept. Default: `'indexeddb'` in browsers, `'fs'` in Node; `'memory'` keeps nothing after close. */
   storage?: StorageKind
   /** IndexedDB database name (default 'sessionfold'). */
   name?: string
@@ -26,9 +27,22 @@ export interface OpenStoreOptions {
   workerUrl?: string | URL
   /** Your projection units, with worker: false (in a worker, pass them to serveEngine). */
   projections?: readonly ProjectionDefinition[]
-  /** strict (default): an append resolves once durable. */
+  /**
+   * `'strict'` (default): an append resolves once durable (fs: after `fdatasync`; IndexedDB:
+   * a `strict` transaction's `complete`). `'relaxed'`: once written; a crash of the machine
+   * may lose the last appends, never leave a torn batch.
+   */
   durability?: 'strict' | 'relaxed'
-  checkpoint?: { everyEvents?: number; everyMs?: number }
+  /**
+   * When the engine checkpoints a live session's projection states (a cache that spares a
+   * full refold on the next cold read), besides at creation, every `turn/end` and close.
+   */
+  checkpoint?: {
+    /** After this many events since the last checkpoint (default 256). */
+    everyEvents?: number
+    /** This long after an event not yet checkpointed, in ms (default 2000). */
+    everyMs?: number
+  }
   /** Largest encoded event, default 1 MiB. */
   maxEventBytes?: number
 }

@@ -21,6 +21,7 @@ function grownList(held: Json | null | undefined, from: number, items: Json[]): 
 /** Keys known to the type system: built-in ones and those an app merged into ProjectionMap. */
 export type ProjectionKey = keyof ProjectionMap & string
 
+/** What a key subscriber hears with each value. */
 export interface ChangeMeta {
   /** asOfSeq of the value delivered. */
   seq: number

@@ -11,12 +11,24 @@ import { badAnswer, type EngineCalls } from './engine-calls'
 import type { LiveViews } from './live-views'
 import type { ProjectionMapView } from './projection-view'
 
+/**
+ * Options of {@link Session.spawn}. A child's mode is `'one-shot'` or `'continuable'`; the
+ * third mode a catalog entry or a `listChildren` row can have, `'external'`, is not spawned:
+ * {@link Session.recordExternal} records it.
+ */
 export interface SpawnOptions {
+  /**
+   * `'one-shot'`: a subagent that runs one task. `'continuable'`: one the app may come back to
+   * (reopen with `store.openSession(child.id)` and append more turns); it needs a `label`.
+   * The mode is recorded in the child's descriptor and the parent's catalog; sessionfold
+   * itself treats both alike.
+   */
   mode: 'one-shot' | 'continuable'
-  /** Required for continuable children. */
+  /** 1-256 characters naming the child in its parent's catalog. Required for continuable children. */
   label?: string
   /** Events appended to the child after its descriptor, before the parent learns of it. */
   events?: EventInput[]
+  /** The child's id (default: a new random id); a taken id is `SESSION_EXISTS`. */
   id?: SessionId
 }
 
@@ -33,8 +45,14 @@ const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', messag
 
 /** A read-only handle on a session: its header, live projections, events and children. */
 export class SessionView {
+  /** The session's id. */
   readonly id: SessionId
+  /** The session's header, as it was when the handle opened (headers never change). */
   readonly header: SessionHeader
+  /**
+   * The session's projection values, mirrored in this handle: `get` and `snapshot` are
+   * synchronous and current, `subscribe` follows every change.
+   */
   readonly projections: ProjectionMapView
   /** @internal */ protected readonly _scope: HandleScope
   /** @internal */ protected readonly _handle: number
@@ -65,7 +83,16 @@ export class SessionView {
     if (this.#closed) throw new SessionfoldError('CLOSED', `this handle on ${where(this.id)} is closed`, { sessionId: this.id })
   }
 
-  /** Events `[from, to)` (default: all, up to the log's end when called), page by page. */
+  /**
+   * The session's events with seqs in `[from, to)`: `from` defaults to 0, `to` (exclusive)
+   * to the log's length when the first page is read, so appends made while iterating are
+   * not included. Read page by page (512 events each), so memory stays flat on long logs.
+   * Aborting `signal` rejects with `CANCELLED`. The command line's `events --from N --to M`
+   * reads the same range.
+   *
+   * @example
+   * for await (const e of session.events({ from: 10, to: 20 })) console.log(e.seq, e.type, e.data)
+   */
   async *events(options: { from?: number; to?: number; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
     assertOptions(options, 'events', ['from', 'to', 'signal'], this.id)
     const { from = 0, to, signal } = options
@@ -86,7 +113,14 @@ export class SessionView {
     }
   }
 
-  /** The children of this session (the whole tree with recursive), from parent-owned catalogs. */
+  /**
+   * The children of this session (the whole tree, pre-order, with `recursive: true`), read
+   * from the catalogs their parents own (never by scanning the store): live when the parent
+   * is open in this store, else from its checkpoint and the events after it. Each row is a
+   * `child` (with its `mode`, `label`, `activity` and `hasChildren`) or a `diagnostic` saying
+   * why a catalog entry cannot be shown as one; see {@link SubagentListEntry}.
+   * `SESSION_NOT_FOUND` when this session was deleted; aborting `signal` rejects with `CANCELLED`.
+   */
   async listChildren(options: ListChildrenOptions = {}): Promise<SubagentListEntry[]> {
     assertOptions(options, 'listChildren', ['recursive', 'signal'], this.id)
     const { signal, ...rest } = options
@@ -127,7 +161,13 @@ export class SessionView {
     })
   }
 
-  /** Stops following the session (a writer also releases its lock, after its appends). */
+  /**
+   * Closes this handle: its values stop following the session and its subscriptions end.
+   * A writer's appends made before it still land, then its writer lock is released, so
+   * another client may `openSession` it (and its `listChildren` row turns `inactive`).
+   * Later appends through this handle reject with `CLOSED`. Other handles, and the store,
+   * stay open. Calling it again resolves at once.
+   */
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
@@ -140,11 +180,19 @@ export class SessionView {
   }
 }
 
-/** A session open for writing: one writer per session across tabs, threads and processes. */
+/**
+ * A session open for writing: returned by `createSession`, `openSession`, `spawn` and `fork`.
+ * It holds the session's writer lock until {@link SessionView.close} or the store's close:
+ * one writer per session across tabs, threads and processes. While it is open the session
+ * counts as `activity: 'running'` in its parent's `listChildren`.
+ */
 export class Session extends SessionView {
   /**
-   * Appends one event or a batch (all or nothing). Resolves once durable and once this
-   * handle's projections reflect it. `expectedSeq`: the seq the first event must receive.
+   * Appends one event or a batch (all or nothing). Resolves once durable (under the default
+   * `durability: 'strict'`) and once this handle's projections reflect it, with the seqs the
+   * events received. `expectedSeq`: the seq the first event must receive (the log's length),
+   * else `SEQ_CONFLICT` and nothing is written. Data that is not plain JSON is
+   * `INVALID_ARGUMENT`, an event over `maxEventBytes` `EVENT_TOO_LARGE`; nothing is written.
    */
   async append(input: EventInput | EventInput[], options?: { expectedSeq?: number }): Promise<AppendResult> {
     this._check()
@@ -157,7 +205,16 @@ export class Session extends SessionView {
     return this._appended({ kind: 'append', handle: this._handle, bodies, options })
   }
 
-  /** Creates a subagent (open for writing), then records it in this session's catalog. */
+  /**
+   * Creates a subagent: a child session (`origin: 'subagent'`, `parentSession` this one,
+   * `delegationDepth` one more) holding a `subagent/descriptor` event and then `events`, and
+   * only then records it in this session's `subagentCatalog` (a catalog never names a child
+   * that is not there: if a step fails, the child is deleted). Resolves with the child open
+   * for writing, once this handle's catalog shows it.
+   *
+   * @example
+   * const child = await session.spawn({ mode: 'continuable', label: 'researcher', events: [{ type: 'turn/start' }] })
+   */
   async spawn(options: SpawnOptions): Promise<Session> {
     this._check()
     if (!isPlainObject(options as unknown)) throw bad(`spawn options for ${where(this.id)} must be an object, got ${describe(options)}`)
@@ -170,7 +227,13 @@ export class Session extends SessionView {
     return new Session(this._scope, info)
   }
 
-  /** Records an execution outside this store in the catalog (no local session). */
+  /**
+   * Records in this session's catalog a child that ran outside this store (a remote agent, a
+   * job of another system): a `subagent/catalog` fact with `mode: 'external'`, and no session
+   * is created. `childId` must be a valid session id (it need not exist here); `label` is
+   * optional. `listChildren` lists it as a `child` row with `mode: 'external'`,
+   * `activity: 'inactive'` and `hasChildren: false`, and never reads it.
+   */
   async recordExternal(options: { childId: string; label?: string }): Promise<AppendResult> {
     this._check()
     if (options === undefined) throw bad(`recordExternal options for ${where(this.id)} must be an object, got undefined`)
@@ -178,7 +241,12 @@ export class Session extends SessionView {
     return this._appended({ kind: 'external', handle: this._handle, options })
   }
 
-  /** A new session seeded with this one's events [0, at) (default: all); open for writing. */
+  /**
+   * A new session (`origin: 'fork'`, `forkedFrom` this one) whose log starts with copies of
+   * this one's events `[0, at)` (default: all durable events), `seedLength = at`; open for
+   * writing. Its projections fold the copies with `inheritedEventCount = at`, so it inherits
+   * no children and no identity (`subagentCatalog` empty, `subagent` null); the copied turns still count in `subagentTiming`.
+   */
   async fork(options: { at?: number; id?: SessionId } = {}): Promise<Session> {
     this._check()
     assertOptions(options, 'fork', ['at', 'id'], this.id)

@@ -16,7 +16,9 @@ import { Session, SessionView, type HandleScope } from './session'
 /** Events verified per round trip to the worker: progress and cancellation happen between them. */
 const VERIFY_BUDGET = 50_000
 
+/** Options of {@link Store.verify}. */
 export interface VerifyOptions {
+  /** Aborting it rejects the call with `CANCELLED` (checked between steps of about 50,000 events). */
   signal?: AbortSignal
   /** Called after each step with events read so far (`done`) and the events stored when verify began (`total`). */
   onProgress?: (progress: { done: number; total: number }) => void
@@ -24,7 +26,12 @@ export interface VerifyOptions {
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
-/** A store: sessions, listing and deletion. Close it to flush and release everything. */
+/**
+ * A store, made by `openStore()`: it opens handles on sessions ({@link Store.createSession},
+ * {@link Store.openSession}, {@link Store.observe}), lists and deletes sessions, verifies the
+ * store and exchanges changes with other stores. Close it ({@link Store.close}) to flush
+ * pending appends and release every lock and the worker.
+ */
 export class Store {
   readonly #connection: Connection
   readonly #views = new LiveViews()
@@ -49,7 +56,11 @@ export class Store {
   /** @internal Frames pushed by the host. */
   readonly _push = (frames: Frame[]): void => this.#views.push(frames)
 
-  /** Creates a root session, open for writing. */
+  /**
+   * Creates a root session (`origin: 'root'`), open for writing by the returned handle.
+   * `id` defaults to a new random id; a taken id is `SESSION_EXISTS` (even while that session is
+   * open for writing), a malformed one `INVALID_ARGUMENT`. `cwd` is kept in the header.
+   */
   async createSession(options: { id?: SessionId; cwd?: string } = {}): Promise<Session> {
     assertOptions(options, 'createSession', ['id', 'cwd'])
     if (options.id !== undefined) assertSessionId(options.id)
@@ -57,21 +68,42 @@ export class Store {
     return new Session(this.#scope, info)
   }
 
-  /** Opens a session for writing: SESSION_LOCKED while another client (tab, thread, process) has it so. */
+  /**
+   * Opens an existing session for writing. One writer per session: `SESSION_LOCKED` while
+   * another client (a handle of this store, another tab, thread or process) has it open for
+   * writing; a lock left by a dead process or a closed tab is taken over. `SESSION_NOT_FOUND`
+   * when there is no such session. Close the handle to let others write.
+   */
   async openSession(id: SessionId): Promise<Session> {
     assertSessionId(id)
     const info = await this.#calls.checked('handle', (api) => api.openSession(id), handleProblem, id)
     return new Session(this.#scope, info)
   }
 
-  /** Follows a session read-only; always allowed. */
+  /**
+   * Follows a session read-only: its projections follow every writer's appends, in this store
+   * or in another tab, thread or process. Always allowed, also while someone writes to it.
+   * `SESSION_NOT_FOUND` when there is no such session.
+   */
   async observe(id: SessionId): Promise<SessionView> {
     assertSessionId(id)
     const info = await this.#calls.checked('handle', (api) => api.observe(id), handleProblem, id)
     return new SessionView(this.#scope, info)
   }
 
-  /** Headers ordered by id, after the `after` cursor, at most `limit` (default 100). */
+  /**
+   * One page of the store's session headers (roots, forks and subagents alike), ordered by id
+   * (code unit order), strictly after the id `after`, at most `limit` of them (1 to 10,000,
+   * default 100). To list them all, pass the last id of a page as `after` until a page comes
+   * back shorter than `limit`. A session whose header cannot be read is left out (`verify`
+   * reports it).
+   *
+   * @example
+   * for (let page = await store.listSessions(); page.length > 0; ) {
+   *   for (const h of page) console.log(h.id, h.origin, new Date(h.createdAt))
+   *   page = page.length < 100 ? [] : await store.listSessions({ after: page.at(-1)!.id })
+   * }
+   */
   async listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]> {
     assertOptions(options, 'listSessions', ['after', 'limit'])
     return this.#calls.checked('session list', (api) => api.listSessions(options), (list) =>
@@ -109,7 +141,13 @@ export class Store {
     })
   }
 
-  /** Deletes a session nobody has open for writing (else SESSION_LOCKED). */
+  /**
+   * Deletes a session: its header, events and checkpoint. `SESSION_LOCKED` while any client
+   * (this store's own handles included) has it open for writing: close the writer first. An id
+   * that names no session resolves quietly. Only that session goes: its children stay in the
+   * store, and a parent's catalog still names a deleted child, which `listChildren` then lists
+   * as a `diagnostic` row with `reason: 'unavailable'`.
+   */
   async deleteSession(id: SessionId): Promise<void> {
     assertSessionId(id)
     await this.#calls.call((api) => api.deleteSession(id))
@@ -147,8 +185,13 @@ export class Store {
   }
 
   /**
-   * Waits for every pending append, writes the close checkpoints, releases every lock and
-   * ends the worker. Calls after it reject with CLOSED.
+   * Closes the store and every handle it opened: waits for every pending append (an append
+   * that was called before `close()` still resolves, durable), writes the checkpoints of the
+   * sessions open here, releases every writer lock and ends the worker. Subscribers hear
+   * once more, with `meta.error` (code `CLOSED`), and values stop there. Every later call on
+   * the store or its handles rejects with `CLOSED`. Calling it again resolves at once.
+   * A process that ends without it loses no acknowledged append (its locks are taken over
+   * as a dead owner's), but pending appends and the latest checkpoints may not land.
    */
   async close(): Promise<void> {
     if (this.#calls.closed) return

@@ -7,19 +7,23 @@ import type { SessionId } from '../model'
 import type { Store } from './store'
 import { assertSessionId, describe, isPlainObject } from '../validate'
 
+/** Options of {@link sync}. */
 export interface SyncOptions {
   /** Only these sessions (default: all of them). */
   sessions?: SessionId[]
   /** 'push' (default): source to target. 'both': then what the target has beyond the source back. */
   direction?: 'push' | 'both'
+  /** Aborting it rejects with `CANCELLED` between batches; what was applied stays (run sync again to go on). */
   signal?: AbortSignal
   /** After each batch: events handled so far and the total known so far (it grows in 'both'). */
   onProgress?: (progress: { done: number; total: number }) => void
-  /** Batch bounds (see ChangesOptions): default 1000 events, 4 MiB. */
+  /** Events per batch (see {@link ChangesOptions}): default 1000, at most 10,000. */
   maxEvents?: number
+  /** About this many bytes of event JSON per batch, default 4 MiB. */
   maxBytes?: number
 }
 
+/** What {@link sync} did. */
 export interface SyncResult {
   /** Sessions created, in either direction. */
   copiedSessions: number
@@ -30,7 +34,14 @@ export interface SyncResult {
   /** Sessions left behind without a conflict (a writer holds them open on the receiving side, ...). */
   skipped: SyncSkip[]
   /** Sessions that could not be read on the sending side (a damaged log). */
-  failed: { id: SessionId; code: string; detail: string }[]
+  failed: {
+    /** The session. */
+    id: SessionId
+    /** Its error code, such as `CORRUPT_LOG`. */
+    code: string
+    /** What is wrong, and where. */
+    detail: string
+  }[]
 }
 
 const KNOWN = ['sessions', 'direction', 'signal', 'onProgress', 'maxEvents', 'maxBytes']

@@ -9,12 +9,25 @@ import { defineProjection } from '../projection'
 import { CATALOG, catalogFactSchema, labelSchema } from './payloads'
 
 export const catalogEntrySchema = z.strictObject({
+  /** The child's session id (for `'external'`: the id given to `recordExternal`). */
   id: sessionIdSchema,
+  /** When the child was created (epoch ms). */
   createdAt: timeSchema,
+  /** `'one-shot'`, `'continuable'`, `'external'`, or `'unknown'` (a historical fact whose mode was lost). */
   mode: z.enum(CATALOG_MODES),
+  /** The child's label, if it has one. */
   label: labelSchema.optional(),
+  /** The seq of the parent's event that recorded it. */
   seq: countSchema,
 })
+/**
+ * One child in a session's `subagentCatalog`: its `id`, `createdAt`, `mode` (`'one-shot'`,
+ * `'continuable'`, `'external'` from `recordExternal`, or `'unknown'` for a historical fact
+ * whose mode was lost), its `label` if it has one, and `seq`, the parent's event that
+ * recorded it.
+ *
+ * @useDeclaredType
+ */
 export type CatalogEntry = z.infer<typeof catalogEntrySchema>
 
 const stateSchema = z.strictObject({ inherited: countSchema, entries: chunkedListSchema(catalogEntrySchema) })

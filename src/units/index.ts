@@ -8,8 +8,11 @@ export const BUILTIN_PROJECTIONS: readonly ProjectionDefinition[] = [subagentUni
 
 declare module '../projection' {
   interface ProjectionMap {
+    /** The session's own identity as a subagent (`null` for roots, forks and before a descriptor): a {@link SubagentView}. */
     subagent: SubagentView
+    /** The children this session spawned or recorded, in the order of their catalog facts: {@link CatalogEntry} items. */
     subagentCatalog: CatalogEntry[]
+    /** How many turns ran and how long the finished ones took: a {@link TimingView}. */
     subagentTiming: TimingView
   }
 }

@@ -6,8 +6,22 @@ import { countSchema } from '../schemas'
 import { DESCRIPTOR, descriptorSchema, labelSchema } from './payloads'
 
 export const subagentViewSchema = z
-  .strictObject({ mode: z.enum(SPAWN_MODES), label: labelSchema.optional(), seq: countSchema })
+  .strictObject({
+    /** As spawned: `'one-shot'` or `'continuable'`. */
+    mode: z.enum(SPAWN_MODES),
+    /** The label given to `spawn`, if any. */
+    label: labelSchema.optional(),
+    /** The seq of the descriptor event. */
+    seq: countSchema,
+  })
   .nullable()
+/**
+ * The `subagent` projection: the session's own `mode` and `label` from its latest own
+ * `subagent/descriptor`, with that event's `seq`; `null` when it has none (roots, forks) or
+ * its latest is corrupt.
+ *
+ * @useDeclaredType
+ */
 export type SubagentView = z.infer<typeof subagentViewSchema>
 
 const stateSchema = z.strictObject({ inherited: countSchema, identity: subagentViewSchema })

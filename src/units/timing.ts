@@ -5,10 +5,20 @@ import { countSchema, timeSchema } from '../schemas'
 import { DESCRIPTOR, TURN_END, TURN_START } from './payloads'
 
 export const timingViewSchema = z.strictObject({
+  /** Turns started (`turn/start` events while no turn was running). */
   turns: countSchema,
+  /** Time spent in turns that ended, in ms (from the events' `time`). */
   settledMs: timeSchema,
+  /** The `time` of the running turn's `turn/start`; `null` between turns. */
   runningSince: z.number().finite().nullable(),
 })
+/**
+ * The `subagentTiming` projection: `turns` started (`turn/start`), `settledMs` spent in turns
+ * that ended (`turn/end`, by event times), and `runningSince`, the start time of the turn
+ * running now (`null` between turns).
+ *
+ * @useDeclaredType
+ */
 export type TimingView = z.infer<typeof timingViewSchema>
 
 const stateSchema = z.strictObject({ inherited: countSchema, ...timingViewSchema.shape })

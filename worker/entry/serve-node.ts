@@ -1,4 +1,12 @@
 // `sessionfold/worker` in Node: serveEngine() makes this worker_threads worker an engine host.
+/**
+ * For a worker file of your own, when your app has projections of its own: {@link serveEngine}
+ * makes the worker an engine host with your units registered, and `openStore({ workerUrl })`
+ * starts it. In Node the worker is a `worker_threads` worker; in browsers a module Web Worker
+ * or a SharedWorker (the same names, from the package's `browser` condition).
+ *
+ * @module sessionfold/worker
+ */
 import { expose, type Endpoint } from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import { parentPort } from 'node:worker_threads'
