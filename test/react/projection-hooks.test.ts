@@ -5,7 +5,7 @@
 // leave no subscription behind once unmounted. React's own warnings (an unstable getSnapshot,
 // an update outside act) fail the tests.
 import { createElement as h } from 'react'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { openStore, type Session, type SessionView, type Store, type TimingView } from 'sessionfold'
 import { useProjection, useSnapshot } from 'sessionfold/react'
 import { catchReactWarnings, countSubscriptions, mount, probe, settle } from '../support/react-dom'
@@ -24,7 +24,9 @@ beforeEach(async () => {
 })
 afterEach(async () => {
   await store.close()
-  expect(warnings.calls()).toEqual([])
+  const calls = warnings.calls()
+  vi.restoreAllMocks()
+  expect(calls).toEqual([])
 })
 
 describe('useProjection', () => {
