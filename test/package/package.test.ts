@@ -65,6 +65,9 @@ describe('the package', () => {
       const { metafile } = await build({ entryPoints: [dist(entry)], bundle: true, write: false, metafile: true, logLevel: 'silent', platform: entry.startsWith('node') ? 'node' : 'browser', format: 'esm', external: ['idb', 'comlink', 'zod', 'zod/*'] })
       expect(Object.keys(metafile.inputs).filter((f) => /react/.test(f)), entry).toEqual([])
     }
+    const hooks = await minGzip(dist('browser/react.js'), ['react'])
+    console.log(`sessionfold/react (browser, min+gzip): ${(hooks / 1024).toFixed(1)} kB`)
+    expect(hooks).toBeLessThan(2 * 1024)
     // Server rendering reads the handle's values synchronously (useSyncExternalStore's server snapshot).
     const app = (load: (m: string) => string) => `
       const { openStore } = ${load(dist('node/index'))}
