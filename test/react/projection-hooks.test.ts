@@ -7,8 +7,8 @@
 import { createElement as h } from 'react'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { openStore, type Session, type SessionView, type Store, type TimingView } from 'sessionfold'
-import { useProjection, useSnapshot } from 'sessionfold/react'
-import { catchReactWarnings, countSubscriptions, mount, probe, settle } from '../support/react-dom'
+import { useChildren, useProjection, useSnapshot } from 'sessionfold/react'
+import { catchReactWarnings, countSubscriptions, mount, probe, settle, until } from '../support/react-dom'
 
 type Handle = { view: SessionView | null }
 const turns = (t: TimingView | null) => (t ? `${t.turns} turns${t.runningSince !== null ? ', running' : ''}` : 'none')
@@ -136,21 +136,27 @@ describe('useSnapshot', () => {
 })
 
 describe('with the default worker (worker_threads)', () => {
-  it('renders values pushed across the worker', async () => {
+  it('renders values pushed across the worker, and children listed there', async () => {
     const remote = await openStore({ storage: 'memory' })
     try {
       const s = await remote.createSession()
       const subs = countSubscriptions(s.projections)
       const { Probe, seen } = timingProbe()
-      const ui = await mount(h(Probe, { view: s }), { strict: true })
-      expect(ui.text()).toBe('0 turns')
-      await settle(() => s.append({ type: 'turn/start' }), 50)
-      expect(ui.text()).toBe('1 turns, running')
+      const kids = probe(({ view }: Handle) => useChildren(view, { recursive: true }), (r) => (r.children ?? []).map((c) => c.id).join(','))
+      const ui = await mount(h('div', null, h(Probe, { view: s }), h('i', null, '|'), h(kids.Probe, { view: s })), { strict: true })
+      expect(ui.text()).toBe('0 turns|')
+      await until(() => ui.text() === '1 turns, running|', () => s.append({ type: 'turn/start' }))
+      expect(ui.text()).toBe('1 turns, running|')
+      let kid!: Session
+      await until(() => ui.text().endsWith('|kid'), async () => (kid = await s.spawn({ mode: 'one-shot', id: 'kid' })))
+      await until(() => ui.text().endsWith('|kid,grandkid'), () => kid.spawn({ mode: 'one-shot', id: 'grandkid' }).then(() => kids.seen.values.at(-1)!.refresh()))
+      expect(ui.text()).toBe('1 turns, running|kid,grandkid')
       const renders = seen.renders
       await settle(() => s.append({ type: 'app/note' }), 50)
       expect(seen.renders).toBe(renders)
       await ui.unmount()
       expect(subs.live).toBe(0)
+      await kid.close()
     } finally {
       await remote.close()
     }

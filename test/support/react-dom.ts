@@ -16,6 +16,14 @@ export async function settle(work?: () => Promise<unknown>, ms = 25): Promise<vo
   })
 }
 
+/** Like settle, but waits (inside act) until `check()` holds, for a value that crosses a worker. */
+export async function until(check: () => boolean, work?: () => Promise<unknown>): Promise<void> {
+  await act(async () => {
+    await work?.()
+    for (const start = Date.now(); !check() && Date.now() - start < 10_000;) await new Promise((r) => setTimeout(r, 5))
+  })
+}
+
 export interface Mounted {
   readonly container: HTMLElement
   text(): string
