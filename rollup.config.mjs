@@ -7,7 +7,7 @@ import { transform } from 'esbuild'
 import { dts } from 'rollup-plugin-dts'
 import { nodeResolve } from './scripts/rollup-resolve.mjs'
 
-const deps = (id) => /^(idb|comlink|zod)(\/|$)/.test(id)
+const deps = (id) => /^(idb|comlink|zod|react|sessionfold)(\/|$)/.test(id)
 const external = (id) => deps(id) || id.startsWith('node:')
 
 /** TypeScript through esbuild (types are checked by tsc --noEmit in the tests). */
@@ -54,6 +54,8 @@ const adapters = {
   'adapters/memory': 'adapters/memory.ts',
   'adapters/indexeddb': 'adapters/indexeddb.ts',
 }
+/** sessionfold/react: the hooks alone (react and the client are imports of it, never bundled). */
+const react = { react: 'src/react/index.ts' }
 
 // Each platform has its own client entry (src/index-node.ts, src/index-browser.ts), which finds
 // its default worker beside itself by a literal URL: worker-entry.node.js, worker-entry.browser.js.
@@ -61,7 +63,7 @@ export default [
   // Node: ESM and CJS of the client, the worker API, the adapters, and the default worker.
   // (The CJS client spawns the ESM worker entry beside it: a worker needs no require.)
   ...['es', 'cjs'].map((format) => ({
-    input: { index: 'src/index-node.ts', ...adapters, worker: 'worker/entry/serve-node.ts', 'adapters/fs': 'adapters/fs/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/entry/node.ts' } : {}) },
+    input: { index: 'src/index-node.ts', ...adapters, ...react, worker: 'worker/entry/serve-node.ts', 'adapters/fs': 'adapters/fs/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/entry/node.ts' } : {}) },
     external,
     plugins: [typescript(), format === 'es' && copy('src/client/node-boot.mjs', 'node-boot.mjs')],
     output: { dir: 'dist/node', format, entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`, chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`, sourcemap: true },
@@ -75,7 +77,7 @@ export default [
   },
   // Browsers: the client, the worker API and the adapters, as ESM.
   {
-    input: { index: 'src/index-browser.ts', ...adapters, worker: 'worker/entry/serve-browser.ts' },
+    input: { index: 'src/index-browser.ts', ...adapters, ...react, worker: 'worker/entry/serve-browser.ts' },
     external: deps,
     plugins: [typescript()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
@@ -87,7 +89,7 @@ export default [
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, sourcemap: true },
   },
   // Bundled declarations, one file per entry point, as .d.ts (import) and .d.cts (require).
-  ...Object.entries({ index: 'src/index-node.ts', worker: 'worker/entry/serve-node.ts', 'adapters/memory': 'adapters/memory.ts', 'adapters/indexeddb': 'adapters/indexeddb.ts', 'adapters/fs': 'adapters/fs/index.ts' }).map(([name, input]) => ({
+  ...Object.entries({ index: 'src/index-node.ts', worker: 'worker/entry/serve-node.ts', 'adapters/memory': 'adapters/memory.ts', 'adapters/indexeddb': 'adapters/indexeddb.ts', 'adapters/fs': 'adapters/fs/index.ts', react: 'src/react/index.ts' }).map(([name, input]) => ({
     input,
     external,
     plugins: [dts({ respectExternal: false, compilerOptions: { paths: {} } })],

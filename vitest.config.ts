@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config'
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const alias = (platform: 'node' | 'browser') => ({
   'sessionfold/worker': here(`./worker/entry/serve-${platform}.ts`),
+  'sessionfold/react': here('./src/react/index.ts'),
   sessionfold: here(`./src/index-${platform}.ts`),
 })
 

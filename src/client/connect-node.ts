@@ -2,6 +2,9 @@
 // The default worker is the file `worker-entry.node.js` beside this code: the built entry in
 // the package (dist/node/), a stand-in that runs worker/entry/node.ts through tsx in this
 // source tree (src/client/). `node-boot.mjs`, beside it too, runs an app's TypeScript worker.
+// Node's own URL, not the global: a DOM shim (happy-dom, in an app's component tests) replaces
+// the global with one that resolves a file: URL against http://localhost, which no Worker takes.
+import { URL as FileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { HostOptions } from '../protocol'
 import type { Connection, Connectors } from './connection'
@@ -18,7 +21,7 @@ export const nodeConnectors: Connectors = {
 
 async function nodeWorker(url: string | URL | undefined, options: HostOptions): Promise<Connection> {
   const [link, { default: nodeEndpoint }] = await Promise.all([loadComlink(), import('comlink/dist/esm/node-adapter.mjs')])
-  const worker = startWorker(url === undefined ? new URL('./worker-entry.node.js', import.meta.url) : new URL(String(url), `file://${process.cwd()}/`))
+  const worker = startWorker(url === undefined ? new FileURL('./worker-entry.node.js', import.meta.url) : new FileURL(String(url), `file://${process.cwd()}/`))
   const threadId = worker.threadId
   const death = new WorkerDeath()
   worker.once('error', (err) => death.dead(`failed: ${err.message}`))
@@ -59,10 +62,10 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
  * inherit the process's flags; --input-type (as in `node --input-type=module -e …`) is refused
  * in a worker, so it is dropped.
  */
-function startWorker(entry: URL): Worker {
+function startWorker(entry: FileURL): Worker {
   const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'))
   const start = (argv: string[]) => (entry.pathname.endsWith('.ts')
-    ? new Worker(new URL('./node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv: argv })
+    ? new Worker(new FileURL('./node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv: argv })
     : new Worker(entry, { execArgv: argv }))
   try {
     return start(execArgv)

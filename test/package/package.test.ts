@@ -70,6 +70,38 @@ describe('the package', () => {
     }
   })
 
+  it('ships sessionfold/react as an entry of its own: React stays out of the client, the hooks run from the built ESM and CJS', async () => {
+    for (const entry of ['browser/index.js', 'node/index.js']) {
+      const { metafile } = await build({ entryPoints: [dist(entry)], bundle: true, write: false, metafile: true, logLevel: 'silent', platform: entry.startsWith('node') ? 'node' : 'browser', format: 'esm', external: ['idb', 'comlink', 'zod', 'zod/*'] })
+      expect(Object.keys(metafile.inputs).filter((f) => /react/.test(f)), entry).toEqual([])
+    }
+    const hooks = await minGzip(dist('browser/react.js'), ['react'])
+    console.log(`sessionfold/react (browser, min+gzip): ${(hooks / 1024).toFixed(1)} kB`)
+    expect(hooks).toBeLessThan(2 * 1024)
+    // Server rendering reads the handle's values synchronously (useSyncExternalStore's server snapshot).
+    const app = (load: (m: string) => string) => `
+      const { openStore } = ${load(dist('node/index'))}
+      const { useProjection, useChildren } = ${load(dist('node/react'))}
+      const { createElement: h } = ${load('react')}
+      const { renderToString } = ${load('react-dom/server')}
+      const run = async () => {
+        const store = await openStore({ storage: 'memory', worker: false })
+        const s = await store.createSession({ id: 'r' })
+        await s.append({ type: 'turn/start' })
+        const C = () => h('p', null, useProjection(s, 'subagentTiming').turns + ' turns, loading ' + useChildren(s).loading)
+        console.log(renderToString(h(C)))
+        await store.close()
+      }`
+    const esm = app((m) => `await import(${JSON.stringify(m.startsWith('/') ? `${m}.js` : m)})`) + '\nawait run()'
+    const r1 = spawnSync(process.execPath, ['--input-type=module', '-e', esm], { cwd: root, encoding: 'utf8', timeout: 30_000 })
+    expect(r1.stderr).toBe('')
+    expect(r1.stdout.trim()).toBe('<p>1 turns, loading true</p>')
+    const cjs = app((m) => `require(${JSON.stringify(m.startsWith('/') ? `${m}.cjs` : m)})`) + '\nrun()'
+    const r2 = spawnSync(process.execPath, ['-e', cjs], { cwd: root, encoding: 'utf8', timeout: 30_000 })
+    expect(r2.stderr).toBe('')
+    expect(r2.stdout.trim()).toBe('<p>1 turns, loading true</p>')
+  })
+
   it('runs from the built files in Node, as ESM and as CJS, with the engine in a worker', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sessionfold-dist-'))
     try {

@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
 
 const root = join(__dirname, '../..')
@@ -22,7 +22,7 @@ describe('README', () => {
     const blocks = [...readme.matchAll(/```ts\n(\/\/ (examples\/[^\n]+)\n[\s\S]*?)```/g)]
     expect(blocks.map((b) => b[2])).toEqual([
       'examples/node-script.ts', 'examples/browser/main.ts', 'examples/custom-projection/token-count.ts',
-      'examples/custom-projection/worker.ts', 'examples/custom-projection/main.ts', 'examples/react/use-projection.ts',
+      'examples/custom-projection/worker.ts', 'examples/custom-projection/main.ts', 'examples/react/session-panel.ts',
       'examples/session-tree.ts',
     ])
     for (const [, body, file] of blocks) expect(await readFile(join(root, file!), 'utf8'), file).toBe(body)
@@ -66,32 +66,5 @@ describe('README', () => {
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
-  })
-
-  it('the React hook follows a session through useSyncExternalStore', async () => {
-    // A faithful stand-in for React's useSyncExternalStore: subscribe, re-read on change.
-    let rerenders = 0
-    const subscriptions: (() => void)[] = []
-    vi.doMock('react', () => ({
-      useSyncExternalStore: <T,>(subscribe: (cb: () => void) => () => void, get: () => T) => {
-        subscriptions.push(subscribe(() => rerenders++))
-        return get()
-      },
-      createElement: (type: string, props: unknown, ...children: unknown[]) => ({ type, props, children }),
-    }))
-    const { useProjection, Children } = await import('../../examples/react/use-projection')
-    const store = await openStore({ storage: 'memory', worker: false })
-    const s = await store.createSession()
-    expect(useProjection(s, 'subagentCatalog')).toEqual([])
-    const first = s.projections.get('subagentCatalog')
-    expect(s.projections.get('subagentCatalog')).toBe(first) // stable: no render loop
-    await s.spawn({ mode: 'one-shot', label: 'child' })
-    await new Promise((r) => setTimeout(r, 10))
-    expect(rerenders).toBeGreaterThan(0)
-    expect(useProjection(s, 'subagentCatalog')?.map((c) => c.label)).toEqual(['child'])
-    expect(Children({ view: s })).toEqual({ type: 'ul', props: null, children: [{ type: 'li', props: { key: expect.any(String) }, children: ['child (one-shot)'] }] })
-    for (const stop of subscriptions) stop()
-    await store.close()
-    vi.doUnmock('react')
   })
 })

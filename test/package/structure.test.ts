@@ -79,6 +79,7 @@ describe('the structure of the source tree', () => {
       const r = relative(root, f)
       if (/^src\/index(-node|-browser)?\.ts$/.test(r)) return 'entry'
       if (r.startsWith('src/client/')) return 'client'
+      if (r.startsWith('src/react/')) return 'react'
       return r.split('/')[0]!
     }
     const allowed: Record<string, string[]> = {
@@ -88,11 +89,20 @@ describe('the structure of the source tree', () => {
       client: ['src', 'adapters', 'worker', 'client'],
       entry: ['src', 'client', 'entry'],
       cli: ['src', 'adapters', 'worker', 'cli'],
+      react: ['react'],
     }
     const wrong = files.flatMap((f) => importsOf(f)
       .filter((g) => !allowed[layerOf(f)]!.includes(layerOf(g)))
       .map((g) => `${relative(root, f)} -> ${relative(root, g)}`))
     expect(wrong).toEqual([])
+  })
+
+  it("keeps sessionfold/react (src/react/) on the client's public types: it imports 'sessionfold' for types only", () => {
+    const react = files.filter((f) => relative(root, f).startsWith('src/react/'))
+    expect(react.length).toBeGreaterThan(0)
+    const imports = react.flatMap((f) => readFileSync(f, 'utf8').split('\n').filter((line) => /from 'sessionfold(\/.*)?'/.test(line)))
+    expect(imports.length).toBeGreaterThan(0)
+    expect(imports.filter((line) => !/^(import|export) type /.test(line))).toEqual([])
   })
 
   it(`has no source file over ${MAX_LINES} lines`, () => {
