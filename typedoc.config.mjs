@@ -15,6 +15,7 @@ export const entryPoints = [
   'adapters/memory.ts', // sessionfold/adapters/memory
   'adapters/indexeddb.ts', // sessionfold/adapters/indexeddb
   'adapters/fs/index.ts', // sessionfold/adapters/fs
+  'src/react/index.ts', // sessionfold/react
 ]
 
 /** @type {Partial<import('typedoc').TypeDocOptions & import('typedoc-plugin-markdown').PluginOptions>} */

@@ -55,6 +55,7 @@ export function useSnapshot(view: HasProjections | null | undefined): Projection
   return useSyncExternalStore(subscribe, get, get)
 }
 
+/** What `useChildren` lists. */
 export interface UseChildrenOptions {
   /** The whole tree below the session (pre-order), not only its own children. */
   recursive?: boolean
