@@ -23,16 +23,6 @@ export interface ProjectionDefinition<S = any, V = any> {
   readonly view?: { readonly schema: ZodType<V, any>; view(state: S): V }
 }
 
-/**
- * Views by key. Apps add their own keys by declaration merging:
- *
- * @example
- * declare module 'sessionfold' {
- *   interface ProjectionMap { tokenCount: number }
- * }
- */
-export interface ProjectionMap {}
-
 /** Why a unit stopped folding: its apply, view or schema threw. */
 export type ProjectionFault = 'corrupt'
 
