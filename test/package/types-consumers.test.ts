@@ -27,7 +27,7 @@ type Mode = keyof typeof MODES
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   types: string
   exports: Record<string, unknown>
-  typesVersions: Record<string, Record<string, string[]>>
+  typesVersions?: Record<string, Record<string, string[]>>
 }
 
 /** Every `types` target under an entry's conditions, as [condition path, file]. */
@@ -280,10 +280,10 @@ describe('the published types, in an app', () => {
         expect(file, `${subpath} ${condition}`).toBe(`./dist/types/${name}.${condition.endsWith('require.types') ? 'd.cts' : 'd.ts'}`)
       }
       // node10 reads no "exports": "types" for the root, "typesVersions" for the others.
-      const node10 = subpath === '.' ? [pkg.types] : pkg.typesVersions['*']?.[name]
+      const node10 = subpath === '.' ? [pkg.types] : pkg.typesVersions?.['*']?.[name]
       expect(node10, `${subpath} under node10`).toEqual(subpath === '.' ? ['./dist/types/index.d.ts'] : [`./dist/types/${name}.d.ts`])
     }
-    expect(Object.keys(pkg.typesVersions['*'] ?? {}).sort()).toEqual(ENTRIES.filter((e) => e.subpath !== '.').map((e) => e.subpath.slice(2)).sort())
+    expect(Object.keys(pkg.typesVersions?.['*'] ?? {}).sort()).toEqual(ENTRIES.filter((e) => e.subpath !== '.').map((e) => e.subpath.slice(2)).sort())
   })
 
   it.each(modes)('compile under moduleResolution %s, from ESM files and from CJS files', (mode) => {
