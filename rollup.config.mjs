@@ -50,6 +50,35 @@ const minify = () => ({
   },
 })
 
+/**
+ * The declarations of each entry point (dist/types/<name>.d.ts and .d.cts), by name: a new
+ * entry point is one line here, plus its rows in package.json "exports" and "typesVersions"
+ * (test/package/types-consumers.test.ts checks that those three agree).
+ */
+const declarations = {
+  index: 'src/index-node.ts',
+  worker: 'worker/entry/serve-node.ts',
+  'adapters/memory': 'adapters/memory.ts',
+  'adapters/indexeddb': 'adapters/indexeddb.ts',
+  'adapters/fs': 'adapters/fs/index.ts',
+  react: 'src/react/index.ts',
+}
+
+/**
+ * Refuses a bundled declaration file that merges into a module by name (`declare module '…'`).
+ * Such a name resolves differently under each moduleResolution and from .d.ts or .d.cts
+ * (`'./index'` is no module at all under node16 from ESM, and the ESM file from CJS), so
+ * what it declares goes missing in some apps: declare on the interface itself instead.
+ */
+const readAlikeInEveryResolution = () => ({
+  name: 'read-alike-in-every-resolution',
+  renderChunk(code, chunk) {
+    const merge = /^\s*declare module\s+(['"][^'"]*['"])/m.exec(code)
+    if (merge) this.error(`${chunk.fileName}: \`declare module ${merge[1]}\` reaches its module only under some moduleResolution settings; declare the members on the interface itself`)
+    return null
+  },
+})
+
 const adapters = {
   'adapters/memory': 'adapters/memory.ts',
   'adapters/indexeddb': 'adapters/indexeddb.ts',
@@ -89,10 +118,10 @@ export default [
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, sourcemap: true },
   },
   // Bundled declarations, one file per entry point, as .d.ts (import) and .d.cts (require).
-  ...Object.entries({ index: 'src/index-node.ts', worker: 'worker/entry/serve-node.ts', 'adapters/memory': 'adapters/memory.ts', 'adapters/indexeddb': 'adapters/indexeddb.ts', 'adapters/fs': 'adapters/fs/index.ts', react: 'src/react/index.ts' }).map(([name, input]) => ({
+  ...Object.entries(declarations).map(([name, input]) => ({
     input,
     external,
-    plugins: [dts({ respectExternal: false, compilerOptions: { paths: {} } })],
+    plugins: [dts({ respectExternal: false, compilerOptions: { paths: {} } }), readAlikeInEveryResolution()],
     output: [{ file: `dist/types/${name}.d.ts`, format: 'es' }, { file: `dist/types/${name}.d.cts`, format: 'es' }],
   })),
 ]

@@ -37,16 +37,6 @@ export interface ProjectionDefinition<S = any, V = any> {
   }
 }
 
-/**
- * Views by key. Apps add their own keys by declaration merging:
- *
- * @example
- * declare module 'sessionfold' {
- *   interface ProjectionMap { tokenCount: number }
- * }
- */
-export interface ProjectionMap {}
-
 /** Why a unit stopped folding: its apply, view or schema threw. */
 export type ProjectionFault = 'corrupt'
 

@@ -2,8 +2,9 @@
 // worker, readable synchronously, with subscriptions batched (see listeners.ts).
 import { SessionfoldError, where } from '../errors'
 import type { Json } from '../model'
-import type { ProjectionFault, ProjectionMap, ProjectionSnapshot } from '../projection'
+import type { ProjectionFault, ProjectionSnapshot } from '../projection'
 import type { Frame } from '../protocol'
+import type { ProjectionMap } from '../units'
 import { Listeners, NotifyClock } from './listeners'
 
 /**

@@ -3,19 +3,39 @@ import { subagentCatalogUnit, type CatalogEntry } from './catalog'
 import { subagentUnit, type SubagentView } from './subagent'
 import { subagentTimingUnit, type TimingView } from './timing'
 
-/** Registered in every engine, before the app's own units. */
-export const BUILTIN_PROJECTIONS: readonly ProjectionDefinition[] = [subagentUnit, subagentCatalogUnit, subagentTimingUnit]
-
-declare module '../projection' {
-  interface ProjectionMap {
-    /** The session's own identity as a subagent (`null` for roots, forks and before a descriptor): a {@link SubagentView}. */
-    subagent: SubagentView
-    /** The children this session spawned or recorded, in the order of their catalog facts: {@link CatalogEntry} items. */
-    subagentCatalog: CatalogEntry[]
-    /** How many turns ran and how long the finished ones took: a {@link TimingView}. */
-    subagentTiming: TimingView
-  }
+/**
+ * Views by key: what `get`, `subscribe` and `snapshot()` give for each key. The built-in
+ * keys are declared here, on the interface itself, not merged in from another file: the
+ * bundled .d.ts and .d.cts then carry them whole, whatever moduleResolution reads them
+ * (a `declare module` of one of our own files resolves in some modes and not in others).
+ *
+ * Apps add their own keys by declaration merging, from any file of theirs:
+ *
+ * @example
+ * declare module 'sessionfold' {
+ *   interface ProjectionMap { tokenCount: number }
+ * }
+ */
+export interface ProjectionMap {
+  /** The session's own identity as a subagent (`null` for roots, forks and before a descriptor): a {@link SubagentView}. */
+  subagent: SubagentView
+  /** The children this session spawned or recorded, in the order of their catalog facts: {@link CatalogEntry} items. */
+  subagentCatalog: CatalogEntry[]
+  /** How many turns ran and how long the finished ones took: a {@link TimingView}. */
+  subagentTiming: TimingView
 }
+
+type BuiltinKey = 'subagent' | 'subagentCatalog' | 'subagentTiming'
+
+/** The built-in units by key: tsc checks each one's view type against its ProjectionMap entry. */
+const BUILTIN: { readonly [K in BuiltinKey]: ProjectionDefinition<any, ProjectionMap[K]> } = {
+  subagent: subagentUnit,
+  subagentCatalog: subagentCatalogUnit,
+  subagentTiming: subagentTimingUnit,
+}
+
+/** Registered in every engine, before the app's own units. */
+export const BUILTIN_PROJECTIONS: readonly ProjectionDefinition[] = Object.values(BUILTIN)
 
 export { subagentCatalogUnit, subagentTimingUnit, subagentUnit }
 export type { CatalogEntry, SubagentView, TimingView }

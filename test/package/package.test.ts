@@ -37,7 +37,7 @@ describe('the package', () => {
     expect(messages).toEqual([])
   })
 
-  it('passes @arethetypeswrong/cli (node16 and bundler resolution)', async () => {
+  it('passes @arethetypeswrong/cli (node10, node16 from CJS and ESM, and bundler resolution)', async () => {
     // Packed here with --ignore-scripts: attw's own --pack would run prepare, a whole rebuild
     // of dist/ while the other test files read it.
     const dir = await mkdtemp(join(tmpdir(), 'sessionfold-attw-'))
@@ -45,7 +45,7 @@ describe('the package', () => {
       const pack = spawnSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: root, encoding: 'utf8' })
       expect(pack.status, pack.stderr).toBe(0)
       const tarball = join(dir, pack.stdout.trim().split('\n').at(-1)!)
-      const r = spawnSync(process.execPath, [join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), tarball, '--profile', 'node16', '--format', 'table-flipped'], { cwd: root, encoding: 'utf8' })
+      const r = spawnSync(process.execPath, [join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), tarball, '--format', 'table-flipped'], { cwd: root, encoding: 'utf8' })
       expect(r.status, r.stdout + r.stderr).toBe(0)
     } finally {
       await rm(dir, { recursive: true, force: true })
