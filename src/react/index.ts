@@ -4,6 +4,13 @@
 // keeps them alike. A handle may be null while it is being opened (hooks cannot be called
 // conditionally). The hooks read the client only through the types of 'sessionfold': this
 // entry bundles none of it, and React stays out of the main entry.
+/**
+ * React hooks over a session handle's live projections and its children: `useProjection`,
+ * `useSnapshot` and `useChildren`. `react` (18 or 19) is an optional peer dependency of
+ * sessionfold; this entry bundles none of the client, and the client none of React.
+ *
+ * @module sessionfold/react
+ */
 import { useMemo, useSyncExternalStore } from 'react'
 import type { HasProjections, ProjectionKey, ProjectionMap, ProjectionSnapshot } from 'sessionfold'
 import { ChildrenListing, type ChildrenSource, type ChildrenState } from './children-listing'
