@@ -1,0 +1,34 @@
+// A fixture process for the PostgreSQL tests (node --import tsx test/fixtures/<name>.ts ...),
+// spoken to by lines: send() writes one to its stdin, line() resolves with its next stdout line.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { join } from 'node:path'
+
+export interface Child {
+  readonly process: ChildProcess
+  send(line: string): void
+  line(): Promise<string>
+  readonly exited: Promise<void>
+}
+
+export function spawnFixture(name: string, args: string[]): Child {
+  const p = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '../fixtures', name), ...args], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const lines: string[] = []
+  const waiting: ((line: string) => void)[] = []
+  let buffered = ''
+  p.stdout!.on('data', (d: Buffer) => {
+    buffered += d.toString()
+    const parts = buffered.split('\n')
+    buffered = parts.pop()!
+    for (const l of parts) (waiting.shift() ?? ((x: string) => lines.push(x)))(l)
+  })
+  const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()))
+  return {
+    process: p,
+    send: (line) => p.stdin!.write(`${line}\n`),
+    line: () => (lines.length > 0 ? Promise.resolve(lines.shift()!) : Promise.race([
+      new Promise<string>((resolve) => waiting.push(resolve)),
+      exited.then(() => { throw new Error(`fixture ${name} exited`) }),
+    ])),
+    exited,
+  }
+}
