@@ -243,6 +243,26 @@ it('after the server restarts, notices resume and growth missed while it was dow
   console.log(`notices resumed ${resumed.toFixed(0)} ms after the server was back`)
 })
 
+it('listen while the server is down: the driver keeps trying, and notices arrive once it is up', async () => {
+  await create('late')
+  await cluster.stopServer('fast')
+  let g: GrowthChannel
+  const r = recorder()
+  try {
+    g = open(client(), 60_000)
+    g.listen(r.fn)
+    await sleep(500) // its first LISTEN fails meanwhile
+  } finally {
+    await cluster.startServer()
+  }
+  for (let i = 0; r.count('late') === 0; i++) {
+    if (i > 300) throw new Error('never listening')
+    await append('late')
+    await sleep(100)
+  }
+  expect(r.count('late')).toBeGreaterThan(0)
+})
+
 it('close() stops notices and polls; announce is a no-op; a bad schema is INVALID_ARGUMENT', async () => {
   expect(() => pgGrowth({ sql, schema: 'x"y' })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
   const g = open(client(), 100)

@@ -141,6 +141,9 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
       watched.clear()
       if (timer) clearInterval(timer)
       timer = undefined
+      // postgres 3.4.9 re-LISTENs after a reconnect with a new listener record, which the
+      // unlisten of the first one no longer finds: the channel's LISTEN may then stay on the
+      // driver's listening connection until sql.end(); `closed` keeps it from reaching anyone.
       void listening?.then((meta) => meta?.unlisten()).catch(() => {})
     },
   }
