@@ -63,7 +63,12 @@ function tooNew(schema: string, version: number): SessionfoldError {
 export async function migrate(sql: PostgresClient, schema: string): Promise<void> {
   const n = namesOf(schema)
   const current = async (q: PostgresClient): Promise<number | undefined> => {
-    const [row] = await q.unsafe(`SELECT to_regclass($1) IS NOT NULL AS present`, [`${n.schema}.schema_version`]) as { present: boolean }[]
+    // The catalogs read with the statement's snapshot, not through to_regclass: a backend's
+    // cache can still say "no such schema" after it waited on the lock for another's creation.
+    const [row] = await q.unsafe(
+      `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relname = 'schema_version') AS present`,
+      [schema],
+    ) as { present: boolean }[]
     if (!row?.present) return undefined
     const [v] = await q.unsafe(`SELECT max(version) AS version FROM ${n.versions}`) as { version: number | null }[]
     return v?.version ?? undefined
