@@ -121,7 +121,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
   return {
     kind: 'postgres',
 
-    createSession: (header, seed: readonly EncodedEvent[] = []) => run('create', undefined, async () => {
+    createSession: (header, seed: readonly EncodedEvent[] = []) => run('create', typeof header?.id === 'string' ? header.id : undefined, async () => {
       assertHeader(header)
       assertSeed(header, seed)
       const id = header.id

@@ -4,6 +4,9 @@
 // fencing by the write lease's token, hostile values through parameters, bad input refused
 // before any SQL, damage as CORRUPT_LOG, a full disk as STORAGE_QUOTA_EXCEEDED, and a stopped
 // server as STORAGE_UNAVAILABLE within the bound, with the next call working once it is back.
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createPostgresAdapter } from '../../adapters/postgres'
@@ -21,7 +24,8 @@ let schemas = 0
 const open: StorageAdapter[] = []
 
 beforeAll(async () => {
-  cluster = await startCluster({ settings: { fsync: 'off' } })
+  // Every statement in the server's log: the relaxed test reads what was sent.
+  cluster = await startCluster({ settings: { fsync: 'off', log_statement: 'all' } })
   url = await cluster.createDatabase('behaviour')
 })
 afterAll(async () => {
@@ -36,6 +40,8 @@ const adapterOn = (schema: string, extra: Partial<Parameters<typeof createPostgr
   return a
 }
 const psql = (sql: string) => cluster.psql(sql, 'behaviour')
+const serverLog = () => readFileSync(join(dirname(cluster.dataDir), 'server.log'), 'utf8')
+const relaxedCommits = () => serverLog().split('SET LOCAL synchronous_commit = off').length - 1
 
 describe('migrations', () => {
   it('creates the schema once when several adapters open it at once, and opens it again as it is', async () => {
@@ -116,12 +122,17 @@ describe('group commit', () => {
     }
   })
 
-  it('commits with durability relaxed as with strict', async () => {
-    const schema = fresh()
-    const a = adapterOn(schema, { durability: 'relaxed' })
+  it('commits strict appends synchronously, relaxed ones with synchronous_commit off', async () => {
+    const strict = adapterOn(fresh())
+    await strict.createSession(rootHeader('s'))
+    await strict.append('s', [ev('s', 0)])
+    expect(relaxedCommits()).toBe(0)
+    const a = adapterOn(fresh(), { durability: 'relaxed' })
     await a.createSession(rootHeader('r'), [])
     await Promise.all([a.append('r', [ev('r', 0)]), a.append('r', [ev('r', 1)])])
     expect((await readAll(a, 'r')).map((e) => e.seq)).toEqual([0, 1])
+    // The create, and the two groups (a lone append, then the one that arrived meanwhile).
+    await vi.waitFor(() => expect(relaxedCommits()).toBe(3), { timeout: 30_000 })
   })
 })
 
@@ -261,6 +272,35 @@ describe('server failures', () => {
     // The same adapter, no reopen: the driver connects again.
     await a.append('u', [ev('u', 1)])
     expect((await readAll(a, 'u')).map((e) => e.seq)).toEqual([0, 1])
+  })
+
+  it('never hangs on a server that stopped answering: STORAGE_UNAVAILABLE by the deadline, then works once it answers', async () => {
+    const schema = fresh()
+    // Deadline: connect 1 s + 2 x statement 1 s + 5 s = 8 s.
+    const a = adapterOn(schema, { connectTimeoutMs: 1_000, queryTimeoutMs: 1_000 })
+    await a.createSession(rootHeader('h'))
+    await a.append('h', [ev('h', 0)])
+    // Freeze the postmaster and every server process (as a hung host would): sockets stay open, nothing answers.
+    const postmaster = Number(readFileSync(join(cluster.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' }).split('\n').map(Number).filter((p) => p > 0)
+    const frozen = [postmaster, ...children]
+    for (const pid of frozen) process.kill(pid, 'SIGSTOP')
+    try {
+      const started = Date.now()
+      const [read, write] = await Promise.allSettled([a.getSession('h'), a.append('h', [ev('h', 1)])])
+      for (const r of [read, write]) expect((r as PromiseRejectedResult).reason).toMatchObject({ code: 'STORAGE_UNAVAILABLE' })
+      // Whichever bound fired first (connect_timeout on a new connection, or the call's deadline
+      // on one whose statement got no answer), the message names the operation and session.
+      expect((write as PromiseRejectedResult).reason.message).toMatch(/^append of session "h" in the PostgreSQL store/)
+      expect(Date.now() - started).toBeLessThan(60_000)
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGCONT')
+    }
+    // The append that timed out may have committed since: either way the log is whole.
+    await vi.waitFor(async () => expect((await a.getSession('h'))?.length).toBeGreaterThanOrEqual(1), { timeout: 60_000, interval: 500 })
+    const length = (await a.getSession('h'))!.length
+    await a.append('h', [ev('h', length)])
+    expect((await readAll(a, 'h')).map((e) => e.seq)).toEqual(Array.from({ length: length + 1 }, (_, i) => i))
   })
 
   it('shares a pool it is given and leaves it open at close', async () => {
