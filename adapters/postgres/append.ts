@@ -34,7 +34,7 @@ export function createAppender(
   n: Names,
   { strict, fence }: Pick<PgSettings, 'strict' | 'fence'>,
 ): Appender {
-  let queue: PendingAppend[] = []
+  const queue: PendingAppend[] = []
   let flushing: Promise<void> | undefined
 
   async function flushLoop(): Promise<void> {
