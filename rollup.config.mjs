@@ -1,13 +1,13 @@
 // The published package: ESM for browsers and for Node (plus CJS for Node's require), the
 // worker entries, the adapters, and bundled .d.ts. Sources are TypeScript, transpiled by
-// esbuild; idb, comlink and zod stay dependencies, except in the browser worker, which is
+// esbuild; idb, comlink and zod stay dependencies (postgres an optional peer, Node only), except in the browser worker, which is
 // self-contained so that any bundler can ship it as a plain file.
 import { chmod, readFile } from 'node:fs/promises'
 import { transform } from 'esbuild'
 import { dts } from 'rollup-plugin-dts'
 import { nodeResolve } from './scripts/rollup-resolve.mjs'
 
-const deps = (id) => /^(idb|comlink|zod|react|sessionfold)(\/|$)/.test(id)
+const deps = (id) => /^(idb|comlink|zod|react|sessionfold|postgres)(\/|$)/.test(id)
 const external = (id) => deps(id) || id.startsWith('node:')
 
 /** TypeScript through esbuild (types are checked by tsc --noEmit in the tests). */
@@ -61,6 +61,7 @@ const declarations = {
   'adapters/memory': 'adapters/memory.ts',
   'adapters/indexeddb': 'adapters/indexeddb.ts',
   'adapters/fs': 'adapters/fs/index.ts',
+  'adapters/postgres': 'adapters/postgres/index.ts',
   react: 'src/react/index.ts',
 }
 
@@ -92,7 +93,7 @@ export default [
   // Node: ESM and CJS of the client, the worker API, the adapters, and the default worker.
   // (The CJS client spawns the ESM worker entry beside it: a worker needs no require.)
   ...['es', 'cjs'].map((format) => ({
-    input: { index: 'src/index-node.ts', ...adapters, ...react, worker: 'worker/entry/serve-node.ts', 'adapters/fs': 'adapters/fs/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/entry/node.ts' } : {}) },
+    input: { index: 'src/index-node.ts', ...adapters, ...react, worker: 'worker/entry/serve-node.ts', 'adapters/fs': 'adapters/fs/index.ts', 'adapters/postgres': 'adapters/postgres/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/entry/node.ts' } : {}) },
     external,
     plugins: [typescript(), format === 'es' && copy('src/client/node-boot.mjs', 'node-boot.mjs')],
     output: { dir: 'dist/node', format, entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`, chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`, sourcemap: true },

@@ -15,6 +15,7 @@ export const entryPoints = [
   'adapters/memory.ts', // sessionfold/adapters/memory
   'adapters/indexeddb.ts', // sessionfold/adapters/indexeddb
   'adapters/fs/index.ts', // sessionfold/adapters/fs
+  'adapters/postgres/index.ts', // sessionfold/adapters/postgres
   'src/react/index.ts', // sessionfold/react
 ]
 

@@ -57,7 +57,8 @@ import { z } from 'zod'
 import { tokenCount } from './token-count.js'`,
     adapters: `import { createFsAdapter } from 'sessionfold/adapters/fs'
 import { createIndexedDbAdapter } from 'sessionfold/adapters/indexeddb'
-import { createMemoryAdapter } from 'sessionfold/adapters/memory'`,
+import { createMemoryAdapter } from 'sessionfold/adapters/memory'
+import { createPostgresAdapter } from 'sessionfold/adapters/postgres'`,
   },
   cjs: {
     ext: 'cts',
@@ -80,7 +81,9 @@ const { tokenCount } = tc`,
     adapters: `import fsAdapter = require('sessionfold/adapters/fs')
 import idbAdapter = require('sessionfold/adapters/indexeddb')
 import memoryAdapter = require('sessionfold/adapters/memory')
+import pgAdapter = require('sessionfold/adapters/postgres')
 const { createFsAdapter } = fsAdapter
+const { createPostgresAdapter } = pgAdapter
 const { createIndexedDbAdapter } = idbAdapter
 const { createMemoryAdapter } = memoryAdapter`,
   },
@@ -169,10 +172,16 @@ export function start(): Promise<void> {
   return serveEngine({ projections: [tokenCount] })
 }`,
   adapters: `export async function adapters(): Promise<string[]> {
-  const all = [createMemoryAdapter(), createFsAdapter({ dir: '.sessionfold', durability: 'relaxed' }), createIndexedDbAdapter({ name: 'app' })]
+  const all = [
+    createMemoryAdapter(), createFsAdapter({ dir: '.sessionfold', durability: 'relaxed' }), createIndexedDbAdapter({ name: 'app' }),
+    // Its types need no driver installed (postgres is an optional peer dependency).
+    createPostgresAdapter({ url: 'postgres://localhost/app', schema: 'app', fence: (id) => (id === 'x' ? 1n : undefined) }),
+  ]
   const ids: string[][] = await Promise.all(all.map((adapter) => adapter.listIds({ limit: 10 })))
   // @ts-expect-error: no such durability
   createFsAdapter({ durability: 'sometimes' })
+  // @ts-expect-error: the schema is a string
+  createPostgresAdapter({ url: 'postgres://localhost/app', schema: 1 })
   return ids.flat()
 }`,
 } as const
@@ -269,7 +278,7 @@ afterAll(() => rmSync(base, { recursive: true, force: true }))
 
 describe('the published types, in an app', () => {
   it('are there for every entry point under every resolution: package.json "exports" and "typesVersions" agree', () => {
-    expect(ENTRIES.map((e) => e.subpath)).toEqual(expect.arrayContaining(['.', './worker', './adapters/memory', './adapters/indexeddb', './adapters/fs']))
+    expect(ENTRIES.map((e) => e.subpath)).toEqual(expect.arrayContaining(['.', './worker', './adapters/memory', './adapters/indexeddb', './adapters/fs', './adapters/postgres']))
     // Every declaration file built (rollup.config.mjs, `declarations`) is an entry's.
     const built = readdirSync(join(root, 'dist/types'), { recursive: true, encoding: 'utf8' }).filter((f) => /\.d\.c?ts$/.test(f)).map((f) => `./dist/types/${f}`)
     expect(built.sort()).toEqual(ENTRIES.flatMap((e) => e.types.map(([, file]) => file)).filter((f, i, all) => all.indexOf(f) === i).sort())

@@ -1,0 +1,235 @@
+// The PostgreSQL adapter: tables in one schema (schema.ts, migrated on first use), appends by
+// group commit (append.ts), reads in key-range pages (read.ts), driver and server errors as the
+// storage contract's codes (errors.ts). This file wires the parts together behind the guard,
+// with a bound on every call so that a server that stopped answering never hangs one.
+/**
+ * Storage on PostgreSQL (Node only), behind the `StorageAdapter` interface, for sessions shared
+ * by several processes or machines. Needs the `postgres` package (an optional peer dependency):
+ * `npm install postgres`.
+ *
+ * @module sessionfold/adapters/postgres
+ */
+import { SessionfoldError, where } from '../../src/errors'
+import type { SessionEvent, SessionId } from '../../src/model'
+import type { EncodedEvent } from '../../src/validate'
+import {
+  alreadyExists, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound, resolveList, resolveRange,
+} from '../guard'
+import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
+import { createAppender } from './append'
+import { codeOf, corrupt, redact, storageError } from './errors'
+import { settingsOf, type PgSettings, type PostgresAdapterOptions, type PostgresClient } from './options'
+import { readHeaders, readIds, readInfo, readPage } from './read'
+import { migrate, namesOf } from './schema'
+
+export type { PostgresAdapterOptions, PostgresClient } from './options'
+export { SCHEMA_VERSION } from './schema'
+// The storage contract, for code that uses an adapter directly.
+export type { CheckpointRow, CheckpointUnitRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
+export type { EncodedEvent } from '../../src/validate'
+
+/** A pool of our own: the driver loaded on first use, so that importing this module needs no driver. */
+async function openPool(settings: PgSettings): Promise<PostgresClient> {
+  let postgres: (url: string, options: object) => PostgresClient
+  try {
+    postgres = ((await import('postgres')) as unknown as { default: typeof postgres }).default
+  } catch (err) {
+    throw new SessionfoldError('STORAGE_UNAVAILABLE', 'the PostgreSQL store needs the `postgres` package: npm install postgres', { cause: err })
+  }
+  try {
+    return postgres(settings.url!, {
+      max: 10,
+      connect_timeout: settings.connectTimeoutMs / 1000,
+      idle_timeout: 60,
+      // CREATE ... IF NOT EXISTS and the like talk; the adapter has nothing to tell its app of it.
+      onnotice: () => {},
+      connection: {
+        application_name: 'sessionfold',
+        statement_timeout: settings.queryTimeoutMs,
+        // A transaction left open by a process that stopped (a debugger, a hung host) does not
+        // keep session rows locked past this.
+        idle_in_transaction_session_timeout: 2 * settings.queryTimeoutMs,
+      },
+    })
+  } catch (err) {
+    throw new SessionfoldError('STORAGE_UNAVAILABLE', `the PostgreSQL store cannot use its URL: ${redact((err as Error)?.message ?? String(err), settings.secret)}`)
+  }
+}
+
+/**
+ * A storage adapter on PostgreSQL: the tables of schema `schema` (created on first use, with a
+ * schema version), each event a row keyed (session_id, seq) holding the event's JSON, appends
+ * that arrive together (to any sessions) committed in one transaction, each refused on its own
+ * (SEQ_CONFLICT, SESSION_NOT_FOUND, SESSION_LOCKED when `fence` says its lease is lost). A
+ * refused or lost connection, or a server that does not answer within the bounds, is
+ * STORAGE_UNAVAILABLE, and the next call connects again; a full disk is STORAGE_QUOTA_EXCEEDED.
+ */
+export function createPostgresAdapter(options: PostgresAdapterOptions): StorageAdapter {
+  const settings = settingsOf(options)
+  const n = namesOf(settings.schema)
+  const guard = createGuard('postgres')
+  let pool: Promise<PostgresClient> | undefined
+  let ready: Promise<PostgresClient> | undefined
+
+  /** The pool, once the schema is at our version. A failed attempt is tried again by the next call. */
+  const db = (): Promise<PostgresClient> => {
+    if (ready) return ready
+    pool ??= settings.sql ? Promise.resolve(settings.sql) : openPool(settings)
+    const p = pool.then(async (sql) => {
+      await migrate(sql, settings.schema)
+      return sql
+    })
+    p.catch(() => {
+      if (ready === p) ready = undefined
+    })
+    ready = p
+    return p
+  }
+
+  /** `call` bounded in time: past the deadline the caller is told, whatever the driver still waits for. */
+  const bounded = <T>(op: string, id: SessionId | undefined, call: Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const subject = id === undefined ? 'the PostgreSQL store' : `${where(id)} in the PostgreSQL store`
+        const outcome = op === 'append' ? ': it may still commit (getSession tells)' : ''
+        reject(new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${subject} had no answer within ${settings.callDeadlineMs} ms${outcome}`, { sessionId: id }))
+      }, settings.callDeadlineMs)
+      call.then((v) => {
+        clearTimeout(timer)
+        resolve(v)
+      }, (err: unknown) => {
+        clearTimeout(timer)
+        reject(err)
+      })
+    })
+
+  /** A public operation: through the guard, bounded, its errors in the contract's words. */
+  const run = <T>(op: string, id: SessionId | undefined, body: () => Promise<T>): Promise<T> =>
+    guard.run(() => bounded(op, id, body()), (err) => storageError(err, op, id, settings.secret))
+
+  /** An operation on session `id`, once its id is checked (before any SQL). */
+  const onSession = <T>(op: string, id: SessionId, body: (sql: PostgresClient) => Promise<T>): Promise<T> =>
+    run(op, typeof id === 'string' ? id : undefined, async () => {
+      assertSessionId(id)
+      return body(await db())
+    })
+
+  const appender = createAppender(db, n, settings)
+
+  const getInfo = async (sql: PostgresClient, id: SessionId): Promise<SessionInfo | undefined> => readInfo(sql, n, id)
+
+  return {
+    kind: 'postgres',
+
+    createSession: (header, seed: readonly EncodedEvent[] = []) => run('create', typeof header?.id === 'string' ? header.id : undefined, async () => {
+      assertHeader(header)
+      assertSeed(header, seed)
+      const id = header.id
+      const sql = await db()
+      try {
+        await sql.begin(async (tx: PostgresClient) => {
+          const statements: PromiseLike<unknown>[] = []
+          if (!settings.strict) statements.push(tx.unsafe(`SET LOCAL synchronous_commit = off`))
+          // The header as its JSON text inside a jsonb string: a jsonb object cannot hold every
+          // string a header may (\u0000 in a cwd), and the text round-trips exactly.
+          statements.push(tx.unsafe(`INSERT INTO ${n.sessions} (id, header, length) VALUES ($1, to_jsonb($2::text), $3)`, [id, JSON.stringify(header), seed.length]))
+          if (seed.length > 0) {
+            statements.push(tx.unsafe(
+              `INSERT INTO ${n.events} (session_id, seq, body) SELECT $1, * FROM unnest($2::int8[], $3::text[])`,
+              [id, seed.map((e) => e.event.seq), seed.map((e) => e.json)],
+            ))
+          }
+          await Promise.all(statements)
+        })
+      } catch (err) {
+        if (codeOf(err) === '23505') throw alreadyExists(id)
+        throw err
+      }
+    }),
+
+    append: (id, batch) => onSession('append', id, () => appender.append(id, batch)),
+
+    async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
+      guard.check()
+      const info = await onSession('read', id, (sql) => getInfo(sql, id))
+      if (!info) throw notFound(id)
+      const { from, to } = resolveRange(id, range, info.length)
+      for (let at = from; at < to; at += READ_PAGE) {
+        if (range?.signal?.aborted) throw cancelled(id)
+        const end = Math.min(to, at + READ_PAGE)
+        const page = await onSession('read', id, async (sql) => {
+          const events = await readPage(sql, n, id, at, end)
+          if (events) return events
+          // Rows are missing: the session was deleted (or deleted and made again) since the
+          // read began, or its log is damaged.
+          const now = await getInfo(sql, id)
+          if (!now || now.header.createdAt !== info.header.createdAt || now.length < end) throw notFound(id)
+          throw corrupt(id, `events ${at}..${end - 1} are missing`, at)
+        })
+        yield page
+      }
+    },
+
+    getSession: (id) => onSession('read', id, (sql) => getInfo(sql, id)),
+
+    listSessions: (opts) => run('list', undefined, async () => {
+      const { after, limit } = resolveList(opts)
+      return readHeaders(await db(), n, after, limit)
+    }),
+
+    listIds: (opts) => run('list', undefined, async () => {
+      const { after, limit } = resolveList(opts)
+      return readIds(await db(), n, after, limit)
+    }),
+
+    // Its events and checkpoint go with it (ON DELETE CASCADE), in the one statement.
+    deleteSession: (id) => onSession('delete', id, async (sql) => {
+      await sql.unsafe(`DELETE FROM ${n.sessions} WHERE id = $1`, [id])
+    }),
+
+    getCheckpoint: (id) => onSession('checkpoint read', id, async (sql) => {
+      const rows = await sql.unsafe(`SELECT c.row FROM ${n.sessions} s LEFT JOIN ${n.checkpoints} c ON c.session_id = s.id WHERE s.id = $1`, [id]) as { row: string | null }[]
+      if (rows.length === 0) throw notFound(id)
+      const text = rows[0]!.row
+      if (text === null) return undefined
+      try {
+        return JSON.parse(text) as unknown
+      } catch {
+        throw corrupt(id, 'its checkpoint is not JSON')
+      }
+    }),
+
+    putCheckpoint: (id, row: CheckpointRow) => onSession('checkpoint write', id, async (sql) => {
+      let text: string
+      try {
+        text = JSON.stringify(row)
+      } catch (err) {
+        throw new SessionfoldError('INVALID_ARGUMENT', `checkpoint of ${where(id)} is not JSON: ${(err as Error).message}`, { sessionId: id })
+      }
+      try {
+        // Written only when the session is there; replaced whole.
+        const done = await sql.unsafe(
+          `INSERT INTO ${n.checkpoints} (session_id, row) SELECT id, $2 FROM ${n.sessions} WHERE id = $1 ON CONFLICT (session_id) DO UPDATE SET row = EXCLUDED.row RETURNING 1 AS ok`,
+          [id, text],
+        ) as unknown[]
+        if (done.length === 0) throw notFound(id)
+      } catch (err) {
+        if (codeOf(err) === '23503') throw notFound(id) // deleted between the check and the insert
+        throw err
+      }
+    }),
+
+    deleteCheckpoint: (id) => onSession('checkpoint delete', id, async (sql) => {
+      const [row] = await sql.unsafe(
+        `WITH s AS (SELECT id FROM ${n.sessions} WHERE id = $1), d AS (DELETE FROM ${n.checkpoints} WHERE session_id IN (SELECT id FROM s)) SELECT count(*)::int AS n FROM s`,
+        [id],
+      ) as { n: number }[]
+      if (!row || row.n === 0) throw notFound(id)
+    }),
+
+    close: () => guard.close(async () => {
+      // A pool given by the caller is the caller's to end.
+      if (!settings.sql && pool) await (await pool.catch(() => undefined))?.end({ timeout: 5 })
+    }),
+  }
+}

@@ -1,0 +1,319 @@
+// PostgreSQL adapter beyond the shared storage suite, on a real server: migrations (concurrent
+// opens create the schema once; a newer schema is refused), group commit (appends arriving
+// while a transaction is in flight share the next one, each refused alone), growth notices,
+// fencing by the write lease's token, hostile values through parameters, bad input refused
+// before any SQL, damage as CORRUPT_LOG, a full disk as STORAGE_QUOTA_EXCEEDED, and a stopped
+// server as STORAGE_UNAVAILABLE within the bound, with the next call working once it is back.
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { createPostgresAdapter } from '../../adapters/postgres'
+import type { StorageAdapter } from '../../adapters/types'
+import type { SessionHeader } from '../../src/model'
+import { encodeEventInput } from '../../src/validate'
+import { ev, evs, expectCode, readAll, rootHeader, snapshotStore } from '../support/helpers'
+import { startCluster, type PgCluster } from '../support/postgres'
+
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 })
+
+let cluster: PgCluster
+let url: string
+let schemas = 0
+const open: StorageAdapter[] = []
+
+beforeAll(async () => {
+  // Every statement in the server's log: the relaxed test reads what was sent.
+  cluster = await startCluster({ settings: { fsync: 'off', log_statement: 'all' } })
+  url = await cluster.createDatabase('behaviour')
+})
+afterAll(async () => {
+  await Promise.allSettled(open.map((a) => a.close()))
+  await cluster?.stop()
+})
+
+const fresh = () => `b_${++schemas}`
+const adapterOn = (schema: string, extra: Partial<Parameters<typeof createPostgresAdapter>[0]> = {}) => {
+  const a = createPostgresAdapter({ url, schema, ...extra })
+  open.push(a)
+  return a
+}
+const psql = (sql: string) => cluster.psql(sql, 'behaviour')
+const serverLog = () => readFileSync(join(dirname(cluster.dataDir), 'server.log'), 'utf8')
+const relaxedCommits = () => serverLog().split('SET LOCAL synchronous_commit = off').length - 1
+
+describe('migrations', () => {
+  it('creates the schema once when several adapters open it at once, and opens it again as it is', async () => {
+    const schema = fresh()
+    const adapters = Array.from({ length: 6 }, () => adapterOn(schema))
+    await Promise.all(adapters.map((a, i) => a.createSession(rootHeader(`s${i}`))))
+    expect(await psql(`SELECT count(*) FROM ${schema}.schema_version`)).toBe('1')
+    expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe('1')
+    const tables = await psql(`SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = '${schema}'`)
+    expect(tables).toBe('checkpoints,events,leases,schema_version,sessions')
+    expect(await psql(`SELECT count(*) FROM pg_sequences WHERE schemaname = '${schema}' AND sequencename = 'lease_tokens'`)).toBe('1')
+    const again = adapterOn(schema)
+    expect((await again.listIds()).length).toBe(6)
+    expect(await psql(`SELECT count(*) FROM ${schema}.schema_version`)).toBe('1')
+  })
+
+  it('refuses a schema at a newer version than it knows with STORAGE_UNAVAILABLE, touching nothing', async () => {
+    const schema = fresh()
+    await adapterOn(schema).createSession(rootHeader('old'))
+    await psql(`UPDATE ${schema}.schema_version SET version = 7`)
+    const err = await expectCode(adapterOn(schema).getSession('old'), 'STORAGE_UNAVAILABLE')
+    expect(err.message).toContain('version 7')
+    expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe('7')
+  })
+
+  it('refuses bad options before connecting: a schema name that is not an identifier, a URL that is not one', () => {
+    for (const schema of ['', 'Public', 'a-b', '1x', 'x"; DROP SCHEMA public; --', 'a'.repeat(52)]) {
+      expect(() => createPostgresAdapter({ url, schema }), schema).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+    }
+    expect(() => createPostgresAdapter({ url: 'mysql://x' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+    expect(() => createPostgresAdapter({ url, durability: 'fast' as never })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+    expect(() => createPostgresAdapter({ url, queryTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+  })
+})
+
+describe('group commit', () => {
+  it('puts appends that arrive during a transaction into the next one; a conflicting one fails alone', async () => {
+    const schema = fresh()
+    const a = adapterOn(schema)
+    const ids = Array.from({ length: 10 }, (_, i) => `g${i}`)
+    for (const id of ids) await a.createSession(rootHeader(id))
+    await a.append('g0', [ev('g0', 0)])
+    // The first goes at once; the others arrive while its transaction is in flight.
+    const first = a.append('g1', [ev('g1', 0)])
+    const rest = ids.flatMap((id) => [a.append(id, [ev(id, id === 'g0' ? 1 : id === 'g1' ? 1 : 0)])])
+    const conflict = a.append('g0', [ev('g0', 5)])
+    const results = await Promise.allSettled([first, ...rest])
+    expect(results.map((r) => r.status)).toEqual(Array(11).fill('fulfilled'))
+    await expectCode(conflict, 'SEQ_CONFLICT')
+    // Rows written by one transaction carry its id (xmin).
+    const xmins = (await psql(`SELECT session_id || ':' || seq || '=' || xmin FROM ${schema}.events ORDER BY session_id, seq`)).split('\n')
+    const byKey = new Map(xmins.map((line) => line.split('=') as [string, string]))
+    const later = ids.map((id) => `${id}:${id === 'g0' || id === 'g1' ? 1 : 0}`)
+    expect(new Set(later.map((k) => byKey.get(k))).size).toBe(1)
+    expect(byKey.get('g1:0')).not.toBe(byKey.get('g2:0'))
+    expect((await readAll(a, 'g0')).map((e) => e.seq)).toEqual([0, 1])
+  })
+
+  it('announces growth once per session per transaction on sessionfold:<schema>, at commit', async () => {
+    const schema = fresh()
+    const a = adapterOn(schema)
+    await a.createSession(rootHeader('n1'))
+    await a.createSession(rootHeader('n2'))
+    const listener = postgres(url, { max: 1, onnotice: () => {} })
+    const heard: string[] = []
+    try {
+      await listener.listen(`sessionfold:${schema}`, (payload) => heard.push(payload))
+      await a.append('n1', [ev('n1', 0)])
+      // The first goes at once; the other three arrive while it is in flight and share the next
+      // transaction: one notice for n1 (its length after both), one for n2.
+      await Promise.all([a.append('n1', [ev('n1', 1)]), a.append('n1', evs('n1', 2, 3)), a.append('n1', [ev('n1', 5)]), a.append('n2', [ev('n2', 0)])])
+      await vi.waitFor(() => expect(heard).toContain('n2:1'), { timeout: 30_000 })
+      await vi.waitFor(() => expect(heard).toContain('n1:6'), { timeout: 30_000 })
+      expect(heard[0]).toBe('n1:1')
+      expect(heard.filter((p) => p.startsWith('n1:'))).toEqual(['n1:1', 'n1:2', 'n1:6'])
+    } finally {
+      await listener.end({ timeout: 5 })
+    }
+  })
+
+  it('commits strict appends synchronously, relaxed ones with synchronous_commit off', async () => {
+    const strict = adapterOn(fresh())
+    await strict.createSession(rootHeader('s'))
+    await strict.append('s', [ev('s', 0)])
+    expect(relaxedCommits()).toBe(0)
+    const a = adapterOn(fresh(), { durability: 'relaxed' })
+    await a.createSession(rootHeader('r'), [])
+    await Promise.all([a.append('r', [ev('r', 0)]), a.append('r', [ev('r', 1)])])
+    expect((await readAll(a, 'r')).map((e) => e.seq)).toEqual([0, 1])
+    // The create, and the two groups (a lone append, then the one that arrived meanwhile).
+    await vi.waitFor(() => expect(relaxedCommits()).toBe(3), { timeout: 30_000 })
+  })
+})
+
+describe('fencing', () => {
+  it('appends only while the lease carries the fence token; a lost lease refuses that append alone, writing nothing', async () => {
+    const schema = fresh()
+    const tokens = new Map<string, bigint>()
+    const a = adapterOn(schema, { fence: (id) => tokens.get(id) })
+    await a.createSession(rootHeader('held'))
+    await a.createSession(rootHeader('free'))
+    await psql(`INSERT INTO ${schema}.leases VALUES ('held', 41, 'me', now() + interval '1 hour')`)
+    tokens.set('held', 41n)
+    await a.append('held', [ev('held', 0)])
+    // Another writer took the lease over: a new token.
+    await psql(`UPDATE ${schema}.leases SET token = 42 WHERE session_id = 'held'`)
+    const before = await snapshotStore(a)
+    const [lost, other] = await Promise.allSettled([a.append('held', [ev('held', 1)]), a.append('free', [ev('free', 0)])])
+    expect(lost.status).toBe('rejected')
+    expect((lost as PromiseRejectedResult).reason).toMatchObject({ code: 'SESSION_LOCKED', sessionId: 'held' })
+    expect((lost as PromiseRejectedResult).reason.message).toContain('lost its write lease')
+    expect(other.status).toBe('fulfilled')
+    expect((await readAll(a, 'held')).length).toBe(1)
+    expect((before as Record<string, unknown>).held).toEqual((await snapshotStore(a) as Record<string, unknown>).held)
+    // No lease row at all: refused too.
+    await psql(`DELETE FROM ${schema}.leases`)
+    await expectCode(a.append('held', [ev('held', 1)]), 'SESSION_LOCKED')
+    tokens.set('held', 42n)
+    await psql(`INSERT INTO ${schema}.leases VALUES ('held', 42, 'me', now() + interval '1 hour')`)
+    await a.append('held', [ev('held', 1)])
+    expect((await a.getSession('held'))?.length).toBe(2)
+  })
+})
+
+describe('values and input', () => {
+  it('keeps hostile ids, types, data and headers to parameters: values round-trip exactly, the tables stay', async () => {
+    const schema = fresh()
+    const a = adapterOn(schema)
+    const nasty = [`'; DROP TABLE ${schema}.events; --`, `"); DELETE FROM ${schema}.sessions; --`, 'a\0b\0', '\\x00\\', '$1 $2 ?', '🧪\u2028\u2029\uFEFF', '\ud800 lone', 'ｘ'.repeat(1000)]
+    const header: SessionHeader = rootHeader('Robert_-drop', { cwd: nasty.join('|') })
+    await a.createSession(header)
+    const events = nasty.map((s, i) => encodeEventInput({ type: s.slice(0, 256) || 't', time: i, data: { [s]: s, list: [s, null, -0.5, 1e300] } }, i, header.id))
+    await a.append(header.id, events)
+    const big = encodeEventInput({ type: 'big', time: 9, data: 'é\0'.repeat(100_000) }, events.length, header.id)
+    await a.append(header.id, [big])
+    expect(await a.getSession(header.id)).toEqual({ header, length: events.length + 1 })
+    expect((await a.getSession(header.id))!.header.cwd).toBe(header.cwd)
+    const back = await readAll(a, header.id)
+    expect(back.map((e) => JSON.stringify(e))).toEqual([...events, big].map((e) => e.json))
+    await a.putCheckpoint(header.id, { witness: { version: 1, id: header.id, createdAt: header.createdAt, cwd: header.cwd, seedLength: 0, delegationDepth: 0, origin: 'root' } as never, rows: { [nasty[0]!]: { ver: 1, seq: 0, val: nasty } } })
+    expect(JSON.stringify(await a.getCheckpoint(header.id))).toContain(JSON.stringify(nasty).slice(1, -1))
+    expect(await psql(`SELECT count(*) FROM pg_tables WHERE schemaname = '${schema}'`)).toBe('5')
+    expect(await psql(`SELECT count(*) FROM ${schema}.events`)).toBe(String(events.length + 1))
+  })
+
+  it('refuses bad input before any SQL runs: INVALID_ARGUMENT even with no server to reach', async () => {
+    // Nothing listens on port 1: any SQL would be STORAGE_UNAVAILABLE.
+    const a = createPostgresAdapter({ url: 'postgres://u:pw@127.0.0.1:1/none', connectTimeoutMs: 2_000 })
+    try {
+      for (const bad of ['', '../x', "x'; DROP TABLE y; --", 'a\0b', 'é', 42, null]) {
+        const id = bad as string
+        await expectCode(a.append(id, [ev('x', 0)]), 'INVALID_ARGUMENT')
+        await expectCode(a.getSession(id), 'INVALID_ARGUMENT')
+        await expectCode(readAll(a, id), 'INVALID_ARGUMENT')
+        await expectCode(a.deleteSession(id), 'INVALID_ARGUMENT')
+        await expectCode(a.getCheckpoint(id), 'INVALID_ARGUMENT')
+        await expectCode(a.createSession({ ...rootHeader('x'), id }), 'INVALID_ARGUMENT')
+      }
+      await expectCode(a.createSession(rootHeader('x', { seedLength: 2 })), 'INVALID_ARGUMENT')
+      await expectCode(a.listSessions({ limit: -1 }), 'INVALID_ARGUMENT')
+      // And the store really is out of reach: a good call fails for that reason.
+      const err = await expectCode(a.getSession('fine'), 'STORAGE_UNAVAILABLE')
+      expect(err.message).not.toContain('pw@')
+    } finally {
+      await a.close()
+    }
+  })
+
+  it('reads damage as CORRUPT_LOG: a body that is not JSON, an event out of place, a missing row', async () => {
+    const schema = fresh()
+    const a = adapterOn(schema)
+    await a.createSession(rootHeader('d'))
+    await a.append('d', evs('d', 0, 700))
+    await psql(`UPDATE ${schema}.events SET body = '{"seq": 600, "ty' WHERE session_id = 'd' AND seq = 600`)
+    expect((await readAll(a, 'd', { to: 512 })).length).toBe(512)
+    await expectCode(readAll(a, 'd'), 'CORRUPT_LOG')
+    await psql(`UPDATE ${schema}.events SET body = (SELECT body FROM ${schema}.events WHERE session_id = 'd' AND seq = 5) WHERE session_id = 'd' AND seq = 600`)
+    const err = await expectCode(readAll(a, 'd', { from: 550 }), 'CORRUPT_LOG')
+    expect(err.message).toContain('600')
+    await psql(`DELETE FROM ${schema}.events WHERE session_id = 'd' AND seq = 600`)
+    await expectCode(readAll(a, 'd', { from: 599 }), 'CORRUPT_LOG')
+    await psql(`UPDATE ${schema}.checkpoints SET row = 'x'`)
+    await a.putCheckpoint('d', { witness: {} as never, rows: {} })
+    await psql(`UPDATE ${schema}.checkpoints SET row = '{not json'`)
+    await expectCode(a.getCheckpoint('d'), 'CORRUPT_LOG')
+  })
+})
+
+describe('server failures', () => {
+  it('reports a full disk (SQLSTATE 53100) as STORAGE_QUOTA_EXCEEDED, writing nothing', async () => {
+    const schema = fresh()
+    const a = adapterOn(schema)
+    await a.createSession(rootHeader('q'))
+    await a.append('q', [ev('q', 0)])
+    // The server's own error, as a full disk raises it, from a trigger on the events table.
+    await psql(`CREATE FUNCTION ${schema}.disk_full_now() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$;
+      CREATE TRIGGER disk_full_now BEFORE INSERT ON ${schema}.events FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.disk_full_now()`)
+    const before = await snapshotStore(a)
+    const err = await expectCode(a.append('q', [ev('q', 1)]), 'STORAGE_QUOTA_EXCEEDED')
+    expect(err.message).toContain('"q"')
+    await expectCode(a.createSession(rootHeader('q2'), []).then(() => a.createSession(rootHeader('q3', { origin: 'fork', forkedFrom: 'q', seedLength: 1 }), [ev('q3', 0)])), 'STORAGE_QUOTA_EXCEEDED')
+    await psql(`DROP TRIGGER disk_full_now ON ${schema}.events`)
+    expect(await a.getSession('q3')).toBeUndefined()
+    expect(((await snapshotStore(a)) as Record<string, unknown>).q).toEqual((before as Record<string, unknown>).q)
+    await a.append('q', [ev('q', 1)])
+  })
+
+  it('answers STORAGE_UNAVAILABLE within the bound while the server is down, never the password; works again once it is back', async () => {
+    const schema = fresh()
+    const secretUrl = url.replace('postgres@', 'postgres:Sup3r%23Secret@')
+    const a = adapterOn(schema, { url: secretUrl, connectTimeoutMs: 3_000, queryTimeoutMs: 5_000 })
+    await a.createSession(rootHeader('u'))
+    await a.append('u', [ev('u', 0)])
+    await cluster.stopServer('fast')
+    try {
+      for (const call of [() => a.append('u', [ev('u', 1)]), () => a.getSession('u'), () => a.listSessions(), () => readAll(a, 'u')]) {
+        const started = Date.now()
+        const err = await expectCode(call(), 'STORAGE_UNAVAILABLE')
+        // Bound: connect + 2 queries + 5 s (settings); generous so a loaded machine passes.
+        expect(Date.now() - started).toBeLessThan(3_000 + 10_000 + 5_000 + 1_000)
+        expect(err.message).not.toContain('Sup3r')
+        expect(String((err as { cause?: { message?: string } }).cause?.message ?? '')).not.toContain('Sup3r')
+        expect(err.message).toMatch(/PostgreSQL store/)
+      }
+    } finally {
+      await cluster.startServer()
+    }
+    // The same adapter, no reopen: the driver connects again.
+    await a.append('u', [ev('u', 1)])
+    expect((await readAll(a, 'u')).map((e) => e.seq)).toEqual([0, 1])
+  })
+
+  it('never hangs on a server that stopped answering: STORAGE_UNAVAILABLE by the deadline, then works once it answers', async () => {
+    const schema = fresh()
+    // Deadline: connect 1 s + 2 x statement 1 s + 5 s = 8 s.
+    const a = adapterOn(schema, { connectTimeoutMs: 1_000, queryTimeoutMs: 1_000 })
+    await a.createSession(rootHeader('h'))
+    await a.append('h', [ev('h', 0)])
+    // Freeze the postmaster and every server process (as a hung host would): sockets stay open, nothing answers.
+    const postmaster = Number(readFileSync(join(cluster.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' }).split('\n').map(Number).filter((p) => p > 0)
+    const frozen = [postmaster, ...children]
+    for (const pid of frozen) process.kill(pid, 'SIGSTOP')
+    try {
+      const started = Date.now()
+      const [read, write] = await Promise.allSettled([a.getSession('h'), a.append('h', [ev('h', 1)])])
+      for (const r of [read, write]) expect((r as PromiseRejectedResult).reason).toMatchObject({ code: 'STORAGE_UNAVAILABLE' })
+      // Whichever bound fired first (connect_timeout on a new connection, or the call's deadline
+      // on one whose statement got no answer), the message names the operation and session.
+      expect((write as PromiseRejectedResult).reason.message).toMatch(/^append of session "h" in the PostgreSQL store/)
+      expect(Date.now() - started).toBeLessThan(60_000)
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGCONT')
+    }
+    // The append that timed out may have committed since: either way the log is whole.
+    await vi.waitFor(async () => expect((await a.getSession('h'))?.length).toBeGreaterThanOrEqual(1), { timeout: 60_000, interval: 500 })
+    const length = (await a.getSession('h'))!.length
+    await a.append('h', [ev('h', length)])
+    expect((await readAll(a, 'h')).map((e) => e.seq)).toEqual(Array.from({ length: length + 1 }, (_, i) => i))
+  })
+
+  it('shares a pool it is given and leaves it open at close', async () => {
+    const sql = postgres(url, { max: 2, onnotice: () => {} })
+    try {
+      const a = createPostgresAdapter({ sql, schema: fresh() })
+      await a.createSession(rootHeader('p'))
+      await a.append('p', [ev('p', 0)])
+      await a.close()
+      await expectCode(a.getSession('p'), 'CLOSED')
+      expect((await sql`SELECT 1 AS one`)[0]).toEqual({ one: 1 })
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
+  })
+})
