@@ -6,7 +6,7 @@ import type { Json, SessionEvent, SessionHeader } from './model'
 import type { ProjectionFault, ProjectionSnapshot } from './projection'
 
 /** Where a store keeps its sessions: IndexedDB (browsers), files (Node) or memory (nothing kept). */
-export type StorageKind = 'indexeddb' | 'fs' | 'memory'
+export type StorageKind = 'indexeddb' | 'fs' | 'memory' | 'postgres'
 
 /** Store options as the host receives them: defaults already resolved by the client. */
 export interface HostOptions {
@@ -15,6 +15,9 @@ export interface HostOptions {
   name: string
   /** fs root folder. */
   dir: string
+  /** PostgreSQL: the connection URL, and the schema the store's tables live in. */
+  url?: string
+  schema?: string
   durability: 'strict' | 'relaxed'
   checkpoint?: { everyEvents?: number; everyMs?: number }
   maxEventBytes?: number

@@ -51,6 +51,7 @@ export interface EngineSource {
 /** A host's own engine on this platform's storage: closed with the host. */
 export function ownEngine(platform: Platform): EngineSource {
   const channels = new WeakMap<Engine, GrowthChannel>()
+  const optionsOf = new WeakMap<Engine, HostOptions>()
   return {
     async open(options, projections) {
       await platform.check?.(options)
@@ -64,6 +65,7 @@ export function ownEngine(platform: Platform): EngineSource {
         onGrow: channel ? (id, length) => channel.announce(id, length) : undefined,
         watchSession: channel?.watch ? (id) => channel.watch!(id) : undefined,
       })
+      optionsOf.set(engine, options)
       if (channel) {
         channel.listen((id) => void engine.follow(id))
         channels.set(engine, channel)
@@ -73,6 +75,8 @@ export function ownEngine(platform: Platform): EngineSource {
     async close(engine) {
       channels.get(engine)?.close()
       await engine.close()
+      const options = optionsOf.get(engine)
+      if (options) await platform.release?.(options)
     },
   }
 }

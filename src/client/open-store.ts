@@ -17,6 +17,13 @@ export interface OpenStoreOptions {
   /** fs root folder (default '.sessionfold'). */
   dir?: string
   /**
+   * storage 'postgres' (Node): the server, as `postgres://user:password@host:port/database`.
+   * The `postgres` driver is an optional peer dependency: install it to use this storage.
+   */
+  url?: string
+  /** storage 'postgres': the schema holding the store's tables (default 'sessionfold'). */
+  schema?: string
+  /**
    * true (default): the engine runs in a worker (a module Web Worker in browsers,
    * worker_threads in Node); 'shared': a SharedWorker shared by the tabs of an origin (falls
    * back to a dedicated worker where SharedWorker is missing); false: in this thread. Where no
@@ -47,9 +54,18 @@ export interface OpenStoreOptions {
   maxEventBytes?: number
 }
 
-const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes']
+const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'url', 'schema', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes']
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
+
+/**
+ * A schema name used as it is in SQL (quoted): lower-case letters, digits and _, as PostgreSQL
+ * folds names; at most 51, so that the growth channel `sessionfold:<schema>` fits in 63.
+ */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,50}$/
+
+/** A URL for messages: its password never shows. */
+const redactUrl = (url: unknown): unknown => (typeof url === 'string' ? url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@') : url)
 
 /** openStore of the platform whose `connectors` are given (see index-node.ts, index-browser.ts). */
 export async function openStoreWith(connectors: Connectors, options: OpenStoreOptions): Promise<Store> {
@@ -74,8 +90,18 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   if (!isPlainObject(options as unknown)) throw bad(`openStore options must be an object, got ${describe(options)}`)
   for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.includes(key)) throw bad(`openStore has no option ${describe(key)}`)
   const storage = options.storage ?? connectors.defaultStorage
-  if (!['indexeddb', 'fs', 'memory'].includes(storage)) throw bad(`storage must be 'indexeddb', 'fs' or 'memory', got ${describe(storage)}`)
+  if (!['indexeddb', 'fs', 'memory', 'postgres'].includes(storage)) throw bad(`storage must be 'indexeddb', 'fs', 'memory' or 'postgres', got ${describe(storage)}`)
   if (storage === 'fs' && !connectors.files) throw bad("storage 'fs' needs Node")
+  if (storage === 'postgres') {
+    if (!connectors.files) throw bad("storage 'postgres' needs Node")
+    if (typeof options.url !== 'string' || !/^postgres(ql)?:\/\//.test(options.url)) throw bad(`storage 'postgres' needs url: 'postgres://…', got ${describe(options.url === undefined ? undefined : redactUrl(options.url))}`)
+  } else {
+    if (options.url !== undefined) throw bad(`url is for storage 'postgres', not '${storage}'`)
+    if (options.schema !== undefined) throw bad(`schema is for storage 'postgres', not '${storage}'`)
+  }
+  if (options.schema !== undefined && (typeof options.schema !== 'string' || !SCHEMA_NAME.test(options.schema))) {
+    throw bad(`schema must match ${SCHEMA_NAME} (a plain PostgreSQL name), got ${describe(options.schema)}`)
+  }
   const durability = options.durability ?? 'strict'
   if (durability !== 'strict' && durability !== 'relaxed') throw bad(`durability must be 'strict' or 'relaxed', got ${describe(durability)}`)
   for (const [k, v] of [['name', options.name], ['dir', options.dir]] as const) {
@@ -102,6 +128,7 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
     storage, durability,
     name: options.name ?? 'sessionfold',
     dir: options.dir ?? '.sessionfold',
+    ...(storage === 'postgres' ? { url: options.url, schema: options.schema ?? 'sessionfold' } : {}),
     checkpoint: options.checkpoint,
     maxEventBytes: options.maxEventBytes,
   }

@@ -17,8 +17,14 @@ export interface GrowthChannel {
 }
 
 export interface Platform {
-  /** What can be checked of the store's place before anything opens (an fs folder: one we can write in). */
+  /**
+   * What can be checked or made ready before anything opens (an fs folder: one we can write
+   * in; PostgreSQL: the connection and the tables). The engine's storage, locks and channel
+   * are asked for after it.
+   */
   check?(options: HostOptions): Promise<void>
+  /** After the engine closed: what check() made ready is let go (a connection pool). */
+  release?(options: HostOptions): Promise<void>
   openStorage(options: HostOptions): StorageAdapter
   openLocks(options: HostOptions): WriterLocks
   openChannel?(options: HostOptions): GrowthChannel | undefined

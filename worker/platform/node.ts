@@ -6,12 +6,28 @@ import { SessionfoldError, where } from '../../src/errors'
 import { createLocalLocks } from '../locks'
 import { fsGrowth } from './growth-fs'
 import { createFsLocks } from '../locks/fs'
+import type { HostOptions } from '../../src/protocol'
 import type { Platform } from './index'
+import type { PostgresStore } from './postgres'
 
-/** Node: files (with lock files shared by processes), memory, or an IndexedDB polyfill. */
+/** The PostgreSQL stores opened by check(), by the options they were opened with. */
+const postgresStores = new WeakMap<HostOptions, PostgresStore>()
+
+function postgresStore(o: HostOptions): PostgresStore {
+  const store = postgresStores.get(o)
+  if (!store) throw new SessionfoldError('STORAGE_UNAVAILABLE', 'the PostgreSQL store was not opened before its parts were asked for')
+  return store
+}
+
+/** Node: files (with lock files shared by processes), PostgreSQL, memory, or an IndexedDB polyfill. */
 export const nodePlatform: Platform = {
   check: async (o) => {
     if (o.storage === 'fs') await checkStoreDir(o.dir)
+    if (o.storage === 'postgres') postgresStores.set(o, await (await import('./postgres')).openPostgresStore(o))
+  },
+  release: async (o) => {
+    await postgresStores.get(o)?.end()
+    postgresStores.delete(o)
   },
   openStorage(o) {
     switch (o.storage) {
@@ -22,6 +38,8 @@ export const nodePlatform: Platform = {
           durability: o.durability,
           onRepair: (r) => console.warn(`sessionfold: cut ${r.bytes} bytes of a torn tail from ${r.file} (${where(r.sessionId)}), back to byte ${r.offset}`),
         })
+      case 'postgres':
+        return postgresStore(o).storage
       case 'memory':
         return createMemoryAdapter()
       case 'indexeddb':
@@ -30,7 +48,8 @@ export const nodePlatform: Platform = {
         throw new SessionfoldError('INVALID_ARGUMENT', `unknown storage ${String(o.storage)}`)
     }
   },
-  openLocks: (o) => (o.storage === 'fs' ? createFsLocks(o.dir) : createLocalLocks()),
+  openLocks: (o) => (o.storage === 'fs' ? createFsLocks(o.dir) : o.storage === 'postgres' ? postgresStore(o).locks : createLocalLocks()),
   // Other processes (and threads) on the same folder: their appends show as growing files.
-  openChannel: (o) => (o.storage === 'fs' ? fsGrowth(o.dir) : undefined),
+  // PostgreSQL: every engine on the store, on any machine, hears appends by LISTEN/NOTIFY.
+  openChannel: (o) => (o.storage === 'fs' ? fsGrowth(o.dir) : o.storage === 'postgres' ? postgresStore(o).channel : undefined),
 }

@@ -1,0 +1,58 @@
+// A PostgreSQL store in a Node engine: one connection pool shared by the adapter (events,
+// sessions, checkpoints, each append fenced by this engine's write lease), the writer leases
+// and the growth channel (LISTEN/NOTIFY with polling). The `postgres` driver is an optional
+// peer dependency, loaded here only when a store asks for PostgreSQL.
+import type { Sql } from 'postgres'
+import { createPostgresAdapter } from '../../adapters/postgres'
+import type { StorageAdapter } from '../../adapters/types'
+import { SessionfoldError } from '../../src/errors'
+import type { HostOptions } from '../../src/protocol'
+import { createPostgresLocks, type PostgresLocks } from '../locks/postgres'
+import { pgGrowth } from './growth-pg'
+import type { GrowthChannel } from './index'
+
+export interface PostgresStore {
+  storage: StorageAdapter
+  locks: PostgresLocks
+  channel: GrowthChannel
+  /** Ends the leases, then the pool: after the engine closed (its last checkpoints written). */
+  end(): Promise<void>
+}
+
+/** Connection bound for a store's pool (seconds, as the driver wants it). */
+const CONNECT_TIMEOUT_S = 10
+
+export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> {
+  const url = o.url
+  const schema = o.schema ?? 'sessionfold'
+  if (!url) throw new SessionfoldError('INVALID_ARGUMENT', "storage 'postgres' needs url: 'postgres://…'")
+  let postgres: (url: string, options: object) => Sql
+  try {
+    postgres = ((await import('postgres')) as unknown as { default: typeof postgres }).default
+  } catch (err) {
+    throw new SessionfoldError('STORAGE_UNAVAILABLE', "storage 'postgres' needs the PostgreSQL driver, an optional peer dependency of sessionfold: npm install postgres", { cause: err })
+  }
+  // No notices printed; numbers of int8 columns as strings (lengths and tokens are parsed where used).
+  const sql: Sql = postgres(url, { max: 10, connect_timeout: CONNECT_TIMEOUT_S, onnotice: () => {} })
+  const locks = createPostgresLocks({ sql, schema })
+  const storage = createPostgresAdapter({ sql, schema, durability: o.durability, fence: (id) => locks.tokenOf(id) })
+  try {
+    // At once: an unreachable server or a schema of a newer version fails openStore itself, and
+    // the tables exist before the first lease is taken.
+    await storage.listIds({ limit: 1 })
+  } catch (err) {
+    await storage.close().catch(() => {})
+    await sql.end({ timeout: 1 }).catch(() => {})
+    throw err
+  }
+  const channel = pgGrowth({ sql, schema })
+  return {
+    storage,
+    locks,
+    channel,
+    async end() {
+      await locks.close().catch(() => {})
+      await sql.end({ timeout: 5 }).catch(() => {})
+    },
+  }
+}
