@@ -1,4 +1,4 @@
-import type { ZodType } from 'zod'
+import type { $ZodType } from 'zod/v4/core'
 import { SessionfoldError } from './errors'
 import { MAX_PROJECTION_KEY_LENGTH, isCount, isProjectionKey } from './limits'
 import type { Json, SessionEvent, SessionHeader } from './model'
@@ -13,14 +13,17 @@ import { describe } from './validate'
  *   versions are ignored and the unit refolds.
  * - The state must survive `JSON.stringify` then `stateSchema.parse` (checkpoints store it so).
  * - No `view`: a host-only unit (checkpointed, never pushed).
+ *
+ * Schemas are any zod 4 schemas: classic (`import { z } from 'zod'`) or zod/mini. The engine
+ * parses them with zod's functional safeParse, never by their methods.
  */
 export interface ProjectionDefinition<S = any, V = any> {
   readonly key: string
   readonly stateVersion: number
-  readonly stateSchema: ZodType<S, any>
+  readonly stateSchema: $ZodType<S, any>
   init(header: SessionHeader, inheritedEventCount: number): S
   apply(state: S, event: SessionEvent): S
-  readonly view?: { readonly schema: ZodType<V, any>; view(state: S): V }
+  readonly view?: { readonly schema: $ZodType<V, any>; view(state: S): V }
 }
 
 /**
@@ -54,14 +57,17 @@ export interface ProjectionSnapshot<M = Record<string, Json | null>> {
  *   view: { schema: z.number(), view: (n) => n },
  * })
  */
+/** A zod 4 schema, classic or mini: both carry zod's core internals, `_zod.run` among them. */
+const isSchema = (s: unknown): boolean => typeof (s as { _zod?: { run?: unknown } } | undefined)?._zod?.run === 'function'
+
 export function defineProjection<S, V = never>(def: ProjectionDefinition<S, V>): ProjectionDefinition<S, V> {
   const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `projection ${describe(def?.key)}: ${why}`)
   if (typeof def !== 'object' || def === null) throw bad('the definition must be an object')
   if (!isProjectionKey(def.key)) throw bad(`key must be 1-${MAX_PROJECTION_KEY_LENGTH} characters of [A-Za-z0-9_.-], starting with a letter`)
   if (!isCount(def.stateVersion)) throw bad('stateVersion must be an integer >= 0')
-  if (typeof def.stateSchema?.safeParse !== 'function') throw bad('stateSchema must be a zod schema')
+  if (!isSchema(def.stateSchema)) throw bad('stateSchema must be a zod schema')
   if (typeof def.init !== 'function' || typeof def.apply !== 'function') throw bad('init and apply must be functions')
-  if (def.view !== undefined && (typeof def.view.view !== 'function' || typeof def.view.schema?.safeParse !== 'function')) {
+  if (def.view !== undefined && (typeof def.view.view !== 'function' || !isSchema(def.view.schema))) {
     throw bad('view must be { schema, view }')
   }
   return Object.freeze({ ...def })

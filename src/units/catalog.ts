@@ -1,10 +1,10 @@
 // `subagentCatalog`: the children a session spawned, in the order their facts were appended.
-import { z } from 'zod'
+import { z } from 'zod/mini'
 import { ChunkedList } from '../chunked-list'
 import { chunkedListSchema } from '../chunked-list-schema'
 import { SessionfoldError } from '../errors'
 import { CATALOG_MODES } from '../limits'
-import { countSchema, sessionIdSchema, timeSchema } from '../schemas'
+import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../schemas'
 import { defineProjection } from '../projection'
 import { CATALOG, catalogFactSchema, labelSchema } from './payloads'
 
@@ -12,7 +12,7 @@ export const catalogEntrySchema = z.strictObject({
   id: sessionIdSchema,
   createdAt: timeSchema,
   mode: z.enum(CATALOG_MODES),
-  label: labelSchema.optional(),
+  label: z.optional(labelSchema),
   seq: countSchema,
 })
 export type CatalogEntry = z.infer<typeof catalogEntrySchema>
@@ -28,12 +28,12 @@ export const catalogViewSchema = z.array(catalogEntrySchema)
 export const subagentCatalogUnit = defineProjection<CatalogState, CatalogEntry[]>({
   key: 'subagentCatalog',
   stateVersion: 1,
-  stateSchema: stateSchema as unknown as z.ZodType<CatalogState>,
+  stateSchema: stateSchema as unknown as z.ZodMiniType<CatalogState>,
   init: (_header, inherited) => ({ inherited, entries: ChunkedList.empty() }),
   apply(state, event) {
     // Facts copied into a fork are the original's children, not the fork's.
     if (event.type !== CATALOG || event.seq < state.inherited) return state
-    const parsed = catalogFactSchema.safeParse(event.data)
+    const parsed = safeParse(catalogFactSchema, event.data)
     if (!parsed.success) {
       // Never skip a fact: a shortened list would be read as the truth.
       throw new SessionfoldError('CORRUPT_LOG', `catalog fact at seq ${event.seq} is invalid: ${parsed.error.issues.map((i) => i.message).join('; ')}`, { seq: event.seq })

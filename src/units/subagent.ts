@@ -1,13 +1,13 @@
 // `subagent`: the session's own identity, last-wins over its own descriptors.
-import { z } from 'zod'
+import { z } from 'zod/mini'
 import { SPAWN_MODES } from '../limits'
 import { defineProjection } from '../projection'
-import { countSchema } from '../schemas'
+import { countSchema, safeParse } from '../schemas'
 import { DESCRIPTOR, descriptorSchema, labelSchema } from './payloads'
 
-export const subagentViewSchema = z
-  .strictObject({ mode: z.enum(SPAWN_MODES), label: labelSchema.optional(), seq: countSchema })
-  .nullable()
+export const subagentViewSchema = z.nullable(
+  z.strictObject({ mode: z.enum(SPAWN_MODES), label: z.optional(labelSchema), seq: countSchema }),
+)
 export type SubagentView = z.infer<typeof subagentViewSchema>
 
 const stateSchema = z.strictObject({ inherited: countSchema, identity: subagentViewSchema })
@@ -21,7 +21,7 @@ export const subagentUnit = defineProjection<State, SubagentView>({
   apply(state, event) {
     // A fork's copied prefix is not its own: it inherits no identity.
     if (event.type !== DESCRIPTOR || event.seq < state.inherited) return state
-    const parsed = descriptorSchema.safeParse(event.data)
+    const parsed = safeParse(descriptorSchema, event.data)
     if (!parsed.success) return state.identity === null ? state : { inherited: state.inherited, identity: null }
     const { mode, label } = parsed.data
     return { inherited: state.inherited, identity: label === undefined ? { mode, seq: event.seq } : { mode, label, seq: event.seq } }

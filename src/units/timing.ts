@@ -1,5 +1,5 @@
 // `subagentTiming`: how many turns ran and how long they took; an own descriptor resets it.
-import { z } from 'zod'
+import { z } from 'zod/mini'
 import { defineProjection } from '../projection'
 import { countSchema, timeSchema } from '../schemas'
 import { DESCRIPTOR, TURN_END, TURN_START } from './payloads'
@@ -7,7 +7,7 @@ import { DESCRIPTOR, TURN_END, TURN_START } from './payloads'
 export const timingViewSchema = z.strictObject({
   turns: countSchema,
   settledMs: timeSchema,
-  runningSince: z.number().finite().nullable(),
+  runningSince: z.nullable(z.number()),
 })
 export type TimingView = z.infer<typeof timingViewSchema>
 
