@@ -1,4 +1,4 @@
-import type { ZodType } from 'zod'
+import type { $ZodType } from 'zod/v4/core'
 import { SessionfoldError } from './errors'
 import { MAX_PROJECTION_KEY_LENGTH, isCount, isProjectionKey } from './limits'
 import type { Json, SessionEvent, SessionHeader } from './model'
@@ -13,6 +13,9 @@ import { describe } from './validate'
  *   versions are ignored and the unit refolds.
  * - The state must survive `JSON.stringify` then `stateSchema.parse` (checkpoints store it so).
  * - No `view`: a host-only unit (checkpointed, never pushed).
+ *
+ * Schemas are any zod 4 schemas: classic (`import { z } from 'zod'`) or zod/mini. The engine
+ * parses them with zod's functional safeParse, never by their methods.
  */
 export interface ProjectionDefinition<S = any, V = any> {
   /** The key its view is read by: 1-64 characters of `[A-Za-z0-9_.-]`, starting with a letter. */
@@ -20,7 +23,7 @@ export interface ProjectionDefinition<S = any, V = any> {
   /** Bump it whenever the state's meaning changes: checkpoints of other versions are ignored. */
   readonly stateVersion: number
   /** Validates a state read back from a checkpoint (one that fails is ignored, and the unit refolds). */
-  readonly stateSchema: ZodType<S, any>
+  readonly stateSchema: $ZodType<S, any>
   /**
    * The state before any event. `inheritedEventCount` is the number of events a fork copied
    * in (0 otherwise): events below it are the original session's, not this one's.
@@ -31,7 +34,7 @@ export interface ProjectionDefinition<S = any, V = any> {
   /** What apps read: a value computed from the state, pushed to every handle while it changes. */
   readonly view?: {
     /** Validates each value before it crosses the worker (and again in the client). */
-    readonly schema: ZodType<V, any>
+    readonly schema: $ZodType<V, any>
     /** The value of a state: plain JSON, `null` for nothing (never `undefined`). */
     view(state: S): V
   }
@@ -61,14 +64,17 @@ export interface ProjectionSnapshot<M = Record<string, Json | null>> {
  *   view: { schema: z.number(), view: (n) => n },
  * })
  */
+/** A zod 4 schema, classic or mini: both carry zod's core internals, `_zod.run` among them. */
+const isSchema = (s: unknown): boolean => typeof (s as { _zod?: { run?: unknown } } | undefined)?._zod?.run === 'function'
+
 export function defineProjection<S, V = never>(def: ProjectionDefinition<S, V>): ProjectionDefinition<S, V> {
   const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `projection ${describe(def?.key)}: ${why}`)
   if (typeof def !== 'object' || def === null) throw bad('the definition must be an object')
   if (!isProjectionKey(def.key)) throw bad(`key must be 1-${MAX_PROJECTION_KEY_LENGTH} characters of [A-Za-z0-9_.-], starting with a letter`)
   if (!isCount(def.stateVersion)) throw bad('stateVersion must be an integer >= 0')
-  if (typeof def.stateSchema?.safeParse !== 'function') throw bad('stateSchema must be a zod schema')
+  if (!isSchema(def.stateSchema)) throw bad('stateSchema must be a zod schema')
   if (typeof def.init !== 'function' || typeof def.apply !== 'function') throw bad('init and apply must be functions')
-  if (def.view !== undefined && (typeof def.view.view !== 'function' || typeof def.view.schema?.safeParse !== 'function')) {
+  if (def.view !== undefined && (typeof def.view.view !== 'function' || !isSchema(def.view.schema))) {
     throw bad('view must be { schema, view }')
   }
   return Object.freeze({ ...def })

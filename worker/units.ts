@@ -1,10 +1,10 @@
 // The runtime of projection units for one session: folding, fault containment, lazy views,
 // and the way states go to and come back from a checkpoint row.
-import { z } from 'zod'
+import { z } from 'zod/mini'
 import type { CheckpointRow } from '../adapters/types'
 import { hash53 } from '../src/hash'
 import { sameWitness, witnessOf, type Json, type SessionEvent, type SessionHeader } from '../src/model'
-import { countSchema, witnessSchema } from '../src/schemas'
+import { countSchema, safeParse, witnessSchema, type AnySchema } from '../src/schemas'
 import type { ProjectionDefinition, ProjectionFault, ProjectionSnapshot } from '../src/projection'
 
 export interface UnitSlot {
@@ -92,12 +92,14 @@ export function grownFrom(before: unknown, after: unknown): number | undefined {
 }
 
 /**
- * The schema of one item of a list-shaped view (`z.array(item)`), if it is one and has no rule
- * on the list as a whole (`.max()`, `.refine()`: those see the whole list every time).
+ * The schema of one item of a list-shaped view (`z.array(item)`, classic or mini), if it is one
+ * and has no rule on the list as a whole (`.max()`, `.refine()`: those see the whole list every
+ * time). Read from zod's core definition, which classic and mini array schemas share.
  */
-function itemSchema(schema: unknown): z.ZodType | undefined {
-  if (!(schema instanceof z.ZodArray) || (schema._zod.def.checks?.length ?? 0) > 0) return undefined
-  return schema.element as z.ZodType
+function itemSchema(schema: AnySchema): AnySchema | undefined {
+  const def = schema._zod.def
+  if (def.type !== 'array' || (def.checks?.length ?? 0) > 0) return undefined
+  return (def as z.core.$ZodArrayDef).element
 }
 
 /**
@@ -112,12 +114,12 @@ function checkView(slot: UnitSlot, value: unknown): number | undefined {
   if (item) {
     const list = value as unknown[]
     for (let i = from!; i < list.length; i++) {
-      const parsed = item.safeParse(list[i])
+      const parsed = safeParse(item, list[i])
       if (!parsed.success) throw fail(`[${i}]: ${parsed.error.issues[0]?.message}`)
     }
     return from
   }
-  const parsed = schema.safeParse(value)
+  const parsed = safeParse(schema, value)
   if (!parsed.success) throw fail(parsed.error.issues[0]?.message)
   return from
 }
@@ -153,7 +155,7 @@ export function snapshotOf(slots: readonly UnitSlot[], asOfSeq: number): Project
 const checkpointRowSchema = z.strictObject({
   sum: z.string(),
   witness: witnessSchema,
-  rows: z.record(z.string(), z.strictObject({ ver: countSchema, seq: z.number().int().min(-1), val: z.unknown() })),
+  rows: z.record(z.string(), z.strictObject({ ver: countSchema, seq: z.int().check(z.minimum(-1)), val: z.unknown() })),
 })
 
 /**
@@ -172,7 +174,7 @@ export function restoreSlots(
   let kept = 0
   let problem: string | undefined
   try {
-    const parsed = checkpointRowSchema.safeParse(row)
+    const parsed = safeParse(checkpointRowSchema, row)
     if (!parsed.success) problem = row === undefined ? undefined : `not a checkpoint row (${parsed.error.issues[0]?.message ?? 'bad shape'})`
     else if (parsed.data.sum !== sumOf(row as CheckpointRow)) problem = 'its checksum does not match its content'
     else if (!sameWitness(parsed.data.witness as never, header)) problem = 'it belongs to another life of this id (witness differs)'
@@ -184,7 +186,7 @@ export function restoreSlots(
       for (const slot of slots) {
         const r = parsed.data.rows[slot.def.key]
         if (slot.fault || !r || r.ver !== slot.def.stateVersion) continue // absent or another version: refold
-        const state = slot.def.stateSchema.safeParse(r.val)
+        const state = safeParse(slot.def.stateSchema, r.val)
         if (!state.success) {
           problem ??= `state of "${slot.def.key}" fails its schema`
           continue

@@ -1,10 +1,10 @@
 // `subagentCatalog`: the children a session spawned, in the order their facts were appended.
-import { z } from 'zod'
+import { z } from 'zod/mini'
 import { ChunkedList } from '../chunked-list'
 import { chunkedListSchema } from '../chunked-list-schema'
 import { SessionfoldError } from '../errors'
 import { CATALOG_MODES } from '../limits'
-import { countSchema, sessionIdSchema, timeSchema } from '../schemas'
+import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../schemas'
 import { defineProjection } from '../projection'
 import { CATALOG, catalogFactSchema, labelSchema } from './payloads'
 
@@ -16,7 +16,7 @@ export const catalogEntrySchema = z.strictObject({
   /** `'one-shot'`, `'continuable'`, `'external'`, or `'unknown'` (a historical fact whose mode was lost). */
   mode: z.enum(CATALOG_MODES),
   /** The child's label, if it has one. */
-  label: labelSchema.optional(),
+  label: z.optional(labelSchema),
   /** The seq of the parent's event that recorded it. */
   seq: countSchema,
 })
@@ -41,12 +41,12 @@ export const catalogViewSchema = z.array(catalogEntrySchema)
 export const subagentCatalogUnit = defineProjection<CatalogState, CatalogEntry[]>({
   key: 'subagentCatalog',
   stateVersion: 1,
-  stateSchema: stateSchema as unknown as z.ZodType<CatalogState>,
+  stateSchema: stateSchema as unknown as z.ZodMiniType<CatalogState>,
   init: (_header, inherited) => ({ inherited, entries: ChunkedList.empty() }),
   apply(state, event) {
     // Facts copied into a fork are the original's children, not the fork's.
     if (event.type !== CATALOG || event.seq < state.inherited) return state
-    const parsed = catalogFactSchema.safeParse(event.data)
+    const parsed = safeParse(catalogFactSchema, event.data)
     if (!parsed.success) {
       // Never skip a fact: a shortened list would be read as the truth.
       throw new SessionfoldError('CORRUPT_LOG', `catalog fact at seq ${event.seq} is invalid: ${parsed.error.issues.map((i) => i.message).join('; ')}`, { seq: event.seq })

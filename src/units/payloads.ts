@@ -1,5 +1,5 @@
 // Payloads of the reserved event types (docs/CONTRACT.md §2); their rules are in limits.ts.
-import { z } from 'zod'
+import { z } from 'zod/mini'
 import {
   CATALOG_MODES, CATALOG_VERSIONS, DESCRIPTOR_VERSION, MAX_LABEL_LENGTH, SPAWN_MODES,
   catalogFactProblem, childLabelProblem, isLabel,
@@ -12,12 +12,12 @@ export const TURN_START = 'turn/start'
 export const TURN_END = 'turn/end'
 
 /** A child's label: a string of 1-MAX_LABEL_LENGTH characters. */
-export const labelSchema = z.string().refine(isLabel, `must be 1-${MAX_LABEL_LENGTH} characters`)
+export const labelSchema = z.string().check(z.refine(isLabel, `must be 1-${MAX_LABEL_LENGTH} characters`))
 
 /** In the child: who it is. */
 export const descriptorSchema = z
-  .strictObject({ v: z.literal(DESCRIPTOR_VERSION), mode: z.enum(SPAWN_MODES), label: labelSchema.optional() })
-  .superRefine(ruleCheck(childLabelProblem))
+  .strictObject({ v: z.literal(DESCRIPTOR_VERSION), mode: z.enum(SPAWN_MODES), label: z.optional(labelSchema) })
+  .check(ruleCheck(childLabelProblem))
 export type SubagentDescriptor = z.infer<typeof descriptorSchema>
 
 /** In the parent: a child it spawned (or an external execution it recorded). */
@@ -27,7 +27,7 @@ export const catalogFactSchema = z
     childId: sessionIdSchema,
     childCreatedAt: timeSchema,
     mode: z.enum(CATALOG_MODES),
-    label: labelSchema.optional(),
+    label: z.optional(labelSchema),
   })
-  .superRefine(ruleCheck(catalogFactProblem))
+  .check(ruleCheck(catalogFactProblem))
 export type CatalogFact = z.infer<typeof catalogFactSchema>

@@ -1,5 +1,5 @@
 // `subagentTiming`: how many turns ran and how long they took; an own descriptor resets it.
-import { z } from 'zod'
+import { z } from 'zod/mini'
 import { defineProjection } from '../projection'
 import { countSchema, timeSchema } from '../schemas'
 import { DESCRIPTOR, TURN_END, TURN_START } from './payloads'
@@ -10,7 +10,7 @@ export const timingViewSchema = z.strictObject({
   /** Time spent in turns that ended, in ms (from the events' `time`). */
   settledMs: timeSchema,
   /** The `time` of the running turn's `turn/start`; `null` between turns. */
-  runningSince: z.number().finite().nullable(),
+  runningSince: z.nullable(z.number()),
 })
 /**
  * The `subagentTiming` projection: `turns` started (`turn/start`), `settledMs` spent in turns

@@ -16,6 +16,7 @@ import fc from 'fast-check'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ERROR_CODES, isSessionfoldError, openStore, type ErrorCode, type Json, type OpenStoreOptions, type Session, type SessionEvent, type SessionHeader, type SessionView, type Store } from 'sessionfold'
 import { SESSION_ID_PATTERN } from '../../src/limits'
+import { safeParse } from '../../src/schemas'
 import { BUILTIN_PROJECTIONS } from '../../src/units'
 import { until } from '../contract/client'
 
@@ -129,7 +130,7 @@ function refold(header: SessionHeader, events: SessionEvent[]): { values: Record
       let state = def.init(header, header.seedLength)
       for (const e of events) state = def.apply(state, e)
       const value = def.view!.view(state)
-      if (!def.view!.schema.safeParse(value).success) throw new Error('view fails its schema')
+      if (!safeParse(def.view!.schema, value).success) throw new Error('view fails its schema')
       values[def.key] = value ?? null
     } catch {
       values[def.key] = null

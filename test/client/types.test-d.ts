@@ -2,9 +2,11 @@
 // Type-level tests, checked by `tsc --noEmit` (part of npm test): keys of ProjectionMap type
 // `get` and `subscribe`, an app's own key merges in, a wrong key does not compile.
 import { expectTypeOf } from 'vitest'
-import type { CatalogEntry, ProjectionSnapshot, Session, SessionfoldError, SubagentListEntry, SubagentView, TimingView } from 'sessionfold'
+import type { CatalogEntry, ProjectionDefinition, ProjectionSnapshot, Session, SessionfoldError, SubagentListEntry, SubagentView, TimingView } from 'sessionfold'
 import { defineProjection } from 'sessionfold'
+import { chunkedListSchema } from 'sessionfold/worker'
 import { z } from 'zod'
+import * as zm from 'zod/mini'
 
 declare module 'sessionfold' {
   interface ProjectionMap {
@@ -51,3 +53,28 @@ expectTypeOf(session.listChildren).returns.resolves.toEqualTypeOf<SubagentListEn
 declare const row: SubagentListEntry
 if (row.kind === 'diagnostic') expectTypeOf(row.reason).toEqualTypeOf<'corrupt' | 'unsupported' | 'unavailable'>()
 else expectTypeOf(row.mode).toEqualTypeOf<'one-shot' | 'continuable' | 'external'>()
+
+// Schemas are any zod 4 schema: classic, as above, or zod/mini; the state's type is inferred
+// from either. Something that is not a zod 4 schema does not compile.
+export const miniTokens = defineProjection({
+  key: 'miniTokens',
+  stateVersion: 1,
+  stateSchema: zm.object({ total: zm.number() }),
+  init: () => ({ total: 0 }),
+  apply: (s, e) => (e.type === 'llm/usage' ? { total: s.total + 1 } : s),
+  view: { schema: zm.object({ total: zm.number() }), view: (s) => s },
+})
+expectTypeOf(testTokens).toEqualTypeOf<ProjectionDefinition<{ total: number }, { total: number }>>()
+expectTypeOf(miniTokens).toEqualTypeOf<ProjectionDefinition<{ total: number }, { total: number }>>()
+defineProjection({
+  key: 'notZod',
+  stateVersion: 1,
+  // @ts-expect-error: a look-alike with safeParse is not a zod 4 schema
+  stateSchema: { safeParse: (v: unknown) => ({ success: true, data: v }) },
+  init: () => 0,
+  apply: (n: number) => n,
+})
+
+// chunkedListSchema (built with zod/mini) goes in a classic schema's shape; its output is a ChunkedList.
+const listState = z.strictObject({ n: z.number(), entries: chunkedListSchema(z.strictObject({ id: z.string() })) })
+expectTypeOf<z.infer<typeof listState>['entries']['toArray']>().returns.toEqualTypeOf<{ id: string }[]>()

@@ -5,7 +5,6 @@
 // of the wrong type, with links their origin does not allow), and must agree on every one.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { ZodType } from 'zod'
 import { openStore } from 'sessionfold'
 import { frameProblem, headerProblem } from '../../src/client/answer-checks'
 import {
@@ -13,7 +12,7 @@ import {
   MAX_LABEL_LENGTH, MAX_SESSION_ID_LENGTH, MODES_BY_VERSION, SESSION_ID_PATTERN, SESSION_ORIGINS, SPAWN_MODES,
   catalogFactProblem, childLabelProblem, isCount, isCwd, isEventType, isLabel, isSessionId, isTime,
 } from '../../src/limits'
-import { countSchema, cwdSchema, eventTypeSchema, sessionEventSchema, sessionHeaderSchema, sessionIdSchema, timeSchema } from '../../src/schemas'
+import { countSchema, cwdSchema, eventTypeSchema, safeParse, sessionEventSchema, sessionHeaderSchema, sessionIdSchema, timeSchema, type AnySchema } from '../../src/schemas'
 import { catalogViewSchema } from '../../src/units/catalog'
 import { catalogFactSchema, descriptorSchema, labelSchema } from '../../src/units/payloads'
 import { subagentViewSchema } from '../../src/units/subagent'
@@ -38,7 +37,7 @@ function agree<T>(inputs: fc.Arbitrary<T>, hand: (v: T) => boolean, zod: (v: T) 
   expect(seen.refused, 'inputs the rule refuses').toBeGreaterThan(RUNS / 20)
 }
 
-const passes = (schema: ZodType) => (v: unknown) => schema.safeParse(v).success
+const passes = (schema: AnySchema) => (v: unknown) => safeParse(schema, v).success
 const noThrow = <T>(fn: (v: T) => unknown) => (v: T) => {
   try {
     fn(v)
@@ -184,9 +183,9 @@ describe('one rule, one verdict: subagent payloads and the views made of them', 
   // Views cross the worker boundary as JSON (section 3): a field is absent, never undefined.
   // A faulted unit's value is null, which the client takes for every built-in view.
   const jsonValues = values.filter((v) => v !== undefined && typeof v !== 'bigint')
-  const viewPasses = (schema: ZodType) => (v: unknown) => v === null || schema.safeParse(v).success
+  const viewPasses = (schema: AnySchema) => (v: unknown) => v === null || safeParse(schema, v).success
   const inFrame = (key: string) => (v: unknown) => frameProblem({ n: 1, sessionId: 's', seq: 0, values: { [key]: v }, faults: {} }) === undefined
-  const view = <T>(key: string, inputs: fc.Arbitrary<T>, schema: ZodType) => agree(fc.oneof({ weight: 9, arbitrary: inputs }, { weight: 1, arbitrary: wrongJson }), inFrame(key), viewPasses(schema))
+  const view = <T>(key: string, inputs: fc.Arbitrary<T>, schema: AnySchema) => agree(fc.oneof({ weight: 9, arbitrary: inputs }, { weight: 1, arbitrary: wrongJson }), inFrame(key), viewPasses(schema))
 
   it("the client's check of the subagent view agrees with subagentViewSchema", () => {
     const identity = fc.record({ mode: fc.constantFrom(...SPAWN_MODES), label: fc.option(validLabel, { nil: undefined }), seq: fc.nat() }).map(without)

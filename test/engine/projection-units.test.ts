@@ -1,6 +1,7 @@
 // Contract: §3 projections — the built-in units subagent, subagentCatalog, subagentTiming; chunked list; registry (docs/CONTRACT.md)
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import * as zm from 'zod/mini'
 import { ChunkedList } from '../../src/chunked-list'
 import { chunkedListSchema } from '../../src/chunked-list-schema'
 import type { SessionEvent, SessionHeader } from '../../src/model'
@@ -119,7 +120,7 @@ describe('subagentCatalog', () => {
     for (let i = 0; i < 1025; i++) {
       const next = u.apply(s, fact(i, `c${i}`))
       expect(next).not.toBe(s)
-      s = u.stateSchema.parse(JSON.parse(JSON.stringify(next))) // what a checkpoint stores and a cold read restores
+      s = z.parse(u.stateSchema, JSON.parse(JSON.stringify(next))) // what a checkpoint stores and a cold read restores
     }
     expect(s.entries.chunks().map((c) => c.length)).toEqual([1, ...Array(16).fill(64)])
     expect(u.view!.view(s).map((x) => x.id)).toEqual(Array.from({ length: 1025 }, (_, i) => `c${i}`))
@@ -192,5 +193,50 @@ describe('a fork of a subagent', () => {
       subagentCatalog: [],
       subagentTiming: { turns: 1, settledMs: 20, runningSince: null },
     })
+  })
+})
+
+// A list view that only grew has its new items checked alone (worker/units.ts), whichever zod
+// API built its `array(item)`: classic, as apps write, or zod/mini, as the built-in units are.
+describe('a list view that grew: only the new items meet its schema', () => {
+  const arrays = {
+    classic: (item: z.ZodType<number>) => z.array(item),
+    mini: (item: z.ZodType<number>) => zm.array(item),
+    'mini with a rule on the whole list': (item: z.ZodType<number>) => zm.array(item).check(zm.maxLength(100)),
+  }
+  for (const [api, array] of Object.entries(arrays)) {
+    it(`${api}: 10 appends check ${api.includes('rule') ? 'the whole list each time (55 items)' : 'each item once (10)'}`, () => {
+      let checked = 0
+      const item = z.number().refine(() => ++checked > 0)
+      const list = defineProjection<number[], number[]>({
+        key: 'list', stateVersion: 1, stateSchema: z.array(z.number()),
+        init: () => [],
+        apply: (s, ev) => (ev.type === 'app/n' ? [...s, ev.seq] : s),
+        view: { schema: array(item), view: (s) => s },
+      })
+      const slots = initSlots([list], rootHeader('p'))
+      for (let seq = 0; seq < 10; seq++) {
+        foldEvent(slots, e(seq, 'app/n'))
+        expect(snapshotOf(slots, seq).values.list).toEqual([...Array(seq + 1).keys()])
+      }
+      expect(checked).toBe(api.includes('rule') ? 55 : 10)
+      expect(slots[0]!.fault).toBeUndefined()
+    })
+  }
+
+  it('mini: a new item that fails its schema faults the unit, naming its index', () => {
+    const list = defineProjection<number[], number[]>({
+      key: 'list', stateVersion: 1, stateSchema: zm.array(zm.number()),
+      init: () => [],
+      apply: (s, ev) => (ev.type === 'app/n' ? [...s, ev.seq === 3 ? -1 : ev.seq] : s),
+      view: { schema: zm.array(zm.number().check(zm.nonnegative())), view: (s) => s },
+    })
+    const slots = initSlots([list], rootHeader('p'))
+    for (let seq = 0; seq < 4; seq++) {
+      foldEvent(slots, e(seq, 'app/n'))
+      snapshotOf(slots, seq)
+    }
+    expect(slots[0]!.fault).toBe('corrupt')
+    expect(slots[0]!.faultReason).toBe('view of "list" fails its schema: [3]: Too small: expected number to be >=0')
   })
 })

@@ -367,7 +367,7 @@ describe('no eval, no new Function: a strict Content-Security-Policy holds', () 
     return [...files(join(root, 'dist/node')), ...files(join(root, 'dist/browser'))]
   }
 
-  it('our bundles never name eval or Function; the browser worker only in zod, twice, as `const F = Function`', () => {
+  it('our bundles never name eval or Function, the self-contained browser worker included (zod/mini parses without compiling)', () => {
     const worker = join(root, 'dist/browser/worker-entry.browser.js')
     const all = bundles()
     expect(all).toContain(worker)
@@ -375,11 +375,11 @@ describe('no eval, no new Function: a strict Content-Security-Policy holds', () 
       // Code, not comments (zod's explain why it skips its probe under jitless).
       const code = readFileSync(f, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
       expect(code.match(/\beval\s*\(|new\s+Function\b|setTimeout\(\s*['"`]|setInterval\(\s*['"`]/g), f).toBeNull()
-      if (f !== worker) expect(code.match(/\bFunction\b/g), f).toBeNull()
+      expect(code.match(/\bFunction\b/g), f).toBeNull()
     }
-    // zod's probe and its parser compiler (`const F = Function`, F renamed by the minifier);
-    // the runtime test below shows neither runs.
-    expect(readFileSync(worker, 'utf8').match(/\bconst [\w$]+\s*=\s*Function\b/g)).toHaveLength(2)
+    // Classic zod's object schemas bring its `new Function` probe and parser compiler; the
+    // worker's schemas are zod/mini's, whose objects are interpreted only: neither is in it.
+    // (zod-jitless.ts stays: the runtime test below shows nothing is compiled either way.)
   })
 
   it('the default browser worker constructs no Function and evaluates nothing while it works (zod runs jitless)', () => {

@@ -1,17 +1,17 @@
 // A change batch as it arrives from another store (over IPC, a socket, a file): untrusted.
 // It is checked whole, and every event encoded, before anything is written.
-import { z } from 'zod'
+import { z } from 'zod/mini'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
 import { MAX_EVENT_TYPE_LENGTH, isEventType, isTime } from '../../src/limits'
-import { countSchema, sessionHeaderSchema } from '../../src/schemas'
+import { countSchema, safeParse, sessionHeaderSchema } from '../../src/schemas'
 import { assertPlainJson, describe, encodeEvent, isPlainObject, type EncodedEvent } from '../../src/validate'
 
 const bad = (message: string, id?: SessionId, seq?: number) => new SessionfoldError('INVALID_ARGUMENT', message, { sessionId: id, seq })
 
 const envelopeSchema = z.strictObject({
   v: z.literal(1),
-  sessions: z.array(z.strictObject({ header: z.unknown(), from: countSchema, events: z.array(z.unknown()), length: countSchema.optional() })),
+  sessions: z.array(z.strictObject({ header: z.unknown(), from: countSchema, events: z.array(z.unknown()), length: z.optional(countSchema) })),
 })
 
 /** A batch entry checked whole, its events encoded for storage. */
@@ -24,7 +24,7 @@ export interface CheckedEntry {
 /** The whole batch checked, and every event encoded, before anything is written. */
 export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[] {
   if (!isPlainObject(input)) throw bad(`applyChanges needs a batch made by changesSince, got ${describe(input)}`)
-  const envelope = envelopeSchema.safeParse(input)
+  const envelope = safeParse(envelopeSchema, input)
   if (!envelope.success) {
     throw bad(`the change batch is malformed: ${envelope.error.issues.map((i) => `${i.path.join('.') || 'batch'}: ${i.message}`).slice(0, 3).join('; ')}`)
   }
@@ -45,7 +45,7 @@ export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[
 
 /** INVALID_ARGUMENT unless `raw` is a well-formed session header. */
 export function checkHeader(raw: unknown, what: string): SessionHeader {
-  const h = sessionHeaderSchema.safeParse(raw)
+  const h = safeParse(sessionHeaderSchema, raw)
   if (!h.success) throw bad(`${what} has a malformed header: ${h.error.issues.map((i) => i.message).join('; ')}`)
   return h.data as SessionHeader
 }

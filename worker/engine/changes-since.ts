@@ -1,10 +1,10 @@
 // changesSince: a bounded batch of what this store holds beyond a cursor, for another store's
 // applyChanges. Nothing is kept between calls: the cursor is the state.
-import { z } from 'zod'
+import { z } from 'zod/mini'
 import type { ChangeCursor, ChangeEntry, Changes } from '../../src/changes'
 import { SessionfoldError, isSessionfoldError } from '../../src/errors'
 import type { SessionId } from '../../src/model'
-import { countSchema, sessionIdSchema, timeSchema } from '../../src/schemas'
+import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../../src/schemas'
 import { utf8Length } from '../../src/validate'
 import type { StoreReader } from './reader'
 
@@ -20,20 +20,20 @@ const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', messag
 const cursorSchema = z.strictObject({
   v: z.literal(1),
   sessions: z.record(sessionIdSchema, z.tuple([timeSchema, countSchema])),
-  after: sessionIdSchema.optional(),
+  after: z.optional(sessionIdSchema),
 })
 const optionsSchema = z.strictObject({
-  sessions: z.array(sessionIdSchema).max(100_000).optional(),
-  maxEvents: z.number().int().min(1).max(MAX_BATCH_EVENTS).optional(),
-  maxBytes: z.number().int().min(1).max(MAX_BATCH_BYTES).optional(),
-  until: cursorSchema.optional(),
-  head: z.boolean().optional(),
+  sessions: z.optional(z.array(sessionIdSchema).check(z.maxLength(100_000))),
+  maxEvents: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_BATCH_EVENTS))),
+  maxBytes: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_BATCH_BYTES))),
+  until: z.optional(cursorSchema),
+  head: z.optional(z.boolean()),
 })
 
 /** A bounded batch of this store's sessions and events after `cursor` (see src/changes.ts). */
 export async function changesSince(reader: Reader, cursorInput: unknown, optionsInput: unknown): Promise<Changes> {
   const cursor = parseCursor(cursorInput)
-  const parsed = optionsSchema.safeParse(optionsInput ?? {})
+  const parsed = safeParse(optionsSchema, optionsInput ?? {})
   if (!parsed.success) throw bad(`changesSince options are invalid: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'options'}: ${i.message}`).join('; ')}`)
   const maxEvents = parsed.data.maxEvents ?? DEFAULT_BATCH_EVENTS
   const maxBytes = parsed.data.maxBytes ?? DEFAULT_BATCH_BYTES
@@ -110,7 +110,7 @@ export async function changesSince(reader: Reader, cursorInput: unknown, options
 
 function parseCursor(input: unknown): ChangeCursor {
   if (input === undefined || input === null) return { v: 1, sessions: {} }
-  const parsed = cursorSchema.safeParse(input)
+  const parsed = safeParse(cursorSchema, input)
   if (!parsed.success) throw bad(`changesSince cursor is not a cursor made by changesSince: ${parsed.error.issues[0]?.message ?? 'malformed'}`)
   return parsed.data as ChangeCursor
 }
