@@ -18,6 +18,11 @@ export interface HostOptions {
   /** PostgreSQL: the connection URL, and the schema the store's tables live in. */
   url?: string
   schema?: string
+  /** PostgreSQL: how long a write lease lives without renewal (ms). */
+  leaseTtlMs?: number
+  /** PostgreSQL: bounds on opening a connection and on one statement (ms). */
+  connectTimeoutMs?: number
+  queryTimeoutMs?: number
   durability: 'strict' | 'relaxed'
   checkpoint?: { everyEvents?: number; everyMs?: number }
   maxEventBytes?: number

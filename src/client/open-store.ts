@@ -24,6 +24,26 @@ export interface OpenStoreOptions {
   /** storage 'postgres': the schema holding the store's tables (default 'sessionfold'). */
   schema?: string
   /**
+   * storage 'postgres': the write leases. A session's writer holds a lease row renewed every
+   * ttl/3; a holder that stops renewing (a crashed or frozen process, a lost network) loses it
+   * once `ttlMs` has passed, and another process may then take the session over (its appends
+   * are fenced off: they fail with SESSION_LOCKED and write nothing).
+   */
+  lease?: {
+    /** How long a lease lives without renewal, an integer of ms in 30..86400000 (default 10000). */
+    ttlMs?: number
+  }
+  /**
+   * storage 'postgres': time bounds of the calls. A call that has had no answer within
+   * `connectMs + 2 × queryMs + 5 s` rejects with STORAGE_UNAVAILABLE, whatever the network does.
+   */
+  timeouts?: {
+    /** Bound on opening a connection, an integer of ms in 1..3600000 (default 10000). */
+    connectMs?: number
+    /** Bound on one statement, enforced by the server (`statement_timeout`), ms in 1..3600000 (default 30000). */
+    queryMs?: number
+  }
+  /**
    * true (default): the engine runs in a worker (a module Web Worker in browsers,
    * worker_threads in Node); 'shared': a SharedWorker shared by the tabs of an origin (falls
    * back to a dedicated worker where SharedWorker is missing); false: in this thread. Where no
@@ -54,7 +74,7 @@ export interface OpenStoreOptions {
   maxEventBytes?: number
 }
 
-const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'url', 'schema', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes']
+const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'url', 'schema', 'lease', 'timeouts', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes']
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
@@ -98,6 +118,17 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   } else {
     if (options.url !== undefined) throw bad(`url is for storage 'postgres', not '${storage}'`)
     if (options.schema !== undefined) throw bad(`schema is for storage 'postgres', not '${storage}'`)
+    if (options.lease !== undefined) throw bad(`lease is for storage 'postgres', not '${storage}'`)
+    if (options.timeouts !== undefined) throw bad(`timeouts is for storage 'postgres', not '${storage}'`)
+  }
+  assertOptions(options.lease, 'lease', ['ttlMs'])
+  const leaseTtlMs = options.lease?.ttlMs
+  if (leaseTtlMs !== undefined && (typeof leaseTtlMs !== 'number' || !Number.isSafeInteger(leaseTtlMs) || leaseTtlMs < 30 || leaseTtlMs > 86_400_000)) {
+    throw bad(`lease.ttlMs must be an integer of ms in 30..86400000, got ${describe(leaseTtlMs)}`)
+  }
+  assertOptions(options.timeouts, 'timeouts', ['connectMs', 'queryMs'])
+  for (const [k, v] of Object.entries(options.timeouts ?? {})) {
+    if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > 3_600_000)) throw bad(`timeouts.${k} must be an integer of ms in 1..3600000, got ${describe(v)}`)
   }
   if (options.schema !== undefined && (typeof options.schema !== 'string' || !SCHEMA_NAME.test(options.schema))) {
     throw bad(`schema must match ${SCHEMA_NAME} (a plain PostgreSQL name), got ${describe(options.schema)}`)
@@ -128,7 +159,14 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
     storage, durability,
     name: options.name ?? 'sessionfold',
     dir: options.dir ?? '.sessionfold',
-    ...(storage === 'postgres' ? { url: options.url, schema: options.schema ?? 'sessionfold' } : {}),
+    ...(storage === 'postgres'
+      ? {
+          url: options.url, schema: options.schema ?? 'sessionfold',
+          ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
+          ...(options.timeouts?.connectMs !== undefined ? { connectTimeoutMs: options.timeouts.connectMs } : {}),
+          ...(options.timeouts?.queryMs !== undefined ? { queryTimeoutMs: options.timeouts.queryMs } : {}),
+        }
+      : {}),
     checkpoint: options.checkpoint,
     maxEventBytes: options.maxEventBytes,
   }

@@ -19,8 +19,9 @@ export interface PostgresStore {
   end(): Promise<void>
 }
 
-/** Connection bound for a store's pool (seconds, as the driver wants it). */
-const CONNECT_TIMEOUT_S = 10
+/** Defaults of the time bounds (ms), the adapter's own: openStore's `timeouts` may change them. */
+const CONNECT_TIMEOUT_MS = 10_000
+const QUERY_TIMEOUT_MS = 30_000
 
 export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> {
   const url = o.url
@@ -33,9 +34,22 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
     throw new SessionfoldError('STORAGE_UNAVAILABLE', "storage 'postgres' needs the PostgreSQL driver, an optional peer dependency of sessionfold: npm install postgres", { cause: err })
   }
   // No notices printed; numbers of int8 columns as strings (lengths and tokens are parsed where used).
-  const sql: Sql = postgres(url, { max: 10, connect_timeout: CONNECT_TIMEOUT_S, onnotice: () => {} })
-  const locks = createPostgresLocks({ sql, schema })
-  const storage = createPostgresAdapter({ sql, schema, durability: o.durability, fence: (id) => locks.tokenOf(id) })
+  const connectTimeoutMs = o.connectTimeoutMs ?? CONNECT_TIMEOUT_MS
+  const queryTimeoutMs = o.queryTimeoutMs ?? QUERY_TIMEOUT_MS
+  // The server bounds each statement (and a transaction left idle by a frozen process), as the
+  // adapter's own pool would; the adapter's client-side deadline is derived from the same bounds.
+  const sql: Sql = postgres(url, {
+    max: 10,
+    connect_timeout: connectTimeoutMs / 1000,
+    onnotice: () => {},
+    connection: {
+      application_name: 'sessionfold',
+      statement_timeout: queryTimeoutMs,
+      idle_in_transaction_session_timeout: 2 * queryTimeoutMs,
+    },
+  })
+  const locks = createPostgresLocks({ sql, schema, ttlMs: o.leaseTtlMs })
+  const storage = createPostgresAdapter({ sql, schema, durability: o.durability, fence: (id) => locks.tokenOf(id), connectTimeoutMs, queryTimeoutMs })
   try {
     // At once: an unreachable server or a schema of a newer version fails openStore itself, and
     // the tables exist before the first lease is taken.
