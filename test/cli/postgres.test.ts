@@ -48,14 +48,17 @@ async function buildStore(schema: string): Promise<void> {
   await s.close()
 }
 
-/** Every row of the store's tables (and whether the schema exists), to prove a command wrote nothing. */
-async function snapshot(schema: string): Promise<string> {
+/**
+ * Every row of the store's tables (and whether the schema exists), to prove a command wrote
+ * nothing; but the checkpoint of `live`, a session a writer holds (it checkpoints when it likes).
+ */
+async function snapshot(schema: string, live = ''): Promise<string> {
   const exists = await cluster.psql(`SELECT count(*) FROM pg_namespace WHERE nspname = '${schema}'`, 'cli')
   if (exists.trim() === '0') return 'no schema'
   return cluster.psql(
     `SELECT (SELECT string_agg(id || ':' || length || ':' || header::text, ',' ORDER BY id) FROM "${schema}".sessions),
             (SELECT string_agg(session_id || ':' || seq || ':' || md5(body), ',' ORDER BY session_id, seq) FROM "${schema}".events),
-            (SELECT string_agg(session_id || ':' || md5(row), ',' ORDER BY session_id) FROM "${schema}".checkpoints),
+            (SELECT string_agg(session_id || ':' || md5(row), ',' ORDER BY session_id) FROM "${schema}".checkpoints WHERE session_id <> '${live}'),
             (SELECT string_agg(session_id || ':' || token, ',' ORDER BY session_id) FROM "${schema}".leases),
             (SELECT count(*) FROM pg_tables WHERE schemaname = '${schema}')`,
     'cli',
@@ -170,6 +173,35 @@ describe('read-only commands on --url', () => {
   }, 30_000)
 })
 
+describe('events --follow on --url', () => {
+  it('prints the appends another writer makes, in order, until SIGINT (exit 0)', async () => {
+    const s = await openStore({ storage: 'postgres', url, schema: 'follow', worker: false })
+    const live = await s.createSession({ id: 'live' })
+    await live.append([{ type: 'app/e', data: 0 }, { type: 'app/e', data: 1 }])
+    const follower = spawn(cli.file, ['events', 'live', '--follow', ...on('follow')], { stdio: ['ignore', 'pipe', 'pipe'] })
+    holders.push(follower)
+    let out = ''
+    let err = ''
+    follower.stdout!.on('data', (c: Buffer) => (out += c.toString()))
+    follower.stderr!.on('data', (c: Buffer) => (err += c.toString()))
+    const count = () => out.split('\n').filter(Boolean).length
+    const until = async (ok: () => boolean) => {
+      for (const deadline = Date.now() + 20_000; !ok(); await new Promise((r) => setTimeout(r, 50))) {
+        if (Date.now() > deadline) throw new Error(`follower printed ${count()} lines; stderr: ${err}`)
+      }
+    }
+    await until(() => count() === 2)
+    for (let i = 2; i < 12; i++) await live.append({ type: 'app/e', data: i })
+    await until(() => count() === 12)
+    follower.kill('SIGINT')
+    expect(await new Promise((r) => follower.once('exit', r))).toBe(0)
+    const seen = out.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; data: number })
+    expect(seen.map((e) => [e.seq, e.data])).toEqual(seen.map((_, i) => [i, i]))
+    await live.close()
+    await s.close()
+  }, 60_000)
+})
+
 describe('usage', () => {
   it('--dir with --url, --schema without --url, a URL that is not postgres:// and a bad schema are usage errors', async () => {
     const cases: [string[], RegExp][] = [
@@ -235,14 +267,14 @@ describe('delete on --url', () => {
   it('refuses a session another process holds open for writing, and deletes one nobody holds', async () => {
     await buildStore('del')
     const writer = await holdWriter('del', 'other')
-    const before = await snapshot('del')
+    const before = await snapshot('del', 'other')
     const refused = await run(['delete', 'victim', 'other', ...on('del'), '--json'])
     expect(refused.code).toBe(1)
     const error = jsonError(refused)
     expect(error.code).toBe('SESSION_LOCKED')
     expect(error.message).toContain('"other"')
     // Nothing deleted (victim neither: all or none), and the lease taken on victim given back.
-    expect(await snapshot('del')).toBe(before)
+    expect(await snapshot('del', 'other')).toBe(before)
 
     const missing = await run(['delete', 'nope', ...on('del'), '--json'])
     expect(jsonError(missing).code).toBe('SESSION_NOT_FOUND')
