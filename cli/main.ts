@@ -1,7 +1,8 @@
-// The sessionfold command line: look inside an fs store without writing code. Read-only
-// commands open the store read-only (no lock taken, nothing repaired or rewritten), so they
-// work while an app writes; `import` and `delete` are the commands that write. What each
-// command takes, and its help, is in usage.ts.
+// The sessionfold command line: look inside a store without writing code, an fs store (--dir)
+// or a PostgreSQL one (--url, --schema; postgres.ts). Read-only commands open the store
+// read-only (no lock taken, nothing repaired, rewritten or created), so they work while an app
+// writes; `import` and `delete` are the commands that write. What each command takes, and its
+// help, is in usage.ts.
 import { stat } from 'node:fs/promises'
 import { createFsAdapter } from '../adapters/fs'
 import { locksDir, sessionsDir } from '../adapters/fs/layout'
@@ -9,6 +10,7 @@ import { SessionfoldError, isSessionfoldError } from '../src/errors'
 import type { SessionId } from '../src/model'
 import { assertSessionId } from '../src/validate'
 import { Engine } from '../worker/engine'
+import type { ReadableStorage } from '../worker/engine/reader'
 import { createFsLocks } from '../worker/locks/fs'
 import { events } from './events'
 import { ls } from './ls'
@@ -17,6 +19,7 @@ import { tree } from './tree'
 import { verify } from './verify'
 import { deleteSessions, handOverLocks } from './delete'
 import { Output, report, type Io } from './output'
+import { SCHEMA_NAME, masked, openPgStore, readOnlyPgLocks, type PgStore } from './postgres'
 import { applyImport, checkImport, exportSessions, type CheckedImport } from './transfer'
 import { COMMANDS, commandUsage, generalUsage, isCommand, type CommandName, type CommandSpec } from './usage'
 import { packageVersion } from './version'
@@ -33,6 +36,8 @@ interface Args {
   command: Exclude<CommandName, 'help'>
   ids: string[]
   dir: string
+  /** A PostgreSQL store instead of the folder `dir`. */
+  pg?: { url: string; schema: string }
   json: boolean
   from?: number
   to?: number
@@ -64,6 +69,9 @@ export function parseArgs(argv: readonly string[]): Parsed {
   if (rest.includes('-h') || rest.includes('--help')) return { help: command }
   const args: Args = { command, ids: [], dir: '.sessionfold', json: false, follow: false, tree: false }
   const fail = (message: string) => new UsageError(message, command)
+  let dirGiven = false
+  let url: string | undefined
+  let schema: string | undefined
   for (let i = 0; i < rest.length; i++) {
     const token = rest[i]!
     const [flag, inline] = token.startsWith('--') && token.includes('=') ? [token.slice(0, token.indexOf('=')), token.slice(token.indexOf('=') + 1)] : [token, undefined]
@@ -77,7 +85,11 @@ export function parseArgs(argv: readonly string[]): Parsed {
       if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw fail(`${flag} must be an integer >= 0, got ${JSON.stringify(v)}`)
       return Number(v)
     }
-    if (flag === '--dir') args.dir = value()
+    if (flag === '--dir') {
+      args.dir = value()
+      dirGiven = true
+    } else if (flag === '--url') url = value()
+    else if (flag === '--schema') schema = value()
     else if (flag === '--json' && inline === undefined) args.json = true
     else if (!flag.startsWith('-')) args.ids.push(flag)
     else if (!Object.hasOwn(spec.options, flag)) throw fail(`${command} has no option ${flag}`)
@@ -86,6 +98,14 @@ export function parseArgs(argv: readonly string[]): Parsed {
     else if (flag === '--follow' && inline === undefined) args.follow = true
     else if (flag === '--tree' && inline === undefined) args.tree = true
     else throw fail(`${flag} takes no value`)
+  }
+  if (dirGiven && url !== undefined) throw fail('--dir and --url name two different stores: give one of them')
+  if (schema !== undefined && url === undefined) throw fail('--schema needs --url (the schema of a PostgreSQL store)')
+  if (url !== undefined) {
+    // Never echoed: the URL may hold a password.
+    if (!/^postgres(ql)?:\/\//.test(url)) throw fail('--url must be a PostgreSQL URL: postgres://user:password@host:port/database')
+    if (schema !== undefined && !SCHEMA_NAME.test(schema)) throw fail(`--schema must match ${SCHEMA_NAME.source}, got ${JSON.stringify(schema)}`)
+    args.pg = { url, schema: schema ?? 'sessionfold' }
   }
   if (spec.ids === 'none' && args.ids.length > 0) throw fail(`${command} takes no session id`)
   if (spec.ids === 'one' && args.ids.length !== 1) throw fail(`${command} needs exactly one session id`)
@@ -123,18 +143,32 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     io.stdout.write(args.help ? commandUsage(args.help) : generalUsage())
     return 0
   }
-  const { command, dir } = args
+  const { command, dir, pg: target } = args
   const out = new Output(io, args.json)
   let engine: Engine | undefined
   let checked: CheckedImport | undefined
+  let pg: PgStore | undefined
   const held = new Map<SessionId, () => Promise<void>>()
   try {
     if (command === 'import') {
       if (io.stdin.isTTY === true) throw new UsageError('import reads an export from stdin: sessionfold import < file', 'import')
       // All of the input is checked before the store is opened: bad input creates nothing.
       checked = await checkImport(io)
+      if (target) {
+        const store = (pg = await openPgStore(target, 'import'))
+        return await applyImport(() => (engine ??= new Engine({ storage: store.storage, locks: store.locks, onError: () => {} })), out, io, checked)
+      }
       const storage = () => createFsAdapter({ dir, readOnly: false })
       return await applyImport(() => (engine ??= new Engine({ storage: storage(), locks: createFsLocks(dir), onError: () => {} })), out, io, checked)
+    }
+    if (target) {
+      pg = await openPgStore(target, command === 'delete' ? 'delete' : 'read')
+      if (command === 'delete') {
+        engine = new Engine({ storage: pg.storage, locks: handOverLocks(pg.locks, held), onError: () => {} })
+        return await deleteSessions(engine, out, pg.locks, held, args.ids, args.tree)
+      }
+      engine = new Engine({ storage: pg.storage, locks: readOnlyPgLocks(pg.locks), onError: () => {} })
+      return await readCommand(engine, pg.storage, out, io, args)
     }
     if (!(await isStore(dir))) throw new SessionfoldError('STORAGE_UNAVAILABLE', `there is no sessionfold store at ${dir} (use --dir)`)
     if (command === 'delete') {
@@ -145,15 +179,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     const storage = createFsAdapter({ dir, readOnly: true })
     // Read-only commands only ask who holds a session (lock files), never take a lock.
     engine = new Engine({ storage, locks: readOnlyLocks(dir), onError: () => {} })
-    switch (command) {
-      case 'ls': return await ls(engine, out, storage)
-      case 'show': return await show(engine, out, args.ids[0]!)
-      case 'tree': return await tree(engine, out, args.ids[0]!)
-      case 'events': return await events(engine, io, args.ids[0]!, args)
-      case 'verify': return await verify(engine, out, io)
-      case 'export': return await exportSessions(engine, out, args.ids, args.tree)
-    }
-    throw new Error(`no handler for ${command}`) // COMMANDS and this switch disagree: a bug
+    return await readCommand(engine, storage, out, io, args)
   } catch (err) {
     if (isBrokenPipe(err)) return 0 // `sessionfold events x | head`: the reader has all it wants
     if (err instanceof UsageError) {
@@ -161,12 +187,27 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       else io.stderr.write(`sessionfold: ${err.message}\n\n${err.command ? commandUsage(err.command) : generalUsage()}`)
       return 2
     }
-    report(io, args.json, 'error', isSessionfoldError(err) ? err.code : 'ERROR', (err as Error)?.message ?? String(err))
+    // Whatever said it (the driver, the server), the URL's password is not printed.
+    report(io, args.json, 'error', isSessionfoldError(err) ? err.code : 'ERROR', masked((err as Error)?.message ?? String(err), target?.url))
     return 1
   } finally {
     await engine?.close().catch(() => {})
+    await pg?.end()
     await checked?.dispose()
   }
+}
+
+/** The commands that only read, on either kind of store. */
+async function readCommand(engine: Engine, storage: ReadableStorage, out: Output, io: Io, args: Args): Promise<number> {
+  switch (args.command) {
+    case 'ls': return await ls(engine, out, storage)
+    case 'show': return await show(engine, out, args.ids[0]!)
+    case 'tree': return await tree(engine, out, args.ids[0]!)
+    case 'events': return await events(engine, io, args.ids[0]!, args)
+    case 'verify': return await verify(engine, out, io)
+    case 'export': return await exportSessions(engine, out, args.ids, args.tree)
+  }
+  throw new Error(`no handler for ${args.command}`) // COMMANDS and this switch disagree: a bug
 }
 
 async function isStore(dir: string): Promise<boolean> {

@@ -4,7 +4,7 @@
 export interface CommandSpec {
   /** Session ids: none, exactly one, any number (none means all), or at least one. */
   ids: 'none' | 'one' | 'any' | 'some'
-  /** The command's own options, besides --dir, --json and --help. */
+  /** The command's own options, besides --dir, --url, --schema, --json and --help. */
   options: Record<string, string>
   /** What follows `sessionfold` on the usage line. */
   synopsis: string
@@ -82,7 +82,7 @@ export const COMMANDS = {
     options: { '--tree': 'also every descendant of the given sessions (subagents, all levels)' },
     synopsis: 'delete <id>... [--tree]',
     summary: 'delete sessions (with --tree, their descendants too)',
-    details: 'Checks every session first and deletes none unless all can go: a missing one is\nSESSION_NOT_FOUND, one open for writing (by any process) SESSION_LOCKED. Children are\ndeleted before their parents. Without --tree only the named sessions go: their subagents\nstay, and a deleted child shows as "! unavailable" in its parent\'s tree. With --tree, a\ndescendant whose catalog row cannot be followed refuses the whole delete (CORRUPT_LOG).',
+    details: 'Checks every session first and deletes none unless all can go: a missing one is\nSESSION_NOT_FOUND, one open for writing (by any process) SESSION_LOCKED. On --url, a\nsession is open for writing while a process holds its write lease. Children are\ndeleted before their parents. Without --tree only the named sessions go: their subagents\nstay, and a deleted child shows as "! unavailable" in its parent\'s tree. With --tree, a\ndescendant whose catalog row cannot be followed refuses the whole delete (CORRUPT_LOG).',
     example: 'sessionfold delete agent-1 --tree',
   },
   help: {
@@ -101,6 +101,8 @@ export const isCommand = (name: string): name is CommandName => Object.hasOwn(CO
 
 const GLOBAL_OPTIONS: [string, string][] = [
   ['--dir <path>', 'the store\'s folder (default: .sessionfold)'],
+  ['--url <url>', 'a PostgreSQL store instead: postgres://user:password@host:port/database'],
+  ['--schema <name>', 'the schema of its tables, with --url (default: sessionfold)'],
   ['--json', 'machine-readable output; errors as {"error":{"code","message"}} on stderr'],
   ['-h, --help', 'usage (of the command, when one is given)'],
 ]
@@ -117,7 +119,7 @@ export function generalUsage(): string {
   return [
     'Usage: sessionfold <command> [options]',
     '',
-    'Commands (on the fs store in --dir):',
+    'Commands (on the fs store in --dir, or the PostgreSQL store at --url):',
     // Without their options (`help <command>` has those), so the list stays narrow.
     table(Object.values(COMMANDS).map((c) => [c.synopsis.replace(/ \[--[^\]]*\]/g, ''), c.summary])),
     '',
@@ -140,7 +142,7 @@ export function commandUsage(name: CommandName): string {
     return [`${flag}${arg}`, rest]
   })
   return [
-    `Usage: sessionfold ${c.synopsis}${name === 'help' ? '' : ' [--dir <path>] [--json]'}`,
+    `Usage: sessionfold ${c.synopsis}${name === 'help' ? '' : ' [--dir <path> | --url <url> [--schema <name>]] [--json]'}`,
     '',
     c.summary.charAt(0).toUpperCase() + c.summary.slice(1) + '.',
     c.details,
