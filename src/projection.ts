@@ -53,6 +53,9 @@ export interface ProjectionSnapshot<M = Record<string, Json | null>> {
   faults: { [K in keyof M]?: ProjectionFault }
 }
 
+/** A zod 4 schema, classic or mini: both carry zod's core internals, `_zod.run` among them. */
+const isSchema = (s: unknown): boolean => typeof (s as { _zod?: { run?: unknown } } | undefined)?._zod?.run === 'function'
+
 /**
  * Declares a projection unit; checks its shape so mistakes fail at startup, not mid-fold.
  *
@@ -64,9 +67,6 @@ export interface ProjectionSnapshot<M = Record<string, Json | null>> {
  *   view: { schema: z.number(), view: (n) => n },
  * })
  */
-/** A zod 4 schema, classic or mini: both carry zod's core internals, `_zod.run` among them. */
-const isSchema = (s: unknown): boolean => typeof (s as { _zod?: { run?: unknown } } | undefined)?._zod?.run === 'function'
-
 export function defineProjection<S, V = never>(def: ProjectionDefinition<S, V>): ProjectionDefinition<S, V> {
   const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `projection ${describe(def?.key)}: ${why}`)
   if (typeof def !== 'object' || def === null) throw bad('the definition must be an object')

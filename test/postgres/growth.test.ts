@@ -189,7 +189,8 @@ it('a cut connection: the listener reconnects, every followed session is polled 
     const t0 = performance.now()
     const got = Promise.all([r.next('c1'), r.next('c2')])
     proxy.restore()
-    await within(30_000, 'the poll on reconnect', got)
+    // The driver reconnects its listener with a growing delay (up to 20 s on a busy machine).
+    await within(90_000, 'the poll on reconnect', got)
     console.log(`after a cut, growth missed meanwhile told ${(performance.now() - t0).toFixed(0)} ms after the network came back`)
     expect(r.count('c3')).toBe(before) // c3 did not grow: not told
 
@@ -197,14 +198,14 @@ it('a cut connection: the listener reconnects, every followed session is polled 
     const again = r.next('c3')
     const t1 = performance.now()
     await append('c3')
-    await within(2000, 'a notice after reconnect', again)
+    await within(10_000, 'a notice after reconnect', again)
     console.log(`first notice after reconnect: ${(performance.now() - t1).toFixed(1)} ms`)
   } finally {
     for (const g of channels.splice(0)) g.close()
     for (const c of clients.splice(0)) await c.end({ timeout: 0 })
     await proxy.close()
   }
-})
+}, 150_000)
 
 it('after the server restarts, notices resume and growth missed while it was down is found', async () => {
   const g = open(client(), 500)
