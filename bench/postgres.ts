@@ -148,7 +148,7 @@ interface Concurrent {
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 
-async function runConcurrent(url: string, schema: string): Promise<Concurrent> {
+async function runConcurrent(url: string, schema: string, observe: boolean): Promise<Concurrent> {
   const file = fileURLToPath(import.meta.url)
   const kids: ChildProcess[] = []
   const waitAll = <T extends FromChild['kind']>(kind: T) => Promise.all(kids.map((k) => new Promise<Extract<FromChild, { kind: T }>>((resolve, reject) => {
@@ -167,10 +167,12 @@ async function runConcurrent(url: string, schema: string): Promise<Concurrent> {
     let ready = waitAll('ready')
     kids.forEach((k, i) => k.send({ kind: 'create', url, schema, me: i, sessions: CONFIG.sessions } satisfies ToChild))
     await ready
-    ready = waitAll('ready')
-    const ids = (p: number) => Array.from({ length: CONFIG.sessions }, (_, j) => `p${p}-s${j}`)
-    kids.forEach((k, i) => k.send({ kind: 'observe', ids: ids((i + 1) % CONFIG.procs) } satisfies ToChild))
-    await ready
+    if (observe) {
+      ready = waitAll('ready')
+      const ids = (p: number) => Array.from({ length: CONFIG.sessions }, (_, j) => `p${p}-s${j}`)
+      kids.forEach((k, i) => k.send({ kind: 'observe', ids: ids((i + 1) % CONFIG.procs) } satisfies ToChild))
+      await ready
+    }
     const done = waitAll('done')
     const until = now() + 300 + CONFIG.seconds * 1000
     for (const k of kids) k.send({ kind: 'go', until } satisfies ToChild)
@@ -188,6 +190,7 @@ async function runConcurrent(url: string, schema: string): Promise<Concurrent> {
     let unmatched = 0
     for (const r of results) {
       for (const [id, seq, t] of r.acks) {
+        if (!observe) continue
         const hit = seenBy.get(id)?.find(([s]) => s >= seq)
         if (hit) lat.push(hit[1] - t)
         else unmatched++
@@ -261,9 +264,12 @@ async function main(): Promise<void> {
     // ---- (1) ----
     const worker = await openStore({ storage: 'postgres', url, schema: 'bench_worker' })
     const thread = await openStore({ storage: 'postgres', url, schema: 'bench_thread', worker: false })
+    // Checkpoints are a cache of the folded state, written beside the appends: the same store with
+    // them pushed past the run shows what they cost a batch.
+    const deferred = await openStore({ storage: 'postgres', url, schema: 'bench_deferred', checkpoint: { everyEvents: 1_000_000_000, everyMs: 3_600_000 } })
     const memWorker = await openStore({ storage: 'memory' })
     const memThread = await openStore({ storage: 'memory', worker: false })
-    stores.push(worker, thread, memWorker, memThread)
+    stores.push(worker, thread, deferred, memWorker, memThread)
     const adapter = createPostgresAdapter({ url, schema: 'bench_adapter' })
     const sql = postgres(url, { max: 1, onnotice: () => {} })
     sqls.push(sql)
@@ -301,6 +307,7 @@ async function main(): Promise<void> {
       { key: 'raw', label: 'postgres driver: one transaction per batch, INSERT … unnest into a plain events table', layer: LAYER.raw, run: runRaw },
       { key: 'worker', label: "openStore({ storage: 'postgres' }): session.append(batch), each awaited", layer: LAYER.worker, run: () => runBatched(worker, batches) },
       { key: 'thread', label: "openStore({ storage: 'postgres', worker: false }): the same", layer: LAYER.thread, run: () => runBatched(thread, batches) },
+      { key: 'deferred', label: "(diagnostic) openStore({ storage: 'postgres', checkpoint: { everyEvents: 1e9 } }): checkpoints pushed past the run", layer: 'diagnostic (public API, checkpoints deferred)', run: () => runBatched(deferred, batches) },
       { key: 'adapter', label: '(diagnostic) the postgres adapter alone, strict: append(events already numbered and encoded)', layer: 'diagnostic (adapter level)', run: runAdapter },
       { key: 'memWorker', label: "(diagnostic) openStore({ storage: 'memory' }): the same calls, no database", layer: 'diagnostic (no database)', run: () => runBatched(memWorker, batches) },
       { key: 'memThread', label: "(diagnostic) openStore({ storage: 'memory', worker: false }): the same calls", layer: 'diagnostic (no database)', run: () => runBatched(memThread, batches) },
@@ -325,7 +332,10 @@ async function main(): Promise<void> {
 
     // ---- (2) ----
     log(`concurrent: ${CONFIG.procs} processes × ${CONFIG.sessions} sessions for ${CONFIG.seconds} s`)
-    const concurrent = await runConcurrent(url, 'bench_procs')
+    const concurrent = await runConcurrent(url, 'bench_procs', true)
+    // The same writers with nobody observing: what following 400 sessions from 8 engines costs the writers.
+    const writersOnly = await runConcurrent(url, 'bench_procs_solo', false)
+    log(`concurrent, no observers: ${fmt(writersOnly.eventsPerSecond, 0)} events/s`)
     log(`concurrent: ${fmt(concurrent.eventsPerSecond, 0)} events/s, ack → other process p50 ${fmt(concurrent.latency.p50, 1)} ms, p99 ${fmt(concurrent.latency.p99, 1)} ms`)
 
     // ---- (3) ----
@@ -390,6 +400,7 @@ async function main(): Promise<void> {
         ['client + engine in this thread, no database (validate, stringify, fold, views)', msPerBatch('memThread')],
         ['client + engine through the worker, no database (the same, and the hop)', msPerBatch('memWorker')],
         ["openStore({ storage: 'postgres', worker: false })", msPerBatch('thread')],
+        ["openStore({ storage: 'postgres' }), checkpoints pushed past the run", msPerBatch('deferred')],
         ["openStore({ storage: 'postgres' }) (the worker)", msPerBatch('worker')],
       ] as [string, number][],
       floorThread: msPerBatch('raw') / (msPerBatch('adapter') + msPerBatch('memThread')),
@@ -420,6 +431,7 @@ async function main(): Promise<void> {
     printTable(['figure', 'value'], [
       ['aggregate events/s', fmt(concurrent.eventsPerSecond, 0)],
       ['events appended', fmt(concurrent.events, 0)],
+      ['(diagnostic) aggregate events/s, the same writers with no observers', fmt(writersOnly.eventsPerSecond, 0)],
       ['ack → observer in another process, p50 ms', fmt(concurrent.latency.p50, 1)],
       ['p90 ms', fmt(concurrent.latency.p90, 1)],
       ['p99 ms', fmt(concurrent.latency.p99, 1)],
@@ -441,7 +453,8 @@ async function main(): Promise<void> {
       if (x.pass !== false) continue
       if (x.id === 'pg-batched-worker') {
         console.log(`  ${x.id} MISS: per batch, the driver takes ${fmt(msPerBatch('raw'), 2)} ms; the adapter ${fmt(msPerBatch('adapter'), 2)} ms (two round trips and an UPDATE and NOTIFY beside the INSERT);` +
-          ` the client and engine ${fmt(msPerBatch('memWorker'), 2)} ms through the worker, ${fmt(msPerBatch('memThread'), 2)} ms in this thread.`)
+          ` the client and engine ${fmt(msPerBatch('memWorker'), 2)} ms through the worker, ${fmt(msPerBatch('memThread'), 2)} ms in this thread;` +
+          ` with checkpoints pushed past the run the store takes ${fmt(msPerBatch('deferred'), 2)} ms against ${fmt(msPerBatch('worker'), 2)} ms.`)
       } else if (x.id === 'pg-cold-open') {
         console.log(`  ${x.id} MISS: ${fmt(oS.big.median, 1)} ms against ${fmt(oS.small.median, 1)} ms; the checkpoint covers the whole log, so the difference is the checkpoint row's size and what the open reads beside it.`)
       }
@@ -461,6 +474,7 @@ async function main(): Promise<void> {
       headline,
       batched: { unit: 'events/s', bodyBytes, breakdown, variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })) },
       concurrent,
+      writersOnly: { eventsPerSecond: writersOnly.eventsPerSecond, events: writersOnly.events },
       coldOpen: { unit: 'ms', buildSeconds, big: oS.big, small: oS.small },
       onDisk: { ...onDisk, bytesPerEvent },
       totalSeconds,
