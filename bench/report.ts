@@ -287,6 +287,21 @@ function postgresSection(pg: Any): string[] {
   p(`Floor of the batched ratio (driver ÷ (adapter + client and engine without a database)): ${fmt(b.floorThread, 2)} in this thread, ${fmt(b.floorWorker, 2)} through the worker. ` +
     'How the same tables scale past one node (partitioning, replicas, pooling): docs/SCALING.md.')
   p()
+  const ms = (key: string) => (c.batch / (pg.batched.variants as Any[]).find((v) => v.key === key)?.summary.median) * 1000
+  p(`The adapter alone takes ${fmt(ms('adapter') / ms('raw'), 2)} × the driver's time per batch: its transaction makes two round trips ` +
+    '(the fence check on the write lease and the length check, then the insert, the length update and the growth notice) and writes more than the insert ' +
+    '(a row lock on the lease, the sessions row, the notify queue). The client and the engine add the rest, with the worker hop; ' +
+    (Number.isFinite(ms('deferred')) ? `with checkpoints pushed past the run the store took ${fmt(ms('deferred'), 1)} ms per batch against ${fmt(ms('worker'), 1)} ms. ` : '') +
+    'On a shared machine these rows move from round to round: compare the per-round ratios above, not single figures.')
+  p()
+  if (pg.writersOnly) {
+    p(`Concurrent appends: the same ${c.procs} × ${c.sessions} writers made ${n0(pg.writersOnly.eventsPerSecond)} events/s with nobody observing, against ` +
+      `${n0(pg.concurrent.eventsPerSecond)} events/s while every process also followed ${c.sessions} sessions of another. ` +
+      (pg.writersOnly.eventsPerSecond > 1.5 * pg.concurrent.eventsPerSecond
+        ? 'Every engine LISTENing on the schema\'s channel hears every append\'s notice, and each observer reads and folds what is new: with all these processes on the same cores as the server, following costs the writers.'
+        : 'Following changed the writers\' rate little here: what bounds it is the writers themselves (their processes, the server and its commits on the same cores).'))
+    p()
+  }
   return L
 }
 
@@ -319,7 +334,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
     '(fdatasync / fsync / strict IndexedDB transactions) unless a row says relaxed.')
   p('- **Rerun**: `npm run bench` runs everything (Node part and headless Chromium) and rewrites `bench/results.json`, ' +
     '`BENCHMARKS.md` and `bench/charts/*.svg`; `npm run bench:report` only regenerates the page and charts from `bench/results.json`. ' +
-    'Each part also runs alone (`npm run bench:api`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
+    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
     '`bench:scaling`) and prints its full tables, with more diagnostics than this page.')
   p()
   p('## Machine')
