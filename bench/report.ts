@@ -296,7 +296,7 @@ function postgresSection(pg: Any): string[] {
   p()
   p(`Cold open: the fastest opens took ${fmt(pg.coldOpen.big.min, 1)} ms (${n0(c.big)} events) and ${fmt(pg.coldOpen.small.min, 1)} ms (${n0(c.small)} events); ` +
     'with a checkpoint at the end of the log an open reads the checkpoint row and an empty tail at either length. The medians are those of a shared machine ' +
-    '(each open also waits for the new store\'s worker and pool): read the per-round range of the ratio beside its median.')
+    '(each round\'s store is new: its worker and its connections are cold): read the per-round range of the ratio beside its median.')
   p()
   if (pg.writersOnly) {
     p(`Concurrent appends: the same ${c.procs} × ${c.sessions} writers made ${n0(pg.writersOnly.eventsPerSecond)} events/s with nobody observing, against ` +
