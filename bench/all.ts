@@ -35,6 +35,8 @@ const CHILDREN_SIZES = [10, 100, 1_000, 10_000]
 const RUNS: Run[] = [
   // The headline figures, through openStore() (issue 14); the runs after it are diagnostics of the layers below, and peers.
   { name: 'api', file: 'bench/api.ts', env: {} },
+  // The PostgreSQL store through openStore (issue 16), on a throwaway cluster it starts itself.
+  { name: 'postgres', file: 'bench/postgres.ts', env: {} },
   { name: 'storage', file: 'bench/storage.ts', env: {} },
   { name: 'projections', file: 'bench/projections.ts', gc: true, env: { BENCH_APPEND_ROUNDS: '7', BENCH_READ_ROUNDS: '7', BENCH_HEAP_ROUNDS: '3' } },
   { name: 'scaling', file: 'bench/scaling.ts', gc: true, env: {} },
@@ -133,6 +135,7 @@ function main(): void {
   const pick = (k: 'storage' | 'projections' | 'client' | 'browser' | 'scaling') => runs[k] ?? previous?.runs[k] ?? leftOver(k)
   // Results from before bench/api.ts existed have no `api`: the page leaves its section out until it is run.
   const api = runs.api ?? previous?.runs.api ?? (fs.existsSync(join(TMP, 'results-api.json')) ? leftOver('api') : undefined)
+  const postgres = runs.postgres ?? previous?.runs.postgres ?? (fs.existsSync(join(TMP, 'results-postgres.json')) ? leftOver('postgres') : undefined)
   const durationSeconds = only ? Object.values(seconds).reduce((a, b) => a + b, 0) : (performance.now() - started) / 1000
   const results: SuiteResults = {
     suite: 'sessionfold',
@@ -141,7 +144,7 @@ function main(): void {
     machine: machine(pick('browser') as { environment?: { chromium?: string } } | undefined),
     settings,
     seconds,
-    runs: { ...(api === undefined ? {} : { api }), storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
+    runs: { ...(api === undefined ? {} : { api }), ...(postgres === undefined ? {} : { postgres }), storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
   }
   fs.writeFileSync(RESULTS, `${JSON.stringify(results, null, 1)}\n`)
   writeReport(results, explain, explainApi)

@@ -23,6 +23,8 @@ export interface SuiteResults {
   runs: {
     /** bench/api.ts, the headline figures through openStore(); absent from results made before it existed. */
     api?: Any
+    /** bench/postgres.ts, openStore({ storage: 'postgres' }) on a throwaway cluster; absent from results made before it existed. */
+    postgres?: Any
     storage: Any
     projections: Any
     children: Record<string, Any>
@@ -235,6 +237,78 @@ function apiSection(api: Any, explanation: string): string[] {
   return L
 }
 
+/**
+ * The PostgreSQL store through the public API (bench/postgres.ts): its own run, on its own
+ * throwaway cluster, dated on its own (it may be rerun alone with --only=postgres).
+ */
+function postgresSection(pg: Any): string[] {
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  p('## PostgreSQL through the public API (Node)')
+  p()
+  if (!pg) {
+    p('Not in this bench/results.json (it predates bench/postgres.ts): `npm run bench -- --only=postgres` measures these figures and keeps the other parts\' results.')
+    p()
+    return L
+  }
+  const c = pg.config
+  const e = pg.environment
+  p(`\`openStore({ storage: 'postgres', url })\` with its defaults (the engine in a worker_threads worker, durability strict), measured by \`bench/postgres.ts\` ` +
+    `(\`npm run bench:postgres\`) on ${pg.date.slice(0, 10)} (${pg.date}): PostgreSQL ${e.postgres} in a throwaway cluster on 127.0.0.1 of the same machine ` +
+    `(${e.settings}), node ${e.node}, ${e.cpus} cpus (${e.cpuModel}). The baseline is the same driver (\`postgres\`) inserting the same rows ` +
+    'into a plain events table of the same shape ((session_id, seq) primary key, body text), one transaction per batch.')
+  p()
+  p(table(['figure', 'layer', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    (pg.headline as Any[]).map((h) => [h.figure, h.layer, h.ratio, range(h.perRound, 2), h.target || '(information)', h.result ? `**${h.result}**` : '']),
+    ['l', 'l', 'l', 'r', 'r', 'l']))
+  p()
+  const lat = pg.concurrent.latency
+  const rows = [
+    ...(pg.batched.variants as Any[]).map((v) => [v.label, v.layer, `${range(v.summary, 0)} events/s`]),
+    [`${c.procs} processes × ${c.sessions} sessions appending at once (single events), aggregate`, "openStore({ storage: 'postgres' }) in a worker, one store per process", `${n0(pg.concurrent.eventsPerSecond)} events/s`],
+    ...(pg.writersOnly ? [['(diagnostic) the same writers with no observers, aggregate', 'the same', `${n0(pg.writersOnly.eventsPerSecond)} events/s`]] : []),
+    ['append acked in one process → a subscriber in another process has it', 'the same', `p50 ${fmt(lat.p50, 1)} ms, p90 ${fmt(lat.p90, 1)} ms, p99 ${fmt(lat.p99, 1)} ms (max ${fmt(lat.max, 1)}; ${n0(lat.n)} appends)`],
+    [`cold open of a ${n0(c.big)}-event session, checkpointed (observe → first snapshot, a new store)`, "openStore({ storage: 'postgres' }) in a worker", `${range(pg.coldOpen.big, 1)} ms`],
+    [`cold open of a ${n0(c.small)}-event session, checkpointed`, 'the same', `${range(pg.coldOpen.small, 1)} ms`],
+    ['events table on disk (heap, primary key, TOAST: pg_total_relation_size)', 'PostgreSQL', `${n0(pg.onDisk.bytesPerEvent)} B per event (body ${n0(pg.onDisk.bodyBytes)} B), ${fmt(pg.onDisk.bytesPerEvent * 1e5 / 2 ** 20, 1)} MiB per 100,000 events`],
+  ]
+  p(table(['measurement', 'layer', 'median (min–max)'], rows, ['l', 'l', 'r']))
+  p()
+  p(`Batched: ${c.batches} batches of ${c.batch} events of ~${c.eventBytes} bytes, each awaited, ${c.rounds} rounds (A B C … C B A, the order rotating); each session is created before the clock starts. ` +
+    `Concurrent: ${c.procs} child processes, each with its own store, write ${c.sessions} sessions for ${c.seconds} s (each session's appends awaited one after another, the sessions at once) ` +
+    `and observe the ${c.sessions} sessions of the next process; latency is wall clock from the writer's ack to the observer's snapshot listener, matched by session and seq. ` +
+    `Cold open: ${c.openRounds} rounds, a new store each, after a first observe of a tiny session; both sessions closed by their writer, which writes the close checkpoint.`)
+  p()
+  const b = pg.batched.breakdown
+  p('### Where a PostgreSQL batch\'s time goes')
+  p()
+  p(table(['part', 'ms per batch'], (b.rows as [string, number][]).map(([k, v]) => [k, fmt(v, 3)]), ['l', 'r']))
+  p()
+  p(`Floor of the batched ratio (driver ÷ (adapter + client and engine without a database)): ${fmt(b.floorThread, 2)} in this thread, ${fmt(b.floorWorker, 2)} through the worker. ` +
+    'How the same tables scale past one node (partitioning, replicas, pooling): docs/SCALING.md.')
+  p()
+  const ms = (key: string) => (c.batch / (pg.batched.variants as Any[]).find((v) => v.key === key)?.summary.median) * 1000
+  p(`The adapter alone takes ${fmt(ms('adapter') / ms('raw'), 2)} × the driver's time per batch: its transaction makes two round trips ` +
+    '(the fence check on the write lease and the length check, then the insert, the length update and the growth notice) and writes more than the insert ' +
+    '(a row lock on the lease, the sessions row, the notify queue). The client and the engine add the rest, with the worker hop; ' +
+    (Number.isFinite(ms('deferred')) ? `with checkpoints pushed past the run the store took ${fmt(ms('deferred'), 1)} ms per batch against ${fmt(ms('worker'), 1)} ms. ` : '') +
+    'On a shared machine these rows move from round to round: compare the per-round ratios above, not single figures.')
+  p()
+  p(`Cold open: the fastest opens took ${fmt(pg.coldOpen.big.min, 1)} ms (${n0(c.big)} events) and ${fmt(pg.coldOpen.small.min, 1)} ms (${n0(c.small)} events); ` +
+    'with a checkpoint at the end of the log an open reads the checkpoint row and an empty tail at either length. The medians are those of a shared machine ' +
+    '(each round\'s store is new: its worker and its connections are cold): read the per-round range of the ratio beside its median.')
+  p()
+  if (pg.writersOnly) {
+    p(`Concurrent appends: the same ${c.procs} × ${c.sessions} writers made ${n0(pg.writersOnly.eventsPerSecond)} events/s with nobody observing, against ` +
+      `${n0(pg.concurrent.eventsPerSecond)} events/s while every process also followed ${c.sessions} sessions of another. ` +
+      (pg.writersOnly.eventsPerSecond > 1.5 * pg.concurrent.eventsPerSecond
+        ? 'Every engine LISTENing on the schema\'s channel hears every append\'s notice, and each observer reads and folds what is new: with all these processes on the same cores as the server, following costs the writers.'
+        : 'Following changed the writers\' rate little here: what bounds it is the writers themselves (their processes, the server and its commits on the same cores).'))
+    p()
+  }
+  return L
+}
+
 export function renderMarkdown(res: SuiteResults, targets: Target[], explanations: string, apiExplanation = ''): string {
   const { storage, projections, children, client, browser, scaling } = res.runs
   const m = res.machine
@@ -247,6 +321,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p(`Measured ${res.date.slice(0, 10)} (${res.date}), the whole suite in ${fmt(res.durationSeconds / 60, 1)} minutes.`)
   p()
   L.push(...apiSection(res.runs.api, apiExplanation))
+  L.push(...postgresSection(res.runs.postgres))
   p('## How to read this, and how to rerun it')
   p()
   p('- **Every figure is a median of several runs, with the min and max of those runs** written as `median (min–max)`. ' +
@@ -263,7 +338,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
     '(fdatasync / fsync / strict IndexedDB transactions) unless a row says relaxed.')
   p('- **Rerun**: `npm run bench` runs everything (Node part and headless Chromium) and rewrites `bench/results.json`, ' +
     '`BENCHMARKS.md` and `bench/charts/*.svg`; `npm run bench:report` only regenerates the page and charts from `bench/results.json`. ' +
-    'Each part also runs alone (`npm run bench:api`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
+    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
     '`bench:scaling`) and prints its full tables, with more diagnostics than this page.')
   p()
   p('## Machine')
