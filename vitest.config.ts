@@ -30,6 +30,9 @@ export default defineConfig({
       {
         extends: true,
         resolve: { alias: alias('browser') },
+        // Pre-bundled at start: a dependency Vite only discovers mid-run (zod, first imported by
+        // a worker) makes it reload the page under a running test, which then fails.
+        optimizeDeps: { include: ['comlink', 'idb', 'zod', 'zod/mini'] },
         test: {
           name: 'chromium',
           include: ['test/browser/**/*.test.ts'],
