@@ -207,10 +207,14 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
         throw new SessionfoldError('INVALID_ARGUMENT', `checkpoint of ${where(id)} is not JSON: ${(err as Error).message}`, { sessionId: id })
       }
       try {
-        // Written only when the session is there; replaced whole.
+        // Written only when the session is there; replaced whole. A checkpoint is a cache (a
+        // crash that loses it leaves the row before, which an open checks and folds past), so
+        // it commits without waiting for its WAL flush: it does not take a synchronous commit
+        // from the appends beside it. The appends' own commits flush it soon after anyway.
         const done = await sql.unsafe(
-          `INSERT INTO ${n.checkpoints} (session_id, row) SELECT id, $2 FROM ${n.sessions} WHERE id = $1 ON CONFLICT (session_id) DO UPDATE SET row = EXCLUDED.row RETURNING 1 AS ok`,
+          `INSERT INTO ${n.checkpoints} (session_id, row) SELECT s.id, $2 FROM ${n.sessions} s, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed WHERE s.id = $1 ON CONFLICT (session_id) DO UPDATE SET row = EXCLUDED.row RETURNING 1 AS ok`,
           [id, text],
+          { prepare: true },
         ) as unknown[]
         if (done.length === 0) throw notFound(id)
       } catch (err) {

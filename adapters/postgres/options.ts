@@ -10,7 +10,7 @@ import { describe } from '../../src/validate'
  */
 export interface PostgresClient {
   /** Runs a statement with `$n` parameters (`sql.unsafe`). */
-  unsafe(query: string, parameters?: any[]): PromiseLike<any> // eslint-disable-line @typescript-eslint/no-explicit-any
+  unsafe(query: string, parameters?: any[], options?: { prepare?: boolean }): PromiseLike<any> // eslint-disable-line @typescript-eslint/no-explicit-any
   /** Runs a callback in a transaction (`sql.begin`). */
   begin(...args: any[]): Promise<any> // eslint-disable-line @typescript-eslint/no-explicit-any
   /** Ends the pool (`sql.end`); the adapter calls it only on a pool of its own. */

@@ -2,12 +2,15 @@
 // layout of the PostgreSQL store (sessions, events keyed (session_id, seq) so the database
 // itself refuses a gap's duplicate, checkpoints, and the lease table and token sequence that
 // the write locks use), plus one index of ours: ids in byte order ("C"), which is the order of
-// compareIds whatever the database's own collation.
+// compareIds whatever the database's own collation. Version 2 adds the function append_batch,
+// which makes a group commit one statement (one round trip) instead of a transaction of four:
+// the tables are those of version 1, so a process of an older sessionfold still writing them
+// stays correct (it refuses to open a store newer than it knows, but one already open goes on).
 import { SessionfoldError } from '../../src/errors'
 import type { PostgresClient } from './options'
 
 /** The newest schema version this code knows. */
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 /** Quoted, schema-qualified names (the schema is checked by settingsOf: `[a-z_][a-z0-9_]*`). */
 export interface Names {
@@ -43,6 +46,69 @@ const V1 = (n: Names): string[] => [
   `CREATE TABLE ${n.leases} (session_id text PRIMARY KEY, token bigint NOT NULL, owner text NOT NULL, expires_at timestamptz NOT NULL)`,
   `CREATE INDEX sessions_id_bytes ON ${n.sessions} (id COLLATE "C")`,
   `INSERT INTO ${n.versions} (version) VALUES (1)`,
+]
+
+/**
+ * Version 2: append_batch, a group of appends (to one session or many) checked and written in
+ * one statement, so in one transaction and one round trip. Arguments, by position:
+ *  - p_ids: the distinct sessions of the group; p_tokens: the write-lease token this engine
+ *    holds on each (NULL where it holds none: that session's appends are not fenced);
+ *  - per append: a_idx (its session's position in p_ids), a_from (its first seq) and a_count
+ *    (its number of events);
+ *  - per event, in append order: e_app (its append's position), e_seq, e_body (its JSON);
+ *  - p_relaxed: commit with synchronous_commit off.
+ * The session rows are locked first, in id order (so two writers never deadlock), and each
+ * append is judged in order as the JavaScript appender did before: codes[i] is 0 (written),
+ * 1 (no such session), 2 (its lease is not held with that token) or 3 (a_from is not the
+ * length then); seen[i] is the session's length when append i was judged. Only appends coded
+ * 0 are written; each session that grew gets its new length and one growth notice, sent by
+ * the server at commit.
+ */
+const V2 = (n: Names): string[] => [
+  `CREATE OR REPLACE FUNCTION ${n.schema}.append_batch(
+    p_ids text[], p_tokens int8[], a_idx int4[], a_from int8[], a_count int4[],
+    e_app int4[], e_seq int8[], e_body text[], p_relaxed boolean,
+    OUT codes int2[], OUT seen int8[])
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    lens int8[];
+    held boolean[];
+    grown boolean[];
+    k int4;
+  BEGIN
+    IF p_relaxed THEN
+      PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    PERFORM 1 FROM (SELECT id FROM ${n.sessions} WHERE id = ANY(p_ids) ORDER BY id FOR UPDATE) AS locked;
+    SELECT array_agg(s.length ORDER BY u.ord) INTO lens
+      FROM unnest(p_ids) WITH ORDINALITY AS u(id, ord) LEFT JOIN ${n.sessions} s ON s.id = u.id;
+    SELECT array_agg(l.session_id IS NOT NULL ORDER BY u.ord) INTO held
+      FROM unnest(p_ids, p_tokens) WITH ORDINALITY AS u(id, token, ord)
+      LEFT JOIN LATERAL (SELECT session_id FROM ${n.leases} WHERE session_id = u.id AND token = u.token FOR SHARE) l ON true;
+    grown := array_fill(false, ARRAY[cardinality(p_ids)]);
+    codes := array_fill(0::int2, ARRAY[cardinality(a_idx)]);
+    seen := array_fill(NULL::int8, ARRAY[cardinality(a_idx)]);
+    FOR i IN 1..cardinality(a_idx) LOOP
+      k := a_idx[i];
+      seen[i] := lens[k];
+      IF lens[k] IS NULL THEN
+        codes[i] := 1;
+      ELSIF p_tokens[k] IS NOT NULL AND NOT held[k] THEN
+        codes[i] := 2;
+      ELSIF a_count[i] > 0 AND a_from[i] <> lens[k] THEN
+        codes[i] := 3;
+      ELSIF a_count[i] > 0 THEN
+        lens[k] := lens[k] + a_count[i];
+        grown[k] := true;
+      END IF;
+    END LOOP;
+    INSERT INTO ${n.events} (session_id, seq, body)
+      SELECT p_ids[a_idx[e.app]], e.seq, e.body FROM unnest(e_app, e_seq, e_body) AS e(app, seq, body) WHERE codes[e.app] = 0;
+    UPDATE ${n.sessions} s SET length = u.len FROM unnest(p_ids, lens, grown) AS u(id, len, g) WHERE u.g AND s.id = u.id;
+    PERFORM pg_notify('${n.channel}', u.id || ':' || u.len) FROM unnest(p_ids, lens, grown) AS u(id, len, g) WHERE u.g;
+  END
+  $fn$`,
+  `UPDATE ${n.versions} SET version = 2`,
 ]
 
 /** Advisory lock key space of sessionfold's migrations (the second key is the schema's hash). */
@@ -83,9 +149,12 @@ export async function migrate(sql: PostgresClient, schema: string): Promise<void
     const version = await current(tx)
     if (version !== undefined && version > SCHEMA_VERSION) throw tooNew(schema, version)
     if (version === SCHEMA_VERSION) return
-    const [exists] = await tx.unsafe(`SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS present`, [schema]) as { present: boolean }[]
-    if (!exists?.present) await tx.unsafe(`CREATE SCHEMA ${n.schema}`)
-    // Future versions: `if (version === 1) ...` steps here, each ending with its version row.
-    for (const statement of V1(n)) await tx.unsafe(statement)
+    if (version === undefined) {
+      const [exists] = await tx.unsafe(`SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS present`, [schema]) as { present: boolean }[]
+      if (!exists?.present) await tx.unsafe(`CREATE SCHEMA ${n.schema}`)
+      for (const statement of V1(n)) await tx.unsafe(statement)
+    }
+    // Each later version's steps, from the one the store is at; each ends by setting its version.
+    if ((version ?? 1) < 2) for (const statement of V2(n)) await tx.unsafe(statement)
   })
 }

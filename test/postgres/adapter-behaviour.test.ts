@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createPostgresAdapter } from '../../adapters/postgres'
+import { createPostgresAdapter, SCHEMA_VERSION } from '../../adapters/postgres'
 import type { StorageAdapter } from '../../adapters/types'
 import type { SessionHeader } from '../../src/model'
 import { encodeEventInput } from '../../src/validate'
@@ -41,7 +41,13 @@ const adapterOn = (schema: string, extra: Partial<Parameters<typeof createPostgr
 }
 const psql = (sql: string) => cluster.psql(sql, 'behaviour')
 const serverLog = () => readFileSync(join(dirname(cluster.dataDir), 'server.log'), 'utf8')
-const relaxedCommits = () => serverLog().split('SET LOCAL synchronous_commit = off').length - 1
+/** Transactions sent relaxed: creates (SET LOCAL) and append groups (append_batch's p_relaxed, $9). */
+const relaxedCommits = () => {
+  const log = serverLog()
+  const creates = log.split('SET LOCAL synchronous_commit = off').length - 1
+  const groups = log.split('\n').filter((l) => l.includes('DETAIL:  parameters:') && /\$9 = 't'$/.test(l)).length
+  return creates + groups
+}
 
 describe('migrations', () => {
   it('creates the schema once when several adapters open it at once, and opens it again as it is', async () => {
@@ -49,13 +55,39 @@ describe('migrations', () => {
     const adapters = Array.from({ length: 6 }, () => adapterOn(schema))
     await Promise.all(adapters.map((a, i) => a.createSession(rootHeader(`s${i}`))))
     expect(await psql(`SELECT count(*) FROM ${schema}.schema_version`)).toBe('1')
-    expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe('1')
+    expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe(String(SCHEMA_VERSION))
     const tables = await psql(`SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = '${schema}'`)
     expect(tables).toBe('checkpoints,events,leases,schema_version,sessions')
     expect(await psql(`SELECT count(*) FROM pg_sequences WHERE schemaname = '${schema}' AND sequencename = 'lease_tokens'`)).toBe('1')
     const again = adapterOn(schema)
     expect((await again.listIds()).length).toBe(6)
     expect(await psql(`SELECT count(*) FROM ${schema}.schema_version`)).toBe('1')
+  })
+
+  it('migrates a store of version 1 (written by an older sessionfold) to the current version, its sessions kept, when several open it at once', async () => {
+    const schema = fresh()
+    const header = rootHeader('old')
+    const body = (seq: number) => JSON.stringify({ seq, type: 'test/event', time: 1_700_000_000_000 + seq, data: { n: seq } })
+    // Version 1's tables exactly as that version made them, with a session of 2 events.
+    await psql(`CREATE SCHEMA ${schema};
+      CREATE TABLE ${schema}.schema_version (version int NOT NULL);
+      CREATE TABLE ${schema}.sessions (id text PRIMARY KEY, header jsonb NOT NULL, length bigint NOT NULL DEFAULT 0);
+      CREATE TABLE ${schema}.events (session_id text NOT NULL REFERENCES ${schema}.sessions(id) ON DELETE CASCADE, seq bigint NOT NULL, body text NOT NULL, PRIMARY KEY (session_id, seq));
+      CREATE TABLE ${schema}.checkpoints (session_id text PRIMARY KEY REFERENCES ${schema}.sessions(id) ON DELETE CASCADE, row text NOT NULL);
+      CREATE SEQUENCE ${schema}.lease_tokens;
+      CREATE TABLE ${schema}.leases (session_id text PRIMARY KEY, token bigint NOT NULL, owner text NOT NULL, expires_at timestamptz NOT NULL);
+      CREATE INDEX sessions_id_bytes ON ${schema}.sessions (id COLLATE "C");
+      INSERT INTO ${schema}.schema_version (version) VALUES (1);
+      INSERT INTO ${schema}.sessions (id, header, length) VALUES ('old', to_jsonb('${JSON.stringify(header)}'::text), 2);
+      INSERT INTO ${schema}.events (session_id, seq, body) VALUES ('old', 0, '${body(0)}'), ('old', 1, '${body(1)}');`)
+    const adapters = Array.from({ length: 4 }, () => adapterOn(schema))
+    const infos = await Promise.all(adapters.map((a) => a.getSession('old')))
+    expect(infos.map((i) => i?.length)).toEqual([2, 2, 2, 2])
+    expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe(String(SCHEMA_VERSION))
+    expect(await psql(`SELECT count(*) FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace WHERE s.nspname = '${schema}' AND p.proname = 'append_batch'`)).toBe('1')
+    await adapters[0]!.append('old', [ev('old', 2)])
+    expect((await readAll(adapters[1]!, 'old')).map((e) => e.seq)).toEqual([0, 1, 2])
+    expect(await psql(`SELECT length FROM ${schema}.sessions WHERE id = 'old'`)).toBe('3')
   })
 
   it('refuses a schema at a newer version than it knows with STORAGE_UNAVAILABLE, touching nothing', async () => {
@@ -127,12 +159,16 @@ describe('group commit', () => {
     await strict.createSession(rootHeader('s'))
     await strict.append('s', [ev('s', 0)])
     expect(relaxedCommits()).toBe(0)
-    const a = adapterOn(fresh(), { durability: 'relaxed' })
+    const relaxedSchema = fresh()
+    const a = adapterOn(relaxedSchema, { durability: 'relaxed' })
     await a.createSession(rootHeader('r'), [])
     await Promise.all([a.append('r', [ev('r', 0)]), a.append('r', [ev('r', 1)])])
     expect((await readAll(a, 'r')).map((e) => e.seq)).toEqual([0, 1])
     // The create, and the two groups (a lone append, then the one that arrived meanwhile).
     await vi.waitFor(() => expect(relaxedCommits()).toBe(3), { timeout: 30_000 })
+    // And append_batch turns synchronous_commit off for its own transaction only.
+    const shown = await psql(`BEGIN; SELECT codes FROM ${relaxedSchema}.append_batch('{r}', '{NULL}', '{1}', '{2}', '{0}', '{}', '{}', '{}', true); SHOW synchronous_commit; COMMIT; SHOW synchronous_commit`)
+    expect(shown.split('\n')).toEqual(['BEGIN', '{0}', 'off', 'COMMIT', 'on'])
   })
 })
 
