@@ -10,7 +10,8 @@
 //       of the same shape ((session_id, seq) primary key, body text), one transaction per batch.
 //       Diagnostics: the adapter alone, and the same calls on storage 'memory' (no database).
 //   (2) 8 child processes, each opening its own store and writing 50 sessions at once (single
-//       events, each session's appends awaited one after another) while observing the 50
+//       events, each session's appends awaited one after another, as fast as they go; then
+//       again paced: each session one append every 4 s, then every 2 s) while observing the 50
 //       sessions of the next process (store.observe(id), projections.subscribe): the aggregate
 //       events/s, and the time from an append acked in one process until a subscriber in
 //       another process is called with a snapshot that includes it (wall-clock timestamps,
@@ -25,7 +26,7 @@
 // round; ratios pair runs of the same round, in an order that rotates from round to round.
 // Results go to bench/results-postgres.json (or BENCH_OUT). Settings: BENCH_PG_ROUNDS,
 // BENCH_PG_BATCHES, BENCH_PG_PROCS, BENCH_PG_SESSIONS, BENCH_PG_SECONDS, BENCH_PG_BIG,
-// BENCH_PG_SMALL, BENCH_PG_OPEN_ROUNDS.
+// BENCH_PG_PACE_MS, BENCH_PG_BUSY_PACE_MS, BENCH_PG_SMALL, BENCH_PG_OPEN_ROUNDS.
 import { fork, type ChildProcess } from 'node:child_process'
 import * as fs from 'node:fs'
 import os from 'node:os'
@@ -55,6 +56,9 @@ const CONFIG = {
   procs: env('BENCH_PG_PROCS', 8),
   sessions: env('BENCH_PG_SESSIONS', 50),
   seconds: env('BENCH_PG_SECONDS', 6),
+  /** (2) the paced runs: ms between one session's appends (each of procs × sessions). */
+  paceMs: env('BENCH_PG_PACE_MS', 4000),
+  busyPaceMs: env('BENCH_PG_BUSY_PACE_MS', 2000),
   /** (3) events in the big and the small session, and rounds of cold opens. */
   big: env('BENCH_PG_BIG', 100_000),
   small: env('BENCH_PG_SMALL', 1_000),
@@ -66,6 +70,8 @@ const CONFIG = {
 const TARGETS = {
   /** (1) openStore({ storage: 'postgres' }) events/s ÷ direct driver inserts events/s, at least. */
   batchedWorker: 0.7,
+  /** (2) ack → subscriber in another process, p99 ms, at most: in the first paced run (a load that leaves the machine some room). */
+  followP99Ms: 100,
   /** (3) cold open of the big session ÷ the small one, at most. */
   coldOpen: 2,
 }
@@ -85,11 +91,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 type ToChild =
   | { kind: 'create'; url: string; schema: string; me: number; sessions: number }
   | { kind: 'observe'; ids: string[] }
-  | { kind: 'go'; until: number }
+  | { kind: 'go'; until: number; paceMs: number }
   | { kind: 'close' }
 type FromChild =
   | { kind: 'ready' }
-  | { kind: 'done'; acks: [string, number, number][]; seen: [string, number, number][]; events: number; ms: number }
+  | { kind: 'done'; acks: [string, number, number][]; seen: [string, number, number][]; events: number; ms: number; cpuMs: number }
 
 async function child(): Promise<void> {
   let store: Store | undefined
@@ -114,18 +120,29 @@ async function child(): Promise<void> {
         send({ kind: 'ready' })
       } else if (m.kind === 'go') {
         const t0 = now()
+        const cpu0 = process.cpuUsage()
         let events = 0
         await Promise.all(writers.map(async (w) => {
+          // Paced: one append every paceMs per session, the sessions spread over the interval.
+          let next = t0 + Math.random() * m.paceMs
           while (now() < m.until) {
+            if (m.paceMs > 0) {
+              if (next >= m.until) break
+              const wait = next - now()
+              if (wait > 0) await sleep(wait)
+              next += m.paceMs
+            }
             const r = await w.append({ type: 'message/assistant', data: { sentAt: now(), text: 'the agent read the file and proposed a patch' } })
             acks.push([w.id, r.lastSeq, now()])
             events++
           }
         }))
         const ms = now() - t0
+        const cpu = process.cpuUsage(cpu0)
+        const cpuMs = (cpu.user + cpu.system) / 1000
         // Give the observers time to hear the last appends before reporting.
         await sleep(1500)
-        send({ kind: 'done', acks, seen, events, ms })
+        send({ kind: 'done', acks, seen, events, ms, cpuMs })
       } else if (m.kind === 'close') {
         for (const v of views) await v.close()
         for (const w of writers) await w.close()
@@ -144,11 +161,26 @@ interface Concurrent {
   events: number
   /** ms from an append's ack in its writer's process until an observer in another process had it. */
   latency: { n: number; p50: number; p90: number; p99: number; max: number; unmatched: number }
+  /** CPU while appending: of the 8 node processes (all threads), and of the whole machine (the server's included), µs per event. */
+  cpu: { nodeUsPerEvent: number; machineUsPerEvent: number; machineBusyPercent: number }
+}
+
+/** Busy and total jiffies of the whole machine (/proc/stat), undefined where there is none. */
+function machineTicks(): { busy: number; total: number } | undefined {
+  try {
+    // user nice system idle iowait irq softirq steal (guest time is inside user already)
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number)
+    const total = f.reduce((a, b) => a + b, 0)
+    return { busy: total - f[3]! - f[4]! - (f[7] ?? 0), total }
+  } catch {
+    return undefined
+  }
 }
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 
-async function runConcurrent(url: string, schema: string, observe: boolean): Promise<Concurrent> {
+/** `paceMs` 0: every session appends as fast as it can; else one append per session every paceMs. */
+async function runConcurrent(url: string, schema: string, observe: boolean, paceMs = 0): Promise<Concurrent> {
   const file = fileURLToPath(import.meta.url)
   const kids: ChildProcess[] = []
   const waitAll = <T extends FromChild['kind']>(kind: T) => Promise.all(kids.map((k) => new Promise<Extract<FromChild, { kind: T }>>((resolve, reject) => {
@@ -162,7 +194,7 @@ async function runConcurrent(url: string, schema: string, observe: boolean): Pro
   })))
   try {
     for (let i = 0; i < CONFIG.procs; i++) {
-      kids.push(fork(file, ['--child'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }))
+      kids.push(fork(file, ['--child'], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_PG_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PG_CPU_PROF}`] : [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }))
     }
     let ready = waitAll('ready')
     kids.forEach((k, i) => k.send({ kind: 'create', url, schema, me: i, sessions: CONFIG.sessions } satisfies ToChild))
@@ -175,7 +207,11 @@ async function runConcurrent(url: string, schema: string, observe: boolean): Pro
     }
     const done = waitAll('done')
     const until = now() + 300 + CONFIG.seconds * 1000
-    for (const k of kids) k.send({ kind: 'go', until } satisfies ToChild)
+    for (const k of kids) k.send({ kind: 'go', until, paceMs } satisfies ToChild)
+    await sleep(until - CONFIG.seconds * 1000 - now())
+    const ticks0 = machineTicks()
+    await sleep(until - now())
+    const ticks1 = machineTicks()
     const results = await done
     const exited = kids.map((k) => new Promise((r) => k.once('exit', r)))
     for (const k of kids) k.send({ kind: 'close' } satisfies ToChild)
@@ -187,17 +223,31 @@ async function runConcurrent(url: string, schema: string, observe: boolean): Pro
     const seenBy = new Map<string, [number, number][]>()
     for (const r of results) for (const [id, seq, t] of r.seen) (seenBy.get(id) ?? seenBy.set(id, []).get(id)!).push([seq, t])
     const lat: number[] = []
+    const slow: [number, number, string][] = []
     let unmatched = 0
     for (const r of results) {
       for (const [id, seq, t] of r.acks) {
         if (!observe) continue
         const hit = seenBy.get(id)?.find(([s]) => s >= seq)
-        if (hit) lat.push(hit[1] - t)
-        else unmatched++
+        if (!hit) {
+          unmatched++
+          continue
+        }
+        lat.push(hit[1] - t)
+        if (process.env.BENCH_PG_DEBUG && hit[1] - t > 50) slow.push([t - (until - CONFIG.seconds * 1000), hit[1] - t, id])
       }
     }
     lat.sort((a, b) => a - b)
+    if (process.env.BENCH_PG_DEBUG) log(`slow (>50 ms), [ms after start, latency, session]: ${JSON.stringify(slow.sort((a, b) => a[0] - b[0]).map(([a, b, c]) => [Math.round(a), Math.round(b), c]))}`)
+    const cores = os.cpus().length
+    const machineMs = ticks0 && ticks1 ? ((ticks1.busy - ticks0.busy) / (ticks1.total - ticks0.total)) * cores * CONFIG.seconds * 1000 : NaN
+    const nodeMs = results.reduce((n, r) => n + r.cpuMs, 0)
     return {
+      cpu: {
+        nodeUsPerEvent: (nodeMs / events) * 1000,
+        machineUsPerEvent: (machineMs / events) * 1000,
+        machineBusyPercent: ticks0 && ticks1 ? (100 * (ticks1.busy - ticks0.busy)) / (ticks1.total - ticks0.total) : NaN,
+      },
       eventsPerSecond: (events / ms) * 1000,
       events,
       latency: { n: lat.length, p50: quantile(lat, 0.5), p90: quantile(lat, 0.9), p99: quantile(lat, 0.99), max: lat[lat.length - 1]!, unmatched },
@@ -336,6 +386,13 @@ async function main(): Promise<void> {
     // The same writers with nobody observing: what following 400 sessions from 8 engines costs the writers.
     const writersOnly = await runConcurrent(url, 'bench_procs_solo', false)
     log(`concurrent, no observers: ${fmt(writersOnly.eventsPerSecond, 0)} events/s`)
+    // Latency under a given load rather than at saturation (where it is the length of the queue):
+    // the same writers and observers, each session appending once every paceMs, then busyPaceMs.
+    const paceMs = CONFIG.paceMs
+    const paced = await runConcurrent(url, 'bench_procs_paced', true, paceMs)
+    const pacedRate = (CONFIG.procs * CONFIG.sessions * 1000) / paceMs
+    const busy = await runConcurrent(url, 'bench_procs_busy', true, CONFIG.busyPaceMs)
+    log(`concurrent, paced at ${fmt(pacedRate, 0)} events/s: ${fmt(paced.eventsPerSecond, 0)} events/s, ack → other process p50 ${fmt(paced.latency.p50, 1)} ms, p99 ${fmt(paced.latency.p99, 1)} ms`)
     log(`concurrent: ${fmt(concurrent.eventsPerSecond, 0)} events/s, ack → other process p50 ${fmt(concurrent.latency.p50, 1)} ms, p99 ${fmt(concurrent.latency.p99, 1)} ms`)
 
     // ---- (3) ----
@@ -439,7 +496,17 @@ async function main(): Promise<void> {
       ['p99 ms', fmt(concurrent.latency.p99, 1)],
       ['max ms', fmt(concurrent.latency.max, 1)],
       ['acks matched (unmatched)', `${fmt(concurrent.latency.n, 0)} (${concurrent.latency.unmatched})`],
+      ['CPU per event: the node processes, the whole machine (µs); machine busy', `${fmt(concurrent.cpu.nodeUsPerEvent, 0)}, ${fmt(concurrent.cpu.machineUsPerEvent, 0)}; ${fmt(concurrent.cpu.machineBusyPercent, 0)} %`],
+      ['(no observers) CPU per event: node, machine (µs); busy', `${fmt(writersOnly.cpu.nodeUsPerEvent, 0)}, ${fmt(writersOnly.cpu.machineUsPerEvent, 0)}; ${fmt(writersOnly.cpu.machineBusyPercent, 0)} %`],
+      ...([[paced, paceMs], [busy, CONFIG.busyPaceMs]] as const).flatMap(([r, every]) => [
+        [`paced: every session one append per ${fmt(every, 0)} ms, events/s`, fmt(r.eventsPerSecond, 0)],
+        ['  ack → observer in another process, p50 / p90 / p99 / max ms', `${fmt(r.latency.p50, 1)} / ${fmt(r.latency.p90, 1)} / ${fmt(r.latency.p99, 1)} / ${fmt(r.latency.max, 1)}`],
+        ['  acks matched (unmatched)', `${fmt(r.latency.n, 0)} (${r.latency.unmatched})`],
+        ['  CPU per event: node, machine (µs); machine busy', `${fmt(r.cpu.nodeUsPerEvent, 0)}, ${fmt(r.cpu.machineUsPerEvent, 0)}; ${fmt(r.cpu.machineBusyPercent, 0)} %`],
+      ]),
     ], ['left', 'right'])
+    const followPass = paced.latency.p99 <= TARGETS.followP99Ms
+    console.log(`  follow p99, every session one append per ${fmt(paceMs, 0)} ms: ${fmt(paced.latency.p99, 1)} ms, target ≤ ${TARGETS.followP99Ms} ms: ${followPass ? 'PASS' : 'MISS'}`)
     console.log('')
     console.log(`(3) Cold open, ms from store.observe(id) until its first snapshot; a new store per round; ${CONFIG.openRounds} rounds`)
     printTable(['session', 'ms median (min–max)'], [[`${fmt(CONFIG.big, 0)} events, checkpointed`, fmtSummary(oS.big, 1)], [`${fmt(CONFIG.small, 0)} events, checkpointed`, fmtSummary(oS.small, 1)]], ['left', 'right'])
@@ -454,7 +521,7 @@ async function main(): Promise<void> {
     for (const x of headline) {
       if (x.pass !== false) continue
       if (x.id === 'pg-batched-worker') {
-        console.log(`  ${x.id} MISS: per batch, the driver takes ${fmt(msPerBatch('raw'), 2)} ms; the adapter ${fmt(msPerBatch('adapter'), 2)} ms (two round trips and an UPDATE and NOTIFY beside the INSERT);` +
+        console.log(`  ${x.id} MISS: per batch, the driver takes ${fmt(msPerBatch('raw'), 2)} ms; the adapter ${fmt(msPerBatch('adapter'), 2)} ms (one statement: the INSERT, and the session row's lock and update, the lease check and the NOTIFY beside it);` +
           ` the client and engine ${fmt(msPerBatch('memWorker'), 2)} ms through the worker, ${fmt(msPerBatch('memThread'), 2)} ms in this thread;` +
           ` with checkpoints pushed past the run the store takes ${fmt(msPerBatch('deferred'), 2)} ms against ${fmt(msPerBatch('worker'), 2)} ms.`)
       } else if (x.id === 'pg-cold-open') {
@@ -477,7 +544,9 @@ async function main(): Promise<void> {
       headline,
       batched: { unit: 'events/s', bodyBytes, breakdown, variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })) },
       concurrent,
-      writersOnly: { eventsPerSecond: writersOnly.eventsPerSecond, events: writersOnly.events },
+      writersOnly: { eventsPerSecond: writersOnly.eventsPerSecond, events: writersOnly.events, cpu: writersOnly.cpu },
+      paced: { ...paced, paceMs, askedEventsPerSecond: pacedRate, targetP99Ms: TARGETS.followP99Ms, result: followPass ? 'PASS' : 'MISS' },
+      busy: { ...busy, paceMs: CONFIG.busyPaceMs, askedEventsPerSecond: (CONFIG.procs * CONFIG.sessions * 1000) / CONFIG.busyPaceMs },
       coldOpen: { unit: 'ms', buildSeconds, big: oS.big, small: oS.small },
       onDisk: { ...onDisk, bytesPerEvent },
       totalSeconds,

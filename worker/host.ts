@@ -67,7 +67,7 @@ export function ownEngine(platform: Platform): EngineSource {
       })
       optionsOf.set(engine, options)
       if (channel) {
-        channel.listen((id) => void engine.follow(id))
+        channel.listen((id, length, tail) => void engine.follow(id, length, tail))
         channels.set(engine, channel)
       }
       return engine

@@ -9,6 +9,7 @@ import { SessionfoldError, where } from '../../src/errors'
 import type { SessionId } from '../../src/model'
 import type { EncodedEvent } from '../../src/validate'
 import { assertContinues, notFound } from '../guard'
+import { growthChannelOf } from './channel'
 import { codeOf } from './errors'
 import type { PgSettings, PostgresClient } from './options'
 import type { Names } from './schema'
@@ -57,7 +58,8 @@ export function createAppender(
   async function writeGroup(group: PendingAppend[]): Promise<void> {
     // The group as arrays, one statement (schema.ts, append_batch): the sessions in id order
     // with the lease token held on each as it is now (a lease lost since the append was asked
-    // still fences it), each append's session, first seq and size, and every event's body.
+    // still fences it) and its growth channel, each append's session, first seq and size, and
+    // every event's body.
     const ids = [...new Set(group.map((p) => p.id))].sort()
     const position = new Map(ids.map((id, i) => [id, i + 1]))
     const tokens = ids.map((id) => {
@@ -85,8 +87,8 @@ export function createAppender(
     try {
       const db = await sql()
       const [row] = await db.unsafe(
-        `SELECT codes, seen FROM ${n.schema}.append_batch($1::text[], $2::int8[], $3::int4[], $4::int8[], $5::int4[], $6::int4[], $7::int8[], $8::text[], $9::boolean)`,
-        [ids, tokens, aIdx, aFrom, aCount, eApp, eSeq, eBody, !strict],
+        `SELECT codes, seen FROM ${n.schema}.append_batch($1::text[], $2::int8[], $3::text[], $4::int4[], $5::int8[], $6::int4[], $7::int4[], $8::int8[], $9::text[], $10::boolean)`,
+        [ids, tokens, ids.map((id) => growthChannelOf(n.bare, id)), aIdx, aFrom, aCount, eApp, eSeq, eBody, !strict],
         { prepare: true },
       ) as { codes: number[]; seen: (string | null)[] }[]
       codes = row!.codes

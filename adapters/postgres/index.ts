@@ -15,6 +15,7 @@ import type { EncodedEvent } from '../../src/validate'
 import {
   alreadyExists, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound, resolveList, resolveRange,
 } from '../guard'
+import { isCount } from '../../src/limits'
 import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
 import { createAppender } from './append'
 import { codeOf, corrupt, redact, storageError } from './errors'
@@ -151,9 +152,22 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
 
     async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
       guard.check()
+      // A range with an end whose first page is all there needs no lookup of the session
+      // first (rows exist only up to its length): a follower reading what a notice announced
+      // makes one query. Otherwise, or if rows are missing, the session is looked up.
+      let start = range?.from ?? 0
+      if (range?.to !== undefined && isCount(start) && isCount(range.to) && range.to > start && !range.signal?.aborted) {
+        const end = Math.min(range.to, start + READ_PAGE)
+        const first = await onSession('read', id, async (sql) => readPage(sql, n, id, start, end))
+        if (first) {
+          yield first
+          start = end
+          if (start >= range.to) return
+        }
+      }
       const info = await onSession('read', id, (sql) => getInfo(sql, id))
       if (!info) throw notFound(id)
-      const { from, to } = resolveRange(id, range, info.length)
+      const { from, to } = resolveRange(id, { ...range, from: start }, info.length)
       for (let at = from; at < to; at += READ_PAGE) {
         if (range?.signal?.aborted) throw cancelled(id)
         const end = Math.min(to, at + READ_PAGE)

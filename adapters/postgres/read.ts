@@ -30,7 +30,7 @@ export function parseHeader(id: SessionId, text: string): SessionHeader {
 
 /** The session's header and length, or undefined. */
 export async function readInfo(sql: PostgresClient, n: Names, id: SessionId): Promise<StoredInfo | undefined> {
-  const [row] = await sql.unsafe(`SELECT header #>> '{}' AS header, length FROM ${n.sessions} WHERE id = $1`, [id]) as { header: string; length: string }[]
+  const [row] = await sql.unsafe(`SELECT header #>> '{}' AS header, length FROM ${n.sessions} WHERE id = $1`, [id], { prepare: true }) as { header: string; length: string }[]
   return row && { header: parseHeader(id, row.header), length: Number(row.length) }
 }
 
@@ -43,6 +43,7 @@ export async function readPage(sql: PostgresClient, n: Names, id: SessionId, at:
   const rows = await sql.unsafe(
     `SELECT seq, body FROM ${n.events} WHERE session_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq LIMIT $4`,
     [id, at, end, READ_PAGE],
+    { prepare: true },
   ) as { seq: string; body: string }[]
   if (rows.length !== end - at) return undefined
   return rows.map((row, i) => {

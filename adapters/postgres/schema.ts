@@ -3,9 +3,11 @@
 // itself refuses a gap's duplicate, checkpoints, and the lease table and token sequence that
 // the write locks use), plus one index of ours: ids in byte order ("C"), which is the order of
 // compareIds whatever the database's own collation. Version 2 adds the function append_batch,
-// which makes a group commit one statement (one round trip) instead of a transaction of four:
-// the tables are those of version 1, so a process of an older sessionfold still writing them
-// stays correct (it refuses to open a store newer than it knows, but one already open goes on).
+// which makes a group commit one statement (one round trip) instead of a transaction of four,
+// and sends growth notices on a channel per session, with the new events when they are small.
+// The tables are those of version 1, so a process of an older sessionfold still writing them
+// stays correct (it refuses to open a store newer than it knows, but one already open goes on;
+// its notices go to the old channel, and newer followers find its appends by their poll).
 import { SessionfoldError } from '../../src/errors'
 import type { PostgresClient } from './options'
 
@@ -20,8 +22,8 @@ export interface Names {
   checkpoints: string
   leases: string
   versions: string
-  /** The LISTEN/NOTIFY channel of growth notices: `sessionfold:<schema>`. */
-  channel: string
+  /** The schema's name as given (validated, unquoted). */
+  bare: string
 }
 
 export function namesOf(schema: string): Names {
@@ -33,7 +35,7 @@ export function namesOf(schema: string): Names {
     checkpoints: `${s}.checkpoints`,
     leases: `${s}.leases`,
     versions: `${s}.schema_version`,
-    channel: `sessionfold:${schema}`,
+    bare: schema,
   }
 }
 
@@ -53,25 +55,30 @@ const V1 = (n: Names): string[] => [
  * one statement, so in one transaction and one round trip. Arguments, by position:
  *  - p_ids: the distinct sessions of the group; p_tokens: the write-lease token this engine
  *    holds on each (NULL where it holds none: that session's appends are not fenced);
+ *    p_channels: each one's growth channel (channel.ts);
  *  - per append: a_idx (its session's position in p_ids), a_from (its first seq) and a_count
  *    (its number of events);
  *  - per event, in append order: e_app (its append's position), e_seq, e_body (its JSON);
  *  - p_relaxed: commit with synchronous_commit off.
  * The session rows are locked first, in id order (so two writers never deadlock), and each
- * append is judged in order as the JavaScript appender did before: codes[i] is 0 (written),
- * 1 (no such session), 2 (its lease is not held with that token) or 3 (a_from is not the
- * length then); seen[i] is the session's length when append i was judged. Only appends coded
- * 0 are written; each session that grew gets its new length and one growth notice, sent by
- * the server at commit.
+ * append is judged in order: codes[i] is 0 (written), 1 (no such session), 2 (its lease is not
+ * held with that token) or 3 (a_from is not the length then); seen[i] is the session's length
+ * when append i was judged. Only appends coded 0 are written; each session that grew gets its
+ * new length and one growth notice on its channel, delivered by the server at commit:
+ * `<id>:<length>`, or when the events it gained are small (under NOTICE_TAIL_BYTES of JSON)
+ * `<id>:<length>:<from>:[<event>,…]` with those events, so that a follower folds them without
+ * reading them back.
  */
+const NOTICE_TAIL_BYTES = 7000 // a NOTIFY payload must stay under 8000 bytes
 const V2 = (n: Names): string[] => [
   `CREATE OR REPLACE FUNCTION ${n.schema}.append_batch(
-    p_ids text[], p_tokens int8[], a_idx int4[], a_from int8[], a_count int4[],
+    p_ids text[], p_tokens int8[], p_channels text[], a_idx int4[], a_from int8[], a_count int4[],
     e_app int4[], e_seq int8[], e_body text[], p_relaxed boolean,
     OUT codes int2[], OUT seen int8[])
   LANGUAGE plpgsql AS $fn$
   DECLARE
     lens int8[];
+    base int8[];
     held boolean[];
     grown boolean[];
     k int4;
@@ -85,6 +92,7 @@ const V2 = (n: Names): string[] => [
     SELECT array_agg(l.session_id IS NOT NULL ORDER BY u.ord) INTO held
       FROM unnest(p_ids, p_tokens) WITH ORDINALITY AS u(id, token, ord)
       LEFT JOIN LATERAL (SELECT session_id FROM ${n.leases} WHERE session_id = u.id AND token = u.token FOR SHARE) l ON true;
+    base := lens;
     grown := array_fill(false, ARRAY[cardinality(p_ids)]);
     codes := array_fill(0::int2, ARRAY[cardinality(a_idx)]);
     seen := array_fill(NULL::int8, ARRAY[cardinality(a_idx)]);
@@ -105,7 +113,12 @@ const V2 = (n: Names): string[] => [
     INSERT INTO ${n.events} (session_id, seq, body)
       SELECT p_ids[a_idx[e.app]], e.seq, e.body FROM unnest(e_app, e_seq, e_body) AS e(app, seq, body) WHERE codes[e.app] = 0;
     UPDATE ${n.sessions} s SET length = u.len FROM unnest(p_ids, lens, grown) AS u(id, len, g) WHERE u.g AND s.id = u.id;
-    PERFORM pg_notify('${n.channel}', u.id || ':' || u.len) FROM unnest(p_ids, lens, grown) AS u(id, len, g) WHERE u.g;
+    PERFORM pg_notify(p_channels[g.k], p_ids[g.k] || ':' || lens[g.k] ||
+        CASE WHEN t.bytes < ${NOTICE_TAIL_BYTES} - octet_length(p_ids[g.k]) THEN ':' || base[g.k] || ':[' || t.bodies || ']' ELSE '' END)
+      FROM generate_subscripts(p_ids, 1) AS g(k)
+      JOIN (SELECT a_idx[e.app] AS k, string_agg(e.body, ',' ORDER BY e.seq) AS bodies, sum(octet_length(e.body) + 1) AS bytes
+              FROM unnest(e_app, e_seq, e_body) AS e(app, seq, body) WHERE codes[e.app] = 0 GROUP BY 1) AS t ON t.k = g.k
+      WHERE grown[g.k];
   END
   $fn$`,
   `UPDATE ${n.versions} SET version = 2`,

@@ -160,6 +160,36 @@ for (const [name, make] of adapters) {
       expect(seqs()).toEqual([-1, 1])
     }))
 
+    it('waits for a pause before a row by the clock: a session appending steadily gets none until it pauses, or until 15 × everyMs', withEngine({ checkpoint: { everyEvents: 1e9, everyMs: 300 } }, async ({ engine, inst }) => {
+      const rows = () => inst.counts.checkpointWrites.length
+      await engine.createSession({ id: 'steady' })
+      const created = rows()
+      const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+      // 1.2 s of an append every 30 ms: a row every 300 ms by the clock would be 4; waiting for a
+      // pause, none (one at most, should this machine stall the loop past 300 ms).
+      for (const end = performance.now() + 1200; performance.now() < end;) {
+        await engine.append('steady', { type: 'app/a' })
+        await sleep(30)
+      }
+      expect(rows() - created).toBeLessThanOrEqual(1)
+      const during = rows()
+      // The pause: a row once it has lasted everyMs.
+      await until(() => rows() > during, 3000)
+      const seqs = inst.counts.checkpointWrites.map((r) => r.rows.subagent!.seq)
+      expect(seqs.at(-1)).toBe((await engine.snapshot('steady')).asOfSeq)
+    }))
+
+    it('writes a row by the clock at the latest 15 × everyMs after the first unsaved event, however steady the appends', withEngine({ checkpoint: { everyEvents: 1e9, everyMs: 40 } }, async ({ engine, inst }) => {
+      await engine.createSession({ id: 'busy' })
+      const created = inst.counts.checkpointWrites.length
+      // An append every 10 ms, never a 40 ms pause (unless the machine stalls): the bound, 600 ms.
+      for (const end = performance.now() + 1500; performance.now() < end;) {
+        await engine.append('busy', { type: 'app/a' })
+        await new Promise((r) => setTimeout(r, 10))
+      }
+      expect(inst.counts.checkpointWrites.length - created).toBeGreaterThanOrEqual(1)
+    }))
+
     it('never writes a checkpoint ahead of the durable log, even with appends in flight', withEngine({ checkpoint: { everyEvents: 3 } }, async ({ engine, inst }) => {
       const violations: string[] = []
       inst.faults.onPutCheckpoint = async (id, row, inner) => {

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createPostgresAdapter, SCHEMA_VERSION } from '../../adapters/postgres'
+import { growthChannelOf } from '../../adapters/postgres/channel'
 import type { StorageAdapter } from '../../adapters/types'
 import type { SessionHeader } from '../../src/model'
 import { encodeEventInput } from '../../src/validate'
@@ -41,11 +42,11 @@ const adapterOn = (schema: string, extra: Partial<Parameters<typeof createPostgr
 }
 const psql = (sql: string) => cluster.psql(sql, 'behaviour')
 const serverLog = () => readFileSync(join(dirname(cluster.dataDir), 'server.log'), 'utf8')
-/** Transactions sent relaxed: creates (SET LOCAL) and append groups (append_batch's p_relaxed, $9). */
+/** Transactions sent relaxed: creates (SET LOCAL) and append groups (append_batch's p_relaxed, $10). */
 const relaxedCommits = () => {
   const log = serverLog()
   const creates = log.split('SET LOCAL synchronous_commit = off').length - 1
-  const groups = log.split('\n').filter((l) => l.includes('DETAIL:  parameters:') && /\$9 = 't'$/.test(l)).length
+  const groups = log.split('\n').filter((l) => l.includes('DETAIL:  parameters:') && /\$10 = 't'$/.test(l)).length
   return creates + groups
 }
 
@@ -132,23 +133,36 @@ describe('group commit', () => {
     expect((await readAll(a, 'g0')).map((e) => e.seq)).toEqual([0, 1])
   })
 
-  it('announces growth once per session per transaction on sessionfold:<schema>, at commit', async () => {
+  it('announces growth once per session per transaction on the session\'s channel, at commit, with the new events when they are small', async () => {
     const schema = fresh()
     const a = adapterOn(schema)
     await a.createSession(rootHeader('n1'))
     await a.createSession(rootHeader('n2'))
+    await a.createSession(rootHeader('n3'))
     const listener = postgres(url, { max: 1, onnotice: () => {} })
     const heard: string[] = []
     try {
-      await listener.listen(`sessionfold:${schema}`, (payload) => heard.push(payload))
+      for (const id of ['n1', 'n2']) await listener.listen(growthChannelOf(schema, id), (payload) => heard.push(payload))
       await a.append('n1', [ev('n1', 0)])
       // The first goes at once; the other three arrive while it is in flight and share the next
-      // transaction: one notice for n1 (its length after both), one for n2.
-      await Promise.all([a.append('n1', [ev('n1', 1)]), a.append('n1', evs('n1', 2, 3)), a.append('n1', [ev('n1', 5)]), a.append('n2', [ev('n2', 0)])])
-      await vi.waitFor(() => expect(heard).toContain('n2:1'), { timeout: 30_000 })
-      await vi.waitFor(() => expect(heard).toContain('n1:6'), { timeout: 30_000 })
-      expect(heard[0]).toBe('n1:1')
-      expect(heard.filter((p) => p.startsWith('n1:'))).toEqual(['n1:1', 'n1:2', 'n1:6'])
+      // transaction: one notice for n1 (its length after both), one for n2; none for n3 here,
+      // where nobody listens on its channel.
+      await Promise.all([a.append('n1', [ev('n1', 1)]), a.append('n1', evs('n1', 2, 3)), a.append('n1', [ev('n1', 5)]), a.append('n2', [ev('n2', 0)]), a.append('n3', [ev('n3', 0)])])
+      await vi.waitFor(() => expect(heard.some((p) => p.startsWith('n2:1:'))).toBe(true), { timeout: 30_000 })
+      await vi.waitFor(() => expect(heard.some((p) => p.startsWith('n1:6:'))).toBe(true), { timeout: 30_000 })
+      const parse = (p: string) => {
+        const [id, length, from, ...rest] = p.split(':')
+        return { id, length: Number(length), from: from === undefined ? undefined : Number(from), events: rest.length ? JSON.parse(rest.join(':')) as { seq: number }[] : undefined }
+      }
+      const n1 = heard.map(parse).filter((p) => p.id === 'n1')
+      expect(n1.map((p) => p.length)).toEqual([1, 2, 6])
+      expect(n1.map((p) => p.from)).toEqual([0, 1, 2])
+      expect(n1.map((p) => p.events!.map((e) => e.seq))).toEqual([[0], [1], [2, 3, 4, 5]])
+      expect(n1[2]!.events).toEqual((await readAll(a, 'n1', { from: 2 })))
+      expect(heard.filter((p) => p.startsWith('n3:'))).toEqual([])
+      // Events too large for a notice: the length only, and the follower reads them.
+      await a.append('n2', [ev('n2', 1, { text: 'x'.repeat(8000) })])
+      await vi.waitFor(() => expect(heard).toContain('n2:2'), { timeout: 30_000 })
     } finally {
       await listener.end({ timeout: 5 })
     }
@@ -167,7 +181,7 @@ describe('group commit', () => {
     // The create, and the two groups (a lone append, then the one that arrived meanwhile).
     await vi.waitFor(() => expect(relaxedCommits()).toBe(3), { timeout: 30_000 })
     // And append_batch turns synchronous_commit off for its own transaction only.
-    const shown = await psql(`BEGIN; SELECT codes FROM ${relaxedSchema}.append_batch('{r}', '{NULL}', '{1}', '{2}', '{0}', '{}', '{}', '{}', true); SHOW synchronous_commit; COMMIT; SHOW synchronous_commit`)
+    const shown = await psql(`BEGIN; SELECT codes FROM ${relaxedSchema}.append_batch('{r}', '{NULL}', '{sf_x}', '{1}', '{2}', '{0}', '{}', '{}', '{}', true); SHOW synchronous_commit; COMMIT; SHOW synchronous_commit`)
     expect(shown.split('\n')).toEqual(['BEGIN', '{0}', 'off', 'COMMIT', 'on'])
   })
 })

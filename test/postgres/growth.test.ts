@@ -1,15 +1,17 @@
 // PostgreSQL growth notices (worker/platform/growth-pg.ts) on a real throwaway cluster: a
-// pg_notify committed by another connection (as the adapter's append transaction does) reaches
-// listen's callback (latency measured over 200 notices and printed); growth without a notice
-// is found by the poll of followed sessions within pollMs; a cut connection is reconnected by
-// the driver and everything followed is polled at once on reconnect; after a server restart,
-// notices resume; close() stops it all.
+// pg_notify on a followed session's channel committed by another connection (as the adapter's
+// append does) reaches listen's callback (latency measured over 200 notices and printed), with
+// its length and the events it carries; sessions not followed are not heard; growth without a
+// notice is found by the poll of followed sessions within pollMs; a cut connection is LISTENed
+// again and everything followed is polled at once; after a server restart, notices resume;
+// close() stops it all.
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import postgres, { type Sql } from 'postgres'
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
 import type { GrowthChannel } from '../../worker/platform'
-import { growthChannelName, pgGrowth } from '../../worker/platform/growth-pg'
+import { growthChannelOf } from '../../adapters/postgres/channel'
+import { pgGrowth } from '../../worker/platform/growth-pg'
 import { createSchemaV1 } from '../support/pg-schema'
 import { startCluster, type PgCluster } from '../support/postgres'
 
@@ -25,26 +27,42 @@ const client = (url = cluster.url) => {
   clients.push(c)
   return c
 }
-const open = (c: Sql, pollMs?: number) => {
-  const g = pgGrowth({ sql: c, schema, pollMs })
+/** A growth channel on `url`: polls on a pool of its own, notices on a connection made as openStore makes it. */
+const open = (url: string, pollMs?: number) => {
+  const g = pgGrowth({
+    sql: client(url),
+    schema,
+    pollMs,
+    connect: ({ onnotify, onclose }) => {
+      // onnotify and onclose are options of the driver that its types do not declare.
+      const c = postgres(url, { max: 1, idle_timeout: 0, max_lifetime: null, fetch_types: false, onnotice: () => {}, onnotify, onclose } as postgres.Options<{}>)
+      clients.push(c)
+      return c
+    },
+  })
   channels.push(g)
   return g
 }
 const create = (id: string) => sql.unsafe(`INSERT INTO "${schema}".sessions (id, header) VALUES ($1, '{}')`, [id])
-/** An append as the adapter does it: the length grows and the notice goes out at commit. */
-const append = (id: string, notify = true) =>
+/**
+ * An append as the adapter makes it: the length grows and the notice goes out at commit, on the
+ * session's channel; `tail` adds the events to the notice, as the adapter does for small ones.
+ */
+const append = (id: string, notify = true, tail = false) =>
   sql.begin(async (tx) => {
     const [row] = await tx.unsafe<{ length: string }[]>(`UPDATE "${schema}".sessions SET length = length + 1 WHERE id = $1 RETURNING length`, [id])
-    if (notify) await tx.unsafe('SELECT pg_notify($1, $2)', [growthChannelName(schema), `${id}:${row!.length}`])
+    const length = Number(row!.length)
+    const events = tail ? `:${length - 1}:[${JSON.stringify({ seq: length - 1, type: 't/x', time: 1, data: { n: length } })}]` : ''
+    if (notify) await tx.unsafe('SELECT pg_notify($1, $2)', [growthChannelOf(schema, id), `${id}:${length}${events}`])
   })
 /** Records every call of the listener, with when it came. */
 const recorder = () => {
-  const calls: { id: string; at: number }[] = []
+  const calls: { id: string; length?: number; tail?: { from: number; events: unknown[] }; at: number }[] = []
   const waiters: { id: string; resolve: () => void }[] = []
   return {
     calls,
-    fn: (id: string) => {
-      calls.push({ id, at: performance.now() })
+    fn: (id: string, length?: number, tail?: { from: number; events: unknown[] }) => {
+      calls.push({ id, length, tail, at: performance.now() })
       for (const w of waiters.splice(0)) if (w.id === id) w.resolve(); else waiters.push(w)
     },
     next: (id: string) => new Promise<void>((resolve) => waiters.push({ id, resolve })),
@@ -73,22 +91,26 @@ afterEach(async () => {
   for (const c of clients.splice(0)) await c.end({ timeout: 0 })
 })
 
-it('a notice committed by another connection reaches listen within 100 ms (p50/p99 over 200)', async () => {
-  const g = open(client(), 60_000)
+it('a notice committed by another connection reaches listen within 100 ms (p50/p99 over 200), with its length and events; unfollowed sessions are not heard', async () => {
+  const g = open(cluster.url, 60_000)
   const r = recorder()
   g.listen(r.fn)
   await create('lat')
-  // Listening is in place once one notice gets through.
-  for (let i = 0; r.count('lat') === 0; i++) {
+  await create('unheard')
+  g.watch!('lat')
+  // Listening is in place once one notice gets through (the first call may be the poll that
+  // follows the LISTEN, telling the length it found).
+  for (let i = 0; r.calls.filter((c) => c.id === 'lat' && c.length! > 0).length === 0; i++) {
     if (i > 100) throw new Error('never listening')
     await append('lat')
     await sleep(20)
   }
+  await sleep(200)
   const latencies: number[] = []
   for (let i = 0; i < 200; i++) {
     const got = r.next('lat')
     const t0 = performance.now()
-    await append('lat')
+    await append('lat', true, i % 2 === 0)
     await within(2000, `notice ${i}`, got)
     latencies.push(r.calls.at(-1)!.at - t0)
   }
@@ -96,18 +118,30 @@ it('a notice committed by another connection reaches listen within 100 ms (p50/p
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!
   console.log(`notify latency (append transaction start → listen callback), 200 notices: p50 ${pct(50).toFixed(2)} ms, p99 ${pct(99).toFixed(2)} ms, max ${latencies.at(-1)!.toFixed(2)} ms`)
   expect(pct(99)).toBeLessThan(2000) // a generous bound for a shared machine; the figures are in the log
+  // Each notice told the length it announced, and the events it carried.
+  const last = r.calls.at(-1)!
+  const length = Number(await cluster.psql(`SELECT length FROM "${schema}".sessions WHERE id = 'lat'`))
+  expect(last.length).toBe(length)
+  expect(last.tail).toBeUndefined() // the 200th carried none
+  const carried = r.calls.at(-2)!
+  expect(carried.tail).toEqual({ from: length - 2, events: [{ seq: length - 2, type: 't/x', time: 1, data: { n: length - 1 } }] })
+  // A session nobody follows here is not heard, notice or not.
+  await append('unheard')
+  await append('unheard', true, true)
+  await sleep(300)
+  expect(r.count('unheard')).toBe(0)
 })
 
 it('growth with no notice is found by the poll of followed sessions only; a notified one is told once', async () => {
   const pollMs = 300
-  const g = open(client(), pollMs)
+  const g = open(cluster.url, pollMs)
   const r = recorder()
   g.listen(r.fn)
   await create('quiet')
   await create('other')
   const stop = g.watch!('quiet')
-  await sleep(pollMs * 2) // its length seen
-  expect(r.calls).toEqual([])
+  await sleep(pollMs * 2) // its length seen, and told once
+  expect(r.calls.map((c) => [c.id, c.length])).toEqual([['quiet', 0]])
 
   const t0 = performance.now()
   const got = r.next('quiet')
@@ -120,18 +154,20 @@ it('growth with no notice is found by the poll of followed sessions only; a noti
   // Unfollowed sessions are not polled; nothing grew, nothing is told again.
   await append('other', false)
   await sleep(pollMs * 3)
-  expect(r.count('quiet')).toBe(1)
+  expect(r.count('quiet')).toBe(2)
   expect(r.count('other')).toBe(0)
 
   // A notified growth is told by the notice, and the poll does not tell it again.
   await append('quiet')
   await sleep(pollMs * 3)
-  expect(r.count('quiet')).toBe(2)
+  expect(r.count('quiet')).toBe(3)
+  expect(r.calls.at(-1)!.length).toBe(2)
 
   stop()
   await append('quiet', false)
+  await append('quiet')
   await sleep(pollMs * 3)
-  expect(r.count('quiet')).toBe(2)
+  expect(r.count('quiet')).toBe(3)
 })
 
 /** A TCP proxy to the cluster that the test can cut (as a network would), and let through again. */
@@ -166,24 +202,26 @@ async function cuttableProxy(port: number): Promise<{ url: string; cut(): void; 
 it('a cut connection: the listener reconnects, every followed session is polled at once, notices resume', async () => {
   const proxy = await cuttableProxy(cluster.port)
   try {
-    const g = open(client(proxy.url), 600_000) // no timed poll in this test: only the reconnect's
+    const g = open(proxy.url, 600_000) // no timed poll in this test: only the reconnect's
     const r = recorder()
     g.listen(r.fn)
     for (const id of ['c1', 'c2', 'c3']) await create(id)
     for (const id of ['c1', 'c2', 'c3']) g.watch!(id)
-    for (let i = 0; r.count('c3') === 0; i++) {
+    for (let i = 0; r.calls.filter((c) => c.id === 'c3' && c.length! > 0).length === 0; i++) {
       if (i > 100) throw new Error('never listening')
       await append('c3')
       await sleep(20)
     }
+    await sleep(200)
     const before = r.count('c3')
+    const quiet = r.count('c1') + r.count('c2') // their first sightings
 
     proxy.cut()
     // Appends while the listener is cut off: their notices are lost.
     await append('c1')
     await append('c2')
     await sleep(300)
-    expect(r.count('c1') + r.count('c2')).toBe(0)
+    expect(r.count('c1') + r.count('c2')).toBe(quiet)
     expect(r.count('c3')).toBe(before)
 
     const t0 = performance.now()
@@ -208,13 +246,17 @@ it('a cut connection: the listener reconnects, every followed session is polled 
 }, 150_000)
 
 it('after the server restarts, notices resume and growth missed while it was down is found', async () => {
-  const g = open(client(), 500)
+  // rs2 is polled every 500 ms; rs is heard by notices only (its poll is an hour away).
+  const g = open(cluster.url, 500)
+  const byNotice = open(cluster.url, 3_600_000)
   const r = recorder()
   g.listen(r.fn)
+  byNotice.listen(r.fn)
   await create('rs')
   await create('rs2')
   g.watch!('rs2')
-  for (let i = 0; r.count('rs') === 0; i++) {
+  byNotice.watch!('rs')
+  for (let i = 0; r.calls.filter((c) => c.id === 'rs' && c.length! > 0).length === 0; i++) {
     if (i > 100) throw new Error('never listening')
     await append('rs')
     await sleep(20)
@@ -250,23 +292,24 @@ it('listen while the server is down: the driver keeps trying, and notices arrive
   let g: GrowthChannel
   const r = recorder()
   try {
-    g = open(client(), 60_000)
+    g = open(cluster.url, 60_000)
     g.listen(r.fn)
+    g.watch!('late')
     await sleep(500) // its first LISTEN fails meanwhile
   } finally {
     await cluster.startServer()
   }
-  for (let i = 0; r.count('late') === 0; i++) {
+  // Heard by a notice (no timed poll within the test): a length past 0.
+  for (let i = 0; r.calls.filter((c) => c.id === 'late' && c.length! > 0).length === 0; i++) {
     if (i > 300) throw new Error('never listening')
     await append('late')
     await sleep(100)
   }
-  expect(r.count('late')).toBeGreaterThan(0)
 })
 
 it('close() stops notices and polls; announce is a no-op; a bad schema is INVALID_ARGUMENT', async () => {
-  expect(() => pgGrowth({ sql, schema: 'x"y' })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
-  const g = open(client(), 100)
+  expect(() => pgGrowth({ sql, schema: 'x"y', connect: () => sql })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+  const g = open(cluster.url, 100)
   const r = recorder()
   g.listen(r.fn)
   await create('z')

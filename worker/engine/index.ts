@@ -21,7 +21,7 @@ import { applyChanges, type ImportTarget } from './apply-changes'
 import { notify, watch, type ChangeListener } from './change-feed'
 import { changesSince } from './changes-since'
 import { CheckpointPolicy } from './checkpoints'
-import { follow } from './follow'
+import { follow, type FollowTail } from './follow'
 import { createRoot, fork, recordExternal, spawn, type LineageHost } from './lineage'
 import { listChildren } from './list-children'
 import { LiveSessions, type LiveSession } from './live-sessions'
@@ -264,9 +264,10 @@ export class Engine {
 
   /**
    * Another engine appended to a session this engine follows without writing it: fold what
-   * is new from storage and push it to listeners.
+   * is new from storage (up to `length` when the notice said how long the log now is; the
+   * notice's own events when it carried them) and push it to listeners.
    */
-  follow(id: SessionId): Promise<void> {
+  follow(id: SessionId, length?: number, tail?: FollowTail): Promise<void> {
     const live = this.sessions.get(id)
     if (!live || live.writer || this.isClosed) return Promise.resolve()
     return follow(live, {
@@ -274,7 +275,7 @@ export class Engine {
       isCurrent: (s) => this.sessions.isCurrent(s),
       folded: (s) => notify(s, this.onError),
       onError: this.onError,
-    })
+    }, length, tail)
   }
 
   /** How much `verify` will read: stored sessions and their events. */

@@ -34,8 +34,8 @@ function broadcastGrowth(store: string): GrowthChannel {
     announce: (sessionId, length) => channel.postMessage({ sessionId, length }),
     listen(onGrow) {
       channel.onmessage = (event: MessageEvent) => {
-        const id = (event.data as { sessionId?: unknown } | null)?.sessionId
-        if (isSessionId(id)) onGrow(id)
+        const { sessionId: id, length } = (event.data ?? {}) as { sessionId?: unknown; length?: unknown }
+        if (isSessionId(id)) onGrow(id, Number.isSafeInteger(length) && (length as number) >= 0 ? length as number : undefined)
       }
     },
     close: () => channel.close(),

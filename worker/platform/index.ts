@@ -4,10 +4,20 @@ import type { StorageAdapter } from '../../adapters/types'
 import type { HostOptions } from '../../src/protocol'
 import type { WriterLocks } from '../locks'
 
+/** Events a growth notice carried: seqs `from`, `from + 1`, … (parsed, unchecked). */
+export interface GrowthTail {
+  from: number
+  events: unknown[]
+}
+
 /** Tells other engines on the same store (other tabs) that a session grew. */
 export interface GrowthChannel {
   announce(sessionId: string, length: number): void
-  listen(onGrow: (sessionId: string) => void): void
+  /**
+   * `length`, when the channel knows it: the log's length the announcement was made at;
+   * `tail`, when it carries them: the events from seq `tail.from` up to that length.
+   */
+  listen(onGrow: (sessionId: string, length?: number, tail?: GrowthTail) => void): void
   /**
    * For channels that cannot hear other engines announce (processes sharing files): starts
    * noticing growth of a session followed here; returns its stop.

@@ -59,7 +59,22 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
     await sql.end({ timeout: 1 }).catch(() => {})
     throw err
   }
-  const channel = pgGrowth({ sql, schema })
+  // Notices come on a connection of their own (LISTEN holds it), made on first follow.
+  const channel = pgGrowth({
+    sql,
+    schema,
+    connect: ({ onnotify, onclose }) => postgres(url, {
+      max: 1,
+      idle_timeout: 0, // never
+      max_lifetime: null, // never recycled: each reconnect means LISTEN again and a poll of all
+      fetch_types: false,
+      connect_timeout: connectTimeoutMs / 1000,
+      onnotice: () => {},
+      onnotify,
+      onclose,
+      connection: { application_name: 'sessionfold listen' },
+    }),
+  })
   return {
     storage,
     locks,
