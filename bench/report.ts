@@ -268,6 +268,10 @@ function postgresSection(pg: Any): string[] {
     [`${c.procs} processes × ${c.sessions} sessions appending at once (single events), aggregate`, "openStore({ storage: 'postgres' }) in a worker, one store per process", `${n0(pg.concurrent.eventsPerSecond)} events/s`],
     ...(pg.writersOnly ? [['(diagnostic) the same writers with no observers, aggregate', 'the same', `${n0(pg.writersOnly.eventsPerSecond)} events/s`]] : []),
     ['append acked in one process → a subscriber in another process has it', 'the same', `p50 ${fmt(lat.p50, 1)} ms, p90 ${fmt(lat.p90, 1)} ms, p99 ${fmt(lat.p99, 1)} ms (max ${fmt(lat.max, 1)}; ${n0(lat.n)} appends)`],
+    ...[pg.paced, pg.busy].filter(Boolean).flatMap((r: Any) => [
+      [`the same writers paced: each session one append every ${n0(r.paceMs)} ms (${n0(r.eventsPerSecond)} events/s in all; machine ${n0(r.cpu.machineBusyPercent)} % busy)`, 'the same',
+        `ack → subscriber in another process: p50 ${fmt(r.latency.p50, 1)} ms, p90 ${fmt(r.latency.p90, 1)} ms, p99 ${fmt(r.latency.p99, 1)} ms (max ${fmt(r.latency.max, 1)}; ${n0(r.latency.n)} appends)`],
+    ]),
     [`cold open of a ${n0(c.big)}-event session, checkpointed (observe → first snapshot, a new store)`, "openStore({ storage: 'postgres' }) in a worker", `${range(pg.coldOpen.big, 1)} ms`],
     [`cold open of a ${n0(c.small)}-event session, checkpointed`, 'the same', `${range(pg.coldOpen.small, 1)} ms`],
     ['events table on disk (heap, primary key, TOAST: pg_total_relation_size)', 'PostgreSQL', `${n0(pg.onDisk.bytesPerEvent)} B per event (body ${n0(pg.onDisk.bodyBytes)} B), ${fmt(pg.onDisk.bytesPerEvent * 1e5 / 2 ** 20, 1)} MiB per 100,000 events`],
@@ -288,9 +292,9 @@ function postgresSection(pg: Any): string[] {
     'How the same tables scale past one node (partitioning, replicas, pooling): docs/SCALING.md.')
   p()
   const ms = (key: string) => (c.batch / (pg.batched.variants as Any[]).find((v) => v.key === key)?.summary.median) * 1000
-  p(`The adapter alone takes ${fmt(ms('adapter') / ms('raw'), 2)} × the driver's time per batch: its transaction makes two round trips ` +
-    '(the fence check on the write lease and the length check, then the insert, the length update and the growth notice) and writes more than the insert ' +
-    '(a row lock on the lease, the sessions row, the notify queue). The client and the engine add the rest, with the worker hop; ' +
+  p(`The adapter alone takes ${fmt(ms('adapter') / ms('raw'), 2)} × the driver's time per batch: one statement (append_batch) in one round trip, as the driver's insert, ` +
+    'but it writes more than the insert: a row lock on the lease, the sessions row and its new length, and the growth notice with the events in it. ' +
+    'The client and the engine add the rest, with the worker hop (on this machine a thread woken from idle costs more than the memory-store diagnostics show, where both threads stay busy); ' +
     (Number.isFinite(ms('deferred')) ? `with checkpoints pushed past the run the store took ${fmt(ms('deferred'), 1)} ms per batch against ${fmt(ms('worker'), 1)} ms. ` : '') +
     'On a shared machine these rows move from round to round: compare the per-round ratios above, not single figures.')
   p()
@@ -302,9 +306,18 @@ function postgresSection(pg: Any): string[] {
     p(`Concurrent appends: the same ${c.procs} × ${c.sessions} writers made ${n0(pg.writersOnly.eventsPerSecond)} events/s with nobody observing, against ` +
       `${n0(pg.concurrent.eventsPerSecond)} events/s while every process also followed ${c.sessions} sessions of another. ` +
       (pg.writersOnly.eventsPerSecond > 1.5 * pg.concurrent.eventsPerSecond
-        ? 'Every engine LISTENing on the schema\'s channel hears every append\'s notice, and each observer reads and folds what is new: with all these processes on the same cores as the server, following costs the writers.'
+        ? 'Following is not free: each notice wakes the observing process, which folds the events it carried (or reads them, when they were too large to carry) and pushes the new values to its subscribers; with 8 writers, 8 observers and the server on the same 2 cores, that work is taken from the writers.'
         : 'Following changed the writers\' rate little here: what bounds it is the writers themselves (their processes, the server and its commits on the same cores).'))
     p()
+    if (pg.paced) {
+      p(`Latency: at saturation (every session appending as fast as it can, the machine ${n0(pg.concurrent.cpu?.machineBusyPercent ?? 100)} % busy) the time from an ack to another process is mostly queueing. ` +
+        `Paced, each of the ${n0(c.procs * c.sessions)} sessions appending once every ${n0(pg.paced.paceMs)} ms, the machine stays ${n0(pg.paced.cpu.machineBusyPercent)} % busy and the p99 is ${fmt(pg.paced.latency.p99, 1)} ms (target ≤ ${pg.paced.targetP99Ms} ms: **${pg.paced.result}**); ` +
+        (pg.busy ? `every ${n0(pg.busy.paceMs)} ms, ${n0(pg.busy.cpu.machineBusyPercent)} % busy, ${fmt(pg.busy.latency.p99, 1)} ms. ` : '') +
+        `A single appended event costs this machine about ${fmt(pg.paced.cpu.machineUsPerEvent / 1000, 1)} ms of CPU in all when appends come one at a time (${fmt(pg.concurrent.cpu?.machineUsPerEvent / 1000, 2)} ms at saturation, where group commit batches them): ` +
+        'writer and observer processes and their worker threads woken for it, the server\'s backends, the notice to the one process that follows the session. ' +
+        'A negative p50 is real: the observer hears the commit from the server before the writer\'s answer has crossed back from its worker thread.')
+      p()
+    }
   }
   return L
 }

@@ -33,7 +33,7 @@ export interface Appender {
 export function createAppender(
   sql: () => Promise<PostgresClient>,
   n: Names,
-  { strict, fence }: Pick<PgSettings, 'strict' | 'fence'>,
+  { strict, fence, prepare }: Pick<PgSettings, 'strict' | 'fence' | 'prepare'>,
 ): Appender {
   const queue: PendingAppend[] = []
   let flushing: Promise<void> | undefined
@@ -89,7 +89,7 @@ export function createAppender(
       const [row] = await db.unsafe(
         `SELECT codes, seen FROM ${n.schema}.append_batch($1::text[], $2::int8[], $3::text[], $4::int4[], $5::int8[], $6::int4[], $7::int4[], $8::int8[], $9::text[], $10::boolean)`,
         [ids, tokens, ids.map((id) => growthChannelOf(n.bare, id)), aIdx, aFrom, aCount, eApp, eSeq, eBody, !strict],
-        { prepare: true },
+        { prepare },
       ) as { codes: number[]; seen: (string | null)[] }[]
       codes = row!.codes
       seen = row!.seen

@@ -117,7 +117,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
 
   const appender = createAppender(db, n, settings)
 
-  const getInfo = async (sql: PostgresClient, id: SessionId): Promise<SessionInfo | undefined> => readInfo(sql, n, id)
+  const getInfo = async (sql: PostgresClient, id: SessionId): Promise<SessionInfo | undefined> => readInfo(sql, n, id, settings.prepare)
 
   return {
     kind: 'postgres',
@@ -158,7 +158,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
       let start = range?.from ?? 0
       if (range?.to !== undefined && isCount(start) && isCount(range.to) && range.to > start && !range.signal?.aborted) {
         const end = Math.min(range.to, start + READ_PAGE)
-        const first = await onSession('read', id, async (sql) => readPage(sql, n, id, start, end))
+        const first = await onSession('read', id, async (sql) => readPage(sql, n, id, start, end, settings.prepare))
         if (first) {
           yield first
           start = end
@@ -172,7 +172,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
         if (range?.signal?.aborted) throw cancelled(id)
         const end = Math.min(to, at + READ_PAGE)
         const page = await onSession('read', id, async (sql) => {
-          const events = await readPage(sql, n, id, at, end)
+          const events = await readPage(sql, n, id, at, end, settings.prepare)
           if (events) return events
           // Rows are missing: the session was deleted (or deleted and made again) since the
           // read began, or its log is damaged.
@@ -228,7 +228,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
         const done = await sql.unsafe(
           `INSERT INTO ${n.checkpoints} (session_id, row) SELECT s.id, $2 FROM ${n.sessions} s, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed WHERE s.id = $1 ON CONFLICT (session_id) DO UPDATE SET row = EXCLUDED.row RETURNING 1 AS ok`,
           [id, text],
-          { prepare: true },
+          { prepare: settings.prepare },
         ) as unknown[]
         if (done.length === 0) throw notFound(id)
       } catch (err) {

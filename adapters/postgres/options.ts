@@ -9,7 +9,7 @@ import { describe } from '../../src/validate'
  * driver installed.
  */
 export interface PostgresClient {
-  /** Runs a statement with `$n` parameters (`sql.unsafe`). */
+  /** Runs a statement with `$n` parameters (`sql.unsafe`); `prepare` keeps it as a prepared statement on the connection. */
   unsafe(query: string, parameters?: any[], options?: { prepare?: boolean }): PromiseLike<any> // eslint-disable-line @typescript-eslint/no-explicit-any
   /** Runs a callback in a transaction (`sql.begin`). */
   begin(...args: any[]): Promise<any> // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -55,6 +55,11 @@ export interface PgSettings {
   callDeadlineMs: number
   /** The password in `url` (never shown in a message). */
   secret: string | undefined
+  /**
+   * Hot statements are prepared on their connection, unless the caller's own `postgres()`
+   * instance was made with `prepare: false` (PgBouncer in transaction mode before 1.21).
+   */
+  prepare: boolean
 }
 
 const SCHEMA = /^[a-z_][a-z0-9_]{0,62}$/
@@ -111,5 +116,6 @@ export function settingsOf(options: PostgresAdapterOptions): PgSettings {
     // Connecting, waiting behind a transaction in flight, then the statement itself.
     callDeadlineMs: connectTimeoutMs + 2 * queryTimeoutMs + 5_000,
     secret: typeof url === 'string' ? passwordOf(url) : undefined,
+    prepare: (sql as { options?: { prepare?: unknown } } | undefined)?.options?.prepare !== false,
   }
 }

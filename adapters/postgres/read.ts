@@ -29,8 +29,8 @@ export function parseHeader(id: SessionId, text: string): SessionHeader {
 }
 
 /** The session's header and length, or undefined. */
-export async function readInfo(sql: PostgresClient, n: Names, id: SessionId): Promise<StoredInfo | undefined> {
-  const [row] = await sql.unsafe(`SELECT header #>> '{}' AS header, length FROM ${n.sessions} WHERE id = $1`, [id], { prepare: true }) as { header: string; length: string }[]
+export async function readInfo(sql: PostgresClient, n: Names, id: SessionId, prepare = true): Promise<StoredInfo | undefined> {
+  const [row] = await sql.unsafe(`SELECT header #>> '{}' AS header, length FROM ${n.sessions} WHERE id = $1`, [id], { prepare }) as { header: string; length: string }[]
   return row && { header: parseHeader(id, row.header), length: Number(row.length) }
 }
 
@@ -39,11 +39,11 @@ export async function readInfo(sql: PostgresClient, n: Names, id: SessionId): Pr
  * where the last one ended, so no page costs more than its own rows (no OFFSET). Returns
  * undefined when rows are missing (the caller tells a deleted session from a damaged log).
  */
-export async function readPage(sql: PostgresClient, n: Names, id: SessionId, at: number, end: number): Promise<SessionEvent[] | undefined> {
+export async function readPage(sql: PostgresClient, n: Names, id: SessionId, at: number, end: number, prepare = true): Promise<SessionEvent[] | undefined> {
   const rows = await sql.unsafe(
     `SELECT seq, body FROM ${n.events} WHERE session_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq LIMIT $4`,
     [id, at, end, READ_PAGE],
-    { prepare: true },
+    { prepare },
   ) as { seq: string; body: string }[]
   if (rows.length !== end - at) return undefined
   return rows.map((row, i) => {

@@ -168,6 +168,24 @@ describe('group commit', () => {
     }
   })
 
+  it('prepares no statement on a pool the caller made with prepare: false (PgBouncer in transaction mode)', async () => {
+    const schema = fresh()
+    const pool = postgres(url, { max: 2, prepare: false, onnotice: () => {} })
+    try {
+      const a = adapterOn(schema, { sql: pool })
+      await a.createSession(rootHeader('u'))
+      await a.append('u', [ev('u', 0)])
+      await a.putCheckpoint('u', { witness: { version: 1, id: 'u', createdAt: 1_700_000_000_000, seedLength: 0, delegationDepth: 0, origin: 'root' } as never, rows: {} })
+      expect((await readAll(a, 'u', { from: 0, to: 1 })).map((e) => e.seq)).toEqual([0])
+      await a.getSession('u')
+      const mine = serverLog().split('\n').filter((l) => l.includes(`"${schema}"`) && /LOG: {2}execute /.test(l))
+      expect(mine.length).toBeGreaterThanOrEqual(4)
+      expect(mine.filter((l) => !l.includes('execute <unnamed>'))).toEqual([])
+    } finally {
+      await pool.end({ timeout: 5 })
+    }
+  })
+
   it('commits strict appends synchronously, relaxed ones with synchronous_commit off', async () => {
     const strict = adapterOn(fresh())
     await strict.createSession(rootHeader('s'))
