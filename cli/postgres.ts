@@ -26,8 +26,8 @@ export interface PgTarget {
   schema: string
 }
 
-/** The schema names the store accepts (the growth channel `sessionfold:<schema>` must fit 63 bytes). */
-export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,50}$/
+/** The schema names the store accepts. */
+export { PG_SCHEMA_PATTERN as SCHEMA_NAME } from '../src/limits'
 
 /** Bound on connecting, for a command run by hand: a server that does not answer fails soon. */
 const CONNECT_TIMEOUT_S = 10

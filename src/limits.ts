@@ -128,3 +128,10 @@ export function catalogFactProblem(f: { v: CatalogVersion; mode: CatalogMode; la
   if (!MODES_BY_VERSION[f.v].includes(f.mode)) return `mode "${f.mode}" is not in payload version ${f.v}`
   return childLabelProblem(f)
 }
+
+/**
+ * A PostgreSQL store's schema name, used as it is in SQL (quoted): lower-case letters, digits
+ * and _, as PostgreSQL folds unquoted names, at most 51 characters (as published; PostgreSQL
+ * allows 63). Checked by openStore, the CLI, the adapter, its locks and its growth channel.
+ */
+export const PG_SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,50}$/

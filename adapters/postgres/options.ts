@@ -1,6 +1,7 @@
 // The PostgreSQL adapter's options, checked before anything connects, and the settings its
 // parts work from once defaults are applied.
 import { SessionfoldError } from '../../src/errors'
+import { PG_SCHEMA_PATTERN } from '../../src/limits'
 import { describe } from '../../src/validate'
 
 /**
@@ -23,7 +24,7 @@ export interface PostgresAdapterOptions {
   url?: string
   /**
    * The schema holding the tables (default `sessionfold`): `[a-z_][a-z0-9_]*`, at most 51
-   * characters (the growth channel `sessionfold:<schema>` must fit PostgreSQL's 63).
+   * characters.
    */
   schema?: string
   /** `strict` (default): an append resolves once committed synchronously. `relaxed`: `synchronous_commit = off`. */
@@ -62,9 +63,6 @@ export interface PgSettings {
   prepare: boolean
 }
 
-const SCHEMA = /^[a-z_][a-z0-9_]{0,62}$/
-/** NAMEDATALEN - 1 minus the length of 'sessionfold:'. */
-const MAX_SCHEMA_FOR_CHANNEL = 63 - 'sessionfold:'.length
 
 const invalid = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
@@ -90,8 +88,8 @@ export function settingsOf(options: PostgresAdapterOptions): PgSettings {
   if (typeof options !== 'object' || options === null) throw invalid(`postgres adapter: options must be an object, got ${describe(options)}`)
   const { url, sql, fence } = options
   const schema = options.schema ?? 'sessionfold'
-  if (typeof schema !== 'string' || !SCHEMA.test(schema) || schema.length > MAX_SCHEMA_FOR_CHANNEL) {
-    throw invalid(`postgres adapter: schema must be 1-${MAX_SCHEMA_FOR_CHANNEL} characters of [a-z0-9_], not starting with a digit, got ${describe(schema)}`)
+  if (typeof schema !== 'string' || !PG_SCHEMA_PATTERN.test(schema)) {
+    throw invalid(`postgres adapter: schema must be 1-51 characters of [a-z0-9_], not starting with a digit, got ${describe(schema)}`)
   }
   if (sql === undefined && (typeof url !== 'string' || !/^postgres(ql)?:\/\//.test(url))) {
     // Never echo the URL: it may hold a password.

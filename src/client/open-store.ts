@@ -3,7 +3,7 @@
 import { SessionfoldError } from '../errors'
 import type { ProjectionDefinition } from '../projection'
 import type { HostOptions, StorageKind } from '../protocol'
-import { DEFAULT_MAX_EVENT_BYTES } from '../limits'
+import { DEFAULT_MAX_EVENT_BYTES, PG_SCHEMA_PATTERN } from '../limits'
 import { assertOptions, describe, isPlainObject } from '../validate'
 import type { Connectors } from './connection'
 import { Store } from './store'
@@ -78,11 +78,6 @@ const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'url', 'schema', 'lease', 'time
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
-/**
- * A schema name used as it is in SQL (quoted): lower-case letters, digits and _, as PostgreSQL
- * folds names; at most 51, so that the growth channel `sessionfold:<schema>` fits in 63.
- */
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,50}$/
 
 /** A URL for messages: its password never shows. */
 const redactUrl = (url: unknown): unknown => (typeof url === 'string' ? url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@') : url)
@@ -130,8 +125,8 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   for (const [k, v] of Object.entries(options.timeouts ?? {})) {
     if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > 3_600_000)) throw bad(`timeouts.${k} must be an integer of ms in 1..3600000, got ${describe(v)}`)
   }
-  if (options.schema !== undefined && (typeof options.schema !== 'string' || !SCHEMA_NAME.test(options.schema))) {
-    throw bad(`schema must match ${SCHEMA_NAME} (a plain PostgreSQL name), got ${describe(options.schema)}`)
+  if (options.schema !== undefined && (typeof options.schema !== 'string' || !PG_SCHEMA_PATTERN.test(options.schema))) {
+    throw bad(`schema must match ${PG_SCHEMA_PATTERN} (a plain PostgreSQL name), got ${describe(options.schema)}`)
   }
   const durability = options.durability ?? 'strict'
   if (durability !== 'strict' && durability !== 'relaxed') throw bad(`durability must be 'strict' or 'relaxed', got ${describe(durability)}`)

@@ -8,13 +8,14 @@ import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { Sql } from 'postgres'
 import { SessionfoldError, where } from '../../src/errors'
+import { PG_SCHEMA_PATTERN } from '../../src/limits'
 import type { SessionId } from '../../src/model'
 import { locked, type WriterLocks } from './index'
 
 export interface PostgresLocksOptions {
   /** The store's connection (the adapter's). */
   sql: Sql
-  /** The store's schema (validated `^[a-z_][a-z0-9_]{0,62}$`). */
+  /** The store's schema (validated: PG_SCHEMA_PATTERN). */
   schema: string
   /** Written into each lease row, for people reading the table. Default `<hostname>:<pid>:<random>`. */
   owner?: string
@@ -34,7 +35,6 @@ export interface PostgresLocks extends WriterLocks {
   close(): Promise<void>
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
 /** The SQLSTATE class of errors that mean the server is gone or refuses us for now. */
 const UNAVAILABLE_STATES = /^(08|57P0[1-3]|53300)/
@@ -61,8 +61,8 @@ interface Lease {
 
 export function createPostgresLocks(options: PostgresLocksOptions): PostgresLocks {
   const { sql, schema, onLost } = options
-  if (!SCHEMA_NAME.test(schema)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `schema ${JSON.stringify(schema)} must match ${SCHEMA_NAME.source}`)
+  if (!PG_SCHEMA_PATTERN.test(schema)) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `schema ${JSON.stringify(schema)} must match ${PG_SCHEMA_PATTERN.source}`)
   }
   const ttlMs = options.ttlMs ?? 10_000
   if (!Number.isInteger(ttlMs) || ttlMs < 30 || ttlMs > 86_400_000) {

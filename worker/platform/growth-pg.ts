@@ -14,6 +14,7 @@
 import type { Sql } from 'postgres'
 import { growthChannelOf } from '../../adapters/postgres/channel'
 import { SessionfoldError } from '../../src/errors'
+import { PG_SCHEMA_PATTERN } from '../../src/limits'
 import type { GrowthChannel, GrowthTail } from './index'
 
 /** What the listening connection tells. */
@@ -31,13 +32,12 @@ export interface PgGrowthOptions {
    * timeout, passing these handlers as its `onnotify` and `onclose`. Made on first follow.
    */
   connect: (handlers: ListenHandlers) => Sql
-  /** The store's schema (validated `^[a-z_][a-z0-9_]{0,62}$`). */
+  /** The store's schema (validated: PG_SCHEMA_PATTERN). */
   schema: string
   /** How often followed sessions are polled, notices or not. Default 1000 ms. */
   pollMs?: number
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 /** LISTEN statements per round trip. */
 const LISTEN_BATCH = 1000
 /** Waits before LISTENing again after a failure: doubling from the first, up to the last. */
@@ -53,8 +53,8 @@ interface Watched {
 
 export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
   const { sql, schema, connect } = options
-  if (!SCHEMA_NAME.test(schema)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `schema ${JSON.stringify(schema)} must match ${SCHEMA_NAME.source}`)
+  if (!PG_SCHEMA_PATTERN.test(schema)) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `schema ${JSON.stringify(schema)} must match ${PG_SCHEMA_PATTERN.source}`)
   }
   const pollMs = options.pollMs ?? 1000
   if (!Number.isInteger(pollMs) || pollMs < 10) throw new SessionfoldError('INVALID_ARGUMENT', `pollMs must be an integer of at least 10 (got ${String(pollMs)})`)
