@@ -9,7 +9,7 @@ import postgres, { type Sql } from 'postgres'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createPostgresLocks, type PostgresLocks } from '../../worker/locks/postgres'
 import { expectCode } from '../support/helpers'
-import { spawnFixture, type Child } from '../support/pg-child'
+import { spawnFixture, type Child } from '../support/fixture-process'
 import { createSchemaV1 } from '../support/pg-schema'
 import { startCluster, type PgCluster } from '../support/postgres'
 

@@ -8,7 +8,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createPostgresAdapter } from '../../adapters/postgres'
 import { openStore, type Store } from '../../src/index-node'
-import { spawnFixture, type Child } from '../support/pg-child'
+import { spawnFixture, type Child } from '../support/fixture-process'
 import { expectCode, readAll } from '../support/helpers'
 import { startCluster, type PgCluster } from '../support/postgres'
 

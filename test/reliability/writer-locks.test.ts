@@ -14,6 +14,7 @@ import { createFsLocks, releaseThreadLocks } from '../../worker/locks/fs'
 import { until } from '../contract/client'
 import { expectCode } from '../support/helpers'
 import { fullRefold } from '../support/refold'
+import { spawnFixture, type Child } from '../support/fixture-process'
 
 let dir: string
 let child: ChildProcess | undefined
@@ -28,36 +29,11 @@ afterEach(async () => {
 })
 
 /** Another process on the store, driven over stdin (fixtures/session-writer.ts). */
-interface Writer {
-  process: ChildProcess
-  send(line: string): void
-  /** The next line it prints. */
-  line(): Promise<string>
-  exited: Promise<void>
-}
+type Writer = Child
 
 async function writer(worker = false): Promise<Writer> {
-  const p = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '../fixtures/session-writer.ts'), dir, String(worker)], { stdio: ['pipe', 'pipe', 'inherit'] })
-  others.push(p)
-  const lines: string[] = []
-  const waiting: ((line: string) => void)[] = []
-  let buffered = ''
-  p.stdout!.on('data', (d: Buffer) => {
-    buffered += d.toString()
-    const parts = buffered.split('\n')
-    buffered = parts.pop()!
-    for (const l of parts) (waiting.shift() ?? ((x: string) => lines.push(x)))(l)
-  })
-  const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()))
-  const w: Writer = {
-    process: p,
-    send: (line) => p.stdin!.write(`${line}\n`),
-    line: () => (lines.length > 0 ? Promise.resolve(lines.shift()!) : Promise.race([
-      new Promise<string>((resolve) => waiting.push(resolve)),
-      exited.then(() => { throw new Error('the writer process exited') }),
-    ])),
-    exited,
-  }
+  const w = spawnFixture('session-writer.ts', [dir, String(worker)])
+  others.push(w.process)
   expect(await w.line()).toBe('ready')
   return w
 }

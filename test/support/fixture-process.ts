@@ -1,5 +1,5 @@
-// A fixture process for the PostgreSQL tests (node --import tsx test/fixtures/<name>.ts ...),
-// spoken to by lines: send() writes one to its stdin, line() resolves with its next stdout line.
+// A fixture process for the tests (node --import tsx test/fixtures/<name>.ts ...), spoken to
+// by lines: send() writes one to its stdin, line() resolves with its next stdout line.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 
