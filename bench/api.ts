@@ -34,7 +34,7 @@ import type { StorageAdapter } from '../adapters/types'
 import { HEADER_VERSION } from '../src/limits'
 import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
 import { encodeEventInput } from '../src/validate'
-import { messageInput, rawWriteFsync, rotate, sourceState } from './common'
+import { messageInput, rawWriteFsync, rotate, runRounds, sourceState } from './common'
 import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
@@ -314,20 +314,7 @@ async function main(): Promise<void> {
     // Each round runs A B C C B A (the order rotating from round to round), and a round's figure
     // for each is its two runs together (events over their summed time): a load that rises or
     // falls during the round weighs on every side alike.
-    const batchedRuns = new Map<string, number[]>(BATCHED.map((x) => [x.key, []]))
-    for (let r = 0; r <= CONFIG.rounds; r++) {
-      const warmUp = r === 0
-      const order = rotate(BATCHED, r)
-      const ms = new Map<string, number>(BATCHED.map((x) => [x.key, 0]))
-      for (const x of [...order, ...[...order].reverse()]) ms.set(x.key, ms.get(x.key)! + (events / (await x.run())) * 1000)
-      const line: string[] = []
-      for (const x of BATCHED) {
-        const v = ((2 * events) / ms.get(x.key)!) * 1000
-        if (!warmUp) batchedRuns.get(x.key)!.push(v)
-        line.push(`${x.key} ${fmt(v, 0)}`)
-      }
-      log(`batched ${warmUp ? 'warm-up' : `round ${r}/${CONFIG.rounds}`} (events/s): ${line.join(', ')}`)
-    }
+    const batchedRuns = await runRounds(BATCHED, CONFIG.rounds, events, log, fmt)
     const bS = new Map(BATCHED.map((x) => [x.key, summarize(batchedRuns.get(x.key)!)]))
 
     // ---- (2) single appends ----

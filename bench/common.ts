@@ -25,6 +25,37 @@ export function rotate<T>(items: readonly T[], r: number): T[] {
   return [...items.slice(k), ...items.slice(0, k)]
 }
 
+/**
+ * Rounds of throughput runs: round 0 a warm-up (not recorded), then `rounds` rounds, each
+ * running every variant twice in an order that rotates from round to round and back (A B C …
+ * C B A), so that drift on a shared machine falls on all alike. `run` returns events/s for
+ * `events` events; each round records the rate over both runs of a variant. The per-round
+ * rates of each variant, by key.
+ */
+export async function runRounds(
+  variants: readonly { key: string; run: () => Promise<number> }[],
+  rounds: number,
+  events: number,
+  log: (line: string) => void,
+  fmt: (v: number, digits: number) => string,
+): Promise<Map<string, number[]>> {
+  const out = new Map<string, number[]>(variants.map((x) => [x.key, []]))
+  for (let r = 0; r <= rounds; r++) {
+    const warmUp = r === 0
+    const order = rotate(variants, r)
+    const ms = new Map<string, number>(variants.map((x) => [x.key, 0]))
+    for (const x of [...order, ...[...order].reverse()]) ms.set(x.key, ms.get(x.key)! + (events / (await x.run())) * 1000)
+    const line: string[] = []
+    for (const x of variants) {
+      const v = ((2 * events) / ms.get(x.key)!) * 1000
+      if (!warmUp) out.get(x.key)!.push(v)
+      line.push(`${x.key} ${fmt(v, 0)}`)
+    }
+    log(`batched ${warmUp ? 'warm-up' : `round ${r}/${rounds}`} (events/s): ${line.join(', ')}`)
+  }
+  return out
+}
+
 const WORDS = 'the agent read the file and proposed a patch to the parser so that the tests pass again '
 
 /** A message input whose stored JSON ({"seq",type,time,data}, 5-digit seq, 13-digit time) is `bytes` long. */

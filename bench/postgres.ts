@@ -37,7 +37,7 @@ import { HEADER_VERSION } from '../src/limits'
 import { openStore, type EventInput, type SessionView, type Store } from '../src/index-node'
 import { encodeEventInput } from '../src/validate'
 import { startCluster, type PgCluster } from '../test/support/postgres'
-import { messageInput, rotate, sourceState } from './common'
+import { messageInput, rotate, runRounds, sourceState } from './common'
 import { checkSettings, fmt, fmtSummary, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
 
 const env = (name: string, fallback: number): number => {
@@ -362,20 +362,7 @@ async function main(): Promise<void> {
       { key: 'memWorker', label: "(diagnostic) openStore({ storage: 'memory' }): the same calls, no database", layer: 'diagnostic (no database)', run: () => runBatched(memWorker, batches) },
       { key: 'memThread', label: "(diagnostic) openStore({ storage: 'memory', worker: false }): the same calls", layer: 'diagnostic (no database)', run: () => runBatched(memThread, batches) },
     ]
-    const batchedRuns = new Map<string, number[]>(BATCHED.map((x) => [x.key, []]))
-    for (let r = 0; r <= CONFIG.rounds; r++) {
-      const warmUp = r === 0
-      const order = rotate(BATCHED, r)
-      const ms = new Map<string, number>(BATCHED.map((x) => [x.key, 0]))
-      for (const x of [...order, ...[...order].reverse()]) ms.set(x.key, ms.get(x.key)! + (events / (await x.run())) * 1000)
-      const line: string[] = []
-      for (const x of BATCHED) {
-        const v = ((2 * events) / ms.get(x.key)!) * 1000
-        if (!warmUp) batchedRuns.get(x.key)!.push(v)
-        line.push(`${x.key} ${fmt(v, 0)}`)
-      }
-      log(`batched ${warmUp ? 'warm-up' : `round ${r}/${CONFIG.rounds}`} (events/s): ${line.join(', ')}`)
-    }
+    const batchedRuns = await runRounds(BATCHED, CONFIG.rounds, events, log, fmt)
     const bS = new Map(BATCHED.map((x) => [x.key, summarize(batchedRuns.get(x.key)!)]))
     for (const s of stores.splice(0)) await s.close()
     await adapter.close()
