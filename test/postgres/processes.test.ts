@@ -1,5 +1,5 @@
 // PostgreSQL across processes, through the public openStore only (each other process runs
-// test/fixtures/pg-store-client.ts): one writer per session among racing processes; a SIGKILLed
+// test/fixtures/store-client.ts): one writer per session among racing processes; a SIGKILLed
 // holder's lease taken over once it expires; fencing end to end (a writer frozen past its lease
 // whose session was taken over cannot append when it wakes); observers in another process follow
 // appends within a bound (latency figures printed); a writer SIGKILLed mid-append loses nothing
@@ -43,7 +43,7 @@ afterEach(async () => {
 
 /** Another process on this test's store, its leases living `ttlMs` without renewal. */
 async function client(ttlMs: number, worker = false): Promise<Child> {
-  const c = spawnFixture('pg-store-client.ts', [url, schema, String(ttlMs), String(worker)])
+  const c = spawnFixture('store-client.ts', [JSON.stringify({ storage: 'postgres', url, schema, lease: { ttlMs }, worker })])
   children.push(c)
   expect(await c.line()).toBe('ready')
   return c

@@ -28,11 +28,11 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-/** Another process on the store, driven over stdin (fixtures/session-writer.ts). */
+/** Another process on the store, driven over stdin (fixtures/store-client.ts). */
 type Writer = Child
 
 async function writer(worker = false): Promise<Writer> {
-  const w = spawnFixture('session-writer.ts', [dir, String(worker)])
+  const w = spawnFixture('store-client.ts', [JSON.stringify({ dir, worker })])
   others.push(w.process)
   expect(await w.line()).toBe('ready')
   return w
@@ -94,13 +94,13 @@ describe('writer locks across processes', () => {
       const seqs: number[] = []
       view.projections.subscribe((snap) => seqs.push(snap.asOfSeq))
       w.send(`append ${JSON.stringify({ type: 'turn/start', time: 1000 })}`)
-      expect(await w.line()).toBe('ack 0')
+      expect(await w.line()).toMatch(/^ack 0 \d+$/)
       await until(() => view.projections.get('subagentTiming')?.turns === 1)
       w.send('spawn kid')
       expect(await w.line()).toBe('spawned kid')
       await until(() => view.projections.get('subagentCatalog')?.[0]?.id === 'kid')
       w.send(`append ${JSON.stringify({ type: 'turn/end', time: 1600 })}`)
-      expect(await w.line()).toBe('ack 2')
+      expect(await w.line()).toMatch(/^ack 2 \d+$/)
       await until(() => view.projections.get('subagentTiming')?.settledMs === 600)
       expect(seqs.at(-1)).toBe(2)
       const a = createFsAdapter({ dir })
