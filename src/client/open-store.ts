@@ -67,7 +67,10 @@ export interface OpenStoreOptions {
   checkpoint?: {
     /** After this many events since the last checkpoint (default 256). */
     everyEvents?: number
-    /** This long after an event not yet checkpointed, in ms (default 2000). */
+    /**
+     * Once the session has had no new event for this long, in ms (default 2000), when events
+     * are not yet checkpointed; at the latest 15 times this long after the first of them.
+     */
     everyMs?: number
   }
   /** Largest encoded event, default 1 MiB. */
