@@ -35,14 +35,9 @@ import { HEADER_VERSION } from '../src/limits'
 import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
 import { encodeEventInput } from '../src/validate'
 import { messageInput, rawWriteFsync, rotate, runRounds, sourceState } from './common'
-import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
-
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name]
-  return v === undefined || v === '' ? fallback : Number(v)
-}
 
 const CONFIG = {
   eventBytes: 300,
@@ -241,34 +236,6 @@ function untilLength(view: SessionView, length: number): Promise<void> {
 
 // ---- main ---------------------------------------------------------------------------------
 
-interface Ratio {
-  id: string
-  figure: string
-  layer: string
-  /** What is divided by what. */
-  ratio: string
-  /** Per-round ratios: each pairs runs of the same round. */
-  perRound: Summary
-  /** Ratio of the two medians, for comparison. */
-  ofMedians: number
-  /** '≥ 0.5', '≤ 2', or '' (information). */
-  target: string
-  pass: boolean | undefined
-  result: 'PASS' | 'MISS' | ''
-}
-
-function ratio(
-  id: string, figure: string, layer: string, what: string, a: Summary, b: Summary, target?: { atLeast?: number; atMost?: number },
-): Ratio {
-  const perRound = summarize(pairRatios(a.samples, b.samples))
-  const pass = target?.atLeast !== undefined ? perRound.median >= target.atLeast : target?.atMost !== undefined ? perRound.median <= target.atMost : undefined
-  return {
-    id, figure, layer, ratio: what, perRound, ofMedians: a.median / b.median,
-    target: target?.atLeast !== undefined ? `≥ ${target.atLeast}` : target?.atMost !== undefined ? `≤ ${target.atMost}` : '',
-    pass, result: pass === undefined ? '' : pass ? 'PASS' : 'MISS',
-  }
-}
-
 async function main(): Promise<void> {
   const started = performance.now()
   const { root, cleanup } = await benchRoot('sessionfold-bench-api-')
@@ -417,18 +384,18 @@ async function main(): Promise<void> {
     }
     const small = fmt(CONFIG.catalogSmall, 0)
     const big = fmt(CONFIG.catalogLarge, 0)
-    const headline: Ratio[] = [
-      ratio('batched-worker', `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
+    const headline: HeadlineRatio[] = [
+      headlineRatio('batched-worker', `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
         LAYER.worker, 'openStore({ dir }) events/s ÷ raw events/s', bS.get('worker')!, bS.get('raw')!, { atLeast: TARGETS.batchedWorker }),
-      ratio('batched-thread', `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
+      headlineRatio('batched-thread', `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
         LAYER.thread, 'openStore({ dir, worker: false }) events/s ÷ raw events/s', bS.get('thread')!, bS.get('raw')!, { atLeast: TARGETS.batchedThread }),
-      ratio('group-commit-worker', `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
+      headlineRatio('group-commit-worker', `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
         LAYER.worker, 'concurrent events/s ÷ sequential events/s', sS.get('workerConcurrent')!, sS.get('workerSequential')!, { atLeast: TARGETS.groupCommit }),
-      ratio('group-commit-thread', `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
+      headlineRatio('group-commit-thread', `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
         LAYER.thread, 'concurrent events/s ÷ sequential events/s', sS.get('threadConcurrent')!, sS.get('threadSequential')!),
-      ratio('catalog-writer', `a catalog fact (recordExternal) until the writer's mirror holds it: catalog of ${big} vs ${small} entries`,
+      headlineRatio('catalog-writer', `a catalog fact (recordExternal) until the writer's mirror holds it: catalog of ${big} vs ${small} entries`,
         LAYER.worker, `time at ${big} ÷ time at ${small}`, cS.get('largeWriter')!, cS.get('smallWriter')!, { atMost: TARGETS.catalog }),
-      ratio('catalog-observer', `a catalog fact (recordExternal) until an observer's subscribe listener hears it: catalog of ${big} vs ${small} entries`,
+      headlineRatio('catalog-observer', `a catalog fact (recordExternal) until an observer's subscribe listener hears it: catalog of ${big} vs ${small} entries`,
         LAYER.worker, `time at ${big} ÷ time at ${small}`, cS.get('largeObserver')!, cS.get('smallObserver')!),
     ]
     const catalogRows = [

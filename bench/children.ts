@@ -31,14 +31,9 @@ import type { SubagentListEntry } from '../src/children'
 import type { SessionId } from '../src/model'
 import { TURN_END, TURN_START } from '../src/units/payloads'
 import { Engine } from '../worker/engine'
-import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
-
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name]
-  return v === undefined || v === '' ? fallback : Number(v)
-}
 
 const CONFIG = {
   children: env('BENCH_CHILDREN', 1_000),

@@ -43,14 +43,9 @@ import type { AppendResult } from '../src/protocol'
 import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
 import { TURN_END, TURN_START } from '../src/units/payloads'
 import { messageInput, rotate, sourceState } from './common'
-import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
-
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name]
-  return v === undefined || v === '' ? fallback : Number(v)
-}
 
 const CONFIG = {
   /** Appends per latency run (stream pacing). */

@@ -38,12 +38,7 @@ import { openStore, type EventInput, type SessionView, type Store } from '../src
 import { encodeEventInput } from '../src/validate'
 import { startCluster, type PgCluster } from '../test/support/postgres'
 import { messageInput, rotate, runRounds, sourceState } from './common'
-import { checkSettings, fmt, fmtSummary, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
-
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name]
-  return v === undefined || v === '' ? fallback : Number(v)
-}
+import { checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, printTable, resultsPath, summarize, type Summary } from './stats'
 
 const CONFIG = {
   eventBytes: 300,
@@ -275,28 +270,6 @@ async function runBatched(store: Store, batches: readonly EventInput[][]): Promi
 
 // ---- main ---------------------------------------------------------------------------------
 
-interface Ratio {
-  id: string
-  figure: string
-  layer: string
-  ratio: string
-  perRound: Summary
-  ofMedians: number
-  target: string
-  pass: boolean | undefined
-  result: 'PASS' | 'MISS' | ''
-}
-
-function ratio(id: string, figure: string, layer: string, what: string, a: Summary, b: Summary, target?: { atLeast?: number; atMost?: number }): Ratio {
-  const perRound = summarize(pairRatios(a.samples, b.samples))
-  const pass = target?.atLeast !== undefined ? perRound.median >= target.atLeast : target?.atMost !== undefined ? perRound.median <= target.atMost : undefined
-  return {
-    id, figure, layer, ratio: what, perRound, ofMedians: a.median / b.median,
-    target: target?.atLeast !== undefined ? `≥ ${target.atLeast}` : target?.atMost !== undefined ? `≤ ${target.atMost}` : '',
-    pass, result: pass === undefined ? '' : pass ? 'PASS' : 'MISS',
-  }
-}
-
 async function main(): Promise<void> {
   const started = performance.now()
   checkSettings(CONFIG)
@@ -453,10 +426,10 @@ async function main(): Promise<void> {
       floorWorker: msPerBatch('raw') / (msPerBatch('adapter') + msPerBatch('memWorker')),
     }
     const what = `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs the same rows inserted with the driver, one transaction per batch`
-    const headline: Ratio[] = [
-      ratio('pg-batched-worker', what, LAYER.worker, 'openStore events/s ÷ driver events/s', bS.get('worker')!, bS.get('raw')!, { atLeast: TARGETS.batchedWorker }),
-      ratio('pg-batched-thread', what, LAYER.thread, 'openStore events/s ÷ driver events/s', bS.get('thread')!, bS.get('raw')!),
-      ratio('pg-cold-open', `cold open (new store, observe → first snapshot) of a ${fmt(CONFIG.big, 0)}-event session vs a ${fmt(CONFIG.small, 0)}-event one, both checkpointed`,
+    const headline: HeadlineRatio[] = [
+      headlineRatio('pg-batched-worker', what, LAYER.worker, 'openStore events/s ÷ driver events/s', bS.get('worker')!, bS.get('raw')!, { atLeast: TARGETS.batchedWorker }),
+      headlineRatio('pg-batched-thread', what, LAYER.thread, 'openStore events/s ÷ driver events/s', bS.get('thread')!, bS.get('raw')!),
+      headlineRatio('pg-cold-open', `cold open (new store, observe → first snapshot) of a ${fmt(CONFIG.big, 0)}-event session vs a ${fmt(CONFIG.small, 0)}-event one, both checkpointed`,
         LAYER.worker, `time at ${fmt(CONFIG.big, 0)} ÷ time at ${fmt(CONFIG.small, 0)}`, oS.big, oS.small, { atMost: TARGETS.coldOpen }),
     ]
 

@@ -42,14 +42,9 @@ import { CATALOG } from '../src/units/payloads'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
 import { Engine, type EngineOptions } from '../worker/engine'
 import { checkpointRowOf, foldEvent, initSlots, restoreSlots, type UnitSlot } from '../worker/units'
-import { fmt, fmtSummary, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
-
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name]
-  return v === undefined || v === '' ? fallback : Number(v)
-}
 
 const CONFIG = {
   // (a)

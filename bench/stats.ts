@@ -96,6 +96,42 @@ export async function benchRoot(prefix: string): Promise<{ root: string; cleanup
 }
 
 /** Every numeric setting (BENCH_* overrides included) must be a positive integer. */
+/** A numeric setting from the environment (`BENCH_…`), or `fallback` when unset or empty. */
+export function env(name: string, fallback: number): number {
+  const v = process.env[name]
+  return v === undefined || v === '' ? fallback : Number(v)
+}
+
+/** A headline ratio of the public API benchmarks (bench/api.ts, bench/postgres.ts), judged per round. */
+export interface HeadlineRatio {
+  id: string
+  figure: string
+  layer: string
+  /** What is divided by what. */
+  ratio: string
+  /** Per-round ratios: each pairs runs of the same round. */
+  perRound: Summary
+  /** Ratio of the two medians, for comparison. */
+  ofMedians: number
+  /** '≥ 0.5', '≤ 2', or '' (information). */
+  target: string
+  pass: boolean | undefined
+  result: 'PASS' | 'MISS' | ''
+}
+
+/** `a` ÷ `b` per round, judged on its median against `target` when there is one. */
+export function headlineRatio(
+  id: string, figure: string, layer: string, what: string, a: Summary, b: Summary, target?: { atLeast?: number; atMost?: number },
+): HeadlineRatio {
+  const perRound = summarize(pairRatios(a.samples, b.samples))
+  const pass = target?.atLeast !== undefined ? perRound.median >= target.atLeast : target?.atMost !== undefined ? perRound.median <= target.atMost : undefined
+  return {
+    id, figure, layer, ratio: what, perRound, ofMedians: a.median / b.median,
+    target: target?.atLeast !== undefined ? `≥ ${target.atLeast}` : target?.atMost !== undefined ? `≤ ${target.atMost}` : '',
+    pass, result: pass === undefined ? '' : pass ? 'PASS' : 'MISS',
+  }
+}
+
 export function checkSettings(config: Record<string, unknown>): void {
   for (const [k, v] of Object.entries(config)) {
     if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)

@@ -25,15 +25,10 @@ import type { StorageAdapter } from '../adapters/types'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { encodeEvent, type EncodedEvent } from '../src/validate'
 import { openSqlitePeer, type SqlitePeer } from './sqlite-peer'
-import { fmt, fmtSummary, median, pairRatios, printTable, summarize, type Summary, benchRoot, checkSettings, resultsPath } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, median, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
 import { rawWriteFsync } from './common'
 
 // ---- configuration ------------------------------------------------------------------------
-
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name]
-  return v === undefined || v === '' ? fallback : Number(v)
-}
 
 const CONFIG = {
   durability: 'strict' as const,

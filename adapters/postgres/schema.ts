@@ -39,7 +39,7 @@ export function namesOf(schema: string): Names {
   }
 }
 
-const V1 = (n: Names): string[] => [
+export const V1 = (n: Names): string[] => [
   `CREATE TABLE ${n.versions} (version int NOT NULL)`,
   `CREATE TABLE ${n.sessions} (id text PRIMARY KEY, header jsonb NOT NULL, length bigint NOT NULL DEFAULT 0)`,
   `CREATE TABLE ${n.events} (session_id text NOT NULL REFERENCES ${n.sessions}(id) ON DELETE CASCADE, seq bigint NOT NULL, body text NOT NULL, PRIMARY KEY (session_id, seq))`,

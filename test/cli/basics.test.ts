@@ -4,7 +4,7 @@
 // levels deep with a deleted child and an external one, a fork, an unrelated root, a damaged
 // session, and (for delete) a writer in another process. Each bad input is checked for both
 // halves: its error code, and that the store (or its absence) did not change.
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
 import { folderOf } from '../../adapters/fs/layout'
 import { buildCli, root, runCli, type CliResult } from '../support/cli-bundle'
+import { spawnHolder } from '../support/fixture-process'
 
 let dir: string
 let store: string
@@ -81,17 +82,7 @@ async function buildStore(path: string, options: { damaged?: boolean } = {}): Pr
 
 /** Another process holding `id` open for writing (the store's writer lock), until killed. */
 async function holdWriter(path: string, id: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/fixtures/lock-holder.ts'), path, id], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
-  holders.push(child)
-  await new Promise<void>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString()
-      if (out.includes('holding')) resolve()
-    })
-    child.once('exit', (code) => reject(new Error(`lock holder exited with ${code}`)))
-  })
-  return child
+  return spawnHolder(join(root, 'test/fixtures/lock-holder.ts'), [path, id], holders, root)
 }
 
 const ids = async (path: string) => (JSON.parse((await run(['ls', '--dir', path, '--json'])).out) as { id: string }[]).map((r) => r.id).sort()

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
 import { buildCli, root, runCli, type CliResult } from '../support/cli-bundle'
 import { startCluster, type PgCluster } from '../support/postgres'
+import { spawnHolder } from '../support/fixture-process'
 
 let cluster: PgCluster
 let url: string
@@ -67,17 +68,7 @@ async function snapshot(schema: string, live = ''): Promise<string> {
 
 /** Another process holding `id` open for writing (its write lease), until killed. */
 async function holdWriter(schema: string, id: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/pg-writer.ts'), url, schema, id], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
-  holders.push(child)
-  await new Promise<void>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString()
-      if (out.includes('holding')) resolve()
-    })
-    child.once('exit', (code) => reject(new Error(`writer exited with ${code}`)))
-  })
-  return child
+  return spawnHolder(join(__dirname, 'fixtures/pg-writer.ts'), [url, schema, id], holders, root)
 }
 
 /** stderr is one JSON line `{ error: { code, message } }`; returns it. */

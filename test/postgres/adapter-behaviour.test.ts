@@ -15,6 +15,7 @@ import type { StorageAdapter } from '../../adapters/types'
 import type { SessionHeader } from '../../src/model'
 import { encodeEventInput } from '../../src/validate'
 import { ev, evs, expectCode, readAll, rootHeader, snapshotStore } from '../support/helpers'
+import { schemaV1 } from '../support/pg-schema'
 import { startCluster, type PgCluster } from '../support/postgres'
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 })
@@ -70,15 +71,7 @@ describe('migrations', () => {
     const header = rootHeader('old')
     const body = (seq: number) => JSON.stringify({ seq, type: 'test/event', time: 1_700_000_000_000 + seq, data: { n: seq } })
     // Version 1's tables exactly as that version made them, with a session of 2 events.
-    await psql(`CREATE SCHEMA ${schema};
-      CREATE TABLE ${schema}.schema_version (version int NOT NULL);
-      CREATE TABLE ${schema}.sessions (id text PRIMARY KEY, header jsonb NOT NULL, length bigint NOT NULL DEFAULT 0);
-      CREATE TABLE ${schema}.events (session_id text NOT NULL REFERENCES ${schema}.sessions(id) ON DELETE CASCADE, seq bigint NOT NULL, body text NOT NULL, PRIMARY KEY (session_id, seq));
-      CREATE TABLE ${schema}.checkpoints (session_id text PRIMARY KEY REFERENCES ${schema}.sessions(id) ON DELETE CASCADE, row text NOT NULL);
-      CREATE SEQUENCE ${schema}.lease_tokens;
-      CREATE TABLE ${schema}.leases (session_id text PRIMARY KEY, token bigint NOT NULL, owner text NOT NULL, expires_at timestamptz NOT NULL);
-      CREATE INDEX sessions_id_bytes ON ${schema}.sessions (id COLLATE "C");
-      INSERT INTO ${schema}.schema_version (version) VALUES (1);
+    await psql(`${schemaV1(schema)}
       INSERT INTO ${schema}.sessions (id, header, length) VALUES ('old', to_jsonb('${JSON.stringify(header)}'::text), 2);
       INSERT INTO ${schema}.events (session_id, seq, body) VALUES ('old', 0, '${body(0)}'), ('old', 1, '${body(1)}');`)
     const adapters = Array.from({ length: 4 }, () => adapterOn(schema))

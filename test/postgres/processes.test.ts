@@ -7,7 +7,7 @@
 // and the same store works again once it is back, its handles and subscribers intact.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createPostgresAdapter } from '../../adapters/postgres'
-import { openStore, type Store } from '../../src/index-node'
+import { openStore, type Session, type Store } from '../../src/index-node'
 import { spawnFixture, type Child } from '../support/fixture-process'
 import { expectCode, readAll } from '../support/helpers'
 import { startCluster, type PgCluster } from '../support/postgres'
@@ -82,6 +82,19 @@ async function openUntilWon(c: Child, id: string, withinMs: number): Promise<num
   }
 }
 
+/** openSession(id) on `s` until it is no longer SESSION_LOCKED, within `withinMs` of `since`. */
+async function openOnceFree(s: Store, id: string, since: number, withinMs: number): Promise<Session> {
+  for (;;) {
+    try {
+      return await s.openSession(id)
+    } catch (err) {
+      expect((err as { code?: string }).code).toBe('SESSION_LOCKED')
+      expect(Date.now() - since).toBeLessThan(withinMs)
+      await sleep(50)
+    }
+  }
+}
+
 describe('postgres across processes (openStore)', () => {
   it('lease and timeouts are checked before anything connects: INVALID_ARGUMENT for bad values or another storage, and no schema is created', async () => {
     const base = { storage: 'postgres' as const, url, schema, worker: false }
@@ -147,17 +160,7 @@ describe('postgres across processes (openStore)', () => {
     await a.exited
     const b = await store({ ttlMs })
     await expectCode(b.openSession('s'), 'SESSION_LOCKED')
-    let s
-    for (;;) {
-      try {
-        s = await b.openSession('s')
-        break
-      } catch (err) {
-        expect((err as { code?: string }).code).toBe('SESSION_LOCKED')
-        expect(Date.now() - killedAt).toBeLessThan(ttlMs + 5_000)
-        await sleep(50)
-      }
-    }
+    const s = await openOnceFree(b, 's', killedAt, ttlMs + 5_000)
     const tookOverMs = Date.now() - killedAt
     // Not before the lease could have expired (the holder's last renewal was at most ttl/3 before the kill).
     expect(tookOverMs).toBeGreaterThanOrEqual(Math.floor((2 * ttlMs) / 3) - 50)
@@ -268,17 +271,7 @@ describe('postgres across processes (openStore)', () => {
     }
     const last = await store({ ttlMs })
     const t0 = Date.now()
-    let s
-    for (;;) {
-      try {
-        s = await last.openSession('k')
-        break
-      } catch (err) {
-        expect((err as { code?: string }).code).toBe('SESSION_LOCKED')
-        expect(Date.now() - t0).toBeLessThan(ttlMs + 10_000)
-        await sleep(50)
-      }
-    }
+    const s = await openOnceFree(last, 'k', t0, ttlMs + 10_000)
     const length = (await stored('k')).length
     expect(await s.append({ type: 'app/after' })).toEqual({ firstSeq: length, lastSeq: length })
     expect(contiguous((await stored('k')).map((e) => e.seq))).toBe(true)

@@ -1,6 +1,6 @@
 // Reliability: one writer per session across processes and threads; a dead writer's lock is taken over once (§6 client API)
 // One writer per session across Node processes sharing a dir: lock files with the owner's pid.
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,7 +14,7 @@ import { createFsLocks, releaseThreadLocks } from '../../worker/locks/fs'
 import { until } from '../contract/client'
 import { expectCode } from '../support/helpers'
 import { fullRefold } from '../support/refold'
-import { spawnFixture, type Child } from '../support/fixture-process'
+import { spawnFixture, spawnHolder, type Child } from '../support/fixture-process'
 
 let dir: string
 let child: ChildProcess | undefined
@@ -38,14 +38,7 @@ async function writer(worker = false): Promise<Writer> {
   return w
 }
 
-async function holder(id: string): Promise<ChildProcess> {
-  const p = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '../fixtures/lock-holder.ts'), dir, id], { stdio: ['ignore', 'pipe', 'inherit'] })
-  await new Promise<void>((resolve, reject) => {
-    p.stdout!.on('data', (d: Buffer) => d.toString().includes('holding') && resolve())
-    p.once('exit', (code) => reject(new Error(`holder exited with ${code}`)))
-  })
-  return p
-}
+const holder = (id: string): Promise<ChildProcess> => spawnHolder(join(__dirname, '../fixtures/lock-holder.ts'), [dir, id], others)
 
 describe('writer locks across processes', () => {
   for (const worker of [false, true]) {

@@ -32,3 +32,22 @@ export function spawnFixture(name: string, args: string[]): Child {
     exited,
   }
 }
+
+/**
+ * A process that takes something (a write lease, a lock) and holds it until killed: `script`
+ * run with tsx, resolved once it prints `holding`, rejected if it exits first. It is added to
+ * `track` at once, so that a test's cleanup kills it even when it never got so far.
+ */
+export async function spawnHolder(script: string, args: string[], track: ChildProcess[], cwd?: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd, stdio: ['ignore', 'pipe', 'inherit'] })
+  track.push(child)
+  await new Promise<void>((resolve, reject) => {
+    let out = ''
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString()
+      if (out.includes('holding')) resolve()
+    })
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before holding`)))
+  })
+  return child
+}
