@@ -159,3 +159,30 @@ function closed(kind: string): SessionfoldError {
 export function cancelled(id: SessionId): SessionfoldError {
   return new SessionfoldError('CANCELLED', `read of ${where(id)} was cancelled`, { sessionId: id })
 }
+
+/** Longest value `putMeta` takes (a replication's cursors are far smaller). */
+export const MAX_META_BYTES = 64 * 1024
+
+/** INVALID_ARGUMENT unless `key` is a meta key (the rule of session ids) and `value`, when given, a string of at most MAX_META_BYTES. */
+export function assertMeta(key: unknown, value?: unknown): void {
+  assertSessionId(key, 'meta key')
+  if (arguments.length < 2) return
+  if (typeof value !== 'string' || value.length > MAX_META_BYTES) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `meta value for ${describe(key)} must be a string of at most ${MAX_META_BYTES} characters`)
+  }
+}
+
+/** A fresh feed identity: 16 random bytes, hex. */
+export function newFeedId(): string {
+  const bytes = new Uint8Array(16)
+  globalThis.crypto.getRandomValues(bytes)
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+/** The index after feed position `after` in a feed whose positions are 1-based counts ('' = 0). */
+export function feedAfter(after: string, length: number): number {
+  if (after === '') return 0
+  const n = Number(after)
+  if (!Number.isSafeInteger(n) || n < 0 || String(n) !== after) throw new SessionfoldError('INVALID_ARGUMENT', `feed position ${describe(after)} is not one of this store's`)
+  return Math.min(n, length)
+}

@@ -13,12 +13,12 @@ import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import type { EncodedEvent } from '../src/validate'
 import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
-  platformErrorCode, resolveList, resolveRange, toStorageError,
+  platformErrorCode, resolveList, resolveRange, toStorageError, assertMeta, feedAfter, newFeedId,
 } from './guard'
-import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
+import { READ_PAGE, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { CheckpointRow, CheckpointUnitRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
 export type { EncodedEvent } from '../src/validate'
 
 /** Options of {@link createIndexedDbAdapter}. */
@@ -34,7 +34,10 @@ export interface IndexedDbAdapterOptions {
   indexedDB?: IDBFactory
 }
 
-const VERSION = 1
+/** Version 2 adds the change feed (`feed`, keys from a key generator: commit order) and `meta`. */
+const VERSION = 2
+/** The meta key of the feed's identity (not a valid user key: those follow the session id rule). */
+const FEED_ID_KEY = '#feed'
 
 /** An append waiting for the next group's transaction. */
 interface PendingAppend {
@@ -54,9 +57,11 @@ interface Schema extends DBSchema {
   sessions: { key: SessionId; value: Meta }
   events: { key: [SessionId, number]; value: SessionEvent }
   checkpoints: { key: SessionId; value: CheckpointRow }
+  feed: { key: number; value: Omit<FeedEntry, 'at'> }
+  meta: { key: string; value: string }
 }
 
-type StoreName = 'sessions' | 'events' | 'checkpoints'
+type StoreName = 'sessions' | 'events' | 'checkpoints' | 'feed' | 'meta'
 type Db = IDBPDatabase<Schema>
 type Tx<M extends IDBTransactionMode> = IDBPTransaction<Schema, StoreName[], M>
 
@@ -98,8 +103,12 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       const request = factory.open(name, VERSION)
       request.addEventListener('upgradeneeded', () => {
         const raw = request.result
-        for (const store of ['sessions', 'events', 'checkpoints']) {
+        for (const store of ['sessions', 'events', 'checkpoints', 'meta']) {
           if (!raw.objectStoreNames.contains(store)) raw.createObjectStore(store)
+        }
+        if (!raw.objectStoreNames.contains('feed')) {
+          raw.createObjectStore('feed', { autoIncrement: true })
+          request.transaction!.objectStore('meta').put(newFeedId(), FEED_ID_KEY)
         }
       })
       const db = (await wrap(request)) as unknown as Db
@@ -219,10 +228,11 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     /** Appends refused on their own (they are told at once); the others land or fail together. */
     const refused = new Set<PendingAppend>()
     try {
-      await withDb('append to', ids.length === 1 ? ids[0] : undefined, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
+      await withDb('append to', ids.length === 1 ? ids[0] : undefined, (db) => inTx(db, ['sessions', 'events', 'feed'], 'readwrite', async (tx) => {
         const landed: PendingAppend[] = []
         const sessions = tx.objectStore('sessions')
         const metas = new Map(await Promise.all(ids.map(async (id) => [id, await sessions.get(id)] as const)))
+        const before = new Map([...metas].map(([id, m]) => [id, m?.length ?? 0]))
         const writes: Promise<unknown>[] = []
         for (const p of group) {
           const meta = metas.get(p.id)
@@ -238,7 +248,11 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
           writes.push(...putEvents(tx, p.id, p.batch))
           meta.length += p.batch.length
         }
-        for (const id of new Set(landed.map((p) => p.id))) writes.push(quiet(sessions.put(metas.get(id)!, id)))
+        for (const id of new Set(landed.map((p) => p.id))) {
+          const meta = metas.get(id)!
+          writes.push(quiet(sessions.put(meta, id)))
+          writes.push(quiet(tx.objectStore('feed').add({ id, from: before.get(id)!, to: meta.length })))
+        }
         // No more requests: ask for the commit now. Left to auto-commit, the transaction commits
         // only once every put's result has come back to this thread and nothing new was asked
         // (one more round trip to the browser's IndexedDB per group). A failed put still aborts it.
@@ -268,11 +282,12 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       assertHeader(header)
       assertSeed(header, seed)
       const id = header.id
-      await withDb('create', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
+      await withDb('create', id, (db) => inTx(db, ['sessions', 'events', 'feed'], 'readwrite', async (tx) => {
         const sessions = tx.objectStore('sessions')
         if ((await sessions.getKey(id)) !== undefined) throw alreadyExists(id)
         const added = quiet(sessions.add({ header, length: seed.length }, id))
-        await Promise.all([added, ...putEvents(tx, id, seed)])
+        const fed = quiet(tx.objectStore('feed').add({ id, from: 0, to: seed.length }))
+        await Promise.all([added, fed, ...putEvents(tx, id, seed)])
       }))
     }),
     append: (id, batch) => forSession(id, () => new Promise<void>((resolve, reject) => {
@@ -330,6 +345,33 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     }),
     deleteCheckpoint: (id) => forSession(id, async () => {
       await withCheckpoints('delete checkpoint of', id, 'readwrite', (store) => store.delete(id))
+    }),
+    feed: {
+      id: () => guard.run(() => withDb('read the feed of', undefined, (db) => inTx(db, ['meta'], 'readonly', async (tx) => {
+        const id = await tx.objectStore('meta').get(FEED_ID_KEY)
+        if (id === undefined) throw new SessionfoldError('CORRUPT_LOG', `IndexedDB database "${name}" has a feed without its identity`)
+        return id
+      }))),
+      head: () => guard.run(() => withDb('read the feed of', undefined, (db) => inTx(db, ['feed'], 'readonly', async (tx) => {
+        const last = await tx.objectStore('feed').openKeyCursor(null, 'prev')
+        return last ? String(last.key) : ''
+      }))),
+      read: (after, limit) => guard.run(async () => {
+        const start = feedAfter(after, Number.MAX_SAFE_INTEGER)
+        return withDb('read the feed of', undefined, (db) => inTx(db, ['feed'], 'readonly', async (tx) => {
+          const range = IDBKeyRange.lowerBound(start, true)
+          const [keys, values] = await Promise.all([tx.objectStore('feed').getAllKeys(range, limit), tx.objectStore('feed').getAll(range, limit)])
+          return values.map((v, i) => ({ at: String(keys[i]), id: v.id, from: v.from, to: v.to }))
+        }))
+      }),
+    },
+    getMeta: (key) => guard.run(async () => {
+      assertMeta(key)
+      return withDb('read meta of', undefined, (db) => inTx(db, ['meta'], 'readonly', (tx) => tx.objectStore('meta').get(key)))
+    }),
+    putMeta: (key, value) => guard.run(async () => {
+      assertMeta(key, value)
+      await withDb('write meta of', undefined, (db) => inTx(db, ['meta'], 'readwrite', (tx) => tx.objectStore('meta').put(value, key)))
     }),
     close: () => guard.close(async () => {
       const p = connection

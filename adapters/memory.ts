@@ -12,10 +12,11 @@ import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
   resolveList, resolveRange,
 } from './guard'
-import { READ_PAGE, compareIds, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
+import { assertMeta, feedAfter, newFeedId } from './guard'
+import { READ_PAGE, compareIds, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { CheckpointRow, CheckpointUnitRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
 export type { EncodedEvent } from '../src/validate'
 
 interface Stored {
@@ -33,6 +34,10 @@ interface Stored {
 export function createMemoryAdapter(): StorageAdapter {
   const sessions = new Map<SessionId, Stored>()
   const guard = createGuard('memory')
+  /** The change feed: entry i is at position String(i + 1). */
+  const feed: Omit<FeedEntry, 'at'>[] = []
+  const feedId = newFeedId()
+  const meta = new Map<string, string>()
 
   const get = (id: SessionId): Stored => {
     assertSessionId(id)
@@ -50,10 +55,13 @@ export function createMemoryAdapter(): StorageAdapter {
       assertSeed(header, seed)
       if (sessions.has(header.id)) throw alreadyExists(header.id)
       sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json) })
+      feed.push({ id: header.id, from: 0, to: seed.length })
     }),
     append: (id, batch: readonly EncodedEvent[]) => guard.run(async () => {
       const s = get(id)
       assertContinues(id, batch, s.events.length)
+      if (batch.length === 0) return
+      feed.push({ id, from: s.events.length, to: s.events.length + batch.length })
       for (const e of batch) s.events.push(e.json)
     }),
     async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
@@ -92,6 +100,22 @@ export function createMemoryAdapter(): StorageAdapter {
     }),
     deleteCheckpoint: (id) => guard.run(async () => {
       delete get(id).checkpoint
+    }),
+    feed: {
+      id: () => guard.run(async () => feedId),
+      head: () => guard.run(async () => (feed.length === 0 ? '' : String(feed.length))),
+      read: (after, limit) => guard.run(async () => {
+        const start = feedAfter(after, feed.length)
+        return feed.slice(start, start + limit).map((e, i) => ({ ...e, at: String(start + i + 1) }))
+      }),
+    },
+    getMeta: (key) => guard.run(async () => {
+      assertMeta(key)
+      return meta.get(key)
+    }),
+    putMeta: (key, value) => guard.run(async () => {
+      assertMeta(key, value)
+      meta.set(key, value)
     }),
     close: () => guard.close(),
   }

@@ -54,6 +54,33 @@ export interface RepairReport {
   bytes: number
 }
 
+/** One write, as the change feed records it: session `id` gained events `[from, to)` (a creation: from 0). */
+export interface FeedEntry {
+  /** The entry's position: pass it as `after` to read the entries after it. Opaque, adapter-made. */
+  at: string
+  /** The session written. */
+  id: SessionId
+  /** Its first new seq (0 for a creation). */
+  from: number
+  /** The log's length after the write. */
+  to: number
+}
+
+/**
+ * A store-wide record of its writes (creations and appends) in commit order, so that a sync
+ * finds what changed since its cursor in proportion to what changed, not by looking at every
+ * session. A hint, never the data: an entry may name a session deleted since, or a range a
+ * crash cut back; readers check the log. Positions are opaque strings made by the adapter.
+ */
+export interface ChangeFeed {
+  /** This feed's identity: a cursor made on another store, or on a feed started over, names another. */
+  id(): Promise<string>
+  /** A position after every entry committed so far: `read(head)` gives only later entries. */
+  head(): Promise<string>
+  /** Entries committed after position `after` ('' for the first), oldest first, at most `limit`. */
+  read(after: string, limit: number): Promise<FeedEntry[]>
+}
+
 /**
  * The storage contract. It stores sessions, event ranges and checkpoint rows, and knows
  * nothing of projections or folding: sequence rules beyond "continue the stored seq" and
@@ -96,6 +123,12 @@ export interface StorageAdapter {
   putCheckpoint(id: SessionId, row: CheckpointRow): Promise<void>
   /** Removes the session's checkpoint row, if any. */
   deleteCheckpoint(id: SessionId): Promise<void>
+  /** The store's change feed (every adapter of this package has one; a custom one may not). */
+  readonly feed?: ChangeFeed
+  /** A small record of the store's own (a replication's cursors), by key; undefined when unset. */
+  getMeta?(key: string): Promise<string | undefined>
+  /** Stores `value` under `key`, durably, replacing what was there (a crash leaves one or the other). */
+  putMeta?(key: string, value: string): Promise<void>
   /** Waits for pending writes, then releases files or connections. Later calls: CLOSED. */
   close(): Promise<void>
 }

@@ -27,11 +27,39 @@ export interface ChangeBatch {
 }
 
 /**
- * Where a receiver stands: per session, the `createdAt` of the life that was sent and how many
- * of its events were. Plain JSON; keep it with the receiver and pass it back. `null` (or no
- * cursor) means "from the beginning"; sending again what the receiver has is harmless.
+ * Where a receiver stands. Plain JSON and small; keep it with the receiver and pass it back.
+ * `null` (or no cursor) means "from the beginning"; sending again what the receiver has is
+ * harmless. A store with a change feed (every adapter of this package) makes
+ * {@link FeedCursor}s; {@link SessionMapCursor}s are still read, and made when `until` or
+ * `head` is asked for.
  */
-export interface ChangeCursor {
+export type ChangeCursor = FeedCursor | SessionMapCursor
+
+/**
+ * A position in the sending store's change feed, so a call costs what was written since it,
+ * whatever the number of sessions. Its size does not grow with the store.
+ */
+export interface FeedCursor {
+  /** The cursor format's version. */
+  v: 2
+  /** The sending store's feed identity: a cursor of another store, or of a feed started over, starts over. */
+  feed: string
+  /** Everything written before this feed position was sent (during `walk`: the feed's head when the walk began). */
+  at: string
+  /** The first pass over every session, in id order, while it is not finished: the last id sent whole. */
+  walk?: {
+    /** The last session sent whole (none yet: from the first). */
+    after?: SessionId
+  }
+  /** A session sent in part: its id, the `createdAt` of its life, and how many of its events were sent. */
+  part?: [id: SessionId, createdAt: number, sent: number]
+}
+
+/**
+ * Where a receiver stands, per session: the `createdAt` of the life that was sent and how many
+ * of its events were. Grows with the store: made only where `until` or `head` is asked for.
+ */
+export interface SessionMapCursor {
   /** The cursor format's version. */
   v: 1
   /** Per session sent: the `createdAt` of the life that was sent, and how many of its events. */
@@ -56,8 +84,8 @@ export interface ChangesOptions {
    * Send nothing beyond this state (a `head` of an earlier call): a catch-up that ends even
    * while writers keep appending. Sessions not in it are not sent.
    */
-  until?: ChangeCursor
-  /** Also return `head`: every session's `[createdAt, length]` as found by this call. */
+  until?: SessionMapCursor
+  /** Also return `head`: every session's `[createdAt, length]` as found by this call (session-map cursors only). */
   head?: boolean
 }
 
@@ -81,7 +109,7 @@ export interface Changes {
     detail: string
   }[]
   /** With `head: true`: the state of the store seen by this call (for `until`). */
-  head?: ChangeCursor
+  head?: SessionMapCursor
 }
 
 /**

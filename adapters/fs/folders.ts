@@ -10,6 +10,7 @@ import type { EncodedEvent } from '../../src/validate'
 import { alreadyExists } from '../guard'
 import { compareIds } from '../types'
 import { syncDir, writeDurable } from './durable'
+import type { FeedFile } from './feed'
 import { errno } from './errors'
 import { HEADER_FILE, INDEX_FILE, LOG_FILE, idOfFolder, scratchName, sessionDir, sessionsDir, tmpDir, trashDir } from './layout'
 import { indexOfBatch } from './offset-index'
@@ -39,6 +40,7 @@ export interface Folders {
 export function createFolders(
   { fs, root, readOnly }: Pick<FsSettings, 'fs' | 'root' | 'readOnly'>,
   isRemoving: (id: SessionId) => boolean,
+  feed: Pick<FeedFile, 'record' | 'sync'>,
 ): Folders {
   const sessions = sessionsDir(root)
   const tmp = tmpDir(root)
@@ -116,6 +118,9 @@ export function createFolders(
         await writeDurable(fs, join(made, LOG_FILE), batch?.buf ?? Buffer.alloc(0))
         if (batch) await writeDurable(fs, join(made, INDEX_FILE), indexOfBatch(batch.offsets))
         await syncDir(fs, made)
+        // Before the folder is in place: a crash leaves a record of nothing, never a session
+        // the feed does not name. Synced with the folder's rename.
+        await feed.record([{ id, from: 0, to: seed.length }])
         try {
           await fs.rename(made, final)
         } catch (err) {
@@ -127,7 +132,7 @@ export function createFolders(
         await fs.rm(made, { recursive: true, force: true }).catch(() => {})
         throw err
       }
-      await syncDir(fs, sessions)
+      await Promise.all([syncDir(fs, sessions), feed.sync()])
     },
     async remove(id) {
       const away = join(trash, scratchName(id))

@@ -12,6 +12,7 @@ import type { OffsetIndex } from './offset-index'
 import type { FsSettings } from './options'
 import { encodeBatch } from './record-format'
 import type { WriterHandles } from './writer-handles'
+import type { FeedFile } from './feed'
 
 export interface GroupCommit {
   /**
@@ -27,6 +28,7 @@ export function createGroupCommit(
   { fs, strict, onRepair }: Pick<FsSettings, 'fs' | 'strict' | 'onRepair'>,
   handles: Pick<WriterHandles, 'open'>,
   index: Pick<OffsetIndex, 'addBatch'>,
+  feed: Pick<FeedFile, 'record' | 'sync' | 'syncNow'>,
 ): GroupCommit {
   /** Logs with a flush in progress (see writeGroup: a lone one syncs on this thread). */
   let flushingLogs = 0
@@ -69,6 +71,9 @@ export function createGroupCommit(
       onRepair?.(report)
     }
     const { buf, offsets } = encodeBatch(events)
+    // The feed's record goes first: a crash may leave a record whose events are not there (a
+    // reader checks the log), never acknowledged events the feed does not name.
+    await feed.record([{ id: log.id, from: log.length, to: log.length + events.length }])
     try {
       let done = 0
       while (done < buf.length) done += fs.writeSync(fh.fd, buf, done, buf.length - done, log.size + done)
@@ -76,8 +81,12 @@ export function createGroupCommit(
         // A lone flush syncs on this thread, as better-sqlite3 does: cheaper than the thread
         // pool's round trip. While other sessions flush too, the sync goes to the pool so that
         // they sync in parallel.
-        if (flushingLogs === 1 && fs.fdatasyncSync) fs.fdatasyncSync(fh.fd)
-        else await fh.datasync()
+        if (flushingLogs === 1 && fs.fdatasyncSync) {
+          fs.fdatasyncSync(fh.fd)
+          feed.syncNow()
+        } else {
+          await Promise.all([fh.datasync(), feed.sync()])
+        }
       }
     } catch (err) {
       // Nothing of the group counts. If the cut fails too, the next write cuts first.

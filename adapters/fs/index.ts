@@ -13,6 +13,7 @@ import { assertHeader, assertSeed, assertSessionId, createGuard, notFound, resol
 import type { SessionInfo, StorageAdapter } from '../types'
 import { createCheckpointFile } from './checkpoint-file'
 import { storageError } from './errors'
+import { createFeedFile } from './feed'
 import { createFolders } from './folders'
 import { createGroupCommit } from './group-commit'
 import { createLogCache } from './log-cache'
@@ -23,11 +24,11 @@ import { createWriterHandles } from './writer-handles'
 
 export type { FsAdapterOptions, FsPromises } from './options'
 // The storage contract, for code that uses an adapter directly.
-export type { CheckpointRow, CheckpointUnitRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
 export type { EncodedEvent } from '../../src/validate'
 
 /** Operations (names given to run()) that change the store. */
-const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete'])
+const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete', 'meta write'])
 
 /**
  * A storage adapter on plain files (Node): one folder per session under `dir`, each event a
@@ -42,9 +43,10 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const index = createOffsetIndex(settings)
   const handles = createWriterHandles(settings, index)
   const logs = createLogCache(settings, index, handles.drop)
-  const folders = createFolders(settings, logs.isRemoving)
+  const feed = createFeedFile(settings)
+  const folders = createFolders(settings, logs.isRemoving, feed)
   const checkpoints = createCheckpointFile(settings, folders.has)
-  const commit = createGroupCommit(settings, handles, index)
+  const commit = createGroupCommit(settings, handles, index, feed)
   const eventsOf = createEventReader(settings, index, guard)
 
   /** Runs a public operation through the guard, once the store's folders are there. */
@@ -116,11 +118,20 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     putCheckpoint: (id, row) => onSession('checkpoint write', id, () => checkpoints.write(id, row)),
     deleteCheckpoint: (id) => onSession('checkpoint delete', id, () => checkpoints.remove(id)),
 
+    feed: {
+      id: () => run('feed read', undefined, () => feed.id()),
+      head: () => run('feed read', undefined, () => feed.head()),
+      read: (after, limit) => run('feed read', undefined, () => feed.read(after, limit)),
+    },
+    getMeta: (key) => run('meta read', undefined, () => feed.getMeta(key)),
+    putMeta: (key, value) => run('meta write', undefined, () => feed.putMeta(key, value)),
+
     close: () => guard.close(async () => {
       await folders.cleanup // its folders may still be in the making, its leftovers being removed
       await Promise.allSettled([...logs.logs()].map((l) => l.flushing))
       await Promise.allSettled([...logs.logs()].map(index.store))
       await handles.closeAll()
+      await feed.close()
       logs.clear()
     }),
   }

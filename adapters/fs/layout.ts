@@ -24,6 +24,11 @@ export const LOG_FILE = 'events.log'
 export const INDEX_FILE = 'events.idx'
 export const CHECKPOINT_FILE = 'checkpoint.json'
 
+/** The change feed (feed.ts), in the store's root: one record per write, and its identity. */
+export const FEED_FILE = 'feed.log'
+export const FEED_ID_FILE = 'feed.id'
+export const metaDir = (root: string): string => join(root, 'meta')
+
 export const sessionsDir = (root: string): string => join(root, 'sessions')
 export const tmpDir = (root: string): string => join(root, 'tmp')
 export const trashDir = (root: string): string => join(root, 'trash')

@@ -14,6 +14,7 @@ import type { SessionEvent, SessionId } from '../../src/model'
 import type { EncodedEvent } from '../../src/validate'
 import {
   alreadyExists, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound, resolveList, resolveRange,
+  assertMeta,
 } from '../guard'
 import { isCount } from '../../src/limits'
 import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
@@ -140,6 +141,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
               [id, seed.map((e) => e.event.seq), seed.map((e) => e.json)],
             ))
           }
+          statements.push(tx.unsafe(`INSERT INTO ${n.feed} (session_id, from_seq, to_seq) VALUES ($1, 0, $2)`, [id, seed.length]))
           await Promise.all(statements)
         })
       } catch (err) {
@@ -243,6 +245,40 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
         [id],
       ) as { n: number }[]
       if (!row || row.n === 0) throw notFound(id)
+    }),
+
+    feed: {
+      id: () => run('feed read', undefined, async () => {
+        const [row] = await (await db()).unsafe(`SELECT value FROM ${n.meta} WHERE key = '#feed'`) as { value: string }[]
+        if (!row) throw new SessionfoldError('CORRUPT_LOG', `the PostgreSQL store in schema "${n.bare}" has a feed without its identity`)
+        return row.value
+      }),
+      // Every row of a transaction older than all those running is in; a position is "xid:pos".
+      head: () => run('feed read', undefined, async () => {
+        const [row] = await (await db()).unsafe(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS x`) as { x: string }[]
+        return `${row!.x}:0`
+      }),
+      read: (after, limit) => run('feed read', undefined, async () => {
+        const [x, p] = after === '' ? ['0', '0'] : after.split(':')
+        if (!/^\d{1,20}$/.test(x ?? '') || !/^\d{1,19}$/.test(p ?? '') || !isCount(limit)) {
+          throw new SessionfoldError('INVALID_ARGUMENT', `feed position ${JSON.stringify(after)} is not one of this store's`)
+        }
+        const rows = await (await db()).unsafe(
+          `SELECT xid::text AS x, pos::text AS p, session_id AS id, from_seq AS f, to_seq AS t FROM ${n.feed}
+            WHERE (xid, pos) > ($1::xid8, $2::int8) AND xid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY xid, pos LIMIT $3`,
+          [x, p, limit], { prepare: settings.prepare },
+        ) as { x: string; p: string; id: string; f: string | number; t: string | number }[]
+        return rows.map((r) => ({ at: `${r.x}:${r.p}`, id: r.id, from: Number(r.f), to: Number(r.t) }))
+      }),
+    },
+    getMeta: (key) => run('meta read', undefined, async () => {
+      assertMeta(key)
+      const [row] = await (await db()).unsafe(`SELECT value FROM ${n.meta} WHERE key = $1`, [key]) as { value: string }[]
+      return row?.value
+    }),
+    putMeta: (key, value) => run('meta write', undefined, async () => {
+      assertMeta(key, value)
+      await (await db()).unsafe(`INSERT INTO ${n.meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value])
     }),
 
     close: () => guard.close(async () => {

@@ -12,7 +12,7 @@ import { SessionfoldError } from '../../src/errors'
 import type { PostgresClient } from './options'
 
 /** The newest schema version this code knows. */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 /** Quoted, schema-qualified names (the schema is checked by settingsOf: `[a-z_][a-z0-9_]*`). */
 export interface Names {
@@ -22,6 +22,8 @@ export interface Names {
   checkpoints: string
   leases: string
   versions: string
+  feed: string
+  meta: string
   /** The schema's name as given (validated, unquoted). */
   bare: string
 }
@@ -35,6 +37,8 @@ export function namesOf(schema: string): Names {
     checkpoints: `${s}.checkpoints`,
     leases: `${s}.leases`,
     versions: `${s}.schema_version`,
+    feed: `${s}.feed`,
+    meta: `${s}.meta`,
     bare: schema,
   }
 }
@@ -70,7 +74,7 @@ export const V1 = (n: Names): string[] => [
  * reading them back.
  */
 const NOTICE_TAIL_BYTES = 7000 // a NOTIFY payload must stay under 8000 bytes
-const V2 = (n: Names): string[] => [
+const appendBatch = (n: Names, feed: boolean): string =>
   `CREATE OR REPLACE FUNCTION ${n.schema}.append_batch(
     p_ids text[], p_tokens int8[], p_channels text[], a_idx int4[], a_from int8[], a_count int4[],
     e_app int4[], e_seq int8[], e_body text[], p_relaxed boolean,
@@ -118,10 +122,26 @@ const V2 = (n: Names): string[] => [
       FROM generate_subscripts(p_ids, 1) AS g(k)
       JOIN (SELECT a_idx[e.app] AS k, string_agg(e.body, ',' ORDER BY e.seq) AS bodies, sum(octet_length(e.body) + 1) AS bytes
               FROM unnest(e_app, e_seq, e_body) AS e(app, seq, body) WHERE codes[e.app] = 0 GROUP BY 1) AS t ON t.k = g.k
-      WHERE grown[g.k];
+      WHERE grown[g.k];${feed ? `
+    INSERT INTO ${n.feed} (session_id, from_seq, to_seq)
+      SELECT p_ids[g.k], base[g.k], lens[g.k] FROM generate_subscripts(p_ids, 1) AS g(k) WHERE grown[g.k];` : ''}
   END
-  $fn$`,
-  `UPDATE ${n.versions} SET version = 2`,
+  $fn$`
+const V2 = (n: Names): string[] => [appendBatch(n, false), `UPDATE ${n.versions} SET version = 2`]
+
+/**
+ * Version 3: the change feed and the meta records. `feed` holds a row per creation and per
+ * session grown by append_batch, numbered by the writing transaction's id (xid8) and a
+ * sequence: a reader takes only rows of transactions older than every one still running
+ * (pg_snapshot_xmin), so it never passes a row that commits later with a smaller number.
+ * `meta` holds the feed's identity ('#feed') and the store's own small records.
+ */
+const V3 = (n: Names): string[] => [
+  `CREATE TABLE ${n.feed} (xid xid8 NOT NULL DEFAULT pg_current_xact_id(), pos bigint GENERATED ALWAYS AS IDENTITY, session_id text NOT NULL, from_seq bigint NOT NULL, to_seq bigint NOT NULL, PRIMARY KEY (xid, pos))`,
+  `CREATE TABLE ${n.meta} (key text PRIMARY KEY, value text NOT NULL)`,
+  `INSERT INTO ${n.meta} (key, value) VALUES ('#feed', replace(gen_random_uuid()::text, '-', ''))`,
+  appendBatch(n, true),
+  `UPDATE ${n.versions} SET version = 3`,
 ]
 
 /** Advisory lock key space of sessionfold's migrations (the second key is the schema's hash). */
@@ -169,5 +189,6 @@ export async function migrate(sql: PostgresClient, schema: string): Promise<void
     }
     // Each later version's steps, from the one the store is at; each ends by setting its version.
     if ((version ?? 1) < 2) for (const statement of V2(n)) await tx.unsafe(statement)
+    if ((version ?? 1) < 3) for (const statement of V3(n)) await tx.unsafe(statement)
   })
 }

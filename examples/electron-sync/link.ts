@@ -4,7 +4,7 @@
 // (store.changesSince) and applies the other side's (store.applyChanges). Batches are plain
 // JSON, bounded in events and bytes; the cursor advances only once the other side has
 // applied a batch, so a batch lost with a crashed window is simply sent again.
-import type { ApplyResult, ChangeBatch, ChangeCursor, Store, SyncConflict } from 'sessionfold'
+import type { ApplyResult, ChangeBatch, SessionMapCursor, Store, SyncConflict } from 'sessionfold'
 
 /** The part of a MessagePort this needs (DOM MessagePort, Electron's, worker_threads'). */
 export interface Port {
@@ -32,9 +32,10 @@ export interface Link {
 export function linkStore(store: Store, port: Port, options: { everyMs?: number } = {}): Link {
   // Each pass asks every session its length (a stat per session on fs): poll gently.
   const everyMs = options.everyMs ?? 200
-  let cursor: ChangeCursor | null = null
+  // A session-map cursor: this link merges into it what the other side sent us.
+  let cursor: SessionMapCursor | null = null
   // What the other side is known to hold because it sent it to us: never sent back to it.
-  const peerHas: ChangeCursor['sessions'] = {}
+  const peerHas: SessionMapCursor['sessions'] = {}
   let nextBatch = 1
   let applied = 0
   const replies = new Map<number, (m: Message) => void>()
@@ -77,7 +78,7 @@ export function linkStore(store: Store, port: Port, options: { everyMs?: number 
     for (;;) {
       const changes = await store.changesSince(withPeer(cursor))
       if (changes.batch.sessions.length === 0) {
-        cursor = changes.cursor
+        cursor = changes.cursor as SessionMapCursor
         return sent
       }
       const reply = await send(changes.batch)
@@ -85,7 +86,7 @@ export function linkStore(store: Store, port: Port, options: { everyMs?: number 
       if (reply.kind !== 'applied') throw new Error(`unexpected reply ${reply.kind}`)
       sent++
       applied++
-      const next = changes.cursor
+      const next = changes.cursor as SessionMapCursor
       // Not taken (a writer holds it over there, ...): send that session again next time.
       for (const s of reply.result.skipped) delete next.sessions[s.id]
       conflicts.push(...reply.result.conflicts)
@@ -94,8 +95,8 @@ export function linkStore(store: Store, port: Port, options: { everyMs?: number 
   }
 
   /** The cursor, moved past what the other side sent us (a cursor may only say less than is there). */
-  const withPeer = (c: ChangeCursor | null): ChangeCursor => {
-    const out: ChangeCursor = { ...c, v: 1, sessions: { ...c?.sessions } }
+  const withPeer = (c: SessionMapCursor | null): SessionMapCursor => {
+    const out: SessionMapCursor = { ...c, v: 1, sessions: { ...c?.sessions } }
     for (const [id, [createdAt, length]] of Object.entries(peerHas)) {
       const mine = out.sessions[id]
       if (!mine || (mine[0] === createdAt && mine[1] < length)) out.sessions[id] = [createdAt, length]

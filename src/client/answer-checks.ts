@@ -159,6 +159,12 @@ export function verifyStepProblem(step: unknown): string | undefined {
 }
 
 function cursorProblem(c: unknown): string | undefined {
+  if (isPlainObject(c) && c.v === 2) {
+    const ok = typeof c.feed === 'string' && typeof c.at === 'string'
+      && (c.walk === undefined || (isPlainObject(c.walk) && (c.walk.after === undefined || isSessionId(c.walk.after))))
+      && (c.part === undefined || (Array.isArray(c.part) && c.part.length === 3 && isSessionId(c.part[0]) && typeof c.part[1] === 'number' && isCount(c.part[2])))
+    return ok ? undefined : 'bad cursor'
+  }
   if (!isPlainObject(c) || c.v !== 1 || !isPlainObject(c.sessions) || (c.after !== undefined && !isSessionId(c.after))) return 'bad cursor'
   for (const [k, v] of Object.entries(c.sessions)) {
     if (!isSessionId(k) || !Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'number' || !isCount(v[1])) return `bad cursor entry for ${JSON.stringify(k)}`

@@ -1,7 +1,7 @@
 // sync(source, target): changesSince on one store, applyChanges on the other, batch after
 // batch, so memory stays bounded by a batch whatever the stores hold. Every run starts from
 // nothing and compares what both hold, so a run that was killed halfway is simply run again.
-import type { ChangeCursor, ChangesOptions, SyncConflict, SyncSkip } from '../changes'
+import type { ChangesOptions, SessionMapCursor, SyncConflict, SyncSkip } from '../changes'
 import { SessionfoldError } from '../errors'
 import type { SessionId } from '../model'
 import type { Store } from './store'
@@ -76,11 +76,12 @@ export async function sync(source: Store, target: Store, options: SyncOptions = 
   const progress = { done: 0, total: 0 }
   const conflicted = new Set<SessionId>()
 
-  const pass = async (from: Store, to: Store, start: ChangeCursor | null): Promise<ChangeCursor> => {
+  // Session-map cursors (asked for by `head`): the pass back starts from the lengths sent.
+  const pass = async (from: Store, to: Store, start: SessionMapCursor | null): Promise<SessionMapCursor> => {
     let cursor = start
     let counted = false
     // The first call's head bounds the pass: it ends even while writers keep appending.
-    let until: ChangeCursor | undefined
+    let until: SessionMapCursor | undefined
     for (;;) {
       if (signal?.aborted) throw new SessionfoldError('CANCELLED', 'sync was cancelled')
       const changes = await from.changesSince(cursor, until ? { ...changesOptions, until } : { ...changesOptions, head: true })
@@ -105,7 +106,7 @@ export async function sync(source: Store, target: Store, options: SyncOptions = 
       progress.done += events
       progress.total = Math.max(progress.total, progress.done + changes.pending)
       onProgress?.({ ...progress })
-      cursor = changes.cursor
+      cursor = changes.cursor as SessionMapCursor
       if (changes.done) return cursor
     }
   }

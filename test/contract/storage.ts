@@ -290,5 +290,58 @@ export function storageConformance(name: string, setup: () => Promise<AdapterHar
         await h.teardown()
       }
     })
+
+    it('the change feed names each creation and append in commit order, read after any position', withStore(async ({ adapter }) => {
+      const feed = adapter.feed!
+      expect(feed).toBeDefined()
+      expect(await feed.read('', 10)).toEqual([])
+      expect(await feed.read(await feed.head(), 10)).toEqual([])
+      await adapter.createSession(rootHeader('a'))
+      await adapter.append('a', evs('a', 0, 3))
+      await adapter.createSession(rootHeader('f', { origin: 'fork', forkedFrom: 'a', seedLength: 2 }), evs('f', 0, 2))
+      await adapter.append('a', [ev('a', 3)])
+      // A refused append and a delete add nothing.
+      await expectCode(adapter.append('a', [ev('a', 9)]), 'SEQ_CONFLICT')
+      await expectCode(adapter.append('nobody', [ev('nobody', 0)]), 'SESSION_NOT_FOUND')
+      const all = await feed.read('', 100)
+      expect(all.map(({ id, from, to }) => [id, from, to])).toEqual([['a', 0, 0], ['a', 0, 3], ['f', 0, 2], ['a', 3, 4]])
+      expect(await feed.read(all[1]!.at, 100)).toEqual(all.slice(2))
+      expect(await feed.read(all[0]!.at, 2)).toEqual(all.slice(1, 3))
+      expect(await feed.read(all.at(-1)!.at, 100)).toEqual([])
+      // The head is after every entry: reading after it gives only what comes later.
+      const head = await feed.head()
+      expect(await feed.read(head, 100)).toEqual([])
+      await adapter.append('f', [ev('f', 2)])
+      expect((await feed.read(head, 100)).map(({ id, from, to }) => [id, from, to])).toEqual([['f', 2, 3]])
+      const id = await feed.id()
+      expect(id).toMatch(/^[0-9a-f]{16,}$/)
+      expect(await feed.id()).toBe(id)
+      await expectCode(feed.read('not a position', 10), 'INVALID_ARGUMENT')
+    }))
+
+    it('keeps meta records by key, durably, and refuses bad keys and values', async () => {
+      const h = await setup()
+      try {
+        const a = h.adapter
+        expect(await a.getMeta!('cursor')).toBeUndefined()
+        await a.putMeta!('cursor', '{"x":1}')
+        await a.putMeta!('cursor', '{"x":2}')
+        expect(await a.getMeta!('cursor')).toBe('{"x":2}')
+        for (const key of ['', '../x', 'a/b', '#feed', 42]) await expectCode(a.putMeta!(key as string, 'v'), 'INVALID_ARGUMENT')
+        await expectCode(a.putMeta!('k', 7 as unknown as string), 'INVALID_ARGUMENT')
+        await expectCode(a.putMeta!('k', 'x'.repeat(64 * 1024 + 1)), 'INVALID_ARGUMENT')
+        expect(await a.getMeta!('k')).toBeUndefined()
+        if (h.reopen) {
+          const id = await a.feed!.id()
+          await a.createSession(rootHeader('p'))
+          const b = await h.reopen()
+          expect(await b.getMeta!('cursor')).toBe('{"x":2}')
+          expect(await b.feed!.id()).toBe(id)
+          expect((await b.feed!.read('', 10)).map((e) => e.id)).toEqual(['p'])
+        }
+      } finally {
+        await h.teardown()
+      }
+    })
   })
 }

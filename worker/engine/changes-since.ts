@@ -1,11 +1,12 @@
 // changesSince: a bounded batch of what this store holds beyond a cursor, for another store's
 // applyChanges. Nothing is kept between calls: the cursor is the state.
 import { z } from 'zod/mini'
-import type { ChangeCursor, ChangeEntry, Changes } from '../../src/changes'
+import type { ChangeEntry, Changes, SessionMapCursor } from '../../src/changes'
 import { SessionfoldError, isSessionfoldError } from '../../src/errors'
 import type { SessionId } from '../../src/model'
 import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../../src/schemas'
 import { utf8Length } from '../../src/validate'
+import { changesByFeed, parseFeedCursor } from './changes-feed'
 import type { StoreReader } from './reader'
 
 export const DEFAULT_BATCH_EVENTS = 1000
@@ -13,7 +14,7 @@ export const MAX_BATCH_EVENTS = 10_000
 export const DEFAULT_BATCH_BYTES = 4 * 1024 * 1024
 export const MAX_BATCH_BYTES = 64 * 1024 * 1024
 
-type Reader = Pick<StoreReader, 'find' | 'pages' | 'ids'>
+type Reader = Pick<StoreReader, 'find' | 'pages' | 'ids' | 'feed'>
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
@@ -32,14 +33,23 @@ const optionsSchema = z.strictObject({
 
 /** A bounded batch of this store's sessions and events after `cursor` (see src/changes.ts). */
 export async function changesSince(reader: Reader, cursorInput: unknown, optionsInput: unknown): Promise<Changes> {
-  const cursor = parseCursor(cursorInput)
   const parsed = safeParse(optionsSchema, optionsInput ?? {})
   if (!parsed.success) throw bad(`changesSince options are invalid: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'options'}: ${i.message}`).join('; ')}`)
   const maxEvents = parsed.data.maxEvents ?? DEFAULT_BATCH_EVENTS
   const maxBytes = parsed.data.maxBytes ?? DEFAULT_BATCH_BYTES
-  const until = parsed.data.until as ChangeCursor | undefined
-  const head: ChangeCursor | undefined = parsed.data.head ? { v: 1, sessions: {} } : undefined
-  const next: ChangeCursor = { v: 1, sessions: { ...cursor.sessions } }
+  const until = parsed.data.until as SessionMapCursor | undefined
+  const mapAsked = until !== undefined || parsed.data.head === true
+  const isFeedCursor = (cursorInput as { v?: unknown } | null | undefined)?.v === 2
+  if (isFeedCursor || ((cursorInput === undefined || cursorInput === null) && !mapAsked && reader.feed)) {
+    const feedCursor = isFeedCursor ? parseFeedCursor(cursorInput) : undefined
+    if (mapAsked) throw bad('changesSince: until and head go with session-map cursors (v 1), not with a feed cursor')
+    if (!reader.feed) throw bad('changesSince: this store keeps no change feed, so it cannot go on from a feed cursor (v 2)')
+    const only = parsed.data.sessions ? new Set(parsed.data.sessions) : undefined
+    return changesByFeed(reader, reader.feed, feedCursor, only, maxEvents, maxBytes)
+  }
+  const cursor = parseCursor(cursorInput)
+  const head: SessionMapCursor | undefined = parsed.data.head ? { v: 1, sessions: {} } : undefined
+  const next: SessionMapCursor = { v: 1, sessions: { ...cursor.sessions } }
   if (cursor.after !== undefined) next.after = cursor.after
   const entries: ChangeEntry[] = []
   const failed: Changes['failed'] = []
@@ -108,11 +118,11 @@ export async function changesSince(reader: Reader, cursorInput: unknown, options
   return changes
 }
 
-function parseCursor(input: unknown): ChangeCursor {
+function parseCursor(input: unknown): SessionMapCursor {
   if (input === undefined || input === null) return { v: 1, sessions: {} }
   const parsed = safeParse(cursorSchema, input)
   if (!parsed.success) throw bad(`changesSince cursor is not a cursor made by changesSince: ${parsed.error.issues[0]?.message ?? 'malformed'}`)
-  return parsed.data as ChangeCursor
+  return parsed.data as SessionMapCursor
 }
 
 /**

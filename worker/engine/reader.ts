@@ -2,14 +2,14 @@
 // engine, its host, store-to-store sync and the CLI make goes through here, and so does the
 // cold read (a session folded from storage without keeping it).
 import { notFound } from '../../adapters/guard'
-import type { ReadRange, SessionInfo, StorageAdapter } from '../../adapters/types'
+import type { ChangeFeed, ReadRange, SessionInfo, StorageAdapter } from '../../adapters/types'
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
 import type { ProjectionDefinition, ProjectionSnapshot } from '../../src/projection'
 import type { EventsPage } from '../../src/protocol'
 import { foldEvent, restoreSlots, snapshotOf, type UnitSlot } from '../units'
 
 /** What reading needs of an adapter: none of its writes. */
-export type ReadableStorage = Pick<StorageAdapter, 'getSession' | 'readEvents' | 'listIds' | 'listSessions' | 'getCheckpoint'>
+export type ReadableStorage = Pick<StorageAdapter, 'getSession' | 'readEvents' | 'listIds' | 'listSessions' | 'getCheckpoint' | 'feed'>
 
 /** A session folded from storage: its header, durable length, unit states and values. */
 export interface ColdRead {
@@ -27,6 +27,11 @@ export class StoreReader {
     private readonly storage: ReadableStorage,
     private readonly defs: readonly ProjectionDefinition[],
   ) {}
+
+  /** The store's change feed, when its adapter keeps one. */
+  get feed(): ChangeFeed | undefined {
+    return this.storage.feed
+  }
 
   /** The header and durable length, or undefined when there is no such session. */
   find(id: SessionId): Promise<SessionInfo | undefined> {

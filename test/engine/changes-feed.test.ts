@@ -1,0 +1,143 @@
+// Contract: §8 changesSince/applyChanges, §12 cost in proportion to what changed — feed cursors (docs/CONTRACT.md)
+// changesSince on a store with a change feed: a first walk over every session, then only what
+// the feed names after the cursor; the cursor stays a few fields however large the store.
+import 'fake-indexeddb/auto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { openStore, type ChangeCursor, type Store } from 'sessionfold'
+import { createMemoryAdapter } from '../../adapters/memory'
+import type { StorageAdapter } from '../../adapters/types'
+import { Engine } from '../../worker/engine'
+import { encodeEventBody } from '../../src/validate'
+import { dumpStore, expectCode } from '../support/helpers'
+
+let dir: string
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sessionfold-feed-'))
+})
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
+
+/** Copies everything from `a` to `b` through changesSince/applyChanges, from `cursor`; returns the new cursor. */
+async function pump(a: Store, b: Store, cursor: ChangeCursor | null, maxEvents?: number): Promise<{ cursor: ChangeCursor; calls: number; events: number }> {
+  let calls = 0
+  let events = 0
+  for (;;) {
+    const c = await a.changesSince(cursor, maxEvents ? { maxEvents } : {})
+    calls++
+    events += c.batch.sessions.reduce((n, e) => n + e.events.length, 0)
+    if (c.batch.sessions.length > 0) {
+      const r = await b.applyChanges(c.batch)
+      expect(r.conflicts).toEqual([])
+      expect(r.skipped).toEqual([])
+    }
+    cursor = c.cursor
+    if (c.done) return { cursor, calls, events }
+    expect(calls).toBeLessThan(10_000)
+  }
+}
+
+for (const storage of ['fs', 'memory', 'indexeddb'] as const) {
+  describe(`feed cursors on ${storage}`, () => {
+    const open = (name: string) => openStore(storage === 'fs' ? { storage, dir: join(dir, name) } : storage === 'indexeddb' ? { storage, name: `${name}-${Math.random()}`, worker: false } : { storage, worker: false })
+
+    it('a first walk sends everything, then only what was written since, in bounded batches that converge', async () => {
+      const a = await open('a')
+      const b = await open('b')
+      try {
+        const root = await a.createSession({ id: 'root' })
+        await root.append(Array.from({ length: 250 }, (_, i) => ({ type: 'app/n', data: i })))
+        await root.spawn({ mode: 'one-shot', id: 'kid', events: [{ type: 'app/task' }] })
+        const f = await root.fork({ at: 120, id: 'fork' })
+        await f.append({ type: 'app/after-fork' })
+        const small = []
+        for (let i = 0; i < 30; i++) {
+          const s = await a.createSession({ id: `s${String(i).padStart(2, '0')}` })
+          await s.append({ type: 'app/x', data: i })
+          small.push(s)
+        }
+        const first = await pump(a, b, null, 40)
+        expect(first.cursor.v).toBe(2)
+        expect(first.calls).toBeGreaterThan(5)
+        expect(await dumpStore(b)).toEqual(await dumpStore(a))
+        // Nothing new: one call, nothing sent.
+        const idle = await a.changesSince(first.cursor)
+        expect(idle.batch.sessions).toEqual([])
+        expect(idle.done).toBe(true)
+        // Appends after the cursor: only those sessions, only their new events.
+        const rootLength = root.projections.snapshot().asOfSeq + 1
+        await root.append([{ type: 'app/late' }, { type: 'app/late2' }])
+        await small[7]!.append({ type: 'app/late' })
+        const c = await a.changesSince(idle.cursor)
+        expect(c.batch.sessions.map((e) => [e.header.id, e.from, e.events.length]).sort()).toEqual([['root', rootLength, 2], ['s07', 1, 1]])
+        await b.applyChanges(c.batch)
+        expect(await dumpStore(b)).toEqual(await dumpStore(a))
+        expect(JSON.stringify(c.cursor).length).toBeLessThan(200)
+      } finally {
+        await a.close()
+        await b.close()
+      }
+    })
+  })
+}
+
+describe('feed cursors: cost and checks', () => {
+  /** An engine over a memory adapter that counts the session lookups and listings it makes. */
+  function countingEngine(): { engine: Engine; counts: { getSession: number; listIds: number } } {
+    const inner = createMemoryAdapter()
+    const counts = { getSession: 0, listIds: 0 }
+    const storage: StorageAdapter = {
+      ...inner,
+      getSession: (id) => (counts.getSession++, inner.getSession(id)),
+      listIds: (o) => (counts.listIds++, inner.listIds(o)),
+    }
+    return { engine: new Engine({ storage }), counts }
+  }
+
+  it('a call after the walk looks at the sessions written since, not at every session of the store', async () => {
+    const { engine, counts } = countingEngine()
+    for (let i = 0; i < 2000; i++) await engine.createSession({ id: `s${i}` })
+    // createSession leaves each open for writing here: append through the one that holds s1500.
+    let cursor: ChangeCursor | null = null
+    for (let c = await engine.changesSince(null, { maxEvents: 10_000 }); ; c = await engine.changesSince(cursor)) {
+      cursor = c.cursor
+      if (c.done) break
+    }
+    counts.getSession = 0
+    counts.listIds = 0
+    await engine.appendBodies('s1500', [encodeEventBody({ type: 'app/a' }, 's1500')])
+    const c = await engine.changesSince(cursor)
+    expect(c.batch.sessions.map((e) => e.header.id)).toEqual(['s1500'])
+    expect(counts.listIds).toBe(0)
+    expect(counts.getSession).toBeLessThanOrEqual(2)
+    expect(JSON.stringify(c.cursor).length).toBeLessThan(200)
+    await engine.close()
+  })
+
+  it('a malformed feed cursor is INVALID_ARGUMENT; one of another store starts a walk; until goes with session-map cursors', async () => {
+    const a = await openStore({ storage: 'memory', worker: false })
+    const b = await openStore({ storage: 'memory', worker: false })
+    try {
+      await a.createSession({ id: 'x' })
+      const mine = (await a.changesSince(null)).cursor
+      for (const bad of [{ v: 2 }, { v: 2, feed: 'f', at: 5 }, { v: 2, feed: 'f', at: '', extra: 1 }, { v: 2, feed: 'f', at: '', part: ['../x', 1, 2] }]) {
+        await expectCode(a.changesSince(bad as never), 'INVALID_ARGUMENT')
+      }
+      await expectCode(a.changesSince(mine, { head: true }), 'INVALID_ARGUMENT')
+      // b has never seen a's cursor's feed: it walks all of b.
+      await b.createSession({ id: 'y' })
+      const c = await b.changesSince(mine)
+      expect(c.batch.sessions.map((e) => e.header.id)).toEqual(['y'])
+      // A session-map cursor still works, and head/until still make them.
+      const v1 = await a.changesSince({ v: 1, sessions: {} }, { head: true })
+      expect(v1.cursor.v).toBe(1)
+      expect(v1.head?.v).toBe(1)
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+})
