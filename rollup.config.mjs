@@ -63,6 +63,7 @@ const declarations = {
   'adapters/fs': 'adapters/fs/index.ts',
   'adapters/postgres': 'adapters/postgres/index.ts',
   react: 'src/react/index.ts',
+  server: 'src/server/index.ts',
 }
 
 /**
@@ -86,6 +87,8 @@ const adapters = {
 }
 /** sessionfold/react: the hooks alone (react and the client are imports of it, never bundled). */
 const react = { react: 'src/react/index.ts' }
+/** sessionfold/server: the sync handler (Fetch API only, so it runs in Node and on edge runtimes). */
+const server = { server: 'src/server/index.ts' }
 
 // Each platform has its own client entry (src/index-node.ts, src/index-browser.ts), which finds
 // its default worker beside itself by a literal URL: worker-entry.node.js, worker-entry.browser.js.
@@ -93,7 +96,7 @@ export default [
   // Node: ESM and CJS of the client, the worker API, the adapters, and the default worker.
   // (The CJS client spawns the ESM worker entry beside it: a worker needs no require.)
   ...['es', 'cjs'].map((format) => ({
-    input: { index: 'src/index-node.ts', ...adapters, ...react, worker: 'worker/entry/serve-node.ts', 'adapters/fs': 'adapters/fs/index.ts', 'adapters/postgres': 'adapters/postgres/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/entry/node.ts' } : {}) },
+    input: { index: 'src/index-node.ts', ...adapters, ...react, ...server, worker: 'worker/entry/serve-node.ts', 'adapters/fs': 'adapters/fs/index.ts', 'adapters/postgres': 'adapters/postgres/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/entry/node.ts' } : {}) },
     external,
     plugins: [typescript(), format === 'es' && copy('src/client/node-boot.mjs', 'node-boot.mjs')],
     output: { dir: 'dist/node', format, entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`, chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`, sourcemap: true },
@@ -107,7 +110,7 @@ export default [
   },
   // Browsers: the client, the worker API and the adapters, as ESM.
   {
-    input: { index: 'src/index-browser.ts', ...adapters, ...react, worker: 'worker/entry/serve-browser.ts' },
+    input: { index: 'src/index-browser.ts', ...adapters, ...react, ...server, worker: 'worker/entry/serve-browser.ts' },
     external: deps,
     plugins: [typescript()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },

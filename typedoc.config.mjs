@@ -17,6 +17,7 @@ export const entryPoints = [
   'adapters/fs/index.ts', // sessionfold/adapters/fs
   'adapters/postgres/index.ts', // sessionfold/adapters/postgres
   'src/react/index.ts', // sessionfold/react
+  'src/server/index.ts', // sessionfold/server
 ]
 
 /** @type {Partial<import('typedoc').TypeDocOptions & import('typedoc-plugin-markdown').PluginOptions>} */

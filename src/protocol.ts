@@ -180,5 +180,7 @@ export interface EngineApi {
   /** Sync between stores: a bounded batch after a cursor, and importing one (src/changes.ts). */
   changesSince(cursor: unknown, options: unknown): Promise<Changes>
   applyChanges(batch: unknown): Promise<ApplyResult>
+  getMeta(key: unknown): Promise<string | undefined>
+  putMeta(key: unknown, value: unknown): Promise<void>
   close(): Promise<void>
 }

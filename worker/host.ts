@@ -314,6 +314,14 @@ export class EngineHost implements EngineApi {
     return this.engine.applyChanges(batch)
   }
 
+  getMeta(key: unknown) {
+    return this.engine.getMeta(key)
+  }
+
+  putMeta(key: unknown, value: unknown) {
+    return this.engine.putMeta(key, value)
+  }
+
   async verifyPlan() {
     return this.engine.verifyPlan()
   }

@@ -12,6 +12,7 @@ import { EngineCalls } from './engine-calls'
 import { LiveViews } from './live-views'
 import { AppendQueue } from './append-queue'
 import { Session, SessionView, type HandleScope } from './session'
+import { Replication, type ConnectOptions } from './replication'
 
 /** Events verified per round trip to the worker: progress and cancellation happen between them. */
 const VERIFY_BUDGET = 50_000
@@ -38,6 +39,7 @@ export class Store {
   readonly #calls: EngineCalls
   /** What its handles use of it. */
   readonly #scope: HandleScope
+  readonly #replications = new Set<Replication>()
 
   /** @internal */
   constructor(connection: Connection, maxEventBytes: number) {
@@ -185,6 +187,34 @@ export class Store {
   }
 
   /**
+   * Syncs this store with a server made by `createSyncHandler` (`sessionfold/server`): pushes
+   * local sessions and appends, pulls the server's (new sessions included), keeps its cursors
+   * in this store so a restart resumes, retries with backoff while offline, and with
+   * `live: true` receives the server's appends as they happen. See {@link Replication}.
+   *
+   * @example
+   * const replication = store.connect('https://example.com/sync', { headers: async () => ({ authorization: `Bearer ${await token()}` }), live: true })
+   * replication.subscribe(({ status, pending }) => render(status, pending))
+   */
+  connect(url: string | URL, options: ConnectOptions = {}): Replication {
+    if (this.#calls.closed) throw new SessionfoldError('CLOSED', 'the store is closed')
+    const replication = new Replication(this, url, options)
+    this.#replications.add(replication)
+    replication.onClose(() => this.#replications.delete(replication))
+    return replication
+  }
+
+  /** @internal A small record of the store's own (cursors of a replication). */
+  _getMeta(key: string): Promise<string | undefined> {
+    return this.#calls.call((api) => api.getMeta(key))
+  }
+
+  /** @internal */
+  _putMeta(key: string, value: string): Promise<void> {
+    return this.#calls.call((api) => api.putMeta(key, value))
+  }
+
+  /**
    * Closes the store and every handle it opened: waits for every pending append (an append
    * that was called before `close()` still resolves, durable), writes the checkpoints of the
    * sessions open here, releases every writer lock and ends the worker. Subscribers hear
@@ -195,6 +225,7 @@ export class Store {
    */
   async close(): Promise<void> {
     if (this.#calls.closed) return
+    await Promise.allSettled([...this.#replications].map((r) => r.close()))
     const closedError = new SessionfoldError('CLOSED', 'the store is closed')
     this.#connection.closing?.()
     try {

@@ -80,6 +80,7 @@ describe('the structure of the source tree', () => {
       if (/^src\/index(-node|-browser)?\.ts$/.test(r)) return 'entry'
       if (r.startsWith('src/client/')) return 'client'
       if (r.startsWith('src/react/')) return 'react'
+      if (r.startsWith('src/server/')) return 'server'
       return r.split('/')[0]!
     }
     const allowed: Record<string, string[]> = {
@@ -90,6 +91,7 @@ describe('the structure of the source tree', () => {
       entry: ['src', 'client', 'entry'],
       cli: ['src', 'adapters', 'worker', 'cli'],
       react: ['react'],
+      server: ['src', 'client', 'server'],
     }
     const wrong = files.flatMap((f) => importsOf(f)
       .filter((g) => !allowed[layerOf(f)]!.includes(layerOf(g)))

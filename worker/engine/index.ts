@@ -296,6 +296,20 @@ export class Engine {
     return changesSince(this.reader, cursor, options)
   }
 
+  /** A small record of the store's own (a replication's cursors), or undefined. */
+  async getMeta(key: unknown): Promise<string | undefined> {
+    this.open()
+    if (!this.storage.getMeta) throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${this.storage.kind} storage keeps no meta records`)
+    return this.storage.getMeta(key as string)
+  }
+
+  /** Stores a small record of the store's own, durably. */
+  async putMeta(key: unknown, value: unknown): Promise<void> {
+    this.open()
+    if (!this.storage.putMeta) throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${this.storage.kind} storage keeps no meta records`)
+    return this.storage.putMeta(key as string, value as string)
+  }
+
   /** Imports a batch from another store, headers and seqs unchanged; conflicts are reported, not applied. */
   applyChanges(batch: unknown): Promise<ApplyResult> {
     this.open()

@@ -1,0 +1,316 @@
+// The network side of a Replication (replication.ts): the push and pull loops, live events,
+// backoff. Loaded on the first connect(), so apps that never sync do not ship it.
+import type { ChangeBatch, ChangeCursor, SyncConflict } from '../changes'
+import type { SessionId } from '../model'
+import { SYNC_PATHS, SYNC_PROTOCOL, encodeCursor, type PullAnswer, type PushAnswer } from '../sync-protocol'
+import type { LoopHost, ReplicationState } from './replication-types'
+
+const REQUEST_TIMEOUT_MS = 30_000
+
+class HttpFailure extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message)
+  }
+}
+
+
+/** Runs the replication until `host.signal` aborts. */
+export function runReplication(host: LoopHost): Promise<void> {
+  return new Loop(host).run()
+}
+
+class Loop {
+  #pushCursor: ChangeCursor | null = null
+  #pullCursor: ChangeCursor | null = null
+  /** Sessions to send again whole (skipped by the server: locked there, or a gap). */
+  readonly #retryPush = new Set<SessionId>()
+  /** Sessions to fetch again whole (skipped here: open for writing here). */
+  readonly #retryPull = new Set<SessionId>()
+  /** What the server is known to hold, from what came from it: not pushed back. */
+  readonly #serverHas = new Map<SessionId, { createdAt: number; length: number }>()
+
+  /** whenSynced() promises of rounds that pushed everything, waiting for the live stream to catch up. */
+  readonly #liveWaiting: (() => void)[] = []
+
+  constructor(readonly host: LoopHost) {}
+
+  async run(): Promise<void> {
+    const stop = this.host.signal
+    let failures = 0
+    let live: Promise<void> | undefined
+    try {
+      const saved = await this.host.store._getMeta(this.host.key)
+      if (saved) {
+        const s = JSON.parse(saved) as { push?: ChangeCursor | null; pull?: ChangeCursor | null }
+        this.#pushCursor = s.push ?? null
+        this.#pullCursor = s.pull ?? null
+      }
+    } catch {
+      // an unreadable record: start over (sending again what the server has is harmless)
+    }
+    while (!stop.aborted) {
+      const waiting = this.host.takeWaiting()
+      try {
+        await this.#pushAll()
+        if (this.host.options.live) live ??= this.#liveLoop().finally(() => { live = undefined })
+        else await this.#pullAll(0)
+        if (this.#retryPull.size > 0) await this.#pullAgain()
+        failures = 0
+        this.host.set({ status: 'online' })
+        if (!this.host.options.live || this.#liveCaughtUp) for (const f of waiting) f()
+        else this.#liveWaiting.push(...waiting)
+        await this.#sleep(this.host.options.pollMs ?? 250)
+      } catch (err) {
+        this.host.returnWaiting(waiting)
+        if (stop.aborted) break
+        failures++
+        const status = err instanceof HttpFailure && err.status >= 400 && err.status < 500 ? 'error' : 'offline'
+        this.host.set({ status, error: errorOf(err) })
+        const max = this.host.options.maxBackoffMs ?? 30_000
+        const delay = Math.min(max, 250 * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2)
+        await this.#sleep(delay)
+      }
+    }
+    await live?.catch(() => {})
+  }
+
+  #liveCaughtUp = false
+
+  /** Resolves after `ms`, at a kick (a local append seen, the browser back online, close), whichever first. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.host.setKick(undefined)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.host.setKick(done)
+      if (this.host.signal.aborted) done()
+    })
+  }
+
+  async #headers(): Promise<Record<string, string>> {
+    const h = this.host.options.headers
+    const given = typeof h === 'function' ? await h() : h ?? {}
+    return { ...given, 'sessionfold-sync': SYNC_PROTOCOL }
+  }
+
+  async #request(path: string, init: RequestInit, timeout = REQUEST_TIMEOUT_MS): Promise<Response> {
+    const signal = AbortSignal.any([this.host.signal, AbortSignal.timeout(timeout)])
+    const headers = { ...(await this.#headers()), ...(init.headers as Record<string, string> | undefined) }
+    const response = await this.host.fetch(`${this.host.base}${path}`, { ...init, headers, signal })
+    if (!response.ok) {
+      const body = await response.json().catch(() => undefined) as { error?: { code?: string; message?: string } } | undefined
+      throw new HttpFailure(response.status, body?.error?.code ?? `HTTP_${response.status}`, body?.error?.message ?? `the server answered ${response.status}`)
+    }
+    return response
+  }
+
+  async #save(): Promise<void> {
+    await this.host.store._putMeta(this.host.key, JSON.stringify({ push: this.#pushCursor, pull: this.#pullCursor }))
+  }
+
+  /** Pushes everything local after the push cursor (and sessions to send again), batch by batch. */
+  async #pushAll(): Promise<void> {
+    const only = this.host.options.sessions
+    if (this.#retryPush.size > 0) {
+      const ids = [...this.#retryPush]
+      this.#retryPush.clear()
+      await this.#pushFrom({ v: 1, sessions: {} }, ids, false)
+    }
+    await this.#pushFrom(this.#pushCursor, only, true)
+  }
+
+  async #pushFrom(start: ChangeCursor | null, sessions: SessionId[] | undefined, advance: boolean): Promise<void> {
+    let cursor = start
+    for (;;) {
+      const c = await this.host.store.changesSince(cursor, sessions ? { sessions } : {})
+      const batch = this.#trim(c.batch)
+      const events = batch.sessions.reduce((n, e) => n + e.events.length, 0)
+      this.host.set({ pending: events + c.pending })
+      if (batch.sessions.length > 0) {
+        const response = await this.#request(SYNC_PATHS.push, { method: 'POST', body: JSON.stringify(batch), headers: { 'content-type': 'application/json' } })
+        const result = await response.json() as PushAnswer
+        const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
+        for (const s of result.skipped) this.#retryPush.add(s.id)
+        this.#addConflicts(result.conflicts)
+        for (const e of batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
+        this.host.set({ pushed: this.host.state().pushed + events })
+      }
+      cursor = c.cursor
+      if (advance) {
+        this.#pushCursor = cursor
+        if (batch.sessions.length > 0 || c.batch.sessions.length > 0) await this.#save()
+      }
+      if (c.done) {
+        this.host.set({ pending: 0 })
+        return
+      }
+    }
+  }
+
+  /** The batch without what the server is known to have (it came from there). */
+  #trim(batch: ChangeBatch): ChangeBatch {
+    const sessions = []
+    for (const e of batch.sessions) {
+      const has = this.#serverHas.get(e.header.id)
+      if (!has || has.createdAt !== e.header.createdAt || has.length <= e.from) {
+        sessions.push(e)
+        continue
+      }
+      const end = e.from + e.events.length
+      if (end <= has.length) continue
+      sessions.push({ ...e, from: has.length, events: e.events.slice(has.length - e.from) })
+    }
+    return { v: 1, sessions }
+  }
+
+  #learn(id: SessionId, createdAt: number, length: number): void {
+    const had = this.#serverHas.get(id)
+    if (!had || had.createdAt !== createdAt || had.length < length) this.#serverHas.set(id, { createdAt, length })
+  }
+
+  #addConflicts(found: readonly SyncConflict[]): void {
+    if (found.length === 0) return
+    const all = [...this.host.state().conflicts]
+    for (const c of found) if (!all.some((k) => k.id === c.id && k.seq === c.seq && k.reason === c.reason)) all.push(c)
+    this.host.set({ conflicts: all })
+  }
+
+  /** Applies an answer of the server here; returns whether it held anything. */
+  async #apply(answer: PullAnswer): Promise<void> {
+    if (answer.batch.sessions.length > 0) {
+      const result = await this.host.store.applyChanges(answer.batch)
+      this.#addConflicts(result.conflicts)
+      for (const s of result.skipped) this.#retryPull.add(s.id)
+      const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
+      for (const e of answer.batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
+      this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
+    }
+    this.#pullCursor = answer.cursor
+    await this.#save()
+  }
+
+  #pullQuery(cursor: ChangeCursor | null, sessions: readonly SessionId[] | undefined, wait = 0): string {
+    const q = new URLSearchParams()
+    if (cursor) q.set('cursor', encodeCursor(cursor))
+    if (sessions) q.set('sessions', sessions.join(','))
+    if (wait > 0) q.set('wait', String(wait))
+    const s = q.toString()
+    return s ? `?${s}` : ''
+  }
+
+  async #pullAll(wait: number): Promise<void> {
+    for (;;) {
+      const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait)
+      const answer = await response.json() as PullAnswer
+      await this.#apply(answer)
+      if (answer.done) return
+    }
+  }
+
+  /** Sessions this store skipped (open for writing here), fetched again whole from the server. */
+  async #pullAgain(): Promise<void> {
+    const ids = [...this.#retryPull]
+    this.#retryPull.clear()
+    let cursor: ChangeCursor | null = { v: 1, sessions: {} }
+    for (;;) {
+      const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(cursor, ids)}`, { method: 'GET' })
+      const answer = await response.json() as PullAnswer
+      if (answer.batch.sessions.length > 0) {
+        const result = await this.host.store.applyChanges(answer.batch)
+        this.#addConflicts(result.conflicts)
+        for (const s of result.skipped) this.#retryPull.add(s.id)
+        this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
+      }
+      cursor = answer.cursor
+      if (answer.done) return
+    }
+  }
+
+  /** The server's changes as server-sent events, reconnecting with backoff until closed. */
+  async #liveLoop(): Promise<void> {
+    const stop = this.host.signal
+    let failures = 0
+    while (!stop.aborted) {
+      try {
+        const signal = stop
+        const response = await this.host.fetch(`${this.host.base}${SYNC_PATHS.live}${this.#pullQuery(this.#pullCursor, this.host.options.sessions)}`, { headers: await this.#headers(), signal })
+        if (!response.ok || !response.body) {
+          const body = await response.json().catch(() => undefined) as { error?: { code?: string; message?: string } } | undefined
+          throw new HttpFailure(response.status, body?.error?.code ?? `HTTP_${response.status}`, body?.error?.message ?? `the server answered ${response.status}`)
+        }
+        failures = 0
+        this.host.set({ status: 'online' })
+        for await (const message of readEvents(response.body)) {
+          if (message.event === 'changes') {
+            const answer = JSON.parse(message.data) as PullAnswer
+            await this.#apply(answer)
+            this.#liveCaughtUp = answer.done
+          } else if (message.event === 'cursor') {
+            this.#pullCursor = (JSON.parse(message.data) as { cursor: ChangeCursor }).cursor
+            this.#liveCaughtUp = true
+            await this.#save()
+          } else if (message.event === 'error') {
+            const { error } = JSON.parse(message.data) as { error: { code: string; message: string } }
+            throw new HttpFailure(503, error.code, error.message)
+          }
+          if (this.#liveCaughtUp) for (const f of this.#liveWaiting.splice(0)) f()
+        }
+      } catch (err) {
+        if (stop.aborted) return
+        failures++
+        this.#liveCaughtUp = false
+        const status = err instanceof HttpFailure && err.status >= 400 && err.status < 500 ? 'error' : 'offline'
+        this.host.set({ status, error: errorOf(err) })
+        const max = this.host.options.maxBackoffMs ?? 30_000
+        await this.#sleepLive(Math.min(max, 250 * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2))
+      }
+    }
+  }
+
+  #sleepLive(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms)
+      this.host.signal.addEventListener('abort', () => {
+        clearTimeout(timer)
+        resolve()
+      }, { once: true })
+    })
+  }
+}
+
+/** Server-sent events from a response body: `{ event, data }` per message. */
+async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string }> {
+  const decoder = new TextDecoder()
+  const reader = body.getReader()
+  let buffer = ''
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) return
+      buffer += decoder.decode(value, { stream: true })
+      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+        const block = buffer.slice(0, end)
+        buffer = buffer.slice(end + 2)
+        let event = 'message'
+        const data: string[] = []
+        for (const line of block.split('\n')) {
+          if (line.startsWith('event:')) event = line.slice(6).trim()
+          else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''))
+        }
+        if (data.length > 0) yield { event, data: data.join('\n') }
+      }
+    }
+  } finally {
+    reader.releaseLock()
+  }
+}
+
+export function errorOf(err: unknown): ReplicationState['error'] {
+  if (err instanceof HttpFailure) return { code: err.code, message: err.message, status: err.status }
+  const e = err as { code?: unknown; message?: unknown; name?: unknown }
+  return { code: typeof e?.code === 'string' ? e.code : 'STORAGE_UNAVAILABLE', message: typeof e?.message === 'string' ? e.message : String(err) }
+}
+

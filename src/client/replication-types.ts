@@ -1,0 +1,78 @@
+// The public shapes of store.connect: its options and the state a Replication reports, and
+// what a replication uses of its store.
+import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions, SyncConflict } from '../changes'
+import type { SessionId } from '../model'
+
+/** Options of `store.connect`. */
+export interface ConnectOptions {
+  /** Headers of every request (a token), or a function called before each request (fresh tokens). */
+  headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>)
+  /** Only these sessions, both ways (default: every session the server lets this caller read, and every local one). */
+  sessions?: SessionId[]
+  /** Receive the server's appends as they happen (server-sent events); otherwise pull every `pollMs`. */
+  live?: boolean
+  /** Aborting it closes the replication. */
+  signal?: AbortSignal
+  /** How often local writes are looked for, and the server pulled when not live (default 250 ms). */
+  pollMs?: number
+  /** Longest wait between retries while offline (default 30 s); the first is about 250 ms. */
+  maxBackoffMs?: number
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof fetch
+}
+
+/** Where a replication stands: `connecting` until its first answer, `offline` while the server cannot be reached, `error` while it refuses (401, 403, 400). */
+export type ReplicationStatus = 'connecting' | 'online' | 'offline' | 'error'
+
+/** What a replication's subscribers receive. */
+export interface ReplicationState {
+  /** Where it stands (see {@link ReplicationStatus}). */
+  status: ReplicationStatus
+  /** Local events not yet on the server, as last counted. */
+  pending: number
+  /** Sessions whose versions differ between this store and the server; neither side was changed. */
+  conflicts: readonly SyncConflict[]
+  /** Events pushed since connect. */
+  pushed: number
+  /** Events pulled (written here) since connect. */
+  pulled: number
+  /** The last failure, while status is offline or error. */
+  error?: {
+    /** A SessionfoldError code, the server's refusal code (UNAUTHORIZED, FORBIDDEN, …) or HTTP_<status>. */
+    code: string
+    /** What happened, for people. */
+    message: string
+    /** The HTTP status, when the server answered. */
+    status?: number
+  }
+}
+
+/** What a replication uses of its store (the Store, seen through this narrow interface). */
+export interface ReplicationStore {
+  /** See `Store.changesSince`. */
+  changesSince(cursor: ChangeCursor | null, options?: ChangesOptions): Promise<Changes>
+  /** See `Store.applyChanges`. */
+  applyChanges(batch: ChangeBatch): Promise<ApplyResult>
+  /** A record of the store's own (the replication's cursors). */
+  _getMeta(key: string): Promise<string | undefined>
+  /** Stores a record of the store's own. */
+  _putMeta(key: string, value: string): Promise<void>
+}
+
+/** What the loop needs of its Replication. */
+export interface LoopHost {
+  readonly store: ReplicationStore
+  readonly base: string
+  readonly key: string
+  readonly options: ConnectOptions
+  readonly fetch: typeof fetch
+  readonly signal: AbortSignal
+  state(): ReplicationState
+  set(patch: Partial<ReplicationState>): void
+  /** The whenSynced() promises registered so far, handed over (a round that starts now settles them). */
+  takeWaiting(): (() => void)[]
+  /** Gives back promises a failed round could not settle: the next round takes them. */
+  returnWaiting(waiting: (() => void)[]): void
+  /** The function that ends the loop's current sleep (undefined while it is not sleeping). */
+  setKick(kick: (() => void) | undefined): void
+}

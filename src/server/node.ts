@@ -1,0 +1,64 @@
+// toNodeListener: a Fetch-API handler served by node:http. Only types of node:http are
+// imported, so this file costs an edge runtime nothing.
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { SyncHandler } from './handler'
+
+/**
+ * Adapts a Fetch-API handler to `node:http`'s `(req, res)`: the request's body streams in,
+ * the response's body streams out (server-sent events are flushed as they come), and a client
+ * that goes away aborts the request's signal.
+ *
+ * @example
+ * http.createServer(toNodeListener(createSyncHandler({ store, authorize }))).listen(8787, '127.0.0.1')
+ */
+export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const abort = new AbortController()
+    res.on('close', () => abort.abort())
+    const headers = new Headers()
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value === undefined) continue
+      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
+    }
+    const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
+    const body = hasBody
+      ? new ReadableStream<Uint8Array>({
+        start(controller) {
+          req.on('data', (chunk: Buffer) => controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)))
+          req.on('end', () => controller.close())
+          req.on('error', (err) => controller.error(err))
+        },
+        cancel() {
+          req.destroy()
+        },
+      })
+      : undefined
+    const request = new Request(`http://${req.headers.host ?? '127.0.0.1'}${req.url ?? '/'}`, {
+      method: req.method,
+      headers,
+      body,
+      signal: abort.signal,
+      // @ts-expect-error Node's fetch needs duplex for a streamed body; the DOM types do not know it
+      duplex: 'half',
+    })
+    void (async () => {
+      try {
+        const response = await handler(request)
+        res.writeHead(response.status, Object.fromEntries(response.headers))
+        res.flushHeaders()
+        if (!response.body) return void res.end()
+        const reader = response.body.getReader()
+        abort.signal.addEventListener('abort', () => void reader.cancel().catch(() => {}), { once: true })
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) break
+          res.write(value)
+        }
+        res.end()
+      } catch {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+        res.end()
+      }
+    })()
+  }
+}
