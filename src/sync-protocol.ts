@@ -1,7 +1,7 @@
 // The HTTP sync protocol between `store.connect()` (src/client/replication.ts) and
 // `createSyncHandler` (src/server/): paths, limits and the shapes of answers. Types and
 // constants only, shared by both sides.
-import type { ApplyResult, ChangeBatch, ChangeCursor } from './changes'
+import type { ApplyResult, ChangeBatch } from './changes'
 
 /** The protocol's version, sent as the `sessionfold-sync` header by both sides. */
 export const SYNC_PROTOCOL = '1'
@@ -20,7 +20,7 @@ export const SYNC_PATHS = {
 
 /** Largest request body the handler reads by default (a push of one batch of changesSince's default 4 MiB, and room). */
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
-/** Longest cursor accepted in a query string (base64url of its JSON). */
+/** Longest cursor accepted in a query string (sealed by the server, base64url). */
 export const MAX_CURSOR_CHARS = 4096
 /** Longest long-poll wait the handler grants. */
 export const MAX_WAIT_MS = 60_000
@@ -29,8 +29,8 @@ export const MAX_WAIT_MS = 60_000
 export interface PullAnswer {
   /** The changes after the cursor that the caller may read. */
   batch: ChangeBatch
-  /** Pass it to the next pull. */
-  cursor: ChangeCursor
+  /** Pass it to the next pull: opaque (sealed by the server), at most MAX_CURSOR_CHARS. */
+  cursor: string
   /** Nothing more was there when this was made. */
   done: boolean
 }
@@ -46,24 +46,5 @@ export interface SyncErrorBody {
     code: string
     /** What is wrong, for people. */
     message: string
-  }
-}
-
-/** A cursor as it travels in a query string: base64url of its JSON. */
-export function encodeCursor(cursor: ChangeCursor): string {
-  const bytes = new TextEncoder().encode(JSON.stringify(cursor))
-  let bin = ''
-  for (const b of bytes) bin += String.fromCharCode(b)
-  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
-}
-
-/** The cursor of a query string, or undefined when it is not base64url of JSON (the store checks the rest). */
-export function decodeCursor(text: string): unknown {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined
-  try {
-    const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'))
-    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)))) as unknown
-  } catch {
-    return undefined
   }
 }

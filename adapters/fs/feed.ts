@@ -31,7 +31,7 @@ export interface FeedFile extends ChangeFeed {
   close(): Promise<void>
 }
 
-export function createFeedFile({ fs, root }: Pick<FsSettings, 'fs' | 'root'>): FeedFile {
+export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | 'root' | 'readOnly'>): FeedFile {
   const path = join(root, FEED_FILE)
   let handle: Promise<FileHandle> | undefined
   /** The handle once open (record() awaits it, so a synced flush after record() finds it). */
@@ -70,6 +70,9 @@ export function createFeedFile({ fs, root }: Pick<FsSettings, 'fs' | 'root'>): F
     } catch (err) {
       if (errno(err) !== 'ENOENT') throw err
     }
+    // A store opened read-only writes nothing: a feed never written to has no identity yet
+    // (a cursor made now names none, and starts over once the feed has one).
+    if (readOnly) return 'none'
     // Made whole in tmp, then moved in by rename: every process reads the same identity, and
     // rename keeps the first one made should two processes race (the later one reads it back).
     const made = join(tmpDir(root), `feed-id-${newFeedId()}`)

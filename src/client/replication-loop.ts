@@ -2,7 +2,7 @@
 // backoff. Loaded on the first connect(), so apps that never sync do not ship it.
 import type { ChangeBatch, ChangeCursor, SyncConflict } from '../changes'
 import type { SessionId } from '../model'
-import { SYNC_PATHS, SYNC_PROTOCOL, encodeCursor, type PullAnswer, type PushAnswer } from '../sync-protocol'
+import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from '../sync-protocol'
 import type { LoopHost, ReplicationState } from './replication-types'
 
 const REQUEST_TIMEOUT_MS = 30_000
@@ -21,7 +21,8 @@ export function runReplication(host: LoopHost): Promise<void> {
 
 class Loop {
   #pushCursor: ChangeCursor | null = null
-  #pullCursor: ChangeCursor | null = null
+  /** The server's cursor: opaque, sealed by the server. */
+  #pullCursor: string | null = null
   /** Sessions to send again whole (skipped by the server: locked there, or a gap). */
   readonly #retryPush = new Set<SessionId>()
   /** Sessions to fetch again whole (skipped here: open for writing here). */
@@ -41,9 +42,9 @@ class Loop {
     try {
       const saved = await this.host.store._getMeta(this.host.key)
       if (saved) {
-        const s = JSON.parse(saved) as { push?: ChangeCursor | null; pull?: ChangeCursor | null }
+        const s = JSON.parse(saved) as { push?: ChangeCursor | null; pull?: string | null }
         this.#pushCursor = s.push ?? null
-        this.#pullCursor = s.pull ?? null
+        this.#pullCursor = typeof s.pull === 'string' ? s.pull : null
       }
     } catch {
       // an unreadable record: start over (sending again what the server has is harmless)
@@ -86,7 +87,7 @@ class Loop {
       }
       const timer = setTimeout(done, ms)
       this.host.setKick(done)
-      if (this.host.signal.aborted) done()
+      if (this.host.signal.aborted || this.host.consumeKick()) done()
     })
   }
 
@@ -188,13 +189,13 @@ class Loop {
       for (const e of answer.batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
       this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
     }
-    this.#pullCursor = answer.cursor
+    this.#pullCursor = answer.cursor || null
     await this.#save()
   }
 
-  #pullQuery(cursor: ChangeCursor | null, sessions: readonly SessionId[] | undefined, wait = 0): string {
+  #pullQuery(cursor: string | null, sessions: readonly SessionId[] | undefined, wait = 0): string {
     const q = new URLSearchParams()
-    if (cursor) q.set('cursor', encodeCursor(cursor))
+    if (cursor) q.set('cursor', cursor)
     if (sessions) q.set('sessions', sessions.join(','))
     if (wait > 0) q.set('wait', String(wait))
     const s = q.toString()
@@ -214,7 +215,7 @@ class Loop {
   async #pullAgain(): Promise<void> {
     const ids = [...this.#retryPull]
     this.#retryPull.clear()
-    let cursor: ChangeCursor | null = { v: 1, sessions: {} }
+    let cursor: string | null = null // no cursor, these sessions only: each sent whole
     for (;;) {
       const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(cursor, ids)}`, { method: 'GET' })
       const answer = await response.json() as PullAnswer
@@ -224,7 +225,7 @@ class Loop {
         for (const s of result.skipped) this.#retryPull.add(s.id)
         this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
       }
-      cursor = answer.cursor
+      cursor = answer.cursor || null
       if (answer.done) return
     }
   }
@@ -249,7 +250,7 @@ class Loop {
             await this.#apply(answer)
             this.#liveCaughtUp = answer.done
           } else if (message.event === 'cursor') {
-            this.#pullCursor = (JSON.parse(message.data) as { cursor: ChangeCursor }).cursor
+            this.#pullCursor = (JSON.parse(message.data) as { cursor: string }).cursor || this.#pullCursor
             this.#liveCaughtUp = true
             await this.#save()
           } else if (message.event === 'error') {

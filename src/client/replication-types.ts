@@ -75,4 +75,6 @@ export interface LoopHost {
   returnWaiting(waiting: (() => void)[]): void
   /** The function that ends the loop's current sleep (undefined while it is not sleeping). */
   setKick(kick: (() => void) | undefined): void
+  /** Whether a kick came while the loop was not sleeping (and forgets it). */
+  consumeKick(): boolean
 }

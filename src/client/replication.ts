@@ -29,6 +29,8 @@ export class Replication {
   readonly #onClose: (() => void)[] = []
   #state: ReplicationState = { status: 'connecting', pending: 0, conflicts: [], pushed: 0, pulled: 0 }
   #kick: (() => void) | undefined
+  /** A kick that came while the loop was busy: its next sleep returns at once. */
+  #kicked = false
   #running: Promise<void>
   #idle: (() => void)[] = []
 
@@ -66,6 +68,11 @@ export class Replication {
       returnWaiting: (waiting) => void this.#idle.unshift(...waiting),
       setKick: (kick) => {
         this.#kick = kick
+      },
+      consumeKick: () => {
+        const was = this.#kicked
+        this.#kicked = false
+        return was
       },
     }
     // The network side loads on the first connect: apps that never sync do not ship it.
@@ -118,6 +125,12 @@ export class Replication {
       for (const f of this.#onClose.splice(0)) f()
     }
     await this.#running
+  }
+
+  /** @internal Local writes landed (the store tells): push them now. */
+  _kick(): void {
+    if (this.#kick) this.#kick()
+    else this.#kicked = true
   }
 
   /** @internal */

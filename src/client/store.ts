@@ -47,6 +47,7 @@ export class Store {
     this.#calls = new EngineCalls(connection, (err) => this.#views.failAll(err))
     const appends = new AppendQueue(this.#calls)
     this.#calls.beforeCall = () => appends.flush()
+    appends.onLanded = () => this.#kickReplications()
     this.#scope = { calls: this.#calls, appends, views: this.#views, maxEventBytes }
   }
 
@@ -67,6 +68,7 @@ export class Store {
     assertOptions(options, 'createSession', ['id', 'cwd'])
     if (options.id !== undefined) assertSessionId(options.id)
     const info = await this.#calls.checked('handle', (api) => api.createSession(options), handleProblem, options.id)
+    this.#kickReplications()
     return new Session(this.#scope, info)
   }
 
@@ -202,6 +204,11 @@ export class Store {
     this.#replications.add(replication)
     replication.onClose(() => this.#replications.delete(replication))
     return replication
+  }
+
+  /** Local writes landed: replications push them now rather than at their next poll. */
+  #kickReplications(): void {
+    for (const r of this.#replications) r._kick()
   }
 
   /** @internal A small record of the store's own (cursors of a replication). */

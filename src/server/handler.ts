@@ -8,9 +8,10 @@ import type { SessionId } from '../model'
 import { isSessionId } from '../limits'
 import { describe, isPlainObject } from '../validate'
 import {
-  DEFAULT_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_WAIT_MS, SYNC_PATHS, SYNC_PROTOCOL, decodeCursor,
+  DEFAULT_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_WAIT_MS, SYNC_PATHS, SYNC_PROTOCOL,
   type PullAnswer, type SyncErrorBody,
 } from '../sync-protocol'
+import { createCursorSeal } from './cursor-seal'
 import { Waiters } from './waiters'
 
 /** What `authorize` is asked: may this request read (or write) this session, or list (no `sessionId`)? */
@@ -49,12 +50,18 @@ export interface SyncHandlerOptions {
   heartbeatMs?: number
   /** `Access-Control-Allow-Origin` to send (and preflights to answer), for pages of another origin. */
   allowOrigin?: string
+  /**
+   * The key that seals cursors (clients can neither read nor forge them). Give every server
+   * process of one store the same secret; without one, each handler makes a random key, and a
+   * cursor made by another process (or before a restart) starts its client over.
+   */
+  cursorSecret?: string | Uint8Array
 }
 
 /** A Fetch-API request handler: mount it in any server that speaks `Request`/`Response`. */
 export type SyncHandler = (request: Request) => Promise<Response>
 
-const KNOWN = ['store', 'authorize', 'basePath', 'maxBodyBytes', 'maxEvents', 'pollMs', 'liveMs', 'heartbeatMs', 'allowOrigin']
+const KNOWN = ['store', 'authorize', 'basePath', 'maxBodyBytes', 'maxEvents', 'pollMs', 'liveMs', 'heartbeatMs', 'allowOrigin', 'cursorSecret']
 const MAX_LISTED_SESSIONS = 1000
 
 class Refusal extends Error {
@@ -87,6 +94,7 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
   const liveMs = options.liveMs ?? 5 * 60_000
   const heartbeatMs = options.heartbeatMs ?? 15_000
   const waiters = new Waiters()
+  const seal = createCursorSeal(options.cursorSecret)
 
   const cors = (headers: Record<string, string>): Record<string, string> => options.allowOrigin === undefined ? headers : {
     ...headers,
@@ -133,13 +141,12 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
   }
 
   /** Reads the query of a pull or live request. */
-  function pullQuery(url: URL): { cursor: ChangeCursor | null; sessions?: SessionId[]; wait: number } {
+  async function pullQuery(url: URL): Promise<{ cursor: ChangeCursor | null; sessions?: SessionId[]; wait: number }> {
     const raw = url.searchParams.get('cursor')
     let cursor: ChangeCursor | null = null
     if (raw !== null && raw !== '') {
-      const decoded = raw.length <= MAX_CURSOR_CHARS ? decodeCursor(raw) : undefined
-      if (decoded === undefined) throw new Refusal(400, 'INVALID_ARGUMENT', 'the cursor is not one this server made (base64url of its JSON)')
-      cursor = decoded as ChangeCursor
+      if (raw.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(raw)) throw new Refusal(400, 'INVALID_ARGUMENT', `the cursor must be one this server made (base64url, at most ${MAX_CURSOR_CHARS} characters)`)
+      cursor = await seal.open(raw) // null when it does not open: start over
     }
     const list = url.searchParams.get('sessions')
     let sessions: SessionId[] | undefined
@@ -158,7 +165,7 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
    * `deadline` passes (or `signal` aborts). Sessions it may not read are passed over: the
    * cursor moves past them.
    */
-  async function nextChanges(request: Request, cursor: ChangeCursor | null, sessions: SessionId[] | undefined, deadline: number, signal: AbortSignal, cache: Map<SessionId, boolean>): Promise<PullAnswer> {
+  async function nextChanges(request: Request, cursor: ChangeCursor | null, sessions: SessionId[] | undefined, deadline: number, signal: AbortSignal, cache: Map<SessionId, boolean>): Promise<{ batch: ChangeBatch; cursor: ChangeCursor | null; done: boolean }> {
     for (;;) {
       const seen = waiters.generation
       const c: Changes = await store.changesSince(cursor, sessions ? { maxEvents, sessions } : { maxEvents })
@@ -175,32 +182,38 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
 
   async function pull(request: Request, url: URL): Promise<Response> {
     await allow(request, undefined, 'read')
-    const { cursor, sessions, wait } = pullQuery(url)
-    return json(200, await nextChanges(request, cursor, sessions, Date.now() + wait, request.signal, new Map()))
+    const { cursor, sessions, wait } = await pullQuery(url)
+    const answer = await nextChanges(request, cursor, sessions, Date.now() + wait, request.signal, new Map())
+    return json(200, { ...answer, cursor: answer.cursor ? await seal.seal(answer.cursor) : '' } satisfies PullAnswer)
   }
 
   async function live(request: Request, url: URL): Promise<Response> {
     await allow(request, undefined, 'read')
-    const query = pullQuery(url)
+    const query = await pullQuery(url)
     const encoder = new TextEncoder()
     const stop = new AbortController()
     request.signal.addEventListener('abort', () => stop.abort(), { once: true })
     const cache = new Map<SessionId, boolean>()
+    const ends = Date.now() + liveMs
+    let cursor = query.cursor
+    let first = true
+    // Pulled: the next message is made only once the client has taken the last one, so a slow
+    // client holds up its own stream, never the server's memory.
     const body = new ReadableStream<Uint8Array>({
-      async start(controller) {
+      async pull(controller) {
         const send = (text: string) => controller.enqueue(encoder.encode(text))
-        const ends = Date.now() + liveMs
-        let cursor = query.cursor
-        send('retry: 1000\n\n')
+        if (stop.signal.aborted || Date.now() >= ends) return controller.close()
         try {
-          while (!stop.signal.aborted && Date.now() < ends) {
-            const answer = await nextChanges(request, cursor, query.sessions, Math.min(ends, Date.now() + heartbeatMs), stop.signal, cache)
-            cursor = answer.cursor
-            if (stop.signal.aborted) break
-            if (answer.batch.sessions.length > 0) send(`event: changes\ndata: ${JSON.stringify(answer)}\n\n`)
-            else send(`event: cursor\ndata: ${JSON.stringify({ cursor })}\n\n`)
-          }
-          controller.close()
+          // The first answer at once (the client learns where it stands), later ones when something changes.
+          const deadline = first ? Date.now() : Math.min(ends, Date.now() + heartbeatMs)
+          const answer = await nextChanges(request, cursor, query.sessions, deadline, stop.signal, cache)
+          if (stop.signal.aborted) return controller.close()
+          cursor = answer.cursor
+          const sealed = cursor ? await seal.seal(cursor) : ''
+          if (first) send('retry: 1000\n\n')
+          first = false
+          if (answer.batch.sessions.length > 0) send(`event: changes\ndata: ${JSON.stringify({ ...answer, cursor: sealed } satisfies PullAnswer)}\n\n`)
+          else send(`event: cursor\ndata: ${JSON.stringify({ cursor: sealed, done: answer.done })}\n\n`)
         } catch (err) {
           const code = isSessionfoldError(err) ? err.code : 'STORAGE_UNAVAILABLE'
           send(`event: error\ndata: ${JSON.stringify({ error: { code, message: (err as Error).message } })}\n\n`)
@@ -210,7 +223,7 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
       cancel() {
         stop.abort()
       },
-    })
+    }, { highWaterMark: 0 })
     return new Response(body, {
       status: 200,
       headers: cors({ 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'sessionfold-sync': SYNC_PROTOCOL }),

@@ -52,7 +52,11 @@ export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res
         for (;;) {
           const { done, value } = await reader.read()
           if (done) break
-          res.write(value)
+          // A client slower than the stream: wait until it took what was written.
+          if (!res.write(value)) await new Promise<void>((resolve) => {
+            res.once('drain', resolve)
+            res.once('close', resolve)
+          })
         }
         res.end()
       } catch {

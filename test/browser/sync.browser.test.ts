@@ -23,7 +23,7 @@ for (const [mode, worker] of [['module Web Worker', true], ['in the page', false
     const view = await b.observe('root')
     expect((await view.listChildren()).map((r) => r.id)).toEqual(['kid'])
     await root.append({ type: 'turn/start' })
-    const { batch } = await a.changesSince((await b.changesSince(null)).cursor)
+    const { batch } = await a.changesSince((await b.changesSince({ v: 1, sessions: {} })).cursor)
     expect(batch.sessions.map((e) => [e.header.id, e.from, e.events.length])).toEqual([['root', 3, 1]])
     const before = await dumpStore(b)
     const bad = structuredClone(batch)

@@ -272,10 +272,16 @@ describe('HTTP sync between devices through a server (fs)', () => {
       const answer = await r.json() as { error: { code: string; message: string } }
       expect(['INVALID_ARGUMENT', 'EVENT_TOO_LARGE']).toContain(answer.error.code)
     }
-    for (const query of ['?cursor=%%%', '?cursor=bm90IGpzb24', `?cursor=${'A'.repeat(5000)}`, '?wait=-1', '?wait=99999999', '?sessions=../x']) {
+    for (const query of ['?cursor=%%%', '?cursor=a.b', `?cursor=${'A'.repeat(5000)}`, '?wait=-1', '?wait=99999999', '?sessions=../x']) {
       const r = await fetch(`${http.url}/pull${query}`, { headers: { authorization: 'Bearer user1' } })
       expect(r.status, query).toBe(400)
     }
+    // Cursors are sealed: one the server did not make (forged, another server's key) starts the caller over.
+    const fresh = await (await fetch(`${http.url}/pull`, { headers: { authorization: 'Bearer user1' } })).json() as { cursor: string; batch: { sessions: unknown[] } }
+    const forged = await (await fetch(`${http.url}/pull?cursor=bm90IGpzb24gYXQgYWxsLCBub3Qgc2VhbGVk`, { headers: { authorization: 'Bearer user1' } })).json() as { cursor: string; batch: { sessions: unknown[] } }
+    expect(forged.batch).toEqual(fresh.batch)
+    expect(fresh.cursor).toMatch(/^[A-Za-z0-9_-]{40,}$/)
+    expect(fresh.cursor).not.toContain('u1')
     expect((await fetch(`${http.url}/push`, { headers: { authorization: 'Bearer user1' } })).status).toBe(405)
     expect((await fetch(`${http.url}/elsewhere`, { headers: { authorization: 'Bearer user1' } })).status).toBe(404)
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()

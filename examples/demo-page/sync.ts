@@ -1,0 +1,91 @@
+// The sync demo page (`npm run demo:sync`): one device, its store on IndexedDB (the engine in a
+// Web Worker), connected live to the sync server of examples/sync-server.ts. Its query says
+// which device it is (?device=a: database sync-demo-a), where the server is (?server=, and
+// ?control= for the away/back buttons) and whose token it holds (?token=user1).
+import { openStore, type ReplicationState, type Session, type SessionView } from 'sessionfold'
+
+const params = new URLSearchParams(location.search)
+const device = params.get('device') ?? 'a'
+const serverUrl = params.get('server') ?? 'http://127.0.0.1:8787/sync'
+const control = params.get('control') ?? 'http://127.0.0.1:8788'
+const token = params.get('token') ?? 'user1'
+const prefix = `u${token.replace(/^user/, '')}-`
+
+const $ = <T extends HTMLElement>(s: string) => document.querySelector<T>(s)!
+$('#device').textContent = `device ${device.toUpperCase()}`
+$('#server').textContent = `server: ${serverUrl}`
+
+const store = await openStore({ name: `sync-demo-${device}` })
+// A function: called before each request, as an app would fetch a fresh token.
+const replication = store.connect(serverUrl, { headers: () => ({ authorization: `Bearer ${token}` }), live: true })
+
+function render(state: ReplicationState): void {
+  const badge = $('#sync')
+  badge.dataset.status = state.status
+  badge.textContent = state.status
+  const parts = [`${state.pending} pending`, `${state.pushed} pushed`, `${state.pulled} pulled`]
+  if (state.error) parts.push(state.error.message)
+  $('#detail').textContent = parts.join(' · ')
+  const conflicts = $('#conflicts')
+  conflicts.hidden = state.conflicts.length === 0
+  conflicts.textContent = state.conflicts.map((c) => `conflict in ${c.id} at seq ${c.seq} (${c.reason}): neither side was changed`).join('; ')
+}
+replication.subscribe(render)
+
+// ---- sessions ---------------------------------------------------------------------------------
+
+/** Sessions this page writes (made here), newest last. */
+const mine: Session[] = []
+/** A read-only view per session shown, whose snapshot gives the row its count. */
+const views = new Map<string, SessionView>()
+
+async function refresh(): Promise<void> {
+  const headers = await store.listSessions({ limit: 1000 })
+  const tbody = $<HTMLTableSectionElement>('#sessions tbody')
+  for (const h of headers) {
+    let view = views.get(h.id)
+    if (!view) {
+      view = await store.observe(h.id)
+      views.set(h.id, view)
+      view.projections.subscribe(() => void paint(tbody))
+    }
+  }
+  paint(tbody)
+}
+
+function paint(tbody: HTMLTableSectionElement): void {
+  const rows = [...views.values()].sort((a, b) => a.header.createdAt - b.header.createdAt)
+  tbody.replaceChildren(...rows.map((v) => {
+    const tr = document.createElement('tr')
+    tr.dataset.id = v.id
+    const cells = [v.id, (v.id.split('-')[1] ?? '?').toUpperCase(), String(v.projections.snapshot().asOfSeq + 1)]
+    for (const [i, text] of cells.entries()) {
+      const td = tr.insertCell()
+      td.className = ['id', 'device', 'n'][i]!
+      td.textContent = text
+    }
+    return tr
+  }))
+}
+
+let made = 0
+$('#new').addEventListener('click', () => void (async () => {
+  const session = await store.createSession({ id: `${prefix}${device}-${Date.now().toString(36)}-${made++}` })
+  await session.append({ type: 'demo/hello', data: { from: device, at: new Date().toISOString() } })
+  mine.push(session)
+  await refresh()
+})())
+$('#append').addEventListener('click', () => void (async () => {
+  const session = mine.at(-1)
+  if (!session) return
+  await session.append({ type: 'demo/more', data: { from: device } })
+})())
+$('#away').addEventListener('click', () => void fetch(`${control}/away`, { method: 'POST' }))
+$('#back').addEventListener('click', () => void fetch(`${control}/back`, { method: 'POST' }))
+
+// New sessions arrive from the server at any time: list again now and then (a listing is cheap).
+await refresh()
+setInterval(() => void refresh(), 500)
+
+// For tests and the curious: the page's store and replication.
+Object.assign(window, { demo: { store, replication, mine, refresh } })

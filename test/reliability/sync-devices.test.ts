@@ -1,0 +1,158 @@
+// Reliability: HTTP sync in real Chromium — two persistent contexts are two devices (§12)
+// Each device is the sync demo page (examples/demo-page/sync.html, served by Vite) in its own
+// Chromium profile, on IndexedDB, connected live to a real node:http sync server over an fs
+// store (examples/sync-server.ts), on another origin (CORS). A session made offline reaches the
+// other device once the server is back; the server taken away mid-push loses and duplicates
+// nothing; another user's token sees nothing; hostile bodies from a page are refused.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type BrowserContext, type Page } from 'playwright'
+import { createServer, type ViteDevServer } from 'vite'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startDemoSyncServer, type DemoSyncServer } from '../../examples/sync-server'
+import { dumpStore } from '../support/helpers'
+
+const root = join(__dirname, '../..')
+const SCREENSHOT = join(root, 'test-output', 'sync-demo.png')
+const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+]
+
+let vite: ViteDevServer
+let base: string
+let sync: DemoSyncServer
+let temp: string
+const contexts: BrowserContext[] = []
+
+beforeAll(async () => {
+  temp = await mkdtemp(join(tmpdir(), 'sessionfold-devices-'))
+  sync = await startDemoSyncServer({ dir: join(temp, 'server'), pollMs: 50 })
+  vite = await createServer({
+    configFile: join(root, 'examples/demo-page/vite.config.ts'),
+    cacheDir: join(root, 'node_modules/.vite/demo-page-sync-test'),
+    server: { host: '127.0.0.1', port: 0 },
+    logLevel: 'warn',
+    clearScreen: false,
+  })
+  await vite.listen()
+  base = `http://127.0.0.1:${(vite.httpServer!.address() as AddressInfo).port}`
+}, 60_000)
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => {})
+  await vite?.close()
+  await sync?.close()
+  if (temp) await rm(temp, { recursive: true, force: true })
+})
+
+/** A device: its own persistent Chromium profile (its own IndexedDB on disk), showing the sync page. */
+async function device(name: string, token = 'user1'): Promise<{ page: Page; problems: string[] }> {
+  const profile = join(temp, `profile-${name}`)
+  await mkdir(profile, { recursive: true })
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1000, height: 560 },
+  })
+  context.setDefaultTimeout(20_000)
+  contexts.push(context)
+  const page = await context.newPage()
+  const problems: string[] = []
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`))
+  page.on('console', (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`console: ${m.text()}`)
+  })
+  const q = new URLSearchParams({ device: name, server: sync.url, control: sync.control, token })
+  await page.goto(`${base}/sync.html?${q}`)
+  await page.waitForFunction(() => (window as unknown as { demo?: unknown }).demo !== undefined, undefined, { timeout: 30_000 })
+  await page.waitForSelector('#sync[data-status="online"]', { timeout: 20_000 })
+  return { page, problems }
+}
+
+/** The page's sessions table: id → events. */
+const table = (page: Page) => page.$$eval('#sessions tbody tr', (rows) => Object.fromEntries(rows.map((r) => [r.querySelector('.id')!.textContent!, Number(r.querySelector('.n')!.textContent)])))
+
+type Demo = { store: import('sessionfold').Store; replication: import('sessionfold').Replication; mine: import('sessionfold').Session[] }
+
+describe('HTTP sync between two Chromium devices', () => {
+  it('a session made offline reaches the other device once the server is back; status and pending show it', async () => {
+    const a = await device('a')
+    const b = await device('b')
+    await sync.away()
+    await a.page.click('#new')
+    await a.page.waitForSelector('#sync[data-status="offline"]', { timeout: 20_000 })
+    await a.page.waitForFunction(() => (window as unknown as { demo: Demo }).demo.replication.pending >= 1 && (window as unknown as { demo: Demo }).demo.mine.length === 1)
+    const made = await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.mine[0]!.id)
+    expect(made).toMatch(/^u1-a-/)
+    await a.page.click('#append')
+    expect(await table(b.page)).toEqual({})
+    await sync.back()
+    await b.page.waitForFunction((id) => document.querySelector(`#sessions tr[data-id="${id}"] .n`)?.textContent === '2', made, { timeout: 30_000 })
+    await a.page.waitForSelector('#sync[data-status="online"]', { timeout: 20_000 })
+    await a.page.waitForFunction(() => (window as unknown as { demo: Demo }).demo.replication.pending === 0)
+    expect((await dumpStore(sync.store))[made]!.events.map((e) => e.type)).toEqual(['demo/hello', 'demo/more'])
+    // And back the other way, live: an append on B shows on A.
+    await b.page.click('#new')
+    await b.page.waitForFunction(() => (window as unknown as { demo: Demo }).demo.mine.length === 1)
+    const fromB = await b.page.evaluate(() => (window as unknown as { demo: Demo }).demo.mine[0]!.id)
+    await a.page.waitForSelector(`#sessions tr[data-id="${fromB}"]`, { timeout: 30_000 })
+    await mkdir(join(root, 'test-output'), { recursive: true })
+    await a.page.screenshot({ path: SCREENSHOT })
+    expect([...a.problems, ...b.problems]).toEqual([])
+  }, 120_000)
+
+  it('the server taken away in the middle of a push loses nothing and duplicates nothing', async () => {
+    const a = await device('a2')
+    let cut = false
+    a.page.on('request', (r) => {
+      if (!cut && r.url().includes('/sync/push') && (r.postData()?.length ?? 0) > 100_000) {
+        cut = true
+        void sync.away().then(() => new Promise((res) => setTimeout(res, 800))).then(() => sync.back())
+      }
+    })
+    const id = await a.page.evaluate(async () => {
+      const { store } = (window as unknown as { demo: Demo }).demo
+      const s = await store.createSession({ id: `u1-big-${Date.now()}` })
+      for (let i = 0; i < 30; i++) await s.append(Array.from({ length: 100 }, (_, k) => ({ type: 'demo/n', data: { n: i * 100 + k, pad: 'x'.repeat(200) } })))
+      return s.id
+    })
+    await a.page.waitForFunction(() => {
+      const r = (window as unknown as { demo: Demo }).demo.replication
+      return r.status === 'online' && r.pending === 0
+    }, undefined, { timeout: 60_000 })
+    expect(cut).toBe(true)
+    const onServer = (await dumpStore(sync.store))[id]!.events.map((e) => (e.data as { n: number }).n)
+    expect(onServer).toEqual(Array.from({ length: 3000 }, (_, n) => n))
+    expect(await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.replication.conflicts.length)).toBe(0)
+  }, 120_000)
+
+  it("another user's token sees nothing of the first user's; hostile bodies from a page are refused and write nothing", async () => {
+    const c = await device('c', 'user2')
+    await c.page.click('#new')
+    await c.page.waitForFunction(() => (window as unknown as { demo: Demo }).demo.replication.pending === 0 && (window as unknown as { demo: Demo }).demo.mine.length === 1)
+    await new Promise((r) => setTimeout(r, 500))
+    const ids = await c.page.evaluate(async () => (await (window as unknown as { demo: Demo }).demo.store.listSessions()).map((h) => h.id))
+    expect(ids.length).toBe(1)
+    expect(ids[0]).toMatch(/^u2-c-/)
+    const before = await dumpStore(sync.store)
+    const answers = await c.page.evaluate(async (url) => {
+      const post = (body: string) => fetch(`${url}/push`, { method: 'POST', body, headers: { authorization: 'Bearer user2' } }).then(async (r) => [r.status, await r.text()] as const)
+      const pulled = await fetch(`${url}/pull`, { headers: { authorization: 'Bearer user2' } }).then((r) => r.text())
+      return {
+        pulled,
+        garbage: await post('{"v":1,"sessions":[{"header":'),
+        forged: await post(JSON.stringify({ v: 1, sessions: [{ header: { id: 'u1-forged' }, from: 0, events: [] }] })),
+        big: await post(`{"v":1,"sessions":[],"pad":"${'x'.repeat(9 * 1024 * 1024)}"}`),
+      }
+    }, sync.url)
+    expect(answers.pulled).not.toContain('u1-')
+    expect(answers.garbage[0]).toBe(400)
+    expect(answers.forged[0]).toBe(403)
+    expect(answers.big[0]).toBe(400)
+    expect(await dumpStore(sync.store)).toEqual(before)
+  }, 120_000)
+})
