@@ -27,6 +27,8 @@ export interface DemoSyncServer {
   back(): Promise<void>
   /** Stops both servers and closes the store. */
   close(): Promise<void>
+  /** Live streams (GET /sync/live) open now: one per device, however many tabs it has open. */
+  liveStreams(): number
 }
 
 export async function startDemoSyncServer(options: { dir: string; port?: number; controlPort?: number; pollMs?: number }): Promise<DemoSyncServer> {
@@ -34,8 +36,16 @@ export async function startDemoSyncServer(options: { dir: string; port?: number;
   const handler = createSyncHandler({ store, authorize: demoAuthorize, basePath: '/sync', allowOrigin: '*', pollMs: options.pollMs ?? 100 })
   let port = options.port ?? 0
   let sync: Server | undefined
+  let live = 0
+  const listener = toNodeListener(handler)
   const up = async () => {
-    sync = createServer(toNodeListener(handler))
+    sync = createServer((req, res) => {
+      if (req.url?.startsWith('/sync/live')) {
+        live++
+        res.once('close', () => live--)
+      }
+      listener(req, res)
+    })
     await new Promise<void>((resolve, reject) => {
       sync!.once('error', reject)
       sync!.listen(port, '127.0.0.1', () => resolve())
@@ -74,6 +84,7 @@ export async function startDemoSyncServer(options: { dir: string; port?: number;
     back: async () => {
       if (!sync) await up()
     },
+    liveStreams: () => live,
     async close() {
       await down()
       control.closeAllConnections()

@@ -180,7 +180,36 @@ export interface EngineApi {
   /** Sync between stores: a bounded batch after a cursor, and importing one (src/changes.ts). */
   changesSince(cursor: unknown, options: unknown): Promise<Changes>
   applyChanges(batch: unknown): Promise<ApplyResult>
-  getMeta(key: unknown): Promise<string | undefined>
-  putMeta(key: unknown, value: unknown): Promise<void>
+  /** Starts (or joins) a replication with a sync server; its id. */
+  replicate(spec: ReplicationSpec): Promise<number>
+  /** The replication's next event after version `seen` (a long-poll). */
+  replicationEvent(id: number, seen: number): Promise<ReplicationEvent>
+  /** Fresh headers asked for by a replicationEvent's `headersWanted`. */
+  replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void>
+  /** Resolves once everything local was pushed and the server had nothing more, in a round begun after the call. */
+  replicationSynced(id: number): Promise<void>
+  replicationClose(id: number): Promise<void>
   close(): Promise<void>
 }
+
+/** What store.connect sends the engine: no functions (they cannot cross a worker). */
+export interface ReplicationSpec {
+  /** The server's base URL, resolved, without a trailing slash. */
+  url: string
+  /** The store's meta key for the cursors (from the URL and the sessions). */
+  key: string
+  options: { sessions?: string[]; live?: boolean; pollMs?: number; maxBackoffMs?: number }
+  /** Static headers, when the app gave an object. */
+  headers?: Record<string, string>
+  /** The app gave a function: the engine asks for headers before each request. */
+  headersFromClient: boolean
+}
+
+/** A replication's state, pushed by long-poll; `headersWanted` asks the client for fresh headers. */
+export interface ReplicationEvent {
+  version: number
+  state: import('./replication/types').ReplicationState
+  headersWanted?: number
+  closed?: boolean
+}
+

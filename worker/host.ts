@@ -5,7 +5,8 @@ import { SessionfoldError, toWireError, where } from '../src/errors'
 import type { Json, SessionId } from '../src/model'
 import type { ProjectionDefinition } from '../src/projection'
 import { FRAMES_MESSAGE, type FramesMessage } from '../src/protocol'
-import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions } from '../src/protocol'
+import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions, ReplicationEvent, ReplicationSpec } from '../src/protocol'
+import { ReplicationHub } from './replications'
 import { assertSessionId, describe, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
 import type { GrowthChannel, Platform } from './platform'
@@ -98,8 +99,14 @@ export function sharedEngines(platform: Platform): EngineSource {
   }
 }
 
+/** One hub per engine: hosts sharing an engine (a SharedWorker's tabs) share its replications. */
+const hubs = new WeakMap<Engine, ReplicationHub>()
+
 export class EngineHost implements EngineApi {
   private opened?: Engine
+  private hostOptions?: HostOptions
+  /** This client's replications (closed with it). */
+  private readonly replications = new Set<number>()
   private push?: (frames: Frame[]) => void
   private readonly handles = new Map<number, Handle>()
   private readonly watching = new Map<SessionId, { handles: number; stop: () => void }>()
@@ -130,6 +137,7 @@ export class EngineHost implements EngineApi {
       }))
     }
     this.opened = await this.source.open(options, this.projections)
+    this.hostOptions = options
     this.push = typeof push === 'function' ? push : this.post
     if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
@@ -314,13 +322,7 @@ export class EngineHost implements EngineApi {
     return this.engine.applyChanges(batch)
   }
 
-  getMeta(key: unknown) {
-    return this.engine.getMeta(key)
-  }
 
-  putMeta(key: unknown, value: unknown) {
-    return this.engine.putMeta(key, value)
-  }
 
   async verifyPlan() {
     return this.engine.verifyPlan()
@@ -342,9 +344,47 @@ export class EngineHost implements EngineApi {
     this.cancels.get(token)?.abort()
   }
 
+  private get hub(): ReplicationHub {
+    const engine = this.engine
+    let hub = hubs.get(engine)
+    if (!hub) {
+      const o = this.hostOptions
+      hubs.set(engine, (hub = new ReplicationHub(engine, JSON.stringify([o?.storage, o?.name, o?.dir]))))
+    }
+    return hub
+  }
+
+  async replicate(spec: ReplicationSpec, fetchFn?: typeof fetch): Promise<number> {
+    if (!isPlainObject(spec) || typeof spec.url !== 'string' || typeof spec.key !== 'string' || !isPlainObject(spec.options)) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `replicate needs a replication spec, got ${describe(spec)}`)
+    }
+    const id = this.hub.connect(spec, typeof fetchFn === 'function' ? fetchFn : undefined)
+    this.replications.add(id)
+    return id
+  }
+
+  replicationEvent(id: number, seen: number): Promise<ReplicationEvent> {
+    return this.hub.next(id, seen)
+  }
+
+  async replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void> {
+    this.hub.headers(id, ticket, headers)
+  }
+
+  replicationSynced(id: number): Promise<void> {
+    return this.hub.synced(id)
+  }
+
+  async replicationClose(id: number): Promise<void> {
+    this.replications.delete(id)
+    await this.hub.close(id)
+  }
+
   async close(): Promise<void> {
     const engine = this.opened
     if (!engine) return
+    await hubs.get(engine)?.closeAll(this.replications)
+    this.replications.clear()
     // Every handle of this client: appends settle, writers checkpoint and release their locks.
     for (const handle of [...this.handles.keys()]) await this.closeHandle(handle)
     await this.source.close(engine)

@@ -23,8 +23,6 @@ export class AppendQueue {
   readonly #calls: EngineCalls
   #waiting: Waiting[] = []
   #chars = 0
-  /** Told after each batch of appends has landed (a replication pushes it at once). */
-  onLanded: (() => void) | undefined
 
   constructor(calls: EngineCalls) {
     this.#calls = calls
@@ -53,7 +51,6 @@ export class AppendQueue {
         return
       }
       batch.forEach((w, i) => settle(w, outcomes[i] as AppendOutcome))
-      this.onLanded?.()
     }, (err: unknown) => {
       for (const w of batch) w.reject(err)
     })

@@ -13,6 +13,7 @@ export async function connectInThread(projections: readonly ProjectionDefinition
   let holds = 0
   let timer: ReturnType<typeof setInterval> | undefined
   return {
+    inThread: true,
     api: host,
     died: new Promise(() => {}),
     end: async () => {

@@ -7,6 +7,8 @@ import type { EngineApi, HostOptions, StorageKind } from '../protocol'
 
 export interface Connection {
   api: EngineApi
+  /** The engine runs in this thread (worker: false): functions may be passed to it. */
+  inThread?: boolean
   /** Browsers: the lock the host holds while it lives (see HostOptions.aliveLock). */
   aliveLock?: string
   /** Browsers, SharedWorker: the lock this tab holds while it lives (see HostOptions.tabLock). */

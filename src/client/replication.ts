@@ -1,41 +1,37 @@
-// store.connect(url): a replication with a server made by createSyncHandler. It pushes what
-// the local store's change feed names after its push cursor, pulls (or, live, streams) what the
-// server has after its pull cursor, and keeps both cursors in the store. Runs on the thread
-// that called connect; the store's calls it makes go to the engine like any other.
+// store.connect(url): the app's side of a replication that runs in the engine (in its worker):
+// it sends what cannot cross a worker (the headers function) when the engine asks, and mirrors
+// the replication's state, which the engine sends by long-poll (one call waiting at a time).
 import type { SyncConflict } from '../changes'
 import { SessionfoldError } from '../errors'
 import { hash53 } from '../hash'
-import type { SessionId } from '../model'
+import type { ReplicationEvent, ReplicationSpec } from '../protocol'
+import type { ConnectOptions, ReplicationState, ReplicationStatus } from '../replication/types'
 import { assertSessionId, describe, isPlainObject } from '../validate'
-import type { ConnectOptions, LoopHost, ReplicationState, ReplicationStatus, ReplicationStore } from './replication-types'
+import type { EngineCalls } from './engine-calls'
 
-export type { ConnectOptions, ReplicationState, ReplicationStatus, ReplicationStore } from './replication-types'
+export type { ConnectOptions, ReplicationState, ReplicationStatus, ReplicationStore } from '../replication/types'
 
 const KNOWN = ['headers', 'sessions', 'live', 'signal', 'pollMs', 'maxBackoffMs', 'fetch']
 
 /**
- * A running sync with a server (see `store.connect`). Read `status`, `pending` and `conflicts`,
- * or `subscribe` to them; `close()` stops it (the cursors stay in the store: the next connect
- * resumes).
+ * A running sync with a server (see `store.connect`). It runs in the store's engine (its
+ * worker): tabs of an origin share one (one runs it, the others follow its state), and a
+ * second connect of one store to one server joins the first. Read `status`, `pending` and
+ * `conflicts`, or `subscribe` to them; `close()` stops it (the cursors stay in the store: the
+ * next connect resumes).
  */
 export class Replication {
-  readonly #store: ReplicationStore
-  readonly #base: string
+  readonly #calls: EngineCalls
   readonly #options: ConnectOptions
-  readonly #fetch: typeof fetch
-  readonly #key: string
-  readonly #stop = new AbortController()
   readonly #listeners = new Set<(state: ReplicationState) => void>()
   readonly #onClose: (() => void)[] = []
   #state: ReplicationState = { status: 'connecting', pending: 0, conflicts: [], pushed: 0, pulled: 0 }
-  #kick: (() => void) | undefined
-  /** A kick that came while the loop was busy: its next sleep returns at once. */
-  #kicked = false
-  #running: Promise<void>
-  #idle: (() => void)[] = []
+  #id: Promise<number>
+  #closed = false
+  #closing: Promise<void> | undefined
 
   /** @internal Made by `store.connect`. */
-  constructor(store: ReplicationStore, url: string | URL, options: ConnectOptions) {
+  constructor(calls: EngineCalls, url: string | URL, options: ConnectOptions, inThread: boolean) {
     if (!isPlainObject(options as unknown)) throw bad(`connect options must be an object, got ${describe(options)}`)
     for (const key of Object.keys(options)) if (!KNOWN.includes(key)) throw bad(`connect has no option ${describe(key)}`)
     let parsed: URL
@@ -45,40 +41,38 @@ export class Replication {
       throw bad(`connect needs a URL, got ${describe(url)}`)
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw bad(`connect needs an http(s) URL, got ${describe(String(url))}`)
-    if (options.sessions !== undefined) {
-      if (!Array.isArray(options.sessions)) throw bad('connect sessions must be an array of session ids')
-      for (const id of options.sessions) assertSessionId(id)
+    const { sessions, headers, live, pollMs, maxBackoffMs, signal } = options
+    if (sessions !== undefined) {
+      if (!Array.isArray(sessions)) throw bad('connect sessions must be an array of session ids')
+      for (const id of sessions) assertSessionId(id)
     }
-    if (options.headers !== undefined && typeof options.headers !== 'function' && !isPlainObject(options.headers)) throw bad('connect headers must be an object or a function')
-    this.#store = store
-    this.#base = parsed.href.replace(/\/+$/, '')
+    if (headers !== undefined && typeof headers !== 'function' && !(isPlainObject(headers) && Object.values(headers).every((v) => typeof v === 'string'))) {
+      throw bad('connect headers must be an object of strings or a function returning one')
+    }
+    if (live !== undefined && typeof live !== 'boolean') throw bad('connect live must be a boolean')
+    for (const [name, v] of [['pollMs', pollMs], ['maxBackoffMs', maxBackoffMs]] as const) {
+      if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 3_600_000)) throw bad(`connect ${name} must be a whole number of milliseconds in 1..3,600,000`)
+    }
+    if (options.fetch !== undefined && (typeof options.fetch !== 'function' || !inThread)) throw bad('connect fetch is a function, and only with worker: false (a function cannot cross to the worker)')
+    this.#calls = calls
     this.#options = options
-    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis)
-    this.#key = `sync-${hash53(`${this.#base}\n${JSON.stringify(options.sessions ?? null)}`)}`
-    options.signal?.addEventListener('abort', () => void this.close(), { once: true })
-    const online = () => this.#kick?.()
-    const target = globalThis as { addEventListener?: (t: string, f: () => void) => void; removeEventListener?: (t: string, f: () => void) => void }
-    target.addEventListener?.('online', online)
-    this.#onClose.push(() => target.removeEventListener?.('online', online))
-    const host: LoopHost = {
-      store, base: this.#base, key: this.#key, options, fetch: this.#fetch, signal: this.#stop.signal,
-      state: () => this.#state,
-      set: (patch) => this.#set(patch),
-      takeWaiting: () => this.#idle.splice(0),
-      returnWaiting: (waiting) => void this.#idle.unshift(...waiting),
-      setKick: (kick) => {
-        this.#kick = kick
+    const base = parsed.href.replace(/\/+$/, '')
+    const spec: ReplicationSpec = {
+      url: base,
+      key: `sync-${hash53(`${base}\n${JSON.stringify(sessions ?? null)}`)}`,
+      options: {
+        ...(sessions ? { sessions: [...sessions] } : {}),
+        ...(live !== undefined ? { live } : {}),
+        ...(pollMs !== undefined ? { pollMs } : {}),
+        ...(maxBackoffMs !== undefined ? { maxBackoffMs } : {}),
       },
-      consumeKick: () => {
-        const was = this.#kicked
-        this.#kicked = false
-        return was
-      },
+      ...(typeof headers === 'object' ? { headers: { ...headers } } : {}),
+      headersFromClient: typeof headers === 'function',
     }
-    // The network side loads on the first connect: apps that never sync do not ship it.
-    this.#running = import('./replication-loop').then(({ runReplication }) => runReplication(host)).catch((err: unknown) => {
-      this.#set({ status: 'error', error: { code: 'STORAGE_UNAVAILABLE', message: `the replication stopped: ${(err as Error)?.message ?? err}` } })
-    })
+    this.#id = calls.call((api) => (options.fetch ? (api.replicate as (s: ReplicationSpec, f: typeof fetch) => Promise<number>)(spec, options.fetch) : api.replicate(spec)))
+    this.#id.catch((err: unknown) => this.#fail(err))
+    signal?.addEventListener('abort', () => void this.close(), { once: true })
+    void this.#follow()
   }
 
   /** `connecting`, `online`, `offline` or `error` (see {@link ReplicationStatus}). */
@@ -108,29 +102,22 @@ export class Replication {
     return () => void this.#listeners.delete(listener)
   }
 
-  /** Resolves once everything local was pushed and the server had nothing more to send (as of then). */
-  whenSynced(): Promise<void> {
-    if (this.#stop.signal.aborted) return Promise.reject(new SessionfoldError('CLOSED', 'the replication is closed'))
-    return new Promise((resolve) => {
-      this.#idle.push(resolve)
-      this.#kick?.()
-    })
+  /** Resolves once everything local was pushed and the server had nothing more, in a round begun after the call. */
+  async whenSynced(): Promise<void> {
+    if (this.#closed) throw new SessionfoldError('CLOSED', 'the replication is closed')
+    const id = await this.#id
+    await this.#calls.call((api) => api.replicationSynced(id))
   }
 
-  /** Stops pushing and pulling; the cursors stay in the store. */
-  async close(): Promise<void> {
-    if (!this.#stop.signal.aborted) {
-      this.#stop.abort()
-      this.#kick?.()
+  /** Stops pushing and pulling (when no other tab or connect still uses it); the cursors stay in the store. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#closed = true
       for (const f of this.#onClose.splice(0)) f()
-    }
-    await this.#running
-  }
-
-  /** @internal Local writes landed (the store tells): push them now. */
-  _kick(): void {
-    if (this.#kick) this.#kick()
-    else this.#kicked = true
+      const id = await this.#id.catch(() => undefined)
+      if (id !== undefined && !this.#calls.closed && !this.#calls.dead) await this.#calls.call((api) => api.replicationClose(id)).catch(() => {})
+    })()
+    return this.#closing
   }
 
   /** @internal */
@@ -138,18 +125,61 @@ export class Replication {
     this.#onClose.push(f)
   }
 
-  #set(patch: Partial<ReplicationState>): void {
-    const next = { ...this.#state, ...patch }
-    if (patch.status && patch.status !== 'offline' && patch.status !== 'error') delete next.error
-    if (JSON.stringify(next) === JSON.stringify(this.#state)) return
-    this.#state = next
+  /** The engine's events, one long-poll at a time, until closed. */
+  async #follow(): Promise<void> {
+    let seen = 0
+    let id: number
+    try {
+      id = await this.#id
+    } catch {
+      return
+    }
+    const answered = new Set<number>()
+    while (!this.#closed) {
+      let event: ReplicationEvent
+      try {
+        event = await this.#calls.call((api) => api.replicationEvent(id, seen))
+      } catch (err) {
+        if (!this.#closed) this.#fail(err)
+        return
+      }
+      if (event.closed) return
+      seen = event.version
+      this.#publish(event.state)
+      const ticket = event.headersWanted
+      if (ticket !== undefined && !answered.has(ticket)) {
+        answered.add(ticket)
+        void this.#answerHeaders(id, ticket)
+      }
+    }
+  }
+
+  async #answerHeaders(id: number, ticket: number): Promise<void> {
+    const h = this.#options.headers
+    let headers: Record<string, string> | { error: string }
+    try {
+      const given = typeof h === 'function' ? await h() : h ?? {}
+      headers = isPlainObject(given) && Object.values(given).every((v) => typeof v === 'string') ? { ...given } : { error: 'it did not return an object of strings' }
+    } catch (err) {
+      headers = { error: (err as Error)?.message ?? String(err) }
+    }
+    await this.#calls.call((api) => api.replicationHeaders(id, ticket, headers)).catch(() => {})
+  }
+
+  #publish(state: ReplicationState): void {
+    this.#state = state
     for (const l of this.#listeners) {
       try {
-        l(next)
+        l(state)
       } catch {
         // a subscriber's failure is its own
       }
     }
+  }
+
+  #fail(err: unknown): void {
+    const e = err as { code?: unknown; message?: unknown }
+    this.#publish({ ...this.#state, status: 'error', error: { code: typeof e?.code === 'string' ? e.code : 'WORKER_TERMINATED', message: typeof e?.message === 'string' ? e.message : String(err) } })
   }
 }
 

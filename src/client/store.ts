@@ -47,7 +47,6 @@ export class Store {
     this.#calls = new EngineCalls(connection, (err) => this.#views.failAll(err))
     const appends = new AppendQueue(this.#calls)
     this.#calls.beforeCall = () => appends.flush()
-    appends.onLanded = () => this.#kickReplications()
     this.#scope = { calls: this.#calls, appends, views: this.#views, maxEventBytes }
   }
 
@@ -68,7 +67,6 @@ export class Store {
     assertOptions(options, 'createSession', ['id', 'cwd'])
     if (options.id !== undefined) assertSessionId(options.id)
     const info = await this.#calls.checked('handle', (api) => api.createSession(options), handleProblem, options.id)
-    this.#kickReplications()
     return new Session(this.#scope, info)
   }
 
@@ -200,25 +198,10 @@ export class Store {
    */
   connect(url: string | URL, options: ConnectOptions = {}): Replication {
     if (this.#calls.closed) throw new SessionfoldError('CLOSED', 'the store is closed')
-    const replication = new Replication(this, url, options)
+    const replication = new Replication(this.#calls, url, options, this.#connection.inThread === true)
     this.#replications.add(replication)
     replication.onClose(() => this.#replications.delete(replication))
     return replication
-  }
-
-  /** Local writes landed: replications push them now rather than at their next poll. */
-  #kickReplications(): void {
-    for (const r of this.#replications) r._kick()
-  }
-
-  /** @internal A small record of the store's own (cursors of a replication). */
-  _getMeta(key: string): Promise<string | undefined> {
-    return this.#calls.call((api) => api.getMeta(key))
-  }
-
-  /** @internal */
-  _putMeta(key: string, value: string): Promise<void> {
-    return this.#calls.call((api) => api.putMeta(key, value))
   }
 
   /**

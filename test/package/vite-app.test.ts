@@ -123,9 +123,8 @@ it(`ships the worker minified (at most ${kB(WORKER_MAX_GZIP)} gzip), and every J
   const shipped = rows.find((r) => r.file === worker.fileName)!
   expect(shipped.gzip, `worker asset ${kB(shipped.gzip)} gzip`).toBeLessThanOrEqual(WORKER_MAX_GZIP)
 
-  // Every JS file is fetched by the page, with or without a Worker: none is dead weight. The one
-  // exception is loaded on demand: the network side of store.connect(), on the first connect.
-  expect(rows.filter((r) => !r.by && !/^assets\/replication-loop-/.test(r.file)).map((r) => r.file)).toEqual([])
+  // Every JS file is fetched by the page, with or without a Worker: none is dead weight.
+  expect(rows.filter((r) => !r.by).map((r) => r.file)).toEqual([])
   // With a worker, the page fetches its entry, the entry's imports and the worker.
   const entry = emitted.find((e): e is Extract<Emitted, { type: 'chunk' }> => e.type === 'chunk' && e.isEntry)!
   for (const f of [entry.fileName, ...entry.imports, worker.fileName]) expect(withWorker.fetched, f).toContain(f)

@@ -49,7 +49,7 @@ afterAll(async () => {
 })
 
 /** A device: its own persistent Chromium profile (its own IndexedDB on disk), showing the sync page. */
-async function device(name: string, token = 'user1'): Promise<{ page: Page; problems: string[] }> {
+async function device(name: string, token = 'user1'): Promise<{ page: Page; problems: string[]; tab: () => Promise<Page> }> {
   const profile = join(temp, `profile-${name}`)
   await mkdir(profile, { recursive: true })
   const context = await chromium.launchPersistentContext(profile, {
@@ -67,10 +67,14 @@ async function device(name: string, token = 'user1'): Promise<{ page: Page; prob
     if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`console: ${m.text()}`)
   })
   const q = new URLSearchParams({ device: name, server: sync.url, control: sync.control, token })
-  await page.goto(`${base}/sync.html?${q}`)
-  await page.waitForFunction(() => (window as unknown as { demo?: unknown }).demo !== undefined, undefined, { timeout: 30_000 })
-  await page.waitForSelector('#sync[data-status="online"]', { timeout: 20_000 })
-  return { page, problems }
+  const show = async (p: Page) => {
+    await p.goto(`${base}/sync.html?${q}`)
+    await p.waitForFunction(() => (window as unknown as { demo?: unknown }).demo !== undefined, undefined, { timeout: 30_000 })
+    await p.waitForSelector('#sync[data-status="online"]', { timeout: 20_000 })
+    return p
+  }
+  await show(page)
+  return { page, problems, tab: async () => show(await context.newPage()) }
 }
 
 /** The page's sessions table: id → events. */
@@ -100,6 +104,17 @@ describe('HTTP sync between two Chromium devices', () => {
     await b.page.waitForFunction(() => (window as unknown as { demo: Demo }).demo.mine.length === 1)
     const fromB = await b.page.evaluate(() => (window as unknown as { demo: Demo }).demo.mine[0]!.id)
     await a.page.waitForSelector(`#sessions tr[data-id="${fromB}"]`, { timeout: 30_000 })
+    // A second tab of device A: the tabs share one connection (one runs the replication, the
+    // other follows its state), and what the second tab writes is pushed by the first.
+    const streams = sync.liveStreams()
+    const tab = await a.tab()
+    await tab.click('#new')
+    await tab.waitForFunction(() => (window as unknown as { demo: Demo }).demo.mine.length === 1)
+    const fromTab = await tab.evaluate(() => (window as unknown as { demo: Demo }).demo.mine[0]!.id)
+    await b.page.waitForSelector(`#sessions tr[data-id="${fromTab}"]`, { timeout: 30_000 })
+    await tab.evaluate(() => (window as unknown as { demo: Demo }).demo.replication.whenSynced())
+    expect(sync.liveStreams()).toBe(streams)
+    await tab.close()
     await mkdir(join(root, 'test-output'), { recursive: true })
     await a.page.screenshot({ path: SCREENSHOT })
     expect([...a.problems, ...b.problems]).toEqual([])

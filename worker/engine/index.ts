@@ -55,6 +55,8 @@ export interface EngineOptions {
 }
 
 export class Engine {
+  /** Told after each local write lands (appends, imports, creations): replications push at once. */
+  readonly written = new Set<() => void>()
   /** Every read of the store goes through here (the host, sync and the CLI included). */
   readonly reader: StoreReader
   readonly registry: ProjectionRegistry
@@ -96,6 +98,7 @@ export class Engine {
         notify(session, this.onError)
         this.checkpoints.afterWrite(session, events, turnEnded)
         onGrow?.(session.header.id, session.log.durable)
+        for (const f of this.written) f()
       },
     })
     this.sessions = new LiveSessions({
@@ -131,7 +134,9 @@ export class Engine {
   /** Creates a root session and opens it for writing. */
   async createSession(options: { id?: string; cwd?: string } = {}): Promise<SessionHeader> {
     this.open()
-    return createRoot(this.lineage, options)
+    const header = await createRoot(this.lineage, options)
+    for (const f of this.written) f()
+    return header
   }
 
   /** Opens a session for writing: SESSION_LOCKED if some client already has it so. */

@@ -1,9 +1,9 @@
-// The network side of a Replication (replication.ts): the push and pull loops, live events,
-// backoff. Loaded on the first connect(), so apps that never sync do not ship it.
+// The network side of a replication: the push and pull loops, live events, backoff. It runs
+// where the engine runs (worker/replications.ts), on the engine's own calls.
 import type { ChangeBatch, ChangeCursor, SyncConflict } from '../changes'
 import type { SessionId } from '../model'
 import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from '../sync-protocol'
-import type { LoopHost, ReplicationState } from './replication-types'
+import type { LoopHost, ReplicationState } from './types'
 
 const REQUEST_TIMEOUT_MS = 30_000
 
@@ -40,7 +40,7 @@ class Loop {
     let failures = 0
     let live: Promise<void> | undefined
     try {
-      const saved = await this.host.store._getMeta(this.host.key)
+      const saved = await this.host.store.getMeta(this.host.key)
       if (saved) {
         const s = JSON.parse(saved) as { push?: ChangeCursor | null; pull?: string | null }
         this.#pushCursor = s.push ?? null
@@ -109,7 +109,7 @@ class Loop {
   }
 
   async #save(): Promise<void> {
-    await this.host.store._putMeta(this.host.key, JSON.stringify({ push: this.#pushCursor, pull: this.#pullCursor }))
+    await this.host.store.putMeta(this.host.key, JSON.stringify({ push: this.#pushCursor, pull: this.#pullCursor }))
   }
 
   /** Pushes everything local after the push cursor (and sessions to send again), batch by batch. */

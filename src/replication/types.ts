@@ -17,7 +17,7 @@ export interface ConnectOptions {
   pollMs?: number
   /** Longest wait between retries while offline (default 30 s); the first is about 250 ms. */
   maxBackoffMs?: number
-  /** The fetch to use (default: the global one). */
+  /** The fetch to use (default: the global one). Only with `worker: false`: a function cannot cross to a worker. */
   fetch?: typeof fetch
 }
 
@@ -47,16 +47,16 @@ export interface ReplicationState {
   }
 }
 
-/** What a replication uses of its store (the Store, seen through this narrow interface). */
+/** What a replication uses of its store: the engine's calls, seen through this narrow interface. */
 export interface ReplicationStore {
   /** See `Store.changesSince`. */
   changesSince(cursor: ChangeCursor | null, options?: ChangesOptions): Promise<Changes>
   /** See `Store.applyChanges`. */
   applyChanges(batch: ChangeBatch): Promise<ApplyResult>
   /** A record of the store's own (the replication's cursors). */
-  _getMeta(key: string): Promise<string | undefined>
+  getMeta(key: string): Promise<string | undefined>
   /** Stores a record of the store's own. */
-  _putMeta(key: string, value: string): Promise<void>
+  putMeta(key: string, value: string): Promise<void>
 }
 
 /** What the loop needs of its Replication. */
