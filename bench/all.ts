@@ -37,6 +37,8 @@ const RUNS: Run[] = [
   { name: 'api', file: 'bench/api.ts', env: {} },
   // The PostgreSQL store through openStore (issue 16), on a throwaway cluster it starts itself.
   { name: 'postgres', file: 'bench/postgres.ts', env: {} },
+  // HTTP sync (issue 17): store.connect and createSyncHandler on 127.0.0.1, fs and PostgreSQL servers.
+  { name: 'sync', file: 'bench/http-sync.ts', env: {} },
   { name: 'storage', file: 'bench/storage.ts', env: {} },
   { name: 'projections', file: 'bench/projections.ts', gc: true, env: { BENCH_APPEND_ROUNDS: '7', BENCH_READ_ROUNDS: '7', BENCH_HEAP_ROUNDS: '3' } },
   { name: 'scaling', file: 'bench/scaling.ts', gc: true, env: {} },

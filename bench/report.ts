@@ -25,6 +25,7 @@ export interface SuiteResults {
     api?: Any
     /** bench/postgres.ts, openStore({ storage: 'postgres' }) on a throwaway cluster; absent from results made before it existed. */
     postgres?: Any
+    sync?: Any
     storage: Any
     projections: Any
     children: Record<string, Any>
@@ -237,6 +238,38 @@ function apiSection(api: Any, explanation: string): string[] {
   return L
 }
 
+/** HTTP sync through the public API (bench/http-sync.ts): store.connect and createSyncHandler on 127.0.0.1. */
+function syncSection(r: Any): string[] {
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  p('## HTTP sync through the public API (Node)')
+  p()
+  if (!r) {
+    p('Not in this bench/results.json (it predates bench/http-sync.ts): `npm run bench -- --only=sync` measures these figures and keeps the other parts\' results.')
+    p()
+    return L
+  }
+  const c = r.config
+  p(`Devices are \`openStore({ storage: 'fs' })\` stores with their defaults (the engine and the replication in a worker_threads worker) connected with \`store.connect(url, { live: true })\`; ` +
+    `the server is \`createSyncHandler\` served by \`toNodeListener\` on 127.0.0.1 over an fs store (and a PostgreSQL store for the push figure), measured by \`bench/http-sync.ts\` ` +
+    `(\`npm run bench:sync\`) on ${r.date.slice(0, 10)}: node ${r.environment.node}, ${r.environment.cpus} cpus.`)
+  p()
+  p(table(['figure', 'layer', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    (r.headline as Any[]).map((h) => [h.figure, h.layer, h.ratio, range(h.perRound, 2), h.target || '(information)', h.result ? `**${h.result}**` : '']),
+    ['l', 'l', 'l', 'r', 'r', 'l']))
+  p()
+  const rows: string[][] = []
+  if (r.latency) {
+    rows.push([`append on device A → a subscriber on device B through the server (${c.appends} appends ${c.gapMs} ms apart)`, `p50 ${range(r.latency.syncP50, 1)} ms, p99 ${range(r.latency.syncP99, 1)} ms`])
+    rows.push(["the same append → an observer in a second store on A's folder (the Node stand-in for another tab)", `p50 ${range(r.latency.tabP50, 1)} ms, p99 ${range(r.latency.tabP99, 1)} ms`])
+  }
+  for (const v of (r.initialSync?.variants ?? []) as Any[]) rows.push([`initial sync: ${v.label}`, `${range(v.summary, 0)} events/s`])
+  for (const v of (r.push?.variants ?? []) as Any[]) rows.push([`push: ${v.label}`, `${range(v.summary, 0)} events/s`])
+  p(table(['measurement', 'median (min–max)'], rows, ['l', 'r']))
+  p()
+  return L
+}
+
 /**
  * The PostgreSQL store through the public API (bench/postgres.ts): its own run, on its own
  * throwaway cluster, dated on its own (it may be rerun alone with --only=postgres).
@@ -335,6 +368,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   p()
   L.push(...apiSection(res.runs.api, apiExplanation))
   L.push(...postgresSection(res.runs.postgres))
+  L.push(...syncSection(res.runs.sync))
   p('## How to read this, and how to rerun it')
   p()
   p('- **Every figure is a median of several runs, with the min and max of those runs** written as `median (min–max)`. ' +

@@ -198,7 +198,7 @@ export interface ReplicationSpec {
   url: string
   /** The store's meta key for the cursors (from the URL and the sessions). */
   key: string
-  options: { sessions?: string[]; live?: boolean; pollMs?: number; maxBackoffMs?: number }
+  options: { sessions?: string[]; live?: boolean | 'long-poll'; pollMs?: number; maxBackoffMs?: number }
   /** Static headers, when the app gave an object. */
   headers?: Record<string, string>
   /** The app gave a function: the engine asks for headers before each request. */

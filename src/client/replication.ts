@@ -49,7 +49,7 @@ export class Replication {
     if (headers !== undefined && typeof headers !== 'function' && !(isPlainObject(headers) && Object.values(headers).every((v) => typeof v === 'string'))) {
       throw bad('connect headers must be an object of strings or a function returning one')
     }
-    if (live !== undefined && typeof live !== 'boolean') throw bad('connect live must be a boolean')
+    if (live !== undefined && typeof live !== 'boolean' && live !== 'long-poll') throw bad("connect live must be true, false or 'long-poll'")
     for (const [name, v] of [['pollMs', pollMs], ['maxBackoffMs', maxBackoffMs]] as const) {
       if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 3_600_000)) throw bad(`connect ${name} must be a whole number of milliseconds in 1..3,600,000`)
     }

@@ -6,6 +6,10 @@ import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from '../
 import type { LoopHost, ReplicationState } from './types'
 
 const REQUEST_TIMEOUT_MS = 30_000
+/** Events per push (and about 4 MiB at most, changesSince's default): a catch-up in few requests. */
+const PUSH_EVENTS = 4000
+/** How long the server may hold a long-poll. */
+const LONG_POLL_MS = 25_000
 
 class HttpFailure extends Error {
   constructor(readonly status: number, readonly code: string, message: string) {
@@ -76,6 +80,8 @@ class Loop {
   }
 
   #liveCaughtUp = false
+  /** The live stream came back as something else than server-sent events: long-poll instead. */
+  #sseUnavailable = false
 
   /** Resolves after `ms`, at a kick (a local append seen, the browser back online, close), whichever first. */
   #sleep(ms: number): Promise<void> {
@@ -126,7 +132,7 @@ class Loop {
   async #pushFrom(start: ChangeCursor | null, sessions: SessionId[] | undefined, advance: boolean): Promise<void> {
     let cursor = start
     for (;;) {
-      const c = await this.host.store.changesSince(cursor, sessions ? { sessions } : {})
+      const c = await this.host.store.changesSince(cursor, sessions ? { sessions, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
       const batch = this.#trim(c.batch)
       const events = batch.sessions.reduce((n, e) => n + e.events.length, 0)
       this.host.set({ pending: events + c.pending })
@@ -236,8 +242,26 @@ class Loop {
     let failures = 0
     while (!stop.aborted) {
       try {
+        if (this.host.options.live === 'long-poll' || this.#sseUnavailable) {
+          // Long-poll: the server holds each pull until something changes (or LONG_POLL_MS passes).
+          const wait = this.#liveCaughtUp ? LONG_POLL_MS : 0
+          const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait)
+          const answer = await response.json() as PullAnswer
+          failures = 0
+          this.host.set({ status: 'online' })
+          await this.#apply(answer)
+          this.#liveCaughtUp = answer.done
+          if (this.#liveCaughtUp) for (const f of this.#liveWaiting.splice(0)) f()
+          continue
+        }
         const signal = stop
         const response = await this.host.fetch(`${this.host.base}${SYNC_PATHS.live}${this.#pullQuery(this.#pullCursor, this.host.options.sessions)}`, { headers: await this.#headers(), signal })
+        if (response.ok && !(response.headers.get('content-type') ?? '').includes('text/event-stream')) {
+          // Something between us and the server does not stream: long-poll from now on.
+          await response.body?.cancel().catch(() => {})
+          this.#sseUnavailable = true
+          continue
+        }
         if (!response.ok || !response.body) {
           const body = await response.json().catch(() => undefined) as { error?: { code?: string; message?: string } } | undefined
           throw new HttpFailure(response.status, body?.error?.code ?? `HTTP_${response.status}`, body?.error?.message ?? `the server answered ${response.status}`)

@@ -9,8 +9,12 @@ export interface ConnectOptions {
   headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>)
   /** Only these sessions, both ways (default: every session the server lets this caller read, and every local one). */
   sessions?: SessionId[]
-  /** Receive the server's appends as they happen (server-sent events); otherwise pull every `pollMs`. */
-  live?: boolean
+  /**
+   * Receive the server's appends as they happen: `true`, server-sent events (falling back to
+   * long-poll when the answer does not stream); `'long-poll'`, pulls the server holds until
+   * something changes; `false` (default), a pull every `pollMs`.
+   */
+  live?: boolean | 'long-poll'
   /** Aborting it closes the replication. */
   signal?: AbortSignal
   /** How often local writes are looked for, and the server pulled when not live (default 250 ms). */

@@ -40,7 +40,7 @@ export interface SyncHandlerOptions {
   basePath?: string
   /** Largest push body read, in bytes (default 8 MiB); a larger one is 400 and writes nothing. */
   maxBodyBytes?: number
-  /** Events per pull or live message (default 1000). */
+  /** Events per pull or live message (default 4000; at most about 4 MiB of events either way). */
   maxEvents?: number
   /** How often a waiting pull or a live stream looks for writes made by other processes (default 250 ms). Pushes through this handler wake them at once. */
   pollMs?: number
@@ -89,7 +89,7 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
   if (!store || typeof store.changesSince !== 'function') throw new TypeError('createSyncHandler needs a store made by openStore()')
   const base = (options.basePath ?? '').replace(/\/+$/, '')
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
-  const maxEvents = options.maxEvents ?? 1000
+  const maxEvents = options.maxEvents ?? 4000
   const pollMs = options.pollMs ?? 250
   const liveMs = options.liveMs ?? 5 * 60_000
   const heartbeatMs = options.heartbeatMs ?? 15_000

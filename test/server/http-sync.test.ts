@@ -288,6 +288,24 @@ describe('HTTP sync between devices through a server (fs)', () => {
     expect(await dumpStore(server)).toEqual(before)
   })
 
+  it("live: 'long-poll' delivers the other device's appends as they happen, without a stream", async () => {
+    const server = await open('server')
+    const http = await serve(server)
+    const a = await open('a')
+    const b = await open('b')
+    const ra = connect(a, http.url, 'user1')
+    const rb = connect(b, http.url, 'user1', { live: 'long-poll', pollMs: 60_000 })
+    const s = await a.createSession({ id: 'u1-lp' })
+    await s.append({ type: 'app/one' })
+    await ra.whenSynced()
+    await until(async () => (await eventsOf(b, 'u1-lp')).length === 1, 10_000)
+    // b's own poll is a minute apart: only the held pull can bring this one in time.
+    await s.append({ type: 'app/two' })
+    await until(async () => (await eventsOf(b, 'u1-lp')).length === 2, 10_000)
+    await rb.whenSynced()
+    expect(await dumpStore(b)).toEqual(await dumpStore(a))
+  })
+
   it('headers may be a function, called for each request (fresh tokens)', async () => {
     const server = await open('server')
     const http = await serve(server)
