@@ -138,6 +138,7 @@ function main(): void {
   // Results from before bench/api.ts existed have no `api`: the page leaves its section out until it is run.
   const api = runs.api ?? previous?.runs.api ?? (fs.existsSync(join(TMP, 'results-api.json')) ? leftOver('api') : undefined)
   const postgres = runs.postgres ?? previous?.runs.postgres ?? (fs.existsSync(join(TMP, 'results-postgres.json')) ? leftOver('postgres') : undefined)
+  const sync = runs.sync ?? previous?.runs.sync ?? (fs.existsSync(join(TMP, 'results-sync.json')) ? leftOver('sync') : undefined)
   const durationSeconds = only ? Object.values(seconds).reduce((a, b) => a + b, 0) : (performance.now() - started) / 1000
   const results: SuiteResults = {
     suite: 'sessionfold',
@@ -146,7 +147,7 @@ function main(): void {
     machine: machine(pick('browser') as { environment?: { chromium?: string } } | undefined),
     settings,
     seconds,
-    runs: { ...(api === undefined ? {} : { api }), ...(postgres === undefined ? {} : { postgres }), storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
+    runs: { ...(api === undefined ? {} : { api }), ...(postgres === undefined ? {} : { postgres }), ...(sync === undefined ? {} : { sync }), storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
   }
   fs.writeFileSync(RESULTS, `${JSON.stringify(results, null, 1)}\n`)
   writeReport(results, explain, explainApi)
