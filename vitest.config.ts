@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import { playwright } from '@vitest/browser-playwright'
 import { defineConfig } from 'vitest/config'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from './test/support/chromium'
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const alias = (platform: 'node' | 'browser') => ({
@@ -9,12 +10,6 @@ const alias = (platform: 'node' | 'browser') => ({
   sessionfold: here(`./src/index-${platform}.ts`),
 })
 
-// Debian's chromium (no browser download is possible here), headless, with the flags this
-// machine's closed network needs; a persistent context so IndexedDB lives on disk.
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
 
 export default defineConfig({
   server: { host: '127.0.0.1' },
@@ -40,8 +35,9 @@ export default defineConfig({
             enabled: true,
             headless: true,
             api: { host: '127.0.0.1' },
+            // Debian's chromium (test/support/chromium.ts); a persistent context keeps IndexedDB on disk.
             provider: playwright({
-              launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS },
+              launchOptions: { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS },
               persistentContext: true,
             }),
             instances: [{ browser: 'chromium' }],

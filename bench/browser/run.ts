@@ -43,6 +43,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium, type BrowserContext } from 'playwright'
 import { createServer, type ViteDevServer } from 'vite'
 import { fmt, fmtSummary, median, pairRatios, printTable, resultsPath, summarize, type Summary } from '../stats'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../test/support/chromium'
 import {
   BENCH_PHASES, LATENCY_SYSTEMS, type BenchEntry, type BenchPhase, type BrowserBenchConfig, type BrowserBenchResults, type CatalogResult, type LatencySystem,
   type TxCount,
@@ -92,10 +93,6 @@ const TARGETS = { appendsVsIdb: 0.8, latencyVsDexie: 10, catalogLargeVsSmall: 2 
 /** How the catalog figure is measured: named on its row here and in BENCHMARKS.md. */
 const CATALOG_LAYER = "through the page's openStore() (engine in its Web Worker, IndexedDB, strict)"
 
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
 
@@ -136,7 +133,7 @@ async function main(): Promise<void> {
   if (PHASES.length === 0 || PHASES.some((p) => !BENCH_PHASES.includes(p))) throw new Error(`bad BENCH_PHASES ${process.env.BENCH_PHASES} (of ${BENCH_PHASES.join(',')})`)
   if (SIZES.some((n) => !(Number.isSafeInteger(n) && n > 0))) throw new Error(`bad BENCH_SIZES ${process.env.BENCH_SIZES}`)
   if (CONFIG.events % CONFIG.batch !== 0) throw new Error('BENCH_EVENTS must be a multiple of 100')
-  const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+  const executablePath = CHROMIUM_PATH
   if (!fs.existsSync(executablePath)) throw new Error(`no Chromium at ${executablePath} (set CHROMIUM_PATH)`)
 
   const tmp = fs.mkdtempSync(join(os.tmpdir(), 'sessionfold-bench-browser-'))

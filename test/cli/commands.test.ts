@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
 import { folderOf } from '../../adapters/fs/layout'
 import { main } from '../../cli/main'
+import { until as waitUntil } from '../support/helpers'
 
 const root = new URL('../..', import.meta.url).pathname
 const cliTs = join(root, 'cli/sessionfold.ts')
@@ -47,13 +48,7 @@ async function files(path: string): Promise<Record<string, string>> {
 
 const lastSeq = () => Number(/seq (\d+)\n(?!.*seq)/s.exec(writerOut)?.[1] ?? -1)
 
-async function until(cond: () => boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting')
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
+const until = (cond: () => boolean) => waitUntil(cond, 30_000)
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sessionfold-cli-'))

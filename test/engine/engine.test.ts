@@ -19,7 +19,7 @@ import { defineProjection, type ProjectionDefinition } from '../../src/projectio
 import { BUILTIN_PROJECTIONS } from '../../src/units'
 import { Engine, type EngineOptions, type ProjectionChange } from '../../worker/engine'
 import { foldEvent, initSlots, snapshotOf } from '../../worker/units'
-import { expectCode, readAll, snapshotStore } from '../support/helpers'
+import { expectCode, readAll, snapshotStore, until as waitUntil } from '../support/helpers'
 import { instrument } from '../support/instrumented-adapter'
 
 /** Counts events by type; `stateVersion` is a parameter so tests can bump it. */
@@ -66,13 +66,7 @@ async function fullRefold(storage: StorageAdapter, id: SessionId, defs: readonly
   return snapshotOf(slots, info.length - 1)
 }
 
-async function until(check: () => boolean | Promise<boolean>, ms = 3000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not reached in time')
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}
+const until = (check: () => boolean | Promise<boolean>, ms = 3000) => waitUntil(check, ms, 5)
 
 for (const [name, make] of adapters) {
   describe(`engine on ${name}`, () => {

@@ -15,8 +15,8 @@ import { chromium, type BrowserContext } from 'playwright'
 import { build, preview, type PreviewServer } from 'vite'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { ensureBuilt, root } from '../support/ensure-built'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/chromium'
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const config = join(root, 'examples/vite-app/vite.config.ts')
 // Minified, the worker is 31.0 kB gzip: its schemas are zod/mini's, of which a bundler keeps
 // only what they use (with classic zod, whose schemas pin every method and the JSON Schema
@@ -41,7 +41,7 @@ beforeAll(async () => {
   server = await preview({ configFile: config, preview: { host: '127.0.0.1', port: 0 }, logLevel: 'silent' })
   url = server.resolvedUrls!.local[0]!
   profile = await mkdtemp(join(tmpdir(), 'sessionfold-vite-app-'))
-  context = await chromium.launchPersistentContext(profile, { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args: ARGS })
+  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS })
 }, 120_000)
 
 afterAll(async () => {

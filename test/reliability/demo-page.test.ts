@@ -12,13 +12,10 @@ import { chromium, type BrowserContext, type Page } from 'playwright'
 import { createServer, type ViteDevServer } from 'vite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { StoredEvent } from '../../examples/demo-page/durability'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/chromium'
 
 const root = join(__dirname, '../..')
 const SCREENSHOT = join(root, 'test-output', 'demo-page.png')
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
 
 let server: ViteDevServer
 let context: BrowserContext
@@ -37,7 +34,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.httpServer!.address() as AddressInfo).port}`
   profile = await mkdtemp(join(tmpdir(), 'sessionfold-page-'))
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath: CHROMIUM_PATH,
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: { width: 1000, height: 640 },

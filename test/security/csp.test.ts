@@ -12,12 +12,9 @@ import { join } from 'node:path'
 import { chromium, type BrowserContext } from 'playwright'
 import { createServer, type ViteDevServer } from 'vite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/chromium'
 
 const root = join(__dirname, '../..')
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
 /** The page's own policy (examples/demo-page/index.html), plus where to report. */
 const CSP = "default-src 'self'; script-src 'self'; worker-src 'self' blob:; style-src 'self' 'unsafe-inline'; connect-src 'self' ws://127.0.0.1:*; img-src 'self' data:; object-src 'none'; base-uri 'self'; report-uri /__csp-report"
 
@@ -64,7 +61,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.httpServer!.address() as AddressInfo).port}`
   profile = await mkdtemp(join(tmpdir(), 'sessionfold-csp-'))
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath: CHROMIUM_PATH,
     headless: true,
     args: CHROMIUM_ARGS,
   })

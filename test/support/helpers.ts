@@ -1,4 +1,4 @@
-// Support: shared helpers — rootHeader, ev/evs, readAll, expectCode, snapshotStore, dumpStore
+// Support: shared helpers — rootHeader, ev/evs, readAll, expectCode, snapshotStore, dumpStore, until, eventsOf
 import { expect } from 'vitest'
 import type { StorageAdapter } from '../../adapters/types'
 import { isSessionfoldError, type ErrorCode } from '../../src/errors'
@@ -64,6 +64,25 @@ export async function dumpStore(store: Store): Promise<Record<string, { header: 
     for await (const e of view.events()) events.push(e)
     const { values, faults } = view.projections.snapshot()
     out[header.id] = { header: { ...view.header }, events, values, faults }
+    await view.close()
+  }
+  return out
+}
+
+/** Waits for `check` (sync or async) to hold, looking every `everyMs`; throws after `ms`. */
+export async function until(check: () => boolean | Promise<boolean>, ms = 5000, everyMs = 10): Promise<void> {
+  for (const end = Date.now() + ms; !(await check()); await new Promise((r) => setTimeout(r, everyMs))) {
+    if (Date.now() > end) throw new Error(`condition not reached in ${ms} ms`)
+  }
+}
+
+/** A session's events as a reader sees them (a view opened and closed). */
+export async function eventsOf(store: Store, id: SessionId): Promise<SessionEvent[]> {
+  const out: SessionEvent[] = []
+  const view = await store.observe(id)
+  try {
+    for await (const e of view.events()) out.push(e)
+  } finally {
     await view.close()
   }
   return out
