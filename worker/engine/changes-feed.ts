@@ -34,6 +34,8 @@ export function parseFeedCursor(input: unknown): FeedCursor {
 /** A batch under construction: its budget, entries and failures. */
 class Batch {
   readonly entries: ChangeEntry[] = []
+  /** The entries by session: a feed of many small writes takes one session many times. */
+  readonly #byId = new Map<SessionId, ChangeEntry>()
   readonly failed: Changes['failed'] = []
   events = 0
   bytes = 0
@@ -49,7 +51,7 @@ class Batch {
    */
   async take(reader: Reader, header: SessionHeader, from: number, length: number, total: number): Promise<number | undefined> {
     const id = header.id
-    let entry = this.entries.find((e) => e.header.id === id)
+    let entry = this.#byId.get(id)
     const fresh = !entry
     if (!entry) {
       entry = { header, from, events: [], length: total }
@@ -82,7 +84,10 @@ class Batch {
       return undefined
     }
     this.events += taken
-    if (fresh) this.entries.push(entry)
+    if (fresh) {
+      this.entries.push(entry)
+      this.#byId.set(id, entry)
+    }
     return from + taken
   }
 }
