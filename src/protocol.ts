@@ -188,6 +188,8 @@ export interface EngineApi {
   replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void>
   /** Resolves once everything local was pushed and the server had nothing more, in a round begun after the call. */
   replicationSynced(id: number): Promise<void>
+  /** The app's page saw the browser come back online (a worker's global may not be told): retry now. */
+  replicationOnline(id: number): Promise<void>
   replicationClose(id: number): Promise<void>
   close(): Promise<void>
 }

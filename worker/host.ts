@@ -346,12 +346,8 @@ export class EngineHost implements EngineApi {
 
   private get hub(): ReplicationHub {
     const engine = this.engine
-    let hub = hubs.get(engine)
-    if (!hub) {
-      const o = this.hostOptions
-      hubs.set(engine, (hub = new ReplicationHub(engine, JSON.stringify([o?.storage, o?.name, o?.dir]))))
-    }
-    return hub
+    const o = this.hostOptions
+    return hubs.get(engine) ?? hubs.set(engine, new ReplicationHub(engine, JSON.stringify([o?.storage, o?.name, o?.dir]))).get(engine)!
   }
 
   async replicate(spec: ReplicationSpec, fetchFn?: typeof fetch): Promise<number> {
@@ -373,6 +369,10 @@ export class EngineHost implements EngineApi {
 
   replicationSynced(id: number): Promise<void> {
     return this.hub.synced(id)
+  }
+
+  async replicationOnline(id: number): Promise<void> {
+    this.hub.online(id)
   }
 
   async replicationClose(id: number): Promise<void> {

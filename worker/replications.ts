@@ -9,6 +9,9 @@ import { runReplication } from '../src/replication/loop'
 import type { ReplicationEvent, ReplicationSpec } from '../src/protocol'
 import type { Engine } from './engine'
 
+/** How long a request waits for the app's headers function before it fails (and is retried). */
+const HEADERS_TIMEOUT_MS = 30_000
+
 const INITIAL: ReplicationState = { status: 'connecting', pending: 0, conflicts: [], pushed: 0, pulled: 0 }
 
 /** One client's view of a run: its long-polls and the headers it was asked for. */
@@ -17,6 +20,8 @@ interface Client {
   run: Run
   /** Whether this client's headers come from its function (asked per request). */
   asks: boolean
+  /** The newest header ticket this client was told of: each is told once, not at every poll while it is open. */
+  told: number
   wake?: () => void
 }
 
@@ -41,12 +46,17 @@ class Run {
   #channel: BroadcastChannel | undefined
   #rounds = 0
   #followerWaits: { after: number; resolve: () => void }[] = []
+  /** The live loop's retry waits, ended when the network comes back. */
+  readonly #online = new Set<() => void>()
 
   constructor(readonly key: string, readonly spec: ReplicationSpec, private readonly engine: Engine, private readonly scope: string, private readonly fetchFn: typeof fetch | undefined) {}
 
   set(patch: Partial<ReplicationState>): void {
     const next = { ...this.state, ...patch }
-    if (patch.status && patch.status !== 'offline' && patch.status !== 'error') delete next.error
+    if (patch.status && patch.status !== 'offline' && patch.status !== 'error') {
+      delete next.error
+      delete next.retryAt
+    }
     if (JSON.stringify(next) === JSON.stringify(this.state)) return
     this.state = next
     this.bump()
@@ -69,7 +79,21 @@ class Run {
     if (!asking) return Promise.resolve(this.spec.headers ?? {})
     const ticket = ++this.#ticket
     return new Promise((resolve, reject) => {
-      this.tickets.set(ticket, { resolve, reject })
+      // An app whose function never answers (or whose page went away) fails the request, not the loop.
+      const timer = setTimeout(() => {
+        this.tickets.delete(ticket)
+        reject(new Error(`the headers function gave no answer in ${HEADERS_TIMEOUT_MS / 1000} s`))
+      }, HEADERS_TIMEOUT_MS)
+      this.tickets.set(ticket, {
+        resolve: (h) => {
+          clearTimeout(timer)
+          resolve(h)
+        },
+        reject: (e) => {
+          clearTimeout(timer)
+          reject(e)
+        },
+      })
       this.bump()
     })
   }
@@ -93,6 +117,13 @@ class Run {
   }
 
   leading = false
+
+  /** Back online: the loop's sleep and the live loop's retry wait end now (in the tab that runs it). */
+  online(): void {
+    this.kick()
+    for (const f of [...this.#online]) f()
+    this.#channel?.postMessage({ online: true })
+  }
 
   start(): void {
     const options: ConnectOptions = {
@@ -135,7 +166,17 @@ class Run {
         this.#kicked = false
         return was
       },
+      whenOnline: (f) => {
+        this.#online.add(f)
+        return () => void this.#online.delete(f)
+      },
     }
+    // Back online (a page's or a Web Worker's global fires it; Node has none): try at once,
+    // rather than at the end of a backoff that may have grown to maxBackoffMs.
+    const target = globalThis as { addEventListener?: (type: string, f: () => void) => void; removeEventListener?: (type: string, f: () => void) => void }
+    const online = () => this.online()
+    target.addEventListener?.('online', online)
+    this.stop.signal.addEventListener('abort', () => target.removeEventListener?.('online', online), { once: true })
     const locks = (globalThis as { navigator?: { locks?: Locks } }).navigator?.locks
     if (!locks || typeof BroadcastChannel === 'undefined') {
       this.leading = true
@@ -147,11 +188,12 @@ class Run {
     const channel = new BroadcastChannel(name)
     this.#channel = channel
     channel.onmessage = (event: MessageEvent) => {
-      const m = event.data as { kick?: boolean; state?: ReplicationState; rounds?: number }
-      if (m.kick && this.leading) {
+      const m = event.data as { kick?: boolean; online?: boolean; state?: ReplicationState; rounds?: number }
+      if ((m.kick || m.online) && this.leading) {
         if (this.#kick) this.#kick()
         else this.#kicked = true
       }
+      if (m.online && this.leading) for (const f of [...this.#online]) f()
       if (m.state && !this.leading) {
         this.#rounds = m.rounds ?? this.#rounds
         this.state = m.state
@@ -200,7 +242,7 @@ export class ReplicationHub {
       this.#runs.set(key, run)
       run.start()
     }
-    const client: Client = { id: this.#next++, run, asks: spec.headersFromClient }
+    const client: Client = { id: this.#next++, run, asks: spec.headersFromClient, told: 0 }
     run.clients.add(client)
     this.#clients.set(client.id, client)
     return client.id
@@ -210,11 +252,13 @@ export class ReplicationHub {
   next(id: number, seen: number): Promise<ReplicationEvent> {
     const client = this.#clients.get(id)
     if (!client) return Promise.resolve({ version: seen + 1, state: INITIAL, closed: true })
+    const untold = () => (client.asks ? client.run.asked ?? 0 : 0) > client.told
     const answer = (): ReplicationEvent => {
-      const asked = client.asks ? client.run.asked : undefined
+      const asked = untold() ? client.run.asked : undefined
+      if (asked !== undefined) client.told = asked
       return { version: client.run.version, state: client.run.state, ...(asked !== undefined ? { headersWanted: asked } : {}), ...(this.#clients.has(id) ? {} : { closed: true }) }
     }
-    if (client.run.version > seen || (client.asks && client.run.asked !== undefined)) return Promise.resolve(answer())
+    if (client.run.version > seen || untold()) return Promise.resolve(answer())
     return new Promise((resolve) => {
       client.wake = () => {
         client.wake = undefined
@@ -225,11 +269,19 @@ export class ReplicationHub {
 
   headers(id: number, ticket: number, headers: Record<string, string> | { error: string }): void {
     const client = this.#clients.get(id)
-    const t = client?.run.tickets.get(ticket)
-    if (!client || !t) return
-    client.run.tickets.delete(ticket)
-    if ('error' in headers && typeof headers.error === 'string' && Object.keys(headers).length === 1) t.reject(new Error(`the headers function failed: ${headers.error}`))
-    else t.resolve(headers as Record<string, string>)
+    if (!client?.run.tickets.has(ticket)) return
+    // A client is told only the newest ticket: its answer serves the older ones still open too.
+    for (const [n, t] of client.run.tickets) {
+      if (n > ticket) continue
+      client.run.tickets.delete(n)
+      if ('error' in headers && typeof headers.error === 'string' && Object.keys(headers).length === 1) t.reject(new Error(`the headers function failed: ${headers.error}`))
+      else t.resolve(headers as Record<string, string>)
+    }
+  }
+
+  /** The network is back, as a client's page saw it: the run tries at once. */
+  online(id: number): void {
+    this.#clients.get(id)?.run.online()
   }
 
   synced(id: number): Promise<void> {

@@ -25,12 +25,17 @@ function render(state: ReplicationState): void {
   badge.textContent = state.status
   const parts = [`${state.pending} pending`, `${state.pushed} pushed`, `${state.pulled} pulled`]
   if (state.error) parts.push(state.error.message)
+  // The next try (the browser's online event brings it forward).
+  if (state.retryAt !== undefined) parts.push(`retrying in ${Math.max(0, Math.ceil((state.retryAt - Date.now()) / 1000))} s`)
   $('#detail').textContent = parts.join(' · ')
   const conflicts = $('#conflicts')
   conflicts.hidden = state.conflicts.length === 0
   conflicts.textContent = state.conflicts.map((c) => `conflict in ${c.id} at seq ${c.seq} (${c.reason}): neither side was changed`).join('; ')
 }
 replication.subscribe(render)
+setInterval(() => {
+  if (replication.state.retryAt !== undefined) render(replication.state)
+}, 1000)
 
 // ---- sessions ---------------------------------------------------------------------------------
 

@@ -72,6 +72,12 @@ export class Replication {
     this.#id = calls.call((api) => (options.fetch ? (api.replicate as (s: ReplicationSpec, f: typeof fetch) => Promise<number>)(spec, options.fetch) : api.replicate(spec)))
     this.#id.catch((err: unknown) => this.#fail(err))
     signal?.addEventListener('abort', () => void this.close(), { once: true })
+    // Back online: retry now rather than at the end of the backoff. The page tells the engine,
+    // since a worker's global is not always told (Chromium tells pages, not workers).
+    const target = globalThis as { addEventListener?: (type: string, f: () => void) => void; removeEventListener?: (type: string, f: () => void) => void }
+    const online = () => void this.#id.then((id) => this.#calls.call((api) => api.replicationOnline(id))).catch(() => {})
+    target.addEventListener?.('online', online)
+    this.#onClose.push(() => target.removeEventListener?.('online', online))
     void this.#follow()
   }
 

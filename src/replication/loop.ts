@@ -11,6 +11,17 @@ const PUSH_EVENTS = 4000
 /** How long the server may hold a long-poll. */
 const LONG_POLL_MS = 25_000
 
+/** How much of a session (of the one created at `createdAt`) a side holds. */
+interface Extent {
+  createdAt: number
+  length: number
+}
+
+function extend(map: Map<SessionId, Extent>, id: SessionId, createdAt: number, length: number): void {
+  const had = map.get(id)
+  if (!had || had.createdAt !== createdAt || had.length < length) map.set(id, { createdAt, length })
+}
+
 class HttpFailure extends Error {
   constructor(readonly status: number, readonly code: string, message: string) {
     super(message)
@@ -31,8 +42,13 @@ class Loop {
   readonly #retryPush = new Set<SessionId>()
   /** Sessions to fetch again whole (skipped here: open for writing here). */
   readonly #retryPull = new Set<SessionId>()
-  /** What the server is known to hold, from what came from it: not pushed back. */
-  readonly #serverHas = new Map<SessionId, { createdAt: number; length: number }>()
+  /** What the server is known to hold (pushed and answered, or pulled): not pushed again. */
+  readonly #serverHas = new Map<SessionId, Extent>()
+  /**
+   * What is known to be here (the above, and what a push is sending): not imported again when
+   * the server's pulls and live stream carry it back, as they carry every write to every reader.
+   */
+  readonly #hereHas = new Map<SessionId, Extent>()
 
   /** whenSynced() promises of rounds that pushed everything, waiting for the live stream to catch up. */
   readonly #liveWaiting: (() => void)[] = []
@@ -70,9 +86,8 @@ class Loop {
         if (stop.aborted) break
         failures++
         const status = err instanceof HttpFailure && err.status >= 400 && err.status < 500 ? 'error' : 'offline'
-        this.host.set({ status, error: errorOf(err) })
-        const max = this.host.options.maxBackoffMs ?? 30_000
-        const delay = Math.min(max, 250 * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2)
+        const delay = this.#backoff(failures)
+        this.host.set({ status, error: errorOf(err), retryAt: Date.now() + Math.round(delay) })
         await this.#sleep(delay)
       }
     }
@@ -133,10 +148,12 @@ class Loop {
     let cursor = start
     for (;;) {
       const c = await this.host.store.changesSince(cursor, sessions ? { sessions, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
-      const batch = this.#trim(c.batch)
+      const batch = this.#trim(c.batch, this.#serverHas)
       const events = batch.sessions.reduce((n, e) => n + e.events.length, 0)
       this.host.set({ pending: events + c.pending })
       if (batch.sessions.length > 0) {
+        // Known here before it is sent: the live stream may carry it back before the answer.
+        for (const e of batch.sessions) extend(this.#hereHas, e.header.id, e.header.createdAt, e.from + e.events.length)
         const response = await this.#request(SYNC_PATHS.push, { method: 'POST', body: JSON.stringify(batch), headers: { 'content-type': 'application/json' } })
         const result = await response.json() as PushAnswer
         const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
@@ -157,11 +174,11 @@ class Loop {
     }
   }
 
-  /** The batch without what the server is known to have (it came from there). */
-  #trim(batch: ChangeBatch): ChangeBatch {
+  /** The batch without the part of each session `known` says is there already. */
+  #trim(batch: ChangeBatch, known: ReadonlyMap<SessionId, Extent>): ChangeBatch {
     const sessions = []
     for (const e of batch.sessions) {
-      const has = this.#serverHas.get(e.header.id)
+      const has = known.get(e.header.id)
       if (!has || has.createdAt !== e.header.createdAt || has.length <= e.from) {
         sessions.push(e)
         continue
@@ -173,9 +190,10 @@ class Loop {
     return { v: 1, sessions }
   }
 
+  /** The server holds `id` up to `length`, and so does this store. */
   #learn(id: SessionId, createdAt: number, length: number): void {
-    const had = this.#serverHas.get(id)
-    if (!had || had.createdAt !== createdAt || had.length < length) this.#serverHas.set(id, { createdAt, length })
+    extend(this.#serverHas, id, createdAt, length)
+    extend(this.#hereHas, id, createdAt, length)
   }
 
   #addConflicts(found: readonly SyncConflict[]): void {
@@ -185,14 +203,17 @@ class Loop {
     this.host.set({ conflicts: all })
   }
 
-  /** Applies an answer of the server here; returns whether it held anything. */
+  /** Applies an answer of the server here, and keeps its cursor. */
   async #apply(answer: PullAnswer): Promise<void> {
-    if (answer.batch.sessions.length > 0) {
-      const result = await this.host.store.applyChanges(answer.batch)
+    // Less what is known to be here already: this device's own pushes, which the server's
+    // pulls and live stream carry back to every reader, this one included.
+    const batch = this.#trim(answer.batch, this.#hereHas)
+    if (batch.sessions.length > 0) {
+      const result = await this.host.store.applyChanges(batch)
       this.#addConflicts(result.conflicts)
       for (const s of result.skipped) this.#retryPull.add(s.id)
       const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
-      for (const e of answer.batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
+      for (const e of batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
       this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
     }
     this.#pullCursor = answer.cursor || null
@@ -274,8 +295,9 @@ class Loop {
             await this.#apply(answer)
             this.#liveCaughtUp = answer.done
           } else if (message.event === 'cursor') {
-            this.#pullCursor = (JSON.parse(message.data) as { cursor: string }).cursor || this.#pullCursor
-            this.#liveCaughtUp = true
+            const data = JSON.parse(message.data) as { cursor: string; done?: boolean }
+            this.#pullCursor = data.cursor || this.#pullCursor
+            this.#liveCaughtUp = data.done !== false
             await this.#save()
           } else if (message.event === 'error') {
             const { error } = JSON.parse(message.data) as { error: { code: string; message: string } }
@@ -288,20 +310,34 @@ class Loop {
         failures++
         this.#liveCaughtUp = false
         const status = err instanceof HttpFailure && err.status >= 400 && err.status < 500 ? 'error' : 'offline'
-        this.host.set({ status, error: errorOf(err) })
-        const max = this.host.options.maxBackoffMs ?? 30_000
-        await this.#sleepLive(Math.min(max, 250 * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2))
+        const delay = this.#backoff(failures)
+        this.host.set({ status, error: errorOf(err), retryAt: Date.now() + Math.round(delay) })
+        await this.#sleepLive(delay)
       }
     }
   }
 
+  /** The wait before try `failures + 1`: exponential from about 250 ms to maxBackoffMs, with jitter (half to all of it). */
+  #backoff(failures: number): number {
+    const max = this.host.options.maxBackoffMs ?? 30_000
+    return Math.min(max, 250 * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2)
+  }
+
+  /** The live loop's retry wait: ends after `ms`, at close, or when the browser is back online. */
   #sleepLive(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms)
-      this.host.signal.addEventListener('abort', () => {
+      const signal = this.host.signal
+      let off = (): void => {}
+      const done = () => {
         clearTimeout(timer)
+        signal.removeEventListener('abort', done)
+        off()
         resolve()
-      }, { once: true })
+      }
+      const timer = setTimeout(done, ms)
+      signal.addEventListener('abort', done, { once: true })
+      off = this.host.whenOnline?.(done) ?? off
+      if (signal.aborted) done()
     })
   }
 }

@@ -49,6 +49,8 @@ export interface ReplicationState {
     /** The HTTP status, when the server answered. */
     status?: number
   }
+  /** While offline or refused: when the next try is due (ms since the epoch), for a "retrying in 5 s". The browser's `online` event brings it forward. */
+  retryAt?: number
 }
 
 /** What a replication uses of its store: the engine's calls, seen through this narrow interface. */
@@ -81,4 +83,6 @@ export interface LoopHost {
   setKick(kick: (() => void) | undefined): void
   /** Whether a kick came while the loop was not sleeping (and forgets it). */
   consumeKick(): boolean
+  /** Calls `f` when the network comes back (the browser's `online` event) until the returned function is called. */
+  whenOnline?(f: () => void): () => void
 }

@@ -13,13 +13,10 @@ import { createServer, type ViteDevServer } from 'vite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDemoSyncServer, type DemoSyncServer } from '../../examples/sync-server'
 import { dumpStore } from '../support/helpers'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/chromium'
 
 const root = join(__dirname, '../..')
 const SCREENSHOT = join(root, 'test-output', 'sync-demo.png')
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
 
 let vite: ViteDevServer
 let base: string
@@ -49,11 +46,11 @@ afterAll(async () => {
 })
 
 /** A device: its own persistent Chromium profile (its own IndexedDB on disk), showing the sync page. */
-async function device(name: string, token = 'user1'): Promise<{ page: Page; problems: string[]; tab: () => Promise<Page> }> {
+async function device(name: string, token = 'user1'): Promise<{ page: Page; context: BrowserContext; problems: string[]; tab: () => Promise<Page> }> {
   const profile = join(temp, `profile-${name}`)
   await mkdir(profile, { recursive: true })
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath: CHROMIUM_PATH,
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: { width: 1000, height: 560 },
@@ -74,7 +71,7 @@ async function device(name: string, token = 'user1'): Promise<{ page: Page; prob
     return p
   }
   await show(page)
-  return { page, problems, tab: async () => show(await context.newPage()) }
+  return { page, context, problems, tab: async () => show(await context.newPage()) }
 }
 
 /** The page's sessions table: id → events. */
@@ -143,6 +140,30 @@ describe('HTTP sync between two Chromium devices', () => {
     const onServer = (await dumpStore(sync.store))[id]!.events.map((e) => (e.data as { n: number }).n)
     expect(onServer).toEqual(Array.from({ length: 3000 }, (_, n) => n))
     expect(await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.replication.conflicts.length)).toBe(0)
+  }, 120_000)
+
+  it("the browser's online event retries at once, long before the backoff's next try (the page tells the engine in its worker)", async () => {
+    const a = await device('a3')
+    await a.context.setOffline(true)
+    await a.page.click('#new')
+    // Offline until a backoff wait of over 3 s is under way; the page says when it ends.
+    await a.page.waitForFunction(() => {
+      const s = (window as unknown as { demo: Demo }).demo.replication.state
+      return s.status === 'offline' && s.retryAt !== undefined && s.retryAt - Date.now() > 3000
+    }, undefined, { timeout: 45_000, polling: 50 })
+    expect(await a.page.textContent('#detail')).toMatch(/retrying in \d+ s/)
+    const due = await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.replication.state.retryAt!)
+    await a.context.setOffline(false)
+    const back = await a.page.evaluate(() => Date.now())
+    await a.page.waitForFunction(() => {
+      const r = (window as unknown as { demo: Demo }).demo.replication
+      return r.status === 'online' && r.pending === 0
+    }, undefined, { timeout: 10_000, polling: 20 })
+    const online = await a.page.evaluate(() => Date.now())
+    expect(online - back).toBeLessThan(1500)
+    expect(online).toBeLessThan(due - 1000)
+    const id = await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.mine[0]!.id)
+    expect((await dumpStore(sync.store))[id]!.events).toHaveLength(1)
   }, 120_000)
 
   it("another user's token sees nothing of the first user's; hostile bodies from a page are refused and write nothing", async () => {

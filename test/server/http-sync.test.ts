@@ -10,15 +10,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { openStore, type OpenStoreOptions, type Store } from 'sessionfold'
 import { createSyncHandler, toNodeListener, type Authorize } from '../../src/server/index'
 import type { Replication } from '../../src/client/replication'
-import { dumpStore } from '../support/helpers'
+import { dumpStore, eventsOf, until } from '../support/helpers'
 import { postgresBin, startCluster, type PgCluster } from '../support/postgres'
-
-/** Waits for `check` (sync or async) to hold, polling, up to `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  for (const end = Date.now() + ms; !(await check()); await new Promise((r) => setTimeout(r, 20))) {
-    if (Date.now() > end) throw new Error(`condition not reached in ${ms} ms`)
-  }
-}
 
 let dir: string
 const cleanups: (() => Promise<unknown>)[] = []
@@ -74,14 +67,6 @@ function connect(store: Store, url: string, token: string, options: Parameters<S
   const r = store.connect(url, { headers: { authorization: `Bearer ${token}` }, pollMs: 50, maxBackoffMs: 300, ...options })
   cleanups.push(() => r.close())
   return r
-}
-
-const eventsOf = async (store: Store, id: string) => {
-  const out = []
-  const view = await store.observe(id)
-  for await (const e of view.events()) out.push(e)
-  await view.close()
-  return out
 }
 
 describe('HTTP sync between devices through a server (fs)', () => {
