@@ -39,6 +39,8 @@ const RUNS: Run[] = [
   { name: 'postgres', file: 'bench/postgres.ts', env: {} },
   // HTTP sync (issue 17): store.connect and createSyncHandler on 127.0.0.1, fs and PostgreSQL servers.
   { name: 'sync', file: 'bench/http-sync.ts', env: {} },
+  // HTTP sync in Chromium (issue 17): two devices (the demo sync page) through the demo sync server, against another tab.
+  { name: 'sync-browser', file: 'bench/sync-browser.ts', env: {} },
   { name: 'storage', file: 'bench/storage.ts', env: {} },
   { name: 'projections', file: 'bench/projections.ts', gc: true, env: { BENCH_APPEND_ROUNDS: '7', BENCH_READ_ROUNDS: '7', BENCH_HEAP_ROUNDS: '3' } },
   { name: 'scaling', file: 'bench/scaling.ts', gc: true, env: {} },
@@ -97,7 +99,8 @@ function main(): void {
   }
   const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',')
   const previous: SuiteResults | undefined = only && fs.existsSync(RESULTS) ? JSON.parse(fs.readFileSync(RESULTS, 'utf8')) as SuiteResults : undefined
-  const selected = RUNS.filter((r) => !only || only.some((o) => r.name === o || r.name.startsWith(`${o}-`)))
+  // A prefix selects the children runs (--only=children); --only=sync is sync alone, not sync-browser too.
+  const selected = RUNS.filter((r) => !only || only.some((o) => r.name === o || (r.size !== undefined && r.name.startsWith(`${o}-`))))
   if (selected.length === 0) throw new Error(`--only matched no run (runs: ${RUNS.map((r) => r.name).join(', ')})`)
   fs.mkdirSync(TMP, { recursive: true })
 
@@ -139,6 +142,7 @@ function main(): void {
   const api = runs.api ?? previous?.runs.api ?? (fs.existsSync(join(TMP, 'results-api.json')) ? leftOver('api') : undefined)
   const postgres = runs.postgres ?? previous?.runs.postgres ?? (fs.existsSync(join(TMP, 'results-postgres.json')) ? leftOver('postgres') : undefined)
   const sync = runs.sync ?? previous?.runs.sync ?? (fs.existsSync(join(TMP, 'results-sync.json')) ? leftOver('sync') : undefined)
+  const syncBrowser = runs['sync-browser'] ?? previous?.runs['sync-browser'] ?? (fs.existsSync(join(TMP, 'results-sync-browser.json')) ? leftOver('sync-browser') : undefined)
   const durationSeconds = only ? Object.values(seconds).reduce((a, b) => a + b, 0) : (performance.now() - started) / 1000
   const results: SuiteResults = {
     suite: 'sessionfold',
@@ -147,7 +151,7 @@ function main(): void {
     machine: machine(pick('browser') as { environment?: { chromium?: string } } | undefined),
     settings,
     seconds,
-    runs: { ...(api === undefined ? {} : { api }), ...(postgres === undefined ? {} : { postgres }), ...(sync === undefined ? {} : { sync }), storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
+    runs: { ...(api === undefined ? {} : { api }), ...(postgres === undefined ? {} : { postgres }), ...(sync === undefined ? {} : { sync }), ...(syncBrowser === undefined ? {} : { 'sync-browser': syncBrowser }), storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
   }
   fs.writeFileSync(RESULTS, `${JSON.stringify(results, null, 1)}\n`)
   writeReport(results, explain, explainApi)

@@ -26,6 +26,8 @@ export interface SuiteResults {
     /** bench/postgres.ts, openStore({ storage: 'postgres' }) on a throwaway cluster; absent from results made before it existed. */
     postgres?: Any
     sync?: Any
+    /** bench/sync-browser.ts, HTTP sync between two Chromium devices; absent from results made before it existed. */
+    'sync-browser'?: Any
     storage: Any
     projections: Any
     children: Record<string, Any>
@@ -270,6 +272,44 @@ function syncSection(r: Any): string[] {
   return L
 }
 
+/** HTTP sync in Chromium (bench/sync-browser.ts): two devices on the demo sync page through the demo sync server. */
+function syncBrowserSection(r: Any): string[] {
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  p('## HTTP sync in Chromium: an append on one device to a subscriber on another')
+  p()
+  if (!r) {
+    p('Not in this bench/results.json (it predates bench/sync-browser.ts): `npm run bench -- --only=sync-browser` measures these figures and keeps the other parts\' results.')
+    p()
+    return L
+  }
+  const c = r.config
+  const l = r.latency
+  p('Issue 17\'s first target in a real browser. Each device is the sync demo page (examples/demo-page/sync.ts, served by Vite from this source tree) in its own persistent Chromium context: ' +
+    'the page\'s `openStore()` on IndexedDB with the engine in its Web Worker, connected with `store.connect(url, { live: true })` to the demo\'s sync server ' +
+    `(\`createSyncHandler\` on node:http, 127.0.0.1, over an fs store, pollMs ${c.serverPollMs}). Device A appends ${c.appends} single events of ~${c.eventBytes} B, ${c.gapMs} ms apart; ` +
+    'device B observes the session (`store.observe(id).projections.subscribe`); the baseline is an observer in a second tab of A\'s browser (same IndexedDB, its own engine worker). ' +
+    `Per append, the ms from A's call until the subscriber has it (each page's clock offset taken out); p50 and p99 per round, ${c.rounds} rounds after a warm-up. ` +
+    `Measured by \`bench/sync-browser.ts\` (\`npm run bench:sync-browser\`) on ${r.date.slice(0, 10)}: node ${r.environment.node}, Chromium ${r.environment.chromium}, ${r.environment.cpus} cpus` +
+    (r.source?.commit ? `, source at commit ${r.source.commit}${r.source.dirty?.length ? ` with uncommitted changes to ${r.source.dirty.length} files of src/, worker/ and adapters/` : ''}.` : '.'))
+  p()
+  p(table(['figure', 'layer', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    (r.headline as Any[]).map((h) => [h.figure, h.layer, h.ratio, range(h.perRound, 2), h.target || '(information)', h.result ? `**${h.result}**` : '']),
+    ['l', 'l', 'l', 'r', 'r', 'l']))
+  p()
+  p(table(['measurement', 'p50 ms: median (min–max)', 'p99 ms: median (min–max)'], [
+    ['append on device A → a subscriber on device B through the server', range(l.syncP50, 1), range(l.syncP99, 1)],
+    ["the same append → an observer in A's second tab", range(l.tabP50, 1), range(l.tabP99, 1)],
+    ["(diagnostic) A's append call → resolved (durable on A)", range(l.ackP50, 1), range(l.ackP99, 1)],
+    ["(diagnostic) A's append call → an observer on the server's store", range(l.serverP50, 1), range(l.serverP99, 1)],
+    ["(diagnostic) the server's observer → B's subscriber", range(l.serverToBP50, 1), range(l.serverToBP99, 1)],
+  ], ['l', 'r', 'r']))
+  p()
+  p(`A's pushes during a round's appends: ${range(l.pushesPerRound, 0)}, one begun every ${range(l.pushGapMs, 1)} ms, each answered by the server in ${range(l.pushServerMs, 1)} ms (medians per round).`)
+  p()
+  return L
+}
+
 /**
  * The PostgreSQL store through the public API (bench/postgres.ts): its own run, on its own
  * throwaway cluster, dated on its own (it may be rerun alone with --only=postgres).
@@ -369,6 +409,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   L.push(...apiSection(res.runs.api, apiExplanation))
   L.push(...postgresSection(res.runs.postgres))
   L.push(...syncSection(res.runs.sync))
+  L.push(...syncBrowserSection(res.runs['sync-browser']))
   p('## How to read this, and how to rerun it')
   p()
   p('- **Every figure is a median of several runs, with the min and max of those runs** written as `median (min–max)`. ' +
@@ -385,7 +426,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
     '(fdatasync / fsync / strict IndexedDB transactions) unless a row says relaxed.')
   p('- **Rerun**: `npm run bench` runs everything (Node part and headless Chromium) and rewrites `bench/results.json`, ' +
     '`BENCHMARKS.md` and `bench/charts/*.svg`; `npm run bench:report` only regenerates the page and charts from `bench/results.json`. ' +
-    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:sync`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
+    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:sync`, `bench:sync-browser`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
     '`bench:scaling`) and prints its full tables, with more diagnostics than this page.')
   p()
   p('## Machine')
