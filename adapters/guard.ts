@@ -186,3 +186,10 @@ export function feedAfter(after: string, length: number): number {
   if (!Number.isSafeInteger(n) || n < 0 || String(n) !== after) throw new SessionfoldError('INVALID_ARGUMENT', `feed position ${describe(after)} is not one of this store's`)
   return Math.min(n, length)
 }
+
+/** INVALID_ARGUMENT unless `at` is a history position (a whole number, 1 or more; 0 for a lookup). */
+export function assertPosition(id: SessionId, at: unknown, least = 1): asserts at is number {
+  if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < least) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `history position of ${where(id)} must be an integer >= ${least}, got ${describe(at)}`, { sessionId: id })
+  }
+}

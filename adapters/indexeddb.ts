@@ -13,7 +13,7 @@ import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import type { EncodedEvent } from '../src/validate'
 import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
-  platformErrorCode, resolveList, resolveRange, toStorageError, assertMeta, feedAfter, newFeedId,
+  platformErrorCode, resolveList, resolveRange, toStorageError, assertMeta, assertPosition, feedAfter, newFeedId,
 } from './guard'
 import { READ_PAGE, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
@@ -56,7 +56,7 @@ interface Meta {
 interface Schema extends DBSchema {
   sessions: { key: SessionId; value: Meta }
   events: { key: [SessionId, number]; value: SessionEvent }
-  checkpoints: { key: SessionId; value: CheckpointRow }
+  checkpoints: { key: SessionId | [SessionId, number]; value: CheckpointRow } // history rows: [id, position]
   feed: { key: number; value: Omit<FeedEntry, 'at'> }
   meta: { key: string; value: string }
 }
@@ -66,7 +66,6 @@ type Db = IDBPDatabase<Schema>
 type Tx<M extends IDBTransactionMode> = IDBPTransaction<Schema, StoreName[], M>
 
 const isNamed = (err: unknown, name: string): boolean => (err as { name?: unknown } | null)?.name === name
-
 /**
  * Marks a request's promise as observed. When a later request in the same batch throws
  * synchronously (DataCloneError, quota), the ones already issued reject with AbortError
@@ -336,6 +335,7 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
           quiet(tx.objectStore('sessions').delete(id)),
           quiet(tx.objectStore('events').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
           quiet(tx.objectStore('checkpoints').delete(id)),
+          quiet(tx.objectStore('checkpoints').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
         ])
       }))
     }),
@@ -346,6 +346,23 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     deleteCheckpoint: (id) => forSession(id, async () => {
       await withCheckpoints('delete checkpoint of', id, 'readwrite', (store) => store.delete(id))
     }),
+    history: {
+      put: (id, at, row) => forSession(id, async () => {
+        assertPosition(id, at)
+        await withCheckpoints('write history of', id, 'readwrite', (store) => store.put(row, [id, at]))
+      }),
+      get: (id, at) => forSession(id, async () => {
+        assertPosition(id, at, 0)
+        const last = at < 1 ? undefined : await withCheckpoints('read history of', id, 'readonly', (store) => store.openCursor(IDBKeyRange.bound([id, 1], [id, at]), 'prev'))
+        return last ? { at: (last.key as [SessionId, number])[1], row: last.value as unknown } : undefined
+      }),
+      list: (id) => forSession(id, async () => (await withCheckpoints('read history of', id, 'readonly', (store) =>
+        store.getAllKeys(IDBKeyRange.bound([id, 1], [id, Infinity])))).map((k) => (k as [SessionId, number])[1])),
+      remove: (id, at) => forSession(id, async () => {
+        for (const p of at) assertPosition(id, p)
+        await withCheckpoints('delete history of', id, 'readwrite', (store) => Promise.all(at.map((p) => quiet(store.delete([id, p])))))
+      }),
+    },
     feed: {
       id: () => guard.run(() => withDb('read the feed of', undefined, (db) => inTx(db, ['meta'], 'readonly', async (tx) => {
         const id = await tx.objectStore('meta').get(FEED_ID_KEY)

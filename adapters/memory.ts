@@ -12,7 +12,7 @@ import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
   resolveList, resolveRange,
 } from './guard'
-import { assertMeta, feedAfter, newFeedId } from './guard'
+import { assertMeta, assertPosition, feedAfter, newFeedId } from './guard'
 import { READ_PAGE, compareIds, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
@@ -24,6 +24,8 @@ interface Stored {
   /** Encoded events: every read parses afresh, so callers never share or mutate stored data. */
   events: string[]
   checkpoint?: string
+  /** History rows by position, as JSON. */
+  history: Map<number, string>
 }
 
 /**
@@ -54,7 +56,7 @@ export function createMemoryAdapter(): StorageAdapter {
       assertHeader(header)
       assertSeed(header, seed)
       if (sessions.has(header.id)) throw alreadyExists(header.id)
-      sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json) })
+      sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json), history: new Map() })
       feed.push({ id: header.id, from: 0, to: seed.length })
     }),
     append: (id, batch: readonly EncodedEvent[]) => guard.run(async () => {
@@ -101,6 +103,25 @@ export function createMemoryAdapter(): StorageAdapter {
     deleteCheckpoint: (id) => guard.run(async () => {
       delete get(id).checkpoint
     }),
+    history: {
+      put: (id, at, row) => guard.run(async () => {
+        const s = get(id)
+        assertPosition(id, at)
+        s.history.set(at, JSON.stringify(row))
+      }),
+      get: (id, at) => guard.run(async () => {
+        const s = get(id)
+        assertPosition(id, at, 0)
+        let best = -1
+        for (const p of s.history.keys()) if (p <= at && p > best) best = p
+        return best < 0 ? undefined : { at: best, row: JSON.parse(s.history.get(best)!) as unknown }
+      }),
+      list: (id) => guard.run(async () => [...get(id).history.keys()].sort((a, b) => a - b)),
+      remove: (id, positions) => guard.run(async () => {
+        const s = get(id)
+        for (const p of positions) s.history.delete(p)
+      }),
+    },
     feed: {
       id: () => guard.run(async () => feedId),
       head: () => guard.run(async () => (feed.length === 0 ? '' : String(feed.length))),

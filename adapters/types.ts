@@ -24,6 +24,22 @@ export interface CheckpointRow {
   sum?: string
 }
 
+/**
+ * A session's history of checkpoint rows (time travel, `store.observe(id, { at })`): rows kept
+ * by position, a row at position `at` holding the units folded over events `[0, at)`. Like the
+ * latest row, a cache: the engine checks every row it reads and rebuilds missing ones.
+ */
+export interface HistoryRows {
+  /** Stores `row` at position `at` (1 or more), replacing a row there. SESSION_NOT_FOUND without the session. */
+  put(id: SessionId, at: number, row: CheckpointRow): Promise<void>
+  /** The row at the largest position `<= at`, as read back (unvalidated), with its position; undefined when there is none. */
+  get(id: SessionId, at: number): Promise<{ at: number; row: unknown } | undefined>
+  /** The positions of the session's rows, ascending. */
+  list(id: SessionId): Promise<number[]>
+  /** Removes the rows at `positions` (absent ones are passed over). */
+  remove(id: SessionId, positions: readonly number[]): Promise<void>
+}
+
 /** What a store knows of one session without reading its events. */
 export interface SessionInfo {
   /** The session's header. */
@@ -123,6 +139,8 @@ export interface StorageAdapter {
   putCheckpoint(id: SessionId, row: CheckpointRow): Promise<void>
   /** Removes the session's checkpoint row, if any. */
   deleteCheckpoint(id: SessionId): Promise<void>
+  /** The sessions' history rows (every adapter of this package has them; without them `observe({ at })` refolds from 0). Deleting a session deletes them. */
+  readonly history?: HistoryRows
   /** The store's change feed (every adapter of this package has one; a custom one may not). */
   readonly feed?: ChangeFeed
   /** A small record of the store's own (a replication's cursors), by key; undefined when unset. */

@@ -9,13 +9,14 @@
  */
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionId } from '../../src/model'
-import { assertHeader, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../guard'
+import { assertHeader, assertPosition, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../guard'
 import type { SessionInfo, StorageAdapter } from '../types'
 import { createCheckpointFile } from './checkpoint-file'
 import { storageError } from './errors'
 import { createFeedFile } from './feed'
 import { createFolders } from './folders'
 import { createGroupCommit } from './group-commit'
+import { createHistoryFiles } from './history-files'
 import { createLogCache } from './log-cache'
 import { createOffsetIndex } from './offset-index'
 import { settingsOf, type FsAdapterOptions } from './options'
@@ -28,7 +29,7 @@ export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, ReadRange
 export type { EncodedEvent } from '../../src/validate'
 
 /** Operations (names given to run()) that change the store. */
-const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete', 'meta write'])
+const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete', 'history write', 'history delete', 'meta write'])
 
 /**
  * A storage adapter on plain files (Node): one folder per session under `dir`, each event a
@@ -46,6 +47,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const feed = createFeedFile(settings)
   const folders = createFolders(settings, logs.isRemoving, feed)
   const checkpoints = createCheckpointFile(settings, folders.has)
+  const history = createHistoryFiles(settings, folders.has)
   const commit = createGroupCommit(settings, handles, index, feed)
   const eventsOf = createEventReader(settings, index, guard)
 
@@ -117,6 +119,21 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     getCheckpoint: (id) => onSession('checkpoint read', id, () => checkpoints.read(id)),
     putCheckpoint: (id, row) => onSession('checkpoint write', id, () => checkpoints.write(id, row)),
     deleteCheckpoint: (id) => onSession('checkpoint delete', id, () => checkpoints.remove(id)),
+    history: {
+      put: (id, at, row) => onSession('history write', id, async () => {
+        assertPosition(id, at)
+        await history.put(id, at, row)
+      }),
+      get: (id, at) => onSession('history read', id, async () => {
+        assertPosition(id, at, 0)
+        return history.get(id, at)
+      }),
+      list: (id) => onSession('history read', id, () => history.list(id)),
+      remove: (id, at) => onSession('history delete', id, async () => {
+        for (const p of at) assertPosition(id, p)
+        await history.remove(id, at)
+      }),
+    },
 
     feed: {
       id: () => run('feed read', undefined, () => feed.id()),

@@ -4,6 +4,7 @@
 //                            events.log       records (record-format.ts), appended and fdatasync'ed before an append resolves
 //                            events.idx       the sparse offset index (offset-index.ts): a hint, checked on use
 //                            checkpoint.json  the checkpoint row, exactly its JSON shape (temp file + fsync + rename)
+//                            history/<at>.json  history rows (time travel): the row after the first <at> events, written alike
 //   <root>/tmp/              sessions, checkpoints and indexes in the making, renamed into place when whole
 //   <root>/trash/            deleted sessions' folders, renamed here and then removed
 //   <root>/locks/<folder>.lock  writer locks (worker/locks/fs.ts)
@@ -23,6 +24,7 @@ export const HEADER_FILE = 'header.json'
 export const LOG_FILE = 'events.log'
 export const INDEX_FILE = 'events.idx'
 export const CHECKPOINT_FILE = 'checkpoint.json'
+export const HISTORY_DIR = 'history'
 
 /** The change feed (feed.ts), in the store's root: one record per write, and its identity. */
 export const FEED_FILE = 'feed.log'

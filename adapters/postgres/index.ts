@@ -19,6 +19,7 @@ import {
 import { isCount } from '../../src/limits'
 import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
 import { createAppender } from './append'
+import { createPgHistory } from './history'
 import { codeOf, corrupt, redact, storageError } from './errors'
 import { settingsOf, type PgSettings, type PostgresAdapterOptions, type PostgresClient } from './options'
 import { readHeaders, readIds, readInfo, readPage } from './read'
@@ -198,7 +199,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
       return readIds(await db(), n, after, limit)
     }),
 
-    // Its events and checkpoint go with it (ON DELETE CASCADE), in the one statement.
+    // Its events, checkpoint and history rows go with it (ON DELETE CASCADE), in the one statement.
     deleteSession: (id) => onSession('delete', id, async (sql) => {
       await sql.unsafe(`DELETE FROM ${n.sessions} WHERE id = $1`, [id])
     }),
@@ -246,6 +247,8 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
       ) as { n: number }[]
       if (!row || row.n === 0) throw notFound(id)
     }),
+
+    history: createPgHistory(onSession, n, settings.prepare),
 
     feed: {
       id: () => run('feed read', undefined, async () => {

@@ -12,7 +12,7 @@ import { SessionfoldError } from '../../src/errors'
 import type { PostgresClient } from './options'
 
 /** The newest schema version this code knows. */
-export const SCHEMA_VERSION = 3
+export const SCHEMA_VERSION = 4
 
 /** Quoted, schema-qualified names (the schema is checked by settingsOf: `[a-z_][a-z0-9_]*`). */
 export interface Names {
@@ -20,6 +20,7 @@ export interface Names {
   sessions: string
   events: string
   checkpoints: string
+  history: string
   leases: string
   versions: string
   feed: string
@@ -35,6 +36,7 @@ export function namesOf(schema: string): Names {
     sessions: `${s}.sessions`,
     events: `${s}.events`,
     checkpoints: `${s}.checkpoints`,
+    history: `${s}.history`,
     leases: `${s}.leases`,
     versions: `${s}.schema_version`,
     feed: `${s}.feed`,
@@ -144,6 +146,12 @@ const V3 = (n: Names): string[] => [
   `UPDATE ${n.versions} SET version = 3`,
 ]
 
+/** Version 4: history rows (time travel), a row per session and position, deleted with their session. */
+const V4 = (n: Names): string[] => [
+  `CREATE TABLE ${n.history} (session_id text NOT NULL REFERENCES ${n.sessions}(id) ON DELETE CASCADE, at bigint NOT NULL, row text NOT NULL, PRIMARY KEY (session_id, at))`,
+  `UPDATE ${n.versions} SET version = 4`,
+]
+
 /** Advisory lock key space of sessionfold's migrations (the second key is the schema's hash). */
 const LOCK_SPACE = 0x5e55f01d
 
@@ -190,5 +198,6 @@ export async function migrate(sql: PostgresClient, schema: string): Promise<void
     // Each later version's steps, from the one the store is at; each ends by setting its version.
     if ((version ?? 1) < 2) for (const statement of V2(n)) await tx.unsafe(statement)
     if ((version ?? 1) < 3) for (const statement of V3(n)) await tx.unsafe(statement)
+    if ((version ?? 1) < 4) for (const statement of V4(n)) await tx.unsafe(statement)
   })
 }

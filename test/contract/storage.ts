@@ -202,6 +202,54 @@ export function storageConformance(name: string, setup: () => Promise<AdapterHar
       await expectCode(adapter.putCheckpoint('ghost', row), 'SESSION_NOT_FOUND')
     }))
 
+    it('keeps history rows by position: the row at or before a position, listed in order, removed, gone with their session', withStore(async (h) => {
+      const history = h.adapter.history!
+      expect(history).toBeDefined()
+      await h.adapter.createSession(rootHeader('t'))
+      await h.adapter.append('t', evs('t', 0, 30))
+      const row = (n: number): CheckpointRow => ({ witness: witnessOf(rootHeader('t')), rows: { k: { ver: 1, seq: n - 1, val: { n, list: Array.from({ length: n }, (_, i) => i) } } } })
+      expect(await history.list('t')).toEqual([])
+      expect(await history.get('t', 30)).toBeUndefined()
+      for (const at of [20, 5, 10]) await history.put('t', at, row(at))
+      expect(await history.list('t')).toEqual([5, 10, 20])
+      expect(await history.get('t', 4)).toBeUndefined()
+      expect(await history.get('t', 0)).toBeUndefined()
+      expect(await history.get('t', 5)).toEqual({ at: 5, row: row(5) })
+      expect(await history.get('t', 19)).toEqual({ at: 10, row: row(10) })
+      expect(await history.get('t', 1_000_000)).toEqual({ at: 20, row: row(20) })
+      // Replaced whole; the latest checkpoint row is another thing.
+      const other: CheckpointRow = { witness: row(10).witness, rows: { z: { ver: 2, seq: 9, val: 'z' } } }
+      await history.put('t', 10, other)
+      expect(await history.get('t', 15)).toEqual({ at: 10, row: other })
+      expect(await h.adapter.getCheckpoint('t')).toBeUndefined()
+      await history.remove('t', [5, 7])
+      expect(await history.list('t')).toEqual([10, 20])
+      // Other sessions' rows are their own (ids that prefix each other included).
+      await h.adapter.createSession(rootHeader('t2'))
+      await history.put('t2', 3, row(3))
+      expect(await history.list('t')).toEqual([10, 20])
+      expect(await history.get('t2', 100)).toEqual({ at: 3, row: row(3) })
+      if (h.reopen) {
+        const again = await h.reopen()
+        h.adapter = again
+        expect(await again.history!.list('t')).toEqual([10, 20])
+        expect(await again.history!.get('t', 12)).toEqual({ at: 10, row: other })
+      }
+      const adapter = h.adapter
+      await adapter.deleteSession('t')
+      await adapter.createSession(rootHeader('t', { createdAt: 2 }))
+      expect(await adapter.history!.list('t')).toEqual([])
+      expect(await adapter.history!.get('t', 100)).toBeUndefined()
+      // Bad positions and missing sessions, with nothing stored.
+      for (const bad of [0, -1, 1.5, Number.NaN, '3', null]) await expectCode(adapter.history!.put('t', bad as number, row(1)), 'INVALID_ARGUMENT')
+      await expectCode(adapter.history!.get('t', -1), 'INVALID_ARGUMENT')
+      await expectCode(adapter.history!.put('ghost', 1, row(1)), 'SESSION_NOT_FOUND')
+      await expectCode(adapter.history!.get('ghost', 1), 'SESSION_NOT_FOUND')
+      await expectCode(adapter.history!.list('ghost'), 'SESSION_NOT_FOUND')
+      await expectCode(adapter.history!.put('../x', 1, row(1)), 'INVALID_ARGUMENT')
+      expect(await adapter.history!.list('t')).toEqual([])
+    }))
+
     it('lets 50 concurrent callers append to one session: contiguous seqs, nothing lost', withStore(async ({ adapter }) => {
       await adapter.createSession(rootHeader('hot'))
       let conflicts = 0

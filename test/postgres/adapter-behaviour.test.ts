@@ -59,7 +59,7 @@ describe('migrations', () => {
     expect(await psql(`SELECT count(*) FROM ${schema}.schema_version`)).toBe('1')
     expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe(String(SCHEMA_VERSION))
     const tables = await psql(`SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = '${schema}'`)
-    expect(tables).toBe('checkpoints,events,feed,leases,meta,schema_version,sessions')
+    expect(tables).toBe('checkpoints,events,feed,history,leases,meta,schema_version,sessions')
     expect(await psql(`SELECT count(*) FROM pg_sequences WHERE schemaname = '${schema}' AND sequencename = 'lease_tokens'`)).toBe('1')
     const again = adapterOn(schema)
     expect((await again.listIds()).length).toBe(6)
@@ -244,7 +244,7 @@ describe('values and input', () => {
     expect(back.map((e) => JSON.stringify(e))).toEqual([...events, big].map((e) => e.json))
     await a.putCheckpoint(header.id, { witness: { version: 1, id: header.id, createdAt: header.createdAt, cwd: header.cwd, seedLength: 0, delegationDepth: 0, origin: 'root' } as never, rows: { [nasty[0]!]: { ver: 1, seq: 0, val: nasty } } })
     expect(JSON.stringify(await a.getCheckpoint(header.id))).toContain(JSON.stringify(nasty).slice(1, -1))
-    expect(await psql(`SELECT count(*) FROM pg_tables WHERE schemaname = '${schema}'`)).toBe('7')
+    expect(await psql(`SELECT count(*) FROM pg_tables WHERE schemaname = '${schema}'`)).toBe('8')
     expect(await psql(`SELECT count(*) FROM ${schema}.events`)).toBe(String(events.length + 1))
   })
 

@@ -48,11 +48,19 @@ export async function snapshotStore(adapter: StorageAdapter): Promise<unknown> {
         info: await adapter.getSession(header.id),
         events: await readAll(adapter, header.id),
         checkpoint: await adapter.getCheckpoint(header.id),
+        history: await historyOf(adapter, header.id),
       }
     }
     if (page.length < 500) return out
     after = page[page.length - 1]!.id
   }
+}
+
+/** A session's history rows, by position (none where the adapter keeps none). */
+async function historyOf(adapter: StorageAdapter, id: SessionId): Promise<Record<number, unknown>> {
+  const out: Record<number, unknown> = {}
+  for (const at of (await adapter.history?.list(id)) ?? []) out[at] = (await adapter.history!.get(id, at))?.row
+  return out
 }
 
 /** Everything a store shows through the client: headers, events and projection values, by id. */

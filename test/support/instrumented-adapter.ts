@@ -68,6 +68,7 @@ export function instrument(inner: StorageAdapter): { adapter: StorageAdapter; co
       counts.checkpointWrites.push(row)
     },
     deleteCheckpoint: (id) => inner.deleteCheckpoint(id),
+    ...(inner.history ? { history: inner.history } : {}),
     close: () => inner.close(),
   }
   const reset = () => {

@@ -1,0 +1,83 @@
+// A session's history rows (time travel) in its HISTORY_DIR: one file per row, named by its
+// position (`<at>.json`), each exactly the row's JSON, written like the checkpoint row (a temp
+// file, synced, renamed into place), so a reader finds a row whole or not at all.
+import { join } from 'node:path'
+import { SessionfoldError, where } from '../../src/errors'
+import type { SessionId } from '../../src/model'
+import { notFound } from '../guard'
+import type { HistoryRows } from '../types'
+import { writeDurable } from './durable'
+import { errno } from './errors'
+import { HISTORY_DIR, scratchName, sessionDir, tmpDir } from './layout'
+import type { FsSettings } from './options'
+
+const ROW_NAME = /^([1-9]\d{0,15})\.json$/
+
+export function createHistoryFiles(
+  { fs, root }: Pick<FsSettings, 'fs' | 'root'>,
+  sessionExists: (id: SessionId) => Promise<boolean>,
+): HistoryRows {
+  const dirOf = (id: SessionId) => join(sessionDir(root, id), HISTORY_DIR)
+
+  /** The positions stored, ascending; SESSION_NOT_FOUND without the session. */
+  async function positions(id: SessionId): Promise<number[]> {
+    let names: string[]
+    try {
+      names = await fs.readdir(dirOf(id))
+    } catch (err) {
+      if (errno(err) !== 'ENOENT') throw err
+      if (!(await sessionExists(id))) throw notFound(id)
+      return []
+    }
+    const found: number[] = []
+    for (const name of names) {
+      const m = ROW_NAME.exec(name)
+      if (m) found.push(Number(m[1]))
+    }
+    return found.sort((a, b) => a - b)
+  }
+
+  return {
+    async put(id, at, row) {
+      if (!(await sessionExists(id))) throw notFound(id)
+      const tmp = join(tmpDir(root), scratchName(id, 'ckpt'))
+      try {
+        await fs.mkdir(dirOf(id), { recursive: true })
+        await writeDurable(fs, tmp, JSON.stringify(row))
+        await fs.rename(tmp, join(dirOf(id), `${at}.json`))
+      } catch (err) {
+        await fs.rm(tmp, { force: true }).catch(() => {})
+        throw errno(err) === 'ENOENT' ? notFound(id) : err
+      }
+    },
+    async get(id, at) {
+      const all = await positions(id)
+      let best: number | undefined
+      for (const p of all) if (p <= at) best = p
+      if (best === undefined) return undefined
+      let raw: string
+      try {
+        raw = await fs.readFile(join(dirOf(id), `${best}.json`), 'utf8')
+      } catch (err) {
+        if (errno(err) === 'ENOENT') return undefined // removed meanwhile (thinned, or the session deleted)
+        throw err
+      }
+      try {
+        return { at: best, row: JSON.parse(raw) as unknown }
+      } catch {
+        throw new SessionfoldError('CORRUPT_LOG', `history row ${best} of ${where(id)} is not JSON`, { sessionId: id })
+      }
+    },
+    list: positions,
+    async remove(id, at) {
+      for (const p of at) {
+        try {
+          await fs.unlink(join(dirOf(id), `${p}.json`))
+        } catch (err) {
+          if (errno(err) !== 'ENOENT') throw err
+        }
+      }
+      if (!(await sessionExists(id))) throw notFound(id)
+    },
+  }
+}
