@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import { playwright } from '@vitest/browser-playwright'
 import { defineConfig } from 'vitest/config'
-import { CHROMIUM_ARGS, CHROMIUM_PATH } from './test/support/chromium'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from './test/support/chromium.js'
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const alias = (platform: 'node' | 'browser') => ({

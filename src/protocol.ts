@@ -81,6 +81,8 @@ export interface HandleInfo {
    * process), so its values may change without any call of this store.
    */
   followed?: boolean
+  /** For observe with `{ at }`: the view shows the session after its first `at` events, and never changes. */
+  at?: number
 }
 
 export interface EventsPage {
@@ -156,7 +158,8 @@ export interface EngineApi {
   init(options: HostOptions, push?: (frames: Frame[]) => void): Promise<void>
   createSession(options: unknown): Promise<HandleInfo>
   openSession(id: unknown): Promise<HandleInfo>
-  observe(id: unknown): Promise<HandleInfo>
+  /** With `{ at }`: a view frozen at that point (handle 0: nothing to close, nothing pushed). */
+  observe(id: unknown, options?: unknown): Promise<HandleInfo>
   spawn(handle: number, options: unknown, bodies: string[]): Promise<HandleInfo>
   fork(handle: number, options: unknown): Promise<HandleInfo>
   /** Events as bodies made by `encodeEventBody` on the client. */

@@ -224,8 +224,10 @@ export class EngineHost implements EngineApi {
     return this.attach(id, 'writer')
   }
 
-  async observe(id: unknown): Promise<HandleInfo> {
+  async observe(id: unknown, options?: unknown): Promise<HandleInfo> {
     assertSessionId(id)
+    // As of a point in the log: values folded once, no handle, nothing followed (closing it is a no-op).
+    if (options !== undefined) return { handle: 0, ...(await this.engine.observeAt(id, options)) }
     await this.engine.observe(id)
     const info = this.attach(id, 'observer')
     return this.engine.isFollowed(id) ? { ...info, followed: true } : info
@@ -359,21 +361,11 @@ export class EngineHost implements EngineApi {
     return id
   }
 
-  replicationEvent(id: number, seen: number): Promise<ReplicationEvent> {
-    return this.hub.next(id, seen)
-  }
-
-  async replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void> {
-    this.hub.headers(id, ticket, headers)
-  }
-
-  replicationSynced(id: number): Promise<void> {
-    return this.hub.synced(id)
-  }
-
-  async replicationOnline(id: number): Promise<void> {
-    this.hub.online(id)
-  }
+  // The replication's calls, passed to the hub (worker/replications.ts).
+  replicationEvent(id: number, seen: number): Promise<ReplicationEvent> { return this.hub.next(id, seen) }
+  async replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void> { this.hub.headers(id, ticket, headers) }
+  replicationSynced(id: number): Promise<void> { return this.hub.synced(id) }
+  async replicationOnline(id: number): Promise<void> { this.hub.online(id) }
 
   async replicationClose(id: number): Promise<void> {
     this.replications.delete(id)

@@ -206,7 +206,7 @@ export function restoreSlots(
 }
 
 /** The row for the current states; faulted units and unserialisable states are left out (they refold). */
-export function checkpointRowOf(header: SessionHeader, slots: readonly UnitSlot[]): { row: CheckpointRow; skipped: string[] } {
+export function checkpointRowOf(header: SessionHeader, slots: readonly UnitSlot[]): { row: CheckpointRow; skipped: string[]; bytes: number } {
   const rows: CheckpointRow['rows'] = {}
   const skipped: string[] = []
   const witness = witnessOf(header)
@@ -224,8 +224,9 @@ export function checkpointRowOf(header: SessionHeader, slots: readonly UnitSlot[
       skipped.push(slot.def.key)
     }
   }
-  const row: CheckpointRow = { witness, rows, sum: hash53(`{"witness":${JSON.stringify(witness)},"rows":{${parts.join(',')}}}`) }
-  return { row, skipped }
+  const json = `{"witness":${JSON.stringify(witness)},"rows":{${parts.join(',')}}}`
+  const row: CheckpointRow = { witness, rows, sum: hash53(json) }
+  return { row, skipped, bytes: json.length }
 }
 
 /** The hash of a row's `{ witness, rows }` as stored: read back, its JSON is the same string. */

@@ -100,8 +100,8 @@ export function headerProblem(h: unknown): string | undefined {
 /** The reason a handle the worker opened is unacceptable (its header, then its values), or undefined. */
 export function handleProblem(info: unknown): string | undefined {
   if (!isPlainObject(info)) return 'not an object'
-  const { handle, header, snapshot, parentSeq, followed } = info as Partial<HandleInfo>
-  if (!isCount(handle) || !optional(isCount)(parentSeq) || !(followed === undefined || typeof followed === 'boolean')) return 'bad handle'
+  const { handle, header, snapshot, parentSeq, followed, at } = info as Partial<HandleInfo>
+  if (!isCount(handle) || !optional(isCount)(parentSeq) || !optional(isCount)(at) || !(followed === undefined || typeof followed === 'boolean')) return 'bad handle'
   const h = headerProblem(header)
   if (h) return `header: ${h}`
   if (!isPlainObject(snapshot)) return 'bad snapshot'

@@ -9,7 +9,7 @@ import type { AppendQueue } from './append-queue'
 import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../validate'
 import { badAnswer, type EngineCalls } from './engine-calls'
 import type { LiveViews } from './live-views'
-import type { ProjectionMapView } from './projection-view'
+import { ProjectionMapView } from './projection-view'
 
 /**
  * Options of {@link Session.spawn}. A child's mode is `'one-shot'` or `'continuable'`; the
@@ -54,6 +54,11 @@ export class SessionView {
    * synchronous and current, `subscribe` follows every change.
    */
   readonly projections: ProjectionMapView
+  /**
+   * For a view made by `store.observe(id, { at })`: the number of events it shows (it is frozen
+   * after them); undefined for a view that follows the session.
+   */
+  readonly at: number | undefined
   /** @internal */ protected readonly _scope: HandleScope
   /** @internal */ protected readonly _handle: number
   #closed = false
@@ -64,7 +69,9 @@ export class SessionView {
     this._handle = info.handle
     this.id = info.header.id
     this.header = info.header
-    this.projections = scope.views.open(info)
+    this.at = info.at
+    // A view as of a point hears no frames: its values were folded once and never change.
+    this.projections = info.at !== undefined ? new ProjectionMapView(info.snapshot) : scope.views.open(info)
     if (info.followed) {
       // Its values move with another process's appends, not with calls of ours: while someone
       // listens, a Node process stays up for them (as a watcher would); close() or the last
@@ -101,7 +108,8 @@ export class SessionView {
       if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)) throw bad(`events of ${where(this.id)}: ${k} must be an integer >= 0, got ${describe(v)}`)
     }
     let at = from
-    let end = to
+    // A view as of a point shows only the events before it.
+    let end = this.at === undefined ? to : Math.min(to ?? this.at, this.at)
     for (;;) {
       if (signal?.aborted) throw new SessionfoldError('CANCELLED', `reading events of ${where(this.id)} was cancelled`, { sessionId: this.id })
       if (end !== undefined && at >= end) return
@@ -129,7 +137,8 @@ export class SessionView {
     if (signal?.aborted) throw cancelled()
     const { calls } = this._scope
     return calls.cancellable(signal, async (token) => {
-      const rows = await calls.checked('list of children', (api) => api.listChildren(this.id, rest, token), (list) =>
+      const asked = this.at === undefined ? rest : { ...rest, at: this.at }
+      const rows = await calls.checked('list of children', (api) => api.listChildren(this.id, asked, token), (list) =>
         Array.isArray(list) ? list.map(childRowProblem).find((p) => p !== undefined) : 'not an array', this.id)
       if (signal?.aborted) throw cancelled()
       return rows
@@ -171,6 +180,7 @@ export class SessionView {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    if (this.at !== undefined) return // nothing held in the engine
     this.projections._onSubscribed?.(false)
     this.projections._onSubscribed = undefined
     this._scope.views.forget(this.id, this.projections)

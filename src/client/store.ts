@@ -86,9 +86,25 @@ export class Store {
    * Follows a session read-only: its projections follow every writer's appends, in this store
    * or in another tab, thread or process. Always allowed, also while someone writes to it.
    * `SESSION_NOT_FOUND` when there is no such session.
+   *
+   * With `{ at }`: the session as it was after its first `at` events (`0 <= at <= length`,
+   * else `INVALID_ARGUMENT`), frozen: `snapshot().asOfSeq === at - 1`, values equal to a
+   * refold of those events, `events()` yields only them, `listChildren()` reads the catalog as
+   * it was then (each child as it is now), and appends do not move it. It costs about the same
+   * anywhere in a log of any length: the engine keeps a sparse history of checkpoint rows.
+   *
+   * @example
+   * const then = await store.observe(id, { at: 120 })   // as it was after 120 events
+   * then.projections.get('turnTiming')
    */
-  async observe(id: SessionId): Promise<SessionView> {
+  async observe(id: SessionId, options?: { at?: number }): Promise<SessionView> {
     assertSessionId(id)
+    assertOptions(options, 'observe', ['at'], id)
+    const at = options?.at
+    if (at !== undefined) {
+      const info = await this.#calls.checked('handle', (api) => api.observe(id, { at }), handleProblem, id)
+      return new SessionView(this.#scope, info)
+    }
     const info = await this.#calls.checked('handle', (api) => api.observe(id), handleProblem, id)
     return new SessionView(this.#scope, info)
   }

@@ -97,6 +97,49 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
       expect((await store.listSessions()).map((h) => h.id)).toEqual(['bad'])
     }))
 
+    it('observes a session as of a point: frozen values equal to the prefix, its events only, its catalog then; bad options write nothing', withStore(async (store) => {
+      const s = await store.createSession({ id: 'past' })
+      await s.append({ type: 'turn/start' })
+      const kid = await s.spawn({ mode: 'continuable', id: 'past-kid', label: 'early' })
+      const early = s.projections.snapshot()
+      // Far enough for history rows (one per 4,096 events or so).
+      for (let i = 0; i < 10; i++) await s.append(Array.from({ length: 500 }, (_, k) => ({ type: 'app/n', data: i * 500 + k })))
+      await s.spawn({ mode: 'one-shot', id: 'past-late', label: 'late' })
+      const mid = 3 + 2345
+      const frozen = await store.observe('past', { at: early.asOfSeq + 1 })
+      expect(frozen.at).toBe(early.asOfSeq + 1)
+      expect(frozen.projections.snapshot()).toEqual(early)
+      expect((await frozen.listChildren()).map((c) => c.id)).toEqual(['past-kid'])
+      const now = await store.observe('past')
+      expect((await now.listChildren()).map((c) => c.id)).toEqual(['past-kid', 'past-late'])
+      const at = await store.observe('past', { at: mid })
+      expect(at.projections.snapshot().asOfSeq).toBe(mid - 1)
+      let n = 0
+      for await (const e of at.events({ from: mid - 5, to: mid + 100 })) n += e.seq < mid ? 1 : 1000
+      expect(n).toBe(5)
+      let heard = 0
+      frozen.projections.subscribe(() => void heard++)
+      await s.append({ type: 'app/after' })
+      await kid.append({ type: 'app/kid' })
+      await tick()
+      expect(heard).toBe(1) // the current value, once: a frozen view hears no change
+      expect(frozen.projections.snapshot()).toEqual(early)
+      const last = await store.observe('past', { at: now.projections.asOfSeq + 1 })
+      expect(last.projections.snapshot()).toEqual(now.projections.snapshot())
+      await frozen.close()
+      await frozen.close()
+      const before = await store.listSessions()
+      for (const options of [{ at: 1e9 }, { at: -1 }, { at: 1.5 }, { at: '2' }, { at: 1, later: true }, 'x']) {
+        await expectCode(store.observe('past', options as never), 'INVALID_ARGUMENT')
+      }
+      await expectCode(store.observe('ghost', { at: 0 }), 'SESSION_NOT_FOUND')
+      expect(await store.listSessions()).toEqual(before)
+      await now.close()
+      await at.close()
+      await last.close()
+      await kid.close()
+    }))
+
     it('reads event ranges and stops when the signal aborts', withStore(async (store) => {
       const s = await store.createSession({ id: 'r' })
       for (let i = 0; i < 5; i++) await s.append(Array.from({ length: 300 }, (_, k) => ({ type: 'e', data: i * 300 + k })))

@@ -10,7 +10,7 @@ import { createFsAdapter } from '../../adapters/fs'
 import { folderOf } from '../../adapters/fs/layout'
 import { openStore, type Store } from 'sessionfold'
 import { BUILTIN_PROJECTIONS } from '../../src/units'
-import { checkpointRowOf, restoreSlots } from '../../worker/units'
+import { checkpointRowOf, foldEvent, initSlots, restoreSlots } from '../../worker/units'
 import { expectCode } from '../support/helpers'
 
 let dir: string
@@ -209,6 +209,40 @@ describe('verify: checkpoints (fs, in thread)', () => {
     await adapter.close()
     expect(await verifyDamage()).toEqual([
       { code: 'CORRUPT_CHECKPOINT', detail: 'checkpoint of session "s" gives "subagentTiming" a value that a full refold does not' },
+    ])
+  })
+
+  it('history rows: sound ones are no damage; one that is not JSON, lies beyond the log or disagrees with a refold is reported', async () => {
+    await withCheckpoint()
+    const adapter = createFsAdapter({ dir })
+    const info = (await adapter.getSession('s'))!
+    /** The row a refold of the first `at` events gives. */
+    const rowAt = async (at: number) => {
+      const slots = initSlots(BUILTIN_PROJECTIONS, info.header)
+      for await (const page of adapter.readEvents('s', { to: at })) for (const e of page) foldEvent(slots, e)
+      return checkpointRowOf(info.header, slots).row
+    }
+    const at100 = await rowAt(100)
+    await adapter.history!.put('s', 100, at100)
+    await adapter.history!.put('s', 200, await rowAt(200))
+    await adapter.close()
+    expect(await verifyDamage()).toEqual([])
+    const rowFile = (at: number) => join(sessionDir('s'), 'history', `${at}.json`)
+    const good = await readFile(rowFile(200), 'utf8')
+    await writeFile(rowFile(200), good.slice(0, 40))
+    expect(await verifyDamage()).toEqual([{ code: 'CORRUPT_CHECKPOINT', detail: expect.stringMatching(/history row 200 of session "s"/) }])
+    await writeFile(rowFile(200), good)
+    await writeFile(rowFile(400), good)
+    expect(await verifyDamage()).toEqual([{ code: 'CORRUPT_CHECKPOINT', detail: 'history row 400 of session "s" lies beyond the log\'s 300 events' }])
+    await rm(rowFile(400))
+    // The states after 100 events, claimed for 200: sum, witness and schemas all pass.
+    const early = createFsAdapter({ dir })
+    const restored = restoreSlots(BUILTIN_PROJECTIONS, info.header, at100, 100)
+    for (const slot of restored.slots) slot.seq = 199
+    await early.history!.put('s', 200, checkpointRowOf(info.header, restored.slots).row)
+    await early.close()
+    expect(await verifyDamage()).toEqual([
+      { code: 'CORRUPT_CHECKPOINT', detail: 'history row 200 of session "s" gives "subagentTiming" a value that a full refold does not' },
     ])
   })
 })

@@ -41,8 +41,8 @@ export interface AppendPipelineOptions<S extends PipelineSession> {
   storage: Pick<StorageAdapter, 'createSession' | 'append' | 'deleteSession'>
   maxEventBytes: number
   now: () => number
-  /** Called once `events` more are durable and folded (`turnEnded`: one was a turn/end). */
-  folded: (session: S, events: number, turnEnded: boolean) => void
+  /** Called once `events` more (of `bytes` bytes) are durable and folded (`turnEnded`: one was a turn/end). */
+  folded: (session: S, events: number, turnEnded: boolean, bytes: number) => void
 }
 
 /** A log of `length` durable, folded events with nothing in flight. */
@@ -138,7 +138,7 @@ export class AppendPipeline<S extends PipelineSession> {
         }
         log.durable = log.asOfSeq + 1 + encoded.length
         log.asOfSeq = log.durable - 1
-        this.options.folded(session, encoded.length, turnEnded)
+        this.options.folded(session, encoded.length, turnEnded, bytes)
       } finally {
         log.inflightBytes -= bytes
         if (--log.inflight === 0) {

@@ -5,6 +5,7 @@ import type { StorageAdapter } from '../../adapters/types'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader } from '../../src/model'
 import { checkpointRowOf, type UnitSlot } from '../units'
+import { historyDue, type HistoryKeeper, type HistoryState } from './history'
 
 /**
  * Checkpoints may take at most 1/CHECKPOINT_BUDGET of a writer's time (see afterWrite): their
@@ -39,6 +40,8 @@ export interface CheckpointState {
   writing?: Promise<void>
   /** Another row was asked for while one was being written. */
   again: boolean
+  /** Where the session's history rows stand (history.ts). */
+  history: HistoryState
 }
 
 /** What the policy reads of a live session. */
@@ -56,18 +59,21 @@ export interface CheckpointPolicyOptions {
   everyEvents: number
   everyMs: number
   onError: (err: SessionfoldError) => void
+  /** Keeps some rows as history rows too (absent: an adapter without them). */
+  history?: HistoryKeeper
 }
 
 export function newCheckpointState(): CheckpointState {
-  return { since: 0, turnEnded: false, lastAt: -Infinity, lastCost: 0, again: false }
+  return { since: 0, turnEnded: false, lastAt: -Infinity, lastCost: 0, again: false, history: { bytes: 0, rowBytes: 0 } }
 }
 
 export class CheckpointPolicy {
   constructor(private readonly options: CheckpointPolicyOptions) {}
 
-  /** After `events` were folded: a row now, a row when the budget allows, or one after the quiet period. */
-  afterWrite(session: CheckpointSession, events: number, turnEnded: boolean): void {
+  /** After `events` (of `bytes` bytes) were folded: a row now, a row when the budget allows, or one after the quiet period. */
+  afterWrite(session: CheckpointSession, events: number, turnEnded: boolean, bytes = 0): void {
     const state = session.checkpoint
+    state.history.bytes += bytes
     if (state.since === 0 && events > 0) state.unsavedAt = performance.now()
     state.since += events
     if (turnEnded) state.turnEnded = true
@@ -79,6 +85,12 @@ export class CheckpointPolicy {
     const state = session.checkpoint
     if (state.writing || state.since === 0) return
     const due = state.turnEnded || state.since >= this.options.everyEvents
+    // A history row due: now, whatever the pacing (one per thousands of events costs little),
+    // so rows land every HISTORY_EVERY events and a read as of any point folds few.
+    if (this.options.history && historyDue(state.history, session.log.asOfSeq + 1)) {
+      void this.write(session)
+      return
+    }
     // A row is O(state) to build (a catalog of 10,000 children: milliseconds), and its write
     // costs a commit. Keep both under a tenth of the time: a due checkpoint waits until 10x the
     // last one's cost has passed since it started, so appends stay O(1) amortised whatever the
@@ -114,15 +126,18 @@ export class CheckpointPolicy {
     }
     const id = session.header.id
     const started = performance.now()
-    const { row, skipped } = checkpointRowOf(session.header, session.slots)
+    const { row, skipped, bytes } = checkpointRowOf(session.header, session.slots)
+    const at = session.log.asOfSeq + 1
     for (const key of skipped) {
       this.options.onError(new SessionfoldError('INVALID_ARGUMENT', `state of projection "${key}" for ${where(id)} is not JSON; it will refold`, { sessionId: id }))
     }
     state.since = 0
     state.unsavedAt = undefined
     state.turnEnded = false
+    const history = this.options.history
     state.writing = this.options.storage
       .putCheckpoint(id, row)
+      .then(() => history?.afterRow(session, row, bytes, at))
       .catch((err: unknown) => {
         this.options.onError(new SessionfoldError(
           err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
@@ -144,6 +159,12 @@ export class CheckpointPolicy {
     state.lastAt = started
     state.lastCost = performance.now() - started // built: the cost so far
     return state.writing
+  }
+
+  /** Whether a row is due now (everyEvents unsaved, or a turn ended), whatever the pacing. */
+  isDue(session: CheckpointSession): boolean {
+    const state = session.checkpoint
+    return state.turnEnded || state.since >= this.options.everyEvents
   }
 
   /** Waits until no row of this session is being written. */

@@ -13,7 +13,7 @@ import type { AppendResult, VerifyStep, VerifyTotals } from '../../src/protocol'
 import { BUILTIN_PROJECTIONS } from '../../src/units'
 import type { CatalogEntry, CatalogState } from '../../src/units/catalog'
 import { DEFAULT_MAX_EVENT_BYTES } from '../../src/limits'
-import { assertSessionId, describe, type EncodedEvent } from '../../src/validate'
+import { assertSessionId, describe, isPlainObject, type EncodedEvent } from '../../src/validate'
 import { createLocalLocks, type WriterLocks } from '../locks'
 import { snapshotOf } from '../units'
 import { AppendPipeline } from './append-pipeline'
@@ -22,6 +22,8 @@ import { notify, watch, type ChangeListener } from './change-feed'
 import { changesSince } from './changes-since'
 import { CheckpointPolicy } from './checkpoints'
 import { follow, type FollowTail } from './follow'
+import { HistoryKeeper } from './history'
+import { atOption, catalogsAt, readAt, type AtReader } from './read-at'
 import { createRoot, fork, recordExternal, spawn, type LineageHost } from './lineage'
 import { listChildren } from './list-children'
 import { LiveSessions, type LiveSession } from './live-sessions'
@@ -69,6 +71,8 @@ export class Engine {
   private readonly sessions: LiveSessions
   private readonly pipeline: AppendPipeline<LiveSession>
   private readonly checkpoints: CheckpointPolicy
+  /** Keeps history rows (time travel), where the adapter stores them. */
+  readonly history: HistoryKeeper | undefined
   /** What lineage (spawn, external, fork) and imports may do with the engine. */
   private readonly lineage: LineageHost<LiveSession>
   private readonly importTarget: ImportTarget
@@ -83,20 +87,22 @@ export class Engine {
     this.now = options.now ?? Date.now
     this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
     this.reader = new StoreReader(this.storage, this.defs)
+    if (this.storage.history) this.history = new HistoryKeeper(this.storage.history, this.reader, this.defs, this.onError)
     this.checkpoints = new CheckpointPolicy({
       storage: this.storage,
       everyEvents: positive(options.checkpoint?.everyEvents ?? 256, 'checkpoint.everyEvents'),
       everyMs: positive(options.checkpoint?.everyMs ?? 2000, 'checkpoint.everyMs'),
       onError: this.onError,
+      ...(this.history ? { history: this.history } : {}),
     })
     const onGrow = options.onGrow
     this.pipeline = new AppendPipeline<LiveSession>({
       storage: this.storage,
       maxEventBytes: this.maxEventBytes,
       now: this.now,
-      folded: (session, events, turnEnded) => {
+      folded: (session, events, turnEnded, bytes) => {
         notify(session, this.onError)
-        this.checkpoints.afterWrite(session, events, turnEnded)
+        this.checkpoints.afterWrite(session, events, turnEnded, bytes)
         onGrow?.(session.header.id, session.log.durable)
         for (const f of this.written) f()
       },
@@ -153,6 +159,18 @@ export class Engine {
     assertSessionId(id)
     const live = await this.sessions.observe(id)
     return { header: live.header, length: live.log.durable }
+  }
+
+  /**
+   * The session as of its first `at` events (`options`: `{ at }`, checked): its header and
+   * values, folded once from the nearest row (history.ts). Nothing is kept live or followed.
+   */
+  async observeAt(id: SessionId, options: unknown): Promise<{ header: SessionHeader; snapshot: ProjectionSnapshot; at: number }> {
+    this.open()
+    assertSessionId(id)
+    const at = atOption(id, options)
+    const { header, slots } = await this.checked(id, () => readAt(this.atReader, id, at))
+    return { header, snapshot: snapshotOf(slots, at - 1), at }
   }
 
   /** Ends a writer (waiting for its appends and writing the close checkpoint) or an observer. */
@@ -257,9 +275,16 @@ export class Engine {
   }
 
   /** The tree under a session from parent-owned catalogs (see list-children.ts). */
-  listChildren(id: SessionId, options?: unknown): Promise<SubagentListEntry[]> {
+  async listChildren(id: SessionId, options?: unknown): Promise<SubagentListEntry[]> {
     this.open()
-    return listChildren(this, id, options)
+    if (!isPlainObject(options) || options.at === undefined) return listChildren(this, id, options)
+    // As of a point of this session's log: its catalog as it was then, each child as it is now.
+    const { at, ...rest } = options
+    return listChildren(catalogsAt(this, this.atReader, id, atOption(id, { at })), id, rest)
+  }
+
+  private get atReader(): AtReader {
+    return { reader: this.reader, history: this.storage.history, defs: this.defs }
   }
 
   /** Pushes changes of a live session's views to `listener` until the returned function is called. */
@@ -330,6 +355,7 @@ export class Engine {
       if (live.writer) await this.release(live.header.id, 'writer').catch((err) => this.onError(err as SessionfoldError))
       this.sessions.remove(live)
     }
+    await this.history?.close()
     await this.storage.close()
   }
 
@@ -364,3 +390,4 @@ function positive(n: number, name: string): number {
   }
   return n
 }
+

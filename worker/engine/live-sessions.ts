@@ -21,7 +21,7 @@ export interface LiveSession {
   readonly checkpoint: CheckpointState
   readonly feed: FeedState
   /** Set while a client of this engine holds the session open for writing. */
-  writer?: { release: () => Promise<void> }
+  writer?: { release: () => Promise<void>; imports?: boolean }
   observers: number
   /** Stops watching storage for other engines' appends (while followed here without a writer). */
   unwatch?: () => void
@@ -70,7 +70,11 @@ export class LiveSessions {
     if (existing) return existing
     let p = this.loading.get(id)
     if (!p) {
-      p = this.options.reader.coldRead(id).then(({ header, length, slots }) => newLiveSession(header, slots, length))
+      p = this.options.reader.coldRead(id).then(({ header, length, slots, folded }) => {
+        const live = newLiveSession(header, slots, length)
+        live.checkpoint.since = folded // not in the stored row: the policy counts them as unsaved
+        return live
+      })
       const done = () => this.loading.delete(id)
       p.then(done, done)
       this.loading.set(id, p)
@@ -153,11 +157,11 @@ export class LiveSessions {
   }
 
   /** Makes a session live here with a writer holding `release`; catches up with storage first. */
-  async attachWriter(id: SessionId, release: () => Promise<void>): Promise<LiveSession> {
+  async attachWriter(id: SessionId, release: () => Promise<void>, imports = false): Promise<LiveSession> {
     const live = await this.attach(id)
     // If we were only following it, another writer may have appended since: catch up first.
     await this.options.follow(id)
-    live.writer = { release }
+    live.writer = imports ? { release, imports } : { release }
     this.updateWatch(live)
     return live
   }
@@ -181,12 +185,12 @@ export class LiveSessions {
           live = await this.create(header, seed, release)
         },
         append: async (events) => {
-          live ??= await this.attachWriter(id, release)
+          live ??= await this.attachWriter(id, release, true)
           await this.options.pipeline.appendNumbered(live, events)
         },
       })
     } finally {
-      // Releasing the writer writes the close checkpoint: the next batch starts warm.
+      // Releasing the writer writes a row when one is due: the next batch starts warm enough.
       if (live) await this.release(id, 'writer')
       else await release()
     }
@@ -208,7 +212,9 @@ export class LiveSessions {
     if (role === 'writer' && live.writer) {
       const writer = live.writer
       await this.options.pipeline.settle(live)
-      await this.options.checkpoints.write(live)
+      // A writer closing writes its row. An import's writer (a batch from another store, often
+      // a few events) only when a row is due: a row per batch cost a commit per sync request.
+      if (!writer.imports || this.options.checkpoints.isDue(live)) await this.options.checkpoints.write(live)
       await this.options.checkpoints.drain(live)
       live.writer = undefined
       await writer.release()

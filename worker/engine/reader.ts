@@ -2,14 +2,14 @@
 // engine, its host, store-to-store sync and the CLI make goes through here, and so does the
 // cold read (a session folded from storage without keeping it).
 import { notFound } from '../../adapters/guard'
-import type { ChangeFeed, ReadRange, SessionInfo, StorageAdapter } from '../../adapters/types'
+import type { ChangeFeed, HistoryRows, ReadRange, SessionInfo, StorageAdapter } from '../../adapters/types'
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
 import type { ProjectionDefinition, ProjectionSnapshot } from '../../src/projection'
 import type { EventsPage } from '../../src/protocol'
 import { foldEvent, restoreSlots, snapshotOf, type UnitSlot } from '../units'
 
 /** What reading needs of an adapter: none of its writes. */
-export type ReadableStorage = Pick<StorageAdapter, 'getSession' | 'readEvents' | 'listIds' | 'listSessions' | 'getCheckpoint' | 'feed'>
+export type ReadableStorage = Pick<StorageAdapter, 'getSession' | 'readEvents' | 'listIds' | 'listSessions' | 'getCheckpoint' | 'feed' | 'history'>
 
 /** A session folded from storage: its header, durable length, unit states and values. */
 export interface ColdRead {
@@ -17,6 +17,8 @@ export interface ColdRead {
   length: number
   slots: UnitSlot[]
   snapshot: ProjectionSnapshot
+  /** Events folded beyond the checkpoint row (all of them without a usable row). */
+  folded: number
 }
 
 /** Ids listed per storage call when a walk goes over the whole store. */
@@ -27,6 +29,11 @@ export class StoreReader {
     private readonly storage: ReadableStorage,
     private readonly defs: readonly ProjectionDefinition[],
   ) {}
+
+  /** The sessions' history rows, when the adapter keeps them (read them only: a read never writes back). */
+  get history(): Pick<HistoryRows, 'get' | 'list'> | undefined {
+    return this.storage.history
+  }
 
   /** The store's change feed, when its adapter keeps one. */
   get feed(): ChangeFeed | undefined {
@@ -95,6 +102,6 @@ export class StoreReader {
         for (const e of page) foldEvent(slots, e)
       }
     }
-    return { header: info.header, length: info.length, slots, snapshot: snapshotOf(slots, info.length - 1) }
+    return { header: info.header, length: info.length, slots, snapshot: snapshotOf(slots, info.length - 1), folded: Math.max(0, info.length - from) }
   }
 }

@@ -1,16 +1,17 @@
-// verify: reads every log and checkpoint row of the store and reports what is damaged. It
-// changes nothing: reads go straight to storage, damaged rows are reported, not replaced.
+// verify: reads every log, checkpoint row and history row of the store and reports what is
+// damaged. It changes nothing: reads go straight to storage, damaged rows are reported, not
+// replaced (a writer rebuilds missing history rows; a damaged one is passed over by reads).
 import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
 import type { SessionId } from '../../src/model'
 import type { ProjectionDefinition } from '../../src/projection'
 import type { VerifyDamage, VerifyStep, VerifyTotals } from '../../src/protocol'
-import { foldEvent, initSlots, restoreSlots, snapshotOf } from '../units'
+import { foldEvent, initSlots, restoreSlots, snapshotOf, type UnitSlot } from '../units'
 import type { StoreReader } from './reader'
 
 /** Sessions listed per storage call while verifying. */
 const VERIFY_PAGE = 256
 
-type Reader = Pick<StoreReader, 'listIds' | 'find' | 'checkpoint' | 'pages'>
+type Reader = Pick<StoreReader, 'listIds' | 'find' | 'checkpoint' | 'pages' | 'history'>
 
 const isCorrupt = (err: unknown): err is SessionfoldError => isSessionfoldError(err, 'CORRUPT_LOG')
 
@@ -82,6 +83,34 @@ async function verifySession(reader: Reader, defs: readonly ProjectionDefinition
   const full = initSlots(defs, header)
   const cold = restoreSlots(defs, header, row, length)
   if (cold.problem) damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `checkpoint of ${where(id)} is not used: ${cold.problem}` })
+  // History rows: each usable (checked as a read at its position checks it) and, once the refold
+  // reaches its position, giving the same values.
+  const history = new Map<number, UnitSlot[]>()
+  for (const at of (await reader.history?.list(id)) ?? []) {
+    const what = `history row ${at} of ${where(id)}`
+    if (at > length) {
+      damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `${what} lies beyond the log's ${length} events` })
+      continue
+    }
+    try {
+      const stored = await reader.history!.get(id, at)
+      const restored = restoreSlots(defs, header, stored?.at === at ? stored.row : undefined, at)
+      if (restored.problem) damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `${what} is not used: ${restored.problem}` })
+      else if (restored.kept > 0) history.set(at, restored.slots)
+    } catch (err) {
+      if (!isCorrupt(err)) throw err
+      damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `${what}: ${err.message}` })
+    }
+  }
+  const compare = (what: string, slots: readonly UnitSlot[], at: number, only?: ReadonlySet<string>) => {
+    const a = snapshotOf(full, at - 1)
+    const b = snapshotOf(slots, at - 1)
+    for (const key of only ?? new Set([...Object.keys(a.values), ...Object.keys(b.values)])) {
+      if (canonical(a.values[key]) !== canonical(b.values[key]) || a.faults[key] !== b.faults[key]) {
+        damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `${what} gives "${key}" a value that a full refold does not` })
+      }
+    }
+  }
   let next = 0
   try {
     for await (const page of reader.pages(id, { from: 0, to: length, signal })) {
@@ -91,6 +120,9 @@ async function verifySession(reader: Reader, defs: readonly ProjectionDefinition
         // Only a row that was used can disagree with the refold; foldEvent skips what it holds.
         if (cold.kept > 0) foldEvent(cold.slots, e)
         next++
+        const then = history.get(next)
+        // The units the row holds (one it left out, faulted or of another version, is refolded by a read).
+        if (then) compare(`history row ${next} of ${where(id)}`, then, next, new Set(then.filter((u) => u.seq === next - 1).map((u) => u.def.key)))
       }
     }
     if (next !== length) throw new SessionfoldError('CORRUPT_LOG', `${where(id)} holds ${next} readable events of ${length}`, { sessionId: id, seq: next })
@@ -99,14 +131,6 @@ async function verifySession(reader: Reader, defs: readonly ProjectionDefinition
     damaged.push({ id, code: 'CORRUPT_LOG', detail: err.message })
     return { events: next, damaged }
   }
-  if (cold.kept > 0) {
-    const a = snapshotOf(full, length - 1)
-    const b = snapshotOf(cold.slots, length - 1)
-    for (const key of new Set([...Object.keys(a.values), ...Object.keys(b.values)])) {
-      if (canonical(a.values[key]) !== canonical(b.values[key]) || a.faults[key] !== b.faults[key]) {
-        damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `checkpoint of ${where(id)} gives "${key}" a value that a full refold does not` })
-      }
-    }
-  }
+  if (cold.kept > 0) compare(`checkpoint of ${where(id)}`, cold.slots, length)
   return { events: next, damaged }
 }

@@ -1,0 +1,75 @@
+// Reading a session as of a point of its log (store.observe(id, { at }), listChildren of such a
+// view, the CLI's --at): folded once from the nearest row that can be trusted, the latest row or
+// a history row (history.ts), then the events up to the point. Never writes.
+import type { HistoryRows } from '../../adapters/types'
+import { SessionfoldError, where } from '../../src/errors'
+import type { SessionHeader, SessionId } from '../../src/model'
+import type { ProjectionDefinition } from '../../src/projection'
+import type { CatalogState } from '../../src/units/catalog'
+import { describe, isPlainObject } from '../../src/validate'
+import { foldEvent, restoreSlots, type UnitSlot } from '../units'
+import type { CatalogReader } from './list-children'
+import type { StoreReader } from './reader'
+
+/** What reading at a point needs of the engine. */
+export interface AtReader {
+  reader: StoreReader
+  history: HistoryRows | undefined
+  defs: readonly ProjectionDefinition[]
+}
+
+/**
+ * The session folded over its first `at` events: from the latest row or the newest history row
+ * at or before `at`, whichever lets it fold fewer events, then the events up to `at`.
+ * INVALID_ARGUMENT when `at` is not in `0..length`. Never writes.
+ */
+export async function readAt(
+  { reader, history, defs }: AtReader, id: SessionId, at: number, signal?: AbortSignal,
+): Promise<{ header: SessionHeader; length: number; slots: UnitSlot[] }> {
+  const info = await reader.info(id)
+  if (!Number.isSafeInteger(at) || at < 0 || at > info.length) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `${where(id)} has ${info.length} events: at must be an integer in 0..${info.length}, got ${String(at)}`, { sessionId: id })
+  }
+  const latest = await reader.checkpoint(id).catch(() => undefined) // any doubt: ignore it
+  let best = restoreSlots(defs, info.header, latest, at)
+  if (best.from < at && history && at > 0) {
+    const row = await history.get(id, at).catch(() => undefined)
+    if (row) {
+      const other = restoreSlots(defs, info.header, row.row, at)
+      if (other.kept > 0 && (best.kept === 0 || other.from > best.from)) best = other
+    }
+  }
+  if (best.kept === 0) best = restoreSlots(defs, info.header, undefined, at)
+  if (best.from < at) {
+    for await (const page of reader.pages(id, { from: best.from, to: at, signal })) {
+      for (const e of page) foldEvent(best.slots, e)
+    }
+  }
+  return { header: info.header, length: at, slots: best.slots }
+}
+
+/** The `at` of observe's options: INVALID_ARGUMENT unless `{ at }` with a whole number `at >= 0` (readAt checks it against the log). */
+export function atOption(id: SessionId, options: unknown): number {
+  if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `observe options for ${where(id)} must be an object, got ${describe(options)}`, { sessionId: id })
+  for (const key of Object.keys(options)) {
+    if (key !== 'at') throw new SessionfoldError('INVALID_ARGUMENT', `observe has no option ${describe(key)}`, { sessionId: id })
+  }
+  const at = options.at
+  if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `observe of ${where(id)}: at must be an integer >= 0, got ${describe(at)}`, { sessionId: id })
+  }
+  return at
+}
+
+/** Catalogs for listChildren of session `id` as of `at`: its catalog as it was then, every other (its children's) as it is now. */
+export function catalogsAt(now: CatalogReader, source: AtReader, id: SessionId, at: number): CatalogReader {
+  return {
+    catalogOf: async (cid, signal) => {
+      if (cid !== id) return now.catalogOf(cid, signal)
+      const { header, slots } = await readAt(source, id, at, signal)
+      const slot = slots.find((s) => s.def.key === 'subagentCatalog')
+      return { header, entries: slot && !slot.fault ? (slot.state as CatalogState).entries.toArray() : null }
+    },
+    isRunning: (cid) => now.isRunning(cid),
+  }
+}
