@@ -18,7 +18,7 @@ import {
 import { READ_PAGE, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
 export type { EncodedEvent } from '../src/validate'
 
 /** Options of {@link createIndexedDbAdapter}. */

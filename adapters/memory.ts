@@ -16,7 +16,7 @@ import { assertMeta, assertPosition, feedAfter, newFeedId } from './guard'
 import { READ_PAGE, compareIds, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
 export type { EncodedEvent } from '../src/validate'
 
 interface Stored {

@@ -24,6 +24,14 @@ export interface CheckpointRow {
   sum?: string
 }
 
+/** A history row as read back: its position and the row, unvalidated (the engine decides whether to trust it). */
+export interface HistoryRow {
+  /** The row holds the units folded over events `[0, at)`. */
+  at: number
+  /** The stored row. */
+  row: unknown
+}
+
 /**
  * A session's history of checkpoint rows (time travel, `store.observe(id, { at })`): rows kept
  * by position, a row at position `at` holding the units folded over events `[0, at)`. Like the
@@ -33,7 +41,7 @@ export interface HistoryRows {
   /** Stores `row` at position `at` (1 or more), replacing a row there. SESSION_NOT_FOUND without the session. */
   put(id: SessionId, at: number, row: CheckpointRow): Promise<void>
   /** The row at the largest position `<= at`, as read back (unvalidated), with its position; undefined when there is none. */
-  get(id: SessionId, at: number): Promise<{ at: number; row: unknown } | undefined>
+  get(id: SessionId, at: number): Promise<HistoryRow | undefined>
   /** The positions of the session's rows, ascending. */
   list(id: SessionId): Promise<number[]>
   /** Removes the rows at `positions` (absent ones are passed over). */

@@ -41,6 +41,7 @@ interface Args {
   json: boolean
   from?: number
   to?: number
+  at?: number
   follow: boolean
   tree: boolean
 }
@@ -95,6 +96,7 @@ export function parseArgs(argv: readonly string[]): Parsed {
     else if (!Object.hasOwn(spec.options, flag)) throw fail(`${command} has no option ${flag}`)
     else if (flag === '--from') args.from = seq()
     else if (flag === '--to') args.to = seq()
+    else if (flag === '--at') args.at = seq()
     else if (flag === '--follow' && inline === undefined) args.follow = true
     else if (flag === '--tree' && inline === undefined) args.tree = true
     else throw fail(`${flag} takes no value`)
@@ -201,8 +203,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
 async function readCommand(engine: Engine, storage: ReadableStorage, out: Output, io: Io, args: Args): Promise<number> {
   switch (args.command) {
     case 'ls': return await ls(engine, out, storage)
-    case 'show': return await show(engine, out, args.ids[0]!)
-    case 'tree': return await tree(engine, out, args.ids[0]!)
+    case 'show': return await show(engine, out, args.ids[0]!, args.at)
+    case 'tree': return await tree(engine, out, args.ids[0]!, args.at)
     case 'events': return await events(engine, io, args.ids[0]!, args)
     case 'verify': return await verify(engine, out, io)
     case 'export': return await exportSessions(engine, out, args.ids, args.tree)

@@ -1,5 +1,5 @@
-// `sessionfold show <id>`: a session's header, counts, every projection value and its faults,
-// from a cold read. Read-only. For people, the built-in values are rendered as text (the
+// `sessionfold show <id> [--at N]`: a session's header, counts, every projection value and its
+// faults, from a cold read (as of its first N events with --at). Read-only. For people, the built-in values are rendered as text (the
 // identity and timing in words, the catalog as rows); --json prints them as they are.
 import type { SessionId } from '../src/model'
 import type { CatalogEntry, SubagentView, TimingView } from '../src/units'
@@ -7,8 +7,9 @@ import type { Engine } from '../worker/engine'
 import { columns } from './ls'
 import type { Output } from './output'
 
-export async function show(engine: Engine, out: Output, id: SessionId): Promise<number> {
-  const cold = await engine.coldRead(id)
+export async function show(engine: Engine, out: Output, id: SessionId, at?: number): Promise<number> {
+  const cold = at === undefined ? await engine.coldRead(id) : await engine.coldReadAt(id, at)
+  const length = at === undefined ? cold.length : (await engine.reader.info(id)).length
   const faults = cold.slots.filter((s) => s.fault).map((s) => ({ key: s.def.key, fault: s.fault!, reason: s.faultReason ?? '' }))
   const values = cold.snapshot.values as Record<string, unknown>
   const catalog = values.subagentCatalog
@@ -16,6 +17,7 @@ export async function show(engine: Engine, out: Output, id: SessionId): Promise<
   const report = {
     header: cold.header,
     events: cold.length,
+    ...(at === undefined ? {} : { at, length }),
     children: Array.isArray(catalog) ? catalog.length : null,
     activity: running ? 'running' : 'inactive',
     values,
@@ -33,8 +35,8 @@ export async function show(engine: Engine, out: Output, id: SessionId): Promise<
     `origin    ${h.origin}${h.parentSession ? ` of ${h.parentSession}` : ''}${h.forkedFrom ? ` from ${h.forkedFrom} (${h.seedLength} seed events)` : ''}`,
     `depth     ${h.delegationDepth}`,
     ...(h.cwd !== undefined ? [`cwd       ${h.cwd}`] : []),
-    `events    ${cold.length}`,
-    `activity  ${report.activity}`,
+    at === undefined ? `events    ${cold.length}` : `events    ${cold.length} of ${length}: as it was after event seq ${at - 1}`,
+    `activity  ${report.activity}${at === undefined ? '' : ' (now)'}`,
     `identity  ${faulted.has('subagent') ? 'unknown (faulted)' : identity(values.subagent as SubagentView | undefined)}`,
     `timing    ${faulted.has('subagentTiming') ? 'unknown (faulted)' : timing(values.subagentTiming as TimingView | undefined)}`,
     `children  ${report.children ?? 'unknown (catalog faulted)'}`,

@@ -1,19 +1,19 @@
-// `sessionfold tree <id>`: the session's subagents, recursively, from parent-owned catalogs.
-// Read-only.
+// `sessionfold tree <id> [--at N]`: the session's subagents, recursively, from parent-owned
+// catalogs (the top one as of its first N events with --at). Read-only.
 import type { SubagentListEntry } from '../src/children'
 import type { SessionId } from '../src/model'
 import type { Engine } from '../worker/engine'
 import type { Output } from './output'
 
-export async function tree(engine: Engine, out: Output, id: SessionId): Promise<number> {
-  const rows = await engine.listChildren(id, { recursive: true })
+export async function tree(engine: Engine, out: Output, id: SessionId, at?: number): Promise<number> {
+  const rows = await engine.listChildren(id, at === undefined ? { recursive: true } : { recursive: true, at })
   const diagnostics = rows.filter((r) => r.kind === 'diagnostic').length
   if (out.json) {
     await out.value(rows)
     return 0
   }
   const info = await engine.reader.find(id)
-  const lines = [`${id}  ${info?.header.origin ?? ''}${(await engine.isRunning(id)) ? '  running' : ''}`]
+  const lines = [`${id}  ${info?.header.origin ?? ''}${(await engine.isRunning(id)) ? '  running' : ''}${at === undefined ? '' : `  (its children as of ${at} of ${info?.length ?? '?'} events)`}`]
   // Pre-order rows with depths: a row is the last of its siblings when no later row before
   // the next shallower one has its depth.
   const isLast = rows.map((r, i) => {

@@ -25,7 +25,7 @@ import { createWriterHandles } from './writer-handles'
 
 export type { FsAdapterOptions, FsPromises } from './options'
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
 export type { EncodedEvent } from '../../src/validate'
 
 /** Operations (names given to run()) that change the store. */

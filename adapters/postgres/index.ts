@@ -28,7 +28,7 @@ import { migrate, namesOf } from './schema'
 export type { PostgresAdapterOptions, PostgresClient } from './options'
 export { SCHEMA_VERSION } from './schema'
 // The storage contract, for code that uses an adapter directly.
-export type { CheckpointRow, CheckpointUnitRow, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
+export type { CheckpointRow, CheckpointUnitRow, HistoryRow, HistoryRows, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
 export type { EncodedEvent } from '../../src/validate'
 
 /** A pool of our own: the driver loaded on first use, so that importing this module needs no driver. */

@@ -144,6 +144,32 @@ describe('sessionfold command line', () => {
     expect(live.out).toMatch(/^live {2}root {2}running\n[├└]─ livekid5 {2}one-shot {2}(inactive|running)\n/)
   })
 
+  it('show and tree --at N: the session as it was after its first N events', async () => {
+    const shown = JSON.parse((await run(['show', 'parent', '--at', '4', '--dir', store, '--json'])).out)
+    expect(shown).toMatchObject({ header: { id: 'parent' }, events: 4, at: 4, length: 6, children: 1 })
+    expect(shown.values.subagentCatalog.map((c: { id: string }) => c.id)).toEqual(['helper'])
+    expect(shown.values.subagentTiming).toMatchObject({ turns: 1 })
+    const human = await run(['show', 'parent', '--at=2', '--dir', store])
+    expect(human.code).toBe(0)
+    expect(human.out).toContain('events    2 of 6: as it was after event seq 1')
+    expect(human.out).toContain('children  0')
+    const tree = await run(['tree', 'parent', '--at', '4', '--dir', store])
+    expect(tree.out).toBe([
+      'parent  root  (its children as of 4 of 6 events)',
+      '└─ helper  continuable  "helper"  inactive',
+      '   └─ grandkid  one-shot  inactive',
+      '',
+    ].join('\n'))
+    const past = await run(['show', 'parent', '--at', '7', '--dir', store])
+    expect(past.code).toBe(1)
+    expect(past.err).toContain('INVALID_ARGUMENT')
+    expect(past.err).toContain('0..6')
+    const bad = await run(['tree', 'parent', '--at', '-1', '--dir', store])
+    expect(bad.code).toBe(2)
+    expect(bad.err).toContain('--at must be an integer >= 0')
+    expect((await run(['ls', '--at', '1', '--dir', store])).err).toContain('ls has no option --at')
+  })
+
   it('events: NDJSON with --from and --to', async () => {
     const { code, out } = await run(['events', 'parent', '--from', '1', '--to', '3', '--dir', store])
     expect(code).toBe(0)

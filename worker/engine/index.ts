@@ -166,11 +166,14 @@ export class Engine {
    * values, folded once from the nearest row (history.ts). Nothing is kept live or followed.
    */
   async observeAt(id: SessionId, options: unknown): Promise<{ header: SessionHeader; snapshot: ProjectionSnapshot; at: number }> {
-    this.open()
-    assertSessionId(id)
-    const at = atOption(id, options)
+    const { header, snapshot, length } = await this.coldReadAt(id, atOption(id, options))
+    return { header, snapshot, at: length }
+  }
+
+  /** Folds a session as of its first `at` events, without keeping it (the CLI's --at). */
+  async coldReadAt(id: SessionId, at: number): Promise<ColdRead> {
     const { header, slots } = await this.checked(id, () => readAt(this.atReader, id, at))
-    return { header, snapshot: snapshotOf(slots, at - 1), at }
+    return { header, length: at, slots, snapshot: snapshotOf(slots, at - 1), folded: 0 }
   }
 
   /** Ends a writer (waiting for its appends and writing the close checkpoint) or an observer. */
