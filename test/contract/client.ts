@@ -102,7 +102,7 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
       await s.append({ type: 'turn/start' })
       const kid = await s.spawn({ mode: 'continuable', id: 'past-kid', label: 'early' })
       const early = s.projections.snapshot()
-      // Far enough for history rows (one per 4,096 events or so).
+      // Far enough for history rows (one per 1,024 events or so).
       for (let i = 0; i < 10; i++) await s.append(Array.from({ length: 500 }, (_, k) => ({ type: 'app/n', data: i * 500 + k })))
       await s.spawn({ mode: 'one-shot', id: 'past-late', label: 'late' })
       const mid = 3 + 2345

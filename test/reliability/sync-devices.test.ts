@@ -5,15 +5,15 @@
 // other device once the server is back; the server taken away mid-push loses and duplicates
 // nothing; another user's token sees nothing; hostile bodies from a page are refused.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright'
-import { createServer, type ViteDevServer } from 'vite'
+import type { ViteDevServer } from 'vite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDemoSyncServer, type DemoSyncServer } from '../../examples/sync-server'
 import { dumpStore } from '../support/helpers'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/chromium'
+import { serveExample } from '../support/vite'
 
 const root = join(__dirname, '../..')
 const SCREENSHOT = join(root, 'test-output', 'sync-demo.png')
@@ -27,15 +27,7 @@ const contexts: BrowserContext[] = []
 beforeAll(async () => {
   temp = await mkdtemp(join(tmpdir(), 'sessionfold-devices-'))
   sync = await startDemoSyncServer({ dir: join(temp, 'server'), pollMs: 50 })
-  vite = await createServer({
-    configFile: join(root, 'examples/demo-page/vite.config.ts'),
-    cacheDir: join(root, 'node_modules/.vite/demo-page-sync-test'),
-    server: { host: '127.0.0.1', port: 0 },
-    logLevel: 'warn',
-    clearScreen: false,
-  })
-  await vite.listen()
-  base = `http://127.0.0.1:${(vite.httpServer!.address() as AddressInfo).port}`
+  ;({ server: vite, base } = await serveExample('demo-page', 'demo-page-sync-test'))
 }, 60_000)
 
 afterAll(async () => {

@@ -18,7 +18,7 @@ import { checkpointRowOf, foldEvent, restoreSlots, type UnitSlot } from '../unit
 import type { StoreReader } from './reader'
 
 /** Events between history rows, at least. */
-export const HISTORY_EVERY = 4096
+export const HISTORY_EVERY = 1024
 /** A history row takes at most 1/HISTORY_SHARE of the bytes of the events since the row before it. */
 export const HISTORY_SHARE = 20
 

@@ -286,8 +286,9 @@ export class Engine {
     return listChildren(catalogsAt(this, this.atReader, id, atOption(id, { at })), id, rest)
   }
 
+  private readonly recentAt: NonNullable<AtReader['recent']> = new Map()
   private get atReader(): AtReader {
-    return { reader: this.reader, history: this.storage.history, defs: this.defs }
+    return { reader: this.reader, history: this.storage.history, defs: this.defs, recent: this.recentAt }
   }
 
   /** Pushes changes of a live session's views to `listener` until the returned function is called. */

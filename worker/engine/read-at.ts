@@ -1,6 +1,7 @@
 // Reading a session as of a point of its log (store.observe(id, { at }), listChildren of such a
 // view, the CLI's --at): folded once from the nearest row that can be trusted, the latest row or
-// a history row (history.ts), then the events up to the point. Never writes.
+// a history row (history.ts), then the events up to the point. Never writes; the last few points
+// read are kept (the slots are only read by their users: snapshots and catalogs are copies).
 import type { HistoryRows } from '../../adapters/types'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
@@ -16,7 +17,12 @@ export interface AtReader {
   reader: StoreReader
   history: HistoryRows | undefined
   defs: readonly ProjectionDefinition[]
+  /** The last few points read (a view as of a point asks for its values, then for its children). */
+  recent?: Map<string, { header: string; slots: UnitSlot[] }>
 }
+
+/** Points kept in AtReader.recent. */
+const RECENT = 4
 
 /**
  * The session folded over its first `at` events: from the latest row or the newest history row
@@ -24,12 +30,17 @@ export interface AtReader {
  * INVALID_ARGUMENT when `at` is not in `0..length`. Never writes.
  */
 export async function readAt(
-  { reader, history, defs }: AtReader, id: SessionId, at: number, signal?: AbortSignal,
+  { reader, history, defs, recent }: AtReader, id: SessionId, at: number, signal?: AbortSignal,
 ): Promise<{ header: SessionHeader; length: number; slots: UnitSlot[] }> {
   const info = await reader.info(id)
   if (!Number.isSafeInteger(at) || at < 0 || at > info.length) {
     throw new SessionfoldError('INVALID_ARGUMENT', `${where(id)} has ${info.length} events: at must be an integer in 0..${info.length}, got ${String(at)}`, { sessionId: id })
   }
+  // A prefix of a log never changes while its session lives (the header says which life).
+  const key = `${id}\n${at}`
+  const header = JSON.stringify(info.header)
+  const hit = recent?.get(key)
+  if (hit && hit.header === header) return { header: info.header, length: at, slots: hit.slots }
   const latest = await reader.checkpoint(id).catch(() => undefined) // any doubt: ignore it
   let best = restoreSlots(defs, info.header, latest, at)
   if (best.from < at && history && at > 0) {
@@ -44,6 +55,10 @@ export async function readAt(
     for await (const page of reader.pages(id, { from: best.from, to: at, signal })) {
       for (const e of page) foldEvent(best.slots, e)
     }
+  }
+  if (recent) {
+    recent.set(key, { header, slots: best.slots })
+    while (recent.size > RECENT) recent.delete(recent.keys().next().value!)
   }
   return { header: info.header, length: at, slots: best.slots }
 }
