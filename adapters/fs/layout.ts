@@ -4,7 +4,7 @@
 //                            events.log       records (record-format.ts), appended and fdatasync'ed before an append resolves
 //                            events.idx       the sparse offset index (offset-index.ts): a hint, checked on use
 //                            checkpoint.json  the checkpoint row, exactly its JSON shape (temp file + fsync + rename)
-//                            history/<at>.json  history rows (time travel): the row after the first <at> events, written alike
+//                            history/<at>.json  history rows (time travel): the row after the first <at> events (temp file + rename)
 //   <root>/tmp/              sessions, checkpoints and indexes in the making, renamed into place when whole
 //   <root>/trash/            deleted sessions' folders, renamed here and then removed
 //   <root>/locks/<folder>.lock  writer locks (worker/locks/fs.ts)

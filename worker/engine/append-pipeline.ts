@@ -22,6 +22,8 @@ export interface LogState {
   durable: number
   /** Length including appends in flight: the seq the next append gets. */
   nextSeq: number
+  /** A position at which the fold calls `reached` (where a history row is due), if any. */
+  mark?: number
   /** Folds run in seq order on this chain. */
   chain: Promise<void>
   inflight: number
@@ -43,6 +45,8 @@ export interface AppendPipelineOptions<S extends PipelineSession> {
   now: () => number
   /** Called once `events` more (of `bytes` bytes) are durable and folded (`turnEnded`: one was a turn/end). */
   folded: (session: S, events: number, turnEnded: boolean, bytes: number) => void
+  /** Called when the fold reaches `log.mark` events, before the rest of that batch is folded (a history row is due there). */
+  reached?: (session: S, position: number) => void
 }
 
 /** A log of `length` durable, folded events with nothing in flight. */
@@ -135,6 +139,7 @@ export class AppendPipeline<S extends PipelineSession> {
         for (const { event } of encoded) {
           foldEvent(session.slots, event)
           if (event.type === TURN_END) turnEnded = true
+          if (event.seq + 1 === log.mark) this.options.reached?.(session, log.mark)
         }
         log.durable = log.asOfSeq + 1 + encoded.length
         log.asOfSeq = log.durable - 1

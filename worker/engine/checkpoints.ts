@@ -5,7 +5,7 @@ import type { StorageAdapter } from '../../adapters/types'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader } from '../../src/model'
 import { checkpointRowOf, type UnitSlot } from '../units'
-import { historyDue, type HistoryKeeper, type HistoryState } from './history'
+import type { HistoryKeeper, HistoryState } from './history'
 
 /**
  * Checkpoints may take at most 1/CHECKPOINT_BUDGET of a writer's time (see afterWrite): their
@@ -48,7 +48,7 @@ export interface CheckpointState {
 export interface CheckpointSession {
   readonly header: SessionHeader
   readonly slots: readonly UnitSlot[]
-  readonly log: { readonly asOfSeq: number }
+  readonly log: { readonly asOfSeq: number; mark?: number }
   readonly checkpoint: CheckpointState
   /** Only a session with a writer here is checkpointed by timer. */
   readonly writer?: unknown
@@ -73,7 +73,8 @@ export class CheckpointPolicy {
   /** After `events` (of `bytes` bytes) were folded: a row now, a row when the budget allows, or one after the quiet period. */
   afterWrite(session: CheckpointSession, events: number, turnEnded: boolean, bytes = 0): void {
     const state = session.checkpoint
-    state.history.bytes += bytes
+    // History rows are built here, at the fold, so they land where they are due (history.ts).
+    this.options.history?.afterFold(session, session.log.asOfSeq + 1, bytes)
     if (state.since === 0 && events > 0) state.unsavedAt = performance.now()
     state.since += events
     if (turnEnded) state.turnEnded = true
@@ -85,12 +86,6 @@ export class CheckpointPolicy {
     const state = session.checkpoint
     if (state.writing || state.since === 0) return
     const due = state.turnEnded || state.since >= this.options.everyEvents
-    // A history row due: now, whatever the pacing (one per thousands of events costs little),
-    // so rows land every HISTORY_EVERY events and a read as of any point folds few.
-    if (this.options.history && historyDue(state.history, session.log.asOfSeq + 1)) {
-      void this.write(session)
-      return
-    }
     // A row is O(state) to build (a catalog of 10,000 children: milliseconds), and its write
     // costs a commit. Keep both under a tenth of the time: a due checkpoint waits until 10x the
     // last one's cost has passed since it started, so appends stay O(1) amortised whatever the
@@ -126,18 +121,15 @@ export class CheckpointPolicy {
     }
     const id = session.header.id
     const started = performance.now()
-    const { row, skipped, bytes } = checkpointRowOf(session.header, session.slots)
-    const at = session.log.asOfSeq + 1
+    const { row, skipped } = checkpointRowOf(session.header, session.slots)
     for (const key of skipped) {
       this.options.onError(new SessionfoldError('INVALID_ARGUMENT', `state of projection "${key}" for ${where(id)} is not JSON; it will refold`, { sessionId: id }))
     }
     state.since = 0
     state.unsavedAt = undefined
     state.turnEnded = false
-    const history = this.options.history
     state.writing = this.options.storage
       .putCheckpoint(id, row)
-      .then(() => history?.afterRow(session, row, bytes, at))
       .catch((err: unknown) => {
         this.options.onError(new SessionfoldError(
           err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',

@@ -10,8 +10,8 @@
 // bytes of the events since that row. Rows of small states (the usual case) land every
 // HISTORY_EVERY events or so, a few hundred bytes per thousands of events; rows of a large state
 // (a catalog of many children) land further apart, so the history stays under 5 % of the log.
-import type { CheckpointRow, HistoryRows } from '../../adapters/types'
-import { SessionfoldError, where } from '../../src/errors'
+import type { HistoryRows } from '../../adapters/types'
+import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import type { ProjectionDefinition } from '../../src/projection'
 import { checkpointRowOf, foldEvent, restoreSlots, type UnitSlot } from '../units'
@@ -26,26 +26,28 @@ export const HISTORY_SHARE = 20
 export interface HistoryState {
   /** The position of the newest history row, once looked up (0: none). */
   at?: number
+  /** The lookup of the newest row is under way. */
+  looking?: boolean
   /** Bytes of events folded here since that row (an underestimate after an open: rows land later, never too close). */
   bytes: number
-  /** The size of the last checkpoint row built (0 until one is). */
+  /** The size of the last row built (0 until one is): no row is built while it could not be kept. */
   rowBytes: number
-}
-
-/** Whether the next checkpoint row would be kept as a history row: the checkpoint policy writes one then, whatever its pacing. */
-export function historyDue(h: HistoryState, at: number): boolean {
-  return at >= HISTORY_EVERY && at - (h.at ?? 0) >= HISTORY_EVERY && h.rowBytes * HISTORY_SHARE <= h.bytes
 }
 
 /** What the keeper needs of a live session. */
 export interface HistorySession {
   readonly header: SessionHeader
+  readonly slots: readonly UnitSlot[]
   readonly checkpoint: { readonly history: HistoryState }
+  /** `mark`: where the fold calls reached() next (the append pipeline's LogState). */
+  readonly log: { mark?: number }
 }
 
 export class HistoryKeeper {
   /** Rebuilds running, by session: one at a time per session, stopped by close(). */
   readonly #rebuilds = new Map<SessionId, { stop: AbortController; done: Promise<void> }>()
+  /** Rows being stored, by session, in order. */
+  readonly #writes = new Map<SessionId, Promise<void>>()
   #closed = false
 
   constructor(
@@ -56,31 +58,77 @@ export class HistoryKeeper {
   ) {}
 
   /**
-   * After the checkpoint row `row` (of `bytes` bytes, the state after the first `at` events) was
-   * stored: keeps it as a history row too when one is due. The first time, looks up the newest
-   * history row, and starts a rebuild when rows are missing behind this point.
+   * After a writer folded a batch (of `bytes` bytes) up to position `at`. The first time, looks up
+   * the newest history row (and starts a rebuild when rows are missing behind this point); then
+   * marks where the next row is due, so the fold builds it there, mid-batch (reached). A row
+   * that did not fit the byte budget there is built at the end of a later batch, once it fits.
    */
-  async afterRow(session: HistorySession, row: CheckpointRow, bytes: number, at: number): Promise<void> {
+  afterFold(session: HistorySession, at: number, bytes: number): void {
     const h = session.checkpoint.history
-    const id = session.header.id
-    h.rowBytes = bytes
-    if (at < HISTORY_EVERY || this.#rebuilds.has(id) || this.#closed) return
+    h.bytes += bytes
+    // Looked up half-way to the first row, so its mark is set before the fold gets there.
+    if (at < HISTORY_EVERY / 2 || this.#closed || this.#rebuilds.has(session.header.id) || h.looking) return
     if (h.at === undefined) {
-      const positions = await this.history.list(id)
-      h.at = positions.at(-1) ?? 0
-      if (at - h.at >= 2 * HISTORY_EVERY) {
-        // Rows missing behind this point (a log imported, synced, or written before history
-        // rows existed): folded again from the newest row, in the background. The rows depend
-        // only on the durable events before them, so the writer need not stay for it.
-        this.#rebuild(session, h.at, at)
-        return
-      }
+      h.looking = true
+      this.#track(session.header.id, this.#lookup(session, at).finally(() => (h.looking = false)))
+      return
     }
-    if (at - h.at >= HISTORY_EVERY && bytes * HISTORY_SHARE <= h.bytes) {
-      await this.history.put(id, at, row)
-      h.at = at
+    const mark = session.log.mark
+    if ((mark !== undefined && mark > at) || at < HISTORY_EVERY) return // the fold builds it there
+    if (at - h.at >= HISTORY_EVERY) this.#keep(session, at)
+    else session.log.mark = h.at + HISTORY_EVERY
+  }
+
+  /** The fold reached the mark: the row of the states after exactly `at` events. */
+  reached(session: HistorySession, at: number): void {
+    session.log.mark = undefined
+    if (this.#closed || this.#rebuilds.has(session.header.id) || session.checkpoint.history.looking) return
+    this.#keep(session, at)
+  }
+
+  /** Builds the row of the states now (at `at`) and stores it in the background, when it fits the byte budget. */
+  #keep(session: HistorySession, at: number): void {
+    const h = session.checkpoint.history
+    if (h.rowBytes * HISTORY_SHARE > h.bytes) return
+    const built = checkpointRowOf(session.header, session.slots)
+    h.rowBytes = built.bytes
+    if (built.bytes * HISTORY_SHARE > h.bytes) return
+    h.at = at
+    h.bytes = 0
+    session.log.mark = at + HISTORY_EVERY
+    this.#track(session.header.id, this.history.put(session.header.id, at, built.row))
+  }
+
+  async #lookup(session: HistorySession, at: number): Promise<void> {
+    const h = session.checkpoint.history
+    h.at = (await this.history.list(session.header.id)).at(-1) ?? 0
+    session.log.mark = h.at + HISTORY_EVERY
+    if (at - h.at >= 2 * HISTORY_EVERY) {
+      // Rows missing behind this point (a log imported, synced, or written before history rows
+      // existed): folded again from the newest row, in the background. The rows depend only on
+      // the durable events before them, so the writer need not stay for it.
+      this.#rebuild(session, h.at, at)
+      h.at = at // counted as covered: the rows after it come as appends go on
       h.bytes = 0
+      session.log.mark = at + HISTORY_EVERY
     }
+  }
+
+  /** Runs `write` after the session's earlier ones; a failure is told, not thrown (rows are a cache). */
+  #track(id: SessionId, write: Promise<void>): void {
+    const before = this.#writes.get(id) ?? Promise.resolve()
+    const done = before.then(() => write).catch((err: unknown) => {
+      if (this.#closed && isSessionfoldError(err, 'CLOSED')) return
+      this.onError(new SessionfoldError(
+        err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
+        `a history row of ${where(id)} was not written: ${(err as Error)?.message ?? err}`,
+        { sessionId: id, cause: err },
+      ))
+    })
+    this.#writes.set(id, done)
+    void done.finally(() => {
+      if (this.#writes.get(id) === done) this.#writes.delete(id)
+    })
   }
 
   #rebuild(session: HistorySession, from: number, to: number): void {
@@ -99,16 +147,20 @@ export class HistoryKeeper {
     this.#rebuilds.set(id, { stop, done })
   }
 
-  /** Waits for the rebuild of `id`, if one runs (tests, and a writer that wants it whole). */
+  /** Waits for the rows of `id` being written and its rebuild, if one runs (tests, and a writer that wants them whole). */
   async settled(id: SessionId): Promise<void> {
-    await this.#rebuilds.get(id)?.done
+    while (this.#writes.has(id) || this.#rebuilds.has(id)) {
+      await this.#writes.get(id)
+      await this.#rebuilds.get(id)?.done
+    }
   }
 
-  /** Stops every rebuild (the rows written so far stay), and waits for them. */
+  /** Stops every rebuild (the rows written so far stay), and waits for them and the rows being written. */
   async close(): Promise<void> {
     this.#closed = true
     for (const r of this.#rebuilds.values()) r.stop.abort()
     await Promise.all([...this.#rebuilds.values()].map((r) => r.done))
+    await Promise.all([...this.#writes.values()])
   }
 
   /** @internal For rebuildRows. */

@@ -100,6 +100,7 @@ export class Engine {
       storage: this.storage,
       maxEventBytes: this.maxEventBytes,
       now: this.now,
+      ...(this.history ? { reached: (session: LiveSession, at: number) => this.history!.reached(session, at) } : {}),
       folded: (session, events, turnEnded, bytes) => {
         notify(session, this.onError)
         this.checkpoints.afterWrite(session, events, turnEnded, bytes)

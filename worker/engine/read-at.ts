@@ -41,14 +41,20 @@ export async function readAt(
   const header = JSON.stringify(info.header)
   const hit = recent?.get(key)
   if (hit && hit.header === header) return { header: info.header, length: at, slots: hit.slots }
-  const latest = await reader.checkpoint(id).catch(() => undefined) // any doubt: ignore it
+  // Both rows at once (any doubt about one: ignore it); the one that leaves fewer events wins.
+  const [latest, row] = await Promise.all([
+    reader.checkpoint(id).catch(() => undefined),
+    history && at > 0 ? history.get(id, at).catch(() => undefined) : undefined,
+  ])
   let best = restoreSlots(defs, info.header, latest, at)
-  if (best.from < at && history && at > 0) {
-    const row = await history.get(id, at).catch(() => undefined)
-    if (row) {
-      const other = restoreSlots(defs, info.header, row.row, at)
-      if (other.kept > 0 && (best.kept === 0 || other.from > best.from)) best = other
+  // A history row that cannot be used (cut by a crash, another version): the one before it, a few at most.
+  for (let tries = 0, found = row; found && best.from < at && tries < 3; tries++) {
+    const other = restoreSlots(defs, info.header, found.row, at)
+    if (other.kept > 0) {
+      if (best.kept === 0 || other.from > best.from) best = other
+      break
     }
+    found = found.at > 1 ? await history!.get(id, found.at - 1).catch(() => undefined) : undefined
   }
   if (best.kept === 0) best = restoreSlots(defs, info.header, undefined, at)
   if (best.from < at) {
