@@ -28,6 +28,10 @@ export interface SuiteResults {
     sync?: Any
     /** bench/sync-browser.ts, HTTP sync between two Chromium devices; absent from results made before it existed. */
     'sync-browser'?: Any
+    /** bench/time-travel.ts, store.observe(id, { at }) and the history rows; absent from results made before it existed. */
+    'time-travel'?: Any
+    /** bench/inspector-scrub.ts, the inspector's timeline in Chromium; absent from results made before it existed. */
+    inspector?: Any
     storage: Any
     projections: Any
     children: Record<string, Any>
@@ -310,6 +314,95 @@ function syncBrowserSection(r: Any): string[] {
   return L
 }
 
+/** The inspector's timeline in Chromium (bench/inspector-scrub.ts): from a move to the page showing it. */
+function inspectorSection(r: Any): string[] {
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  p('## Time travel in Chromium: the inspector\'s timeline')
+  p()
+  if (!r) {
+    p('Not in this bench/results.json (it predates bench/inspector-scrub.ts): `npm run bench -- --only=inspector` measures it.')
+    p()
+    return L
+  }
+  p(`The inspector page (\`examples/inspector\`, \`npm run inspector\`) over a ${n0(r.config.events)}-event sample session in ${r.layer}. ` +
+    `Each sample is one move of the timeline to a random point, from the input event to the page showing that point's values, subagent tree and position ` +
+    '(`store.observe(id, { at })` and its `listChildren`); the baseline is a move back to the end in the same run, which shows the live values without a read as of a point. ' +
+    `${r.config.moves} moves after 5 warm-up moves; measured by \`bench/inspector-scrub.ts\` (\`npm run bench:inspector\`) on ${r.date.slice(0, 10)}, Chromium ${r.environment.chromium}.`)
+  p()
+  p(table(['from a timeline move to the page showing it', 'median', 'p99'], [
+    ['a move to a random point (time travel)', `${fmt(r.travel.median, 1)} ms`, `${fmt(r.travel.p99, 1)} ms`],
+    ['baseline: a move to the end (live values)', `${fmt(r.end.median, 1)} ms`, `${fmt(r.end.p99, 1)} ms`],
+  ], ['l', 'r', 'r']))
+  p()
+  p(`Ratio of the medians, time travel ÷ baseline: ${fmt(r.ratio, 2)} (the issue names no target for it).`)
+  p()
+  return L
+}
+
+/** Time travel through the public API (bench/time-travel.ts): store.observe(id, { at }) and the history rows it reads. */
+function timeTravelSection(r: Any): string[] {
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  p('## Time travel through the public API')
+  p()
+  if (!r) {
+    p('Not in this bench/results.json (it predates bench/time-travel.ts): `npm run bench -- --only=time-travel` measures these figures and keeps the other parts\' results.')
+    p()
+    return L
+  }
+  const c = r.config
+  const d = r.disk
+  const o = r.observe
+  p(`\`store.observe(id, { at })\` (a read-only view frozen after the first \`at\` events, docs/CONTRACT.md §11) through \`openStore()\` with its Node defaults ` +
+    '(the engine in a worker_threads worker, storage fs, durability strict). A read restores the nearest history row (a checkpoint row kept every thousand events or so, ' +
+    '`history/<at>.json` beside the log) and folds the events after it. Timed from the call until the view\'s snapshot is there (the view is closed after, untimed); ' +
+    `per round the median over ${c.points} random points (${c.refoldPoints} for the refold), ${c.rounds} rounds after a warm-up, the variants in an order that rotates. ` +
+    'The refold baseline reads the same session in a copy of the store without its history rows and checkpoint rows, where a read folds from seq 0; its values were checked equal to those read with history rows. ' +
+    `Measured by \`bench/time-travel.ts\` (\`npm run bench:time-travel\`) on ${r.date.slice(0, 10)}: node ${r.environment.node}, ${r.environment.cpus} cpus` +
+    (r.source?.commit ? `, source at commit ${r.source.commit}${r.source.dirty?.length ? ` with uncommitted changes to ${r.source.dirty.length} files of src/, worker/ and adapters/` : ''}.` : '.'))
+  p()
+  p(table(['figure', 'layer', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    (r.headline as Any[]).map((h) => [h.figure, `public API: ${h.layer}`, h.ratio, h.perRound.n > 1 ? range(h.perRound, 3) : `${fmt(h.perRound.median, 4)} (measured once)`, h.target, `**${h.result}**`]),
+    ['l', 'l', 'l', 'r', 'r', 'l']))
+  p()
+  const mib = (b: number) => `${fmt(b / 2 ** 20, 1)} MiB`
+  const children = r.write.large.children
+  p(table(['measurement', 'median (min–max)'], [
+    [`observe at random points of the ${n0(c.events)}-event session, history rows present`, `${range(o.history, 2)} ms`],
+    [`observe at random points of the ${n0(c.small)}-event session`, `${range(o.small, 2)} ms`],
+    [`observe at random points of the ${n0(c.events)}-event session without history or checkpoint rows (a refold from seq 0)`, `${range(o.refold, 0)} ms`],
+    [`(information) observe at random points of the large-state session (${n0(c.largeEvents)} events, ${n0(children)} catalog entries)`, `${range(o.large, 1)} ms`],
+    [`writing the ${n0(c.events)}-event session: session.append(batch) of ${n0(c.batch)} events of ~${c.eventBytes} B, each awaited`, `${fmt(r.write.big.seconds, 1)} s, ${n0(r.write.big.eventsPerSecond)} events/s`],
+    [`writing the large-state session (a recordExternal every ${c.externalEvery} events)`, `${fmt(r.write.large.seconds, 1)} s, ${n0(r.write.large.eventsPerSecond)} events/s`],
+    [`${n0(c.events)}-event session on disk: events.log / history rows`, `${mib(d.big.logBytes)} / ${n0(d.big.positions.length)} rows, ${fmt(d.big.historyBytes / 1024, 1)} KiB in all`],
+    [`large-state session on disk: events.log / history rows / checkpoint.json`, `${mib(d.large.logBytes)} / ${n0(d.large.positions.length)} row${d.large.positions.length === 1 ? '' : 's'}, ${fmt(d.large.historyBytes / 1024, 1)} KiB in all / ${fmt(d.large.checkpointBytes / 1024, 1)} KiB`],
+  ], ['l', 'r']))
+  p()
+  const g = d.big.gaps
+  const slow = (r.reads.slowest as Any[]).map((s) => `at ${n0(s.at)}: ${fmt(s.ms, 1)} ms (${n0(s.fold)} events after a row)`).join('; ')
+  p(`History rows of the ${n0(c.events)}-event session: ${n0(d.big.positions.length)}, from ${n0(d.big.positions[0] ?? 0)} to ${n0(d.big.positions.at(-1) ?? 0)}, ` +
+    `${n0(g.median)} events apart (${n0(g.min)}–${n0(g.max)}). Every read of it: ${range(r.reads.all, 2)} ms, folding ${range(r.reads.foldDistance, 0)} events after the nearest row; the slowest: ${slow}. ` +
+    largeRowsNote(c, d.large, g.max))
+  p()
+  return L
+}
+
+/** Where the large-state session's history rows are, and why there are few when its checkpoint row grows faster than 1/20 of its log. */
+function largeRowsNote(c: Any, large: Any, bigGap: number): string {
+  const last = large.positions.at(-1) ?? 0
+  const rows = large.positions.length === 0 ? 'no history row' : `history rows at ${large.positions.map(n0).join(', ')}`
+  const growth = large.checkpointBytes / c.largeEvents
+  const budget = large.logBytes / c.largeEvents / 20
+  const tail = c.largeEvents - last
+  return `The large-state session has ${rows}: its last ${n0(tail)} events have none` +
+    (tail > 10 * bigGap
+      ? `, so a read there folds up to that many events (hence its time above). A history row is kept only when it takes at most 1/20 of the bytes written since the one before; ` +
+        `this session's checkpoint row grows by about ${fmt(growth, 1)} B per event (${fmt(large.checkpointBytes / 2 ** 20, 2)} MiB at the end), against a budget of ${fmt(budget, 1)} B per event ` +
+        `(1/20 of ${fmt(large.logBytes / c.largeEvents, 0)} B): its size ratio stays under 5 % by keeping ${growth >= budget ? 'no more rows' : 'rows further and further apart'}, and reading it as of a point costs more the further the point is from its last row.`
+      : '.')
+}
+
 /**
  * The PostgreSQL store through the public API (bench/postgres.ts): its own run, on its own
  * throwaway cluster, dated on its own (it may be rerun alone with --only=postgres).
@@ -410,6 +503,8 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   L.push(...postgresSection(res.runs.postgres))
   L.push(...syncSection(res.runs.sync))
   L.push(...syncBrowserSection(res.runs['sync-browser']))
+  L.push(...timeTravelSection(res.runs['time-travel']))
+  L.push(...inspectorSection(res.runs.inspector))
   p('## How to read this, and how to rerun it')
   p()
   p('- **Every figure is a median of several runs, with the min and max of those runs** written as `median (min–max)`. ' +
@@ -426,7 +521,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
     '(fdatasync / fsync / strict IndexedDB transactions) unless a row says relaxed.')
   p('- **Rerun**: `npm run bench` runs everything (Node part and headless Chromium) and rewrites `bench/results.json`, ' +
     '`BENCHMARKS.md` and `bench/charts/*.svg`; `npm run bench:report` only regenerates the page and charts from `bench/results.json`. ' +
-    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:sync`, `bench:sync-browser`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
+    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:sync`, `bench:sync-browser`, `bench:time-travel`, `bench:inspector`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
     '`bench:scaling`) and prints its full tables, with more diagnostics than this page.')
   p()
   p('## Machine')

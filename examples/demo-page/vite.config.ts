@@ -3,6 +3,6 @@
 // the package).
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vite'
-import { sourceTreeConfig } from '../vite-source-tree'
+import { sourceTreeConfig } from '../vite-source-tree.js'
 
 export default defineConfig(sourceTreeConfig(fileURLToPath(new URL('.', import.meta.url)), 'demo-page'))
