@@ -85,7 +85,7 @@ export class CheckpointPolicy {
   private plan(session: CheckpointSession): void {
     const state = session.checkpoint
     if (state.writing || state.since === 0) return
-    const due = state.turnEnded || state.since >= this.options.everyEvents
+    const due = this.isDue(session)
     // A row is O(state) to build (a catalog of 10,000 children: milliseconds), and its write
     // costs a commit. Keep both under a tenth of the time: a due checkpoint waits until 10x the
     // last one's cost has passed since it started, so appends stay O(1) amortised whatever the

@@ -5,11 +5,12 @@
 // written only by a session's writer (a read never writes back), and rebuilt by the writer when
 // they are missing (a log imported or synced in has none at first).
 //
-// Where rows go: the first checkpoint row written at least HISTORY_EVERY events after the newest
-// history row is kept as a history row too, provided the row is at most 1/HISTORY_SHARE of the
-// bytes of the events since that row. Rows of small states (the usual case) land every
-// HISTORY_EVERY events or so, a few hundred bytes per thousands of events; rows of a large state
-// (a catalog of many children) land further apart, so the history stays under 5 % of the log.
+// Where rows go: every HISTORY_EVERY events after the newest history row, the append pipeline
+// stops its fold at that position (LogState.mark) and the row of the states there is built at
+// once and stored in the background, provided it takes at most 1/HISTORY_SHARE of the bytes of
+// the events since the row before. Rows of small states (the usual case) land exactly every
+// HISTORY_EVERY events, a few hundred bytes per thousand events; rows of a large state land
+// further apart, or not at all, so the history stays under 5 % of the log.
 import type { HistoryRows } from '../../adapters/types'
 import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
@@ -134,7 +135,7 @@ export class HistoryKeeper {
   #rebuild(session: HistorySession, from: number, to: number): void {
     const id = session.header.id
     const stop = new AbortController()
-    const done = rebuildRows(this, session, from, to, stop.signal)
+    const done = this.#rebuildRows(session, from, to, stop.signal)
       .catch((err: unknown) => {
         if (stop.signal.aborted) return // stopped by close: the next writer goes on from the newest row
         this.onError(new SessionfoldError(
@@ -163,38 +164,36 @@ export class HistoryKeeper {
     await Promise.all([...this.#writes.values()])
   }
 
-  /** @internal For rebuildRows. */
-  get parts(): { history: HistoryRows; reader: StoreReader; defs: readonly ProjectionDefinition[] } {
-    return { history: this.history, reader: this.reader, defs: this.defs }
-  }
-}
-
-/** Folds `[from, to)` again from the history row at `from` (or from nothing), writing the rows that are due on the way; the session's newest row is then the last written. */
-async function rebuildRows(keeper: HistoryKeeper, session: HistorySession, from: number, to: number, signal: AbortSignal): Promise<void> {
-  const { history, reader, defs } = keeper.parts
-  const { header } = session
-  const id = header.id
-  const start = from > 0 ? await history.get(id, from).catch(() => undefined) : undefined
-  const restored = restoreSlots(defs, header, start?.row, from)
-  // A start row that cannot be trusted: from the beginning (rows before it stay; reads check them).
-  const trusted = restored.kept > 0 && start !== undefined
-  const slots: UnitSlot[] = trusted ? restored.slots : restoreSlots(defs, header, undefined, 0).slots
-  let last = trusted ? start.at : 0
-  let bytes = 0
-  for await (const page of reader.pages(id, { from: trusted ? restored.from : 0, to, signal })) {
-    for (const e of page) {
-      if (signal.aborted) return
-      foldEvent(slots, e)
-      bytes += JSON.stringify(e).length
-      const pos = e.seq + 1
-      if (pos - last < HISTORY_EVERY || pos <= from) continue
-      const built = checkpointRowOf(header, slots)
-      if (built.bytes * HISTORY_SHARE > bytes) continue
-      await history.put(id, pos, built.row)
-      last = pos
-      bytes = 0
+  /** Folds `[from, to)` again from the history row at `from` (or from nothing), writing the rows that are due on the way; the session's newest row is then the last written. */
+  async #rebuildRows(session: HistorySession, from: number, to: number, signal: AbortSignal): Promise<void> {
+    const { history, reader, defs } = this
+    const { header } = session
+    const id = header.id
+    const start = from > 0 ? await history.get(id, from).catch(() => undefined) : undefined
+    const restored = restoreSlots(defs, header, start?.row, from)
+    // A start row that cannot be trusted: from the beginning (rows before it stay; reads check them).
+    const trusted = restored.kept > 0 && start !== undefined
+    const slots: UnitSlot[] = trusted ? restored.slots : restoreSlots(defs, header, undefined, 0).slots
+    let last = trusted ? start.at : 0
+    let bytes = 0
+    let rowBytes = 0
+    for await (const page of reader.pages(id, { from: trusted ? restored.from : 0, to, signal })) {
+      for (const e of page) {
+        if (signal.aborted) return
+        foldEvent(slots, e)
+        bytes += JSON.stringify(e).length
+        const pos = e.seq + 1
+        // A row that did not fit is not built again at every event: only once the bytes since would hold its last size.
+        if (pos - last < HISTORY_EVERY || pos <= from || rowBytes * HISTORY_SHARE > bytes) continue
+        const built = checkpointRowOf(header, slots)
+        rowBytes = built.bytes
+        if (built.bytes * HISTORY_SHARE > bytes) continue
+        await history.put(id, pos, built.row)
+        last = pos
+        bytes = 0
+      }
     }
+    const h = session.checkpoint.history
+    h.at = Math.max(h.at ?? 0, last)
   }
-  const h = session.checkpoint.history
-  h.at = Math.max(h.at ?? 0, last)
 }

@@ -11,7 +11,7 @@ import type { SessionHeader, SessionId } from '../../src/model'
 import { ProjectionRegistry, type ProjectionDefinition, type ProjectionSnapshot } from '../../src/projection'
 import type { AppendResult, VerifyStep, VerifyTotals } from '../../src/protocol'
 import { BUILTIN_PROJECTIONS } from '../../src/units'
-import type { CatalogEntry, CatalogState } from '../../src/units/catalog'
+import type { CatalogEntry } from '../../src/units/catalog'
 import { DEFAULT_MAX_EVENT_BYTES } from '../../src/limits'
 import { assertSessionId, describe, isPlainObject, type EncodedEvent } from '../../src/validate'
 import { createLocalLocks, type WriterLocks } from '../locks'
@@ -25,7 +25,7 @@ import { follow, type FollowTail } from './follow'
 import { HistoryKeeper } from './history'
 import { atOption, catalogsAt, readAt, type AtReader } from './read-at'
 import { createRoot, fork, recordExternal, spawn, type LineageHost } from './lineage'
-import { listChildren } from './list-children'
+import { catalogEntries, listChildren } from './list-children'
 import { LiveSessions, type LiveSession } from './live-sessions'
 import { StoreReader, type ColdRead } from './reader'
 import { verifyPlan, verifyStep } from './verify'
@@ -274,8 +274,7 @@ export class Engine {
     if (followed && !followed.writer) await this.follow(id)
     const live = this.sessions.get(id)
     const { header, slots } = live ?? (await this.reader.coldRead(id, { signal }))
-    const slot = slots.find((s) => s.def.key === 'subagentCatalog')
-    return { header, entries: slot && !slot.fault ? (slot.state as CatalogState).entries.toArray() : null, live: !!live }
+    return { header, entries: catalogEntries(slots), live: !!live }
   }
 
   /** The tree under a session from parent-owned catalogs (see list-children.ts). */

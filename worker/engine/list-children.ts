@@ -3,7 +3,8 @@
 import type { ListChildrenOptions, SubagentListEntry } from '../../src/children'
 import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
-import type { CatalogEntry } from '../../src/units/catalog'
+import type { CatalogEntry, CatalogState } from '../../src/units/catalog'
+import type { UnitSlot } from '../units'
 import { assertSessionId, describe, isPlainObject } from '../../src/validate'
 
 /** What listing needs: each session's catalog (live or cold) and who holds a session open for writing. */
@@ -11,6 +12,12 @@ export interface CatalogReader {
   /** A session's header and catalog entries (null when its catalog was rejected). */
   catalogOf(id: SessionId, signal?: AbortSignal): Promise<{ header: SessionHeader; entries: CatalogEntry[] | null }>
   isRunning(id: SessionId): Promise<boolean>
+}
+
+/** The catalog entries folded into `slots`, or null when the catalog unit faulted (its catalog is rejected). */
+export function catalogEntries(slots: readonly UnitSlot[]): CatalogEntry[] | null {
+  const slot = slots.find((s) => s.def.key === 'subagentCatalog')
+  return slot && !slot.fault ? (slot.state as CatalogState).entries.toArray() : null
 }
 
 /** Cold reads in flight at once, across the whole walk. */

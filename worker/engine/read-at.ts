@@ -6,10 +6,9 @@ import type { HistoryRows } from '../../adapters/types'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import type { ProjectionDefinition } from '../../src/projection'
-import type { CatalogState } from '../../src/units/catalog'
 import { describe, isPlainObject } from '../../src/validate'
 import { foldEvent, restoreSlots, type UnitSlot } from '../units'
-import type { CatalogReader } from './list-children'
+import { catalogEntries, type CatalogReader } from './list-children'
 import type { StoreReader } from './reader'
 
 /** What reading at a point needs of the engine. */
@@ -88,8 +87,7 @@ export function catalogsAt(now: CatalogReader, source: AtReader, id: SessionId, 
     catalogOf: async (cid, signal) => {
       if (cid !== id) return now.catalogOf(cid, signal)
       const { header, slots } = await readAt(source, id, at, signal)
-      const slot = slots.find((s) => s.def.key === 'subagentCatalog')
-      return { header, entries: slot && !slot.fault ? (slot.state as CatalogState).entries.toArray() : null }
+      return { header, entries: catalogEntries(slots) }
     },
     isRunning: (cid) => now.isRunning(cid),
   }
