@@ -4,7 +4,7 @@
 import { SessionfoldError, where, type ErrorCode } from '../src/errors'
 import type { SessionHeader, SessionId } from '../src/model'
 import { isCount } from '../src/limits'
-import { safeParse, sessionHeaderSchema } from '../src/schemas'
+import { safeParse, storedHeaderSchema } from '../src/schemas'
 import { assertSessionId, describe } from '../src/validate'
 import type { EncodedEvent } from '../src/validate'
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ReadRange } from './types'
@@ -84,7 +84,7 @@ export function toStorageError(
 
 /** Throws INVALID_ARGUMENT unless `header` is a well-formed header. */
 export function assertHeader(header: unknown): asserts header is SessionHeader {
-  const parsed = safeParse(sessionHeaderSchema, header)
+  const parsed = safeParse(storedHeaderSchema, header)
   if (!parsed.success) {
     const id = (header as { id?: unknown } | null)?.id
     throw new SessionfoldError(

@@ -5,6 +5,7 @@
 // help, is in usage.ts.
 import { stat } from 'node:fs/promises'
 import { createFsAdapter } from '../adapters/fs'
+import type { StorageAdapter } from '../adapters/types'
 import { locksDir, sessionsDir } from '../adapters/fs/layout'
 import { SessionfoldError, isSessionfoldError } from '../src/errors'
 import type { SessionId } from '../src/model'
@@ -23,6 +24,7 @@ import { SCHEMA_NAME, masked, openPgStore, readOnlyPgLocks, type PgStore } from 
 import { applyImport, checkImport, exportSessions, type CheckedImport } from './transfer'
 import { COMMANDS, commandUsage, generalUsage, isCommand, type CommandName, type CommandSpec } from './usage'
 import { packageVersion } from './version'
+import { cliKey, sealedForCli } from './key'
 
 export type { Io } from './output'
 
@@ -44,6 +46,8 @@ interface Args {
   at?: number
   follow: boolean
   tree: boolean
+  /** --key-file: where the key of an encrypted store is (else SESSIONFOLD_KEY, else none). */
+  keyFile?: string
 }
 
 type Parsed = Args | { help: CommandName | undefined } | { version: true }
@@ -91,6 +95,8 @@ export function parseArgs(argv: readonly string[]): Parsed {
       dirGiven = true
     } else if (flag === '--url') url = value()
     else if (flag === '--schema') schema = value()
+    else if (flag === '--key-file') args.keyFile = value()
+    else if (flag === '--key') throw fail('the key is never given as an argument (it would show in ps and in shell history): use --key-file <path> or SESSIONFOLD_KEY')
     else if (flag === '--json' && inline === undefined) args.json = true
     else if (!flag.startsWith('-')) args.ids.push(flag)
     else if (!Object.hasOwn(spec.options, flag)) throw fail(`${command} has no option ${flag}`)
@@ -152,33 +158,36 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   let pg: PgStore | undefined
   const held = new Map<SessionId, () => Promise<void>>()
   try {
+    const key = await cliKey(args.keyFile)
+    const sealed = (storage: StorageAdapter, readOnly: boolean) => sealedForCli(storage, key, readOnly)
     if (command === 'import') {
       if (io.stdin.isTTY === true) throw new UsageError('import reads an export from stdin: sessionfold import < file', 'import')
       // All of the input is checked before the store is opened: bad input creates nothing.
       checked = await checkImport(io)
       if (target) {
         const store = (pg = await openPgStore(target, 'import'))
-        return await applyImport(() => (engine ??= new Engine({ storage: store.storage, locks: store.locks, onError: () => {} })), out, io, checked)
+        return await applyImport(async () => (engine ??= new Engine({ storage: await sealed(store.storage, false), locks: store.locks, onError: () => {} })), out, io, checked)
       }
-      const storage = () => createFsAdapter({ dir, readOnly: false })
-      return await applyImport(() => (engine ??= new Engine({ storage: storage(), locks: createFsLocks(dir), onError: () => {} })), out, io, checked)
+      // Opened only once there is something to write: an empty import makes no store.
+      return await applyImport(async () => (engine ??= new Engine({ storage: await sealed(createFsAdapter({ dir, readOnly: false }), false), locks: createFsLocks(dir), onError: () => {} })), out, io, checked)
     }
     if (target) {
       pg = await openPgStore(target, command === 'delete' ? 'delete' : 'read')
       if (command === 'delete') {
-        engine = new Engine({ storage: pg.storage, locks: handOverLocks(pg.locks, held), onError: () => {} })
+        engine = new Engine({ storage: await sealed(pg.storage, false), locks: handOverLocks(pg.locks, held), onError: () => {} })
         return await deleteSessions(engine, out, pg.locks, held, args.ids, args.tree)
       }
-      engine = new Engine({ storage: pg.storage, locks: readOnlyPgLocks(pg.locks), onError: () => {} })
-      return await readCommand(engine, pg.storage, out, io, args)
+      const storage = await sealed(pg.storage, true)
+      engine = new Engine({ storage, locks: readOnlyPgLocks(pg.locks), onError: () => {} })
+      return await readCommand(engine, storage, out, io, args)
     }
     if (!(await isStore(dir))) throw new SessionfoldError('STORAGE_UNAVAILABLE', `there is no sessionfold store at ${dir} (use --dir)`)
     if (command === 'delete') {
       const locks = createFsLocks(dir)
-      engine = new Engine({ storage: createFsAdapter({ dir, readOnly: false }), locks: handOverLocks(locks, held), onError: () => {} })
+      engine = new Engine({ storage: await sealed(createFsAdapter({ dir, readOnly: false }), false), locks: handOverLocks(locks, held), onError: () => {} })
       return await deleteSessions(engine, out, locks, held, args.ids, args.tree)
     }
-    const storage = createFsAdapter({ dir, readOnly: true })
+    const storage = await sealed(createFsAdapter({ dir, readOnly: true }), true)
     // Read-only commands only ask who holds a session (lock files), never take a lock.
     engine = new Engine({ storage, locks: readOnlyLocks(dir), onError: () => {} })
     return await readCommand(engine, storage, out, io, args)

@@ -164,7 +164,7 @@ export async function checkImport(io: Io): Promise<CheckedImport> {
  * or skips. The store is opened (`open`, which creates it where there is none) only for a
  * first batch to write: an export of no session leaves no store behind.
  */
-export async function applyImport(open: () => Engine, out: Output, io: Io, checked: CheckedImport): Promise<number> {
+export async function applyImport(open: () => Engine | Promise<Engine>, out: Output, io: Io, checked: CheckedImport): Promise<number> {
   const eventLines = checked.events
   const total: ApplyResult = { copiedSessions: 0, copiedEvents: 0, conflicts: [], skipped: [] }
   let entry: ChangeEntry | undefined
@@ -175,7 +175,7 @@ export async function applyImport(open: () => Engine, out: Output, io: Io, check
   bar?.show(0, eventLines)
   const flush = async () => {
     if (pending.length === 0) return
-    const r = await open().applyChanges({ v: 1, sessions: pending })
+    const r = await (await open()).applyChanges({ v: 1, sessions: pending })
     applied += pending.reduce((n, e) => n + e.events.length, 0)
     bar?.show(applied, eventLines)
     total.copiedSessions += r.copiedSessions

@@ -103,6 +103,7 @@ const GLOBAL_OPTIONS: [string, string][] = [
   ['--dir <path>', 'the store\'s folder (default: .sessionfold)'],
   ['--url <url>', 'a PostgreSQL store instead: postgres://user:password@host:port/database'],
   ['--schema <name>', 'the schema of its tables, with --url (default: sessionfold)'],
+  ['--key-file <path>', 'the key of an encrypted store (32 bytes: raw, hex or base64); or set SESSIONFOLD_KEY'],
   ['--json', 'machine-readable output; errors as {"error":{"code","message"}} on stderr'],
   ['-h, --help', 'usage (of the command, when one is given)'],
 ]

@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'WORKER_TERMINATED',
   'CLOSED',
   'PROJECTIONS_UNAVAILABLE',
+  'KEY_REJECTED',
 ] as const
 
 /** One of {@link ERROR_CODES}: what `SessionfoldError.code` holds. */

@@ -26,6 +26,9 @@ export interface HostOptions {
   durability: 'strict' | 'relaxed'
   checkpoint?: { everyEvents?: number; everyMs?: number }
   maxEventBytes?: number
+  /** The record codec (adapters/codec): the store's key, and whether units are compressed. */
+  encryption?: { key: Uint8Array | CryptoKey }
+  compression?: 'deflate' | 'none'
   /**
    * Browsers: a Web Lock the host holds for as long as it lives. Browsers say nothing when a
    * worker dies; the client queues for this lock, and being granted it means the host is gone.
@@ -171,6 +174,8 @@ export interface EngineApi {
    */
   appendMany(items: AppendItem[]): Promise<AppendOutcome[]>
   closeHandle(handle: number): Promise<void>
+  /** Replaces the encrypted store's key (see Store.rotateKey). */
+  rotateKey(key: unknown): Promise<void>
   listSessions(options?: unknown): Promise<SessionHeader[]>
   deleteSession(id: unknown): Promise<void>
   readEvents(id: unknown, from: number, to: number | undefined): Promise<EventsPage>

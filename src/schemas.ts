@@ -56,6 +56,23 @@ export const sessionHeaderSchema = z
   })
   .check(ruleCheck(headerOriginProblems)) satisfies AnySchema<SessionHeader>
 
+/**
+ * A header as an adapter stores it: a session header, or one sealed by the record codec
+ * (adapters/codec), whose fields but these are in `sealed`.
+ */
+export const storedHeaderSchema = z.union([
+  sessionHeaderSchema,
+  z.strictObject({
+    version: z.literal(HEADER_VERSION),
+    id: sessionIdSchema,
+    createdAt: timeSchema,
+    seedLength: countSchema,
+    delegationDepth: z.literal(0),
+    origin: z.literal('root'),
+    sealed: z.string().check(z.maxLength(1 << 20)),
+  }),
+])
+
 export const jsonSchema = z.json() as unknown as z.ZodMiniType<Json>
 
 export const sessionEventSchema = z.strictObject({

@@ -9,7 +9,7 @@ import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, 
 import { ReplicationHub } from './replications'
 import { assertSessionId, describe, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
-import type { GrowthChannel, Platform } from './platform'
+import { sealedStorageOf, type EngineSource } from './engine-source'
 
 interface PendingFrame {
   seq: number
@@ -43,61 +43,7 @@ export interface ServeEngineOptions {
   projections?: readonly ProjectionDefinition[]
 }
 
-/** Where a host gets its engine: its own (the default), or one shared by every connection. */
-export interface EngineSource {
-  open(options: HostOptions, projections: readonly ProjectionDefinition[]): Promise<Engine>
-  close(engine: Engine): Promise<void>
-}
-
-/** A host's own engine on this platform's storage: closed with the host. */
-export function ownEngine(platform: Platform): EngineSource {
-  const channels = new WeakMap<Engine, GrowthChannel>()
-  const optionsOf = new WeakMap<Engine, HostOptions>()
-  return {
-    async open(options, projections) {
-      await platform.check?.(options)
-      const channel = platform.openChannel?.(options)
-      const engine = new Engine({
-        storage: platform.openStorage(options),
-        projections,
-        checkpoint: options.checkpoint,
-        maxEventBytes: options.maxEventBytes,
-        locks: platform.openLocks(options),
-        onGrow: channel ? (id, length) => channel.announce(id, length) : undefined,
-        watchSession: channel?.watch ? (id) => channel.watch!(id) : undefined,
-      })
-      optionsOf.set(engine, options)
-      if (channel) {
-        channel.listen((id, length, tail) => void engine.follow(id, length, tail))
-        channels.set(engine, channel)
-      }
-      return engine
-    },
-    async close(engine) {
-      channels.get(engine)?.close()
-      await engine.close()
-      const options = optionsOf.get(engine)
-      if (options) await platform.release?.(options)
-    },
-  }
-}
-
-/**
- * One engine per store for every connection of a SharedWorker (tabs opening the same database
- * share it); it lives as long as the worker.
- */
-export function sharedEngines(platform: Platform): EngineSource {
-  const engines = new Map<string, Promise<Engine>>()
-  return {
-    open(options, projections) {
-      const key = JSON.stringify([options.storage, options.name, options.dir])
-      let engine = engines.get(key)
-      if (!engine) engines.set(key, (engine = ownEngine(platform).open(options, projections)))
-      return engine
-    },
-    close: async () => {}, // other tabs may still use it
-  }
-}
+export { ownEngine, sharedEngines, type EngineSource } from './engine-source'
 
 /** One hub per engine: hosts sharing an engine (a SharedWorker's tabs) share its replications. */
 const hubs = new WeakMap<Engine, ReplicationHub>()
@@ -288,6 +234,10 @@ export class EngineHost implements EngineApi {
       w.stop() // nobody here listens: stop pushing (and computing views) for it
       this.watching.delete(h.sessionId)
     }
+  }
+
+  async rotateKey(key: unknown): Promise<void> {
+    await sealedStorageOf(this.engine).rotateKey(key as Uint8Array)
   }
 
   async listSessions(options?: unknown) {

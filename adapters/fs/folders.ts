@@ -5,7 +5,7 @@
 import { join } from 'node:path'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
-import { sessionHeaderSchema } from '../../src/schemas'
+import { storedHeaderSchema } from '../../src/schemas'
 import type { EncodedEvent } from '../../src/validate'
 import { alreadyExists } from '../guard'
 import { compareIds } from '../types'

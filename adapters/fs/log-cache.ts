@@ -5,7 +5,7 @@
 import { join } from 'node:path'
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
-import { sessionHeaderSchema } from '../../src/schemas'
+import { storedHeaderSchema } from '../../src/schemas'
 import { corrupt, errno } from './errors'
 import { HEADER_FILE, LOG_FILE, sessionDir } from './layout'
 import { writing, type Log } from './log'
@@ -109,7 +109,7 @@ export function createLogCache(
     }
     let header: SessionHeader
     try {
-      header = sessionHeaderSchema.parse(JSON.parse(raw)) as SessionHeader
+      header = storedHeaderSchema.parse(JSON.parse(raw)) as SessionHeader
     } catch {
       throw new SessionfoldError('CORRUPT_LOG', `header of ${where(id)} in ${join(dir, HEADER_FILE)} is unreadable`, { sessionId: id })
     }

@@ -6,7 +6,7 @@ import type { HostOptions, StorageKind } from '../protocol'
 import { DEFAULT_MAX_EVENT_BYTES, PG_SCHEMA_PATTERN } from '../limits'
 import { assertOptions, describe, isPlainObject } from '../validate'
 import type { Connectors } from './connection'
-import { Store } from './store'
+import { Store, checkKey } from './store'
 
 /** Options of `openStore()`. Every one is checked before anything starts; an unknown key is `INVALID_ARGUMENT`. */
 export interface OpenStoreOptions {
@@ -75,9 +75,25 @@ export interface OpenStoreOptions {
   }
   /** Largest encoded event, default 1 MiB. */
   maxEventBytes?: number
+  /**
+   * Encryption at rest (AES-256-GCM): `key` is 32 bytes or an AES-GCM `CryptoKey` (see
+   * `deriveKey` for a passphrase). A store is encrypted or not from its creation: opening an
+   * encrypted store without its key, with another key, or a plain store with a key rejects
+   * with `KEY_REJECTED` before anything else is read or written.
+   */
+  encryption?: {
+    /** 32 random bytes, or an AES-GCM CryptoKey of 256 bits allowed to encrypt and decrypt. */
+    key: Uint8Array | CryptoKey
+  }
+  /**
+   * `'deflate'` (default): appends and checkpoint rows of more than a few hundred bytes are
+   * stored compressed (node:zlib in Node, CompressionStream in browsers). `'none'`: stored as
+   * they are. Either reads what the other wrote.
+   */
+  compression?: 'deflate' | 'none'
 }
 
-const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'url', 'schema', 'lease', 'timeouts', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes']
+const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'url', 'schema', 'lease', 'timeouts', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes', 'encryption', 'compression']
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
@@ -147,6 +163,13 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   if (options.workerUrl !== undefined && typeof options.workerUrl !== 'string' && !(options.workerUrl instanceof URL)) {
     throw bad(`workerUrl must be a string or a URL, got ${describe(options.workerUrl)}`)
   }
+  if (options.encryption !== undefined) {
+    if (!isPlainObject(options.encryption as unknown)) throw bad(`encryption must be { key }, got ${describe(options.encryption)}`)
+    for (const k of Object.keys(options.encryption)) if (k !== 'key') throw bad(`encryption has no option ${describe(k)}`)
+  }
+  const encryption = options.encryption === undefined ? undefined : { key: checkKey(options.encryption.key, 'encryption.key') }
+  const compression = options.compression ?? 'deflate'
+  if (compression !== 'deflate' && compression !== 'none') throw bad(`compression must be 'deflate' or 'none', got ${describe(compression)}`)
   const worker = options.worker ?? true
   if (worker !== true && worker !== false && worker !== 'shared') throw bad(`worker must be true, false or 'shared', got ${describe(worker)}`)
   if (options.projections !== undefined) {
@@ -167,6 +190,8 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
       : {}),
     checkpoint: options.checkpoint,
     maxEventBytes: options.maxEventBytes,
+    compression,
+    ...(encryption ? { encryption } : {}),
   }
   return { host, worker }
 }

@@ -203,6 +203,19 @@ export class Store {
   }
 
   /**
+   * Replaces the key of an encrypted store (opened with `encryption: { key }`). The store's
+   * data keys are wrapped under `newKey` and a fresh data key is made for everything written
+   * from now on, in one atomic write of the store's key record: a crash leaves a store that
+   * opens with the old key or the new one, whole. Afterwards the old key opens nothing.
+   * `newKey`: 32 bytes or an AES-GCM CryptoKey; INVALID_ARGUMENT for anything else, or when
+   * the store is not encrypted.
+   */
+  async rotateKey(newKey: Uint8Array | CryptoKey): Promise<void> {
+    const key = checkKey(newKey, 'rotateKey: the new key')
+    await this.#calls.call((api) => api.rotateKey(key))
+  }
+
+  /**
    * Syncs this store with a server made by `createSyncHandler` (`sessionfold/server`): pushes
    * local sessions and appends, pulls the server's (new sessions included), keeps its cursors
    * in this store so a restart resumes, retries with backoff while offline, and with
@@ -243,4 +256,15 @@ export class Store {
       this.#views.clear()
     }
   }
+}
+
+/** A key as it crosses to the engine (a copy of raw bytes); INVALID_ARGUMENT unless 32 bytes or a CryptoKey. */
+export function checkKey(key: unknown, what: string): Uint8Array | CryptoKey {
+  if (key instanceof Uint8Array) {
+    if (key.length !== 32) throw new SessionfoldError('INVALID_ARGUMENT', `${what} must be 32 bytes (AES-256), got ${key.length}`)
+    return new Uint8Array(key)
+  }
+  const CryptoKeyClass = (globalThis as { CryptoKey?: abstract new () => CryptoKey }).CryptoKey
+  if (CryptoKeyClass && key instanceof CryptoKeyClass) return key
+  throw new SessionfoldError('INVALID_ARGUMENT', `${what} must be 32 bytes (a Uint8Array) or an AES-GCM CryptoKey, got ${describe(key)}`)
 }

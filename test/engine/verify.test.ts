@@ -6,12 +6,16 @@ import { appendFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { openSealed } from '../../adapters/codec'
 import { createFsAdapter } from '../../adapters/fs'
 import { folderOf } from '../../adapters/fs/layout'
 import { openStore, type Store } from 'sessionfold'
 import { BUILTIN_PROJECTIONS } from '../../src/units'
 import { checkpointRowOf, foldEvent, initSlots, restoreSlots } from '../../worker/units'
 import { expectCode } from '../support/helpers'
+
+const compressor = { deflate: (b: Uint8Array) => deflateRawSync(b), inflate: (b: Uint8Array) => inflateRawSync(b) }
 
 let dir: string
 beforeEach(async () => {
@@ -214,7 +218,8 @@ describe('verify: checkpoints (fs, in thread)', () => {
 
   it('history rows: sound ones are no damage; one that is not JSON, lies beyond the log or disagrees with a refold is reported', async () => {
     await withCheckpoint()
-    const adapter = createFsAdapter({ dir })
+    // Through the record codec, as the store reads it (appends may be stored as frames).
+    const adapter = await openSealed(createFsAdapter({ dir }), { compressor })
     const info = (await adapter.getSession('s'))!
     /** The row a refold of the first `at` events gives. */
     const rowAt = async (at: number) => {
@@ -236,7 +241,7 @@ describe('verify: checkpoints (fs, in thread)', () => {
     expect(await verifyDamage()).toEqual([{ code: 'CORRUPT_CHECKPOINT', detail: 'history row 400 of session "s" lies beyond the log\'s 300 events' }])
     await rm(rowFile(400))
     // The states after 100 events, claimed for 200: sum, witness and schemas all pass.
-    const early = createFsAdapter({ dir })
+    const early = await openSealed(createFsAdapter({ dir }), { compressor })
     const restored = restoreSlots(BUILTIN_PROJECTIONS, info.header, at100, 100)
     for (const slot of restored.slots) slot.seq = 199
     await early.history!.put('s', 200, checkpointRowOf(info.header, restored.slots).row)

@@ -5,6 +5,7 @@ import { isSessionId } from '../../src/limits'
 import { createLocalLocks } from '../locks'
 import { createWebLocks } from '../locks/web'
 import type { GrowthChannel, Platform } from './index'
+import type { Compressor } from '../../adapters/codec'
 
 /** Browsers: IndexedDB or memory; no files. */
 export const browserPlatform: Platform = {
@@ -18,6 +19,7 @@ export const browserPlatform: Platform = {
         throw new SessionfoldError('INVALID_ARGUMENT', `storage '${String(o.storage)}' is not available in a browser`)
     }
   },
+  compressor: streamCompressor(),
   // Web Locks where there are any (all current browsers): one writer per session across tabs.
   openChannel: (o) => (typeof BroadcastChannel === 'function' ? broadcastGrowth(o.name) : undefined),
   openLocks: (o) => ('locks' in (globalThis.navigator ?? {}) ? createWebLocks(o.name) : createLocalLocks()),
@@ -39,5 +41,17 @@ function broadcastGrowth(store: string): GrowthChannel {
       }
     },
     close: () => channel.close(),
+  }
+}
+
+/** Deflate (raw) through the browser's CompressionStream. */
+export function streamCompressor(): Compressor {
+  const through = async (bytes: Uint8Array, stream: CompressionStream | DecompressionStream): Promise<Uint8Array> => {
+    const out = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(stream)
+    return new Uint8Array(await new Response(out).arrayBuffer())
+  }
+  return {
+    deflate: (bytes) => through(bytes, new CompressionStream('deflate-raw')),
+    inflate: (bytes) => through(bytes, new DecompressionStream('deflate-raw')),
   }
 }

@@ -1,5 +1,6 @@
 // What differs between Node and browsers for an engine host: which storage and locks exist.
 // Each platform file imports its adapters statically, so a worker bundle holds only its own.
+import type { Compressor } from '../../adapters/codec'
 import type { StorageAdapter } from '../../adapters/types'
 import type { HostOptions } from '../../src/protocol'
 import type { WriterLocks } from '../locks'
@@ -36,6 +37,8 @@ export interface Platform {
   /** After the engine closed: what check() made ready is let go (a connection pool). */
   release?(options: HostOptions): Promise<void>
   openStorage(options: HostOptions): StorageAdapter
+  /** The platform's deflate, for the record codec (adapters/codec). */
+  compressor: Compressor
   openLocks(options: HostOptions): WriterLocks
   openChannel?(options: HostOptions): GrowthChannel | undefined
 }

@@ -1,3 +1,4 @@
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { createFsAdapter } from '../../adapters/fs'
 import { checkStoreDir } from '../../adapters/fs/check-root'
 import { createIndexedDbAdapter } from '../../adapters/indexeddb'
@@ -48,6 +49,8 @@ export const nodePlatform: Platform = {
         throw new SessionfoldError('INVALID_ARGUMENT', `unknown storage ${String(o.storage)}`)
     }
   },
+  // node:zlib, on the engine's thread: a unit is at most a few hundred KiB.
+  compressor: { deflate: (b) => deflateRawSync(b), inflate: (b) => inflateRawSync(b) },
   openLocks: (o) => (o.storage === 'fs' ? createFsLocks(o.dir) : o.storage === 'postgres' ? postgresStore(o).locks : createLocalLocks()),
   // Other processes (and threads) on the same folder: their appends show as growing files.
   // PostgreSQL: every engine on the store, on any machine, hears appends by LISTEN/NOTIFY.

@@ -1,0 +1,37 @@
+// The record codec, opened over an adapter: `openSealed(inner, options)` reads (or makes) the
+// store's key record, checks the key, and returns the adapter that seals and opens units.
+import type { StorageAdapter } from '../types'
+import { Keyring, type EncryptionKey } from './keyring'
+import { UnitCodec, type Compressor } from './seal'
+import { sealedStorage, type SealedStorage } from './sealed-storage'
+
+export { importKey, CODEC_META_KEY, type EncryptionKey } from './keyring'
+export { deriveKey } from '../../src/derive-key'
+export type { Compressor } from './seal'
+export type { SealedStorage } from './sealed-storage'
+
+export interface CodecOptions {
+  /** The store's key; absent: the store must not be encrypted. */
+  key?: EncryptionKey
+  /** 'deflate' (default) compresses units worth it; 'none' writes them as they are (both read both). */
+  compression?: 'deflate' | 'none'
+  /** The platform's deflate (see worker/platform). */
+  compressor: Compressor
+  /** Opened read-only: a store with no key record gets none written. */
+  readOnly?: boolean
+}
+
+/**
+ * `inner` with the record codec on it. KEY_REJECTED (and `inner` closed) when the key does not
+ * fit the store; nothing but the key record is read before that.
+ */
+export async function openSealed(inner: StorageAdapter, options: CodecOptions): Promise<SealedStorage> {
+  try {
+    const keyring = await Keyring.open(inner, options.key, options.readOnly)
+    const codec = new UnitCodec(keyring.storeId, keyring.dataKeys, options.compression === 'none' ? undefined : options.compressor, options.compressor)
+    return sealedStorage(inner, keyring, codec)
+  } catch (err) {
+    await inner.close().catch(() => {})
+    throw err
+  }
+}

@@ -1,0 +1,165 @@
+// The store's key record (meta `sessionfold-codec`): whether the store is encrypted, its
+// identity (bound into every unit), and its data keys, each wrapped (AES-GCM) under the key
+// the app holds. The app's key never encrypts data itself: rotating it re-wraps the data keys
+// and replaces this one record, which the adapter does atomically, so a crash leaves the old
+// record or the new one, and the store opens with the old key or the new one, whole.
+import { SessionfoldError } from '../../src/errors'
+import type { StorageAdapter } from '../types'
+import { fromBase64, toBase64 } from './base64'
+import type { DataKeys } from './seal'
+
+export const CODEC_META_KEY = 'sessionfold-codec'
+
+/** An app's key: 32 raw bytes, or an AES-GCM CryptoKey (256 bits) allowed to encrypt and decrypt. */
+export type EncryptionKey = Uint8Array | CryptoKey
+
+interface PlainRecord { v: 1; store: string; cipher: 'none' }
+interface SealedRecord { v: 1; store: string; cipher: 'aes-256-gcm'; current: number; keys: { gen: number; wrapped: string }[] }
+type CodecRecord = PlainRecord | SealedRecord
+
+const subtle = () => globalThis.crypto.subtle
+const rejected = (message: string) => new SessionfoldError('KEY_REJECTED', message)
+const encoder = new TextEncoder()
+
+function randomHex(bytes: number): string {
+  const b = globalThis.crypto.getRandomValues(new Uint8Array(bytes))
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('')
+}
+
+/** The app's key as a CryptoKey; INVALID_ARGUMENT when it is neither 32 bytes nor an AES-GCM key. */
+export async function importKey(key: unknown): Promise<CryptoKey> {
+  if (key instanceof Uint8Array) {
+    if (key.length !== 32) throw new SessionfoldError('INVALID_ARGUMENT', `encryption.key must be 32 bytes (AES-256), got ${key.length}`)
+    return subtle().importKey('raw', new Uint8Array(key), 'AES-GCM', false, ['encrypt', 'decrypt'])
+  }
+  const k = key as CryptoKey | null
+  if (k && typeof k === 'object' && (k as { algorithm?: { name?: string } }).algorithm?.name === 'AES-GCM' && typeof (k as { type?: unknown }).type === 'string') {
+    const length = (k.algorithm as { length?: number }).length
+    if (length !== 256) throw new SessionfoldError('INVALID_ARGUMENT', `encryption.key must be a 256-bit AES-GCM key, got ${length} bits`)
+    if (!k.usages.includes('encrypt') || !k.usages.includes('decrypt')) throw new SessionfoldError('INVALID_ARGUMENT', 'encryption.key must be allowed to encrypt and decrypt')
+    return k
+  }
+  throw new SessionfoldError('INVALID_ARGUMENT', 'encryption.key must be 32 bytes (a Uint8Array) or an AES-GCM CryptoKey')
+}
+
+async function wrap(kek: CryptoKey, store: string, gen: number, raw: Uint8Array): Promise<string> {
+  const iv = globalThis.crypto.getRandomValues(new Uint8Array(12))
+  const ct = new Uint8Array(await subtle().encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(`sessionfold/1 key ${store} ${gen}`) }, kek, raw as Uint8Array<ArrayBuffer>))
+  const out = new Uint8Array(12 + ct.length)
+  out.set(iv)
+  out.set(ct, 12)
+  return toBase64(out)
+}
+
+async function unwrap(kek: CryptoKey, store: string, gen: number, wrapped: string): Promise<Uint8Array | undefined> {
+  const bytes = fromBase64(wrapped)
+  if (!bytes || bytes.length < 12 + 16) return undefined
+  try {
+    const raw = await subtle().decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, 12) as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(`sessionfold/1 key ${store} ${gen}`) }, kek, bytes.subarray(12) as Uint8Array<ArrayBuffer>)
+    return new Uint8Array(raw)
+  } catch {
+    return undefined
+  }
+}
+
+const dataKey = (raw: Uint8Array) => subtle().importKey('raw', raw as Uint8Array<ArrayBuffer>, 'AES-GCM', false, ['encrypt', 'decrypt'])
+
+function parse(text: string): CodecRecord {
+  let r: CodecRecord
+  try {
+    r = JSON.parse(text) as CodecRecord
+  } catch {
+    throw new SessionfoldError('CORRUPT_LOG', `the store's key record (${CODEC_META_KEY}) is not JSON`)
+  }
+  const okStore = typeof r?.store === 'string' && /^[0-9a-f]{32}$/.test(r.store)
+  const okKeys = r?.cipher === 'none' || (r?.cipher === 'aes-256-gcm' && Array.isArray(r.keys) && r.keys.length > 0 && r.keys.every((k) => Number.isInteger(k?.gen) && k.gen >= 1 && k.gen <= 255 && typeof k.wrapped === 'string') && r.keys.some((k) => k.gen === r.current))
+  if (r?.v !== 1 || !okStore || !okKeys) throw new SessionfoldError('CORRUPT_LOG', `the store's key record (${CODEC_META_KEY}) is malformed`)
+  return r
+}
+
+/** An opened store's keys: its identity, and (encrypted) its data keys and the app's key. */
+export class Keyring {
+  private constructor(
+    readonly storeId: string,
+    private kek: CryptoKey | undefined,
+    private record: CodecRecord,
+    private raw: Map<number, Uint8Array>,
+    private keys: Map<number, CryptoKey>,
+  ) {}
+
+  /** undefined: the store is not encrypted. */
+  get dataKeys(): DataKeys | undefined {
+    if (this.record.cipher === 'none') return undefined
+    const current = this.keys.get(this.record.current)!
+    const keys = this.keys
+    return { current: { gen: this.record.current, key: current }, get: (gen) => keys.get(gen) }
+  }
+
+  /**
+   * Reads the store's key record (or, given a key, writes the first one, for a store with no
+   * sessions yet) and checks `key` against it: KEY_REJECTED for a wrong key, a missing key, or a key given
+   * for a store created without encryption. Nothing else is read or written before.
+   */
+  static async open(storage: StorageAdapter, key: EncryptionKey | undefined, readOnly = false): Promise<Keyring> {
+    const kek = key === undefined ? undefined : await importKey(key)
+    if (!storage.getMeta || !storage.putMeta) {
+      if (kek) throw new SessionfoldError('INVALID_ARGUMENT', `the ${storage.kind} adapter keeps no meta records, so it cannot hold an encrypted store`)
+      return new Keyring('0'.repeat(32), undefined, { v: 1, store: '0'.repeat(32), cipher: 'none' }, new Map(), new Map())
+    }
+    let text = await storage.getMeta(CODEC_META_KEY)
+    if (text === undefined) {
+      // No key record: a plain store (one made without a key writes none, so opening it writes
+      // nothing), unless it is still empty and a key is given: then it becomes encrypted now.
+      if (!kek) return new Keyring('0'.repeat(32), undefined, { v: 1, store: '0'.repeat(32), cipher: 'none' }, new Map(), new Map())
+      if ((await storage.listIds({ limit: 1 })).length > 0) throw rejected('this store was created without encryption: it cannot be opened with a key (copy it into a new encrypted store with sync)')
+      const store = randomHex(16)
+      const raw = globalThis.crypto.getRandomValues(new Uint8Array(32))
+      const made: CodecRecord = { v: 1, store, cipher: 'aes-256-gcm', current: 1, keys: [{ gen: 1, wrapped: await wrap(kek, store, 1, raw) }] }
+      if (readOnly) return Keyring.#from(made, kek)
+      await storage.putMeta(CODEC_META_KEY, JSON.stringify(made))
+      // Two processes opening a new store at once: both read back the record that stayed.
+      text = (await storage.getMeta(CODEC_META_KEY)) ?? JSON.stringify(made)
+    }
+    return Keyring.#from(parse(text), kek)
+  }
+
+  static async #from(record: CodecRecord, kek: CryptoKey | undefined): Promise<Keyring> {
+    if (record.cipher === 'none') {
+      if (kek) throw rejected('this store was created without encryption: it cannot be opened with a key (copy it into a new encrypted store with sync)')
+      return new Keyring(record.store, undefined, record, new Map(), new Map())
+    }
+    if (!kek) throw rejected('this store is encrypted: open it with its key (encryption: { key })')
+    const raw = new Map<number, Uint8Array>()
+    const keys = new Map<number, CryptoKey>()
+    for (const k of record.keys) {
+      const bytes = await unwrap(kek, record.store, k.gen, k.wrapped)
+      if (!bytes || bytes.length !== 32) throw rejected('the key does not open this store (a wrong key, or a wrong passphrase or salt)')
+      raw.set(k.gen, bytes)
+      keys.set(k.gen, await dataKey(bytes))
+    }
+    return new Keyring(record.store, kek, record, raw, keys)
+  }
+
+  /**
+   * Replaces the app's key: every data key is wrapped under `newKey` and a fresh data key is
+   * made for units written from now on, in one atomic write of the key record. After it, the
+   * old key opens nothing.
+   */
+  async rotate(storage: StorageAdapter, newKey: EncryptionKey): Promise<void> {
+    if (this.record.cipher === 'none' || !this.kek) throw new SessionfoldError('INVALID_ARGUMENT', 'rotateKey: this store is not encrypted')
+    const kek = await importKey(newKey)
+    const gen = Math.max(...this.raw.keys()) + 1
+    if (gen > 255) throw new SessionfoldError('INVALID_ARGUMENT', 'rotateKey: this store has had 254 data keys; copy it into a new store with sync')
+    const raw = globalThis.crypto.getRandomValues(new Uint8Array(32))
+    const all = new Map([...this.raw, [gen, raw]])
+    const keys: SealedRecord['keys'] = []
+    for (const [g, bytes] of all) keys.push({ gen: g, wrapped: await wrap(kek, this.storeId, g, bytes) })
+    const record: SealedRecord = { v: 1, store: this.storeId, cipher: 'aes-256-gcm', current: gen, keys }
+    const key = await dataKey(raw)
+    await storage.putMeta!(CODEC_META_KEY, JSON.stringify(record))
+    this.record = record
+    this.kek = kek
+    this.raw = all
+    this.keys = new Map([...this.keys, [gen, key]])
+  }
+}

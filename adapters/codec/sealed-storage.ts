@@ -1,0 +1,254 @@
+// The record codec below the engine: a StorageAdapter around any other, which stores what the
+// engine writes as sealed units (compressed, and encrypted when the store has a key) and opens
+// them on the way up. Every adapter gets it the same way (fs, IndexedDB, PostgreSQL, memory).
+//
+// Events: an append's events are cut into frames (at most FRAME_EVENTS events, FRAME_BYTES of
+// JSON); a frame is one unit, stored as the record of its first seq, and each later seq of the
+// frame gets a small record naming that first seq, so lengths, seqs, the feed and the inner
+// adapter's own rules stay as they are. Those records have type '' (no app event can have it);
+// a frame's record holds the unit (base64) in `data` and its event count in `time`.
+// Headers keep their id, createdAt and seedLength readable (the adapter lists and checks by
+// them); the rest is sealed. Checkpoint and history rows are sealed whole.
+import { SessionfoldError, where } from '../../src/errors'
+import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
+import type { EncodedEvent } from '../../src/validate'
+import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
+import { fromBase64, toBase64 } from './base64'
+import { CODEC_META_KEY, type EncryptionKey, type Keyring } from './keyring'
+import { Unreadable, type UnitCodec } from './seal'
+
+/** Events per frame, and JSON bytes per frame: a read of one event opens at most one frame. */
+export const FRAME_EVENTS = 256
+export const FRAME_BYTES = 256 * 1024
+
+/** A stored header whose fields but its id, createdAt and seedLength are sealed. */
+export interface SealedHeader extends SessionHeader {
+  sealed: string
+}
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+/** A record of the inner adapter: the frame's unit (data: base64), or a pointer to its first seq. */
+function record(seq: number, data: string | number, count = 0): EncodedEvent {
+  const event = { seq, type: '', time: count, data }
+  return { event, json: JSON.stringify(event) }
+}
+
+export interface SealedStorage extends StorageAdapter {
+  /** Re-wraps the store's data keys under `newKey` (see Keyring.rotate). */
+  rotateKey(newKey: EncryptionKey): Promise<void>
+  readonly encrypted: boolean
+}
+
+export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: UnitCodec): SealedStorage {
+  /** createdAt per session (bound into each frame): a frame of an earlier life does not open. */
+  const lives = new Map<SessionId, number>()
+
+  const corrupt = (id: SessionId, what: string, err: unknown, seq?: number) =>
+    new SessionfoldError('CORRUPT_LOG', `${where(id, seq)}: ${what} does not open: ${(err as Error).message}`, { sessionId: id, seq })
+
+  async function openUnit(id: SessionId, aad: string, text: unknown, what: string, seq?: number): Promise<Uint8Array> {
+    const bytes = typeof text === 'string' ? fromBase64(text) : undefined
+    try {
+      if (!bytes) throw new Unreadable('not base64')
+      return await codec.open(aad, bytes)
+    } catch (err) {
+      throw corrupt(id, what, err, seq)
+    }
+  }
+
+  async function sealHeader(header: SessionHeader): Promise<SessionHeader> {
+    if (!codec.encrypted) return header
+    const unit = await codec.seal(`header ${header.id} ${header.createdAt}`, encoder.encode(JSON.stringify(header)))
+    const stored: SealedHeader = { version: 1, id: header.id, createdAt: header.createdAt, seedLength: header.seedLength, delegationDepth: 0, origin: 'root', sealed: toBase64(unit) }
+    return stored
+  }
+
+  async function openHeader(stored: SessionHeader): Promise<SessionHeader> {
+    const sealed = (stored as Partial<SealedHeader>).sealed
+    lives.set(stored.id, stored.createdAt)
+    if (sealed === undefined) {
+      if (codec.encrypted) throw new SessionfoldError('CORRUPT_LOG', `${where(stored.id)}: its header is not encrypted, in an encrypted store`, { sessionId: stored.id })
+      return stored
+    }
+    const plain = await openUnit(stored.id, `header ${stored.id} ${stored.createdAt}`, sealed, 'its header')
+    const header = JSON.parse(decoder.decode(plain)) as SessionHeader
+    if (header.id !== stored.id || header.createdAt !== stored.createdAt || header.seedLength !== stored.seedLength) {
+      throw new SessionfoldError('CORRUPT_LOG', `${where(stored.id)}: its sealed header does not match the stored one`, { sessionId: stored.id })
+    }
+    return header
+  }
+
+  async function lifeOf(id: SessionId): Promise<number> {
+    const known = lives.get(id)
+    if (known !== undefined) return known
+    const info = await inner.getSession(id)
+    if (!info) throw new SessionfoldError('SESSION_NOT_FOUND', `${where(id)} does not exist`, { sessionId: id })
+    lives.set(id, info.header.createdAt)
+    return info.header.createdAt
+  }
+
+  /** The inner records of `events` (first seq `from`): frames when sealing is due, else as given. */
+  async function encodeEvents(id: SessionId, createdAt: number, events: readonly EncodedEvent[]): Promise<readonly EncodedEvent[]> {
+    if (events.length === 0) return events
+    let size = 0
+    for (const e of events) size += e.json.length
+    if (!codec.encrypted && !codec.compresses(size)) return events
+    const out: EncodedEvent[] = []
+    for (let i = 0; i < events.length;) {
+      let j = i
+      let bytes = 0
+      while (j < events.length && j - i < FRAME_EVENTS && (j === i || bytes + events[j]!.json.length <= FRAME_BYTES)) bytes += events[j++]!.json.length + 1
+      const from = events[i]!.event.seq
+      const n = j - i
+      const text = events.slice(i, j).map((e) => e.json).join('\n')
+      const unit = await codec.seal(`events ${id} ${createdAt} ${from} ${n}`, encoder.encode(text))
+      out.push(record(from, toBase64(unit), n))
+      for (let k = 1; k < n; k++) out.push(record(from + k, from))
+      i = j
+    }
+    return out
+  }
+
+  /** The inner record at `seq` (the first of a frame read from its middle). */
+  async function recordAt(id: SessionId, seq: number, signal: AbortSignal | undefined): Promise<SessionEvent | undefined> {
+    for await (const page of inner.readEvents(id, { from: seq, to: seq + 1, signal })) return page[0]
+    return undefined
+  }
+
+  /** The events of the frame whose first record is `head`, checked against the seqs it stands for. */
+  async function openFrame(id: SessionId, createdAt: number, head: SessionEvent | undefined, seq: number): Promise<SessionEvent[]> {
+    if (!head || head.type !== '' || typeof head.data !== 'string' || !Number.isInteger(head.time) || head.time < 1) {
+      throw corrupt(id, 'a frame record', new Error('the frame it belongs to is missing or malformed'), seq)
+    }
+    const from = head.seq
+    const n = head.time
+    const plain = await openUnit(id, `events ${id} ${createdAt} ${from} ${n}`, head.data, `the frame of events from seq ${from}`, from)
+    const events = decoder.decode(plain).split('\n').map((l) => JSON.parse(l) as SessionEvent)
+    if (events.length !== n || events.some((e, i) => e?.seq !== from + i) || from + n <= seq) {
+      throw corrupt(id, `the frame from seq ${from}`, new Error('its events are not the seqs it stands for'), seq)
+    }
+    return events
+  }
+
+  async function* readEvents(id: SessionId, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
+    const to = range?.to
+    const createdAt = codec.encrypted ? await lifeOf(id) : 0
+    let covered = range?.from ?? 0 // seqs below this were given out
+    let out: SessionEvent[] = []
+    for await (const page of inner.readEvents(id, range)) {
+      for (const e of page) {
+        if (e.seq < covered) continue // a pointer of a frame opened already
+        if (e.type !== '') {
+          if (codec.encrypted) throw new SessionfoldError('CORRUPT_LOG', `${where(id, e.seq)} is not encrypted, in an encrypted store`, { sessionId: id, seq: e.seq })
+          out.push(e)
+          covered = e.seq + 1
+          continue
+        }
+        let head: SessionEvent | undefined = e
+        if (typeof e.data === 'number') {
+          // The range starts inside a frame: its first record is before the range.
+          if (!Number.isInteger(e.data) || e.data < 0 || e.data >= e.seq) throw corrupt(id, 'a frame record', new Error('it names no frame'), e.seq)
+          head = await recordAt(id, e.data, range?.signal)
+        }
+        const frame = await openFrame(id, createdAt, head, e.seq)
+        for (const ev of frame) if (ev.seq >= e.seq && (to === undefined || ev.seq < to)) out.push(ev)
+        covered = frame[frame.length - 1]!.seq + 1
+      }
+      if (out.length >= READ_PAGE) {
+        yield out
+        out = []
+      }
+    }
+    if (out.length > 0) yield out
+  }
+
+  const storage: SealedStorage = {
+    kind: inner.kind,
+    get encrypted() {
+      return codec.encrypted
+    },
+    async createSession(header, seed = []) {
+      const stored = await sealHeader(header)
+      const records = await encodeEvents(header.id, header.createdAt, seed)
+      await inner.createSession(stored, records)
+      lives.set(header.id, header.createdAt)
+    },
+    async append(id, batch) {
+      const createdAt = codec.encrypted ? await lifeOf(id) : 0
+      await inner.append(id, await encodeEvents(id, createdAt, batch))
+    },
+    readEvents,
+    async getSession(id) {
+      const info = await inner.getSession(id)
+      if (!info) {
+        lives.delete(id)
+        return undefined
+      }
+      return { header: await openHeader(info.header), length: info.length } satisfies SessionInfo
+    },
+    async listSessions(options) {
+      return Promise.all((await inner.listSessions(options)).map(openHeader))
+    },
+    listIds: (options) => inner.listIds(options),
+    async deleteSession(id) {
+      await inner.deleteSession(id)
+      lives.delete(id)
+    },
+    async getCheckpoint(id) {
+      return openRow(id, `checkpoint ${id}`, await inner.getCheckpoint(id))
+    },
+    async putCheckpoint(id, row) {
+      await inner.putCheckpoint(id, await sealRow(`checkpoint ${id}`, row) as CheckpointRow)
+    },
+    deleteCheckpoint: (id) => inner.deleteCheckpoint(id),
+    feed: inner.feed,
+    getMeta: inner.getMeta && ((key) => inner.getMeta!(key)),
+    putMeta: inner.putMeta && (async (key, value) => {
+      if (key === CODEC_META_KEY) throw new SessionfoldError('INVALID_ARGUMENT', `meta key ${key} is the store's own`)
+      await inner.putMeta!(key, value)
+    }),
+    rotateKey: async (newKey) => {
+      await keyring.rotate(inner, newKey)
+      codec.keys = keyring.dataKeys
+    },
+    close: () => inner.close(),
+  }
+  const history = inner.history
+  if (history) {
+    ;(storage as { history?: StorageAdapter['history'] }).history = {
+      put: async (id, at, row) => history.put(id, at, await sealRow(`history ${id} ${at}`, row) as CheckpointRow),
+      get: async (id, at) => {
+        const found = await history.get(id, at)
+        return found && { at: found.at, row: await openRow(id, `history ${id} ${found.at}`, found.row) }
+      },
+      list: (id) => history.list(id),
+      remove: (id, positions) => history.remove(id, positions),
+    }
+  }
+
+  /** A row as stored: sealed when the store is encrypted or the row is worth compressing. */
+  async function sealRow(aad: string, row: unknown): Promise<unknown> {
+    const json = JSON.stringify(row)
+    if (!codec.encrypted && !codec.compresses(json.length)) return row
+    return { sealed: toBase64(await codec.seal(aad, encoder.encode(json))) }
+  }
+
+  /**
+   * A row as the engine reads it. A row that does not open is handed up as what it is, an
+   * unusable row (rows are caches: the engine rebuilds, and verify reports it).
+   */
+  async function openRow(id: SessionId, aad: string, stored: unknown): Promise<unknown> {
+    if (stored === undefined || stored === null) return stored
+    const sealed = (stored as { sealed?: unknown }).sealed
+    if (sealed === undefined) return codec.encrypted ? { unusable: 'a row that is not encrypted, in an encrypted store' } : stored
+    try {
+      return JSON.parse(decoder.decode(await openUnit(id, aad, sealed, 'a row')))
+    } catch (err) {
+      return { unusable: (err as Error).message }
+    }
+  }
+
+  return storage
+}

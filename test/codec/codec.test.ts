@@ -1,0 +1,364 @@
+// Contract: §10 encryption and compression at rest — the record codec (adapters/codec), on
+// every adapter through openStore, and below it on the memory adapter with hostile storage.
+import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { deriveKey, openStore, sync, type OpenStoreOptions, type Store } from 'sessionfold'
+import { openSealed } from '../../adapters/codec'
+import { LOG_FILE, sessionDir } from '../../adapters/fs/layout'
+import { createMemoryAdapter } from '../../adapters/memory'
+import type { StorageAdapter } from '../../adapters/types'
+import type { SessionEvent } from '../../src/model'
+import { encodeEventInput } from '../../src/validate'
+import { dumpStore, eventsOf } from '../support/helpers'
+import { main } from '../../cli/main'
+import { PassThrough, Readable } from 'node:stream'
+
+const compressor = { deflate: (b: Uint8Array) => deflateRawSync(b), inflate: (b: Uint8Array) => inflateRawSync(b) }
+const key = new Uint8Array(32).fill(7)
+const otherKey = new Uint8Array(32).fill(8)
+/** The i-th key of the rotation run (as in test/fixtures/key-rotator.ts). */
+const keyOf = (i: number) => new Uint8Array(32).fill(i)
+
+let dir: string
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sessionfold-codec-'))
+})
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
+
+async function filesOf(root: string): Promise<string[]> {
+  const out: string[] = []
+  for (const name of await readdir(root)) {
+    const p = join(root, name)
+    if ((await stat(p)).isDirectory()) out.push(...(await filesOf(p)))
+    else out.push(p)
+  }
+  return out.sort()
+}
+
+/** Every file of the folder and a hash of its bytes: equal before and after means nothing was written. */
+async function snapshotOf(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  for (const f of await filesOf(root)) out[f] = createHash('sha256').update(await readFile(f)).digest('hex')
+  return out
+}
+
+/** The same sessions, events and data (all but times, which differ from store to store). */
+const shape = async (st: Store) => JSON.stringify(Object.entries(await dumpStore(st)).map(([id, d]) => [id, d.header.cwd, d.events.map((e) => [e.seq, e.type, e.data])])).replace(/"childCreatedAt":\d+/g, '')
+
+/** A session with a child, a fork, data, labels and a cwd all holding `marker`. */
+async function fill(store: Store, marker: string): Promise<void> {
+  const root = await store.createSession({ id: 'root', cwd: `/home/${marker}/work` })
+  await root.append({ type: 'turn/start', data: { prompt: `my key is ${marker}` } })
+  await root.append([{ type: 'tool/output', data: { text: `${marker} `.repeat(400) } }, { type: 'app/small', data: marker }])
+  const kid = await root.spawn({ mode: 'continuable', id: 'kid', label: `helper ${marker}`, events: [{ type: 'app/task', data: marker }] })
+  await kid.append({ type: 'turn/end' })
+  await root.append({ type: 'turn/end' })
+  const fork = await root.fork({ at: 2, id: 'fork' })
+  await fork.append({ type: 'app/forked', data: marker })
+  for (const s of [root, kid, fork]) await s.close()
+}
+
+describe('encryption at rest through openStore (fs)', () => {
+  for (const worker of [false, true]) {
+    it(`stores nothing of data, labels or cwd readable, where a control store does (worker: ${worker})`, async () => {
+      const marker = 'Zq7MARKERx9'
+      const secret = await openStore({ storage: 'fs', dir: join(dir, 'secret'), worker, encryption: { key } })
+      await fill(secret, marker)
+      const control = await openStore({ storage: 'fs', dir: join(dir, 'control'), worker, compression: 'none' })
+      await fill(control, marker)
+      expect(await shape(secret)).toEqual(await shape(control))
+      await secret.close()
+      await control.close()
+      const hits = async (root: string) => {
+        const found = []
+        for (const f of await filesOf(root)) if ((await readFile(f)).includes(marker)) found.push(f)
+        return found
+      }
+      expect(await hits(join(dir, 'secret'))).toEqual([])
+      expect((await hits(join(dir, 'control'))).length).toBeGreaterThan(3)
+      // And it reads back whole, with the key, in a new process's worth of state.
+      const again = await openStore({ storage: 'fs', dir: join(dir, 'secret'), worker, encryption: { key } })
+      expect((await eventsOf(again, 'root')).some((e) => JSON.stringify(e.data).includes(marker))).toBe(true)
+      expect((await again.verify()).damaged).toEqual([])
+      await again.close()
+    })
+  }
+
+  it('KEY_REJECTED for no key, a wrong key, or a key given to a plain store; nothing is written', async () => {
+    const secret = join(dir, 'secret')
+    const plain = join(dir, 'plain')
+    const a = await openStore({ storage: 'fs', dir: secret, encryption: { key } })
+    await fill(a, 'm')
+    await a.close()
+    const b = await openStore({ storage: 'fs', dir: plain })
+    await fill(b, 'm')
+    await b.close()
+    const before = { secret: await snapshotOf(secret), plain: await snapshotOf(plain) }
+    const tries: [string, OpenStoreOptions][] = [
+      [secret, {}],
+      [secret, { encryption: { key: otherKey } }],
+      [secret, { encryption: { key: await deriveKey('not it', new Uint8Array(16), { iterations: 1000 }) } }],
+      [plain, { encryption: { key } }],
+    ]
+    for (const [where, options] of tries) {
+      for (const worker of [false, true]) {
+        const err = await openStore({ storage: 'fs', dir: where, worker, ...options }).then(() => undefined, (e: unknown) => e)
+        expect((err as { code?: string })?.code, JSON.stringify({ where, worker })).toBe('KEY_REJECTED')
+      }
+    }
+    expect({ secret: await snapshotOf(secret), plain: await snapshotOf(plain) }).toEqual(before)
+  })
+
+  it('bad encryption and compression options are INVALID_ARGUMENT, and make no store', async () => {
+    const where = join(dir, 'none')
+    const bad: unknown[] = [
+      { encryption: { key: new Uint8Array(16) } },
+      { encryption: { key: 'secret' } },
+      { encryption: { key, extra: 1 } },
+      { encryption: key },
+      { compression: 'gzip' },
+    ]
+    for (const options of bad) {
+      const err = await openStore({ storage: 'fs', dir: where, ...(options as OpenStoreOptions) }).then(() => undefined, (e: unknown) => e)
+      expect((err as { code?: string })?.code, JSON.stringify(options)).toBe('INVALID_ARGUMENT')
+    }
+    await expect(stat(where)).rejects.toThrow()
+  })
+
+  it('deriveKey: one passphrase and salt give one key; another salt gives another', async () => {
+    const salt = new Uint8Array(16).fill(1)
+    const s = await openStore({ storage: 'fs', dir: join(dir, 'p'), encryption: { key: await deriveKey('horse battery', salt, { iterations: 2000 }) } })
+    await fill(s, 'm')
+    await s.close()
+    const again = await openStore({ storage: 'fs', dir: join(dir, 'p'), encryption: { key: await deriveKey('horse battery', salt, { iterations: 2000 }) } })
+    expect(await eventsOf(again, 'kid')).toHaveLength(3)
+    await again.close()
+    const other = await openStore({ storage: 'fs', dir: join(dir, 'p'), encryption: { key: await deriveKey('horse battery', new Uint8Array(16).fill(2), { iterations: 2000 }) } }).catch((e: { code: string }) => e.code)
+    expect(other).toBe('KEY_REJECTED')
+    await expect(deriveKey('', salt)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(deriveKey('x', new Uint8Array(2))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+  })
+
+  it('sync and changesSince/applyChanges move plain events between an encrypted store and a plain one', async () => {
+    const secret = await openStore({ storage: 'fs', dir: join(dir, 'secret'), encryption: { key } })
+    const plain = await openStore({ storage: 'memory' })
+    const other = await openStore({ storage: 'fs', dir: join(dir, 'other'), encryption: { key: otherKey } })
+    await fill(secret, 'm')
+    await sync(secret, plain)
+    await sync(plain, other)
+    expect(await dumpStore(plain)).toEqual(await dumpStore(secret))
+    expect(await dumpStore(other)).toEqual(await dumpStore(secret))
+    for (const s of [secret, plain, other]) await s.close()
+  })
+
+  it('rotateKey: the old key opens nothing afterwards, the new one opens everything; bad keys are INVALID_ARGUMENT', async () => {
+    const s = await openStore({ storage: 'fs', dir: join(dir, 'r'), encryption: { key } })
+    await fill(s, 'm')
+    const before = await dumpStore(s)
+    await expect(s.rotateKey(new Uint8Array(3))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await s.rotateKey(otherKey)
+    // Written after the rotation: under the new data key.
+    const late = await s.openSession('root')
+    await late.append({ type: 'app/after' })
+    await late.close()
+    const after = await dumpStore(s)
+    await s.close()
+    await expect(openStore({ storage: 'fs', dir: join(dir, 'r'), encryption: { key } })).rejects.toMatchObject({ code: 'KEY_REJECTED' })
+    const again = await openStore({ storage: 'fs', dir: join(dir, 'r'), encryption: { key: otherKey } })
+    expect(await dumpStore(again)).toEqual(after)
+    expect(after).not.toEqual(before)
+    expect((await again.verify()).damaged).toEqual([])
+    await again.close()
+    const plain = await openStore({ storage: 'fs', dir: join(dir, 'plain') })
+    await expect(plain.rotateKey(key)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await plain.close()
+  })
+
+  it('rotateKey killed at random points leaves a store that opens, whole, with the last key or the next', async () => {
+    const where = join(dir, 'kill')
+    const s = await openStore({ storage: 'fs', dir: where, worker: false, encryption: { key: keyOf(1) } })
+    await fill(s, 'm')
+    const whole = await dumpStore(s)
+    await s.close()
+    let last = 1
+    for (let round = 0; round < 6; round++) {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../fixtures/key-rotator.ts'), where, String(last)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      let seen = last
+      child.stdout.on('data', (b: Buffer) => {
+        for (const m of b.toString().matchAll(/rotated (\d+)/g)) seen = Math.max(seen, Number(m[1]))
+      })
+      // Let it rotate a few times, then kill it wherever it is.
+      await new Promise<void>((resolve) => {
+        const check = setInterval(() => {
+          if (seen >= last + 1 + round % 3) {
+            clearInterval(check)
+            setTimeout(() => resolve(), Math.floor(Math.random() * 15))
+          }
+        }, 2)
+      })
+      child.kill('SIGKILL')
+      await new Promise((resolve) => child.once('exit', resolve))
+      let opened: Store | undefined
+      for (const k of [seen, seen + 1]) {
+        opened = await openStore({ storage: 'fs', dir: where, worker: false, encryption: { key: keyOf(k) } }).catch(() => undefined)
+        if (opened) {
+          last = k
+          break
+        }
+      }
+      expect(opened, `round ${round}: opens with key ${seen} or ${seen + 1}`).toBeDefined()
+      expect(await dumpStore(opened!)).toEqual(whole)
+      await opened!.close()
+    }
+  }, 120_000)
+})
+
+describe('compression through openStore', () => {
+  it("'deflate' (the default) stores large appends in far less than their JSON, and 'none' reads them", async () => {
+    const text = (await readFile(join(import.meta.dirname, '../../README.md'), 'utf8')).slice(0, 20_000)
+    const sizes: Record<string, number> = {}
+    for (const compression of ['deflate', 'none'] as const) {
+      const s = await openStore({ storage: 'fs', dir: join(dir, compression), compression })
+      const a = await s.createSession({ id: 'big' })
+      for (let i = 0; i < 20; i++) await a.append([{ type: 'tool/output', data: { i, text } }, { type: 'tool/output', data: { i, text: text.slice(i * 100) } }])
+      await s.close()
+      sizes[compression] = (await stat(join(sessionDir(join(dir, compression), 'big'), LOG_FILE))).size
+    }
+    expect(sizes.deflate!).toBeLessThan(sizes.none! * 0.35)
+    // A store written compressed, opened with compression 'none': it reads the same.
+    const a = await openStore({ storage: 'fs', dir: join(dir, 'deflate'), compression: 'none' })
+    const b = await openStore({ storage: 'fs', dir: join(dir, 'none') })
+    expect(await shape(a)).toEqual(await shape(b))
+    expect((await a.verify()).damaged).toEqual([])
+    for (const s of [a, b]) await s.close()
+  })
+})
+
+/** A memory adapter whose stored records a test can change under the codec. */
+function hostile(inner: StorageAdapter, change: (id: string, page: SessionEvent[]) => SessionEvent[]): StorageAdapter {
+  return {
+    ...inner,
+    kind: inner.kind,
+    readEvents: async function* (id, range) {
+      for await (const page of inner.readEvents(id, range)) yield change(id, page.map((e) => ({ ...e })))
+    },
+  }
+}
+
+describe('the codec below the engine (memory adapter, hostile storage)', () => {
+  const events = (from: number, n: number, id: string) => Array.from({ length: n }, (_, i) => encodeEventInput({ type: 'app/e', data: { tag: id, i, pad: 'p'.repeat(100) } }, from + i, id))
+  const header = (id: string) => ({ version: 1 as const, id, createdAt: 1000, seedLength: 0, delegationDepth: 0, origin: 'root' as const })
+
+  async function sealedPair(change: (id: string, page: SessionEvent[]) => SessionEvent[]) {
+    const memory = createMemoryAdapter()
+    const writer = await openSealed(memory, { key, compressor })
+    for (const id of ['a', 'b']) {
+      await writer.createSession(header(id))
+      await writer.append(id, events(0, 3, id))
+      await writer.append(id, events(3, 3, id))
+    }
+    const reader = await openSealed(hostile(memory, change), { key, compressor })
+    const read = async (id: string, from = 0) => {
+      const out: SessionEvent[] = []
+      for await (const page of reader.readEvents(id, { from })) out.push(...page)
+      return out
+    }
+    return { read }
+  }
+
+  it('reads back what it wrote, from any seq', async () => {
+    const { read } = await sealedPair((_, p) => p)
+    expect((await read('a')).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5])
+    expect((await read('a', 4)).map((e) => [e.seq, (e.data as { tag: string }).tag])).toEqual([[4, 'a'], [5, 'a']])
+  })
+
+  it('a flipped byte is CORRUPT_LOG, never data', async () => {
+    const { read } = await sealedPair((_, page) => page.map((e) => {
+      if (typeof e.data !== 'string') return e
+      const s = e.data
+      const at = Math.floor(s.length / 2)
+      return { ...e, data: s.slice(0, at) + (s[at] === 'A' ? 'B' : 'A') + s.slice(at + 1) }
+    }))
+    await expect(read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+  })
+
+  it('a frame moved to another session, or to another position, does not open', async () => {
+    const framesOf: Record<string, SessionEvent[]> = {}
+    const { read: readSwapped } = await sealedPair((id, page) => {
+      framesOf[id] = page
+      return page
+    })
+    await readSwapped('a')
+    await readSwapped('b')
+    const other = framesOf.b!
+    const bySession = await sealedPair((id, page) => (id === 'a' ? other.map((e) => ({ ...e })) : page))
+    await expect(bySession.read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+    // Frames [0,3) and [3,6) swapped within one session (each relabelled to the other's seqs).
+    const byPosition = await sealedPair((_, page) => page.map((e) => {
+      const swap = page.find((x) => x.seq === (e.seq + 3) % 6)!
+      return typeof e.data === 'string' ? { ...e, data: swap.data } : e
+    }))
+    await expect(byPosition.read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+  })
+
+  it('a plain event slipped into an encrypted store is CORRUPT_LOG, never accepted', async () => {
+    const { read } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { seq: 1, type: 'app/forged', time: 1, data: 'x' } : e)))
+    await expect(read('a', 1)).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+  })
+})
+
+describe('the command line on an encrypted store', () => {
+  async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; out: string; err: string }> {
+    const saved = process.env.SESSIONFOLD_KEY
+    if ('SESSIONFOLD_KEY' in env) process.env.SESSIONFOLD_KEY = env.SESSIONFOLD_KEY
+    else delete process.env.SESSIONFOLD_KEY
+    const stdout = new PassThrough()
+    const stderr = Object.assign(new PassThrough(), { columns: 80 })
+    let out = ''
+    let err = ''
+    stdout.on('data', (c: Buffer) => (out += c.toString()))
+    stderr.on('data', (c: Buffer) => (err += c.toString()))
+    try {
+      const code = await main(args, { stdout, stderr, stdin: Readable.from([]), interrupted: new Promise(() => {}) })
+      return { code, out, err }
+    } finally {
+      if (saved === undefined) delete process.env.SESSIONFOLD_KEY
+      else process.env.SESSIONFOLD_KEY = saved
+    }
+  }
+
+  it('takes the key from SESSIONFOLD_KEY or --key-file, never from an argument; no key or a wrong one is KEY_REJECTED', async () => {
+    const where = join(dir, 'store')
+    const s = await openStore({ storage: 'fs', dir: where, encryption: { key } })
+    await fill(s, 'cli-marker')
+    await s.close()
+    const hex = Buffer.from(key).toString('hex')
+    const listed = await run(['ls', '--dir', where], { SESSIONFOLD_KEY: hex })
+    expect(listed.code, listed.err).toBe(0)
+    expect(listed.out).toContain('root')
+    const file = join(dir, 'key.txt')
+    await writeFile(file, `${Buffer.from(key).toString('base64')}\n`)
+    const shown = await run(['events', 'root', '--dir', where, '--key-file', file, '--json'])
+    expect(shown.code, shown.err).toBe(0)
+    expect(shown.out).toContain('cli-marker')
+    await writeFile(file, key)
+    expect((await run(['show', 'kid', '--dir', where, '--key-file', file])).code).toBe(0)
+    const none = await run(['ls', '--dir', where, '--json'])
+    expect(none.code).toBe(1)
+    expect(none.err).toContain('KEY_REJECTED')
+    const wrong = await run(['ls', '--dir', where, '--json'], { SESSIONFOLD_KEY: Buffer.from(otherKey).toString('hex') })
+    expect(wrong.err).toContain('KEY_REJECTED')
+    const arg = await run(['ls', '--dir', where, '--key', hex])
+    expect(arg.code).toBe(2)
+    expect(arg.err).toContain('never given as an argument')
+    const malformed = await run(['ls', '--dir', where, '--json'], { SESSIONFOLD_KEY: 'abc' })
+    expect(malformed.err).toContain('INVALID_ARGUMENT')
+  })
+})

@@ -1,0 +1,90 @@
+// Where a host gets its engine: the platform's storage (under the record codec), locks and
+// growth channel, opened into an Engine; or, for a SharedWorker, one engine per store shared
+// by every connection.
+import { openSealed, type SealedStorage } from '../adapters/codec'
+import { SessionfoldError } from '../src/errors'
+import type { HostOptions } from '../src/protocol'
+import type { ProjectionDefinition } from '../src/projection'
+import { Engine } from './engine'
+import type { GrowthChannel, GrowthTail, Platform } from './platform'
+
+/** Where a host gets its engine: its own (the default), or one shared by every connection. */
+export interface EngineSource {
+  open(options: HostOptions, projections: readonly ProjectionDefinition[]): Promise<Engine>
+  close(engine: Engine): Promise<void>
+}
+
+/** A host's own engine on this platform's storage: closed with the host. */
+/** Each engine's storage, under its codec (for rotateKey). */
+const sealed = new WeakMap<Engine, SealedStorage>()
+
+/** The codec-wrapped storage an engine was opened on. */
+export function sealedStorageOf(engine: Engine): SealedStorage {
+  const s = sealed.get(engine)
+  if (!s) throw new SessionfoldError('CLOSED', 'the engine host is not initialised')
+  return s
+}
+
+export function ownEngine(platform: Platform): EngineSource {
+  const channels = new WeakMap<Engine, GrowthChannel>()
+  const optionsOf = new WeakMap<Engine, HostOptions>()
+  return {
+    async open(options, projections) {
+      await platform.check?.(options)
+      let storage
+      try {
+        storage = await openSealed(platform.openStorage(options), {
+          key: options.encryption?.key, compression: options.compression, compressor: platform.compressor,
+        })
+      } catch (err) {
+        await platform.release?.(options)
+        throw err
+      }
+      const channel = platform.openChannel?.(options)
+      const engine = new Engine({
+        storage,
+        projections,
+        checkpoint: options.checkpoint,
+        maxEventBytes: options.maxEventBytes,
+        locks: platform.openLocks(options),
+        onGrow: channel ? (id, length) => channel.announce(id, length) : undefined,
+        watchSession: channel?.watch ? (id) => channel.watch!(id) : undefined,
+      })
+      optionsOf.set(engine, options)
+      sealed.set(engine, storage)
+      if (channel) {
+        channel.listen((id, length, tail) => void engine.follow(id, length, plainTail(tail)))
+        channels.set(engine, channel)
+      }
+      return engine
+    },
+    async close(engine) {
+      channels.get(engine)?.close()
+      await engine.close()
+      const options = optionsOf.get(engine)
+      if (options) await platform.release?.(options)
+    },
+  }
+}
+
+/**
+ * One engine per store for every connection of a SharedWorker (tabs opening the same database
+ * share it); it lives as long as the worker.
+ */
+export function sharedEngines(platform: Platform): EngineSource {
+  const engines = new Map<string, Promise<Engine>>()
+  return {
+    open(options, projections) {
+      const key = JSON.stringify([options.storage, options.name, options.dir])
+      let engine = engines.get(key)
+      if (!engine) engines.set(key, (engine = ownEngine(platform).open(options, projections)))
+      return engine
+    },
+    close: async () => {}, // other tabs may still use it
+  }
+}
+
+/** A growth notice's events, unless they are stored units (the engine reads and opens those). */
+function plainTail(tail: GrowthTail | undefined): GrowthTail | undefined {
+  return tail?.events.some((e) => (e as { type?: unknown } | null)?.type === '') ? undefined : tail
+}
