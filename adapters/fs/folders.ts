@@ -35,6 +35,8 @@ export interface Folders {
   idsAfter(after: SessionId | undefined): Promise<SessionId[]>
   /** Up to `limit` headers of sessions after `after`, in order, skipping damaged ones. */
   headersAfter(after: SessionId | undefined, limit: number): Promise<SessionHeader[]>
+  /** Once the creations of `id` (of any session, without one) that the feed may name already are in place, or failed. */
+  settled(id?: SessionId): Promise<void>
 }
 
 export function createFolders(
@@ -45,6 +47,8 @@ export function createFolders(
   const sessions = sessionsDir(root)
   const tmp = tmpDir(root)
   const trash = trashDir(root)
+  /** Creations whose feed record may be written and whose folder is not in place yet. */
+  const placing = new Map<Promise<void>, SessionId>()
 
   const ready = (async () => {
     if (readOnly) {
@@ -74,7 +78,7 @@ export function createFolders(
 
   async function headerOf(id: SessionId): Promise<SessionHeader | undefined> {
     try {
-      const h = sessionHeaderSchema.parse(JSON.parse(await fs.readFile(join(sessionDir(root, id), HEADER_FILE), 'utf8'))) as SessionHeader
+      const h = storedHeaderSchema.parse(JSON.parse(await fs.readFile(join(sessionDir(root, id), HEADER_FILE), 'utf8'))) as SessionHeader
       return h.id === id ? h : undefined
     } catch (err) {
       if (errno(err) === 'ENOENT') return undefined
@@ -94,6 +98,9 @@ export function createFolders(
     cleanup,
     has,
     idsAfter,
+    async settled(id) {
+      await Promise.all([...placing].filter(([, of]) => id === undefined || of === id).map(([p]) => p))
+    },
     async headersAfter(after, limit) {
       const ids = await idsAfter(after)
       const out: SessionHeader[] = []
@@ -120,13 +127,23 @@ export function createFolders(
         await syncDir(fs, made)
         // Before the folder is in place: a crash leaves a record of nothing, never a session
         // the feed does not name. Synced with the folder's rename.
-        await feed.record([{ id, from: 0, to: seed.length }])
+        // Until it is, a reader of this process that sees the record waits (settled), rather than
+        // take the session for one deleted since.
+        let placed!: () => void
+        const inPlace = new Promise<void>((resolve) => (placed = resolve))
+        placing.set(inPlace, id)
         try {
-          await fs.rename(made, final)
-        } catch (err) {
-          const code = errno(err)
-          if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'EPERM' || code === 'EISDIR') throw alreadyExists(id)
-          throw err
+          await feed.record([{ id, from: 0, to: seed.length }])
+          try {
+            await fs.rename(made, final)
+          } catch (err) {
+            const code = errno(err)
+            if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'EPERM' || code === 'EISDIR') throw alreadyExists(id)
+            throw err
+          }
+        } finally {
+          placing.delete(inPlace)
+          placed()
         }
       } catch (err) {
         await fs.rm(made, { recursive: true, force: true }).catch(() => {})

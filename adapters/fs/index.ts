@@ -98,6 +98,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     },
 
     getSession: (id) => onSession('read', id, async (): Promise<SessionInfo | undefined> => {
+      await folders.settled(id) // named by the feed, its folder on its way (folders.ts)
       const log = await logs.get(id)
       if (!log) return undefined
       if (log.flushing) await log.lastDone
@@ -137,7 +138,11 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
 
     feed: {
       id: () => run('feed read', undefined, () => feed.id()),
-      head: () => run('feed read', undefined, () => feed.head()),
+      head: () => run('feed read', undefined, async () => {
+        const at = await feed.head()
+        await folders.settled() // sessions the feed names before `at` are in place for a walk after it
+        return at
+      }),
       read: (after, limit) => run('feed read', undefined, () => feed.read(after, limit)),
     },
     getMeta: (key) => run('meta read', undefined, () => feed.getMeta(key)),

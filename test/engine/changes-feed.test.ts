@@ -2,11 +2,14 @@
 // changesSince on a store with a change feed: a first walk over every session, then only what
 // the feed names after the cursor; the cursor stays a few fields however large the store.
 import 'fake-indexeddb/auto'
+import { fdatasyncSync, writeSync } from 'node:fs'
+import * as nodeFs from 'node:fs/promises'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type ChangeCursor, type Store } from 'sessionfold'
+import { createFsAdapter, type FsPromises } from '../../adapters/fs'
 import { createMemoryAdapter } from '../../adapters/memory'
 import type { StorageAdapter } from '../../adapters/types'
 import { Engine } from '../../worker/engine'
@@ -138,6 +141,48 @@ describe('feed cursors: cost and checks', () => {
     } finally {
       await a.close()
       await b.close()
+    }
+  })
+})
+
+describe('feed cursors on fs: a session whose folder is on its way', () => {
+  it('a reader that sees its creation in the feed before its folder is in place waits for it, from a cursor and from no cursor', async () => {
+    // The fs adapter writes a creation's feed record, then renames the session's folder into
+    // place: hold that rename, as a slow disk (or a busy thread pool) would.
+    let parked!: () => void
+    const reached = new Promise<void>((resolve) => (parked = resolve))
+    let open!: () => void
+    const gate = new Promise<void>((resolve) => (open = resolve))
+    let hold = false
+    const fs: FsPromises = {
+      ...nodeFs, writeSync, fdatasyncSync,
+      rename: async (from, to) => {
+        if (hold && String(to).includes('sessions')) {
+          hold = false
+          parked()
+          await gate
+        }
+        return nodeFs.rename(from, to)
+      },
+    }
+    const engine = new Engine({ storage: createFsAdapter({ dir, fs }) })
+    try {
+      await engine.createSession({ id: 'before' })
+      const start = await engine.changesSince(null, {})
+      hold = true
+      const creating = engine.createSession({ id: 'empty' }) // no event will ever follow it
+      await reached
+      const fromCursor = engine.changesSince(start.cursor, {})
+      const fromNothing = engine.changesSince(null, {})
+      // Time for them to read the feed (without the wait, they answer now, without 'empty').
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      open()
+      await creating
+      const ids = async (c: Promise<{ batch: { sessions: { header: { id: string } }[] } }>) => (await c).batch.sessions.map((e) => e.header.id)
+      expect(await ids(fromCursor)).toEqual(['empty'])
+      expect(await ids(fromNothing)).toEqual(['before', 'empty'])
+    } finally {
+      await engine.close()
     }
   })
 })

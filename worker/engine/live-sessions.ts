@@ -23,13 +23,18 @@ export interface LiveSession {
   /** Set while a client of this engine holds the session open for writing. */
   writer?: { release: () => Promise<void>; imports?: boolean }
   observers: number
+  /**
+   * Writers catching it up with storage before they take it (attachWriter): while any is, the
+   * record is kept even with no writer and no observer, so the writer gets the record it follows.
+   */
+  attaching: number
   /** Stops watching storage for other engines' appends (while followed here without a writer). */
   unwatch?: () => void
 }
 
 /** A session of `length` durable events, folded into `slots`. */
 export function newLiveSession(header: SessionHeader, slots: UnitSlot[], length: number): LiveSession {
-  return { header, slots, log: newLogState(length), checkpoint: newCheckpointState(), feed: newFeed(), observers: 0 }
+  return { header, slots, log: newLogState(length), checkpoint: newCheckpointState(), feed: newFeed(), observers: 0, attaching: 0 }
 }
 
 export interface LiveSessionsOptions {
@@ -64,10 +69,18 @@ export class LiveSessions {
     this.live.set(session.header.id, session)
   }
 
-  /** The live session, loading it from storage if it is not live yet (one load per id at a time). */
-  async attach(id: SessionId): Promise<LiveSession> {
+  /**
+   * The live session, loading it from storage if it is not live yet (one load per id at a time).
+   * `claim` runs on it at once, while it is still the record kept for its id: an await later,
+   * the last observer or writer of that record may have let it go, and its holder would write
+   * to (or listen on) a record nobody keeps, whose writer lock nobody releases.
+   */
+  async attach(id: SessionId, claim: (live: LiveSession) => void): Promise<LiveSession> {
     const existing = this.live.get(id)
-    if (existing) return existing
+    if (existing) {
+      claim(existing)
+      return existing
+    }
     let p = this.loading.get(id)
     if (!p) {
       p = this.options.reader.coldRead(id).then(({ header, length, slots, folded }) => {
@@ -81,10 +94,16 @@ export class LiveSessions {
     }
     const loaded = await p
     const raced = this.live.get(id)
-    if (raced) return raced
-    this.live.set(id, loaded)
-    return loaded
+    // Let go already (by the caller that kept it first): not kept again, loaded afresh.
+    if (!raced && this.dropped.has(loaded)) return this.attach(id, claim)
+    const live = raced ?? loaded
+    if (!raced) this.live.set(id, loaded)
+    claim(live)
+    return live
   }
+
+  /** Records no longer kept (see remove): never kept again, their state may lag storage. */
+  private readonly dropped = new WeakSet<LiveSession>()
 
   /** True while `session` is the record kept for its id. */
   isCurrent(session: LiveSession): boolean {
@@ -94,6 +113,7 @@ export class LiveSessions {
   /** Stops keeping `session` live: its listeners are dropped and storage is no longer watched. */
   remove(session: LiveSession): void {
     if (this.isCurrent(session)) this.live.delete(session.header.id)
+    this.dropped.add(session)
     session.feed.listeners.clear()
     this.updateWatch(session)
   }
@@ -158,9 +178,17 @@ export class LiveSessions {
 
   /** Makes a session live here with a writer holding `release`; catches up with storage first. */
   async attachWriter(id: SessionId, release: () => Promise<void>, imports = false): Promise<LiveSession> {
-    const live = await this.attach(id)
-    // If we were only following it, another writer may have appended since: catch up first.
-    await this.options.follow(id)
+    // Kept while it catches up: an observer closing meanwhile must not let it go.
+    const live = await this.attach(id, (l) => void l.attaching++)
+    try {
+      // If we were only following it, another writer may have appended since: catch up first.
+      await this.options.follow(id)
+    } catch (err) {
+      live.attaching--
+      this.dropIfUnused(live)
+      throw err
+    }
+    live.attaching--
     live.writer = imports ? { release, imports } : { release }
     this.updateWatch(live)
     return live
@@ -191,7 +219,8 @@ export class LiveSessions {
       })
     } finally {
       // Releasing the writer writes a row when one is due: the next batch starts warm enough.
-      if (live) await this.release(id, 'writer')
+      // The record this import holds: its writer is the one to let go, with its lock.
+      if (live) await this.releaseRecord(live, 'writer')
       else await release()
     }
     return undefined
@@ -199,8 +228,7 @@ export class LiveSessions {
 
   /** Keeps a session live here for one more observer. */
   async observe(id: SessionId): Promise<LiveSession> {
-    const live = await this.attach(id)
-    live.observers++
+    const live = await this.attach(id, (l) => void l.observers++)
     this.updateWatch(live)
     return live
   }
@@ -208,7 +236,11 @@ export class LiveSessions {
   /** Ends a writer (waiting for its appends and writing the close checkpoint) or an observer. */
   async release(id: SessionId, role: 'writer' | 'observer'): Promise<void> {
     const live = this.live.get(id)
-    if (!live) return
+    if (live) await this.releaseRecord(live, role)
+  }
+
+  /** Ends a writer or an observer of `live`, the record it holds. */
+  private async releaseRecord(live: LiveSession, role: 'writer' | 'observer'): Promise<void> {
     if (role === 'writer' && live.writer) {
       const writer = live.writer
       await this.options.pipeline.settle(live)
@@ -221,7 +253,12 @@ export class LiveSessions {
     } else if (role === 'observer' && live.observers > 0) {
       live.observers--
     }
-    if (!live.writer && live.observers === 0 && this.isCurrent(live)) this.remove(live)
+    this.dropIfUnused(live)
+  }
+
+  /** Stops keeping a record nobody writes, observes or is attaching; else updates its watch. */
+  private dropIfUnused(live: LiveSession): void {
+    if (!live.writer && live.observers === 0 && live.attaching === 0 && this.isCurrent(live)) this.remove(live)
     else this.updateWatch(live)
   }
 
