@@ -29,6 +29,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { openSealed } from '../adapters/codec'
 import { createFsAdapter } from '../adapters/fs'
 import type { StorageAdapter } from '../adapters/types'
 import { openStore, type Session, type Store } from '../src/index-node'
@@ -241,7 +243,8 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
   await store.close()
   const checkStart = performance.now()
   store = await openStore({ ...openOptions, worker: false })
-  const adapter = createFsAdapter({ dir })
+  // Beside the store, as it reads its storage: under the record codec.
+  const adapter = await openSealed(createFsAdapter({ dir }), { compressor: { deflate: (b) => deflateRawSync(b), inflate: (b) => inflateRawSync(b) } })
   const expectedEvents = [...tracked.values()].reduce((n, t) => n + t.len, 0)
   const report = await store.verify()
   if (report.damaged.length > 0) problems.push(`verify found damage: ${JSON.stringify(report.damaged.slice(0, 5))}`)

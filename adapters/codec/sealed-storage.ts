@@ -10,6 +10,8 @@
 // Headers keep their id, createdAt and seedLength readable (the adapter lists and checks by
 // them); the rest is sealed. Checkpoint and history rows are sealed whole.
 import { SessionfoldError, where } from '../../src/errors'
+import { safeParse, sessionHeaderSchema } from '../../src/schemas'
+import { describe } from '../../src/validate'
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
 import type { EncodedEvent } from '../../src/validate'
 import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
@@ -44,6 +46,8 @@ export interface SealedStorage extends StorageAdapter {
 export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: UnitCodec): SealedStorage {
   /** createdAt per session (bound into each frame): a frame of an earlier life does not open. */
   const lives = new Map<SessionId, number>()
+  /** Per session, the last append's turn to go down to the inner adapter. */
+  const issuing = new Map<SessionId, Promise<void>>()
 
   const corrupt = (id: SessionId, what: string, err: unknown, seq?: number) =>
     new SessionfoldError('CORRUPT_LOG', `${where(id, seq)}: ${what} does not open: ${(err as Error).message}`, { sessionId: id, seq })
@@ -60,6 +64,9 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
 
   async function sealHeader(header: SessionHeader): Promise<SessionHeader> {
     if (!codec.encrypted) return header
+    // Checked here: the stored form the inner adapter checks is a stand-in.
+    const parsed = safeParse(sessionHeaderSchema, header)
+    if (!parsed.success) throw new SessionfoldError('INVALID_ARGUMENT', `header for session ${describe((header as { id?: unknown } | null)?.id)} is malformed: ${parsed.error.issues.map((i) => i.message).join('; ')}`)
     const unit = await codec.seal(`header ${header.id} ${header.createdAt}`, encoder.encode(JSON.stringify(header)))
     const stored: SealedHeader = { version: 1, id: header.id, createdAt: header.createdAt, seedLength: header.seedLength, delegationDepth: 0, origin: 'root', sealed: toBase64(unit) }
     return stored
@@ -92,6 +99,8 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
   /** The inner records of `events` (first seq `from`): frames when sealing is due, else as given. */
   async function encodeEvents(id: SessionId, createdAt: number, events: readonly EncodedEvent[]): Promise<readonly EncodedEvent[]> {
     if (events.length === 0) return events
+    // A batch that is not contiguous goes down as it is: the inner adapter refuses it (SEQ_CONFLICT).
+    for (let i = 1; i < events.length; i++) if (events[i]!.event.seq !== events[0]!.event.seq + i) return events
     let size = 0
     for (const e of events) size += e.json.length
     if (!codec.encrypted && !codec.compresses(size)) return events
@@ -175,9 +184,21 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       await inner.createSession(stored, records)
       lives.set(header.id, header.createdAt)
     },
-    async append(id, batch) {
-      const createdAt = codec.encrypted ? await lifeOf(id) : 0
-      await inner.append(id, await encodeEvents(id, createdAt, batch))
+    append(id, batch) {
+      // Frames are sealed concurrently, but go down in the order the appends were called: the
+      // inner adapter takes them as a queue (the fs adapter's group commit, for one).
+      const records = (codec.encrypted ? lifeOf(id) : Promise.resolve(0)).then((createdAt) => encodeEvents(id, createdAt, batch))
+      const before = issuing.get(id)
+      let appended: Promise<void> | undefined
+      const issued = (before ? before.then(() => records) : records).then((r) => {
+        appended = inner.append(id, r)
+      })
+      const turn = issued.catch(() => {})
+      issuing.set(id, turn)
+      void turn.then(() => {
+        if (issuing.get(id) === turn) issuing.delete(id)
+      })
+      return issued.then(() => appended!)
     },
     readEvents,
     async getSession(id) {

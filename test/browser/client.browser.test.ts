@@ -8,3 +8,4 @@ const db = () => `client-${Date.now()}-${n++}`
 clientConformance('Chromium, module Web Worker', () => ({ name: db(), worker: true }))
 clientConformance('Chromium, SharedWorker', () => ({ name: db(), worker: 'shared' }))
 clientConformance('Chromium, in the page', () => ({ name: db(), worker: false }))
+clientConformance('Chromium, module Web Worker, encrypted', () => ({ name: db(), worker: true, encryption: { key: new Uint8Array(32).fill(4) } }))

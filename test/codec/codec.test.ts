@@ -16,6 +16,9 @@ import type { SessionEvent } from '../../src/model'
 import { encodeEventInput } from '../../src/validate'
 import { dumpStore, eventsOf } from '../support/helpers'
 import { main } from '../../cli/main'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createSyncHandler, toNodeListener } from '../../src/server/index'
 import { PassThrough, Readable } from 'node:stream'
 
 const compressor = { deflate: (b: Uint8Array) => deflateRawSync(b), inflate: (b: Uint8Array) => inflateRawSync(b) }
@@ -156,6 +159,33 @@ describe('encryption at rest through openStore (fs)', () => {
     expect(await dumpStore(plain)).toEqual(await dumpStore(secret))
     expect(await dumpStore(other)).toEqual(await dumpStore(secret))
     for (const s of [secret, plain, other]) await s.close()
+  })
+
+  it('HTTP sync: a server on an encrypted store, devices with their own key or none, end equal', async () => {
+    const server = await openStore({ storage: 'fs', dir: join(dir, 'server'), encryption: { key } })
+    const http = createServer(toNodeListener(createSyncHandler({ store: server, authorize: () => true, pollMs: 50 })))
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+    const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`
+    const a = await openStore({ storage: 'fs', dir: join(dir, 'a'), encryption: { key: otherKey } })
+    const b = await openStore({ storage: 'memory' })
+    try {
+      await fill(a, 'over-http')
+      const ra = a.connect(url, { pollMs: 50 })
+      await ra.whenSynced()
+      const rb = b.connect(url, { pollMs: 50 })
+      await rb.whenSynced()
+      expect(await shape(b)).toEqual(await shape(a))
+      expect(await shape(server)).toEqual(await shape(a))
+      expect(await dumpStore(b)).toEqual(await dumpStore(a))
+      await Promise.all([ra.close(), rb.close()])
+    } finally {
+      for (const s of [a, b, server]) await s.close()
+      http.closeAllConnections()
+      await new Promise((resolve) => http.close(resolve))
+    }
+    const hits = []
+    for (const f of await filesOf(join(dir, 'server'))) if ((await readFile(f)).includes('over-http')) hits.push(f)
+    expect(hits).toEqual([])
   })
 
   it('rotateKey: the old key opens nothing afterwards, the new one opens everything; bad keys are INVALID_ARGUMENT', async () => {

@@ -1,4 +1,6 @@
 // Reliability: 1,000 corrupted checkpoint rows — cold and live reads still equal a full refold (§4 checkpoints and cold reads)
+// Rows are stored plain here (compression: 'none'): the mutations work on the row's JSON; the
+// record codec's own tampering checks are test/codec/codec.test.ts.
 // Corruption of checkpoints: 1,000 random mutations of stored rows (bit flips, truncation,
 // wrong `ver`, another life's witness, valid JSON of the wrong shape, with and without a
 // matching checksum). Whatever is stored, the values an app reads (cold through `observe`,
@@ -20,7 +22,7 @@ const cpPath = (id: string) => join(dir, 'sessions', folderOf(id), 'checkpoint.j
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sessionfold-cpfuzz-'))
-  const store = await openStore({ storage: 'fs', dir, worker: false, checkpoint: { everyEvents: 50 } })
+  const store = await openStore({ storage: 'fs', dir, worker: false, compression: 'none', checkpoint: { everyEvents: 50 } })
   const p = await store.createSession({ id: 'p' })
   for (let t = 0; t < 4; t++) {
     await p.append([{ type: 'turn/start', time: 1000 * t }, ...Array.from({ length: 60 }, (_, k) => ({ type: 'msg', data: { t, k }, time: 1000 * t + k })), { type: 'turn/end', time: 1000 * t + 500 }])
@@ -34,7 +36,7 @@ beforeAll(async () => {
     pristine.set(id, await readFile(cpPath(id), 'utf8'))
     await rm(cpPath(id))
   }
-  const plain = await openStore({ storage: 'fs', dir, worker: false, checkpoint: { everyEvents: 1e9, everyMs: 1e9 } })
+  const plain = await openStore({ storage: 'fs', dir, worker: false, compression: 'none', checkpoint: { everyEvents: 1e9, everyMs: 1e9 } })
   for (const id of ['p', 'p-c1']) {
     const view = await plain.observe(id)
     reference.set(id, view.projections.snapshot())
@@ -113,7 +115,7 @@ describe('checkpoint corruption', () => {
       tally.set(m.kind, (tally.get(m.kind) ?? 0) + 1)
       const errors: unknown[] = []
       // No checkpoint writes: what is read must come from the mutated row, every run.
-      const store = await openStore({ storage: 'fs', dir, worker: false, checkpoint: { everyEvents: 1e9, everyMs: 1e9 } })
+      const store = await openStore({ storage: 'fs', dir, worker: false, compression: 'none', checkpoint: { everyEvents: 1e9, everyMs: 1e9 } })
       try {
         const view = await store.observe(id)
         expect(view.projections.snapshot()).toEqual(reference.get(id))

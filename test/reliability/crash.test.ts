@@ -12,7 +12,7 @@ import { appendFile, mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createFsAdapter } from '../../adapters/fs'
+import { sealedFs } from '../support/sealed'
 import { folderOf } from '../../adapters/fs/layout'
 import type { StorageAdapter } from '../../adapters/types'
 import { openStore, type Session } from 'sessionfold'
@@ -100,7 +100,7 @@ function record(lines: string[], acked: Acked, tally: Tally): void {
 
 /** Everything the store must show after a kill. */
 async function check(dir: string, acked: Acked, tally: Tally): Promise<void> {
-  const adapter = createFsAdapter({ dir })
+  const adapter = await sealedFs({ dir })
   const cache = new Map<string, Awaited<ReturnType<typeof readAll>>>()
   const eventsOf = async (id: string) => {
     let events = cache.get(id)
@@ -176,7 +176,7 @@ async function tearTail(dir: string, round: number): Promise<{ size: number; byt
 async function cutTail(dir: string, round: number, torn: { size: number; bytes: number }, acked: Acked, tally: Tally): Promise<void> {
   const id = ['r0', 'r1', 'R2'][round % 3]!
   const repairs: { offset: number; bytes: number }[] = []
-  const adapter: StorageAdapter = createFsAdapter({ dir, onRepair: (r) => repairs.push(r) })
+  const adapter: StorageAdapter = await sealedFs({ dir, onRepair: (r) => repairs.push(r) })
   const length = (await adapter.getSession(id))!.length
   const tag = `marker.${round}`
   await adapter.append(id, [encodeEvent({ seq: length, type: 'crash/test', time: 1, data: crashData(tag, 0) }, id)])
@@ -217,7 +217,7 @@ async function lane(lane: number, rounds: number, tally: Tally): Promise<void> {
 
 /** Durable but never acknowledged: evidence that kills landed mid-append. */
 async function countUnacked(dir: string, acked: Acked, tally: Tally): Promise<void> {
-  const adapter = createFsAdapter({ dir })
+  const adapter = await sealedFs({ dir })
   for (const id of ['r0', 'r1', 'R2']) {
     const length = (await adapter.getSession(id))?.length ?? 0
     const ours = acked.appends.filter((a) => a.id === id).reduce((n, a) => n + a.last - a.first + 1, 0)

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { openStore, type Session, type Store } from 'sessionfold'
-import { createFsAdapter } from '../../adapters/fs'
+import { sealedFs } from '../support/sealed'
 import { folderOf } from '../../adapters/fs/layout'
 import type { Json } from '../../src/model'
 import { installDiskFaults, type DiskFault } from '../fixtures/disk-faults'
@@ -46,7 +46,7 @@ const open = (worker: boolean) =>
 
 /** What is stored, read by an adapter of its own: every session with its events and the log bytes. */
 async function stored(): Promise<Record<string, { data: Json[]; log: string }>> {
-  const a = createFsAdapter({ dir })
+  const a = await sealedFs({ dir })
   try {
     const out: Record<string, { data: Json[]; log: string }> = {}
     for (const h of await a.listSessions()) {
@@ -60,7 +60,7 @@ async function stored(): Promise<Record<string, { data: Json[]; log: string }>> 
 
 /** The live values of `s` equal a full refold of what is stored, and a cold read by another store. */
 async function expectRefold(store: Store, s: Session): Promise<void> {
-  const a = createFsAdapter({ dir })
+  const a = await sealedFs({ dir })
   try {
     expect(s.projections.snapshot()).toEqual(await fullRefold(a, s.id))
   } finally {
@@ -160,7 +160,7 @@ describe('a full disk (ENOSPC) through the public client', () => {
         expect(await readdir(join(dir, 'tmp'))).toEqual([])
         if (!worker) expect(warn.mock.calls.some(([m]) => /checkpoint of session "s".*not written/.test(String(m)))).toBe(true)
         const view = await store.observe('s') // a cold read: the old row plus the suffix
-        const a = createFsAdapter({ dir })
+        const a = await sealedFs({ dir })
         expect(view.projections.snapshot()).toEqual(await fullRefold(a, 's'))
         await a.close()
         await view.close()

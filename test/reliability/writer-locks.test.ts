@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads'
 import { writeFile } from 'node:fs/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
-import { createFsAdapter } from '../../adapters/fs'
+import { sealedFs } from '../support/sealed'
 import { folderOf } from '../../adapters/fs/layout'
 import { createFsLocks, releaseThreadLocks } from '../../worker/locks/fs'
 import { until } from '../contract/client'
@@ -96,7 +96,7 @@ describe('writer locks across processes', () => {
       expect(await w.line()).toMatch(/^ack 2 \d+$/)
       await until(() => view.projections.get('subagentTiming')?.settledMs === 600)
       expect(seqs.at(-1)).toBe(2)
-      const a = createFsAdapter({ dir })
+      const a = await sealedFs({ dir })
       expect(view.projections.snapshot()).toEqual(await fullRefold(a, 's'))
       await a.close()
       const types: string[] = []

@@ -1,0 +1,132 @@
+// Contract: §12 encryption and compression at rest, in Chromium on real IndexedDB: the raw
+// values hold nothing readable, keys are checked before anything is written, and the storage
+// suite holds on the sealed adapter (CompressionStream's deflate, WebCrypto's AES-GCM).
+import { describe, expect, it } from 'vitest'
+import { deriveKey, openStore, type OpenStoreOptions, type Store } from 'sessionfold'
+import { openSealed } from '../../adapters/codec'
+import { createIndexedDbAdapter } from '../../adapters/indexeddb'
+import type { StorageAdapter } from '../../adapters/types'
+import { streamCompressor } from '../../worker/platform/browser'
+import { storageConformance } from '../contract/storage'
+
+const key = new Uint8Array(32).fill(5)
+let n = 0
+const dbName = (what: string) => `codec-${what}-${Date.now()}-${n++}`
+
+/** Every value of every object store of the database, as JSON text (one string per value). */
+async function rawValues(name: string): Promise<string[]> {
+  const db = await new Promise<IDBDatabase>((resolve, reject) => {
+    const r = indexedDB.open(name)
+    r.onsuccess = () => resolve(r.result)
+    r.onerror = () => reject(r.error)
+  })
+  try {
+    const out: string[] = []
+    for (const store of Array.from(db.objectStoreNames)) {
+      const all = await new Promise<unknown[]>((resolve, reject) => {
+        const r = db.transaction(store).objectStore(store).getAll()
+        r.onsuccess = () => resolve(r.result)
+        r.onerror = () => reject(r.error)
+      })
+      const keys = await new Promise<IDBValidKey[]>((resolve, reject) => {
+        const r = db.transaction(store).objectStore(store).getAllKeys()
+        r.onsuccess = () => resolve(r.result)
+        r.onerror = () => reject(r.error)
+      })
+      for (let i = 0; i < all.length; i++) out.push(`${store} ${JSON.stringify(keys[i])} ${JSON.stringify(all[i])}`)
+    }
+    return out
+  } finally {
+    db.close()
+  }
+}
+
+async function fill(store: Store, marker: string): Promise<void> {
+  const root = await store.createSession({ id: 'root', cwd: `/home/${marker}` })
+  await root.append([{ type: 'turn/start', data: { prompt: marker } }, { type: 'tool/output', data: { text: `${marker} `.repeat(300) } }])
+  const kid = await root.spawn({ mode: 'continuable', id: 'kid', label: `label ${marker}`, events: [{ type: 'app/task', data: marker }] })
+  await kid.append({ type: 'turn/end' })
+  await root.append({ type: 'turn/end', data: marker })
+  await kid.close()
+  await root.close()
+}
+
+describe('encryption at rest in Chromium (IndexedDB)', () => {
+  for (const worker of [true, false] as const) {
+    it(`raw IndexedDB values hold no marker, where a control store's do; it reads back whole (worker: ${worker})`, async () => {
+      const marker = 'Kp4MARKERw2'
+      const secretName = dbName('secret')
+      const controlName = dbName('control')
+      const secret = await openStore({ name: secretName, worker, encryption: { key } })
+      await fill(secret, marker)
+      await secret.close()
+      const control = await openStore({ name: controlName, worker, compression: 'none' })
+      await fill(control, marker)
+      await control.close()
+      expect((await rawValues(secretName)).filter((v) => v.includes(marker))).toEqual([])
+      expect((await rawValues(controlName)).filter((v) => v.includes(marker)).length).toBeGreaterThan(3)
+      const again = await openStore({ name: secretName, worker, encryption: { key } })
+      const view = await again.observe('root')
+      const texts: string[] = []
+      for await (const e of view.events()) texts.push(JSON.stringify(e.data))
+      expect(texts.filter((t) => t.includes(marker)).length).toBe(4) // turn/start, tool/output, the catalog's row, turn/end
+      expect((await view.listChildren()).map((c) => c.id)).toEqual(['kid'])
+      await view.close()
+      expect((await again.verify()).damaged).toEqual([])
+      await again.close()
+    })
+  }
+
+  it('KEY_REJECTED for no key, a wrong key or a key for a plain store, with nothing written', async () => {
+    const secretName = dbName('secret')
+    const plainName = dbName('plain')
+    const a = await openStore({ name: secretName, encryption: { key } })
+    await fill(a, 'm')
+    await a.close()
+    const b = await openStore({ name: plainName })
+    await fill(b, 'm')
+    await b.close()
+    const before = [await rawValues(secretName), await rawValues(plainName)]
+    const wrong = await deriveKey('wrong', new Uint8Array(16), { iterations: 1000 })
+    const tries: [string, OpenStoreOptions][] = [[secretName, {}], [secretName, { encryption: { key: wrong } }], [plainName, { encryption: { key } }]]
+    for (const [name, options] of tries) {
+      const err = await openStore({ name, ...options }).then(() => undefined, (e: unknown) => e)
+      expect((err as { code?: string })?.code).toBe('KEY_REJECTED')
+    }
+    expect([await rawValues(secretName), await rawValues(plainName)]).toEqual(before)
+  })
+
+  it('rotateKey: afterwards the new key opens it and the old one does not', async () => {
+    const name = dbName('rotate')
+    const s = await openStore({ name, encryption: { key } })
+    await fill(s, 'm')
+    const next = await deriveKey('next', new Uint8Array(16).fill(9), { iterations: 1000 })
+    await s.rotateKey(next)
+    await s.close()
+    await expect(openStore({ name, encryption: { key } })).rejects.toMatchObject({ code: 'KEY_REJECTED' })
+    const again = await openStore({ name, encryption: { key: next } })
+    expect((await again.verify()).damaged).toEqual([])
+    await again.close()
+  })
+})
+
+storageConformance('indexeddb (Chromium), encrypted and compressed', async () => {
+  const name = dbName('conformance')
+  const open = () => openSealed(createIndexedDbAdapter({ name }), { key, compressor: streamCompressor() })
+  let adapter: StorageAdapter = await open()
+  return {
+    adapter,
+    reopen: async () => {
+      await adapter.close()
+      adapter = await open()
+      return adapter
+    },
+    teardown: async () => {
+      await adapter.close()
+      await new Promise<void>((resolve) => {
+        const r = indexedDB.deleteDatabase(name)
+        r.onsuccess = r.onerror = r.onblocked = () => resolve()
+      })
+    },
+  }
+})

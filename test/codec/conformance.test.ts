@@ -1,0 +1,41 @@
+// Contract: §2-§7 through the record codec (§12) — the storage suite on sealed adapters, and
+// the client suite on encrypted stores (fs in Node; IndexedDB in Chromium, in
+// test/browser/client.browser.test.ts; PostgreSQL in test/postgres/client.test.ts).
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { openSealed } from '../../adapters/codec'
+import { createFsAdapter } from '../../adapters/fs'
+import { createMemoryAdapter } from '../../adapters/memory'
+import { clientConformance } from '../contract/client'
+import { storageConformance } from '../contract/storage'
+
+const compressor = { deflate: (b: Uint8Array) => deflateRawSync(b), inflate: (b: Uint8Array) => inflateRawSync(b) }
+const key = new Uint8Array(32).fill(3)
+
+storageConformance('memory, encrypted and compressed', async () => ({ adapter: await openSealed(createMemoryAdapter(), { key, compressor }), teardown: async () => {} }))
+storageConformance('memory, compressed', async () => ({ adapter: await openSealed(createMemoryAdapter(), { compressor }), teardown: async () => {} }))
+
+storageConformance('fs, encrypted and compressed', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'sessionfold-sealed-'))
+  let adapter = await openSealed(createFsAdapter({ dir }), { key, compressor })
+  return {
+    adapter,
+    reopen: async () => {
+      await adapter.close()
+      adapter = await openSealed(createFsAdapter({ dir }), { key, compressor })
+      return adapter
+    },
+    teardown: async () => {
+      await adapter.close().catch(() => {})
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+})
+
+let n = 0
+const base = join(tmpdir(), `sessionfold-sealed-client-${process.pid}`)
+for (const worker of [false, true]) {
+  clientConformance(`fs, encrypted, ${worker ? 'worker_threads' : 'in this thread'}`, () => ({ storage: 'fs', dir: join(base, String(n++)), worker, encryption: { key } }))
+}
