@@ -45,6 +45,8 @@ const RUNS: Run[] = [
   { name: 'time-travel', file: 'bench/time-travel.ts', env: {} },
   // The inspector's timeline in Chromium (§11): a move to a random point of a 100,000-event session, against a move to the end.
   { name: 'inspector', file: 'bench/inspector-scrub.ts', env: {} },
+  // The record codec: compression and encryption through openStore(): stored size of a text corpus, batched appends, a full read, a cold open.
+  { name: 'codec', file: 'bench/codec.ts', env: {} },
   { name: 'storage', file: 'bench/storage.ts', env: {} },
   { name: 'projections', file: 'bench/projections.ts', gc: true, env: { BENCH_APPEND_ROUNDS: '7', BENCH_READ_ROUNDS: '7', BENCH_HEAP_ROUNDS: '3' } },
   { name: 'scaling', file: 'bench/scaling.ts', gc: true, env: {} },
@@ -149,6 +151,7 @@ function main(): void {
   const syncBrowser = runs['sync-browser'] ?? previous?.runs['sync-browser'] ?? (fs.existsSync(join(TMP, 'results-sync-browser.json')) ? leftOver('sync-browser') : undefined)
   const timeTravel = runs['time-travel'] ?? previous?.runs['time-travel'] ?? (fs.existsSync(join(TMP, 'results-time-travel.json')) ? leftOver('time-travel') : undefined)
   const inspector = runs.inspector ?? previous?.runs.inspector ?? (fs.existsSync(join(TMP, 'results-inspector.json')) ? leftOver('inspector') : undefined)
+  const codec = runs.codec ?? previous?.runs.codec ?? (fs.existsSync(join(TMP, 'results-codec.json')) ? leftOver('codec') : undefined)
   const durationSeconds = only ? Object.values(seconds).reduce((a, b) => a + b, 0) : (performance.now() - started) / 1000
   const results: SuiteResults = {
     suite: 'sessionfold',
@@ -157,7 +160,7 @@ function main(): void {
     machine: machine(pick('browser') as { environment?: { chromium?: string } } | undefined),
     settings,
     seconds,
-    runs: { ...(api === undefined ? {} : { api }), ...(postgres === undefined ? {} : { postgres }), ...(sync === undefined ? {} : { sync }), ...(syncBrowser === undefined ? {} : { 'sync-browser': syncBrowser }), ...(timeTravel === undefined ? {} : { 'time-travel': timeTravel }), ...(inspector === undefined ? {} : { inspector }), storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
+    runs: { ...(api === undefined ? {} : { api }), ...(postgres === undefined ? {} : { postgres }), ...(sync === undefined ? {} : { sync }), ...(syncBrowser === undefined ? {} : { 'sync-browser': syncBrowser }), ...(timeTravel === undefined ? {} : { 'time-travel': timeTravel }), ...(inspector === undefined ? {} : { inspector }), ...(codec === undefined ? {} : { codec }), storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
   }
   fs.writeFileSync(RESULTS, `${JSON.stringify(results, null, 1)}\n`)
   writeReport(results, explain, explainApi)

@@ -32,6 +32,8 @@ export interface SuiteResults {
     'time-travel'?: Any
     /** bench/inspector-scrub.ts, the inspector's timeline in Chromium; absent from results made before it existed. */
     inspector?: Any
+    /** bench/codec.ts, compression and encryption through openStore(); absent from results made before it existed. */
+    codec?: Any
     storage: Any
     projections: Any
     children: Record<string, Any>
@@ -403,6 +405,48 @@ function largeRowsNote(c: Any, large: Any, bigGap: number): string {
       : '.')
 }
 
+/** The record codec through the public API (bench/codec.ts): compression and encryption, their cost and what they save. */
+function codecSection(r: Any): string[] {
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  p('## Compression and encryption through the public API')
+  p()
+  if (!r) {
+    p('Not in this bench/results.json (it predates bench/codec.ts): `npm run bench -- --only=codec` measures these figures and keeps the other parts\' results.')
+    p()
+    return L
+  }
+  const c = r.config
+  const z = r.size
+  const mib = (b: number) => `${fmt(b / 2 ** 20, 1)} MiB`
+  const label = (key: string) => (r.variants as Any[]).find((v) => v.key === key)?.label ?? key
+  p('The record codec below the engine (`openStore({ encryption: { key }, compression })`) through `openStore()` with its Node defaults ' +
+    '(the engine in a worker_threads worker, storage fs, durability strict), each variant a store of its own: ' +
+    `${(r.variants as Any[]).map((v) => `**${v.key}** (${v.label})`).join(', ')}. ` +
+    `Size: ${n0(z.corpus.files)} text files from node_modules (${c.extensions.join(' ')}, ${n0(c.minFileBytes)} B to ${n0(c.maxFileBytes / 1024)} KB, ${mib(z.corpus.textBytes)} of text) ` +
+    `appended as \`tool/output\` events, ${c.batch} per append; stored size is every file of the store's folder after close, against the UTF-8 bytes of each event's JSON as stored (measured once). ` +
+    `Appends: ${c.batches} batches of ${c.batch} events of ~${c.eventBytes} B, each awaited, to a new session. Read: \`view.events()\` of a ${n0(c.readEvents)}-event session on \`store.observe(id)\`. ` +
+    'Cold open: `store.observe(id)` of that session (closed normally, so its checkpoint row is there) in a freshly opened store; the control opens the plain store a second time in the same round. ' +
+    `${c.appendRounds ?? c.rounds} rounds of appends, ${c.rounds} of reads and cold opens, each after a warm-up and running every variant twice in an order that rotates. ` +
+    `Measured by \`bench/codec.ts\` (\`npm run bench:codec\`) on ${r.date.slice(0, 10)}: node ${r.environment.node}, ${r.environment.cpus} cpus` +
+    (r.source?.commit ? `, source at commit ${r.source.commit}${r.source.dirty?.length ? ` with uncommitted changes to ${r.source.dirty.length} files of src/, worker/ and adapters/` : ''}.` : '.'))
+  p()
+  p(table(['figure', 'layer', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    (r.headline as Any[]).map((h) => [h.figure, `public API: ${h.layer}`, h.ratio, h.perRound.n > 1 ? range(h.perRound, 3) : `${fmt(h.perRound.median, 3)} (measured once)`, h.target || '(information)', h.result ? `**${h.result}**` : '']),
+    ['l', 'l', 'l', 'r', 'r', 'l']))
+  p()
+  const keys = (r.variants as Any[]).map((v) => v.key as string)
+  p(table(['variant', 'stored ÷ JSON', 'appends, events/s', 'full read, events/s', 'cold observe, ms'], keys.map((k) => [
+    label(k), `${fmt(z.variants[k].ratio * 100, 1)} % (${mib(z.variants[k].stored.total)} of ${mib(z.variants[k].jsonBytes)})`,
+    range(r.append[k], 0), range(r.read[k], 0), r.coldOpen.observe[k] ? range(r.coldOpen.observe[k], 2) : '',
+  ]), ['l', 'r', 'r', 'r', 'r']))
+  p()
+  p(`For diagnosis: the same events deflated (node:zlib) in the codec's ${n0(z.deflateFloor.frames)} frames and nothing else take ${fmt((z.deflateFloor.deflated / z.variants.plain.jsonBytes) * 100, 1)} % of their JSON, ` +
+    `${fmt((z.deflateFloor.base64 / z.variants.plain.jsonBytes) * 100, 1)} % as base64; the rest of a store's bytes are the records that carry the frames, the index and the rows.`)
+  p()
+  return L
+}
+
 /**
  * The PostgreSQL store through the public API (bench/postgres.ts): its own run, on its own
  * throwaway cluster, dated on its own (it may be rerun alone with --only=postgres).
@@ -505,6 +549,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   L.push(...syncBrowserSection(res.runs['sync-browser']))
   L.push(...timeTravelSection(res.runs['time-travel']))
   L.push(...inspectorSection(res.runs.inspector))
+  L.push(...codecSection(res.runs.codec))
   p('## How to read this, and how to rerun it')
   p()
   p('- **Every figure is a median of several runs, with the min and max of those runs** written as `median (min–max)`. ' +
@@ -521,7 +566,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
     '(fdatasync / fsync / strict IndexedDB transactions) unless a row says relaxed.')
   p('- **Rerun**: `npm run bench` runs everything (Node part and headless Chromium) and rewrites `bench/results.json`, ' +
     '`BENCHMARKS.md` and `bench/charts/*.svg`; `npm run bench:report` only regenerates the page and charts from `bench/results.json`. ' +
-    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:sync`, `bench:sync-browser`, `bench:time-travel`, `bench:inspector`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
+    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:sync`, `bench:sync-browser`, `bench:time-travel`, `bench:inspector`, `bench:codec`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
     '`bench:scaling`) and prints its full tables, with more diagnostics than this page.')
   p()
   p('## Machine')

@@ -1,0 +1,542 @@
+// The record codec through the public API (npm run bench:codec): what compression and
+// encryption (openStore({ encryption: { key }, compression })) cost an app that opened its store
+// with openStore() and its Node defaults (the engine in a worker_threads worker, storage fs,
+// durability strict), and what compression saves on disk. Variants, each a store of its own in
+// its own folder:
+//   plain       compression: 'none', no key (neither)
+//   deflate     the default: compression 'deflate' (appends of >= 512 bytes of JSON), no key
+//   sealed      encryption: { key } (32 random bytes) with compression 'deflate'
+//   sealedRaw   (diagnostic) encryption: { key } with compression: 'none', to tell the cipher's cost from deflate's
+//
+//   (1) size: a corpus of real text, source files and documentation shipped in node_modules
+//       (.js .ts .md .json .mjs .cjs of 200 B to 200 KB; every file found, in path order, then
+//       BENCH_CODEC_FILES of them taken at even steps through that list), appended to a new
+//       session as { type: 'tool/output', data: { path, text } } events in batches of 100, each
+//       awaited; the session closed, the events read back (checked equal to the corpus) and the
+//       store closed. JSON size: the sum of UTF-8 bytes of JSON.stringify of each event as read
+//       back (seq, type, time, data: the event as stored); stored size: the bytes of every file
+//       in the store's folder after close. Measured once per variant (the bytes do not vary from
+//       run to run). For diagnosis, the same events deflated frame by frame in this thread
+//       (node:zlib, the frames the codec cuts: at most 256 events, 256 KB of JSON), without the
+//       base64 and the records that carry them.
+//   (2) durable batched appends: BENCH_CODEC_BATCHES batches of 100 message events of ~300 bytes
+//       (bench/common.ts messageInput: the same text in every event), each awaited
+//       (`await session.append(batch)`), to a new session created before the clock starts
+//       (closed and deleted after it). events/s.
+//   (3) a full read: `for await (const e of view.events())` on `store.observe(id)` of a session
+//       of BENCH_CODEC_READ_EVENTS message events of ~300 bytes (written in batches of 100, then
+//       closed), the view opened before the clock starts and closed after it stops. events/s;
+//       BENCH_CODEC_READ_REPEATS palindromes of runs per round (a run is short).
+//   (4) cold open with a checkpoint (plain, sealed; deflate and sealedRaw left out, since each
+//       sample starts a worker, about two seconds): the stores of (3) closed; per sample a fresh
+//       openStore(...) of the variant's folder (untimed: its time is reported for information),
+//       then the time of `await store.observe(id)` of the (3) session, closed normally so its
+//       checkpoint row is there (checked on disk). The control opens the plain folder again in
+//       the same round: plain ÷ plain is the ratio noise alone gives. "Unchanged within noise"
+//       (the target): the per-round median of sealed ÷ plain no further from 1 than 10 %, or
+//       than the control's per-round median is when that is further. For information, in the
+//       same fresh store after that first observe: BENCH_CODEC_REOBSERVES more observe + close
+//       of the session (each reads its header and checkpoint row again: the session is not kept
+//       live once its last view closes), their median: the same reads without the new worker's
+//       first-call costs.
+//
+// Every timed figure is the median over rounds (min and max beside it) after one unrecorded
+// warm-up round; each round runs every variant twice, A B C … C B A (twice over in (3)), in an
+// order that rotates from round to round, and a round's figure is its runs together; ratios
+// pair runs of the same round. Every store lives in a temp folder removed at the end. Results
+// go to bench/results-codec.json (BENCH_OUT when set). Settings: BENCH_CODEC_FILES,
+// BENCH_CODEC_ROUNDS, BENCH_CODEC_APPEND_ROUNDS, BENCH_CODEC_BATCHES, BENCH_CODEC_READ_EVENTS,
+// BENCH_CODEC_READ_REPEATS, BENCH_CODEC_OPENS, BENCH_CODEC_REOBSERVES.
+import { createHash } from 'node:crypto'
+import * as fs from 'node:fs'
+import os from 'node:os'
+import { basename, extname, join, relative, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { deflateRawSync } from 'node:zlib'
+import { FRAME_BYTES, FRAME_EVENTS } from '../adapters/codec/sealed-storage'
+import { COMPRESS_FROM } from '../adapters/codec/seal'
+import { CHECKPOINT_FILE, LOG_FILE, sessionDir } from '../adapters/fs/layout'
+import { openStore, type AppendResult, type EventInput, type OpenStoreOptions, type SessionEvent, type Store } from '../src/index-node'
+import { messageInput, rotate, runRounds, sourceState } from './common'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
+
+// ---- configuration ------------------------------------------------------------------------
+
+const CONFIG = {
+  /** (1) files of the corpus, and their bounds in bytes. */
+  files: env('BENCH_CODEC_FILES', 3_000),
+  minFileBytes: 200,
+  maxFileBytes: 200 * 1024,
+  extensions: ['.js', '.ts', '.md', '.json', '.mjs', '.cjs'],
+  /** Events per append, everywhere. */
+  batch: 100,
+  eventBytes: 300,
+  /** (2) batches per run. */
+  batches: env('BENCH_CODEC_BATCHES', 100),
+  /** (3) events of the session read, and opened cold in (4). */
+  readEvents: env('BENCH_CODEC_READ_EVENTS', 20_000),
+  /** Rounds of (3) and (4), and of (2) (its runs are short and the disk's sync time swings: more), each after one unrecorded warm-up round. */
+  rounds: env('BENCH_CODEC_ROUNDS', 5),
+  appendRounds: env('BENCH_CODEC_APPEND_ROUNDS', 6),
+  /** (3) palindromes (A B C … C B A) of full reads per round. */
+  readRepeats: env('BENCH_CODEC_READ_REPEATS', 2),
+  /** (4) palindromes of cold opens per round, and observes after the first in each fresh store (information). */
+  opens: env('BENCH_CODEC_OPENS', 1),
+  reobserves: env('BENCH_CODEC_REOBSERVES', 5),
+  /** A wait that makes no progress for this long is a hang: the benchmark stops. */
+  stallMs: 60_000,
+}
+
+const TARGETS = {
+  /** (1) stored bytes ÷ JSON bytes with the default (deflate, no key), at most. */
+  size: 0.35,
+  /** (2) sealed ÷ plain events/s, at least. */
+  append: 0.7,
+  /** (3) sealed ÷ plain events/s, at least. */
+  read: 0.7,
+  /** (4) sealed ÷ plain observe time: unchanged within noise, taken as within this of 1 (or as far as the control is, when further). */
+  openTolerance: 0.1,
+}
+
+const LAYER = 'openStore() in a worker'
+const KEY = globalThis.crypto.getRandomValues(new Uint8Array(32))
+
+const VARIANTS = [
+  { key: 'plain', label: "compression: 'none', no key", options: { compression: 'none' } },
+  { key: 'deflate', label: "compression: 'deflate' (the default), no key", options: {} },
+  { key: 'sealed', label: "encryption: { key }, compression: 'deflate'", options: { encryption: { key: KEY }, compression: 'deflate' } },
+  { key: 'sealedRaw', label: "(diagnostic) encryption: { key }, compression: 'none'", options: { encryption: { key: KEY }, compression: 'none' } },
+] as const satisfies readonly { key: string; label: string; options: OpenStoreOptions }[]
+type VariantKey = (typeof VARIANTS)[number]['key']
+
+const READ_ID = 'codec-read'
+const CORPUS_ID = 'codec-corpus'
+
+const T0 = performance.now()
+const log = (msg: string) => process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0)} s] ${msg}\n`)
+
+/** Rejects when `promise` has not settled within CONFIG.stallMs: a hang stops the benchmark instead of the machine. */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const stall = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`stalled: ${what} took more than ${CONFIG.stallMs / 1000} s`)), CONFIG.stallMs)
+  })
+  try {
+    return await Promise.race([promise, stall])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+const utf8 = (s: string) => Buffer.byteLength(s)
+
+// ---- (1) the corpus and the bytes on disk --------------------------------------------------
+
+interface CorpusFile { path: string; text: string }
+
+/** Every candidate under node_modules in path order (symlinks not followed), then `n` taken at even steps. */
+function loadCorpus(repo: string, n: number): { files: CorpusFile[]; candidates: number; digest: string } {
+  const exts = new Set(CONFIG.extensions)
+  const found: string[] = []
+  const walk = (dir: string) => {
+    let entries: fs.Dirent[]
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true })
+    } catch {
+      return
+    }
+    for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const p = join(dir, e.name)
+      if (e.isDirectory()) walk(p)
+      else if (e.isFile() && exts.has(extname(e.name))) {
+        const size = fs.statSync(p).size
+        if (size >= CONFIG.minFileBytes && size <= CONFIG.maxFileBytes) found.push(p)
+      }
+    }
+  }
+  walk(join(repo, 'node_modules'))
+  if (found.length < n) throw new Error(`node_modules holds ${found.length} files that fit, BENCH_CODEC_FILES=${n}`)
+  const step = found.length / n
+  const hash = createHash('sha256')
+  const files = Array.from({ length: n }, (_, i) => {
+    const p = found[Math.floor(i * step)]!
+    const path = relative(repo, p).split(sep).join('/')
+    const text = fs.readFileSync(p, 'utf8')
+    hash.update(`${path}\0${text}\0`)
+    return { path, text }
+  })
+  return { files, candidates: found.length, digest: hash.digest('hex').slice(0, 16) }
+}
+
+/** Bytes of every file under `dir`, by kind (the session's log, its index, rows, the store's own files). */
+function diskBytes(dir: string): { total: number; byKind: Record<string, number>; files: number } {
+  const byKind: Record<string, number> = {}
+  let total = 0
+  let files = 0
+  const walk = (d: string) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name)
+      if (e.isDirectory()) walk(p)
+      else if (e.isFile()) {
+        const size = fs.statSync(p).size
+        const rel = relative(dir, p).split(sep)
+        const kind = rel[0] === 'sessions' ? (rel.includes('history') ? 'history' : basename(p)) : rel[0] === 'meta' || rel[0] === 'locks' ? rel[0] : basename(p)
+        byKind[kind] = (byKind[kind] ?? 0) + size
+        total += size
+        files++
+      }
+    }
+  }
+  walk(dir)
+  return { total, byKind, files }
+}
+
+interface SizeRun {
+  /** Sum of UTF-8 bytes of JSON.stringify of each event as read back. */
+  jsonBytes: number
+  stored: { total: number; byKind: Record<string, number>; files: number }
+  ratio: number
+  appendSeconds: number
+  readSeconds: number
+}
+
+/** Writes the corpus to a new store of the variant, reads it back (checked), closes, measures the folder. */
+async function sizeRun(dir: string, options: OpenStoreOptions, corpus: readonly CorpusFile[]): Promise<{ run: SizeRun; events: SessionEvent[] }> {
+  const store = await within(openStore({ ...options, dir }), 'openStore')
+  let events: SessionEvent[] = []
+  let appendSeconds: number
+  let readSeconds: number
+  try {
+    const session = await store.createSession({ id: CORPUS_ID })
+    const t0 = performance.now()
+    let last: AppendResult | undefined
+    for (let i = 0; i < corpus.length; i += CONFIG.batch) {
+      const batch: EventInput[] = corpus.slice(i, i + CONFIG.batch).map((f) => ({ type: 'tool/output', data: { path: f.path, text: f.text } }))
+      last = await within(session.append(batch), 'a corpus append')
+    }
+    appendSeconds = (performance.now() - t0) / 1000
+    if (last?.lastSeq !== corpus.length - 1) throw new Error(`corpus: last seq ${last?.lastSeq}, expected ${corpus.length - 1}`)
+    await within(session.close(), 'closing the corpus session')
+    const view = await within(store.observe(CORPUS_ID), 'observe')
+    const t1 = performance.now()
+    for await (const e of view.events()) events.push(e)
+    readSeconds = (performance.now() - t1) / 1000
+    await view.close()
+  } finally {
+    await store.close()
+  }
+  if (events.length !== corpus.length) throw new Error(`corpus read back: ${events.length} events, expected ${corpus.length}`)
+  events.forEach((e, i) => {
+    const d = e.data as { path?: unknown; text?: unknown } | null
+    if (e.seq !== i || e.type !== 'tool/output' || d?.path !== corpus[i]!.path || d?.text !== corpus[i]!.text) throw new Error(`corpus read back: event ${i} differs from the file it was made of`)
+  })
+  const jsonBytes = events.reduce((n, e) => n + utf8(JSON.stringify(e)), 0)
+  const stored = diskBytes(dir)
+  events = options.compression === 'none' && !options.encryption ? events : []
+  return { run: { jsonBytes, stored, ratio: stored.total / jsonBytes, appendSeconds, readSeconds }, events }
+}
+
+/**
+ * The floor of what the codec stores for `events`: the frames it cuts (per append of CONFIG.batch)
+ * deflated with node:zlib in this thread, without the 2-byte unit head, base64, or the records
+ * that carry the frames and point at them.
+ */
+function deflateFloor(events: readonly SessionEvent[]): { frames: number; deflated: number; base64: number } {
+  let frames = 0
+  let deflated = 0
+  let base64 = 0
+  for (let b = 0; b < events.length; b += CONFIG.batch) {
+    const jsons = events.slice(b, b + CONFIG.batch).map((e) => JSON.stringify(e))
+    for (let i = 0; i < jsons.length;) {
+      let j = i
+      let bytes = 0
+      while (j < jsons.length && j - i < FRAME_EVENTS && (j === i || bytes + jsons[j]!.length <= FRAME_BYTES)) bytes += jsons[j++]!.length + 1
+      const z = deflateRawSync(Buffer.from(jsons.slice(i, j).join('\n'))).length
+      frames++
+      deflated += z
+      base64 += 4 * Math.ceil((2 + z) / 3)
+      i = j
+    }
+  }
+  return { frames, deflated, base64 }
+}
+
+// ---- (2) batched appends, (3) reads, (4) cold opens ------------------------------------------
+
+/** Appends `batches` one after another to a new session; returns events/s. */
+async function runBatched(store: Store, batches: readonly EventInput[][]): Promise<number> {
+  const session = await store.createSession()
+  const events = batches.reduce((k, b) => k + b.length, 0)
+  let last: AppendResult | undefined
+  const t0 = performance.now()
+  for (const b of batches) last = await within(session.append(b), 'a batched append')
+  const ms = performance.now() - t0
+  if (last?.lastSeq !== events - 1) throw new Error(`batched run: last seq ${last?.lastSeq}, expected ${events - 1}`)
+  await session.close()
+  await store.deleteSession(session.id)
+  return (events / ms) * 1000
+}
+
+/** The (3) session: CONFIG.readEvents events in batches, then closed (its checkpoint row written). */
+async function writeReadSession(store: Store, input: EventInput): Promise<void> {
+  const session = await store.createSession({ id: READ_ID })
+  for (let pos = 0; pos < CONFIG.readEvents; pos += CONFIG.batch) {
+    await within(session.append(Array.from({ length: Math.min(CONFIG.batch, CONFIG.readEvents - pos) }, () => input)), 'an append')
+  }
+  await within(session.close(), 'closing a session')
+}
+
+/** A full read of the (3) session through store.observe(id): events/s of the iteration. */
+async function runRead(store: Store): Promise<number> {
+  const view = await within(store.observe(READ_ID), 'observe')
+  let n = 0
+  let lastSeq = -1
+  const t0 = performance.now()
+  for await (const e of view.events()) {
+    n++
+    lastSeq = e.seq
+  }
+  const ms = performance.now() - t0
+  await view.close()
+  if (n !== CONFIG.readEvents || lastSeq !== CONFIG.readEvents - 1) throw new Error(`read: ${n} events to seq ${lastSeq}, expected ${CONFIG.readEvents}`)
+  return (n / ms) * 1000
+}
+
+/** store.observe(id) of the (3) session, then the view closed (untimed): ms. */
+async function observeOnce(store: Store, what: string): Promise<number> {
+  const t0 = performance.now()
+  const view = await within(store.observe(READ_ID), what)
+  const ms = performance.now() - t0
+  if (view.projections.asOfSeq !== CONFIG.readEvents - 1) throw new Error(`${what}: asOfSeq ${view.projections.asOfSeq}, expected ${CONFIG.readEvents - 1}`)
+  await view.close()
+  return ms
+}
+
+/** A fresh store on `dir`: ms of openStore, of the first observe, and the median of the observes after it. */
+async function coldOpen(dir: string, options: OpenStoreOptions): Promise<{ open: number; observe: number; again: number }> {
+  const t0 = performance.now()
+  const store = await within(openStore({ ...options, dir }), 'openStore')
+  const open = performance.now() - t0
+  try {
+    const observe = await observeOnce(store, 'a cold observe')
+    const again: number[] = []
+    for (let i = 0; i < CONFIG.reobserves; i++) again.push(await observeOnce(store, 'an observe after the first'))
+    return { open, observe, again: median(again) }
+  } finally {
+    await store.close()
+  }
+}
+
+// ---- main ---------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  checkSettings(CONFIG)
+  const started = performance.now()
+  const source = sourceState()
+  const repo = fileURLToPath(new URL('..', import.meta.url))
+  const { root, cleanup } = await benchRoot('sessionfold-bench-codec-')
+  const stores: Store[] = []
+  const dirOf = (part: string, key: string) => join(root, `${part}-${key}`)
+  try {
+    // ---- (1) size ----
+    const t0 = performance.now()
+    const corpus = loadCorpus(repo, CONFIG.files)
+    const corpusBytes = corpus.files.reduce((n, f) => n + utf8(f.text), 0)
+    log(`corpus: ${fmt(corpus.files.length, 0)} of ${fmt(corpus.candidates, 0)} files under node_modules, ${fmt(corpusBytes / 2 ** 20, 1)} MiB of text, loaded in ${fmt((performance.now() - t0) / 1000, 1)} s (digest ${corpus.digest})`)
+    const sizes = new Map<VariantKey, SizeRun>()
+    let plainEvents: SessionEvent[] = []
+    for (const v of VARIANTS) {
+      const { run, events } = await sizeRun(dirOf('size', v.key), v.options, corpus.files)
+      if (events.length > 0) plainEvents = events
+      sizes.set(v.key, run)
+      log(`size ${v.key}: ${fmt(run.stored.total / 2 ** 20, 2)} MiB stored of ${fmt(run.jsonBytes / 2 ** 20, 2)} MiB of JSON (${fmt(run.ratio * 100, 1)} %), appended in ${fmt(run.appendSeconds, 2)} s, read in ${fmt(run.readSeconds, 2)} s`)
+      fs.rmSync(dirOf('size', v.key), { recursive: true, force: true })
+    }
+    const plainSize = sizes.get('plain')!
+    const logRecords = plainEvents.reduce((n, e) => n + 9 + utf8(JSON.stringify(e)), 0)
+    const floor = deflateFloor(plainEvents)
+    plainEvents = []
+
+    // ---- (2) batched appends ----
+    for (const v of VARIANTS) stores.push(await within(openStore({ ...v.options, dir: dirOf('store', v.key) }), 'openStore'))
+    const storeOf = (key: VariantKey) => stores[VARIANTS.findIndex((v) => v.key === key)]!
+    const input = messageInput(CONFIG.eventBytes)
+    const batches = Array.from({ length: CONFIG.batches }, () => Array.from({ length: CONFIG.batch }, () => input))
+    const appendEvents = CONFIG.batches * CONFIG.batch
+    const appendRuns = await runRounds(VARIANTS.map((v) => ({ key: v.key, run: () => runBatched(storeOf(v.key), batches) })), CONFIG.appendRounds, appendEvents, log, fmt)
+    const aS = new Map(VARIANTS.map((v) => [v.key, summarize(appendRuns.get(v.key)!)]))
+
+    // ---- (3) full reads ----
+    const writeStart = performance.now()
+    for (const v of VARIANTS) await writeReadSession(storeOf(v.key), input)
+    log(`wrote a ${fmt(CONFIG.readEvents, 0)}-event session in each of ${VARIANTS.length} stores in ${fmt((performance.now() - writeStart) / 1000, 1)} s`)
+    const readRuns = new Map<VariantKey, number[]>(VARIANTS.map((v) => [v.key, []]))
+    for (let r = 0; r <= CONFIG.rounds; r++) {
+      const order = rotate(VARIANTS, r)
+      const ms = new Map<VariantKey, number>(VARIANTS.map((v) => [v.key, 0]))
+      for (let k = 0; k < CONFIG.readRepeats; k++) {
+        for (const v of [...order, ...[...order].reverse()]) ms.set(v.key, ms.get(v.key)! + (CONFIG.readEvents / (await runRead(storeOf(v.key)))) * 1000)
+      }
+      const line: string[] = []
+      for (const v of VARIANTS) {
+        const rate = ((2 * CONFIG.readRepeats * CONFIG.readEvents) / ms.get(v.key)!) * 1000
+        if (r > 0) readRuns.get(v.key)!.push(rate)
+        line.push(`${v.key} ${fmt(rate, 0)}`)
+      }
+      log(`read ${r === 0 ? 'warm-up' : `round ${r}/${CONFIG.rounds}`} (events/s): ${line.join(', ')}`)
+    }
+    const rS = new Map(VARIANTS.map((v) => [v.key, summarize(readRuns.get(v.key)!)]))
+    for (const s of stores.splice(0)) await s.close()
+    const readDisk = new Map(VARIANTS.map((v) => {
+      const folder = sessionDir(dirOf('store', v.key), READ_ID)
+      if (!fs.existsSync(join(folder, CHECKPOINT_FILE))) throw new Error(`${v.key}: the closed session has no ${CHECKPOINT_FILE}`)
+      return [v.key, { logBytes: fs.statSync(join(folder, LOG_FILE)).size, checkpointBytes: fs.statSync(join(folder, CHECKPOINT_FILE)).size }]
+    }))
+
+    // ---- (4) cold opens ----
+    // deflate and sealedRaw are left out: each cold open starts a worker (about two seconds), and sealedRaw's rows open as sealed's do.
+    const OPENS = [
+      ...VARIANTS.filter((v) => v.key === 'plain' || v.key === 'sealed').map((v) => ({ key: v.key as string, label: v.label as string, dir: dirOf('store', v.key), options: v.options as OpenStoreOptions })),
+      { key: 'control', label: '(control) the plain store again', dir: dirOf('store', 'plain'), options: VARIANTS[0].options as OpenStoreOptions },
+    ]
+    const observeRuns = new Map<string, number[]>(OPENS.map((x) => [x.key, []]))
+    const openRuns = new Map<string, number[]>(OPENS.map((x) => [x.key, []]))
+    const againRuns = new Map<string, number[]>(OPENS.map((x) => [x.key, []]))
+    for (let r = 0; r <= CONFIG.rounds; r++) {
+      const order = rotate(OPENS, r)
+      const obs = new Map<string, number[]>(OPENS.map((x) => [x.key, []]))
+      const opn = new Map<string, number[]>(OPENS.map((x) => [x.key, []]))
+      const agn = new Map<string, number[]>(OPENS.map((x) => [x.key, []]))
+      for (let k = 0; k < CONFIG.opens; k++) {
+        for (const x of [...order, ...[...order].reverse()]) {
+          const got = await coldOpen(x.dir, x.options)
+          obs.get(x.key)!.push(got.observe)
+          opn.get(x.key)!.push(got.open)
+          agn.get(x.key)!.push(got.again)
+        }
+      }
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
+      const line: string[] = []
+      for (const x of OPENS) {
+        if (r > 0) {
+          observeRuns.get(x.key)!.push(mean(obs.get(x.key)!))
+          openRuns.get(x.key)!.push(mean(opn.get(x.key)!))
+          againRuns.get(x.key)!.push(mean(agn.get(x.key)!))
+        }
+        line.push(`${x.key} ${fmt(mean(obs.get(x.key)!), 2)}`)
+      }
+      log(`cold observe ${r === 0 ? 'warm-up' : `round ${r}/${CONFIG.rounds}`} (ms): ${line.join(', ')}`)
+    }
+    const oS = new Map(OPENS.map((x) => [x.key, summarize(observeRuns.get(x.key)!)]))
+    const openS = new Map(OPENS.map((x) => [x.key, summarize(openRuns.get(x.key)!)]))
+    const againS = new Map(OPENS.map((x) => [x.key, summarize(againRuns.get(x.key)!)]))
+
+    // ---- report ----
+    const once = (id: string, figure: string, what: string, value: number, target?: number): HeadlineRatio => {
+      const pass = target === undefined ? undefined : value <= target
+      return { id, figure, layer: LAYER, ratio: what, perRound: summarize([value]), ofMedians: value, target: target === undefined ? '' : `≤ ${target}`, pass, result: pass === undefined ? '' : pass ? 'PASS' : 'MISS' }
+    }
+    /** Unchanged within noise: the per-round median no further from 1 than `tolerance`, or than the control's per-round median (`noise`) when that is further. */
+    const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio => {
+      const h = headlineRatio(id, figure, LAYER, what, a, b)
+      if (judge === undefined) return h
+      const band = Math.max(judge.tolerance, Math.abs(judge.noise.median - 1))
+      const lo = 1 - band
+      const hi = 1 + band
+      const pass = h.perRound.median >= lo && h.perRound.median <= hi
+      return { ...h, target: `≈ 1 (${fmt(lo, 2)}–${fmt(hi, 2)})`, pass, result: pass ? 'PASS' : 'MISS' }
+    }
+    const control = summarize(pairRatios(oS.get('control')!.samples, oS.get('plain')!.samples))
+    const corpusFigure = `${fmt(CONFIG.files, 0)} node_modules text files as tool/output events (batches of ${CONFIG.batch})`
+    const appendFigure = `durable batched appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B), events/s`
+    const readFigure = `full read of a ${fmt(CONFIG.readEvents, 0)}-event session (view.events() on store.observe(id)), events/s`
+    const openFigure = `cold store.observe(id) of a ${fmt(CONFIG.readEvents, 0)}-event session with its checkpoint row, in a freshly opened store`
+    const headline: HeadlineRatio[] = [
+      once('size-deflate', `stored size, ${corpusFigure}: compression 'deflate' (the default), no key`, 'stored bytes ÷ JSON bytes', sizes.get('deflate')!.ratio, TARGETS.size),
+      once('size-sealed', `stored size, the same: encryption + deflate`, 'stored bytes ÷ JSON bytes', sizes.get('sealed')!.ratio),
+      once('size-none', `stored size, the same: compression 'none', no key (reference)`, 'stored bytes ÷ JSON bytes', plainSize.ratio),
+      once('size-sealed-raw', `stored size, the same: encryption, compression 'none' (diagnostic)`, 'stored bytes ÷ JSON bytes', sizes.get('sealedRaw')!.ratio),
+      headlineRatio('append-sealed', `${appendFigure}: encryption + deflate vs neither`, LAYER, 'sealed events/s ÷ plain events/s', aS.get('sealed')!, aS.get('plain')!, { atLeast: TARGETS.append }),
+      headlineRatio('append-deflate', `${appendFigure}: deflate only vs neither`, LAYER, 'deflate events/s ÷ plain events/s', aS.get('deflate')!, aS.get('plain')!),
+      headlineRatio('append-sealed-raw', `${appendFigure}: encryption only (diagnostic) vs neither`, LAYER, 'sealedRaw events/s ÷ plain events/s', aS.get('sealedRaw')!, aS.get('plain')!),
+      headlineRatio('read-sealed', `${readFigure}: encryption + deflate vs neither`, LAYER, 'sealed events/s ÷ plain events/s', rS.get('sealed')!, rS.get('plain')!, { atLeast: TARGETS.read }),
+      headlineRatio('read-deflate', `${readFigure}: deflate only vs neither`, LAYER, 'deflate events/s ÷ plain events/s', rS.get('deflate')!, rS.get('plain')!),
+      headlineRatio('read-sealed-raw', `${readFigure}: encryption only (diagnostic) vs neither`, LAYER, 'sealedRaw events/s ÷ plain events/s', rS.get('sealedRaw')!, rS.get('plain')!),
+      near('open-sealed', `${openFigure}: encryption + deflate vs neither`, 'time sealed ÷ time plain', oS.get('sealed')!, oS.get('plain')!, { tolerance: TARGETS.openTolerance, noise: control }),
+      near('open-control', `${openFigure}: the plain store again vs itself (control: the noise)`, 'time plain ÷ time plain', oS.get('control')!, oS.get('plain')!),
+      near('open-again-sealed', `(information) store.observe(id) again in the same fresh store, ${CONFIG.reobserves} times after the first (median): encryption + deflate vs neither`,
+        'time sealed ÷ time plain', againS.get('sealed')!, againS.get('plain')!),
+    ]
+
+    const mib = (b: number) => `${fmt(b / 2 ** 20, 2)} MiB`
+    const pct = (x: number) => `${fmt(x * 100, 1)} %`
+    const kinds = ['events.log', 'events.idx', 'checkpoint.json', 'history', 'header.json', 'feed.log', 'meta']
+    console.log('')
+    console.log(`sessionfold record codec through openStore() (worker, fs, strict): compression and encryption; source ${source.commit ?? '?'}${source.dirty?.length ? ` (+${source.dirty.length} uncommitted files)` : ''}`)
+    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), temp dir under ${os.tmpdir()}`)
+    console.log('figures: median (min–max) over rounds; ratios are per round (runs of the same round), median (min–max)')
+    console.log('')
+    console.log(`(1) Size: ${fmt(CONFIG.files, 0)} of ${fmt(corpus.candidates, 0)} text files under node_modules (${CONFIG.extensions.join(' ')}, ${CONFIG.minFileBytes} B–${CONFIG.maxFileBytes / 1024} KB; ` +
+      `${mib(corpusBytes)} of text, digest ${corpus.digest}) as tool/output events, ${CONFIG.batch} per append; measured once`)
+    printTable(['variant', 'JSON of the events', 'stored (all files)', 'stored ÷ JSON', ...kinds.map((k) => k), 'other', 'append s', 'read s'], VARIANTS.map((v) => {
+      const s = sizes.get(v.key)!
+      const other = s.stored.total - kinds.reduce((n, k) => n + (s.stored.byKind[k] ?? 0), 0)
+      return [v.label, mib(s.jsonBytes), mib(s.stored.total), pct(s.ratio), ...kinds.map((k) => fmt(s.stored.byKind[k] ?? 0, 0)), fmt(other, 0), fmt(s.appendSeconds, 2), fmt(s.readSeconds, 2)]
+    }), ['left'])
+    console.log(`  events.log of the plain store: ${fmt(plainSize.stored.byKind['events.log'] ?? 0, 0)} B; 9-byte record head + JSON per event: ${fmt(logRecords, 0)} B.`)
+    console.log(`  (diagnostic) the same events deflated (node:zlib, default level) in the codec's ${fmt(floor.frames, 0)} frames, nothing else: ${pct(floor.deflated / plainSize.jsonBytes)} of the JSON; ` +
+      `as base64 with the unit head: ${pct(floor.base64 / plainSize.jsonBytes)}. The rest of the default store's ${pct(sizes.get('deflate')!.ratio)} is records, index and rows.`)
+    console.log('')
+    console.log(`(2) Durable batched appends, events/s: ${CONFIG.batches} batches of ${CONFIG.batch} events of ~${CONFIG.eventBytes} B, each awaited; ${CONFIG.appendRounds} rounds`)
+    printTable(['variant', 'events/s median (min–max)'], VARIANTS.map((v) => [v.label, fmtSummary(aS.get(v.key)!, 0)]), ['left', 'right'])
+    console.log('')
+    console.log(`(3) Full read, events/s: view.events() of a ${fmt(CONFIG.readEvents, 0)}-event session (written ${CONFIG.batch} per append, closed); ${CONFIG.readRepeats * 2} runs per variant per round, ${CONFIG.rounds} rounds`)
+    printTable(['variant', 'events/s median (min–max)', 'events.log', 'checkpoint.json'], VARIANTS.map((v) => [v.label, fmtSummary(rS.get(v.key)!, 0), fmt(readDisk.get(v.key)!.logBytes, 0), fmt(readDisk.get(v.key)!.checkpointBytes, 0)]), ['left', 'right', 'right', 'right'])
+    console.log('')
+    console.log(`(4) Cold open, ms: a fresh openStore(), then store.observe(id) of the ${fmt(CONFIG.readEvents, 0)}-event session; ${CONFIG.opens * 2} fresh stores per variant per round (their mean), ${CONFIG.rounds} rounds`)
+    printTable(['variant', 'first observe ms median (min–max)', `(information) ${CONFIG.reobserves} observes after it, their median`, '(information) openStore ms'],
+      OPENS.map((x) => [x.label, fmtSummary(oS.get(x.key)!, 2), fmtSummary(againS.get(x.key)!, 2), fmtSummary(openS.get(x.key)!, 0)]), ['left', 'right', 'right', 'right'])
+    console.log('')
+    console.log('Headline figures')
+    printTable(['figure', 'ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
+      headline.map((x) => [x.figure, x.ratio, x.perRound.n > 1 ? fmtSummary(x.perRound, 3) : `${fmt(x.perRound.median, 4)} (once)`, fmt(x.ofMedians, 3), x.target || '(information)', x.result]),
+      ['left', 'left', 'right', 'right', 'right', 'left'])
+    const totalSeconds = (performance.now() - started) / 1000
+    console.log('')
+    console.log(`total ${fmt(totalSeconds, 1)} s`)
+
+    const results = {
+      benchmark: 'codec',
+      date: new Date().toISOString(),
+      source,
+      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
+      config: CONFIG,
+      targets: TARGETS,
+      layer: LAYER,
+      variants: VARIANTS.map((v) => ({ key: v.key, label: v.label })),
+      codec: { frameEvents: FRAME_EVENTS, frameBytes: FRAME_BYTES, compressFrom: COMPRESS_FROM },
+      headline,
+      size: {
+        corpus: { files: corpus.files.length, candidates: corpus.candidates, textBytes: corpusBytes, digest: corpus.digest },
+        variants: Object.fromEntries(sizes),
+        plainLogRecordBytes: logRecords,
+        deflateFloor: floor,
+      },
+      append: { unit: 'events/s', events: appendEvents, ...Object.fromEntries(aS) },
+      read: { unit: 'events/s', events: CONFIG.readEvents, disk: Object.fromEntries(readDisk), ...Object.fromEntries(rS) },
+      coldOpen: { unit: 'ms', observe: Object.fromEntries(oS), again: Object.fromEntries(againS), openStore: Object.fromEntries(openS), control },
+      totalSeconds,
+    }
+    const out = resultsPath('codec')
+    fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
+    console.log(`results written to ${out}`)
+  } finally {
+    for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
+    cleanup()
+  }
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exitCode = 1
+})
