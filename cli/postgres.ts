@@ -126,6 +126,8 @@ function readOnly(adapter: StorageAdapter, target: PgTarget): StorageAdapter {
     getCheckpoint: (id) => adapter.getCheckpoint(id),
     putCheckpoint: (id) => refuse('checkpoint write', id),
     deleteCheckpoint: (id) => refuse('checkpoint delete', id),
+    // The store's own records (an encrypted store's key record): read, never written.
+    ...(adapter.getMeta ? { getMeta: (key: string) => adapter.getMeta!(key), putMeta: (key: string) => refuse('meta write', key) } : {}),
     close: () => adapter.close(),
   }
 }

@@ -1,8 +1,9 @@
 // Where a host gets its engine: the platform's storage (under the record codec), locks and
 // growth channel, opened into an Engine; or, for a SharedWorker, one engine per store shared
 // by every connection.
-import { openSealed, type SealedStorage } from '../adapters/codec'
-import { SessionfoldError } from '../src/errors'
+import { CODEC_META_KEY, openSealed, type SealedStorage } from '../adapters/codec'
+import type { WriterLocks } from './locks'
+import { SessionfoldError, isSessionfoldError } from '../src/errors'
 import type { HostOptions } from '../src/protocol'
 import type { ProjectionDefinition } from '../src/projection'
 import { Engine } from './engine'
@@ -33,8 +34,10 @@ export function ownEngine(platform: Platform): EngineSource {
       await platform.check?.(options)
       let storage
       try {
+        const locks = platform.openLocks(options)
         storage = await openSealed(platform.openStorage(options), {
           key: options.encryption?.key, compression: options.compression, compressor: platform.compressor,
+          lock: () => lockWithin(locks, CODEC_META_KEY, 30_000),
         })
       } catch (err) {
         await platform.release?.(options)
@@ -53,7 +56,7 @@ export function ownEngine(platform: Platform): EngineSource {
       optionsOf.set(engine, options)
       sealed.set(engine, storage)
       if (channel) {
-        channel.listen((id, length, tail) => void engine.follow(id, length, plainTail(tail)))
+        channel.listen((id, length, tail) => void engine.follow(id, length, storage.encrypted ? undefined : plainTail(tail)))
         channels.set(engine, channel)
       }
       return engine
@@ -77,14 +80,40 @@ export function sharedEngines(platform: Platform): EngineSource {
     open(options, projections) {
       const key = JSON.stringify([options.storage, options.name, options.dir])
       let engine = engines.get(key)
-      if (!engine) engines.set(key, (engine = ownEngine(platform).open(options, projections)))
-      return engine
+      if (!engine) {
+        const opening = ownEngine(platform).open(options, projections)
+        engines.set(key, (engine = opening))
+        // A failed open (a wrong key, say) is not kept: the next tab tries afresh.
+        opening.catch(() => {
+          if (engines.get(key) === opening) engines.delete(key)
+        })
+      }
+      // Every tab's key is checked, not only the first one's.
+      return engine.then(async (e) => {
+        await sealedStorageOf(e).checkKey(options.encryption?.key)
+        return e
+      })
     },
     close: async () => {}, // other tabs may still use it
   }
 }
 
-/** A growth notice's events, unless they are stored units (the engine reads and opens those). */
+/**
+ * A growth notice's events, unless they are stored units (the engine reads and opens those).
+ * An encrypted store takes no events from notices at all: only what opens is data.
+ */
 function plainTail(tail: GrowthTail | undefined): GrowthTail | undefined {
   return tail?.events.some((e) => (e as { type?: unknown } | null)?.type === '') ? undefined : tail
+}
+
+/** The lock `id` of `locks`, waiting while another holder has it, for at most `ms`. */
+async function lockWithin(locks: WriterLocks, id: string, ms: number): Promise<() => Promise<void>> {
+  for (const end = Date.now() + ms; ;) {
+    try {
+      return await locks.acquire(id)
+    } catch (err) {
+      if (!isSessionfoldError(err, 'SESSION_LOCKED') || Date.now() > end) throw err
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
 }

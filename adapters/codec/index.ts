@@ -1,11 +1,11 @@
 // The record codec, opened over an adapter: `openSealed(inner, options)` reads (or makes) the
 // store's key record, checks the key, and returns the adapter that seals and opens units.
 import type { StorageAdapter } from '../types'
-import { Keyring, type EncryptionKey } from './keyring'
+import { Keyring, type EncryptionKey, type RecordLock } from './keyring'
 import { UnitCodec, type Compressor } from './seal'
 import { sealedStorage, type SealedStorage } from './sealed-storage'
 
-export { importKey, CODEC_META_KEY, type EncryptionKey } from './keyring'
+export { importKey, CODEC_META_KEY, type EncryptionKey, type RecordLock } from './keyring'
 export { deriveKey } from '../../src/derive-key'
 export type { Compressor } from './seal'
 export type { SealedStorage } from './sealed-storage'
@@ -19,6 +19,8 @@ export interface CodecOptions {
   compressor: Compressor
   /** Opened read-only: a store with no key record gets none written. */
   readOnly?: boolean
+  /** A store-wide lock held while the first key record is made (two first opens at once). */
+  lock?: RecordLock
 }
 
 /**
@@ -27,7 +29,7 @@ export interface CodecOptions {
  */
 export async function openSealed(inner: StorageAdapter, options: CodecOptions): Promise<SealedStorage> {
   try {
-    const keyring = await Keyring.open(inner, options.key, options.readOnly)
+    const keyring = await Keyring.open(inner, options.key, options.readOnly, options.lock)
     const codec = new UnitCodec(keyring.storeId, keyring.dataKeys, options.compression === 'none' ? undefined : options.compressor, options.compressor)
     return sealedStorage(inner, keyring, codec)
   } catch (err) {

@@ -14,7 +14,7 @@ export const CODEC_META_KEY = 'sessionfold-codec'
 export type EncryptionKey = Uint8Array | CryptoKey
 
 interface PlainRecord { v: 1; store: string; cipher: 'none' }
-interface SealedRecord { v: 1; store: string; cipher: 'aes-256-gcm'; current: number; keys: { gen: number; wrapped: string }[] }
+interface SealedRecord { v: 1; store: string; cipher: 'aes-256-gcm'; current: number; keys: { gen: number; wrapped: string }[]; tag: string }
 type CodecRecord = PlainRecord | SealedRecord
 
 const subtle = () => globalThis.crypto.subtle
@@ -64,6 +64,30 @@ async function unwrap(kek: CryptoKey, store: string, gen: number, wrapped: strin
 
 const dataKey = (raw: Uint8Array) => subtle().importKey('raw', raw as Uint8Array<ArrayBuffer>, 'AES-GCM', false, ['encrypt', 'decrypt'])
 
+/** The record's fields as one text, for its tag: which keys it lists, and which one is current. */
+const canonical = (r: SealedRecord) => JSON.stringify([r.store, r.current, r.keys.map((k) => [k.gen, k.wrapped])])
+
+/** A tag over the whole record under the app's key: `current` and the list cannot be edited. */
+async function tagOf(kek: CryptoKey, r: SealedRecord): Promise<string> {
+  const iv = globalThis.crypto.getRandomValues(new Uint8Array(12))
+  const tag = new Uint8Array(await subtle().encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(`sessionfold/1 record ${canonical(r)}`) }, kek, new Uint8Array(0)))
+  const out = new Uint8Array(12 + tag.length)
+  out.set(iv)
+  out.set(tag, 12)
+  return toBase64(out)
+}
+
+async function tagHolds(kek: CryptoKey, r: SealedRecord): Promise<boolean> {
+  const bytes = typeof r.tag === 'string' ? fromBase64(r.tag) : undefined
+  if (!bytes || bytes.length !== 28) return false
+  try {
+    await subtle().decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, 12) as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(`sessionfold/1 record ${canonical(r)}`) }, kek, bytes.subarray(12) as Uint8Array<ArrayBuffer>)
+    return true
+  } catch {
+    return false
+  }
+}
+
 function parse(text: string): CodecRecord {
   let r: CodecRecord
   try {
@@ -72,94 +96,159 @@ function parse(text: string): CodecRecord {
     throw new SessionfoldError('CORRUPT_LOG', `the store's key record (${CODEC_META_KEY}) is not JSON`)
   }
   const okStore = typeof r?.store === 'string' && /^[0-9a-f]{32}$/.test(r.store)
-  const okKeys = r?.cipher === 'none' || (r?.cipher === 'aes-256-gcm' && Array.isArray(r.keys) && r.keys.length > 0 && r.keys.every((k) => Number.isInteger(k?.gen) && k.gen >= 1 && k.gen <= 255 && typeof k.wrapped === 'string') && r.keys.some((k) => k.gen === r.current))
+  const okKeys = r?.cipher === 'none' || (r?.cipher === 'aes-256-gcm' && Array.isArray(r.keys) && r.keys.length > 0 &&
+    r.keys.every((k) => Number.isInteger(k?.gen) && k.gen >= 1 && k.gen <= 255 && typeof k.wrapped === 'string') &&
+    r.current === Math.max(...r.keys.map((k) => k.gen)) && typeof r.tag === 'string')
   if (r?.v !== 1 || !okStore || !okKeys) throw new SessionfoldError('CORRUPT_LOG', `the store's key record (${CODEC_META_KEY}) is malformed`)
   return r
 }
 
+const PLAIN: PlainRecord = { v: 1, store: '0'.repeat(32), cipher: 'none' }
+
+/** Holds a store-wide lock while the first key record is made (two first opens at once). */
+export type RecordLock = () => Promise<() => Promise<void>>
+
 /** An opened store's keys: its identity, and (encrypted) its data keys and the app's key. */
 export class Keyring {
+  /** The record as last read or written here: a rotation checks nobody changed it since. */
+  private text: string | undefined
+  /** Rotations of this keyring, one at a time. */
+  private rotating: Promise<unknown> = Promise.resolve()
+
   private constructor(
     readonly storeId: string,
     private kek: CryptoKey | undefined,
     private record: CodecRecord,
-    private raw: Map<number, Uint8Array>,
     private keys: Map<number, CryptoKey>,
+    private readonly storage?: StorageAdapter,
   ) {}
 
   /** undefined: the store is not encrypted. */
   get dataKeys(): DataKeys | undefined {
     if (this.record.cipher === 'none') return undefined
-    const current = this.keys.get(this.record.current)!
-    const keys = this.keys
-    return { current: { gen: this.record.current, key: current }, get: (gen) => keys.get(gen) }
+    return { current: { gen: this.record.current, key: this.keys.get(this.record.current)! }, get: (gen) => this.keys.get(gen), refresh: () => this.refresh() }
   }
 
   /**
    * Reads the store's key record (or, given a key, writes the first one, for a store with no
-   * sessions yet) and checks `key` against it: KEY_REJECTED for a wrong key, a missing key, or a key given
-   * for a store created without encryption. Nothing else is read or written before.
+   * sessions yet, holding `lock` while it does) and checks `key` against it: KEY_REJECTED for a
+   * wrong key, a missing key, or a key given for a store created without encryption. Nothing
+   * else is read or written before.
    */
-  static async open(storage: StorageAdapter, key: EncryptionKey | undefined, readOnly = false): Promise<Keyring> {
+  static async open(storage: StorageAdapter, key: EncryptionKey | undefined, readOnly = false, lock?: RecordLock): Promise<Keyring> {
     const kek = key === undefined ? undefined : await importKey(key)
     if (!storage.getMeta || !storage.putMeta) {
       if (kek) throw new SessionfoldError('INVALID_ARGUMENT', `the ${storage.kind} adapter keeps no meta records, so it cannot hold an encrypted store`)
-      return new Keyring('0'.repeat(32), undefined, { v: 1, store: '0'.repeat(32), cipher: 'none' }, new Map(), new Map())
+      return new Keyring(PLAIN.store, undefined, PLAIN, new Map())
     }
     let text = await storage.getMeta(CODEC_META_KEY)
     if (text === undefined) {
       // No key record: a plain store (one made without a key writes none, so opening it writes
       // nothing), unless it is still empty and a key is given: then it becomes encrypted now.
-      if (!kek) return new Keyring('0'.repeat(32), undefined, { v: 1, store: '0'.repeat(32), cipher: 'none' }, new Map(), new Map())
-      if ((await storage.listIds({ limit: 1 })).length > 0) throw rejected('this store was created without encryption: it cannot be opened with a key (copy it into a new encrypted store with sync)')
-      const store = randomHex(16)
-      const raw = globalThis.crypto.getRandomValues(new Uint8Array(32))
-      const made: CodecRecord = { v: 1, store, cipher: 'aes-256-gcm', current: 1, keys: [{ gen: 1, wrapped: await wrap(kek, store, 1, raw) }] }
-      if (readOnly) return Keyring.#from(made, kek)
-      await storage.putMeta(CODEC_META_KEY, JSON.stringify(made))
-      // Two processes opening a new store at once: both read back the record that stayed.
-      text = (await storage.getMeta(CODEC_META_KEY)) ?? JSON.stringify(made)
+      if (!kek) return new Keyring(PLAIN.store, undefined, PLAIN, new Map())
+      const release = readOnly ? undefined : await lock?.()
+      try {
+        text = await storage.getMeta(CODEC_META_KEY) // made meanwhile, by whoever held the lock
+        if (text === undefined) {
+          if ((await storage.listIds({ limit: 1 })).length > 0) throw rejected('this store was created without encryption: it cannot be opened with a key (copy it into a new encrypted store with sync)')
+          const store = randomHex(16)
+          const raw = globalThis.crypto.getRandomValues(new Uint8Array(32))
+          const made: SealedRecord = { v: 1, store, cipher: 'aes-256-gcm', current: 1, keys: [{ gen: 1, wrapped: await wrap(kek, store, 1, raw) }], tag: '' }
+          made.tag = await tagOf(kek, made)
+          text = JSON.stringify(made)
+          if (!readOnly) {
+            await storage.putMeta(CODEC_META_KEY, text)
+            text = (await storage.getMeta(CODEC_META_KEY)) ?? text
+          }
+        }
+      } finally {
+        await release?.()
+      }
     }
-    return Keyring.#from(parse(text), kek)
+    const ring = await Keyring.#from(parse(text), kek, storage)
+    ring.text = text
+    return ring
   }
 
-  static async #from(record: CodecRecord, kek: CryptoKey | undefined): Promise<Keyring> {
+  static async #from(record: CodecRecord, kek: CryptoKey | undefined, storage?: StorageAdapter): Promise<Keyring> {
     if (record.cipher === 'none') {
       if (kek) throw rejected('this store was created without encryption: it cannot be opened with a key (copy it into a new encrypted store with sync)')
-      return new Keyring(record.store, undefined, record, new Map(), new Map())
+      return new Keyring(record.store, undefined, record, new Map(), storage)
     }
     if (!kek) throw rejected('this store is encrypted: open it with its key (encryption: { key })')
-    const raw = new Map<number, Uint8Array>()
+    const wrong = () => rejected('the key does not open this store (a wrong key, or a wrong passphrase or salt)')
+    if (!(await tagHolds(kek, record))) throw wrong()
     const keys = new Map<number, CryptoKey>()
     for (const k of record.keys) {
       const bytes = await unwrap(kek, record.store, k.gen, k.wrapped)
-      if (!bytes || bytes.length !== 32) throw rejected('the key does not open this store (a wrong key, or a wrong passphrase or salt)')
-      raw.set(k.gen, bytes)
+      if (!bytes || bytes.length !== 32) throw wrong()
       keys.set(k.gen, await dataKey(bytes))
+      bytes.fill(0)
     }
-    return new Keyring(record.store, kek, record, raw, keys)
+    return new Keyring(record.store, kek, record, keys, storage)
+  }
+
+  /** KEY_REJECTED unless `key` is this store's key (a second tab on a SharedWorker's engine). */
+  async check(key: EncryptionKey | undefined): Promise<void> {
+    const kek = key === undefined ? undefined : await importKey(key)
+    await Keyring.#from(this.record, kek)
+  }
+
+  /**
+   * Reads the key record again (a unit of a key generation not known here: another process
+   * rotated the key). KEY_REJECTED when the key this store was opened with no longer opens it.
+   */
+  async refresh(): Promise<void> {
+    const text = await this.storage?.getMeta?.(CODEC_META_KEY)
+    if (text === undefined || text === this.text) return
+    let next: Keyring
+    try {
+      next = await Keyring.#from(parse(text), this.kek, this.storage)
+    } catch {
+      throw rejected('the store\'s key was rotated by another process: open it again with the new key')
+    }
+    this.record = next.record
+    this.keys = next.keys
+    this.text = text
   }
 
   /**
    * Replaces the app's key: every data key is wrapped under `newKey` and a fresh data key is
-   * made for units written from now on, in one atomic write of the key record. After it, the
-   * old key opens nothing.
+   * made for units written from now on, in one atomic write of the key record (first checked
+   * unchanged since it was read here: KEY_REJECTED when another process rotated it). After
+   * it, the old key opens nothing.
    */
-  async rotate(storage: StorageAdapter, newKey: EncryptionKey): Promise<void> {
-    if (this.record.cipher === 'none' || !this.kek) throw new SessionfoldError('INVALID_ARGUMENT', 'rotateKey: this store is not encrypted')
+  rotate(storage: StorageAdapter, newKey: EncryptionKey): Promise<void> {
+    const run = this.rotating.then(() => this.#rotate(storage, newKey))
+    this.rotating = run.catch(() => {})
+    return run
+  }
+
+  async #rotate(storage: StorageAdapter, newKey: EncryptionKey): Promise<void> {
+    const record = this.record
+    if (record.cipher === 'none' || !this.kek) throw new SessionfoldError('INVALID_ARGUMENT', 'rotateKey: this store is not encrypted')
     const kek = await importKey(newKey)
-    const gen = Math.max(...this.raw.keys()) + 1
-    if (gen > 255) throw new SessionfoldError('INVALID_ARGUMENT', 'rotateKey: this store has had 254 data keys; copy it into a new store with sync')
+    if ((await storage.getMeta!(CODEC_META_KEY)) !== this.text) throw rejected('rotateKey: the store\'s key was rotated by another process meanwhile: open it again with the new key')
+    const gen = record.current + 1
+    if (gen > 255) throw new SessionfoldError('INVALID_ARGUMENT', 'rotateKey: this store has had 255 data keys; copy it into a new store with sync')
     const raw = globalThis.crypto.getRandomValues(new Uint8Array(32))
-    const all = new Map([...this.raw, [gen, raw]])
     const keys: SealedRecord['keys'] = []
-    for (const [g, bytes] of all) keys.push({ gen: g, wrapped: await wrap(kek, this.storeId, g, bytes) })
-    const record: SealedRecord = { v: 1, store: this.storeId, cipher: 'aes-256-gcm', current: gen, keys }
+    for (const k of record.keys) {
+      const bytes = await unwrap(this.kek, record.store, k.gen, k.wrapped)
+      if (!bytes) throw rejected('rotateKey: the key record no longer opens with this store\'s key')
+      keys.push({ gen: k.gen, wrapped: await wrap(kek, this.storeId, k.gen, bytes) })
+      bytes.fill(0)
+    }
+    keys.push({ gen, wrapped: await wrap(kek, this.storeId, gen, raw) })
+    const next: SealedRecord = { v: 1, store: this.storeId, cipher: 'aes-256-gcm', current: gen, keys, tag: '' }
+    next.tag = await tagOf(kek, next)
     const key = await dataKey(raw)
-    await storage.putMeta!(CODEC_META_KEY, JSON.stringify(record))
-    this.record = record
+    raw.fill(0)
+    const text = JSON.stringify(next)
+    await storage.putMeta!(CODEC_META_KEY, text)
+    this.record = next
     this.kek = kek
-    this.raw = all
+    this.text = text
     this.keys = new Map([...this.keys, [gen, key]])
   }
 }

@@ -13,6 +13,8 @@ export interface Compressor {
 export interface DataKeys {
   readonly current: { gen: number; key: CryptoKey }
   get(gen: number): CryptoKey | undefined
+  /** Reads the store's keys again (a unit of a generation not known here); KEY_REJECTED when they no longer open. */
+  refresh?(): Promise<void>
 }
 
 /** Units at least this large are compressed (when compression is on and it saves bytes). */
@@ -89,7 +91,12 @@ export class UnitCodec {
     let payload: Uint8Array
     if (encrypted) {
       if (!this.keys) throw new Unreadable('an encrypted unit, in a store opened without a key')
-      const key = this.keys.get(unit[1]!)
+      let key = this.keys.get(unit[1]!)
+      if (!key && this.keys.refresh) {
+        // Another process rotated the key: its new data key is in the record.
+        await this.keys.refresh()
+        key = this.keys.get(unit[1]!)
+      }
       if (!key || unit.length < 2 + NONCE + 16) throw new Unreadable(key ? 'a unit cut short' : `a unit of an unknown key generation ${unit[1]}`)
       try {
         payload = new Uint8Array(await globalThis.crypto.subtle.decrypt(

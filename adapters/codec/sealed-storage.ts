@@ -9,7 +9,7 @@
 // a frame's record holds the unit (base64) in `data` and its event count in `time`.
 // Headers keep their id, createdAt and seedLength readable (the adapter lists and checks by
 // them); the rest is sealed. Checkpoint and history rows are sealed whole.
-import { SessionfoldError, where } from '../../src/errors'
+import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
 import { safeParse, sessionHeaderSchema } from '../../src/schemas'
 import { describe } from '../../src/validate'
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
@@ -40,6 +40,8 @@ function record(seq: number, data: string | number, count = 0): EncodedEvent {
 export interface SealedStorage extends StorageAdapter {
   /** Re-wraps the store's data keys under `newKey` (see Keyring.rotate). */
   rotateKey(newKey: EncryptionKey): Promise<void>
+  /** KEY_REJECTED unless `key` (or no key) is what this store was opened with. */
+  checkKey(key: EncryptionKey | undefined): Promise<void>
   readonly encrypted: boolean
 }
 
@@ -58,6 +60,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       if (!bytes) throw new Unreadable('not base64')
       return await codec.open(aad, bytes)
     } catch (err) {
+      if (isSessionfoldError(err, 'KEY_REJECTED')) throw err
       throw corrupt(id, what, err, seq)
     }
   }
@@ -80,7 +83,12 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       return stored
     }
     const plain = await openUnit(stored.id, `header ${stored.id} ${stored.createdAt}`, sealed, 'its header')
-    const header = JSON.parse(decoder.decode(plain)) as SessionHeader
+    let header: SessionHeader
+    try {
+      header = JSON.parse(decoder.decode(plain)) as SessionHeader
+    } catch (err) {
+      throw corrupt(stored.id, 'its header', err)
+    }
     if (header.id !== stored.id || header.createdAt !== stored.createdAt || header.seedLength !== stored.seedLength) {
       throw new SessionfoldError('CORRUPT_LOG', `${where(stored.id)}: its sealed header does not match the stored one`, { sessionId: stored.id })
     }
@@ -99,8 +107,11 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
   /** The inner records of `events` (first seq `from`): frames when sealing is due, else as given. */
   async function encodeEvents(id: SessionId, createdAt: number, events: readonly EncodedEvent[]): Promise<readonly EncodedEvent[]> {
     if (events.length === 0) return events
-    // A batch that is not contiguous goes down as it is: the inner adapter refuses it (SEQ_CONFLICT).
-    for (let i = 1; i < events.length; i++) if (events[i]!.event.seq !== events[0]!.event.seq + i) return events
+    // A batch that is not contiguous is refused here (nothing of it goes down, plain or not).
+    for (let i = 1; i < events.length; i++) {
+      const seq = events[i]!.event.seq
+      if (seq !== events[0]!.event.seq + i) throw new SessionfoldError('SEQ_CONFLICT', `batch for ${where(id, seq)} is not contiguous: expected seq ${events[0]!.event.seq + i}`, { sessionId: id, seq })
+    }
     let size = 0
     for (const e of events) size += e.json.length
     if (!codec.encrypted && !codec.compresses(size)) return events
@@ -134,7 +145,12 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     const from = head.seq
     const n = head.time
     const plain = await openUnit(id, `events ${id} ${createdAt} ${from} ${n}`, head.data, `the frame of events from seq ${from}`, from)
-    const events = decoder.decode(plain).split('\n').map((l) => JSON.parse(l) as SessionEvent)
+    let events: SessionEvent[]
+    try {
+      events = decoder.decode(plain).split('\n').map((l) => JSON.parse(l) as SessionEvent)
+    } catch (err) {
+      throw corrupt(id, `the frame from seq ${from}`, err, seq)
+    }
     if (events.length !== n || events.some((e, i) => e?.seq !== from + i) || from + n <= seq) {
       throw corrupt(id, `the frame from seq ${from}`, new Error('its events are not the seqs it stands for'), seq)
     }
@@ -145,23 +161,29 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     const to = range?.to
     const createdAt = codec.encrypted ? await lifeOf(id) : 0
     let covered = range?.from ?? 0 // seqs below this were given out
+    let head = -1 // the first seq of the frame opened last
     let out: SessionEvent[] = []
     for await (const page of inner.readEvents(id, range)) {
       for (const e of page) {
-        if (e.seq < covered) continue // a pointer of a frame opened already
+        if (e.seq < covered) {
+          // A pointer of the frame opened last: checked, so verify sees a damaged one.
+          if (e.type !== '' || e.data !== head) throw corrupt(id, 'a frame record', new Error(`it does not point to the frame from seq ${head} it lies in`), e.seq)
+          continue
+        }
         if (e.type !== '') {
           if (codec.encrypted) throw new SessionfoldError('CORRUPT_LOG', `${where(id, e.seq)} is not encrypted, in an encrypted store`, { sessionId: id, seq: e.seq })
           out.push(e)
           covered = e.seq + 1
           continue
         }
-        let head: SessionEvent | undefined = e
+        let first: SessionEvent | undefined = e
         if (typeof e.data === 'number') {
           // The range starts inside a frame: its first record is before the range.
           if (!Number.isInteger(e.data) || e.data < 0 || e.data >= e.seq) throw corrupt(id, 'a frame record', new Error('it names no frame'), e.seq)
-          head = await recordAt(id, e.data, range?.signal)
+          first = await recordAt(id, e.data, range?.signal)
         }
-        const frame = await openFrame(id, createdAt, head, e.seq)
+        const frame = await openFrame(id, createdAt, first, e.seq)
+        head = frame[0]!.seq
         for (const ev of frame) if (ev.seq >= e.seq && (to === undefined || ev.seq < to)) out.push(ev)
         covered = frame[frame.length - 1]!.seq + 1
       }
@@ -210,7 +232,13 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       return { header: await openHeader(info.header), length: info.length } satisfies SessionInfo
     },
     async listSessions(options) {
-      return Promise.all((await inner.listSessions(options)).map(openHeader))
+      // A header that does not open is left out, as adapters leave out damaged ones (listIds
+      // still names it, and verify reports it).
+      const opened = await Promise.all((await inner.listSessions(options)).map((h) => openHeader(h).catch((err: unknown) => {
+        if (isSessionfoldError(err, 'CORRUPT_LOG')) return undefined
+        throw err
+      })))
+      return opened.filter((h): h is SessionHeader => h !== undefined)
     },
     listIds: (options) => inner.listIds(options),
     async deleteSession(id) {
@@ -230,6 +258,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       if (key === CODEC_META_KEY) throw new SessionfoldError('INVALID_ARGUMENT', `meta key ${key} is the store's own`)
       await inner.putMeta!(key, value)
     }),
+    checkKey: (key) => keyring.check(key),
     rotateKey: async (newKey) => {
       await keyring.rotate(inner, newKey)
       codec.keys = keyring.dataKeys

@@ -96,6 +96,32 @@ describe('encryption at rest in Chromium (IndexedDB)', () => {
     expect([await rawValues(secretName), await rawValues(plainName)]).toEqual(before)
   })
 
+  it("a SharedWorker's engine checks every tab's key, and a tab refused does not spoil it for the next", async () => {
+    const name = dbName('shared')
+    const first = await openStore({ name, worker: 'shared', encryption: { key } })
+    await fill(first, 'm')
+    for (const options of [{}, { encryption: { key: new Uint8Array(32).fill(1) } }] as OpenStoreOptions[]) {
+      const err = await openStore({ name, worker: 'shared', ...options }).then(async (s) => {
+        await s.close()
+        return undefined
+      }, (e: unknown) => e)
+      expect((err as { code?: string })?.code).toBe('KEY_REJECTED')
+    }
+    const second = await openStore({ name, worker: 'shared', encryption: { key } })
+    expect((await second.listSessions()).map((h) => h.id)).toEqual(['kid', 'root'])
+    await second.close()
+    await first.close()
+    // A first tab with a wrong key is refused, and its failure is not kept for the next one.
+    const other = dbName('shared-first')
+    const made = await openStore({ name: other, worker: 'shared', encryption: { key } })
+    await fill(made, 'm')
+    await made.close()
+    await expect(openStore({ name: other, worker: 'shared', encryption: { key: new Uint8Array(32).fill(2) } })).rejects.toMatchObject({ code: 'KEY_REJECTED' })
+    const right = await openStore({ name: other, worker: 'shared', encryption: { key } })
+    expect((await right.verify()).damaged).toEqual([])
+    await right.close()
+  })
+
   it('rotateKey: afterwards the new key opens it and the old one does not', async () => {
     const name = dbName('rotate')
     const s = await openStore({ name, encryption: { key } })

@@ -211,6 +211,65 @@ describe('encryption at rest through openStore (fs)', () => {
     await plain.close()
   })
 
+  it('two first opens at once with a key agree on one key record; both stores read what each wrote', async () => {
+    const where = join(dir, 'race')
+    for (let round = 0; round < 3; round++) {
+      const at = join(where, String(round))
+      const [a, b] = await Promise.all([0, 1].map(() => openStore({ storage: 'fs', dir: at, worker: false, encryption: { key } })))
+      await (await a!.createSession({ id: 'from-a' })).append({ type: 'app/a', data: 'a'.repeat(600) })
+      await (await b!.createSession({ id: 'from-b' })).append({ type: 'app/b', data: 'b'.repeat(600) })
+      await a!.close()
+      await b!.close()
+      const again = await openStore({ storage: 'fs', dir: at, worker: false, encryption: { key } })
+      expect((await again.verify()).damaged).toEqual([])
+      expect((await eventsOf(again, 'from-a'))[0]!.data).toBe('a'.repeat(600))
+      expect((await eventsOf(again, 'from-b'))[0]!.data).toBe('b'.repeat(600))
+      await again.close()
+    }
+  })
+
+  it('rotations run one at a time; a store whose key another process rotated says KEY_REJECTED, not CORRUPT_LOG', async () => {
+    const where = join(dir, 'serial')
+    const s = await openStore({ storage: 'fs', dir: where, worker: false, encryption: { key } })
+    await fill(s, 'm')
+    const k2 = new Uint8Array(32).fill(21)
+    const k3 = new Uint8Array(32).fill(22)
+    const w = await s.openSession('root')
+    await Promise.all([s.rotateKey(k2), w.append({ type: 'app/between', data: 'x'.repeat(600) }), s.rotateKey(k3)])
+    await w.close()
+    const written = await shape(s)
+    await s.close()
+    const again = await openStore({ storage: 'fs', dir: where, worker: false, encryption: { key: k3 } })
+    expect(await shape(again)).toEqual(written)
+    expect((await again.verify()).damaged).toEqual([])
+    // Another process (here: another store on the folder) rotates and writes; this one reads.
+    const other = await openStore({ storage: 'fs', dir: where, worker: false, encryption: { key: k3 } })
+    await other.rotateKey(k2)
+    await (await other.createSession({ id: 'later' })).append({ type: 'app/late', data: 'y'.repeat(600) })
+    await expect(eventsOf(again, 'later')).rejects.toMatchObject({ code: 'KEY_REJECTED' })
+    await expect(again.rotateKey(key)).rejects.toMatchObject({ code: 'KEY_REJECTED' })
+    await other.close()
+    await again.close()
+  })
+
+  it("a key record edited at rest (which key is current, which keys it lists) is KEY_REJECTED", async () => {
+    const where = join(dir, 'edited')
+    const s = await openStore({ storage: 'fs', dir: where, encryption: { key } })
+    await fill(s, 'm')
+    await s.rotateKey(otherKey)
+    await s.close()
+    const file = join(where, 'meta', 'sessionfold-codec')
+    const text = await readFile(file, 'utf8')
+    const record = JSON.parse(text) as { current: number; keys: { gen: number }[] }
+    for (const edit of [{ ...record, current: 1 }, { ...record, keys: record.keys.slice(0, 1), current: 1 }]) {
+      await writeFile(file, JSON.stringify(edit))
+      await expect(openStore({ storage: 'fs', dir: where, encryption: { key: otherKey } })).rejects.toMatchObject({ code: expect.stringMatching(/KEY_REJECTED|CORRUPT_LOG/) })
+    }
+    await writeFile(file, text)
+    const again = await openStore({ storage: 'fs', dir: where, encryption: { key: otherKey } })
+    await again.close()
+  })
+
   it('rotateKey killed at random points leaves a store that opens, whole, with the last key or the next', async () => {
     const where = join(dir, 'kill')
     const s = await openStore({ storage: 'fs', dir: where, worker: false, encryption: { key: keyOf(1) } })
@@ -336,6 +395,11 @@ describe('the codec below the engine (memory adapter, hostile storage)', () => {
       return typeof e.data === 'string' ? { ...e, data: swap.data } : e
     }))
     await expect(byPosition.read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+  })
+
+  it('a damaged pointer record inside a frame is CORRUPT_LOG on a full read too (so verify sees it)', async () => {
+    const { read } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { ...e, data: 'garbage' } : e)))
+    await expect(read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
   })
 
   it('a plain event slipped into an encrypted store is CORRUPT_LOG, never accepted', async () => {
