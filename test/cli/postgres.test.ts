@@ -157,6 +157,27 @@ describe('read-only commands on --url', () => {
     expect(await snapshot('nothing')).toBe('no schema')
   }, 60_000)
 
+  it('an encrypted store reads with its key from SESSIONFOLD_KEY; without it, KEY_REJECTED', async () => {
+    const schema = 'cli_sealed'
+    const key = new Uint8Array(32).fill(9)
+    const s = await openStore({ storage: 'postgres', url, schema, worker: false, encryption: { key } })
+    await (await s.createSession({ id: 'secret', cwd: '/w' })).append({ type: 'app/x', data: 'hidden text' })
+    await s.close()
+    const before = await snapshot(schema)
+    const env = { SESSIONFOLD_KEY: Buffer.from(key).toString('hex') }
+    const listed = await runCli(cli.file, ['ls', ...on(schema)], { env })
+    expect(listed.code, listed.err).toBe(0)
+    expect(listed.out).toContain('secret')
+    const events = await runCli(cli.file, ['events', 'secret', ...on(schema), '--json'], { env })
+    expect(events.out).toContain('hidden text')
+    expect((await runCli(cli.file, ['verify', ...on(schema)], { env })).code).toBe(0)
+    const refused = await run(['ls', ...on(schema), '--json'])
+    expect(refused.code).toBe(1)
+    expect(refused.err).toContain('KEY_REJECTED')
+    expect(await snapshot(schema)).toBe(before)
+    expect(before).not.toContain('hidden text')
+  })
+
   it('a missing session is SESSION_NOT_FOUND', async () => {
     const r = await run(['show', 'nope', ...on('main'), '--json'])
     expect(r.code).toBe(1)
