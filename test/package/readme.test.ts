@@ -23,7 +23,7 @@ describe('README', () => {
     expect(blocks.map((b) => b[2])).toEqual([
       'examples/node-script.ts', 'examples/browser/main.ts', 'examples/custom-projection/token-count.ts',
       'examples/custom-projection/worker.ts', 'examples/custom-projection/main.ts', 'examples/react/session-panel.ts',
-      'examples/session-tree.ts',
+      'examples/session-tree.ts', 'examples/encrypted-store.ts',
     ])
     for (const [, body, file] of blocks) expect(await readFile(join(root, file!), 'utf8'), file).toBe(body)
     expect(readme).toContain('npm install && npm run demo')
@@ -47,6 +47,13 @@ describe('README', () => {
       await store.close()
       const tree = run('examples/session-tree.ts', ['tree-root'], dir)
       expect(tree.stdout).toBe('planner [continuable] inactive\n  coder [one-shot] inactive\n')
+      const secret = join(dir, 'secret')
+      const sealed = run('examples/encrypted-store.ts', [], secret)
+      expect(sealed.stderr).toBe('')
+      expect(sealed.stdout).toMatch(/1 events, sealed on disk\nno plaintext in \d+ files\n$/)
+      const wrong = spawnSync(process.execPath, ['--import', 'tsx', 'examples/encrypted-store.ts'], { cwd: root, env: { ...process.env, SESSIONFOLD_DIR: secret, SESSIONFOLD_PASSPHRASE: 'not it' }, encoding: 'utf8', timeout: 60_000 })
+      expect(wrong.status).not.toBe(0)
+      expect(wrong.stderr).toContain('KEY_REJECTED')
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
