@@ -1,20 +1,13 @@
-// deriveKey: an encryption key for openStore({ encryption: { key } }) from a passphrase,
-// through WebCrypto (browsers and Node alike).
-import { SessionfoldError } from './errors'
-
-const encoder = new TextEncoder()
-const subtle = () => globalThis.crypto.subtle
+// deriveKey: an encryption key for openStore({ encryption: { key } }) from a passphrase. The
+// work (derive-key-pbkdf2.ts) is loaded on the first call: the client entry stays small.
 
 /**
  * A key from a passphrase: PBKDF2-SHA-256 (600,000 iterations by default) into an AES-256-GCM
- * key. Keep `salt` (16 random bytes, not secret) beside the store; the same passphrase and salt
- * give the same key.
+ * key, through WebCrypto. Keep `salt` (16 random bytes, not secret) beside the store; the same
+ * passphrase and salt give the same key. INVALID_ARGUMENT for an empty passphrase, a salt of
+ * fewer than 8 bytes, or fewer than 1,000 iterations.
  */
 export async function deriveKey(passphrase: string, salt: Uint8Array, options: { iterations?: number } = {}): Promise<CryptoKey> {
-  if (typeof passphrase !== 'string' || passphrase.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', 'deriveKey: the passphrase must be a non-empty string')
-  if (!(salt instanceof Uint8Array) || salt.length < 8) throw new SessionfoldError('INVALID_ARGUMENT', 'deriveKey: the salt must be at least 8 bytes (16 random bytes are best)')
-  const iterations = options.iterations ?? 600_000
-  if (!Number.isSafeInteger(iterations) || iterations < 1000) throw new SessionfoldError('INVALID_ARGUMENT', 'deriveKey: iterations must be a whole number of at least 1000')
-  const base = await subtle().importKey('raw', encoder.encode(passphrase), 'PBKDF2', false, ['deriveKey'])
-  return subtle().deriveKey({ name: 'PBKDF2', hash: 'SHA-256', salt: new Uint8Array(salt), iterations }, base, { name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt'])
+  const { pbkdf2Key } = await import('./derive-key-pbkdf2')
+  return pbkdf2Key(passphrase, salt, options)
 }
