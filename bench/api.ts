@@ -35,7 +35,7 @@ import { HEADER_VERSION } from '../src/limits'
 import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
 import { encodeEventInput } from '../src/validate'
 import { messageInput, rawWriteFsync, rotate, runRounds, sourceState } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -89,17 +89,7 @@ const log = (msg: string) => process.stderr.write(`${msg}\n`)
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Rejects when `promise` has not settled within CONFIG.stallMs: a hang stops the benchmark instead of the machine. */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const stall = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`stalled: ${what} took more than ${CONFIG.stallMs / 1000} s`)), CONFIG.stallMs)
-  })
-  try {
-    return await Promise.race([promise, stall])
-  } finally {
-    clearTimeout(timer)
-  }
-}
+const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWithin(promise, what, CONFIG.stallMs)
 
 // ---- (1) batched appends ------------------------------------------------------------------
 

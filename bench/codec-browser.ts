@@ -65,7 +65,7 @@ import { createServer, type ViteDevServer } from 'vite'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../test/support/chromium'
 import type { AdapterProbe, CodecPage, ColdOpen, PrimitiveResult, VariantKey, WriteResult } from './codec-browser/page'
 import { messageInput, rotate, runRounds, sourceState } from './common'
-import { checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
+import { checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, pairRatios, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -116,17 +116,7 @@ const T0 = performance.now()
 const log = (msg: string) => process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0)} s] ${msg}\n`)
 
 /** Rejects when `promise` has not settled within CONFIG.stallMs: a hang stops the benchmark instead of the machine. */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const stall = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`stalled: ${what} took more than ${CONFIG.stallMs / 1000} s`)), CONFIG.stallMs)
-  })
-  try {
-    return await Promise.race([promise, stall])
-  } finally {
-    clearTimeout(timer)
-  }
-}
+const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWithin(promise, what, CONFIG.stallMs)
 
 /** Calls window.codecBench[name](...args) in the page (page.ts); the timing happens there. */
 async function call<K extends keyof CodecPage>(page: Page, name: K, ...args: Parameters<CodecPage[K]>): Promise<Awaited<ReturnType<CodecPage[K]>>> {

@@ -58,7 +58,7 @@ import { COMPRESS_FROM } from '../adapters/codec/seal'
 import { CHECKPOINT_FILE, LOG_FILE, sessionDir } from '../adapters/fs/layout'
 import { openStore, type AppendResult, type EventInput, type OpenStoreOptions, type SessionEvent, type Store } from '../src/index-node'
 import { messageInput, rotate, runRounds, sourceState } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, pairRatios, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -116,17 +116,7 @@ const T0 = performance.now()
 const log = (msg: string) => process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0)} s] ${msg}\n`)
 
 /** Rejects when `promise` has not settled within CONFIG.stallMs: a hang stops the benchmark instead of the machine. */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const stall = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`stalled: ${what} took more than ${CONFIG.stallMs / 1000} s`)), CONFIG.stallMs)
-  })
-  try {
-    return await Promise.race([promise, stall])
-  } finally {
-    clearTimeout(timer)
-  }
-}
+const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWithin(promise, what, CONFIG.stallMs)
 
 const utf8 = (s: string) => Buffer.byteLength(s)
 

@@ -146,3 +146,16 @@ export function resultsPath(name: string): string {
   const out = process.env.BENCH_OUT
   return out !== undefined && out !== '' ? out : new URL(`./results-${name}.json`, import.meta.url).pathname
 }
+
+/** Rejects when `promise` has not settled within `ms`: a hang stops a benchmark instead of the machine. */
+export async function settlesWithin<T>(promise: Promise<T>, what: string, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const stall = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`stalled: ${what} took more than ${ms / 1000} s`)), ms)
+  })
+  try {
+    return await Promise.race([promise, stall])
+  } finally {
+    clearTimeout(timer)
+  }
+}

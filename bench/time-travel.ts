@@ -30,7 +30,7 @@ import { join } from 'node:path'
 import { HISTORY_DIR, CHECKPOINT_FILE, LOG_FILE, sessionDir, sessionsDir } from '../adapters/fs/layout'
 import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
 import { rotate, sourceState } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
 
 const CONFIG = {
   /** Events of the long session, and of the short one. */
@@ -83,17 +83,7 @@ function random(seed: number): () => number {
 const rand = random(CONFIG.seed)
 const pointsIn = (length: number, n: number) => Array.from({ length: n }, () => Math.floor(rand() * (length + 1)))
 
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const stall = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`stalled: ${what} took more than ${CONFIG.stallMs / 1000} s`)), CONFIG.stallMs)
-  })
-  try {
-    return await Promise.race([promise, stall])
-  } finally {
-    clearTimeout(timer)
-  }
-}
+const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWithin(promise, what, CONFIG.stallMs)
 
 // ---- writing ------------------------------------------------------------------------------
 
