@@ -283,7 +283,8 @@ describe('HTTP sync between devices through a server (fs)', () => {
     const s = await a.createSession({ id: 'u1-lp' })
     await s.append({ type: 'app/one' })
     await ra.whenSynced()
-    await until(async () => (await eventsOf(b, 'u1-lp')).length === 1, 10_000)
+    // Until b has the session at all, observing it is SESSION_NOT_FOUND: wait for it to be listed first.
+    await until(async () => (await b.listSessions()).length === 1 && (await eventsOf(b, 'u1-lp')).length === 1, 10_000)
     // b's own poll is a minute apart: only the held pull can bring this one in time.
     await s.append({ type: 'app/two' })
     await until(async () => (await eventsOf(b, 'u1-lp')).length === 2, 10_000)
