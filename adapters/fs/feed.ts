@@ -1,9 +1,18 @@
 // The change feed on files: `feed.log` in the store's root, appended (O_APPEND) by every process
 // writing the store, one record per creation or group of appends to a session, written before
-// the log's own bytes and synced with them. A record is `\n<id> <from> <to>.\n`: the leading
-// newline fences off a fragment a crash left, the final dot tells a whole record from a cut
-// one. A position is a byte offset just after a record. Also the store's meta records
-// (`meta/<key>`, replaced whole by rename).
+// the log's own bytes. A record is `\n<id> <from> <to>.\n`: the leading newline fences off a
+// fragment a crash left, the final dot tells a whole record from a cut one. A position is a
+// byte offset just after a record. Also the store's meta records (`meta/<key>`, replaced whole
+// by rename).
+//
+// Records are not synced on their own (a second fdatasync beside the log's cost a lone batch of
+// appends over half its time). A process that dies leaves them in the page cache, where every
+// other process reads them; only a crash of the machine can lose the last ones, and then
+// positions handed out before it may name records that are gone. So `feed.boot` holds the boot
+// the feed was last written in (boot.ts), synced before the first record of a boot: a process
+// that finds an earlier boot there first gives the feed a new identity, and every cursor made
+// before the crash starts over with a walk (which sends each session from where the other side
+// is), before anything of this boot is written or read.
 import { join } from 'node:path'
 import type { FileHandle } from 'node:fs/promises'
 import type { SessionId } from '../../src/model'
@@ -12,7 +21,8 @@ import { assertMeta, newFeedId } from '../guard'
 import type { ChangeFeed, FeedEntry } from '../types'
 import { syncDir, writeDurable } from './durable'
 import { errno } from './errors'
-import { FEED_FILE, FEED_ID_FILE, metaDir, tmpDir } from './layout'
+import { bootIdentity, sameBoot } from './boot'
+import { FEED_BOOT_FILE, FEED_FILE, FEED_ID_FILE, metaDir, tmpDir } from './layout'
 import type { FsSettings } from './options'
 
 const RECORD = /^([A-Za-z0-9_-]{1,128}) (\d{1,15}) (\d{1,15})\.$/
@@ -20,12 +30,8 @@ const RECORD = /^([A-Za-z0-9_-]{1,128}) (\d{1,15}) (\d{1,15})\.$/
 const CHUNK = 256 * 1024
 
 export interface FeedFile extends ChangeFeed {
-  /** Writes records for these writes (not yet synced): call before writing their events. */
+  /** Writes records for these writes (to the page cache, see above): call before writing their events. */
   record(writes: readonly { id: SessionId; from: number; to: number }[]): Promise<void>
-  /** Resolves once every record written before the call is synced (syncs are shared). */
-  sync(): Promise<void>
-  /** The same, on this thread (a lone flush's path). */
-  syncNow(): void
   getMeta(key: string): Promise<string | undefined>
   putMeta(key: string, value: string): Promise<void>
   close(): Promise<void>
@@ -34,42 +40,59 @@ export interface FeedFile extends ChangeFeed {
 export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | 'root' | 'readOnly'>): FeedFile {
   const path = join(root, FEED_FILE)
   let handle: Promise<FileHandle> | undefined
-  /** The handle once open (record() awaits it, so a synced flush after record() finds it). */
-  let opened: FileHandle | undefined
   let dirty = false
-  let syncing: Promise<void> | undefined
-  let again: Promise<void> | undefined
   let id: Promise<string> | undefined
+  /** This boot checked against `feed.boot` (and the feed made new if a machine crash came between). */
+  let boot: Promise<void> | undefined
+  /** Read-only, after a machine crash no writer has settled yet: this process's own identity. */
+  let unsettled: string | undefined
 
-  const open = () => (handle ??= fs.open(path, 'a').then((fh) => (opened = fh)))
+  const open = () => (handle ??= fs.open(path, 'a'))
+  const settle = () => (boot ??= settleBoot().catch((err: unknown) => {
+    boot = undefined
+    throw err
+  }))
 
-  async function syncOnce(): Promise<void> {
-    dirty = false
-    await (await open()).datasync()
+  async function settleBoot(): Promise<void> {
+    const now = await bootIdentity(fs)
+    const marked = await readOptional(join(root, FEED_BOOT_FILE))
+    if (marked !== undefined && sameBoot(marked.trim(), now)) return
+    if (marked !== undefined) {
+      // Written in another boot, and the machine went down since: records it had not synced
+      // may be gone, so positions made before may name the wrong ones.
+      if (readOnly) {
+        unsettled = `unsettled-${newFeedId()}`
+        return
+      }
+      await replace(FEED_ID_FILE, newFeedId())
+    }
+    // No mark: a new feed, or one whose records were each synced (an older sessionfold).
+    if (!readOnly) await replace(FEED_BOOT_FILE, now)
   }
 
-  function sync(): Promise<void> {
-    if (!handle) return Promise.resolve()
-    if (!dirty) return syncing ?? Promise.resolve() // the sync under way started after the last record
-    // One sync at a time; whoever arrives during one shares the next, which covers them all.
-    if (!syncing) {
-      syncing = syncOnce().finally(() => { syncing = undefined })
-      return syncing
+  /** Replaces file `name` in the root whole (made in tmp, moved in by rename, synced). */
+  async function replace(name: string, text: string): Promise<void> {
+    const made = join(tmpDir(root), `${name}-${newFeedId()}`)
+    await writeDurable(fs, made, text)
+    await fs.rename(made, join(root, name))
+    await syncDir(fs, root)
+  }
+
+  async function readOptional(file: string): Promise<string | undefined> {
+    try {
+      return await fs.readFile(file, 'utf8')
+    } catch (err) {
+      if (errno(err) === 'ENOENT') return undefined
+      throw err
     }
-    again ??= syncing.catch(() => {}).then(() => {
-      again = undefined
-      return sync()
-    })
-    return again
   }
 
   async function readId(): Promise<string> {
+    await settle()
+    if (unsettled) return unsettled
     const file = join(root, FEED_ID_FILE)
-    try {
-      return (await fs.readFile(file, 'utf8')).trim()
-    } catch (err) {
-      if (errno(err) !== 'ENOENT') throw err
-    }
+    const existing = await readOptional(file)
+    if (existing !== undefined) return existing.trim()
     // A store opened read-only writes nothing: a feed never written to has no identity yet
     // (a cursor made now names none, and starts over once the feed has one).
     if (readOnly) return 'none'
@@ -162,6 +185,7 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
     },
     async record(writes) {
       if (writes.length === 0) return
+      await settle()
       const text = writes.map((w) => `\n${w.id} ${w.from} ${w.to}.\n`).join('')
       const fh = await open()
       const buf = Buffer.from(text, 'latin1')
@@ -169,13 +193,6 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
       let done = 0
       while (done < buf.length) done += fs.writeSync(fh.fd, buf, done, buf.length - done)
       dirty = true
-    },
-    sync,
-    syncNow() {
-      if (!dirty || !opened) return
-      if (!fs.fdatasyncSync) throw new Error('syncNow needs fdatasyncSync')
-      dirty = false
-      fs.fdatasyncSync(opened.fd)
     },
     async getMeta(key) {
       assertMeta(key)
@@ -200,7 +217,6 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
     async close() {
       const h = handle
       handle = undefined
-      opened = undefined
       if (!h) return
       const fh = await h.catch(() => undefined)
       if (dirty) await fh?.datasync().catch(() => {})

@@ -42,7 +42,7 @@ export interface Folders {
 export function createFolders(
   { fs, root, readOnly }: Pick<FsSettings, 'fs' | 'root' | 'readOnly'>,
   isRemoving: (id: SessionId) => boolean,
-  feed: Pick<FeedFile, 'record' | 'sync'>,
+  feed: Pick<FeedFile, 'record'>,
 ): Folders {
   const sessions = sessionsDir(root)
   const tmp = tmpDir(root)
@@ -126,7 +126,7 @@ export function createFolders(
         if (batch) await writeDurable(fs, join(made, INDEX_FILE), indexOfBatch(batch.offsets))
         await syncDir(fs, made)
         // Before the folder is in place: a crash leaves a record of nothing, never a session
-        // the feed does not name. Synced with the folder's rename.
+        // the feed does not name (or, after a machine crash, a feed started over: feed.ts).
         // Until it is, a reader of this process that sees the record waits (settled), rather than
         // take the session for one deleted since.
         let placed!: () => void
@@ -149,7 +149,7 @@ export function createFolders(
         await fs.rm(made, { recursive: true, force: true }).catch(() => {})
         throw err
       }
-      await Promise.all([syncDir(fs, sessions), feed.sync()])
+      await syncDir(fs, sessions)
     },
     async remove(id) {
       const away = join(trash, scratchName(id))

@@ -28,7 +28,7 @@ export function createGroupCommit(
   { fs, strict, onRepair }: Pick<FsSettings, 'fs' | 'strict' | 'onRepair'>,
   handles: Pick<WriterHandles, 'open'>,
   index: Pick<OffsetIndex, 'addBatch'>,
-  feed: Pick<FeedFile, 'record' | 'sync' | 'syncNow'>,
+  feed: Pick<FeedFile, 'record'>,
 ): GroupCommit {
   /** Logs with a flush in progress (see writeGroup: a lone one syncs on this thread). */
   let flushingLogs = 0
@@ -72,7 +72,8 @@ export function createGroupCommit(
     }
     const { buf, offsets } = encodeBatch(events)
     // The feed's record goes first: a crash may leave a record whose events are not there (a
-    // reader checks the log), never acknowledged events the feed does not name.
+    // reader checks the log), never acknowledged events the feed does not name (a machine crash
+    // can lose the record from the page cache; the feed then starts over, see feed.ts).
     await feed.record([{ id: log.id, from: log.length, to: log.length + events.length }])
     try {
       let done = 0
@@ -81,12 +82,8 @@ export function createGroupCommit(
         // A lone flush syncs on this thread, as better-sqlite3 does: cheaper than the thread
         // pool's round trip. While other sessions flush too, the sync goes to the pool so that
         // they sync in parallel.
-        if (flushingLogs === 1 && fs.fdatasyncSync) {
-          fs.fdatasyncSync(fh.fd)
-          feed.syncNow()
-        } else {
-          await Promise.all([fh.datasync(), feed.sync()])
-        }
+        if (flushingLogs === 1 && fs.fdatasyncSync) fs.fdatasyncSync(fh.fd)
+        else await fh.datasync()
       }
     } catch (err) {
       // Nothing of the group counts. If the cut fails too, the next write cuts first.

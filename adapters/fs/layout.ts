@@ -8,6 +8,8 @@
 //   <root>/tmp/              sessions, checkpoints and indexes in the making, renamed into place when whole
 //   <root>/trash/            deleted sessions' folders, renamed here and then removed
 //   <root>/locks/<folder>.lock  writer locks (worker/locks/fs.ts)
+//   <root>/feed.log, feed.id, feed.boot  the change feed, its identity, the boot it was last written in (feed.ts)
+//   <root>/meta/<key>        meta records (replication cursors, the codec's key record), replaced whole by rename
 //
 // Session ids to folder names. Ids are [A-Za-z0-9_-]{1,128}, which is safe on Linux but not
 // everywhere: macOS and Windows fold case ("Agent" and "agent" would share a folder) and
@@ -26,9 +28,10 @@ export const INDEX_FILE = 'events.idx'
 export const CHECKPOINT_FILE = 'checkpoint.json'
 export const HISTORY_DIR = 'history'
 
-/** The change feed (feed.ts), in the store's root: one record per write, and its identity. */
+/** The change feed (feed.ts), in the store's root: one record per write, its identity, and the boot it was last written in. */
 export const FEED_FILE = 'feed.log'
 export const FEED_ID_FILE = 'feed.id'
+export const FEED_BOOT_FILE = 'feed.boot'
 export const metaDir = (root: string): string => join(root, 'meta')
 
 export const sessionsDir = (root: string): string => join(root, 'sessions')
