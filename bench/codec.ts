@@ -52,9 +52,9 @@ import * as fs from 'node:fs'
 import os from 'node:os'
 import { basename, extname, join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { deflateRawSync } from 'node:zlib'
 import { FRAME_BYTES, FRAME_EVENTS } from '../adapters/codec/sealed-storage'
 import { COMPRESS_FROM } from '../adapters/codec/seal'
+import { nodeCompressor } from '../adapters/codec/zlib'
 import { CHECKPOINT_FILE, LOG_FILE, sessionDir } from '../adapters/fs/layout'
 import { openStore, type AppendResult, type EventInput, type OpenStoreOptions, type SessionEvent, type Store } from '../src/index-node'
 import { messageInput, rotate, runRounds, sourceState } from './common'
@@ -241,7 +241,7 @@ function deflateFloor(events: readonly SessionEvent[]): { frames: number; deflat
       let j = i
       let bytes = 0
       while (j < jsons.length && j - i < FRAME_EVENTS && (j === i || bytes + jsons[j]!.length <= FRAME_BYTES)) bytes += jsons[j++]!.length + 1
-      const z = deflateRawSync(Buffer.from(jsons.slice(i, j).join('\n'))).length
+      const z = nodeCompressor.deflate(Buffer.from(jsons.slice(i, j).join('\n'))).length
       frames++
       deflated += z
       base64 += 4 * Math.ceil((2 + z) / 3)

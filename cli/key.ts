@@ -3,10 +3,10 @@
 // and in shell history). Either holds the 32 key bytes as 64 hex digits or as base64; a file
 // may also hold the 32 raw bytes.
 import { readFile } from 'node:fs/promises'
-import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { openSealed, type SealedStorage } from '../adapters/codec'
 import type { StorageAdapter } from '../adapters/types'
 import { SessionfoldError } from '../src/errors'
+import { nodeCompressor } from '../adapters/codec/zlib'
 
 export const KEY_ENV = 'SESSIONFOLD_KEY'
 
@@ -40,5 +40,5 @@ export async function cliKey(keyFile: string | undefined, env: Record<string, st
 
 /** `storage` under the record codec, with the command's key (KEY_REJECTED when it does not fit). */
 export function sealedForCli(storage: StorageAdapter, key: Uint8Array | undefined, readOnly: boolean): Promise<SealedStorage> {
-  return openSealed(storage, { key, readOnly, compressor: { deflate: (b) => deflateRawSync(b), inflate: (b) => inflateRawSync(b) } })
+  return openSealed(storage, { key, readOnly, compressor: nodeCompressor })
 }

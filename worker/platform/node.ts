@@ -1,4 +1,3 @@
-import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { createFsAdapter } from '../../adapters/fs'
 import { checkStoreDir } from '../../adapters/fs/check-root'
 import { createIndexedDbAdapter } from '../../adapters/indexeddb'
@@ -10,6 +9,7 @@ import { createFsLocks } from '../locks/fs'
 import type { HostOptions } from '../../src/protocol'
 import type { Platform } from './index'
 import type { PostgresStore } from './postgres'
+import { nodeCompressor } from '../../adapters/codec/zlib'
 
 /** The PostgreSQL stores opened by check(), by the options they were opened with. */
 const postgresStores = new WeakMap<HostOptions, PostgresStore>()
@@ -49,8 +49,7 @@ export const nodePlatform: Platform = {
         throw new SessionfoldError('INVALID_ARGUMENT', `unknown storage ${String(o.storage)}`)
     }
   },
-  // node:zlib, on the engine's thread: a unit is at most a few hundred KiB.
-  compressor: { deflate: (b) => deflateRawSync(b), inflate: (b) => inflateRawSync(b) },
+  compressor: nodeCompressor,
   openLocks: (o) => (o.storage === 'fs' ? createFsLocks(o.dir) : o.storage === 'postgres' ? postgresStore(o).locks : createLocalLocks()),
   // Other processes (and threads) on the same folder: their appends show as growing files.
   // PostgreSQL: every engine on the store, on any machine, hears appends by LISTEN/NOTIFY.
