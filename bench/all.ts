@@ -31,6 +31,8 @@ interface Run {
 }
 
 const CHILDREN_SIZES = [10, 100, 1_000, 10_000]
+/** Parts that came after the first suite (older results lack them). */
+const LATER_PARTS = ['api', 'postgres', 'sync', 'sync-browser', 'time-travel', 'inspector', 'codec', 'codec-browser'] as const
 
 const RUNS: Run[] = [
   // The headline figures, through openStore() (issue 14); the runs after it are diagnostics of the layers below, and peers.
@@ -47,6 +49,8 @@ const RUNS: Run[] = [
   { name: 'inspector', file: 'bench/inspector-scrub.ts', env: {} },
   // The record codec: compression and encryption through openStore(): stored size of a text corpus, batched appends, a full read, a cold open.
   { name: 'codec', file: 'bench/codec.ts', env: {} },
+  // The codec's Chromium half: appends, a full read and a cold open on the page's openStore() (IndexedDB, its Web Worker).
+  { name: 'codec-browser', file: 'bench/codec-browser.ts', env: {} },
   { name: 'storage', file: 'bench/storage.ts', env: {} },
   { name: 'projections', file: 'bench/projections.ts', gc: true, env: { BENCH_APPEND_ROUNDS: '7', BENCH_READ_ROUNDS: '7', BENCH_HEAP_ROUNDS: '3' } },
   { name: 'scaling', file: 'bench/scaling.ts', gc: true, env: {} },
@@ -144,14 +148,13 @@ function main(): void {
     seconds[run.name] ??= Number.NaN
   }
   const pick = (k: 'storage' | 'projections' | 'client' | 'browser' | 'scaling') => runs[k] ?? previous?.runs[k] ?? leftOver(k)
-  // Results from before bench/api.ts existed have no `api`: the page leaves its section out until it is run.
-  const api = runs.api ?? previous?.runs.api ?? (fs.existsSync(join(TMP, 'results-api.json')) ? leftOver('api') : undefined)
-  const postgres = runs.postgres ?? previous?.runs.postgres ?? (fs.existsSync(join(TMP, 'results-postgres.json')) ? leftOver('postgres') : undefined)
-  const sync = runs.sync ?? previous?.runs.sync ?? (fs.existsSync(join(TMP, 'results-sync.json')) ? leftOver('sync') : undefined)
-  const syncBrowser = runs['sync-browser'] ?? previous?.runs['sync-browser'] ?? (fs.existsSync(join(TMP, 'results-sync-browser.json')) ? leftOver('sync-browser') : undefined)
-  const timeTravel = runs['time-travel'] ?? previous?.runs['time-travel'] ?? (fs.existsSync(join(TMP, 'results-time-travel.json')) ? leftOver('time-travel') : undefined)
-  const inspector = runs.inspector ?? previous?.runs.inspector ?? (fs.existsSync(join(TMP, 'results-inspector.json')) ? leftOver('inspector') : undefined)
-  const codec = runs.codec ?? previous?.runs.codec ?? (fs.existsSync(join(TMP, 'results-codec.json')) ? leftOver('codec') : undefined)
+  // Parts added after the first suite: results made before one existed lack it, and the page
+  // leaves its section out until it is run.
+  const later: Record<string, unknown> = {}
+  for (const name of LATER_PARTS) {
+    const result = runs[name] ?? previous?.runs[name] ?? (fs.existsSync(join(TMP, `results-${name}.json`)) ? leftOver(name) : undefined)
+    if (result !== undefined) later[name] = result
+  }
   const durationSeconds = only ? Object.values(seconds).reduce((a, b) => a + b, 0) : (performance.now() - started) / 1000
   const results: SuiteResults = {
     suite: 'sessionfold',
@@ -160,7 +163,7 @@ function main(): void {
     machine: machine(pick('browser') as { environment?: { chromium?: string } } | undefined),
     settings,
     seconds,
-    runs: { ...(api === undefined ? {} : { api }), ...(postgres === undefined ? {} : { postgres }), ...(sync === undefined ? {} : { sync }), ...(syncBrowser === undefined ? {} : { 'sync-browser': syncBrowser }), ...(timeTravel === undefined ? {} : { 'time-travel': timeTravel }), ...(inspector === undefined ? {} : { inspector }), ...(codec === undefined ? {} : { codec }), storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
+    runs: { ...later, storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
   }
   fs.writeFileSync(RESULTS, `${JSON.stringify(results, null, 1)}\n`)
   writeReport(results, explain, explainApi)

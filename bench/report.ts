@@ -34,6 +34,8 @@ export interface SuiteResults {
     inspector?: Any
     /** bench/codec.ts, compression and encryption through openStore(); absent from results made before it existed. */
     codec?: Any
+    /** bench/codec-browser.ts, the codec in Chromium on the page's openStore(); absent from results made before it existed. */
+    'codec-browser'?: Any
     storage: Any
     projections: Any
     children: Record<string, Any>
@@ -447,6 +449,33 @@ function codecSection(r: Any): string[] {
   return L
 }
 
+/** The codec in Chromium (bench/codec-browser.ts): the same targets on the page's openStore(). */
+function codecBrowserSection(r: Any): string[] {
+  const L: string[] = []
+  const p = (s = '') => L.push(s)
+  p('### The same in Chromium')
+  p()
+  if (!r) {
+    p('Not in this bench/results.json (it predates bench/codec-browser.ts): `npm run bench -- --only=codec-browser` measures these figures and keeps the other parts\' results.')
+    p()
+    return L
+  }
+  const c = r.config
+  const e = r.environment
+  p(`${r.layer}, each variant a database (and a store, with its own worker) of its own: ${(r.variants as Any[]).map((v) => `**${v.key}** (${v.label})`).join(', ')}. ` +
+    `Appends: ${c.batches} batches of ${c.batch} events of ~${c.eventBytes} B, each awaited, to a new session, ${c.appendRounds} rounds. ` +
+    `Read: \`view.events()\` of a ${n0(c.readEvents)}-event session on \`store.observe(id)\`. Cold open: \`store.observe(id)\` of that session in a freshly opened store (a new worker), ` +
+    `the control opening the plain database again in the same round; ${c.rounds} rounds. Measured by \`bench/codec-browser.ts\` (\`npm run bench:codec-browser\`) on ${r.date.slice(0, 10)}: ` +
+    `Chromium ${e.chromium} headless, node ${e.node}, ${e.cpus} cpus` +
+    (r.source?.commit ? `, source at commit ${r.source.commit}${r.source.dirty?.length ? ` with uncommitted changes to ${r.source.dirty.length} files` : ''}.` : '.'))
+  p()
+  p(table(['figure', 'ratio', 'measured: per-round median (min–max)', 'target', 'result'],
+    (r.headline as Any[]).map((h) => [h.figure, h.ratio, range(h.perRound, 3), h.target || '(information)', h.result ? `**${h.result}**` : '']),
+    ['l', 'l', 'r', 'r', 'l']))
+  p()
+  return L
+}
+
 /**
  * The PostgreSQL store through the public API (bench/postgres.ts): its own run, on its own
  * throwaway cluster, dated on its own (it may be rerun alone with --only=postgres).
@@ -550,6 +579,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
   L.push(...timeTravelSection(res.runs['time-travel']))
   L.push(...inspectorSection(res.runs.inspector))
   L.push(...codecSection(res.runs.codec))
+  L.push(...codecBrowserSection(res.runs['codec-browser']))
   p('## How to read this, and how to rerun it')
   p()
   p('- **Every figure is a median of several runs, with the min and max of those runs** written as `median (min–max)`. ' +
@@ -566,7 +596,7 @@ export function renderMarkdown(res: SuiteResults, targets: Target[], explanation
     '(fdatasync / fsync / strict IndexedDB transactions) unless a row says relaxed.')
   p('- **Rerun**: `npm run bench` runs everything (Node part and headless Chromium) and rewrites `bench/results.json`, ' +
     '`BENCHMARKS.md` and `bench/charts/*.svg`; `npm run bench:report` only regenerates the page and charts from `bench/results.json`. ' +
-    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:sync`, `bench:sync-browser`, `bench:time-travel`, `bench:inspector`, `bench:codec`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
+    'Each part also runs alone (`npm run bench:api`, `bench:postgres`, `bench:sync`, `bench:sync-browser`, `bench:time-travel`, `bench:inspector`, `bench:codec`, `bench:codec-browser`, `bench:storage`, `bench:projections`, `bench:children`, `bench:client`, `bench:browser`, ' +
     '`bench:scaling`) and prints its full tables, with more diagnostics than this page.')
   p()
   p('## Machine')
