@@ -13,6 +13,7 @@
 // that finds an earlier boot there first gives the feed a new identity, and every cursor made
 // before the crash starts over with a walk (which sends each session from where the other side
 // is), before anything of this boot is written or read.
+import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import type { FileHandle } from 'node:fs/promises'
 import type { SessionId } from '../../src/model'
@@ -64,7 +65,9 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
         unsettled = `unsettled-${newFeedId()}`
         return
       }
-      await replace(FEED_ID_FILE, newFeedId())
+      // The new identity follows from the two boots, so processes of this boot that race here
+      // all name the same one (a random one each would leave them handing out different ones).
+      await replace(FEED_ID_FILE, createHash('sha256').update(`${marked.trim()}>${now}`).digest('hex').slice(0, 32))
     }
     // No mark: a new feed, or one whose records were each synced (an older sessionfold).
     if (!readOnly) await replace(FEED_BOOT_FILE, now)

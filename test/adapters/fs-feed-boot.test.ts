@@ -4,7 +4,7 @@
 // gives the feed a new identity at the next boot, so cursors made before it walk again.
 import { fdatasyncSync, writeSync } from 'node:fs'
 import * as nodeFs from 'node:fs/promises'
-import { mkdtemp, readFile, rm, stat, truncate } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -151,6 +151,30 @@ describe('fs change feed: records without a sync of their own', () => {
       expect((await readFile(join(dir, 'feed.boot'), 'utf8')).trim()).toBe('boot-2')
     } finally {
       await a.close()
+    }
+  })
+
+  it('processes that settle the feed at once after a machine crash agree on its new identity', async () => {
+    const boot = { id: 'boot-1' }
+    const a = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
+    await a.createSession({ id: 's1' })
+    const before = ((await a.changesSince(null, {})).cursor as { feed: string }).feed
+    await a.close()
+    boot.id = 'boot-2'
+    const first = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
+    const feedOf = async (e: Engine) => ((await e.changesSince(null, {})).cursor as { feed: string }).feed
+    let second: Engine | undefined
+    try {
+      const id = await feedOf(first)
+      expect(id).not.toBe(before)
+      // A second process that read the old mark before the first one replaced it settles too.
+      await writeFile(join(dir, 'feed.boot'), 'boot-1')
+      second = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
+      expect(await feedOf(second)).toBe(id)
+      expect(await feedOf(first)).toBe(id)
+    } finally {
+      await first.close()
+      await second?.close()
     }
   })
 
