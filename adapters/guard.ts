@@ -7,7 +7,7 @@ import { isCount } from '../src/limits'
 import { safeParse, storedHeaderSchema } from '../src/schemas'
 import { assertSessionId, describe } from '../src/validate'
 import type { EncodedEvent } from '../src/validate'
-import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ReadRange } from './types'
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ReadRange, type RecordReplacement, type SessionInfo } from './types'
 
 export { assertSessionId }
 
@@ -192,4 +192,39 @@ export function assertPosition(id: SessionId, at: unknown, least = 1): asserts a
   if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < least) {
     throw new SessionfoldError('INVALID_ARGUMENT', `history position of ${where(id)} must be an integer >= ${least}, got ${describe(at)}`, { sessionId: id })
   }
+}
+
+const utf8 = new TextEncoder()
+/** The length of `text` in UTF-8 bytes. */
+export const utf8Bytes = (text: string): number => utf8.encode(text).length
+
+/**
+ * The header a `replaceRecords` call writes (undefined: the stored one stays), checked against
+ * the stored session: INVALID_ARGUMENT for a record whose seq is not below `stored.length` or
+ * comes twice, a record that is not `{ event, json }`, and a header of another id, createdAt or
+ * seedLength. Each record's length is checked by `sameLength`, where the adapter reads it.
+ */
+export function checkReplacement(id: SessionId, replacement: RecordReplacement, stored: SessionInfo): SessionHeader | undefined {
+  const bad = (message: string, seq?: number) => new SessionfoldError('INVALID_ARGUMENT', `replaceRecords of ${where(id, seq)}: ${message}`, { sessionId: id, seq })
+  if (!Array.isArray(replacement?.records)) throw bad('not { records }')
+  const seen = new Set<number>()
+  for (const r of replacement.records) {
+    const seq = (r as Partial<EncodedEvent> | null)?.event?.seq as number
+    if (typeof r?.json !== 'string' || !Number.isInteger(seq) || !(seq >= 0 && seq < stored.length) || seen.has(seq)) throw bad('a record not { event, json }, or of a seq not stored, or twice', seq)
+    seen.add(seq)
+  }
+  const header = replacement.header
+  if (header === undefined) return undefined
+  assertHeader(header)
+  const was = stored.header
+  if (header.id !== was.id || header.createdAt !== was.createdAt || header.seedLength !== was.seedLength) {
+    throw bad('a header of another id, createdAt or seedLength')
+  }
+  return header
+}
+
+/** INVALID_ARGUMENT unless a replacing record (its JSON) is exactly as long as the stored one. */
+export function sameLength(id: SessionId, seq: number, storedBytes: number | undefined, json: string): void {
+  const given = utf8Bytes(json)
+  if (given !== storedBytes) throw new SessionfoldError(storedBytes === undefined ? 'CORRUPT_LOG' : 'INVALID_ARGUMENT', `replaceRecords of ${where(id, seq)}: ${given} bytes where ${storedBytes} are stored`, { sessionId: id, seq })
 }

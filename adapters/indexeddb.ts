@@ -7,18 +7,20 @@
  *
  * @module sessionfold/adapters/indexeddb
  */
-import { wrap, type DBSchema, type IDBPDatabase, type IDBPObjectStore, type IDBPTransaction } from 'idb'
+import { wrap, type IDBPObjectStore } from 'idb'
 import { SessionfoldError, where } from '../src/errors'
-import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
+import type { SessionEvent, SessionId } from '../src/model'
 import type { EncodedEvent } from '../src/validate'
 import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
   platformErrorCode, resolveList, resolveRange, toStorageError, assertMeta, assertPosition, feedAfter, newFeedId,
+  checkReplacement, sameLength, utf8Bytes,
 } from './guard'
-import { READ_PAGE, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
+import { isNamed, quiet, type Db, type Schema, type StoreName, type Tx } from './indexeddb-schema'
+import { READ_PAGE, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from './types'
 export type { EncodedEvent } from '../src/validate'
 
 /** Options of {@link createIndexedDbAdapter}. */
@@ -45,35 +47,6 @@ interface PendingAppend {
   batch: readonly EncodedEvent[]
   resolve: () => void
   reject: (err: unknown) => void
-}
-
-/** The meta row holds the durable length, so an append reads it in its own transaction. */
-interface Meta {
-  header: SessionHeader
-  length: number
-}
-
-interface Schema extends DBSchema {
-  sessions: { key: SessionId; value: Meta }
-  events: { key: [SessionId, number]; value: SessionEvent }
-  checkpoints: { key: SessionId | [SessionId, number]; value: CheckpointRow } // history rows: [id, position]
-  feed: { key: number; value: Omit<FeedEntry, 'at'> }
-  meta: { key: string; value: string }
-}
-
-type StoreName = 'sessions' | 'events' | 'checkpoints' | 'feed' | 'meta'
-type Db = IDBPDatabase<Schema>
-type Tx<M extends IDBTransactionMode> = IDBPTransaction<Schema, StoreName[], M>
-
-const isNamed = (err: unknown, name: string): boolean => (err as { name?: unknown } | null)?.name === name
-/**
- * Marks a request's promise as observed. When a later request in the same batch throws
- * synchronously (DataCloneError, quota), the ones already issued reject with AbortError
- * before anyone awaits them; the transaction's own error is what gets reported.
- */
-const quiet = <T>(p: Promise<T>): Promise<T> => {
-  p.catch(() => {})
-  return p
 }
 
 /**
@@ -390,6 +363,17 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       assertMeta(key, value)
       await withDb('write meta of', undefined, (db) => inTx(db, ['meta'], 'readwrite', (tx) => tx.objectStore('meta').put(value, key)))
     }),
+    // In one transaction: every record and the header, or nothing.
+    replaceRecords: (id, replacement) => forSession(id, () => withDb('replace records of', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
+      const [meta, events] = [await tx.objectStore('sessions').get(id), tx.objectStore('events')]
+      if (!meta) throw notFound(id)
+      const header = checkReplacement(id, replacement, meta)
+      const stored = await Promise.all(replacement.records.map((r) => quiet(events.get([id, r.event.seq]))))
+      replacement.records.forEach((r, i) => sameLength(id, r.event.seq, stored[i] && utf8Bytes(JSON.stringify(stored[i])), r.json))
+      const writes: Promise<unknown>[] = replacement.records.map((r) => quiet(events.put(r.event, [id, r.event.seq])))
+      if (header) writes.push(quiet(tx.objectStore('sessions').put({ header, length: meta.length }, id)))
+      await Promise.all(writes)
+    }))),
     close: () => guard.close(async () => {
       const p = connection
       connection = undefined

@@ -12,11 +12,11 @@ import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
   resolveList, resolveRange,
 } from './guard'
-import { assertMeta, assertPosition, feedAfter, newFeedId } from './guard'
+import { assertMeta, assertPosition, checkReplacement, feedAfter, newFeedId, sameLength, utf8Bytes } from './guard'
 import { READ_PAGE, compareIds, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from './types'
 export type { EncodedEvent } from '../src/validate'
 
 interface Stored {
@@ -137,6 +137,13 @@ export function createMemoryAdapter(): StorageAdapter {
     putMeta: (key, value) => guard.run(async () => {
       assertMeta(key, value)
       meta.set(key, value)
+    }),
+    replaceRecords: (id, replacement) => guard.run(async () => {
+      const s = get(id)
+      const header = checkReplacement(id, replacement, { header: s.header, length: s.events.length })
+      for (const r of replacement.records) sameLength(id, r.event.seq, utf8Bytes(s.events[r.event.seq]!), r.json)
+      for (const r of replacement.records) s.events[r.event.seq] = r.json
+      if (header) s.header = structuredClone(header)
     }),
     close: () => guard.close(),
   }

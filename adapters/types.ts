@@ -105,6 +105,18 @@ export interface ChangeFeed {
   read(after: string, limit: number): Promise<FeedEntry[]>
 }
 
+/** What {@link StorageAdapter.replaceRecords} writes in place of what is stored. */
+export interface RecordReplacement {
+  /**
+   * Records, each taking the place of the stored record of its seq (`event.seq`, below the
+   * log's length, each seq at most once), each exactly as long as that record (its JSON, in
+   * UTF-8 bytes).
+   */
+  records: readonly EncodedEvent[]
+  /** The session's new header; its id, createdAt and seedLength must be the stored ones. */
+  header?: SessionHeader
+}
+
 /**
  * The storage contract. It stores sessions, event ranges and checkpoint rows, and knows
  * nothing of projections or folding: sequence rules beyond "continue the stored seq" and
@@ -155,6 +167,18 @@ export interface StorageAdapter {
   getMeta?(key: string): Promise<string | undefined>
   /** Stores `value` under `key`, durably, replacing what was there (a crash leaves one or the other). */
   putMeta?(key: string, value: string): Promise<void>
+  /**
+   * Replaces stored records of a session, and (given) its header, in place: same seqs, same
+   * encoded lengths, so the log's length, offsets and change feed stay as they are. All or
+   * nothing: a crash leaves the old records and header or the new ones, and readers (in any
+   * process) read one or the other. The caller holds the session's writer lock, so no append
+   * runs meanwhile. INVALID_ARGUMENT, with nothing written, for a record whose seq is not
+   * stored or comes twice, or whose length differs from the stored record's, and for a header
+   * of another id, createdAt or seedLength. The record codec re-encrypts a store with it
+   * (`rotateKey`); every adapter of this package has it, and without it a store's key cannot
+   * be rotated.
+   */
+  replaceRecords?(id: SessionId, replacement: RecordReplacement): Promise<void>
   /** Waits for pending writes, then releases files or connections. Later calls: CLOSED. */
   close(): Promise<void>
 }

@@ -174,8 +174,12 @@ export interface EngineApi {
    */
   appendMany(items: AppendItem[]): Promise<AppendOutcome[]>
   closeHandle(handle: number): Promise<void>
-  /** Replaces the encrypted store's key (see Store.rotateKey). */
-  rotateKey(key: unknown): Promise<void>
+  /** Store.rotateKey's first step: the key record flipped to `key`; how many sessions to re-encrypt. */
+  rotateKeyStart(key: unknown): Promise<RotationStart>
+  /** Re-encrypts the next session of this host's rotation (worker/rotate-key.ts). */
+  rotateKeyStep(): Promise<RotationStep>
+  /** Drops the old data keys once every session was re-encrypted. */
+  rotateKeyFinish(): Promise<void>
   listSessions(options?: unknown): Promise<SessionHeader[]>
   deleteSession(id: unknown): Promise<void>
   readEvents(id: unknown, from: number, to: number | undefined): Promise<EventsPage>
@@ -200,6 +204,18 @@ export interface EngineApi {
   replicationOnline(id: number): Promise<void>
   replicationClose(id: number): Promise<void>
   close(): Promise<void>
+}
+
+/** rotateKeyStart's answer: the sessions the rotation walks (those there when it began). */
+export interface RotationStart {
+  sessions: number
+}
+
+/** One step of a rotation: a session walked (its events; `locked`: left for a later run), or `done`. */
+export interface RotationStep {
+  done: boolean
+  events: number
+  locked?: boolean
 }
 
 /** What store.connect sends the engine: no functions (they cannot cross a worker). */

@@ -49,7 +49,7 @@ export function ownEngine(platform: Platform): EngineSource {
         projections,
         checkpoint: options.checkpoint,
         maxEventBytes: options.maxEventBytes,
-        locks: platform.openLocks(options),
+        locks: storage.encrypted ? keyChecked(platform.openLocks(options), storage) : platform.openLocks(options),
         onGrow: channel ? (id, length) => channel.announce(id, length) : undefined,
         watchSession: channel?.watch ? (id) => channel.watch!(id) : undefined,
       })
@@ -107,7 +107,7 @@ function plainTail(tail: GrowthTail | undefined): GrowthTail | undefined {
 }
 
 /** The lock `id` of `locks`, waiting while another holder has it, for at most `ms`. */
-async function lockWithin(locks: WriterLocks, id: string, ms: number): Promise<() => Promise<void>> {
+export async function lockWithin(locks: WriterLocks, id: string, ms: number): Promise<() => Promise<void>> {
   for (const end = Date.now() + ms; ;) {
     try {
       return await locks.acquire(id)
@@ -115,5 +115,26 @@ async function lockWithin(locks: WriterLocks, id: string, ms: number): Promise<(
       if (!isSessionfoldError(err, 'SESSION_LOCKED') || Date.now() > end) throw err
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
+  }
+}
+
+/**
+ * Writer locks that read the store's key record again on taking one (when it changed): a writer
+ * of a store whose key was rotated elsewhere (and its old data keys dropped) is KEY_REJECTED
+ * rather than writing units under a data key the store no longer lists.
+ */
+function keyChecked(locks: WriterLocks, storage: SealedStorage): WriterLocks {
+  return {
+    async acquire(id) {
+      const release = await locks.acquire(id)
+      try {
+        await storage.refreshKeys()
+      } catch (err) {
+        await release()
+        throw err
+      }
+      return release
+    },
+    isHeld: (id) => locks.isHeld(id),
   }
 }

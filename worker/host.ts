@@ -5,11 +5,12 @@ import { SessionfoldError, toWireError, where } from '../src/errors'
 import type { Json, SessionId } from '../src/model'
 import type { ProjectionDefinition } from '../src/projection'
 import { FRAMES_MESSAGE, type FramesMessage } from '../src/protocol'
-import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions, ReplicationEvent, ReplicationSpec } from '../src/protocol'
+import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions, ReplicationEvent, ReplicationSpec, RotationStart, RotationStep } from '../src/protocol'
 import { ReplicationHub } from './replications'
 import { assertSessionId, describe, isPlainObject } from '../src/validate'
 import { Engine, type ProjectionChange } from './engine'
-import { sealedStorageOf, type EngineSource } from './engine-source'
+import type { EngineSource } from './engine-source'
+import { finishRotation, rotationStep, startRotation, type KeyRotation } from './rotate-key'
 
 interface PendingFrame {
   seq: number
@@ -62,6 +63,8 @@ export class EngineHost implements EngineApi {
   private readonly cancels = new Map<number, AbortController>()
   private nextHandle = 1
   private nextFrame = 1
+  /** This client's key rotation under way. */
+  private rotation?: KeyRotation
   /** Lets go of the alive lock (a SharedWorker outlives the connections it serves). */
   private releaseAlive?: () => void
 
@@ -236,8 +239,22 @@ export class EngineHost implements EngineApi {
     }
   }
 
-  async rotateKey(key: unknown): Promise<void> {
-    await sealedStorageOf(this.engine).rotateKey(key as Uint8Array)
+  // rotateKey in steps (worker/rotate-key.ts): one rotation per client at a time.
+  async rotateKeyStart(key: unknown): Promise<RotationStart> {
+    this.rotation = undefined
+    const { rotation, answer } = await startRotation(this.engine, key)
+    this.rotation = rotation
+    return answer
+  }
+
+  rotateKeyStep(): Promise<RotationStep> {
+    return rotationStep(this.engine, this.rotation)
+  }
+
+  async rotateKeyFinish(): Promise<void> {
+    const rotation = this.rotation
+    this.rotation = undefined
+    await finishRotation(this.engine, rotation)
   }
 
   async listSessions(options?: unknown) {

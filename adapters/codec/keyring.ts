@@ -19,6 +19,7 @@ type CodecRecord = PlainRecord | SealedRecord
 
 const subtle = () => globalThis.crypto.subtle
 const rejected = (message: string) => new SessionfoldError('KEY_REJECTED', message)
+const rotatedMeanwhile = () => rejected('rotateKey: the store\'s key was rotated by another process meanwhile: open it again with the new key')
 const encoder = new TextEncoder()
 
 function randomHex(bytes: number): string {
@@ -126,7 +127,15 @@ export class Keyring {
   /** undefined: the store is not encrypted. */
   get dataKeys(): DataKeys | undefined {
     if (this.record.cipher === 'none') return undefined
-    return { current: { gen: this.record.current, key: this.keys.get(this.record.current)! }, get: (gen) => this.keys.get(gen), refresh: () => this.refresh() }
+    const ring = this
+    return {
+      get current() {
+        const r = ring.record as SealedRecord
+        return { gen: r.current, key: ring.keys.get(r.current)! }
+      },
+      get: (gen) => this.keys.get(gen),
+      refresh: () => this.refresh(),
+    }
   }
 
   /**
@@ -216,19 +225,52 @@ export class Keyring {
    * Replaces the app's key: every data key is wrapped under `newKey` and a fresh data key is
    * made for units written from now on, in one atomic write of the key record (first checked
    * unchanged since it was read here: KEY_REJECTED when another process rotated it). After
-   * it, the old key opens nothing.
+   * it, the old key opens nothing. Resolves with the generation of the data key now current:
+   * the caller re-encrypts every unit under it, then drops the others (`dropOldKeys`).
+   * `newKey` being the key the store already has (a rotation a crash interrupted, run again)
+   * writes nothing and makes no data key: the caller completes that rotation.
    */
-  rotate(storage: StorageAdapter, newKey: EncryptionKey): Promise<void> {
-    const run = this.rotating.then(() => this.#rotate(storage, newKey))
+  rotate(storage: StorageAdapter, newKey: EncryptionKey): Promise<number> {
+    return this.#serial(() => this.#rotate(storage, newKey))
+  }
+
+  /**
+   * Drops every data key but generation `gen` (the current one) from the record, in one more
+   * atomic, tagged write checked like a rotation's (KEY_REJECTED when the record changed since
+   * it was read here, or `gen` is no longer current: another rotation ran meanwhile). The
+   * caller has re-encrypted every unit under `gen`.
+   */
+  dropOldKeys(storage: StorageAdapter, gen: number): Promise<void> {
+    return this.#serial(async () => {
+      const record = this.record
+      if (record.cipher === 'none' || !this.kek) throw new SessionfoldError('INVALID_ARGUMENT', 'rotateKey: this store is not encrypted')
+      if (record.current !== gen) throw rotatedMeanwhile()
+      if ((await storage.getMeta!(CODEC_META_KEY)) !== this.text) throw rotatedMeanwhile()
+      if (record.keys.length === 1) return
+      const next: SealedRecord = { ...record, keys: record.keys.filter((k) => k.gen === gen), tag: '' }
+      next.tag = await tagOf(this.kek, next)
+      const text = JSON.stringify(next)
+      await storage.putMeta!(CODEC_META_KEY, text)
+      this.record = next
+      this.text = text
+      this.keys = new Map([[gen, this.keys.get(gen)!]])
+    })
+  }
+
+  /** `fn` after every rotation and drop of this keyring before it (one at a time). */
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.rotating.then(fn)
     this.rotating = run.catch(() => {})
     return run
   }
 
-  async #rotate(storage: StorageAdapter, newKey: EncryptionKey): Promise<void> {
+  async #rotate(storage: StorageAdapter, newKey: EncryptionKey): Promise<number> {
     const record = this.record
     if (record.cipher === 'none' || !this.kek) throw new SessionfoldError('INVALID_ARGUMENT', 'rotateKey: this store is not encrypted')
     const kek = await importKey(newKey)
-    if ((await storage.getMeta!(CODEC_META_KEY)) !== this.text) throw rejected('rotateKey: the store\'s key was rotated by another process meanwhile: open it again with the new key')
+    if ((await storage.getMeta!(CODEC_META_KEY)) !== this.text) throw rotatedMeanwhile()
+    // The record's tag holds under `newKey`: it is the store's key already (a rotation run again).
+    if (await tagHolds(kek, record)) return record.current
     const gen = record.current + 1
     if (gen > 255) throw new SessionfoldError('INVALID_ARGUMENT', 'rotateKey: this store has had 255 data keys; copy it into a new store with sync')
     const raw = globalThis.crypto.getRandomValues(new Uint8Array(32))
@@ -250,5 +292,6 @@ export class Keyring {
     this.kek = kek
     this.text = text
     this.keys = new Map([...this.keys, [gen, key]])
+    return gen
   }
 }

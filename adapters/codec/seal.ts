@@ -90,21 +90,7 @@ export class UnitCodec {
     if (this.keys && !encrypted) throw new Unreadable('a unit that is not encrypted, in an encrypted store')
     let payload: Uint8Array
     if (encrypted) {
-      if (!this.keys) throw new Unreadable('an encrypted unit, in a store opened without a key')
-      let key = this.keys.get(unit[1]!)
-      if (!key && this.keys.refresh) {
-        // Another process rotated the key: its new data key is in the record.
-        await this.keys.refresh()
-        key = this.keys.get(unit[1]!)
-      }
-      if (!key || unit.length < 2 + NONCE + 16) throw new Unreadable(key ? 'a unit cut short' : `a unit of an unknown key generation ${unit[1]}`)
-      try {
-        payload = new Uint8Array(await globalThis.crypto.subtle.decrypt(
-          { name: 'AES-GCM', iv: unit.subarray(2, 2 + NONCE) as Uint8Array<ArrayBuffer>, additionalData: this.#aad(unit.subarray(0, 2), aad) }, key, unit.subarray(2 + NONCE) as Uint8Array<ArrayBuffer>,
-        ))
-      } catch {
-        throw new Unreadable('a unit that fails authentication (changed, moved, or sealed with another key)')
-      }
+      payload = await this.#decrypt(aad, unit)
     } else {
       payload = unit.subarray(2)
     }
@@ -113,6 +99,49 @@ export class UnitCodec {
       return await this.inflater.inflate(payload)
     } catch {
       throw new Unreadable('a compressed unit that does not inflate')
+    }
+  }
+
+  /**
+   * `unit` (sealed with `aad`) under the current data key, with a fresh nonce: its payload as
+   * it was (not compressed again), so it keeps its length. Undefined when it is under the
+   * current key already, or the store is not encrypted. Unreadable when it does not open.
+   */
+  async reseal(aad: string, unit: Uint8Array): Promise<Uint8Array | undefined> {
+    const current = this.keys?.current
+    if (!current) return undefined
+    const flags = unit[0] ?? 0
+    if ((flags & 0xf0) !== FORMAT || (flags & ENCRYPTED) === 0) throw new Unreadable('not an encrypted unit of a known format')
+    if (unit[1] === current.gen) return undefined
+    const payload = await this.#decrypt(aad, unit)
+    const out = new Uint8Array(2 + NONCE + payload.length + 16)
+    out[0] = flags
+    out[1] = current.gen
+    globalThis.crypto.getRandomValues(out.subarray(2, 2 + NONCE))
+    const cipher = new Uint8Array(await globalThis.crypto.subtle.encrypt(
+      { name: 'AES-GCM', iv: out.subarray(2, 2 + NONCE), additionalData: this.#aad(out.subarray(0, 2), aad) }, current.key, payload as Uint8Array<ArrayBuffer>,
+    ))
+    if (cipher.length !== payload.length + 16) throw new Unreadable('a unit that did not seal to its length')
+    out.set(cipher, 2 + NONCE)
+    return out
+  }
+
+  /** The payload of an encrypted unit (its key found by its generation); Unreadable when it does not open. */
+  async #decrypt(aad: string, unit: Uint8Array): Promise<Uint8Array> {
+    if (!this.keys) throw new Unreadable('an encrypted unit, in a store opened without a key')
+    let key = this.keys.get(unit[1]!)
+    if (!key && this.keys.refresh) {
+      // Another process rotated the key: its new data key is in the record.
+      await this.keys.refresh()
+      key = this.keys.get(unit[1]!)
+    }
+    if (!key || unit.length < 2 + NONCE + 16) throw new Unreadable(key ? 'a unit cut short' : `a unit of an unknown key generation ${unit[1]}`)
+    try {
+      return new Uint8Array(await globalThis.crypto.subtle.decrypt(
+        { name: 'AES-GCM', iv: unit.subarray(2, 2 + NONCE) as Uint8Array<ArrayBuffer>, additionalData: this.#aad(unit.subarray(0, 2), aad) }, key, unit.subarray(2 + NONCE) as Uint8Array<ArrayBuffer>,
+      ))
+    } catch {
+      throw new Unreadable('a unit that fails authentication (changed, moved, or sealed with another key)')
     }
   }
 

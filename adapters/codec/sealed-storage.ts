@@ -17,6 +17,7 @@ import type { EncodedEvent } from '../../src/validate'
 import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
 import { fromBase64, toBase64 } from './base64'
 import { CODEC_META_KEY, type EncryptionKey, type Keyring } from './keyring'
+import { resealSession, type ResealReport } from './reseal'
 import { Unreadable, type UnitCodec } from './seal'
 
 /** Events per frame, and JSON bytes per frame: a read of one event opens at most one frame. */
@@ -38,8 +39,18 @@ function record(seq: number, data: string | number, count = 0): EncodedEvent {
 }
 
 export interface SealedStorage extends StorageAdapter {
-  /** Re-wraps the store's data keys under `newKey` (see Keyring.rotate). */
-  rotateKey(newKey: EncryptionKey): Promise<void>
+  /**
+   * A rotation's first step: the key record flipped to `newKey` (see Keyring.rotate); resolves
+   * with the data key generation now current. Then resealSession for every session, then
+   * dropOldKeys.
+   */
+  rotateKey(newKey: EncryptionKey): Promise<number>
+  /** Re-encrypts session `id` under the current data key (reseal.ts; hold its writer lock); undefined when there is no such session. */
+  resealSession(id: SessionId): Promise<ResealReport | undefined>
+  /** Drops every data key but `gen` from the key record (see Keyring.dropOldKeys), once every session was resealed. */
+  dropOldKeys(gen: number): Promise<void>
+  /** Reads the key record again when it changed: KEY_REJECTED when this store's key no longer opens it. */
+  refreshKeys(): Promise<void>
   /** KEY_REJECTED unless `key` (or no key) is what this store was opened with. */
   checkKey(key: EncryptionKey | undefined): Promise<void>
   readonly encrypted: boolean
@@ -260,9 +271,14 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     }),
     checkKey: (key) => keyring.check(key),
     rotateKey: async (newKey) => {
-      await keyring.rotate(inner, newKey)
+      if (!inner.replaceRecords) throw new SessionfoldError('INVALID_ARGUMENT', `rotateKey: the ${inner.kind} adapter has no replaceRecords`)
+      const gen = await keyring.rotate(inner, newKey)
       codec.keys = keyring.dataKeys
+      return gen
     },
+    resealSession: (id) => resealSession(inner, codec, id),
+    dropOldKeys: (gen) => keyring.dropOldKeys(inner, gen),
+    refreshKeys: () => keyring.refresh(),
     close: () => inner.close(),
   }
   const history = inner.history

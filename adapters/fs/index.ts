@@ -9,6 +9,7 @@
  */
 import { SessionfoldError, where } from '../../src/errors'
 import type { SessionId } from '../../src/model'
+import { writing } from './log'
 import { assertHeader, assertPosition, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../guard'
 import type { SessionInfo, StorageAdapter } from '../types'
 import { createCheckpointFile } from './checkpoint-file'
@@ -21,15 +22,16 @@ import { createLogCache } from './log-cache'
 import { createOffsetIndex } from './offset-index'
 import { settingsOf, type FsAdapterOptions } from './options'
 import { createEventReader } from './read-events'
+import { replaceInLog } from './replace-records'
 import { createWriterHandles } from './writer-handles'
 
 export type { FsAdapterOptions, FsPromises } from './options'
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../types'
 export type { EncodedEvent } from '../../src/validate'
 
 /** Operations (names given to run()) that change the store. */
-const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete', 'history write', 'history delete', 'meta write'])
+const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete', 'history write', 'history delete', 'meta write', 'replace'])
 
 /**
  * A storage adapter on plain files (Node): one folder per session under `dir`, each event a
@@ -147,6 +149,17 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     },
     getMeta: (key) => run('meta read', undefined, () => feed.getMeta(key)),
     putMeta: (key, value) => run('meta write', undefined, () => feed.putMeta(key, value)),
+
+    replaceRecords: (id, replacement) => onSession('replace', id, async () => {
+      const log = await logOf(id)
+      await log.lastDone?.catch(() => {})
+      if (writing(log)) throw new SessionfoldError('SESSION_LOCKED', `replaceRecords of ${where(id)}: appends of this process are in flight (hold the writer lock)`, { sessionId: id })
+      try {
+        await replaceInLog(settings, log, replacement)
+      } finally {
+        logs.forget(log) // its writer handle, inode and header are the old file's: loaded afresh
+      }
+    }),
 
     close: () => guard.close(async () => {
       await folders.cleanup // its folders may still be in the making, its leftovers being removed

@@ -47,9 +47,9 @@ export const lockFile = (root: string, id: SessionId): string => join(locksDir(r
 
 /**
  * A fresh name in tmpDir or trashDir for something of session `id`: its folder in the making
- * or on its way out, or (`what`) its checkpoint ('ckpt') or index ('idx') being rewritten.
+ * or on its way out, or (`what`) its checkpoint ('ckpt'), index ('idx'), log ('log') or header ('hdr') being rewritten.
  */
-export function scratchName(id: SessionId, what?: 'ckpt' | 'idx'): string {
+export function scratchName(id: SessionId, what?: 'ckpt' | 'idx' | 'log' | 'hdr'): string {
   return `${folderOf(id)}.${what === undefined ? '' : `${what}.`}${randomBytes(6).toString('hex')}`
 }
 

@@ -29,6 +29,8 @@ export interface LogCache {
   remove(id: SessionId, removeFiles: () => Promise<void>): Promise<void>
   /** True while the session is being removed. */
   isRemoving(id: SessionId): boolean
+  /** Forgets `log` (its file was replaced): its writer handle is closed, the next use loads it afresh. */
+  forget(log: Log): void
   logs(): IterableIterator<Log>
   clear(): void
 }
@@ -174,6 +176,7 @@ export function createLogCache(
       }
     },
     isRemoving: (id) => removing.has(id),
+    forget,
     logs: () => logs.values(),
     clear: () => logs.clear(),
   }

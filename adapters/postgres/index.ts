@@ -23,12 +23,13 @@ import { createPgHistory } from './history'
 import { codeOf, corrupt, redact, storageError } from './errors'
 import { settingsOf, type PgSettings, type PostgresAdapterOptions, type PostgresClient } from './options'
 import { readHeaders, readIds, readInfo, readPage } from './read'
+import { replaceRecords } from './replace'
 import { migrate, namesOf } from './schema'
 
 export type { PostgresAdapterOptions, PostgresClient } from './options'
 export { SCHEMA_VERSION } from './schema'
 // The storage contract, for code that uses an adapter directly.
-export type { CheckpointRow, CheckpointUnitRow, HistoryRow, HistoryRows, ReadRange, RepairReport, SessionInfo, StorageAdapter } from '../types'
+export type { CheckpointRow, CheckpointUnitRow, HistoryRow, HistoryRows, ReadRange, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../types'
 export type { EncodedEvent } from '../../src/validate'
 
 /** A pool of our own: the driver loaded on first use, so that importing this module needs no driver. */
@@ -283,6 +284,8 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
       assertMeta(key, value)
       await (await db()).unsafe(`INSERT INTO ${n.meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value])
     }),
+
+    replaceRecords: (id, replacement) => onSession('replace', id, (sql) => replaceRecords(sql, n, id, replacement)),
 
     close: () => guard.close(async () => {
       // A pool given by the caller is the caller's to end.

@@ -5,6 +5,7 @@ import { applyResultProblem, changesProblem } from './answer-checks'
 import { SessionfoldError } from '../errors'
 import { handleProblem, headerProblem, verifyPlanProblem, verifyStepProblem } from './answer-checks'
 import type { SessionHeader, SessionId } from '../model'
+import { isCount } from '../limits'
 import type { EngineApi, Frame, VerifyReport } from '../protocol'
 import { assertOptions, assertPlainJson, assertSessionId, describe, isPlainObject } from '../validate'
 import type { Connection } from './connection'
@@ -25,7 +26,24 @@ export interface VerifyOptions {
   onProgress?: (progress: { done: number; total: number }) => void
 }
 
+/** Options of {@link Store.rotateKey}. */
+export interface RotateKeyOptions {
+  /**
+   * Called at the start and after each session: `sessions` to walk (those there when the
+   * rotation began, and any made meanwhile that it met), `done` so far, and their `events`.
+   */
+  onProgress?: (progress: { sessions: number; done: number; events: number }) => void
+}
+
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
+
+/** INVALID_ARGUMENT unless `options` is an object of `fields` only, its `onProgress` a function if any. */
+function checkProgressOptions(options: unknown, what: string, fields: string[]): void {
+  if (!isPlainObject(options)) throw bad(`${what} options must be an object, got ${describe(options)}`)
+  const unknown = Object.keys(options).find((k) => !fields.includes(k))
+  if (unknown !== undefined) throw bad(`${what} options have an unknown field ${describe(unknown)}`)
+  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw bad(`${what} onProgress must be a function, got ${describe(options.onProgress)}`)
+}
 
 /**
  * A store, made by `openStore()`: it opens handles on sessions ({@link Store.createSession},
@@ -40,6 +58,8 @@ export class Store {
   /** What its handles use of it. */
   readonly #scope: HandleScope
   readonly #replications = new Set<Replication>()
+  /** The last rotateKey of this store: the next one waits for it. */
+  #rotating: Promise<unknown> = Promise.resolve()
 
   /** @internal */
   constructor(connection: Connection, maxEventBytes: number) {
@@ -134,12 +154,9 @@ export class Store {
    * writes. Progress is in events: `total` is what was stored when verify began.
    */
   async verify(options: VerifyOptions = {}): Promise<VerifyReport> {
-    if (!isPlainObject(options as unknown)) throw bad(`verify options must be an object, got ${describe(options)}`)
-    const unknown = Object.keys(options).find((k) => k !== 'signal' && k !== 'onProgress')
-    if (unknown !== undefined) throw bad(`verify options have an unknown field ${describe(unknown)}`)
+    checkProgressOptions(options, 'verify', ['signal', 'onProgress'])
     const { signal, onProgress } = options
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad('verify signal must be an AbortSignal')
-    if (onProgress !== undefined && typeof onProgress !== 'function') throw bad(`verify onProgress must be a function, got ${describe(onProgress)}`)
     const cancelled = () => new SessionfoldError('CANCELLED', 'verify was cancelled')
     if (signal?.aborted) throw cancelled()
     return this.#calls.cancellable(signal, async (token) => {
@@ -203,16 +220,51 @@ export class Store {
   }
 
   /**
-   * Replaces the key of an encrypted store (opened with `encryption: { key }`). The store's
-   * data keys are wrapped under `newKey` and a fresh data key is made for everything written
-   * from now on, in one atomic write of the store's key record: a crash leaves a store that
-   * opens with the old key or the new one, whole. Afterwards the old key opens nothing.
-   * `newKey`: 32 bytes or an AES-GCM CryptoKey; INVALID_ARGUMENT for anything else, or when
-   * the store is not encrypted.
+   * Replaces the key of an encrypted store (opened with `encryption: { key }`) and re-encrypts
+   * everything stored under it. First the store's data keys are wrapped under `newKey` and a
+   * fresh data key is made for everything written from then on, in one atomic write of the
+   * store's key record: from there the store opens with `newKey` only. Then every session (its
+   * events, header, checkpoint and history rows) is re-encrypted under the new data key, one
+   * session at a time while holding its writer lock, each unit replaced in place at its exact
+   * length; then the old data keys are dropped from the record in one more atomic write. A
+   * crash at any point leaves a store that opens, whole, with the old key (before the first
+   * write) or the new one (after it): the old data keys stay listed until every unit is off
+   * them. A rotation that stopped midway is completed by calling `rotateKey` again with the
+   * new key (the key the store already has: no new data key is made, sessions done already are
+   * only read). `onProgress` is called at the start and after each session with the sessions
+   * to walk (`sessions`), those done, and their events; a throw from it stops the rotation
+   * there (run it again to complete it).
+   *
+   * A session open for writing (in this store, another tab, thread or process) is waited for
+   * about 2 seconds; if it stays open, the others are re-encrypted, and the call rejects with
+   * `SESSION_LOCKED` naming it: the store opens with the new key, the old data keys still
+   * listed; close that writer and call `rotateKey(newKey)` again. `newKey`: 32 bytes or an
+   * AES-GCM CryptoKey; INVALID_ARGUMENT for anything else, for unknown options or an
+   * `onProgress` that is not a function (nothing written), and when the store is not encrypted.
+   *
+   * @example
+   * await store.rotateKey(newKey, { onProgress: ({ done, sessions }) => console.log(`${done}/${sessions}`) })
    */
-  async rotateKey(newKey: Uint8Array | CryptoKey): Promise<void> {
+  async rotateKey(newKey: Uint8Array | CryptoKey, options: RotateKeyOptions = {}): Promise<void> {
+    checkProgressOptions(options, 'rotateKey', ['onProgress'])
     const key = checkKey(newKey, 'rotateKey: the new key')
-    await this.#calls.call((api) => api.rotateKey(key))
+    const { onProgress } = options
+    const counted = (a: { sessions?: unknown; events?: unknown }) => (isCount(a?.sessions ?? a?.events) ? undefined : 'not a count')
+    // One rotation of this store at a time: the engine keeps one per client.
+    const run = this.#rotating.then(async () => {
+      const progress = { sessions: (await this.#calls.checked('rotation', (api) => api.rotateKeyStart(key), counted)).sessions, done: 0, events: 0 }
+      for (;;) {
+        onProgress?.({ ...progress })
+        const step = await this.#calls.checked('rotation step', (api) => api.rotateKeyStep(), counted)
+        if (step.done) break
+        progress.done++
+        progress.events += step.events
+        progress.sessions = Math.max(progress.sessions, progress.done) // sessions made meanwhile
+      }
+      await this.#calls.call((api) => api.rotateKeyFinish())
+    })
+    this.#rotating = run.catch(() => {})
+    return run
   }
 
   /**

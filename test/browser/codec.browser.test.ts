@@ -41,6 +41,31 @@ async function rawValues(name: string): Promise<string[]> {
   }
 }
 
+/** The data key generation (byte 1) of every unit in the database: frames, headers, rows; and the key record's generations. */
+async function gensOf(name: string): Promise<{ units: { kind: string; gen: number }[]; keys: number[] }> {
+  const db = await new Promise<IDBDatabase>((resolve, reject) => {
+    const r = indexedDB.open(name)
+    r.onsuccess = () => resolve(r.result)
+    r.onerror = () => reject(r.error)
+  })
+  const all = (store: string) => new Promise<unknown[]>((resolve, reject) => {
+    const r = db.transaction(store).objectStore(store).getAll()
+    r.onsuccess = () => resolve(r.result)
+    r.onerror = () => reject(r.error)
+  })
+  try {
+    const gen = (b64: unknown) => atob(String(b64)).charCodeAt(1)
+    const units: { kind: string; gen: number }[] = []
+    for (const e of await all('events') as { type: string; data: unknown }[]) if (e.type === '' && typeof e.data === 'string') units.push({ kind: 'frame', gen: gen(e.data) })
+    for (const m of await all('sessions') as { header: { sealed: string } }[]) units.push({ kind: 'header', gen: gen(m.header.sealed) })
+    for (const row of await all('checkpoints') as { sealed: string }[]) units.push({ kind: 'row', gen: gen(row.sealed) })
+    const record = (await all('meta')).find((v) => typeof v === 'string' && v.includes('aes-256-gcm')) as string
+    return { units, keys: (JSON.parse(record) as { keys: { gen: number }[] }).keys.map((k) => k.gen) }
+  } finally {
+    db.close()
+  }
+}
+
 async function fill(store: Store, marker: string): Promise<void> {
   const root = await store.createSession({ id: 'root', cwd: `/home/${marker}` })
   await root.append([{ type: 'turn/start', data: { prompt: marker } }, { type: 'tool/output', data: { text: `${marker} `.repeat(300) } }])
@@ -122,17 +147,57 @@ describe('encryption at rest in Chromium (IndexedDB)', () => {
     await right.close()
   })
 
-  it('rotateKey: afterwards the new key opens it and the old one does not', async () => {
+  for (const worker of [true, false, 'shared'] as const) it(`rotateKey re-encrypts every unit; afterwards the new key opens it and the old one does not (worker: ${worker})`, async () => {
     const name = dbName('rotate')
-    const s = await openStore({ name, encryption: { key } })
+    const s = await openStore({ name, worker, encryption: { key } })
     await fill(s, 'm')
     const next = await deriveKey('next', new Uint8Array(16).fill(9), { iterations: 1000 })
-    await s.rotateKey(next)
+    const before = await gensOf(name)
+    expect(new Set(before.units.map((u) => u.kind))).toEqual(new Set(['frame', 'header', 'row']))
+    expect([...new Set(before.units.map((u) => u.gen))]).toEqual([1])
+    const view = await s.observe('root')
+    const events = []
+    for await (const e of view.events()) events.push(e)
+    await view.close()
+    const progress: number[] = []
+    await s.rotateKey(next, { onProgress: (p) => progress.push(p.done) })
+    expect(progress).toEqual([0, 1, 2])
+    // Every frame, header and row re-encrypted under the new data key; the record lists it alone.
+    const after = await gensOf(name)
+    expect(after.units.map((u) => u.kind)).toEqual(before.units.map((u) => u.kind))
+    expect([...new Set(after.units.map((u) => u.gen))]).toEqual([2])
+    expect(after.keys).toEqual([2])
     await s.close()
     await expect(openStore({ name, encryption: { key } })).rejects.toMatchObject({ code: 'KEY_REJECTED' })
-    const again = await openStore({ name, encryption: { key: next } })
+    const again = await openStore({ name, worker, encryption: { key: next } })
     expect((await again.verify()).damaged).toEqual([])
+    const read = await again.observe('root')
+    const eventsAfter = []
+    for await (const e of read.events()) eventsAfter.push(e)
+    await read.close()
+    expect(eventsAfter).toEqual(events)
     await again.close()
+  })
+
+  it('replaceRecords on IndexedDB: a record of another length is refused and nothing changes; one of the same length is replaced', async () => {
+    const name = dbName('replace')
+    const a = createIndexedDbAdapter({ name })
+    const header = { version: 1 as const, id: 'r', createdAt: 1_700_000_000_000, seedLength: 0, delegationDepth: 0, origin: 'root' as const }
+    const event = (seq: number, text: string) => {
+      const e = { seq, type: 'app/x', time: 1_700_000_000_000, data: text }
+      return { event: e, json: JSON.stringify(e) }
+    }
+    await a.createSession(header)
+    await a.append('r', [event(0, 'aaaa'), event(1, 'bbbb')])
+    const raw = await rawValues(name)
+    await expect(a.replaceRecords!('r', { records: [event(0, 'cccc'), event(1, 'bbbbb')] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', seq: 1 })
+    await expect(a.replaceRecords!('r', { records: [event(2, 'cccc')] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(await rawValues(name)).toEqual(raw)
+    await a.replaceRecords!('r', { records: [event(1, 'dddd')] })
+    const out = []
+    for await (const page of a.readEvents('r')) out.push(...page.map((e) => e.data))
+    expect(out).toEqual(['aaaa', 'dddd'])
+    await a.close()
   })
 })
 

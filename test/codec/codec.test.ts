@@ -235,8 +235,13 @@ describe('encryption at rest through openStore (fs)', () => {
     const k2 = new Uint8Array(32).fill(21)
     const k3 = new Uint8Array(32).fill(22)
     const w = await s.openSession('root')
-    await Promise.all([s.rotateKey(k2), w.append({ type: 'app/between', data: 'x'.repeat(600) }), s.rotateKey(k3)])
+    // 'root' is open for writing here all along: both rotations re-encrypt the rest, leave it
+    // under the old data keys and say so; a rotation once it is closed completes.
+    const [r2, , r3] = await Promise.allSettled([s.rotateKey(k2), w.append({ type: 'app/between', data: 'x'.repeat(600) }), s.rotateKey(k3)])
+    expect(r2).toMatchObject({ status: 'rejected', reason: { code: 'SESSION_LOCKED', sessionId: 'root' } })
+    expect(r3).toMatchObject({ status: 'rejected', reason: { code: 'SESSION_LOCKED', sessionId: 'root' } })
     await w.close()
+    await s.rotateKey(k3)
     const written = await shape(s)
     await s.close()
     const again = await openStore({ storage: 'fs', dir: where, worker: false, encryption: { key: k3 } })
@@ -270,23 +275,35 @@ describe('encryption at rest through openStore (fs)', () => {
     await again.close()
   })
 
-  it('rotateKey killed at random points leaves a store that opens, whole, with the last key or the next', async () => {
+  it('rotateKey killed at random points leaves a store that opens, whole, with the last key or the next; rotateKey again completes it', async () => {
     const where = join(dir, 'kill')
     const s = await openStore({ storage: 'fs', dir: where, worker: false, encryption: { key: keyOf(1) } })
     await fill(s, 'm')
+    // More sessions, so that a kill lands in the middle of re-encrypting them as often as not.
+    for (let i = 0; i < 6; i++) {
+      const more = await s.createSession({ id: `more-${i}` })
+      for (let b = 0; b < 4; b++) await more.append(Array.from({ length: 50 }, (_, k) => ({ type: 'app/n', data: { i, b, k, pad: 'q'.repeat(30) } })))
+      await more.close()
+    }
     const whole = await dumpStore(s)
     await s.close()
     let last = 1
+    let stoppedMidway = 0
     for (let round = 0; round < 6; round++) {
       const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../fixtures/key-rotator.ts'), where, String(last)], { stdio: ['ignore', 'pipe', 'inherit'] })
       let seen = last
+      let midway = 0 // the last rotation seen to have re-encrypted two sessions
       child.stdout.on('data', (b: Buffer) => {
         for (const m of b.toString().matchAll(/rotated (\d+)/g)) seen = Math.max(seen, Number(m[1]))
+        for (const m of b.toString().matchAll(/progress (\d+) (\d+)/g)) if (Number(m[2]) >= 2) midway = Math.max(midway, Number(m[1]))
       })
-      // Let it rotate a few times, then kill it wherever it is.
+      // Let it rotate a few times, then kill it wherever it is (odd rounds: mid-rotation).
       await new Promise<void>((resolve) => {
         const check = setInterval(() => {
-          if (seen >= last + 1 + round % 3) {
+          if (round % 2 === 1 && seen >= last + 1 && midway === seen + 1) {
+            clearInterval(check)
+            resolve()
+          } else if (round % 2 === 0 && seen >= last + 1 + round % 3) {
             clearInterval(check)
             setTimeout(() => resolve(), Math.floor(Math.random() * 15))
           }
@@ -304,9 +321,19 @@ describe('encryption at rest through openStore (fs)', () => {
       }
       expect(opened, `round ${round}: opens with key ${seen} or ${seen + 1}`).toBeDefined()
       expect(await dumpStore(opened!)).toEqual(whole)
+      if (round % 2 === 1) {
+        // Killed mid-rotation (the old data keys still listed); run again with the key it opens
+        // with, it completes the rotation: one data key left, the data the same.
+        const keys = async () => (JSON.parse(await readFile(join(where, 'meta', 'sessionfold-codec'), 'utf8')) as { keys: { gen: number }[] }).keys.map((k) => k.gen)
+        if ((await keys()).length > 1) stoppedMidway++
+        await opened!.rotateKey(keyOf(last))
+        expect((await keys()).length).toBe(1)
+        expect(await dumpStore(opened!)).toEqual(whole)
+      }
       await opened!.close()
     }
-  }, 120_000)
+    expect(stoppedMidway).toBeGreaterThan(0)
+  }, 180_000)
 })
 
 describe('compression through openStore', () => {

@@ -77,6 +77,36 @@ export function storageConformance(name: string, setup: () => Promise<AdapterHar
       expect(err.message).toContain('9')
     }))
 
+    it('replaceRecords replaces records and the header in place; a changed length, an unknown seq or another life is refused with nothing written', withStore(async (h) => {
+      const a = h.adapter
+      if (!a.replaceRecords) return
+      const text = (seq: number, c: string) => ({ text: `v${seq}-${c.repeat(4)}` })
+      await a.createSession(rootHeader('r', { cwd: '/one' }))
+      await a.append('r', evs('r', 0, 3, (seq) => text(seq, 'a')))
+      const feedBefore = a.feed ? await a.feed.read('', 100) : []
+      const before = await snapshotStore(a)
+      await expectCode(a.replaceRecords('r', { records: [ev('r', 1, { text: 'v1-aaaaa' })] }), 'INVALID_ARGUMENT') // one byte longer
+      await expectCode(a.replaceRecords('r', { records: [ev('r', 1, { text: 'v1-aaa' })] }), 'INVALID_ARGUMENT') // one byte shorter
+      await expectCode(a.replaceRecords('r', { records: [ev('r', 1, text(1, 'b')), ev('r', 3, text(3, 'b'))] }), 'INVALID_ARGUMENT') // seq 3 is not stored
+      await expectCode(a.replaceRecords('r', { records: [ev('r', 1, text(1, 'b')), ev('r', 1, text(1, 'c'))] }), 'INVALID_ARGUMENT')
+      await expectCode(a.replaceRecords('r', { records: [ev('r', 0, text(0, 'b'))], header: rootHeader('r', { createdAt: 5 }) }), 'INVALID_ARGUMENT')
+      await expectCode(a.replaceRecords('nobody', { records: [] }), 'SESSION_NOT_FOUND')
+      expect(await snapshotStore(a)).toEqual(before)
+      await a.replaceRecords('r', { records: [ev('r', 0, text(0, 'b')), ev('r', 2, text(2, 'b'))], header: rootHeader('r', { cwd: '/two' }) })
+      const after = [text(0, 'b'), text(1, 'a'), text(2, 'b')]
+      expect((await readAll(a, 'r')).map((e) => e.data)).toEqual(after)
+      expect((await readAll(a, 'r', { from: 2 })).map((e) => e.data)).toEqual(after.slice(2))
+      expect(await a.getSession('r')).toEqual({ header: rootHeader('r', { cwd: '/two' }), length: 3 })
+      if (a.feed) expect(await a.feed.read('', 100)).toEqual(feedBefore) // not a write the feed records
+      await a.append('r', [ev('r', 3)])
+      expect((await readAll(a, 'r')).map((e) => e.seq)).toEqual([0, 1, 2, 3])
+      if (h.reopen) {
+        const b = await h.reopen()
+        expect((await readAll(b, 'r')).map((e) => e.data)).toEqual([...after, { n: 3 }])
+        expect((await b.getSession('r'))?.header.cwd).toBe('/two')
+      }
+    }))
+
     it('reads ranges at every boundary', withStore(async ({ adapter }) => {
       await adapter.createSession(rootHeader('r'))
       const n = 1300 // spans several read pages and index blocks

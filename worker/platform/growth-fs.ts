@@ -30,15 +30,25 @@ export function fsGrowth(dir: string): GrowthChannel {
       let entry = watched.get(sessionId)
       if (!entry) {
         const e: { count: number; watcher?: FSWatcher } = { count: 0 }
-        try {
-          e.watcher = watch(join(sessionDir(dir, sessionId), LOG_FILE), { persistent: false }, () => onGrow?.(sessionId))
-          e.watcher.on('error', () => {
-            e.watcher?.close() // deleted, or watching failed: the poll still looks
-            e.watcher = undefined
-          })
-        } catch {
-          // no watching here: the poll still looks
+        const arm = () => {
+          try {
+            e.watcher = watch(join(sessionDir(dir, sessionId), LOG_FILE), { persistent: false }, (type) => {
+              onGrow?.(sessionId)
+              if (type !== 'rename' || watched.get(sessionId) !== e) return
+              // A new file in its place (rotateKey re-encrypts a log into one): watch that one.
+              e.watcher?.close()
+              e.watcher = undefined
+              arm()
+            })
+            e.watcher.on('error', () => {
+              e.watcher?.close() // deleted, or watching failed: the poll still looks
+              e.watcher = undefined
+            })
+          } catch {
+            // no watching here: the poll still looks
+          }
         }
+        arm()
         watched.set(sessionId, (entry = e))
       }
       entry.count++
