@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises'
 import { openSealed, type SealedStorage } from '../adapters/codec'
 import type { StorageAdapter } from '../adapters/types'
 import { SessionfoldError } from '../src/errors'
-import { nodeCompressor } from '../adapters/codec/zlib'
+import { nodeCipher, nodeCompressor } from '../adapters/codec/node'
 
 export const KEY_ENV = 'SESSIONFOLD_KEY'
 
@@ -40,5 +40,5 @@ export async function cliKey(keyFile: string | undefined, env: Record<string, st
 
 /** `storage` under the record codec, with the command's key (KEY_REJECTED when it does not fit). */
 export function sealedForCli(storage: StorageAdapter, key: Uint8Array | undefined, readOnly: boolean): Promise<SealedStorage> {
-  return openSealed(storage, { key, readOnly, compressor: nodeCompressor })
+  return openSealed(storage, { key, readOnly, compressor: nodeCompressor, cipher: nodeCipher })
 }

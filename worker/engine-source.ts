@@ -36,7 +36,7 @@ export function ownEngine(platform: Platform): EngineSource {
       try {
         const locks = platform.openLocks(options)
         storage = await openSealed(platform.openStorage(options), {
-          key: options.encryption?.key, compression: options.compression, compressor: platform.compressor,
+          key: options.encryption?.key, compression: options.compression, compressor: platform.compressor, cipher: platform.cipher,
           lock: () => lockWithin(locks, CODEC_META_KEY, 30_000),
         })
       } catch (err) {

@@ -2,12 +2,12 @@
 // store's key record, checks the key, and returns the adapter that seals and opens units.
 import type { StorageAdapter } from '../types'
 import { Keyring, type EncryptionKey, type RecordLock } from './keyring'
-import { UnitCodec, type Compressor } from './seal'
+import { UnitCodec, type Cipher, type Compressor } from './seal'
 import { sealedStorage, type SealedStorage } from './sealed-storage'
 
 export { importKey, CODEC_META_KEY, type EncryptionKey, type RecordLock } from './keyring'
 export { deriveKey } from '../../src/derive-key'
-export type { Compressor } from './seal'
+export type { Cipher, Compressor } from './seal'
 export type { SealedStorage } from './sealed-storage'
 
 export interface CodecOptions {
@@ -17,6 +17,8 @@ export interface CodecOptions {
   compression?: 'deflate' | 'none'
   /** The platform's deflate (see worker/platform). */
   compressor: Compressor
+  /** The platform's AES-GCM on data keys (default WebCrypto's; see seal.ts). */
+  cipher?: Cipher
   /** Opened read-only: a store with no key record gets none written. */
   readOnly?: boolean
   /** A store-wide lock held while the first key record is made (two first opens at once). */
@@ -30,7 +32,7 @@ export interface CodecOptions {
 export async function openSealed(inner: StorageAdapter, options: CodecOptions): Promise<SealedStorage> {
   try {
     const keyring = await Keyring.open(inner, options.key, options.readOnly, options.lock)
-    const codec = new UnitCodec(keyring.storeId, keyring.dataKeys, options.compression === 'none' ? undefined : options.compressor, options.compressor)
+    const codec = new UnitCodec(keyring.storeId, keyring.dataKeys, options.compression === 'none' ? undefined : options.compressor, options.compressor, options.cipher)
     return sealedStorage(inner, keyring, codec)
   } catch (err) {
     await inner.close().catch(() => {})

@@ -9,6 +9,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { deriveKey, openStore, sync, type OpenStoreOptions, type Store } from 'sessionfold'
 import { openSealed } from '../../adapters/codec'
+import { nodeCipher } from '../../adapters/codec/node'
 import { LOG_FILE, sessionDir } from '../../adapters/fs/layout'
 import { createMemoryAdapter } from '../../adapters/memory'
 import type { StorageAdapter } from '../../adapters/types'
@@ -368,19 +369,23 @@ function hostile(inner: StorageAdapter, change: (id: string, page: SessionEvent[
   }
 }
 
-describe('the codec below the engine (memory adapter, hostile storage)', () => {
+// Units sealed with one AES-GCM implementation open with the other (Node's platform uses
+// node:crypto's, browsers WebCrypto's); a changed unit fails with either.
+for (const [ciphers, writeCipher, readCipher] of [
+  ['WebCrypto', undefined, undefined], ['node:crypto, read with WebCrypto', nodeCipher, undefined], ['WebCrypto, read with node:crypto', undefined, nodeCipher],
+] as const) describe(`the codec below the engine (memory adapter, hostile storage; ${ciphers})`, () => {
   const events = (from: number, n: number, id: string) => Array.from({ length: n }, (_, i) => encodeEventInput({ type: 'app/e', data: { tag: id, i, pad: 'p'.repeat(100) } }, from + i, id))
   const header = (id: string) => ({ version: 1 as const, id, createdAt: 1000, seedLength: 0, delegationDepth: 0, origin: 'root' as const })
 
   async function sealedPair(change: (id: string, page: SessionEvent[]) => SessionEvent[]) {
     const memory = createMemoryAdapter()
-    const writer = await openSealed(memory, { key, compressor })
+    const writer = await openSealed(memory, { key, compressor, cipher: writeCipher })
     for (const id of ['a', 'b']) {
       await writer.createSession(header(id))
       await writer.append(id, events(0, 3, id))
       await writer.append(id, events(3, 3, id))
     }
-    const reader = await openSealed(hostile(memory, change), { key, compressor })
+    const reader = await openSealed(hostile(memory, change), { key, compressor, cipher: readCipher })
     const read = async (id: string, from = 0) => {
       const out: SessionEvent[] = []
       for await (const page of reader.readEvents(id, { from })) out.push(...page)

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { openSealed } from '../../adapters/codec'
+import { nodeCipher } from '../../adapters/codec/node'
 import { createFsAdapter } from '../../adapters/fs'
 import { createMemoryAdapter } from '../../adapters/memory'
 import { clientConformance } from '../contract/client'
@@ -19,7 +20,8 @@ storageConformance('memory, compressed', async () => ({ adapter: await openSeale
 
 storageConformance('fs, encrypted and compressed', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'sessionfold-sealed-'))
-  let adapter = await openSealed(createFsAdapter({ dir }), { key, compressor })
+  // Sealed with node:crypto's AES-GCM (Node's platform), reopened with WebCrypto's: the same bytes.
+  let adapter = await openSealed(createFsAdapter({ dir }), { key, compressor, cipher: nodeCipher })
   return {
     adapter,
     reopen: async () => {

@@ -1,6 +1,6 @@
 // What differs between Node and browsers for an engine host: which storage and locks exist.
 // Each platform file imports its adapters statically, so a worker bundle holds only its own.
-import type { Compressor } from '../../adapters/codec'
+import type { Cipher, Compressor } from '../../adapters/codec'
 import type { StorageAdapter } from '../../adapters/types'
 import type { HostOptions } from '../../src/protocol'
 import type { WriterLocks } from '../locks'
@@ -39,6 +39,8 @@ export interface Platform {
   openStorage(options: HostOptions): StorageAdapter
   /** The platform's deflate, for the record codec (adapters/codec). */
   compressor: Compressor
+  /** The platform's AES-GCM on data keys, for the record codec (default: WebCrypto's). */
+  cipher?: Cipher
   openLocks(options: HostOptions): WriterLocks
   openChannel?(options: HostOptions): GrowthChannel | undefined
 }

@@ -9,7 +9,7 @@ import { createFsLocks } from '../locks/fs'
 import type { HostOptions } from '../../src/protocol'
 import type { Platform } from './index'
 import type { PostgresStore } from './postgres'
-import { nodeCompressor } from '../../adapters/codec/zlib'
+import { nodeCipher, nodeCompressor } from '../../adapters/codec/node'
 
 /** The PostgreSQL stores opened by check(), by the options they were opened with. */
 const postgresStores = new WeakMap<HostOptions, PostgresStore>()
@@ -50,6 +50,7 @@ export const nodePlatform: Platform = {
     }
   },
   compressor: nodeCompressor,
+  cipher: nodeCipher,
   openLocks: (o) => (o.storage === 'fs' ? createFsLocks(o.dir) : o.storage === 'postgres' ? postgresStore(o).locks : createLocalLocks()),
   // Other processes (and threads) on the same folder: their appends show as growing files.
   // PostgreSQL: every engine on the store, on any machine, hears appends by LISTEN/NOTIFY.
