@@ -33,6 +33,9 @@ export async function openSealed(inner: StorageAdapter, options: CodecOptions): 
   try {
     const keyring = await Keyring.open(inner, options.key, options.readOnly, options.lock)
     const codec = new UnitCodec(keyring.storeId, keyring.dataKeys, options.compression === 'none' ? undefined : options.compressor, options.compressor, options.cipher)
+    // One unit sealed and opened now, while the store opens: the first read of a session would
+    // otherwise pay for the first use of the data key and of the codec's read path.
+    if (codec.encrypted) await codec.open('warm-up', await codec.seal('warm-up', new Uint8Array(1)))
     return sealedStorage(inner, keyring, codec)
   } catch (err) {
     await inner.close().catch(() => {})

@@ -94,8 +94,12 @@ export class StoreReader {
    * trusted, then only the events after the lowest kept watermark. Never writes back.
    */
   async coldRead(id: SessionId, options: { signal?: AbortSignal } = {}): Promise<ColdRead> {
-    const info = await this.info(id)
-    const row = await this.storage.getCheckpoint(id).catch(() => undefined) // any doubt: ignore it
+    // Both reads at once: each may wait on the disk, a database or (encrypted) a decrypt. A row
+    // read ahead of the length read is refused by restoreSlots, as a row written meanwhile was.
+    const [info, row] = await Promise.all([
+      this.info(id),
+      this.storage.getCheckpoint(id).catch(() => undefined), // any doubt: ignore it
+    ])
     const { slots, from } = restoreSlots(this.defs, info.header, row, info.length)
     if (from < info.length) {
       for await (const page of this.storage.readEvents(id, { from, to: info.length, signal: options.signal })) {
