@@ -51,6 +51,23 @@ function countingFs(boot: { id: string }): { fs: FsPromises; syncs: Map<string, 
   return { fs, syncs }
 }
 
+/** The feed identity a changesSince walk from nothing names. */
+const feedOf = async (engine: Engine): Promise<string> => ((await engine.changesSince(null, {})).cursor as { feed: string }).feed
+
+/**
+ * A store with one session written in boot 'boot-1', then the machine "restarted": `boot` is
+ * 'boot-2' from here. Returns the feed identity of the first boot.
+ */
+async function crashedStore(boot: { id: string }): Promise<string> {
+  boot.id = 'boot-1'
+  const a = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
+  await a.createSession({ id: 's1' })
+  const before = await feedOf(a)
+  await a.close()
+  boot.id = 'boot-2'
+  return before
+}
+
 /** Every session with its events, as a fresh changesSince walk sees them. */
 async function everything(engine: Engine): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {}
@@ -136,10 +153,10 @@ describe('fs change feed: records without a sync of their own', () => {
     const boot = { id: 'boot-1' }
     let a = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
     await a.createSession({ id: 's1' })
-    const first = (await a.changesSince(null, {})).cursor as { feed: string }
+    const first = await feedOf(a)
     await a.close()
     a = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
-    expect(((await a.changesSince(null, {})).cursor as { feed: string }).feed).toBe(first.feed)
+    expect(await feedOf(a)).toBe(first)
     await a.close()
     await rm(join(dir, 'feed.boot')) // as an older sessionfold left it: every record synced
     boot.id = 'boot-2'
@@ -147,7 +164,7 @@ describe('fs change feed: records without a sync of their own', () => {
     try {
       await a.openSession('s1')
       await a.append('s1', { type: 'app/a' })
-      expect(((await a.changesSince(null, {})).cursor as { feed: string }).feed).toBe(first.feed)
+      expect(await feedOf(a)).toBe(first)
       expect((await readFile(join(dir, 'feed.boot'), 'utf8')).trim()).toBe('boot-2')
     } finally {
       await a.close()
@@ -155,14 +172,9 @@ describe('fs change feed: records without a sync of their own', () => {
   })
 
   it('processes that settle the feed at once after a machine crash agree on its new identity', async () => {
-    const boot = { id: 'boot-1' }
-    const a = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
-    await a.createSession({ id: 's1' })
-    const before = ((await a.changesSince(null, {})).cursor as { feed: string }).feed
-    await a.close()
-    boot.id = 'boot-2'
+    const boot = { id: '' }
+    const before = await crashedStore(boot)
     const first = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
-    const feedOf = async (e: Engine) => ((await e.changesSince(null, {})).cursor as { feed: string }).feed
     let second: Engine | undefined
     try {
       const id = await feedOf(first)
@@ -179,15 +191,11 @@ describe('fs change feed: records without a sync of their own', () => {
   })
 
   it('opened read-only after a machine crash: writes nothing, and names a feed of its own until a writer settles it', async () => {
-    const boot = { id: 'boot-1' }
-    const a = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
-    await a.createSession({ id: 's1' })
-    const before = ((await a.changesSince(null, {})).cursor as { feed: string }).feed
-    await a.close()
-    boot.id = 'boot-2'
+    const boot = { id: '' }
+    const before = await crashedStore(boot)
     const readers = [0, 1].map(() => new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs, readOnly: true }) }))
     try {
-      const ids = await Promise.all(readers.map(async (r) => ((await r.changesSince(null, {})).cursor as { feed: string }).feed))
+      const ids = await Promise.all(readers.map(feedOf))
       expect(ids[0]).not.toBe(before)
       expect(ids[1]).not.toBe(ids[0])
       expect((await readFile(join(dir, 'feed.boot'), 'utf8')).trim()).toBe('boot-1')
