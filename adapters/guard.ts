@@ -5,7 +5,7 @@ import { SessionfoldError, where, type ErrorCode } from '../src/errors'
 import type { SessionHeader, SessionId } from '../src/model'
 import { isCount } from '../src/limits'
 import { safeParse, storedHeaderSchema } from '../src/schemas'
-import { assertSessionId, describe } from '../src/validate'
+import { assertSessionId, describe, utf8Length } from '../src/validate'
 import type { EncodedEvent } from '../src/validate'
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ReadRange, type RecordReplacement, type SessionInfo } from './types'
 
@@ -194,10 +194,6 @@ export function assertPosition(id: SessionId, at: unknown, least = 1): asserts a
   }
 }
 
-const utf8 = new TextEncoder()
-/** The length of `text` in UTF-8 bytes. */
-export const utf8Bytes = (text: string): number => utf8.encode(text).length
-
 /**
  * The header a `replaceRecords` call writes (undefined: the stored one stays), checked against
  * the stored session: INVALID_ARGUMENT for a record whose seq is not below `stored.length` or
@@ -225,6 +221,6 @@ export function checkReplacement(id: SessionId, replacement: RecordReplacement, 
 
 /** INVALID_ARGUMENT unless a replacing record (its JSON) is exactly as long as the stored one. */
 export function sameLength(id: SessionId, seq: number, storedBytes: number | undefined, json: string): void {
-  const given = utf8Bytes(json)
+  const given = utf8Length(json)
   if (given !== storedBytes) throw new SessionfoldError(storedBytes === undefined ? 'CORRUPT_LOG' : 'INVALID_ARGUMENT', `replaceRecords of ${where(id, seq)}: ${given} bytes where ${storedBytes} are stored`, { sessionId: id, seq })
 }

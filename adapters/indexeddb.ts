@@ -10,11 +10,11 @@
 import { wrap, type IDBPObjectStore } from 'idb'
 import { SessionfoldError, where } from '../src/errors'
 import type { SessionEvent, SessionId } from '../src/model'
-import type { EncodedEvent } from '../src/validate'
+import { utf8Length, type EncodedEvent } from '../src/validate'
 import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
   platformErrorCode, resolveList, resolveRange, toStorageError, assertMeta, assertPosition, feedAfter, newFeedId,
-  checkReplacement, sameLength, utf8Bytes,
+  checkReplacement, sameLength,
 } from './guard'
 import { isNamed, quiet, type Db, type Schema, type StoreName, type Tx } from './indexeddb-schema'
 import { READ_PAGE, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
@@ -369,7 +369,7 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       if (!meta) throw notFound(id)
       const header = checkReplacement(id, replacement, meta)
       const stored = await Promise.all(replacement.records.map((r) => quiet(events.get([id, r.event.seq]))))
-      replacement.records.forEach((r, i) => sameLength(id, r.event.seq, stored[i] && utf8Bytes(JSON.stringify(stored[i])), r.json))
+      replacement.records.forEach((r, i) => sameLength(id, r.event.seq, stored[i] && utf8Length(JSON.stringify(stored[i])), r.json))
       const writes: Promise<unknown>[] = replacement.records.map((r) => quiet(events.put(r.event, [id, r.event.seq])))
       if (header) writes.push(quiet(tx.objectStore('sessions').put({ header, length: meta.length }, id)))
       await Promise.all(writes)

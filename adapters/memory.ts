@@ -7,12 +7,12 @@
  * @module sessionfold/adapters/memory
  */
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
-import type { EncodedEvent } from '../src/validate'
+import { utf8Length, type EncodedEvent } from '../src/validate'
 import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
   resolveList, resolveRange,
 } from './guard'
-import { assertMeta, assertPosition, checkReplacement, feedAfter, newFeedId, sameLength, utf8Bytes } from './guard'
+import { assertMeta, assertPosition, checkReplacement, feedAfter, newFeedId, sameLength } from './guard'
 import { READ_PAGE, compareIds, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
@@ -141,7 +141,7 @@ export function createMemoryAdapter(): StorageAdapter {
     replaceRecords: (id, replacement) => guard.run(async () => {
       const s = get(id)
       const header = checkReplacement(id, replacement, { header: s.header, length: s.events.length })
-      for (const r of replacement.records) sameLength(id, r.event.seq, utf8Bytes(s.events[r.event.seq]!), r.json)
+      for (const r of replacement.records) sameLength(id, r.event.seq, utf8Length(s.events[r.event.seq]!), r.json)
       for (const r of replacement.records) s.events[r.event.seq] = r.json
       if (header) s.header = structuredClone(header)
     }),
