@@ -33,10 +33,11 @@ export async function openSealed(inner: StorageAdapter, options: CodecOptions): 
   try {
     const keyring = await Keyring.open(inner, options.key, options.readOnly, options.lock)
     const codec = new UnitCodec(keyring.storeId, keyring.dataKeys, options.compression === 'none' ? undefined : options.compressor, options.compressor, options.cipher)
-    // One unit sealed and opened now, while the store opens: the first read of a session would
-    // otherwise pay for the first use of the data key and of the codec's read path.
-    if (codec.encrypted) await codec.open('warm-up', await codec.seal('warm-up', new Uint8Array(1)))
-    return sealedStorage(inner, keyring, codec)
+    const storage = sealedStorage(inner, keyring, codec)
+    // While the store opens: the first read of a session would otherwise pay for the first use
+    // of the data key and of the codec's read path (in Chromium, about 1 ms of a 7 ms cold observe).
+    await storage.warmUp()
+    return storage
   } catch (err) {
     await inner.close().catch(() => {})
     throw err

@@ -20,6 +20,9 @@ import { CODEC_META_KEY, type EncryptionKey, type Keyring } from './keyring'
 import { resealSession, type ResealReport } from './reseal'
 import { Unreadable, type UnitCodec } from './seal'
 
+/** The id of warmUp's units (never stored). */
+const WARM_UP_ID = 'sessionfold-warm-up'
+
 /** Events per frame, and JSON bytes per frame: a read of one event opens at most one frame. */
 export const FRAME_EVENTS = 256
 export const FRAME_BYTES = 256 * 1024
@@ -53,6 +56,12 @@ export interface SealedStorage extends StorageAdapter {
   refreshKeys(): Promise<void>
   /** KEY_REJECTED unless `key` (or no key) is what this store was opened with. */
   checkKey(key: EncryptionKey | undefined): Promise<void>
+  /**
+   * Runs the read path of a cold open once (a header and a row sealed here, opened at once,
+   * nothing stored): a fresh worker's first read then finds that code compiled and the data
+   * key in use, rather than paying for both while an app waits on it.
+   */
+  warmUp(): Promise<void>
   readonly encrypted: boolean
 }
 
@@ -279,6 +288,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     resealSession: (id) => resealSession(inner, codec, id),
     dropOldKeys: (gen) => keyring.dropOldKeys(inner, gen),
     refreshKeys: () => keyring.refresh(),
+    warmUp,
     close: () => inner.close(),
   }
   const history = inner.history
@@ -305,6 +315,17 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
    * A row as the engine reads it. A row that does not open is handed up as what it is, an
    * unusable row (rows are caches: the engine rebuilds, and verify reports it).
    */
+  async function warmUp(): Promise<void> {
+    if (!codec.encrypted) return
+    const header: SessionHeader = { version: 1, id: WARM_UP_ID, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' }
+    try {
+      await openHeader(await sealHeader(header))
+      await openRow(WARM_UP_ID, `checkpoint ${WARM_UP_ID}`, await sealRow(`checkpoint ${WARM_UP_ID}`, { warmUp: true }))
+    } finally {
+      lives.delete(WARM_UP_ID)
+    }
+  }
+
   async function openRow(id: SessionId, aad: string, stored: unknown): Promise<unknown> {
     if (stored === undefined || stored === null) return stored
     const sealed = (stored as { sealed?: unknown }).sealed
