@@ -28,12 +28,13 @@
 import * as fs from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { createFsAdapter } from '../adapters/fs'
 import { encodeBatch } from '../adapters/fs/record-format'
 import type { StorageAdapter } from '../adapters/types'
 import { HEADER_VERSION } from '../src/limits'
 import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
-import { encodeEventInput } from '../src/validate'
+import { encodeEventBody, encodeEventInput } from '../src/validate'
 import { messageInput, rawWriteFsync, rotate, runRounds, sourceState } from './common'
 import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
 
@@ -118,6 +119,68 @@ async function runAdapter(adapter: StorageAdapter, batches: readonly EventInput[
   const ms = performance.now() - t0
   await adapter.deleteSession(id)
   return (encoded.length * encoded[0]!.length / ms) * 1000
+}
+
+/**
+ * The least any store that takes JSON events from an app does per batch, with nothing of this
+ * one's around it: each input validated, stringified, numbered and parsed back
+ * (encodeEventInput, what a fold needs), the batch framed with the fs record format's CRC-32s
+ * (encodeBatch), then writeSync + fdatasyncSync into one new file; events/s. Its ratio to raw is
+ * the ceiling of the batched targets on this machine.
+ */
+function runJsonFloor(dir: string, batches: readonly EventInput[][], n: number): number {
+  const fd = fs.openSync(join(dir, `floor-${n}.log`), 'w')
+  let events = 0
+  let offset = 0
+  const t0 = performance.now()
+  try {
+    for (const b of batches) {
+      const { buf } = encodeBatch(b.map((e) => encodeEventInput(e, events++, 'bench-floor')))
+      let done = 0
+      while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done, offset + done)
+      offset += buf.length
+      fs.fdatasyncSync(fd)
+    }
+  } finally {
+    fs.closeSync(fd)
+  }
+  const ms = performance.now() - t0
+  fs.rmSync(join(dir, `floor-${n}.log`))
+  return (events / ms) * 1000
+}
+
+/**
+ * The same floor with the engine's half across a worker (bench/floor-worker.ts): here each input
+ * validated and stringified (encodeEventBody), the batch's bodies posted to a worker_threads worker
+ * that numbers, parses, frames, writes and fdatasyncs them and answers; events/s. The floor of the
+ * worker target: the least a store with its engine in a worker does per batch.
+ */
+async function runJsonFloorWorker(dir: string, batches: readonly EventInput[][], n: number): Promise<number> {
+  const path = join(dir, `floor-worker-${n}.log`)
+  // Started as the store starts a TypeScript worker: through tsx (src/client/node-boot.mjs).
+  const worker = new Worker(new URL('../src/client/node-boot.mjs', import.meta.url), { workerData: { entry: new URL('./floor-worker.ts', import.meta.url).href, path } })
+  let failed: unknown
+  worker.on('error', (err) => { failed = err })
+  const answer = () => new Promise<unknown>((resolve, reject) => {
+    if (failed) reject(failed)
+    worker.once('message', resolve)
+  })
+  try {
+    if ((await within(answer(), 'the floor worker')) !== 'ready') throw new Error('the floor worker did not start')
+    let events = 0
+    const t0 = performance.now()
+    for (const b of batches) {
+      worker.postMessage(b.map((e) => encodeEventBody(e, 'bench-floor')))
+      events += (await within(answer(), 'the floor worker')) as number
+    }
+    const ms = performance.now() - t0
+    worker.postMessage('close')
+    if ((await answer()) !== events) throw new Error('the floor worker lost events')
+    return (events / ms) * 1000
+  } finally {
+    await worker.terminate()
+    fs.rmSync(path, { force: true })
+  }
 }
 
 /** The raw limit: the same record bytes, writeSync + fsyncSync per batch, into one new file; events/s. */
@@ -260,10 +323,13 @@ async function main(): Promise<void> {
     const rawDir = join(root, 'raw')
     fs.mkdirSync(rawDir)
     let rawRuns = 0
+    let floorRuns = 0
     const BATCHED = [
       { key: 'raw', label: 'raw: writeSync + fsyncSync of the same record bytes per batch, one new file', layer: LAYER.raw, run: async () => runRaw(rawDir, rawBufs, events, rawRuns++) },
       { key: 'worker', label: 'openStore({ dir }): session.append(batch), each awaited', layer: LAYER.worker, run: () => runBatched(worker, batches) },
       { key: 'thread', label: 'openStore({ dir, worker: false }): session.append(batch), each awaited', layer: LAYER.thread, run: () => runBatched(thread, batches) },
+      { key: 'jsonFloor', label: '(diagnostic) a JSON log\'s own work, no store: validate, stringify, parse (encodeEventInput), CRC-32 records, writeSync + fdatasyncSync', layer: 'diagnostic (floor)', run: async () => runJsonFloor(rawDir, batches, floorRuns++) },
+      { key: 'jsonFloorWorker', label: '(diagnostic) the same across a worker, no store: encodeEventBody here, the bodies posted to a worker_threads worker that parses, writes and fdatasyncs', layer: 'diagnostic (floor)', run: () => runJsonFloorWorker(rawDir, batches, floorRuns++) },
       { key: 'adapter', label: '(diagnostic) the fs adapter alone, strict: append(events already numbered and encoded)', layer: 'diagnostic (adapter level)', run: () => runAdapter(adapter, batches, now) },
       { key: 'memWorker', label: '(diagnostic) openStore({ storage: \'memory\' }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memWorker, batches) },
       { key: 'memThread', label: '(diagnostic) openStore({ storage: \'memory\', worker: false }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memThread, batches) },
@@ -363,6 +429,8 @@ async function main(): Promise<void> {
     const breakdown = {
       rows: [
         ['raw write + fsync (the baseline)', msPerBatch('raw')],
+        ['a JSON log\'s own work, no store (validate, stringify, parse, CRC-32, write, fdatasync)', msPerBatch('jsonFloor')],
+        ['the same with the parse, CRC-32, write and fdatasync in a worker, no store', msPerBatch('jsonFloorWorker')],
         ['storage layer: the fs adapter alone (encode, write, fdatasync)', msPerBatch('adapter')],
         ['client + engine in this thread, no disk (validate, stringify, parse, fold, views)', msPerBatch('memThread')],
         ['client + engine through the worker, no disk (the same, and the hop)', msPerBatch('memWorker')],
@@ -371,6 +439,8 @@ async function main(): Promise<void> {
       ] as [string, number][],
       floorThread: msPerBatch('raw') / (msPerBatch('adapter') + msPerBatch('memThread')),
       floorWorker: msPerBatch('raw') / (msPerBatch('adapter') + msPerBatch('memWorker')),
+      ceiling: msPerBatch('raw') / msPerBatch('jsonFloor'),
+      ceilingWorker: msPerBatch('raw') / msPerBatch('jsonFloorWorker'),
     }
     const small = fmt(CONFIG.catalogSmall, 0)
     const big = fmt(CONFIG.catalogLarge, 0)
@@ -411,6 +481,7 @@ async function main(): Promise<void> {
     console.log('Where a batch\'s time goes (ms per batch of 100, from the medians above) and the floor it leaves')
     printTable(['part', 'ms per batch'], breakdown.rows.map(([k, v]) => [k, fmt(v, 3)]), ['left', 'right'])
     console.log(`  floor: raw ÷ (storage layer + client and engine without a disk): in this thread ${fmt(breakdown.floorThread, 2)}, through the worker ${fmt(breakdown.floorWorker, 2)}`)
+    console.log(`  ceiling: raw ÷ a JSON log's own work: in one thread ${fmt(breakdown.ceiling, 2)}, across a worker ${fmt(breakdown.ceilingWorker, 2)} (no store that validates and parses JSON events gets above them here)`)
     console.log('')
     console.log(`(2) Single-event appends, events/s: ${CONFIG.singles} per run; ${CONFIG.singlesRounds} rounds`)
     printTable(['variant', 'layer', 'events/s median (min–max)'], SINGLES.map((x) => [x.label, x.layer, fmtSummary(sS.get(x.key)!, 0)]), ['left', 'left', 'right'])

@@ -238,7 +238,10 @@ function apiSection(api: Any, explanation: string): string[] {
     p(table(['part', 'ms per batch'], (breakdown.rows as [string, number][]).map(([k, v]) => [k, fmt(v, 3)]), ['l', 'r']))
     p()
     p(`Floor of the batched ratio (raw ÷ (storage layer + client and engine without a disk)): ${fmt(breakdown.floorThread, 2)} in this thread, ` +
-      `${fmt(breakdown.floorWorker, 2)} through the worker.`)
+      `${fmt(breakdown.floorWorker, 2)} through the worker.` +
+      (breakdown.ceiling === undefined ? '' : ` The ceiling of any store here, raw ÷ a JSON log's own work (each event validated, stringified, numbered and parsed back, ` +
+        `records with CRC-32s, write + fdatasync, in a loop with nothing else): ${fmt(breakdown.ceiling, 2)} in one thread` +
+        (breakdown.ceilingWorker === undefined ? '.' : `, ${fmt(breakdown.ceilingWorker, 2)} with the parse and the disk in a worker_threads worker (the batch's bodies posted to it, its count posted back).`)))
     p()
   }
   if (explanation) {
