@@ -99,13 +99,19 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
     // A store opened read-only writes nothing: a feed never written to has no identity yet
     // (a cursor made now names none, and starts over once the feed has one).
     if (readOnly) return 'none'
-    // Made whole in tmp, then moved in by rename: every process reads the same identity, and
-    // rename keeps the first one made should two processes race (the later one reads it back).
+    // Made whole in tmp, then linked in: a link is never made over an existing file, so should
+    // two processes race, the first one made stays and the other reads it back (a rename would
+    // replace it, and the two could go on naming different identities).
     const made = join(tmpDir(root), `feed-id-${newFeedId()}`)
     await writeDurable(fs, made, newFeedId())
     try {
-      const existing = await fs.readFile(file, 'utf8').catch(() => undefined)
-      if (existing === undefined) await fs.rename(made, file)
+      if (fs.link) {
+        await fs.link(made, file).catch((err: unknown) => {
+          if (errno(err) !== 'EEXIST') throw err
+        })
+      } else if ((await readOptional(file)) === undefined) {
+        await fs.rename(made, file)
+      }
     } finally {
       await fs.rm(made, { force: true })
     }
@@ -199,12 +205,7 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
     },
     async getMeta(key) {
       assertMeta(key)
-      try {
-        return await fs.readFile(join(metaDir(root), key), 'utf8')
-      } catch (err) {
-        if (errno(err) === 'ENOENT') return undefined
-        throw err
-      }
+      return readOptional(join(metaDir(root), key))
     },
     async putMeta(key, value) {
       assertMeta(key, value)

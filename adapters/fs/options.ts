@@ -14,6 +14,12 @@ export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'rea
   writeSync: typeof writeSync
   /** Optional: without it every fdatasync goes through the thread pool. */
   fdatasyncSync?: typeof fdatasyncSync
+  /**
+   * Optional (node:fs/promises has it): puts a file in place only where none is, which the change
+   * feed's identity needs when processes make it at once. Without it, rename, where two
+   * processes racing may each keep the identity it made until they restart.
+   */
+  link?: typeof nodeFs.link
 }
 
 /** Options of `createFsAdapter`. */

@@ -249,13 +249,15 @@ export class Store {
     checkProgressOptions(options, 'rotateKey', ['onProgress'])
     const key = checkKey(newKey, 'rotateKey: the new key')
     const { onProgress } = options
-    const counted = (a: { sessions?: unknown; events?: unknown }) => (isCount(a?.sessions ?? a?.events) ? undefined : 'not a count')
+    const started = (a: { sessions?: unknown }) => (isCount(a?.sessions) ? undefined : 'no count of sessions')
+    // A step that is not one (no done flag, no count) would otherwise loop or count garbage.
+    const stepped = (a: { done?: unknown; events?: unknown }) => (typeof a?.done === 'boolean' && isCount(a?.events) ? undefined : 'not a step (done, events)')
     // One rotation of this store at a time: the engine keeps one per client.
     const run = this.#rotating.then(async () => {
-      const progress = { sessions: (await this.#calls.checked('rotation', (api) => api.rotateKeyStart(key), counted)).sessions, done: 0, events: 0 }
+      const progress = { sessions: (await this.#calls.checked('rotation', (api) => api.rotateKeyStart(key), started)).sessions, done: 0, events: 0 }
       for (;;) {
         onProgress?.({ ...progress })
-        const step = await this.#calls.checked('rotation step', (api) => api.rotateKeyStep(), counted)
+        const step = await this.#calls.checked('rotation step', (api) => api.rotateKeyStep(), stepped)
         if (step.done) break
         progress.done++
         progress.events += step.events

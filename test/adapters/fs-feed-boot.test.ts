@@ -205,6 +205,37 @@ describe('fs change feed: records without a sync of their own', () => {
     }
   })
 
+  it('processes that make a new store\'s feed identity at once all name the one that stays', async () => {
+    // Each process finds no identity, makes one, and puts it in place; here the three puts wait
+    // until all three are made, then go one by one, each process reading the file back before
+    // the next puts its own. One put over another would leave them naming different ones.
+    const boot = { id: 'boot-1' }
+    const N = 3
+    let arrived = 0
+    let release!: () => void
+    const all = new Promise<void>((resolve) => { release = resolve })
+    const gated = (put: (from: string, to: string) => Promise<void>) => async (from: string, to: string) => {
+      if (basename(String(to)) !== 'feed.id') return put(from, to)
+      const turn = arrived++
+      if (arrived === N) release()
+      await all
+      await new Promise((resolve) => setTimeout(resolve, 40 * turn))
+      return put(from, to)
+    }
+    const engines = Array.from({ length: N }, () => {
+      const fs = countingFs(boot).fs
+      return new Engine({ storage: createFsAdapter({ dir, fs: { ...fs, rename: gated(fs.rename) as typeof fs.rename, link: gated(fs.link!) as typeof nodeFs.link } }) })
+    })
+    try {
+      const ids = await Promise.all(engines.map(feedOf))
+      expect(arrived).toBe(N)
+      expect(new Set(ids).size).toBe(1)
+      expect((await readFile(join(dir, 'feed.id'), 'utf8')).trim()).toBe(ids[0])
+    } finally {
+      for (const e of engines) await e.close()
+    }
+  })
+
   it('boot identities from start times allow for the rounding of two readings', () => {
     expect(sameBoot('t:1700000000', 't:1700000002')).toBe(true)
     expect(sameBoot('t:1700000000', 't:1700000060')).toBe(false)
