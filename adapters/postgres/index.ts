@@ -136,6 +136,8 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
           if (!settings.strict) statements.push(tx.unsafe(`SET LOCAL synchronous_commit = off`))
           // The header as its JSON text inside a jsonb string: a jsonb object cannot hold every
           // string a header may (\u0000 in a cwd), and the text round-trips exactly.
+          // Events left by a session of this id that a process of an older sessionfold deleted (schema.ts, V5).
+          statements.push(tx.unsafe(`DELETE FROM ${n.events} WHERE session_id = $1 AND NOT EXISTS (SELECT 1 FROM ${n.sessions} WHERE id = $1)`, [id]))
           statements.push(tx.unsafe(`INSERT INTO ${n.sessions} (id, header, length) VALUES ($1, to_jsonb($2::text), $3)`, [id, JSON.stringify(header), seed.length]))
           if (seed.length > 0) {
             statements.push(tx.unsafe(
@@ -200,9 +202,14 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
       return readIds(await db(), n, after, limit)
     }),
 
-    // Its events, checkpoint and history rows go with it (ON DELETE CASCADE), in the one statement.
+    // One transaction: the row first (it waits for an append holding it, and appends after it
+    // find no session), then its events; checkpoint and history rows go with the row (ON DELETE
+    // CASCADE). Events have no key to the row since schema version 5 (schema.ts).
     deleteSession: (id) => onSession('delete', id, async (sql) => {
-      await sql.unsafe(`DELETE FROM ${n.sessions} WHERE id = $1`, [id])
+      await sql.begin((tx: PostgresClient) => [
+        tx.unsafe(`DELETE FROM ${n.sessions} WHERE id = $1`, [id]),
+        tx.unsafe(`DELETE FROM ${n.events} WHERE session_id = $1`, [id]),
+      ])
     }),
 
     getCheckpoint: (id) => onSession('checkpoint read', id, async (sql) => {

@@ -84,6 +84,34 @@ describe('migrations', () => {
     expect(await psql(`SELECT length FROM ${schema}.sessions WHERE id = 'old'`)).toBe('3')
   })
 
+  it('version 5: events have no key to their session; a delete takes them with it, and a create clears those an older process left', async () => {
+    const schema = fresh()
+    const a = adapterOn(schema)
+    await a.createSession(rootHeader('kept'))
+    await a.append('kept', evs('kept', 0, 3))
+    expect(await psql(`SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace s ON s.oid = t.relnamespace WHERE s.nspname = '${schema}' AND t.relname = 'events' AND c.contype = 'f'`)).toBe('0')
+    // Checkpoint and history rows keep their keys (written a row at a time).
+    expect(await psql(`SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace s ON s.oid = t.relnamespace WHERE s.nspname = '${schema}' AND t.relname IN ('checkpoints', 'history') AND c.contype = 'f'`)).toBe('2')
+    await a.createSession(rootHeader('gone'))
+    await a.append('gone', evs('gone', 0, 5))
+    await a.deleteSession('gone')
+    expect(await psql(`SELECT count(*) FROM ${schema}.events WHERE session_id = 'gone'`)).toBe('0')
+    expect(await psql(`SELECT count(*) FROM ${schema}.events WHERE session_id = 'kept'`)).toBe('3')
+    // What a process of an older sessionfold leaves when it deletes by the cascade alone: the
+    // row gone, its events not. A new session of that id starts empty, and appends from 0.
+    await a.createSession(rootHeader('orphaned'))
+    await a.append('orphaned', evs('orphaned', 0, 4))
+    await psql(`DELETE FROM ${schema}.sessions WHERE id = 'orphaned'`)
+    expect(await psql(`SELECT count(*) FROM ${schema}.events WHERE session_id = 'orphaned'`)).toBe('4')
+    await a.createSession(rootHeader('orphaned'))
+    expect((await a.getSession('orphaned'))?.length).toBe(0)
+    await a.append('orphaned', evs('orphaned', 0, 2))
+    expect((await readAll(a, 'orphaned')).map((e) => e.seq)).toEqual([0, 1])
+    // A second create of a session that exists is refused, and clears nothing.
+    await expectCode(a.createSession(rootHeader('kept')), 'SESSION_EXISTS')
+    expect((await readAll(a, 'kept')).map((e) => e.seq)).toEqual([0, 1, 2])
+  })
+
   it('refuses a schema at a newer version than it knows with STORAGE_UNAVAILABLE, touching nothing', async () => {
     const schema = fresh()
     await adapterOn(schema).createSession(rootHeader('old'))
