@@ -538,6 +538,8 @@ function postgresSection(pg: Any): string[] {
     'but it writes more than the insert: a row lock on the lease, the sessions row and its new length, and the growth notice with the events in it. ' +
     'The client and the engine add the rest, with the worker hop (on this machine a thread woken from idle costs more than the memory-store diagnostics show, where both threads stay busy); ' +
     (Number.isFinite(ms('deferred')) ? `with checkpoints pushed past the run the store took ${fmt(ms('deferred'), 1)} ms per batch against ${fmt(ms('worker'), 1)} ms. ` : '') +
+    (Number.isFinite(ms('memWorker')) ? `What the store takes beyond the adapter and the client and engine without a database, ${fmt(ms('worker') - ms('adapter') - ms('memWorker'), 2)} ms per batch, is the record codec ` +
+      '(each frame deflated and base64-encoded into its row, with a pointer row per later event) and the checkpoint and history rows, which the diagnostics leave out. ' : '') +
     'On a shared machine these rows move from round to round: compare the per-round ratios above, not single figures.')
   p()
   p(`Cold open: the fastest opens took ${fmt(pg.coldOpen.big.min, 1)} ms (${n0(c.big)} events) and ${fmt(pg.coldOpen.small.min, 1)} ms (${n0(c.small)} events); ` +
