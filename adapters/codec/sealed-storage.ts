@@ -311,10 +311,6 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     return { sealed: toBase64(await codec.seal(aad, encoder.encode(json))) }
   }
 
-  /**
-   * A row as the engine reads it. A row that does not open is handed up as what it is, an
-   * unusable row (rows are caches: the engine rebuilds, and verify reports it).
-   */
   async function warmUp(): Promise<void> {
     if (!codec.encrypted) return
     const header: SessionHeader = { version: 1, id: WARM_UP_ID, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' }
@@ -326,6 +322,10 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     }
   }
 
+  /**
+   * A row as the engine reads it. A row that does not open is handed up as what it is, an
+   * unusable row (rows are caches: the engine rebuilds, and verify reports it).
+   */
   async function openRow(id: SessionId, aad: string, stored: unknown): Promise<unknown> {
     if (stored === undefined || stored === null) return stored
     const sealed = (stored as { sealed?: unknown }).sealed

@@ -105,13 +105,13 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
     const made = join(tmpDir(root), `feed-id-${newFeedId()}`)
     await writeDurable(fs, made, newFeedId())
     try {
-      if (fs.link) {
-        await fs.link(made, file).catch((err: unknown) => {
-          if (errno(err) !== 'EEXIST') throw err
-        })
-      } else if ((await readOptional(file)) === undefined) {
-        await fs.rename(made, file)
-      }
+      const linked = fs.link ? await fs.link(made, file).then(() => true, (err: unknown) => {
+        if (errno(err) === 'EEXIST') return true
+        // A file system without hard links (FAT, some network mounts): rename, as before.
+        if (['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes(errno(err) ?? '')) return false
+        throw err
+      }) : false
+      if (!linked && (await readOptional(file)) === undefined) await fs.rename(made, file)
     } finally {
       await fs.rm(made, { force: true })
     }

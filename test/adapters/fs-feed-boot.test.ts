@@ -236,6 +236,24 @@ describe('fs change feed: records without a sync of their own', () => {
     }
   })
 
+  it('on a file system without hard links the identity is made by rename, and kept', async () => {
+    const boot = { id: 'boot-1' }
+    const noLinks = (): FsPromises => ({
+      ...countingFs(boot).fs,
+      link: (async () => { throw Object.assign(new Error('operation not permitted'), { code: 'EPERM' }) }) as typeof nodeFs.link,
+    })
+    const a = new Engine({ storage: createFsAdapter({ dir, fs: noLinks() }) })
+    const id = await feedOf(a)
+    await a.close()
+    expect((await readFile(join(dir, 'feed.id'), 'utf8')).trim()).toBe(id)
+    const b = new Engine({ storage: createFsAdapter({ dir, fs: noLinks() }) })
+    try {
+      expect(await feedOf(b)).toBe(id)
+    } finally {
+      await b.close()
+    }
+  })
+
   it('boot identities from start times allow for the rounding of two readings', () => {
     expect(sameBoot('t:1700000000', 't:1700000002')).toBe(true)
     expect(sameBoot('t:1700000000', 't:1700000060')).toBe(false)
