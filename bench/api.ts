@@ -35,7 +35,7 @@ import type { StorageAdapter } from '../adapters/types'
 import { HEADER_VERSION } from '../src/limits'
 import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
 import { encodeEventBody, encodeEventInput } from '../src/validate'
-import { messageInput, rawWriteFsync, rotate, runRounds, sourceState } from './common'
+import { messageInput, rawWriteFsync, rotate, runRounds, sourceState, writeAllSync } from './common'
 import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
@@ -136,8 +136,7 @@ function runJsonFloor(dir: string, batches: readonly EventInput[][], n: number):
   try {
     for (const b of batches) {
       const { buf } = encodeBatch(b.map((e) => encodeEventInput(e, events++, 'bench-floor')))
-      let done = 0
-      while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done, offset + done)
+      writeAllSync(fd, buf, offset)
       offset += buf.length
       fs.fdatasyncSync(fd)
     }

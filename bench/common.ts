@@ -65,6 +65,12 @@ export function messageInput(bytes: number): EventInput {
   return { type: 'message/assistant', data: { role: 'assistant', text: WORDS.repeat(Math.ceil(n / WORDS.length)).slice(0, n) } }
 }
 
+/** Writes all of `buf` to `fd` at `position` (at the file's end when omitted), however many writes it takes. */
+export function writeAllSync(fd: number, buf: Buffer, position?: number): void {
+  let done = 0
+  while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done, position === undefined ? null : position + done)
+}
+
 /**
  * The raw limit: `bufs` written with writeSync + fsyncSync one after another into a new file at
  * `path` (checked for its size, then removed); the ms it took, open and close excluded.
@@ -75,8 +81,7 @@ export function rawWriteFsync(path: string, bufs: readonly Buffer[]): number {
   try {
     const t0 = performance.now()
     for (const buf of bufs) {
-      let done = 0
-      while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done)
+      writeAllSync(fd, buf)
       fs.fsyncSync(fd)
     }
     ms = performance.now() - t0

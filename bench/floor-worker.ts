@@ -7,6 +7,7 @@ import * as fs from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import { encodeBatch } from '../adapters/fs/record-format'
 import { eventFromBody } from '../src/validate'
+import { writeAllSync } from './common'
 
 const fd = fs.openSync((workerData as { path: string }).path, 'w')
 let seq = 0
@@ -18,8 +19,7 @@ parentPort!.on('message', (bodies: string[] | 'close') => {
     return
   }
   const { buf } = encodeBatch(bodies.map((b) => eventFromBody(b, seq++, 'bench-floor')))
-  let done = 0
-  while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done, offset + done)
+  writeAllSync(fd, buf, offset)
   offset += buf.length
   fs.fdatasyncSync(fd)
   parentPort!.postMessage(bodies.length)

@@ -90,16 +90,7 @@ export class UnitCodec {
       out.set(payload, 2)
       return out
     }
-    flags |= ENCRYPTED
-    const head = new Uint8Array(2 + NONCE)
-    head[0] = flags
-    head[1] = keys.current.gen
-    globalThis.crypto.getRandomValues(head.subarray(2))
-    const cipher = await this.cipher.encrypt(keys.current.key, head.subarray(2), this.#aad(head.subarray(0, 2), aad), payload)
-    const out = new Uint8Array(head.length + cipher.length)
-    out.set(head)
-    out.set(cipher, head.length)
-    return out
+    return this.#encrypt(flags | ENCRYPTED, keys.current, aad, payload)
   }
 
   /** The plain bytes of a unit sealed with `aad`; Unreadable when it does not open. */
@@ -133,14 +124,21 @@ export class UnitCodec {
     const flags = unit[0] ?? 0
     if ((flags & 0xf0) !== FORMAT || (flags & ENCRYPTED) === 0) throw new Unreadable('not an encrypted unit of a known format')
     if (unit[1] === current.gen) return undefined
-    const payload = await this.#decrypt(aad, unit)
-    const out = new Uint8Array(2 + NONCE + payload.length + 16)
-    out[0] = flags
-    out[1] = current.gen
-    globalThis.crypto.getRandomValues(out.subarray(2, 2 + NONCE))
-    const cipher = await this.cipher.encrypt(current.key, out.subarray(2, 2 + NONCE), this.#aad(out.subarray(0, 2), aad), payload)
-    if (cipher.length !== payload.length + 16) throw new Unreadable('a unit that did not seal to its length')
-    out.set(cipher, 2 + NONCE)
+    const out = await this.#encrypt(flags, current, aad, await this.#decrypt(aad, unit))
+    if (out.length !== unit.length) throw new Unreadable('a unit that did not seal to its length')
+    return out
+  }
+
+  /** `[flags][key generation][fresh nonce][payload encrypted under `key`, its tag]`, bound to `aad`. */
+  async #encrypt(flags: number, key: { gen: number; key: CryptoKey }, aad: string, payload: Uint8Array): Promise<Uint8Array> {
+    const head = new Uint8Array(2 + NONCE)
+    head[0] = flags
+    head[1] = key.gen
+    globalThis.crypto.getRandomValues(head.subarray(2))
+    const cipher = await this.cipher.encrypt(key.key, head.subarray(2), this.#aad(head.subarray(0, 2), aad), payload)
+    const out = new Uint8Array(head.length + cipher.length)
+    out.set(head)
+    out.set(cipher, head.length)
     return out
   }
 

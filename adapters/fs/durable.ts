@@ -1,5 +1,6 @@
 // Writes that survive a crash once they resolve: a whole file synced, and a folder synced so
 // that a rename into it (or out of it) is durable too.
+import { dirname } from 'node:path'
 import type { FsPromises } from './options'
 
 /** Writes `data` as the whole of a new file at `path`, then syncs it. */
@@ -11,6 +12,17 @@ export async function writeDurable(fs: FsPromises, path: string, data: string | 
   } finally {
     await fh.close()
   }
+}
+
+/**
+ * Replaces the file at `path` whole: `data` written and synced at `made` (a fresh name in the
+ * store's tmp folder), renamed over `path`, and `path`'s folder synced. A crash leaves the old
+ * file or the new one.
+ */
+export async function replaceDurable(fs: FsPromises, made: string, path: string, data: string | Buffer): Promise<void> {
+  await writeDurable(fs, made, data)
+  await fs.rename(made, path)
+  await syncDir(fs, dirname(path))
 }
 
 /** Syncs a folder's entries (a rename into or out of it). */

@@ -20,7 +20,7 @@ import type { SessionId } from '../../src/model'
 import { SessionfoldError } from '../../src/errors'
 import { assertMeta, newFeedId } from '../guard'
 import type { ChangeFeed, FeedEntry } from '../types'
-import { syncDir, writeDurable } from './durable'
+import { replaceDurable, syncDir, writeDurable } from './durable'
 import { errno } from './errors'
 import { bootIdentity, sameBoot } from './boot'
 import { FEED_BOOT_FILE, FEED_FILE, FEED_ID_FILE, metaDir, tmpDir } from './layout'
@@ -75,10 +75,7 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
 
   /** Replaces file `name` in the root whole (made in tmp, moved in by rename, synced). */
   async function replace(name: string, text: string): Promise<void> {
-    const made = join(tmpDir(root), `${name}-${newFeedId()}`)
-    await writeDurable(fs, made, text)
-    await fs.rename(made, join(root, name))
-    await syncDir(fs, root)
+    await replaceDurable(fs, join(tmpDir(root), `${name}-${newFeedId()}`), join(root, name), text)
   }
 
   async function readOptional(file: string): Promise<string | undefined> {
@@ -213,10 +210,7 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
       await fs.mkdir(dir).catch((err: unknown) => {
         if (errno(err) !== 'EEXIST') throw err
       })
-      const made = join(tmpDir(root), `meta-${key}-${newFeedId()}`)
-      await writeDurable(fs, made, value)
-      await fs.rename(made, join(dir, key))
-      await syncDir(fs, dir)
+      await replaceDurable(fs, join(tmpDir(root), `meta-${key}-${newFeedId()}`), join(dir, key), value)
     },
     async close() {
       const h = handle

@@ -13,6 +13,14 @@ export const FLAG_COMMIT = 1
 /** Larger records than this are never written (events are limited well below it). */
 export const MAX_RECORD = 64 * 1024 * 1024
 
+/** Writes the record of `json` (`n` bytes of UTF-8) with `flags` into `buf` at `at`. */
+function writeRecord(buf: Buffer, at: number, json: string, n: number, flags: number): void {
+  buf.writeUInt32LE(n, at + 4)
+  buf[at + 8] = flags
+  buf.write(json, at + RECORD_HEADER, n, 'utf8')
+  buf.writeUInt32LE(crc32(buf.subarray(at + 4, at + RECORD_HEADER + n)), at)
+}
+
 /** Encodes a batch of events as records in one buffer, COMMIT on the last. */
 export function encodeBatch(events: readonly EncodedEvent[]): { buf: Buffer; offsets: number[] } {
   let total = 0
@@ -27,13 +35,18 @@ export function encodeBatch(events: readonly EncodedEvent[]): { buf: Buffer; off
   events.forEach((e, i) => {
     const n = lengths[i]!
     offsets.push(at)
-    buf.writeUInt32LE(n, at + 4)
-    buf[at + 8] = i === events.length - 1 ? FLAG_COMMIT : 0
-    buf.write(e.json, at + RECORD_HEADER, n, 'utf8')
-    buf.writeUInt32LE(crc32(buf.subarray(at + 4, at + RECORD_HEADER + n)), at)
+    writeRecord(buf, at, e.json, n, i === events.length - 1 ? FLAG_COMMIT : 0)
     at += RECORD_HEADER + n
   })
   return { buf, offsets }
+}
+
+/** The record of `json` alone, with `flags` (a replaced record keeps the flags of the one it replaces). */
+export function encodeRecord(json: string, flags: number): Buffer {
+  const n = Buffer.byteLength(json)
+  const buf = Buffer.allocUnsafe(RECORD_HEADER + n)
+  writeRecord(buf, 0, json, n, flags)
+  return buf
 }
 
 /** What is found where a record should start. */

@@ -5,7 +5,6 @@
 // end; the next one, in any process, finds a new file (another inode) and loads it afresh.
 import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
-import { crc32 } from 'node:zlib'
 import type { SessionEvent } from '../../src/model'
 import { checkReplacement, sameLength } from '../guard'
 import type { EncodedEvent } from '../../src/validate'
@@ -15,21 +14,10 @@ import { corrupt } from './errors'
 import { HEADER_FILE, LOG_FILE, scratchName, tmpDir } from './layout'
 import type { Log } from './log'
 import type { FsSettings } from './options'
-import { RECORD_HEADER, newWindow, readRecord, readerOf } from './record-format'
+import { RECORD_HEADER, encodeRecord, newWindow, readRecord, readerOf } from './record-format'
 
 /** Bytes gathered before a write to the temp file. */
 const WRITE_BYTES = 1 << 20
-
-/** A record of `json` with `flags` (the replaced record's, COMMIT included). */
-function encodeRecord(json: string, flags: number): Buffer {
-  const n = Buffer.byteLength(json)
-  const buf = Buffer.allocUnsafe(RECORD_HEADER + n)
-  buf.writeUInt32LE(n, 4)
-  buf[8] = flags
-  buf.write(json, RECORD_HEADER, n, 'utf8')
-  buf.writeUInt32LE(crc32(buf.subarray(4)), 0)
-  return buf
-}
 
 /** Copies the whole batches of `log` from `src` to `out`, with `records` in place of theirs. */
 async function copyReplacing(log: Log, src: FileHandle, out: FileHandle, records: Map<number, EncodedEvent>): Promise<void> {
@@ -54,7 +42,7 @@ async function copyReplacing(log: Log, src: FileHandle, out: FileHandle, records
         // reported below
       }
       if (was?.seq !== seq) throw corrupt(log, at, `a record of seq ${String(was?.seq)} where ${seq} belongs`, seq)
-      bytes = encodeRecord(r.json, w.buf[record.start - RECORD_HEADER + 8]!)
+      bytes = encodeRecord(r.json, record.flags)
     } else {
       bytes = Buffer.from(w.buf.subarray(record.start - RECORD_HEADER, record.end)) // the window is reused
     }
