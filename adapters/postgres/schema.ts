@@ -12,7 +12,7 @@ import { SessionfoldError } from '../../src/errors'
 import type { PostgresClient } from './options'
 
 /** The newest schema version this code knows. */
-export const SCHEMA_VERSION = 5
+export const SCHEMA_VERSION = 6
 
 /** Quoted, schema-qualified names (the schema is checked by settingsOf: `[a-z_][a-z0-9_]*`). */
 export interface Names {
@@ -88,9 +88,44 @@ const appendBatch = (n: Names, feed: boolean): string =>
     held boolean[];
     grown boolean[];
     k int4;
+    len int8;
+    tail text;
   BEGIN
     IF p_relaxed THEN
       PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    IF cardinality(a_idx) = 1 THEN
+      -- One append (a writer appending one batch after another): the checks, rows and notice
+      -- of the general path below, on scalars, in about half its time (version 6).
+      SELECT s.length INTO len FROM ${n.sessions} s WHERE s.id = p_ids[1] FOR UPDATE;
+      IF NOT FOUND THEN
+        codes := '{1}';
+        seen := '{NULL}';
+        RETURN;
+      END IF;
+      seen := ARRAY[len];
+      IF p_tokens[1] IS NOT NULL THEN
+        PERFORM 1 FROM ${n.leases} WHERE session_id = p_ids[1] AND token = p_tokens[1] FOR SHARE;
+        IF NOT FOUND THEN
+          codes := '{2}';
+          RETURN;
+        END IF;
+      END IF;
+      IF a_count[1] > 0 AND a_from[1] <> len THEN
+        codes := '{3}';
+        RETURN;
+      END IF;
+      codes := '{0}';
+      IF a_count[1] = 0 THEN
+        RETURN;
+      END IF;
+      INSERT INTO ${n.events} (session_id, seq, body) SELECT p_ids[1], e.seq, e.body FROM unnest(e_seq, e_body) AS e(seq, body);
+      UPDATE ${n.sessions} SET length = len + a_count[1] WHERE id = p_ids[1];
+      tail := array_to_string(e_body, ',');
+      PERFORM pg_notify(p_channels[1], p_ids[1] || ':' || (len + a_count[1]) ||
+        CASE WHEN octet_length(tail) + 1 < ${NOTICE_TAIL_BYTES} - octet_length(p_ids[1]) THEN ':' || len || ':[' || tail || ']' ELSE '' END);${feed ? `
+      INSERT INTO ${n.feed} (session_id, from_seq, to_seq) VALUES (p_ids[1], len, len + a_count[1]);` : ''}
+      RETURN;
     END IF;
     PERFORM 1 FROM (SELECT id FROM ${n.sessions} WHERE id = ANY(p_ids) ORDER BY id FOR UPDATE) AS locked;
     SELECT array_agg(s.length ORDER BY u.ord) INTO lens
@@ -169,6 +204,15 @@ const V5 = (n: Names): string[] => [
   `UPDATE ${n.versions} SET version = 5`,
 ]
 
+/**
+ * Version 6: append_batch takes a group of one append (a writer's batches one after another,
+ * the common case) on a path of its own: the same checks, rows and notice, with scalars in
+ * place of the general path's arrays and grouped notice, which made up about half of the
+ * statement's time on the server (0.4-0.5 ms of 1.1 for a 100-event batch). The tables are
+ * unchanged; a process of an older sessionfold calls the same function and gets the same answers.
+ */
+const V6 = (n: Names): string[] => [appendBatch(n, true), `UPDATE ${n.versions} SET version = 6`]
+
 /** Advisory lock key space of sessionfold's migrations (the second key is the schema's hash). */
 const LOCK_SPACE = 0x5e55f01d
 
@@ -217,5 +261,6 @@ export async function migrate(sql: PostgresClient, schema: string): Promise<void
     if ((version ?? 1) < 3) for (const statement of V3(n)) await tx.unsafe(statement)
     if ((version ?? 1) < 4) for (const statement of V4(n)) await tx.unsafe(statement)
     if ((version ?? 1) < 5) for (const statement of V5(n)) await tx.unsafe(statement)
+    if ((version ?? 1) < 6) for (const statement of V6(n)) await tx.unsafe(statement)
   })
 }

@@ -1,0 +1,125 @@
+// append_batch (adapters/postgres/schema.ts) has two paths since schema version 6: a group of
+// one append goes through scalars, a group of several through arrays. Each case here is sent
+// both ways, on two sessions in the same state: once alone, once in a group behind an append to
+// a third session. Both must answer the same codes and lengths, write the same rows, lengths
+// and feed rows, and announce the same growth notice, on a real server.
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { createPostgresAdapter } from '../../adapters/postgres'
+import { growthChannelOf } from '../../adapters/postgres/channel'
+import type { StorageAdapter } from '../../adapters/types'
+import { evs, rootHeader } from '../support/helpers'
+import { startCluster, type PgCluster } from '../support/postgres'
+
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 })
+
+const SCHEMA = 'ab'
+let cluster: PgCluster
+let sql: postgres.Sql
+let adapter: StorageAdapter
+const heard: string[] = []
+
+beforeAll(async () => {
+  cluster = await startCluster({ settings: { fsync: 'off' } })
+  const url = await cluster.createDatabase('append_batch')
+  adapter = createPostgresAdapter({ url, schema: SCHEMA })
+  await adapter.listIds() // migrates
+  sql = postgres(url, { max: 1, onnotice: () => {} })
+})
+afterAll(async () => {
+  await sql?.end({ timeout: 5 })
+  await adapter?.close?.()
+  await cluster?.stop()
+})
+
+interface Call {
+  id: string
+  token: string | null
+  from: number
+  bodies: string[]
+}
+
+/** append_batch called as the appender calls it (append.ts), its answer. */
+async function appendBatch(calls: Call[]): Promise<{ codes: number[]; seen: (string | null)[] }> {
+  const ids = [...new Set(calls.map((c) => c.id))].sort()
+  const at = (id: string) => ids.indexOf(id) + 1
+  const tokenOf = (id: string) => calls.find((c) => c.id === id)!.token
+  const [row] = await sql.unsafe(
+    `SELECT codes, seen FROM ${SCHEMA}.append_batch($1::text[], $2::int8[], $3::text[], $4::int4[], $5::int8[], $6::int4[], $7::int4[], $8::int8[], $9::text[], false)`,
+    [ids, ids.map(tokenOf), ids.map((id) => growthChannelOf(SCHEMA, id)), calls.map((c) => at(c.id)), calls.map((c) => c.from), calls.map((c) => c.bodies.length),
+      calls.flatMap((c, i) => c.bodies.map(() => i + 1)), calls.flatMap((c) => c.bodies.map((_, k) => c.from + k)), calls.flatMap((c) => c.bodies)],
+  ) as { codes: number[]; seen: (string | null)[] }[]
+  return row!
+}
+
+/** What the store holds of session `id`, with `id` written as `<id>`. */
+async function stateOf(id: string): Promise<string> {
+  const [row] = await sql.unsafe(
+    `SELECT (SELECT length FROM ${SCHEMA}.sessions WHERE id = $1) AS length,
+       (SELECT coalesce(string_agg(seq || '=' || body, ' ' ORDER BY seq), '') FROM ${SCHEMA}.events WHERE session_id = $1) AS events,
+       (SELECT coalesce(string_agg(from_seq || '-' || to_seq, ' ' ORDER BY xid, pos), '') FROM ${SCHEMA}.feed WHERE session_id = $1) AS feed`,
+    [id],
+  ) as Record<string, unknown>[]
+  return JSON.stringify(row).replaceAll(id, '<id>')
+}
+
+const bodiesOf = (id: string, from: number, count: number, text = 'x') => evs(id, from, count, (seq) => ({ seq, text })).map((e) => e.json)
+let made = 0
+
+/** Two sessions in the same state (`length` events, a lease with token 7 when `leased`), and a third to group with. */
+async function pair(length: number, leased: boolean): Promise<[string, string, string]> {
+  const n = ++made
+  const ids: [string, string, string] = [`alone-${n}`, `grouped-${n}`, `other-${n}`]
+  for (const id of ids) {
+    await adapter.createSession(rootHeader(id))
+    if (length > 0) await adapter.append(id, evs(id, 0, length))
+    if (leased) await sql.unsafe(`INSERT INTO ${SCHEMA}.leases VALUES ($1, 7, 'me', now() + interval '1 hour')`, [id])
+  }
+  for (const id of ids) await sql.listen(growthChannelOf(SCHEMA, id), (payload) => heard.push(payload))
+  return ids
+}
+
+/** The notices heard for `id` since `mark`, with `id` written as `<id>`. */
+const noticesOf = (id: string, mark: number) => heard.slice(mark).filter((p) => p.startsWith(`${id}:`)).map((p) => p.replaceAll(id, '<id>'))
+
+describe('append_batch: one append alone answers and writes as it does in a group', () => {
+  const cases: { name: string; length: number; leased: boolean; call: (id: string) => Omit<Call, 'id'>; code: number }[] = [
+    { name: 'written, its events in the notice', length: 2, leased: false, call: (id) => ({ token: null, from: 2, bodies: bodiesOf(id, 2, 3) }), code: 0 },
+    { name: 'written, too large for the notice', length: 1, leased: false, call: (id) => ({ token: null, from: 1, bodies: bodiesOf(id, 1, 2, 'y'.repeat(4000)) }), code: 0 },
+    { name: 'written under its lease', length: 0, leased: true, call: (id) => ({ token: '7', from: 0, bodies: bodiesOf(id, 0, 1) }), code: 0 },
+    { name: 'no events: nothing written, nothing announced', length: 2, leased: false, call: () => ({ token: null, from: 0, bodies: [] }), code: 0 },
+    { name: 'a lease held with another token', length: 1, leased: true, call: (id) => ({ token: '8', from: 1, bodies: bodiesOf(id, 1, 1) }), code: 2 },
+    { name: 'a lease asked for where there is none', length: 1, leased: false, call: (id) => ({ token: '7', from: 1, bodies: bodiesOf(id, 1, 1) }), code: 2 },
+    { name: 'a first seq that does not continue the log', length: 3, leased: false, call: (id) => ({ token: null, from: 2, bodies: bodiesOf(id, 2, 2) }), code: 3 },
+  ]
+  for (const c of cases) {
+    it(c.name, async () => {
+      const [alone, grouped, other] = await pair(c.length, c.leased)
+      const mark = heard.length
+      const one = await appendBatch([{ id: alone, ...c.call(alone) }])
+      const group = await appendBatch([{ id: other, token: c.leased ? '7' : null, from: c.length, bodies: bodiesOf(other, c.length, 1) }, { id: grouped, ...c.call(grouped) }])
+      expect(one.codes.map(Number)).toEqual([c.code])
+      expect(group.codes.map(Number)).toEqual([0, c.code])
+      expect(one.seen.map(Number)).toEqual([c.length])
+      expect(group.seen.map(Number)).toEqual([c.length, c.length])
+      expect(await stateOf(alone)).toBe(await stateOf(grouped))
+      const written = c.code === 0 && c.call(alone).bodies.length > 0
+      await vi.waitFor(() => expect(noticesOf(other, mark)).toHaveLength(1))
+      if (written) await vi.waitFor(() => expect(noticesOf(alone, mark)).toHaveLength(1))
+      expect(noticesOf(alone, mark)).toEqual(noticesOf(grouped, mark))
+      expect(noticesOf(alone, mark)).toHaveLength(written ? 1 : 0)
+    })
+  }
+
+  it('no such session', async () => {
+    const [, , other] = await pair(0, false)
+    const one = await appendBatch([{ id: 'missing-1', token: null, from: 0, bodies: bodiesOf('missing-1', 0, 1) }])
+    const group = await appendBatch([{ id: 'missing-2', token: null, from: 0, bodies: bodiesOf('missing-2', 0, 1) }, { id: other, token: null, from: 0, bodies: bodiesOf(other, 0, 1) }])
+    expect(one.codes.map(Number)).toEqual([1])
+    // Both answer the same "no length" (the appender reads seen only for code 3).
+    expect(one.seen).toEqual([group.seen[0]])
+    expect(group.codes.map(Number)).toEqual([1, 0])
+    expect(await stateOf('missing-1')).toBe(await stateOf('missing-2'))
+    expect(await stateOf('missing-1')).toBe(JSON.stringify({ length: null, events: '', feed: '' }))
+  })
+})
