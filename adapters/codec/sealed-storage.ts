@@ -35,10 +35,27 @@ export interface SealedHeader extends SessionHeader {
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
-/** A record of the inner adapter: the frame's unit (data: base64), or a pointer to its first seq. */
+/**
+ * A record of the inner adapter: the frame's unit (data: base64), or a pointer to its first
+ * seq. Its JSON is written out: integers and base64 need no escaping, and a batch makes one
+ * record per event (JSON.stringify took 0.2 µs each, a tenth of that here).
+ */
 function record(seq: number, data: string | number, count = 0): EncodedEvent {
   const event = { seq, type: '', time: count, data }
-  return { event, json: JSON.stringify(event) }
+  return { event, json: `{"seq":${seq},"type":"","time":${count},"data":${typeof data === 'string' ? `"${data}"` : data}}` }
+}
+
+/**
+ * The UTF-8 bytes of `text`. encodeInto into a buffer of the text's length first (agent JSON
+ * is mostly ASCII; Node's TextEncoder.encode took 43 µs for a 30 KB frame, this 2 µs), and
+ * into one of three bytes a unit when that did not hold it all.
+ */
+function utf8(text: string): Uint8Array {
+  const out = new Uint8Array(text.length)
+  const { read, written } = encoder.encodeInto(text, out)
+  if (read === text.length) return out.subarray(0, written)
+  const wide = new Uint8Array(text.length * 3)
+  return wide.subarray(0, encoder.encodeInto(text, wide).written)
 }
 
 export interface SealedStorage extends StorageAdapter {
@@ -143,7 +160,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       const from = events[i]!.event.seq
       const n = j - i
       const text = events.slice(i, j).map((e) => e.json).join('\n')
-      const unit = await codec.seal(`events ${id} ${createdAt} ${from} ${n}`, encoder.encode(text))
+      const unit = await codec.seal(`events ${id} ${createdAt} ${from} ${n}`, utf8(text))
       out.push(record(from, toBase64(unit), n))
       for (let k = 1; k < n; k++) out.push(record(from + k, from))
       i = j
@@ -308,7 +325,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
   async function sealRow(aad: string, row: unknown): Promise<unknown> {
     const json = JSON.stringify(row)
     if (!codec.encrypted && !codec.compresses(json.length)) return row
-    return { sealed: toBase64(await codec.seal(aad, encoder.encode(json))) }
+    return { sealed: toBase64(await codec.seal(aad, utf8(json))) }
   }
 
   async function warmUp(): Promise<void> {

@@ -400,6 +400,21 @@ for (const [ciphers, writeCipher, readCipher] of [
     expect((await read('a', 4)).map((e) => [e.seq, (e.data as { tag: string }).tag])).toEqual([[4, 'a'], [5, 'a']])
   })
 
+  it('reads back text of every width: accents, CJK, emoji, and escaped lone surrogates, in frames and checkpoint rows', async () => {
+    const memory = createMemoryAdapter()
+    const sealed = await openSealed(memory, { key, compressor, cipher: writeCipher })
+    const texts = ['héllo wörld', '日本語のテキスト', '🙂 emoji 👩‍💻', 'lone \ud800 and \udfff', 'x'.repeat(300)]
+    const batch = texts.map((text, i) => encodeEventInput({ type: 'app/e', data: { text, again: text.repeat(20) } }, i, 'w'))
+    await sealed.createSession(header('w'))
+    await sealed.append('w', batch)
+    const out: SessionEvent[] = []
+    for await (const page of sealed.readEvents('w')) out.push(...page)
+    expect(out).toEqual(batch.map((e) => e.event))
+    const row = { witness: header('w'), rows: { note: texts.join(' ').repeat(10) } }
+    await sealed.putCheckpoint('w', row as never)
+    expect(await sealed.getCheckpoint('w')).toEqual(row)
+  })
+
   it('a flipped byte is CORRUPT_LOG, never data', async () => {
     const { read } = await sealedPair((_, page) => page.map((e) => {
       if (typeof e.data !== 'string') return e
