@@ -226,7 +226,10 @@ function unreadableEvent(sessionId: SessionId, seq: number | undefined, what: st
  * The body is checked again here, so a host can take bodies from an untrusted side.
  */
 export function eventFromBody(body: string, seq: number, sessionId: SessionId, maxBytes = DEFAULT_MAX_EVENT_BYTES): EncodedEvent {
-  if (typeof body !== 'string' || body[0] !== '{') {
+  // One line, as JSON.stringify writes it: stored JSON is joined by line breaks (a frame of the
+  // codec), so a body with a raw line break between its tokens (JSON that parses, from a host
+  // that does not use encodeEventBody) would come back cut in two, as CORRUPT_LOG.
+  if (typeof body !== 'string' || body[0] !== '{' || body.includes('\n')) {
     throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is not an encoded event body`, { sessionId, seq })
   }
   const json = `{"seq":${seq},${body.slice(1)}`

@@ -126,8 +126,19 @@ for (const [name, make] of adapters) {
       await expectCode(engine.append('s', { type: 'app/c' }, { expectedSeq: -1 }), 'INVALID_ARGUMENT')
       await expectCode(engine.append('s', { type: 'app/c' }, 'x' as never), 'INVALID_ARGUMENT')
       await expectCode(engine.append('../s', { type: 'app/c' }), 'INVALID_ARGUMENT')
+      // Bodies from a host that does not use encodeEventBody: JSON, but not as it writes it. A
+      // raw line break would cut the event in two where stored JSON is joined by lines.
+      await expectCode(engine.appendBodies('s', ['{"type":"app/c",\n"time":1,"data":null}']), 'INVALID_ARGUMENT')
+      await expectCode(engine.appendBodies('s', ['{"type":"app/c","time":1,"data":null}', ' {"type":"app/c","time":1,"data":null}']), 'INVALID_ARGUMENT')
+      await expectCode(engine.appendBodies('s', ['{"time":1,"type":"app/c","data":null}']), 'INVALID_ARGUMENT')
       expect(await snapshotStore(storage)).toEqual(before)
-      expect(await engine.append('s', { type: 'app/c' }, { expectedSeq: 2 })).toEqual({ firstSeq: 2, lastSeq: 2 })
+      expect(await engine.appendBodies('s', ['{"type":"app/c","time":1,"data":"a\\nb"}'])).toEqual({ firstSeq: 2, lastSeq: 2 })
+      expect((await readAll(storage, 's')).at(-1)?.data).toBe('a\nb')
+      await expectCode(engine.append('s', { type: 'app/c' }, { expectedSeq: 2 }), 'SEQ_CONFLICT')
+      const after = await snapshotStore(storage)
+      await expectCode(engine.appendBodies('s', ['{"type":"app/c",\r\n"time":1,"data":null}']), 'INVALID_ARGUMENT')
+      expect(await snapshotStore(storage)).toEqual(after)
+      expect(await engine.append('s', { type: 'app/c' }, { expectedSeq: 3 })).toEqual({ firstSeq: 3, lastSeq: 3 })
     }))
 
     it('checkpoints at creation, at turn/end, every N events, and at close', withEngine({ checkpoint: { everyEvents: 10, everyMs: 1e9 } }, async ({ engine, inst }) => {
