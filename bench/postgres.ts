@@ -415,7 +415,7 @@ async function main(): Promise<void> {
     const breakdown = {
       rows: [
         ['direct driver: one transaction, one INSERT (the baseline)', msPerBatch('raw')],
-        ['the adapter alone (append_batch: fence and length checks, INSERT, UPDATE and NOTIFY in one statement, commit)', msPerBatch('adapter')],
+        ['the adapter alone (append_group: fence and length checks, INSERT, UPDATE and NOTIFY in one statement, commit)', msPerBatch('adapter')],
         ['client + engine in this thread, no database (validate, stringify, fold, views)', msPerBatch('memThread')],
         ['client + engine through the worker, no database (the same, and the hop)', msPerBatch('memWorker')],
         ["openStore({ storage: 'postgres', worker: false })", msPerBatch('thread')],

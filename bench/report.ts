@@ -534,7 +534,7 @@ function postgresSection(pg: Any): string[] {
     'How the same tables scale past one node (partitioning, replicas, pooling): docs/SCALING.md.')
   p()
   const ms = (key: string) => (c.batch / (pg.batched.variants as Any[]).find((v) => v.key === key)?.summary.median) * 1000
-  p(`The adapter alone takes ${fmt(ms('adapter') / ms('raw'), 2)} × the driver's time per batch: one statement (append_batch) in one round trip, as the driver's insert, ` +
+  p(`The adapter alone takes ${fmt(ms('adapter') / ms('raw'), 2)} × the driver's time per batch: one statement (append_group) in one round trip, as the driver's insert, ` +
     'but it writes more than the insert: a row lock on the lease, the sessions row and its new length, and the growth notice with the events in it. ' +
     'The client and the engine add the rest, with the worker hop (on this machine a thread woken from idle costs more than the memory-store diagnostics show, where both threads stay busy); ' +
     (Number.isFinite(ms('deferred')) ? `with checkpoints pushed past the run the store took ${fmt(ms('deferred'), 1)} ms per batch against ${fmt(ms('worker'), 1)} ms. ` : '') +

@@ -227,8 +227,8 @@ function unreadableEvent(sessionId: SessionId, seq: number | undefined, what: st
  */
 export function eventFromBody(body: string, seq: number, sessionId: SessionId, maxBytes = DEFAULT_MAX_EVENT_BYTES): EncodedEvent {
   // One line, as JSON.stringify writes it: stored JSON is joined by line breaks (a frame of the
-  // codec), so a body with a raw line break between its tokens (JSON that parses, from a host
-  // that does not use encodeEventBody) would come back cut in two, as CORRUPT_LOG.
+  // codec, PostgreSQL's append_group), so a body with a raw line break between its tokens (JSON
+  // that parses, from a host that does not use encodeEventBody) would come back cut in two.
   if (typeof body !== 'string' || body[0] !== '{' || body.includes('\n')) {
     throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is not an encoded event body`, { sessionId, seq })
   }

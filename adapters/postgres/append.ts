@@ -1,6 +1,7 @@
 // Group commit: appends (to one session or many) that arrive while a group is in flight wait,
-// and go together in the next one: one statement (append_batch, schema.ts), so one round trip
-// and one commit whatever the group's size (arrays through unnest). A lone append goes at once.
+// and go together in the next one: one statement (append_group, schema.ts), so one round trip
+// and one commit whatever the group's size (arrays through unnest, the events' JSON as one text
+// of lines). A lone append goes at once.
 // Each append still succeeds or fails on its own: its session gone, a seq that does not
 // continue, a lost write lease refuse that append only, judged in the statement under the
 // session rows' locks before anything is inserted. A statement that fails fails every append
@@ -56,10 +57,10 @@ export function createAppender(
   }
 
   async function writeGroup(group: PendingAppend[]): Promise<void> {
-    // The group as arrays, one statement (schema.ts, append_batch): the sessions in id order
+    // The group as arrays, one statement (schema.ts, append_group): the sessions in id order
     // with the lease token held on each as it is now (a lease lost since the append was asked
     // still fences it) and its growth channel, each append's session, first seq and size, and
-    // every event's body.
+    // every event's seq, and their JSON, a line each.
     const ids = [...new Set(group.map((p) => p.id))].sort()
     const position = new Map(ids.map((id, i) => [id, i + 1]))
     const tokens = ids.map((id) => {
@@ -87,8 +88,8 @@ export function createAppender(
     try {
       const db = await sql()
       const [row] = await db.unsafe(
-        `SELECT codes, seen FROM ${n.schema}.append_batch($1::text[], $2::int8[], $3::text[], $4::int4[], $5::int8[], $6::int4[], $7::int4[], $8::int8[], $9::text[], $10::boolean)`,
-        [ids, tokens, ids.map((id) => growthChannelOf(n.bare, id)), aIdx, aFrom, aCount, eApp, eSeq, eBody, !strict],
+        `SELECT codes, seen FROM ${n.schema}.append_group($1::text[], $2::int8[], $3::text[], $4::int4[], $5::int8[], $6::int4[], $7::int4[], $8::int8[], $9::text, $10::boolean)`,
+        [ids, tokens, ids.map((id) => growthChannelOf(n.bare, id)), aIdx, aFrom, aCount, eApp, eSeq, eBody.join('\n'), !strict],
         { prepare },
       ) as { codes: number[]; seen: (string | null)[] }[]
       codes = row!.codes
@@ -125,10 +126,14 @@ export function createAppender(
 
   return {
     append(id, batch) {
-      // A batch that does not count up by one is refused here; append_batch checks where it starts.
+      // A batch that does not count up by one is refused here; append_group checks where it starts.
       const first = batch[0]?.event.seq ?? 0
       try {
         assertContinues(id, batch, first)
+        // The events go as lines of one text: JSON as JSON.stringify writes it has no line break.
+        for (const e of batch) {
+          if (e.json.includes('\n')) throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(id, e.event.seq)} is not one line of JSON; nothing was written`, { sessionId: id, seq: e.event.seq })
+        }
       } catch (err) {
         return Promise.reject(err)
       }

@@ -1,7 +1,9 @@
-// append_batch (adapters/postgres/schema.ts) has two paths since schema version 6: a group of
-// one append goes through scalars, a group of several through arrays. Each case here is sent
-// both ways, on two sessions in the same state: once alone, once in a group behind an append to
-// a third session. Both must answer the same codes and lengths, write the same rows, lengths
+// The append's statement (adapters/postgres/schema.ts) has two paths since schema version 6: a
+// group of one append goes through scalars, a group of several through arrays; and two
+// functions: append_group (the events' JSON as one text of lines), which this version calls,
+// and append_batch (a text[]), which older processes still open call. Each case here is sent
+// alone and in a group behind an append to a third session, through each function, on sessions
+// in the same state. All must answer the same codes and lengths, write the same rows, lengths
 // and feed rows, and announce the same growth notice, on a real server.
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -39,15 +41,19 @@ interface Call {
   bodies: string[]
 }
 
-/** append_batch called as the appender calls it (append.ts), its answer. */
-async function appendBatch(calls: Call[]): Promise<{ codes: number[]; seen: (string | null)[] }> {
+type Fn = 'append_batch' | 'append_group'
+const FNS: Fn[] = ['append_batch', 'append_group']
+
+/** `fn` called as the appender calls it (append.ts), its answer. */
+async function appendBatch(fn: Fn, calls: Call[]): Promise<{ codes: number[]; seen: (string | null)[] }> {
   const ids = [...new Set(calls.map((c) => c.id))].sort()
   const at = (id: string) => ids.indexOf(id) + 1
   const tokenOf = (id: string) => calls.find((c) => c.id === id)!.token
   const [row] = await sql.unsafe(
-    `SELECT codes, seen FROM ${SCHEMA}.append_batch($1::text[], $2::int8[], $3::text[], $4::int4[], $5::int8[], $6::int4[], $7::int4[], $8::int8[], $9::text[], false)`,
+    `SELECT codes, seen FROM ${SCHEMA}.${fn}($1::text[], $2::int8[], $3::text[], $4::int4[], $5::int8[], $6::int4[], $7::int4[], $8::int8[], $9::${fn === 'append_group' ? 'text' : 'text[]'}, false)`,
     [ids, ids.map(tokenOf), ids.map((id) => growthChannelOf(SCHEMA, id)), calls.map((c) => at(c.id)), calls.map((c) => c.from), calls.map((c) => c.bodies.length),
-      calls.flatMap((c, i) => c.bodies.map(() => i + 1)), calls.flatMap((c) => c.bodies.map((_, k) => c.from + k)), calls.flatMap((c) => c.bodies)],
+      calls.flatMap((c, i) => c.bodies.map(() => i + 1)), calls.flatMap((c) => c.bodies.map((_, k) => c.from + k)),
+      fn === 'append_group' ? calls.flatMap((c) => c.bodies).join('\n') : calls.flatMap((c) => c.bodies)],
   ) as { codes: number[]; seen: (string | null)[] }[]
   return row!
 }
@@ -82,7 +88,7 @@ async function pair(length: number, leased: boolean): Promise<[string, string, s
 /** The notices heard for `id` since `mark`, with `id` written as `<id>`. */
 const noticesOf = (id: string, mark: number) => heard.slice(mark).filter((p) => p.startsWith(`${id}:`)).map((p) => p.replaceAll(id, '<id>'))
 
-describe('append_batch: one append alone answers and writes as it does in a group', () => {
+describe('append_group and append_batch: one append alone answers and writes as it does in a group', () => {
   const cases: { name: string; length: number; leased: boolean; call: (id: string) => Omit<Call, 'id'>; code: number }[] = [
     { name: 'written, its events in the notice', length: 2, leased: false, call: (id) => ({ token: null, from: 2, bodies: bodiesOf(id, 2, 3) }), code: 0 },
     { name: 'written, too large for the notice', length: 1, leased: false, call: (id) => ({ token: null, from: 1, bodies: bodiesOf(id, 1, 2, 'y'.repeat(4000)) }), code: 0 },
@@ -94,32 +100,65 @@ describe('append_batch: one append alone answers and writes as it does in a grou
   ]
   for (const c of cases) {
     it(c.name, async () => {
-      const [alone, grouped, other] = await pair(c.length, c.leased)
-      const mark = heard.length
-      const one = await appendBatch([{ id: alone, ...c.call(alone) }])
-      const group = await appendBatch([{ id: other, token: c.leased ? '7' : null, from: c.length, bodies: bodiesOf(other, c.length, 1) }, { id: grouped, ...c.call(grouped) }])
-      expect(one.codes.map(Number)).toEqual([c.code])
-      expect(group.codes.map(Number)).toEqual([0, c.code])
-      expect(one.seen.map(Number)).toEqual([c.length])
-      expect(group.seen.map(Number)).toEqual([c.length, c.length])
-      expect(await stateOf(alone)).toBe(await stateOf(grouped))
-      const written = c.code === 0 && c.call(alone).bodies.length > 0
-      await vi.waitFor(() => expect(noticesOf(other, mark)).toHaveLength(1))
-      if (written) await vi.waitFor(() => expect(noticesOf(alone, mark)).toHaveLength(1))
-      expect(noticesOf(alone, mark)).toEqual(noticesOf(grouped, mark))
-      expect(noticesOf(alone, mark)).toHaveLength(written ? 1 : 0)
+      const seen: { state: string; notices: string[] }[] = []
+      for (const fn of FNS) {
+        const [alone, grouped, other] = await pair(c.length, c.leased)
+        const mark = heard.length
+        const one = await appendBatch(fn, [{ id: alone, ...c.call(alone) }])
+        const group = await appendBatch(fn, [{ id: other, token: c.leased ? '7' : null, from: c.length, bodies: bodiesOf(other, c.length, 1) }, { id: grouped, ...c.call(grouped) }])
+        expect(one.codes.map(Number)).toEqual([c.code])
+        expect(group.codes.map(Number)).toEqual([0, c.code])
+        expect(one.seen.map(Number)).toEqual([c.length])
+        expect(group.seen.map(Number)).toEqual([c.length, c.length])
+        const state = await stateOf(alone)
+        expect(state).toBe(await stateOf(grouped))
+        const written = c.code === 0 && c.call(alone).bodies.length > 0
+        await vi.waitFor(() => expect(noticesOf(other, mark)).toHaveLength(1))
+        if (written) await vi.waitFor(() => expect(noticesOf(alone, mark)).toHaveLength(1))
+        expect(noticesOf(alone, mark)).toEqual(noticesOf(grouped, mark))
+        expect(noticesOf(alone, mark)).toHaveLength(written ? 1 : 0)
+        seen.push({ state, notices: noticesOf(alone, mark) })
+      }
+      // And the two functions agree.
+      expect(seen[1]).toEqual(seen[0])
     })
   }
 
-  it('no such session', async () => {
+  it.each(FNS)('no such session (%s)', async (fn) => {
     const [, , other] = await pair(0, false)
-    const one = await appendBatch([{ id: 'missing-1', token: null, from: 0, bodies: bodiesOf('missing-1', 0, 1) }])
-    const group = await appendBatch([{ id: 'missing-2', token: null, from: 0, bodies: bodiesOf('missing-2', 0, 1) }, { id: other, token: null, from: 0, bodies: bodiesOf(other, 0, 1) }])
+    const one = await appendBatch(fn, [{ id: `missing-1-${fn}`, token: null, from: 0, bodies: bodiesOf('missing-1', 0, 1) }])
+    const group = await appendBatch(fn, [{ id: `missing-2-${fn}`, token: null, from: 0, bodies: bodiesOf('missing-2', 0, 1) }, { id: other, token: null, from: 0, bodies: bodiesOf(other, 0, 1) }])
     expect(one.codes.map(Number)).toEqual([1])
     // Both answer the same "no length" (the appender reads seen only for code 3).
     expect(one.seen).toEqual([group.seen[0]])
     expect(group.codes.map(Number)).toEqual([1, 0])
-    expect(await stateOf('missing-1')).toBe(await stateOf('missing-2'))
-    expect(await stateOf('missing-1')).toBe(JSON.stringify({ length: null, events: '', feed: '' }))
+    for (const id of [`missing-1-${fn}`, `missing-2-${fn}`]) expect(await stateOf(id)).toBe(JSON.stringify({ length: null, events: '', feed: '' }))
+  })
+
+  it('append_group keeps every event of a group whole: lines of JSON with escaped line breaks, quotes, backslashes and text of every width', async () => {
+    const [a, b] = await pair(0, false)
+    const tricky = ['a\nb', 'a\\nb', '"quoted"', 'back\\slash', '\r\n', '日本語 🙂', '', '{"seq":1}']
+    const bodies = (id: string) => tricky.map((text, i) => evs(id, i, 1, () => ({ text }))[0]!.json.replace(`"seq":0`, `"seq":${i}`))
+    const answer = await appendBatch('append_group', [{ id: a, token: null, from: 0, bodies: bodies(a).slice(0, 3) }, { id: b, token: null, from: 0, bodies: bodies(b) }, { id: a, token: null, from: 3, bodies: bodies(a).slice(3) }])
+    expect(answer.codes.map(Number)).toEqual([0, 0, 0])
+    for (const id of [a, b]) {
+      const rows = await sql.unsafe(`SELECT seq, body FROM ${SCHEMA}.events WHERE session_id = $1 ORDER BY seq`, [id]) as { seq: string; body: string }[]
+      expect(rows.map((r) => [Number(r.seq), r.body])).toEqual(bodies(id).map((body, i) => [i, body]))
+      expect(rows.map((r) => (JSON.parse(r.body) as { data: { text: string } }).data.text)).toEqual(tricky)
+    }
+  })
+})
+
+describe('the adapter', () => {
+  it('refuses an event whose JSON is not one line with INVALID_ARGUMENT, before any SQL: nothing written', async () => {
+    const [id] = await pair(2, false)
+    const before = await stateOf(id)
+    const [good] = evs(id, 2, 1)
+    const broken = { event: good!.event, json: good!.json.replace(',', ',\n') }
+    const err = await adapter.append(id, [good!, { ...broken, event: { ...broken.event, seq: 3 }, json: broken.json.replace('"seq":2', '"seq":3') }]).then(() => undefined, (e: unknown) => e)
+    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', sessionId: id, seq: 3 })
+    expect(await stateOf(id)).toBe(before)
+    await adapter.append(id, [good!])
+    expect(await stateOf(id)).not.toBe(before)
   })
 })

@@ -130,7 +130,7 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
     return polling
   }
 
-  /** `<id>:<length>`, or `<id>:<length>:<from>:[<event>,…]` (schema.ts, append_batch). */
+  /** `<id>:<length>`, or `<id>:<length>:<from>:[<event>,…]` (schema.ts, append_group). */
   function onNotice(channel: string, payload: string) {
     const a = payload.indexOf(':')
     if (a <= 0) return // not ours
