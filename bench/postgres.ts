@@ -45,8 +45,11 @@ const CONFIG = {
   batch: 100,
   /** (1) batches per run, each of `batch` events. */
   batches: env('BENCH_PG_BATCHES', 50),
-  /** Rounds of (1), after one unrecorded warm-up round. */
-  rounds: env('BENCH_PG_ROUNDS', 5),
+  /**
+   * Rounds of (1), after one unrecorded warm-up round. A round takes a few seconds, and one
+   * round's ratio ranged from 0.53 to 0.85 on a shared 2-core machine: 11 give a steadier median.
+   */
+  rounds: env('BENCH_PG_ROUNDS', 11),
   /** (2) child processes, sessions written by each, seconds of appending. */
   procs: env('BENCH_PG_PROCS', 8),
   sessions: env('BENCH_PG_SESSIONS', 50),
