@@ -5,6 +5,8 @@
 // alone and in a group behind an append to a third session, through each function, on sessions
 // in the same state. All must answer the same codes and lengths, write the same rows, lengths
 // and feed rows, and announce the same growth notice, on a real server.
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createPostgresAdapter } from '../../adapters/postgres'
@@ -22,7 +24,7 @@ let adapter: StorageAdapter
 const heard: string[] = []
 
 beforeAll(async () => {
-  cluster = await startCluster({ settings: { fsync: 'off' } })
+  cluster = await startCluster({ settings: { fsync: 'off', log_min_duration_statement: '0' } })
   const url = await cluster.createDatabase('append_batch')
   adapter = createPostgresAdapter({ url, schema: SCHEMA })
   await adapter.listIds() // migrates
@@ -160,5 +162,24 @@ describe('the adapter', () => {
     expect(await stateOf(id)).toBe(before)
     await adapter.append(id, [good!])
     expect(await stateOf(id)).not.toBe(before)
+  })
+})
+
+describe('connections', () => {
+  it("a writer's appends go through one connection of their own, named in pg_stat_activity; checkpoints through the pool beside it", async () => {
+    const [id] = await pair(0, false)
+    const row = { witness: rootHeader(id), rows: {} } as never
+    for (let i = 0; i < 12; i++) await Promise.all([adapter.append(id, evs(id, i, 1)), adapter.putCheckpoint(id, row), adapter.getSession(id)])
+    const log = readFileSync(join(dirname(cluster.dataDir), 'server.log'), 'utf8')
+    const pidsOf = (what: RegExp) => new Set([...log.matchAll(/\[(\d+)\] LOG:  duration: [\d.]+ ms  execute [^\n]*/g)].filter((m) => what.test(m[0])).map((m) => m[1]))
+    // The adapter's statements name the schema quoted ("ab"); this file's own calls do not.
+    const appends = pidsOf(/"ab"\.append_group/)
+    expect(appends.size).toBe(1)
+    const others = pidsOf(/INSERT INTO "ab"\.checkpoints|FROM "ab"\.sessions/)
+    expect(others.size).toBeGreaterThan(0)
+    expect([...others].filter((p) => appends.has(p))).toEqual([])
+    const names = await sql.unsafe(`SELECT application_name AS name, count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'sessionfold%' GROUP BY 1 ORDER BY 1`) as { name: string; n: number }[]
+    expect(names.find((r) => r.name === 'sessionfold appends')?.n).toBe(1)
+    expect(names.find((r) => r.name === 'sessionfold')?.n).toBeGreaterThan(0)
   })
 })
