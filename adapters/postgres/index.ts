@@ -118,14 +118,13 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
       return body(await db())
     })
 
-  // Appends through a connection of their own when the pool is ours. Group commit sends one
-  // statement at a time, and the driver hands a pool's idle connections out in turn: a writer's
-  // appends went to a different server process each time (three in turn beside checkpoint
-  // writes), where one connection keeps them on one warm backend, as a driver's own loop does
-  // (batched appends through the worker: 0.83-0.87 of the driver with the pool's turns, 0.91-0.92
-  // with this). A pool the caller gives (PgBouncer's, say) is used as it is.
+  // Appends through one connection (options.ts, appendSql): group commit sends one statement at
+  // a time, and the driver hands a pool's idle connections out in turn, so a writer's appends
+  // went to a different server process each time (three in turn beside checkpoint writes).
   let appendPool: Promise<PostgresClient> | undefined
-  const appendDb = (): Promise<PostgresClient> => settings.sql ? db() : db().then(() => appendPool ??= openPool(settings, 1, 'sessionfold appends'))
+  const appendDb = (): Promise<PostgresClient> => settings.appendSql
+    ? db().then(() => settings.appendSql!)
+    : settings.sql ? db() : db().then(() => appendPool ??= openPool(settings, 1, 'sessionfold appends'))
   const appender = createAppender(appendDb, n, settings)
 
   const getInfo = async (sql: PostgresClient, id: SessionId): Promise<SessionInfo | undefined> => readInfo(sql, n, id, settings.prepare)

@@ -37,6 +37,13 @@ export interface PostgresAdapterOptions {
   fence?: (id: string) => bigint | string | undefined
   /** An existing `postgres()` instance to share its pool (then `url` is not used, and close() leaves it open). */
   sql?: PostgresClient
+  /**
+   * A `postgres()` instance of one connection (`max: 1`) for appends, which close() leaves open.
+   * Group commit sends one statement at a time, and a pool hands its idle connections out in
+   * turn; one connection keeps a writer's appends on one server process. Default: a connection
+   * the adapter opens beside its own pool, or `sql` itself when `sql` is given.
+   */
+  appendSql?: PostgresClient
   /** Bound on opening a connection (default 10 000 ms). */
   connectTimeoutMs?: number
   /** Bound on one statement, enforced by the server (`statement_timeout`, default 30 000 ms). */
@@ -50,6 +57,7 @@ export interface PgSettings {
   strict: boolean
   fence: PostgresAdapterOptions['fence']
   sql: PostgresClient | undefined
+  appendSql: PostgresClient | undefined
   connectTimeoutMs: number
   queryTimeoutMs: number
   /** A call that has had no answer by then rejects with STORAGE_UNAVAILABLE (client side). */
@@ -86,7 +94,7 @@ export function passwordOf(url: string): string | undefined {
 
 export function settingsOf(options: PostgresAdapterOptions): PgSettings {
   if (typeof options !== 'object' || options === null) throw invalid(`postgres adapter: options must be an object, got ${describe(options)}`)
-  const { url, sql, fence } = options
+  const { url, sql, appendSql, fence } = options
   const schema = options.schema ?? 'sessionfold'
   if (typeof schema !== 'string' || !PG_SCHEMA_PATTERN.test(schema)) {
     throw invalid(`postgres adapter: schema must be 1-51 characters of [a-z0-9_], not starting with a digit, got ${describe(schema)}`)
@@ -95,8 +103,10 @@ export function settingsOf(options: PostgresAdapterOptions): PgSettings {
     // Never echo the URL: it may hold a password.
     throw invalid('postgres adapter: url must be a postgres:// or postgresql:// URL (or pass sql, a postgres() instance)')
   }
-  if (sql !== undefined && (typeof sql !== 'function' && typeof sql !== 'object' || typeof (sql as PostgresClient).begin !== 'function')) {
-    throw invalid('postgres adapter: sql must be a postgres() instance')
+  for (const [name, client] of [['sql', sql], ['appendSql', appendSql]] as const) {
+    if (client !== undefined && (typeof client !== 'function' && typeof client !== 'object' || typeof (client as PostgresClient).begin !== 'function')) {
+      throw invalid(`postgres adapter: ${name} must be a postgres() instance`)
+    }
   }
   const durability = options.durability ?? 'strict'
   if (durability !== 'strict' && durability !== 'relaxed') throw invalid(`postgres adapter: durability must be 'strict' or 'relaxed', got ${describe(durability)}`)
@@ -109,6 +119,7 @@ export function settingsOf(options: PostgresAdapterOptions): PgSettings {
     strict: durability === 'strict',
     fence,
     sql,
+    appendSql,
     connectTimeoutMs,
     queryTimeoutMs,
     // Connecting, waiting behind a transaction in flight, then the statement itself.

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createPostgresAdapter } from '../../adapters/postgres'
+import { openStore } from '../../src/index-node'
 import { growthChannelOf } from '../../adapters/postgres/channel'
 import type { StorageAdapter } from '../../adapters/types'
 import { evs, rootHeader } from '../support/helpers'
@@ -21,11 +22,12 @@ const SCHEMA = 'ab'
 let cluster: PgCluster
 let sql: postgres.Sql
 let adapter: StorageAdapter
+let dbUrl: string
 const heard: string[] = []
 
 beforeAll(async () => {
   cluster = await startCluster({ settings: { fsync: 'off', log_min_duration_statement: '0' } })
-  const url = await cluster.createDatabase('append_batch')
+  const url = dbUrl = await cluster.createDatabase('append_batch')
   adapter = createPostgresAdapter({ url, schema: SCHEMA })
   await adapter.listIds() // migrates
   sql = postgres(url, { max: 1, onnotice: () => {} })
@@ -181,5 +183,26 @@ describe('connections', () => {
     const names = await sql.unsafe(`SELECT application_name AS name, count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'sessionfold%' GROUP BY 1 ORDER BY 1`) as { name: string; n: number }[]
     expect(names.find((r) => r.name === 'sessionfold appends')?.n).toBe(1)
     expect(names.find((r) => r.name === 'sessionfold')?.n).toBeGreaterThan(0)
+  })
+})
+
+describe('connections of a store', () => {
+  it("openStore's appends go through its 'sessionfold appends' connection, through the worker and in the thread", async () => {
+    for (const worker of [true, false]) {
+      const schema = worker ? 'ab_worker' : 'ab_thread'
+      const store = await openStore({ storage: 'postgres', url: dbUrl, schema, worker })
+      try {
+        const session = await store.createSession()
+        for (let i = 0; i < 8; i++) await session.append(Array.from({ length: 50 }, () => ({ type: 'app/e', data: { i } })))
+        await session.close()
+        const names = await sql.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'sessionfold appends'`) as { n: number }[]
+        expect(names[0]!.n).toBeGreaterThanOrEqual(1)
+      } finally {
+        await store.close()
+      }
+      const log = readFileSync(join(dirname(cluster.dataDir), 'server.log'), 'utf8')
+      const pids = new Set([...log.matchAll(/\[(\d+)\] LOG:  duration: [\d.]+ ms  execute [^\n]*/g)].filter((m) => m[0].includes(`"${schema}".append_group`)).map((m) => m[1]))
+      expect(pids.size, schema).toBe(1)
+    }
   })
 })

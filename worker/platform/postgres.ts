@@ -1,6 +1,6 @@
 // A PostgreSQL store in a Node engine: one connection pool shared by the adapter (events,
 // sessions, checkpoints, each append fenced by this engine's write lease), the writer leases
-// and the growth channel (LISTEN/NOTIFY with polling). The `postgres` driver is an optional
+// and the growth channel (LISTEN/NOTIFY with polling), and one connection for the appends. The `postgres` driver is an optional
 // peer dependency, loaded here only when a store asks for PostgreSQL.
 import type { Sql } from 'postgres'
 import { createPostgresAdapter } from '../../adapters/postgres'
@@ -38,25 +38,28 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
   const queryTimeoutMs = o.queryTimeoutMs ?? QUERY_TIMEOUT_MS
   // The server bounds each statement (and a transaction left idle by a frozen process), as the
   // adapter's own pool would; the adapter's client-side deadline is derived from the same bounds.
-  const sql: Sql = postgres(url, {
-    max: 10,
+  const client = (max: number, name: string): Sql => postgres(url, {
+    max,
     connect_timeout: connectTimeoutMs / 1000,
     onnotice: () => {},
     connection: {
-      application_name: 'sessionfold',
+      application_name: name,
       statement_timeout: queryTimeoutMs,
       idle_in_transaction_session_timeout: 2 * queryTimeoutMs,
     },
   })
+  const sql = client(10, 'sessionfold')
+  // Appends on a connection of their own (the adapter's appendSql).
+  const appendSql = client(1, 'sessionfold appends')
   const locks = createPostgresLocks({ sql, schema, ttlMs: o.leaseTtlMs })
-  const storage = createPostgresAdapter({ sql, schema, durability: o.durability, fence: (id) => locks.tokenOf(id), connectTimeoutMs, queryTimeoutMs })
+  const storage = createPostgresAdapter({ sql, appendSql, schema, durability: o.durability, fence: (id) => locks.tokenOf(id), connectTimeoutMs, queryTimeoutMs })
   try {
     // At once: an unreachable server or a schema of a newer version fails openStore itself, and
     // the tables exist before the first lease is taken.
     await storage.listIds({ limit: 1 })
   } catch (err) {
     await storage.close().catch(() => {})
-    await sql.end({ timeout: 1 }).catch(() => {})
+    await Promise.all([sql, appendSql].map((c) => c.end({ timeout: 1 }).catch(() => {})))
     throw err
   }
   // Notices come on a connection of their own (LISTEN holds it), made on first follow.
@@ -81,7 +84,7 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
     channel,
     async end() {
       await locks.close().catch(() => {})
-      await sql.end({ timeout: 5 }).catch(() => {})
+      await Promise.all([sql, appendSql].map((c) => c.end({ timeout: 5 }).catch(() => {})))
     },
   }
 }
