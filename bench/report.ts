@@ -534,8 +534,9 @@ function postgresSection(pg: Any): string[] {
     'How the same tables scale past one node (partitioning, replicas, pooling): docs/SCALING.md.')
   p()
   const ms = (key: string) => (c.batch / (pg.batched.variants as Any[]).find((v) => v.key === key)?.summary.median) * 1000
-  p(`The adapter alone takes ${fmt(ms('adapter') / ms('raw'), 2)} × the driver's time per batch: one statement (append_group) in one round trip, as the driver's insert, ` +
-    'but it writes more than the insert: a row lock on the lease, the sessions row and its new length, and the growth notice with the events in it. ' +
+  p(`The adapter alone takes ${fmt(ms('adapter') / ms('raw'), 2)} × the driver's time per batch. It sends one statement (append_group, the events' JSON as one text of lines) ` +
+    'where the driver sends BEGIN, the INSERT and COMMIT and has each JSON string of its array quoted and escaped; it writes more than the insert: a row lock on the lease, ' +
+    'the sessions row and its new length, a feed row, and the growth notice with the events in it. ' +
     'The client and the engine add the rest, with the worker hop (on this machine a thread woken from idle costs more than the memory-store diagnostics show, where both threads stay busy); ' +
     (Number.isFinite(ms('deferred')) ? `with checkpoints pushed past the run the store took ${fmt(ms('deferred'), 1)} ms per batch against ${fmt(ms('worker'), 1)} ms. ` : '') +
     (Number.isFinite(ms('memWorker')) ? `What the store takes beyond the adapter and the client and engine without a database, ${fmt(ms('worker') - ms('adapter') - ms('memWorker'), 2)} ms per batch, is the record codec ` +
