@@ -128,6 +128,7 @@ describe('migrations', () => {
     expect(() => createPostgresAdapter({ url: 'mysql://x' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
     expect(() => createPostgresAdapter({ url, durability: 'fast' as never })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
     expect(() => createPostgresAdapter({ url, queryTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+    expect(() => createPostgresAdapter({ url, appendSql: {} as never })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('appendSql') }))
   })
 })
 
@@ -189,9 +190,10 @@ describe('group commit', () => {
     }
   })
 
-  it('prepares no statement on a pool the caller made with prepare: false (PgBouncer in transaction mode)', async () => {
+  it('prepares no statement on a pool, or an append connection, the caller made with prepare: false (PgBouncer in transaction mode)', async () => {
     const schema = fresh()
     const pool = postgres(url, { max: 2, prepare: false, onnotice: () => {} })
+    const appendSql = postgres(url, { max: 1, prepare: false, onnotice: () => {} })
     try {
       const a = adapterOn(schema, { sql: pool })
       await a.createSession(rootHeader('u'))
@@ -202,8 +204,18 @@ describe('group commit', () => {
       const mine = serverLog().split('\n').filter((l) => l.includes(`"${schema}"`) && /LOG: {2}execute /.test(l))
       expect(mine.length).toBeGreaterThanOrEqual(4)
       expect(mine.filter((l) => !l.includes('execute <unnamed>'))).toEqual([])
+      // Appends on a connection of the caller's made with prepare: false, beside a pool of the adapter's
+      // own (which prepares): they go through that connection, and nothing of them is prepared.
+      const own = fresh()
+      const b = adapterOn(own, { appendSql })
+      await b.createSession(rootHeader('v'))
+      for (let i = 0; i < 3; i++) await b.append('v', [ev('v', i)])
+      const appends = serverLog().split('\n').filter((l) => l.includes(`"${own}".append_group`) && /LOG: {2}execute /.test(l))
+      expect(appends).toHaveLength(3)
+      expect(appends.filter((l) => !l.includes('execute <unnamed>'))).toEqual([])
     } finally {
       await pool.end({ timeout: 5 })
+      await appendSql.end({ timeout: 5 })
     }
   })
 
