@@ -122,9 +122,10 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
   // a time, and the driver hands a pool's idle connections out in turn, so a writer's appends
   // went to a different server process each time (three in turn beside checkpoint writes).
   let appendPool: Promise<PostgresClient> | undefined
-  const appendDb = (): Promise<PostgresClient> => settings.appendSql
-    ? db().then(() => settings.appendSql!)
-    : settings.sql ? db() : db().then(() => appendPool ??= openPool(settings, 1, 'sessionfold appends'))
+  const appendDb = async (): Promise<PostgresClient> => {
+    const sql = await db() // the schema at our version first
+    return settings.appendSql ?? (settings.sql ? sql : await (appendPool ??= openPool(settings, 1, 'sessionfold appends')))
+  }
   const appender = createAppender(appendDb, n, settings)
 
   const getInfo = async (sql: PostgresClient, id: SessionId): Promise<SessionInfo | undefined> => readInfo(sql, n, id, settings.prepare)

@@ -1,7 +1,8 @@
 // A PostgreSQL store in a Node engine: one connection pool shared by the adapter (events,
-// sessions, checkpoints, each append fenced by this engine's write lease), the writer leases
-// and the growth channel (LISTEN/NOTIFY with polling), and one connection for the appends. The `postgres` driver is an optional
-// peer dependency, loaded here only when a store asks for PostgreSQL.
+// sessions, checkpoints), the writer leases and the growth channel (LISTEN/NOTIFY with
+// polling), and one connection for the adapter's appends, each fenced by this engine's write
+// lease. The `postgres` driver is an optional peer dependency, loaded here only when a store
+// asks for PostgreSQL.
 import type { Sql } from 'postgres'
 import { createPostgresAdapter } from '../../adapters/postgres'
 import type { StorageAdapter } from '../../adapters/types'
