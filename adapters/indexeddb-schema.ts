@@ -16,9 +16,11 @@ export interface Schema extends DBSchema {
   checkpoints: { key: SessionId | [SessionId, number]; value: CheckpointRow } // history rows: [id, position]
   feed: { key: number; value: Omit<FeedEntry, 'at'> }
   meta: { key: string; value: string }
+  /** Key-value records (indexeddb-records.ts), by flat key. */
+  kv: { key: string; value: string }
 }
 
-export type StoreName = 'sessions' | 'events' | 'checkpoints' | 'feed' | 'meta'
+export type StoreName = 'sessions' | 'events' | 'checkpoints' | 'feed' | 'meta' | 'kv'
 export type Db = IDBPDatabase<Schema>
 export type Tx<M extends IDBTransactionMode> = IDBPTransaction<Schema, StoreName[], M>
 

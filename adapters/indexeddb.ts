@@ -17,10 +17,11 @@ import {
   checkReplacement, sameLength,
 } from './guard'
 import { isNamed, quiet, type Db, type Schema, type StoreName, type Tx } from './indexeddb-schema'
+import { createIdbRecords, deleteRecordsOf } from './indexeddb-records'
 import { READ_PAGE, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from './types'
 export type { EncodedEvent } from '../src/validate'
 
 /** Options of {@link createIndexedDbAdapter}. */
@@ -36,8 +37,8 @@ export interface IndexedDbAdapterOptions {
   indexedDB?: IDBFactory
 }
 
-/** Version 2 adds the change feed (`feed`, keys from a key generator: commit order) and `meta`. */
-const VERSION = 2
+/** Version 2 adds the change feed (`feed`, keys from a key generator: commit order) and `meta`; 3 the key-value records (`kv`). */
+const VERSION = 3
 /** The meta key of the feed's identity (not a valid user key: those follow the session id rule). */
 const FEED_ID_KEY = '#feed'
 
@@ -75,7 +76,7 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       const request = factory.open(name, VERSION)
       request.addEventListener('upgradeneeded', () => {
         const raw = request.result
-        for (const store of ['sessions', 'events', 'checkpoints', 'meta']) {
+        for (const store of ['sessions', 'events', 'checkpoints', 'meta', 'kv']) {
           if (!raw.objectStoreNames.contains(store)) raw.createObjectStore(store)
         }
         if (!raw.objectStoreNames.contains('feed')) {
@@ -303,8 +304,9 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
         tx.objectStore('sessions').getAllKeys(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit))) as Promise<SessionId[]>
     }),
     deleteSession: (id) => forSession(id, async () => {
-      await withDb('delete', id, (db) => inTx(db, ['sessions', 'events', 'checkpoints'], 'readwrite', async (tx) => {
+      await withDb('delete', id, (db) => inTx(db, ['sessions', 'events', 'checkpoints', 'kv'], 'readwrite', async (tx) => {
         await Promise.all([
+          deleteRecordsOf(tx, id),
           quiet(tx.objectStore('sessions').delete(id)),
           quiet(tx.objectStore('events').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
           quiet(tx.objectStore('checkpoints').delete(id)),
@@ -355,6 +357,7 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
         }))
       }),
     },
+    kv: createIdbRecords({ run: (op, id, body) => guard.run(() => withDb(op, id, body)), inTx }),
     getMeta: (key) => guard.run(async () => {
       assertMeta(key)
       return withDb('read meta of', undefined, (db) => inTx(db, ['meta'], 'readonly', (tx) => tx.objectStore('meta').get(key)))

@@ -13,10 +13,11 @@ import {
   resolveList, resolveRange,
 } from './guard'
 import { assertMeta, assertPosition, checkReplacement, feedAfter, newFeedId, sameLength } from './guard'
+import { assertKey, assertValue, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange } from './kv'
 import { READ_PAGE, compareIds, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from './types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from './types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from './types'
 export type { EncodedEvent } from '../src/validate'
 
 interface Stored {
@@ -40,6 +41,8 @@ export function createMemoryAdapter(): StorageAdapter {
   const feed: Omit<FeedEntry, 'at'>[] = []
   const feedId = newFeedId()
   const meta = new Map<string, string>()
+  /** Key-value records by flat key (kv.ts). */
+  const records = new Map<string, string>()
 
   const get = (id: SessionId): Stored => {
     assertSessionId(id)
@@ -92,6 +95,8 @@ export function createMemoryAdapter(): StorageAdapter {
     deleteSession: (id) => guard.run(async () => {
       assertSessionId(id)
       sessions.delete(id)
+      const own = sessionPrefix(id)
+      for (const k of [...records.keys()]) if (k.startsWith(own)) records.delete(k)
     }),
     getCheckpoint: (id) => guard.run(async () => {
       const s = get(id)
@@ -128,6 +133,27 @@ export function createMemoryAdapter(): StorageAdapter {
       read: (after, limit) => guard.run(async () => {
         const start = feedAfter(after, feed.length)
         return feed.slice(start, start + limit).map((e, i) => ({ ...e, at: String(start + i + 1) }))
+      }),
+    },
+    kv: {
+      get: (key) => guard.run(async () => {
+        assertKey(key)
+        return records.get(flat(key))
+      }),
+      put: (key, value) => guard.run(async () => {
+        assertKey(key)
+        assertValue(key, value)
+        const owner = sessionOfKey(key)
+        if (owner !== undefined && !sessions.has(owner)) throw notFoundForKey(owner, key)
+        records.set(flat(key), value)
+      }),
+      delete: (key) => guard.run(async () => {
+        assertKey(key)
+        records.delete(flat(key))
+      }),
+      list: (prefix, range) => guard.run(async () => {
+        const r = resolveKeyRange(prefix, range)
+        return takeRange([...records.keys()].sort(), r)
       }),
     },
     getMeta: (key) => guard.run(async () => {

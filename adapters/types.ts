@@ -105,6 +105,40 @@ export interface ChangeFeed {
   read(after: string, limit: number): Promise<FeedEntry[]>
 }
 
+/**
+ * A key of the store's own records ({@link StorageAdapter.kv}): 1-6 parts, each 1-128
+ * characters of `[A-Za-z0-9_-]`. A key of 3 parts or more whose first part is `'session'` and
+ * whose second is a session id belongs to that session: it can be written only while the
+ * session is there, and deleting the session deletes it (with the session, at once).
+ */
+export type RecordKey = readonly string[]
+
+/** Which keys {@link KeyValueStore.list} lists. */
+export interface KeyRange {
+  /** Only keys strictly after this one (in list order). */
+  after?: RecordKey
+  /** At most this many (default 1000, at most 10,000). */
+  limit?: number
+}
+
+/**
+ * Small records the engine keeps beside the logs (a session's chain marks, for one), by key,
+ * each value a string replaced whole: a reader finds the old value or the new one. For caches:
+ * a put is not synced on its own, so a crash of the machine (not of the process) may take back
+ * the latest puts, and a reader must check what it reads (the engine's records carry their own
+ * check). Values are sealed by the record codec like every other record.
+ */
+export interface KeyValueStore {
+  /** The value, or undefined when there is none. */
+  get(key: RecordKey): Promise<string | undefined>
+  /** Stores `value` (at most MAX_RECORD_VALUE characters) under `key`; SESSION_NOT_FOUND for a session's key without the session. */
+  put(key: RecordKey, value: string): Promise<void>
+  /** Removes the value under `key`, if any. */
+  delete(key: RecordKey): Promise<void>
+  /** The keys that start with `prefix` and are longer than it, in order (part by part, each by UTF-16 code units). */
+  list(prefix: RecordKey, range?: KeyRange): Promise<string[][]>
+}
+
 /** What {@link StorageAdapter.replaceRecords} writes in place of what is stored. */
 export interface RecordReplacement {
   /**
@@ -151,7 +185,7 @@ export interface StorageAdapter {
    * damaged is listed here (and skipped by `listSessions`), so `verify` can report it.
    */
   listIds(options?: { after?: SessionId; limit?: number }): Promise<SessionId[]>
-  /** Deletes the session, its events and its checkpoint. Absent: resolves quietly. */
+  /** Deletes the session, its events, its checkpoint and history rows, and its records in `kv`. Absent: resolves quietly. */
   deleteSession(id: SessionId): Promise<void>
   /** The stored row as read back, unvalidated: the engine decides whether to trust it. */
   getCheckpoint(id: SessionId): Promise<unknown>
@@ -163,6 +197,8 @@ export interface StorageAdapter {
   readonly history?: HistoryRows
   /** The store's change feed (every adapter of this package has one; a custom one may not). */
   readonly feed?: ChangeFeed
+  /** The store's own records by key (every adapter of this package has them; without them sync recomputes what they cache). */
+  readonly kv?: KeyValueStore
   /** A small record of the store's own (a replication's cursors), by key; undefined when unset. */
   getMeta?(key: string): Promise<string | undefined>
   /** Stores `value` under `key`, durably, replacing what was there (a crash leaves one or the other). */
@@ -184,6 +220,8 @@ export interface StorageAdapter {
 }
 
 export const DEFAULT_LIST_LIMIT = 100
+/** Longest value {@link KeyValueStore.put} takes, in UTF-16 units. */
+export const MAX_RECORD_VALUE = 1024 * 1024
 export const MAX_LIST_LIMIT = 10_000
 
 /** Events per page yielded by `readEvents`. */

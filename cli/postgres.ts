@@ -128,6 +128,8 @@ function readOnly(adapter: StorageAdapter, target: PgTarget): StorageAdapter {
     deleteCheckpoint: (id) => refuse('checkpoint delete', id),
     // The store's own records (an encrypted store's key record): read, never written.
     ...(adapter.getMeta ? { getMeta: (key: string) => adapter.getMeta!(key), putMeta: (key: string) => refuse('meta write', key) } : {}),
+    // Key-value records (chain marks): read, never written.
+    ...(adapter.kv ? { kv: { get: (key) => adapter.kv!.get(key), list: (prefix, range) => adapter.kv!.list(prefix, range), put: (key) => refuse('record write', key?.[1]), delete: (key) => refuse('record delete', key?.[1]) } satisfies NonNullable<StorageAdapter['kv']> } : {}),
     close: () => adapter.close(),
   }
 }

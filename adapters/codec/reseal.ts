@@ -1,5 +1,5 @@
 // Re-encrypting one session under the store's current data key (rotateKey): every unit under
-// an older key (its frames, its sealed header, its checkpoint and history rows) is opened and
+// an older key (its frames, its sealed header, its checkpoint and history rows, its key-value records) is opened and
 // sealed again with a fresh nonce, its payload as it was, so each frame record keeps its exact
 // length and the inner adapter replaces it in place (replaceRecords: all of a call, or none).
 // The caller holds the session's writer lock. A unit that does not open (damage, which verify
@@ -8,6 +8,7 @@ import { isSessionfoldError } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import type { EncodedEvent } from '../../src/validate'
 import type { CheckpointRow, StorageAdapter } from '../types'
+import { flat } from '../kv'
 import { fromBase64, toBase64 } from './base64'
 import { Unreadable, type UnitCodec } from './seal'
 
@@ -86,6 +87,13 @@ export async function resealSession(inner: StorageAdapter, codec: UnitCodec, id:
       if (found?.at !== at) continue
       const unit = await fresh(`history ${id} ${at}`, (found.row as { sealed?: unknown } | undefined)?.sealed)
       if (unit !== undefined) await history!.put(id, at, { sealed: unit } as unknown as CheckpointRow)
+    }
+    // The session's key-value records (sealed-records.ts: "s" and the unit).
+    for (const key of inner.kv ? await inner.kv.list(['session', id], { limit: 10_000 }) : []) {
+      const stored = await inner.kv!.get(key)
+      if (stored?.[0] !== 's') continue
+      const unit = await fresh(`record ${flat(key)}`, stored.slice(1))
+      if (unit !== undefined) await inner.kv!.put(key, `s${unit}`)
     }
   } catch (err) {
     if (isSessionfoldError(err, 'SESSION_NOT_FOUND')) return undefined // deleted meanwhile (by whoever took its lock after us)

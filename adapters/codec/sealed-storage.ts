@@ -18,6 +18,7 @@ import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type S
 import { fromBase64, toBase64 } from './base64'
 import { CODEC_META_KEY, type EncryptionKey, type Keyring } from './keyring'
 import { resealSession, type ResealReport } from './reseal'
+import { sealedRecords } from './sealed-records'
 import { Unreadable, type UnitCodec } from './seal'
 
 /** The id of warmUp's units (never stored). */
@@ -290,6 +291,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     },
     deleteCheckpoint: (id) => inner.deleteCheckpoint(id),
     feed: inner.feed,
+    ...(inner.kv ? { kv: sealedRecords(inner.kv, codec) } : {}),
     getMeta: inner.getMeta && ((key) => inner.getMeta!(key)),
     putMeta: inner.putMeta && (async (key, value) => {
       if (key === CODEC_META_KEY) throw new SessionfoldError('INVALID_ARGUMENT', `meta key ${key} is the store's own`)

@@ -20,6 +20,7 @@ import { createGroupCommit } from './group-commit'
 import { createHistoryFiles } from './history-files'
 import { createLogCache } from './log-cache'
 import { createOffsetIndex } from './offset-index'
+import { createRecordFiles } from './records'
 import { settingsOf, type FsAdapterOptions } from './options'
 import { createEventReader } from './read-events'
 import { replaceInLog } from './replace-records'
@@ -27,11 +28,11 @@ import { createWriterHandles } from './writer-handles'
 
 export type { FsAdapterOptions, FsPromises } from './options'
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, ReadRange, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../types'
 export type { EncodedEvent } from '../../src/validate'
 
 /** Operations (names given to run()) that change the store. */
-const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete', 'history write', 'history delete', 'meta write', 'replace'])
+const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete', 'history write', 'history delete', 'meta write', 'replace', 'record write', 'record delete'])
 
 /**
  * A storage adapter on plain files (Node): one folder per session under `dir`, each event a
@@ -50,6 +51,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const folders = createFolders(settings, logs.isRemoving, feed)
   const checkpoints = createCheckpointFile(settings, folders.has)
   const history = createHistoryFiles(settings, folders.has)
+  const records = createRecordFiles(settings, folders.has, folders.idsAfter)
   const commit = createGroupCommit(settings, handles, index, feed)
   const eventsOf = createEventReader(settings, index, guard)
 
@@ -146,6 +148,12 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
         return at
       }),
       read: (after, limit) => run('feed read', undefined, () => feed.read(after, limit)),
+    },
+    kv: {
+      get: (key) => run('record read', undefined, () => records.get(key)),
+      put: (key, value) => run('record write', undefined, () => records.put(key, value)),
+      delete: (key) => run('record delete', undefined, () => records.delete(key)),
+      list: (prefix, range) => run('record read', undefined, () => records.list(prefix, range)),
     },
     getMeta: (key) => run('meta read', undefined, () => feed.getMeta(key)),
     putMeta: (key, value) => run('meta write', undefined, () => feed.putMeta(key, value)),

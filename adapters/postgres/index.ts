@@ -23,13 +23,14 @@ import { createPgHistory } from './history'
 import { codeOf, corrupt, redact, storageError } from './errors'
 import { settingsOf, type PgSettings, type PostgresAdapterOptions, type PostgresClient } from './options'
 import { readHeaders, readIds, readInfo, readPage } from './read'
+import { createPgRecords } from './records'
 import { replaceRecords } from './replace'
 import { migrate, namesOf } from './schema'
 
 export type { PostgresAdapterOptions, PostgresClient } from './options'
 export { SCHEMA_VERSION } from './schema'
 // The storage contract, for code that uses an adapter directly.
-export type { CheckpointRow, CheckpointUnitRow, HistoryRow, HistoryRows, ReadRange, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../types'
+export type { CheckpointRow, CheckpointUnitRow, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../types'
 export type { EncodedEvent } from '../../src/validate'
 
 /** A pool of our own: the driver loaded on first use, so that importing this module needs no driver. */
@@ -290,6 +291,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
         return rows.map((r) => ({ at: `${r.x}:${r.p}`, id: r.id, from: Number(r.f), to: Number(r.t) }))
       }),
     },
+    kv: createPgRecords((op, body) => run(op, undefined, async () => body(await db())), n, settings.prepare),
     getMeta: (key) => run('meta read', undefined, async () => {
       assertMeta(key)
       const [row] = await (await db()).unsafe(`SELECT value FROM ${n.meta} WHERE key = $1`, [key]) as { value: string }[]

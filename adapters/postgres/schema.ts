@@ -12,7 +12,7 @@ import { SessionfoldError } from '../../src/errors'
 import type { PostgresClient } from './options'
 
 /** The newest schema version this code knows. */
-export const SCHEMA_VERSION = 6
+export const SCHEMA_VERSION = 7
 
 /** Quoted, schema-qualified names (the schema is checked by settingsOf: `[a-z_][a-z0-9_]*`). */
 export interface Names {
@@ -25,6 +25,9 @@ export interface Names {
   versions: string
   feed: string
   meta: string
+  /** Key-value records (records.ts): the store's own, and those of a session. */
+  records: string
+  sessionRecords: string
   /** The schema's name as given (validated, unquoted). */
   bare: string
 }
@@ -41,6 +44,8 @@ export function namesOf(schema: string): Names {
     versions: `${s}.schema_version`,
     feed: `${s}.feed`,
     meta: `${s}.meta`,
+    records: `${s}.records`,
+    sessionRecords: `${s}.session_records`,
     bare: schema,
   }
 }
@@ -219,6 +224,17 @@ const V5 = (n: Names): string[] => [
  */
 const V6 = (n: Names): string[] => [appendBatch(n, true), appendBatch(n, true, true), `UPDATE ${n.versions} SET version = 6`]
 
+/**
+ * Version 7: key-value records (records.ts), the store's and each session's; a session's are
+ * deleted with it by their foreign key, so a process of an older sessionfold deleting a session
+ * takes them too. Keys in the "C" collation: the order of their parts.
+ */
+const V7 = (n: Names): string[] => [
+  `CREATE TABLE ${n.records} (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)`,
+  `CREATE TABLE ${n.sessionRecords} (session_id text NOT NULL REFERENCES ${n.sessions}(id) ON DELETE CASCADE, key text COLLATE "C" NOT NULL, value text NOT NULL, PRIMARY KEY (session_id, key))`,
+  `UPDATE ${n.versions} SET version = 7`,
+]
+
 /** Advisory lock key space of sessionfold's migrations (the second key is the schema's hash). */
 const LOCK_SPACE = 0x5e55f01d
 
@@ -268,5 +284,6 @@ export async function migrate(sql: PostgresClient, schema: string): Promise<void
     if ((version ?? 1) < 4) for (const statement of V4(n)) await tx.unsafe(statement)
     if ((version ?? 1) < 5) for (const statement of V5(n)) await tx.unsafe(statement)
     if ((version ?? 1) < 6) for (const statement of V6(n)) await tx.unsafe(statement)
+    if ((version ?? 1) < 7) for (const statement of V7(n)) await tx.unsafe(statement)
   })
 }

@@ -280,6 +280,64 @@ export function storageConformance(name: string, setup: () => Promise<AdapterHar
       expect(await adapter.history!.list('t')).toEqual([])
     }))
 
+    it('keeps key-value records: replaced whole, listed in key order by prefix, a session\'s gone with it, bad keys and values refused with nothing written', withStore(async (h) => {
+      const kv = h.adapter.kv!
+      expect(kv).toBeDefined()
+      expect(await kv.get(['a'])).toBeUndefined()
+      expect(await kv.list([])).toEqual([])
+      await kv.put(['a'], 'one')
+      await kv.put(['a'], 'two') // replaced whole
+      await kv.put(['a-x', 'c'], 'ax')
+      await kv.put(['a', 'b'], 'ab')
+      await kv.put(['a', 'B'], 'aB') // case matters, on every platform's file system too
+      await kv.put(['Z'], 'Z')
+      await kv.put(['a', 'b', 'c'], 'x'.repeat(100_000) + 'é\u{1F600}')
+      expect(await kv.get(['a'])).toBe('two')
+      expect(await kv.get(['a', 'B'])).toBe('aB')
+      expect(await kv.get(['a', 'b', 'c'])).toBe('x'.repeat(100_000) + 'é\u{1F600}')
+      // Part by part, each by UTF-16 code units: 'a' before 'a-x', 'B' before 'b', 'Z' before 'a'.
+      expect(await kv.list([])).toEqual([['Z'], ['a'], ['a', 'B'], ['a', 'b'], ['a', 'b', 'c'], ['a-x', 'c']])
+      expect(await kv.list(['a'])).toEqual([['a', 'B'], ['a', 'b'], ['a', 'b', 'c']])
+      expect(await kv.list(['a'], { after: ['a', 'B'], limit: 1 })).toEqual([['a', 'b']])
+      expect(await kv.list(['a', 'b', 'c'])).toEqual([])
+      await kv.delete(['a', 'b'])
+      await kv.delete(['nothing'])
+      expect(await kv.get(['a', 'b'])).toBeUndefined()
+      expect(await kv.list(['a'])).toEqual([['a', 'B'], ['a', 'b', 'c']])
+      // A session's records: only while it is there, gone when it is deleted, not those of ids that prefix it.
+      await expectCode(kv.put(['session', 'ghost', 'x'], 'v'), 'SESSION_NOT_FOUND')
+      await h.adapter.createSession(rootHeader('s'))
+      await h.adapter.createSession(rootHeader('s-2'))
+      await kv.put(['session', 's', 'chain', '0'], 'm0')
+      await kv.put(['session', 's', 'chain', '1'], 'm1')
+      await kv.put(['session', 's-2', 'chain', '0'], 'other')
+      expect(await kv.list(['session', 's', 'chain'])).toEqual([['session', 's', 'chain', '0'], ['session', 's', 'chain', '1']])
+      if (h.reopen) {
+        h.adapter = await h.reopen()
+        expect(await h.adapter.kv!.get(['session', 's', 'chain', '1'])).toBe('m1')
+        expect(await h.adapter.kv!.get(['a', 'B'])).toBe('aB')
+      }
+      const adapter = h.adapter
+      await adapter.deleteSession('s')
+      expect(await adapter.kv!.get(['session', 's', 'chain', '0'])).toBeUndefined()
+      expect(await adapter.kv!.list(['session', 's'])).toEqual([])
+      expect(await adapter.kv!.get(['session', 's-2', 'chain', '0'])).toBe('other')
+      await adapter.createSession(rootHeader('s', { createdAt: 2 }))
+      expect(await adapter.kv!.list(['session', 's'])).toEqual([])
+      // Bad keys, values and ranges: INVALID_ARGUMENT, nothing stored.
+      const before = await snapshotStore(adapter)
+      for (const key of [[], [''], ['a/b'], ['a.b'], ['a b'], ['x'.repeat(129)], ['é'], 'a', [1], ['a', null], Array(7).fill('a'), null]) {
+        await expectCode(adapter.kv!.put(key as never, 'v'), 'INVALID_ARGUMENT')
+        await expectCode(adapter.kv!.get(key as never), 'INVALID_ARGUMENT')
+        await expectCode(adapter.kv!.delete(key as never), 'INVALID_ARGUMENT')
+      }
+      for (const value of [1, null, undefined, { a: 1 }, 'x'.repeat(1024 * 1024 + 1)]) await expectCode(adapter.kv!.put(['ok'], value as never), 'INVALID_ARGUMENT')
+      await expectCode(adapter.kv!.list(['a/b']), 'INVALID_ARGUMENT')
+      for (const limit of [0, -1, 1.5, 10_001]) await expectCode(adapter.kv!.list([], { limit }), 'INVALID_ARGUMENT')
+      await expectCode(adapter.kv!.list([], { after: ['a b'] }), 'INVALID_ARGUMENT')
+      expect(await snapshotStore(adapter)).toEqual(before)
+    }))
+
     it('lets 50 concurrent callers append to one session: contiguous seqs, nothing lost', withStore(async ({ adapter }) => {
       await adapter.createSession(rootHeader('hot'))
       let conflicts = 0

@@ -59,7 +59,7 @@ describe('migrations', () => {
     expect(await psql(`SELECT count(*) FROM ${schema}.schema_version`)).toBe('1')
     expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe(String(SCHEMA_VERSION))
     const tables = await psql(`SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = '${schema}'`)
-    expect(tables).toBe('checkpoints,events,feed,history,leases,meta,schema_version,sessions')
+    expect(tables).toBe('checkpoints,events,feed,history,leases,meta,records,schema_version,session_records,sessions')
     expect(await psql(`SELECT count(*) FROM pg_sequences WHERE schemaname = '${schema}' AND sequencename = 'lease_tokens'`)).toBe('1')
     const again = adapterOn(schema)
     expect((await again.listIds()).length).toBe(6)
@@ -115,10 +115,11 @@ describe('migrations', () => {
   it('refuses a schema at a newer version than it knows with STORAGE_UNAVAILABLE, touching nothing', async () => {
     const schema = fresh()
     await adapterOn(schema).createSession(rootHeader('old'))
-    await psql(`UPDATE ${schema}.schema_version SET version = 7`)
+    const newer = SCHEMA_VERSION + 1
+    await psql(`UPDATE ${schema}.schema_version SET version = ${newer}`)
     const err = await expectCode(adapterOn(schema).getSession('old'), 'STORAGE_UNAVAILABLE')
-    expect(err.message).toContain('version 7')
-    expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe('7')
+    expect(err.message).toContain(`version ${newer}`)
+    expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe(String(newer))
   })
 
   it('refuses bad options before connecting: a schema name that is not an identifier, a URL that is not one', () => {
@@ -284,7 +285,7 @@ describe('values and input', () => {
     expect(back.map((e) => JSON.stringify(e))).toEqual([...events, big].map((e) => e.json))
     await a.putCheckpoint(header.id, { witness: { version: 1, id: header.id, createdAt: header.createdAt, cwd: header.cwd, seedLength: 0, delegationDepth: 0, origin: 'root' } as never, rows: { [nasty[0]!]: { ver: 1, seq: 0, val: nasty } } })
     expect(JSON.stringify(await a.getCheckpoint(header.id))).toContain(JSON.stringify(nasty).slice(1, -1))
-    expect(await psql(`SELECT count(*) FROM pg_tables WHERE schemaname = '${schema}'`)).toBe('8')
+    expect(await psql(`SELECT count(*) FROM pg_tables WHERE schemaname = '${schema}'`)).toBe('10')
     expect(await psql(`SELECT count(*) FROM ${schema}.events`)).toBe(String(events.length + 1))
   })
 

@@ -40,6 +40,8 @@ export async function expectCode(p: Promise<unknown> | (() => unknown), code: Er
 /** Everything a store holds, read through the contract: headers, lengths, events, checkpoints. */
 export async function snapshotStore(adapter: StorageAdapter): Promise<unknown> {
   const out: Record<string, unknown> = {}
+  const records = await recordsOf(adapter)
+  if (Object.keys(records).length > 0) out['#records'] = records // not a session id: no session's entry
   let after: string | undefined
   for (;;) {
     const page = await adapter.listSessions({ after, limit: 500 })
@@ -53,6 +55,18 @@ export async function snapshotStore(adapter: StorageAdapter): Promise<unknown> {
     }
     if (page.length < 500) return out
     after = page[page.length - 1]!.id
+  }
+}
+
+/** Every key-value record of the store (StorageAdapter.kv), by key. */
+export async function recordsOf(adapter: StorageAdapter): Promise<Record<string, string | undefined>> {
+  const out: Record<string, string | undefined> = {}
+  if (!adapter.kv) return out
+  for (let after: string[] | undefined; ;) {
+    const keys = await adapter.kv.list([], { after, limit: 1000 })
+    for (const key of keys) out[key.join('/')] = await adapter.kv.get(key)
+    if (keys.length < 1000) return out
+    after = keys[keys.length - 1]
   }
 }
 

@@ -69,6 +69,7 @@ export function instrument(inner: StorageAdapter): { adapter: StorageAdapter; co
     },
     deleteCheckpoint: (id) => inner.deleteCheckpoint(id),
     ...(inner.history ? { history: inner.history } : {}),
+    ...(inner.kv ? { kv: inner.kv } : {}),
     close: () => inner.close(),
   }
   const reset = () => {
