@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import type { SessionInfo } from '../adapters/types'
 import type { ApplyResult, ChangeEntry } from '../src/changes'
+import { CHAIN_ZERO, ChainState, eventJson } from '../src/chain'
 import { SessionfoldError, isSessionfoldError, where } from '../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
 import { DEFAULT_MAX_EVENT_BYTES, HEADER_VERSION } from '../src/limits'
@@ -131,7 +132,8 @@ export async function checkImport(io: Io): Promise<CheckedImport> {
         current = { id: v.header!.id, next: 0, length: v.length as number }
       } else if (v.kind === 'event') {
         if (!current || v.session !== current.id) throw bad(`${at()}: an event outside its session's block`)
-        check({ header: { version: HEADER_VERSION, id: current.id, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' }, from: current.next, events: [v.event!] })
+        // The event alone is checked here (the witness stands in: applyImport computes the real one).
+        check({ header: { version: HEADER_VERSION, id: current.id, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' }, from: current.next, events: [v.event!], chain: CHAIN_ZERO })
         current.next++
         eventLines++
       } else if (v.kind === 'end') {
@@ -168,6 +170,7 @@ export async function applyImport(open: () => Engine | Promise<Engine>, out: Out
   const eventLines = checked.events
   const total: ApplyResult = { copiedSessions: 0, copiedEvents: 0, conflicts: [], skipped: [] }
   let entry: ChangeEntry | undefined
+  let chain = new ChainState()
   let batchEvents = 0
   let pending: ChangeEntry[] = []
   let applied = 0
@@ -191,16 +194,20 @@ export async function applyImport(open: () => Engine | Promise<Engine>, out: Out
     if (v.kind === 'end') break
     if (v.kind === 'session') {
       entry = { header: v.header, from: 0, events: [] }
+      chain = new ChainState()
       pending.push(entry)
     } else {
       // A fork's seed stays in one entry: the store creates a fork with its seed at once.
       if (batchEvents >= IMPORT_BATCH && v.event.seq >= entry!.header.seedLength) {
         const { header } = entry!
         await flush()
-        entry = { header, from: v.event.seq, events: [] }
+        // Its witness: the chain over the events before it, so that it continues only the
+        // history the first entries were compared with (a conflict there stops it too).
+        entry = { header, from: v.event.seq, events: [], chain: chain.value }
         pending.push(entry)
       }
       entry!.events.push(v.event)
+      chain.push(eventJson(v.event))
       batchEvents++
     }
     if (pending.length >= IMPORT_BATCH) await flush()

@@ -11,6 +11,13 @@ export interface ChangeEntry {
   from: number
   /** Contiguous events from seq `from`. */
   events: SessionEvent[]
+  /**
+   * The sending store's chain value at `from`: the witness of its events `[0, from)`, on every
+   * entry with `from > 0` (see `src/chain.ts`). The receiver applies the entry only onto a log
+   * with the same value there; otherwise the two histories parted before `from`, and it is a
+   * conflict.
+   */
+  chain?: string
   /** The session's length in the sending store when the batch was made (informative). */
   length?: number
 }
@@ -114,13 +121,14 @@ export interface Changes {
 
 /**
  * Two stores hold different versions of a session: different headers (another life of the id,
- * `reason: 'header'`, `seq: 0`) or different events at `seq` (`reason: 'event'`, the first
- * seq that differs). Neither side was overwritten.
+ * `reason: 'header'`, `seq: 0`) or different histories (`reason: 'event'`: different events at
+ * `seq`, the first seq that differs where the batch shows it, else `from - 1` of an entry whose
+ * prefix witness differs: the histories parted at or before it). Neither side was overwritten.
  */
 export interface SyncConflict {
   /** The session. */
   id: SessionId
-  /** The first seq whose events differ (0 for a header conflict). */
+  /** The first seq whose events differ, as far as the batch tells (0 for a header conflict). */
   seq: number
   /** `'header'`: another life of the id; `'event'`: different events at `seq`. */
   reason: 'header' | 'event'
@@ -128,6 +136,8 @@ export interface SyncConflict {
   source: LifecycleWitness
   /** The witness of the version the receiving store holds. */
   target: LifecycleWitness
+  /** For `'event'`: the chain values (src/chain.ts) the two sides hold at position `at`, which differ. */
+  chain?: { at: number; source: string; target: string }
 }
 
 /**

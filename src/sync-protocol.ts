@@ -3,8 +3,12 @@
 // constants only, shared by both sides.
 import type { ApplyResult, ChangeBatch } from './changes'
 
-/** The protocol's version, sent as the `sessionfold-sync` header by both sides. */
-export const SYNC_PROTOCOL = '1'
+/**
+ * The protocol's version, sent as the `sessionfold-sync` header by both sides; the server
+ * refuses requests of another. 2: change batch entries past the start carry `chain`, the
+ * witness of the sender's prefix (DESIGN §13), which a receiver of version 1 cannot check.
+ */
+export const SYNC_PROTOCOL = '2'
 
 /** Paths under the handler's base: POST push, GET pull (`?wait=` long-polls), GET live (SSE), GET sessions. */
 export const SYNC_PATHS = {

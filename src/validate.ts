@@ -245,6 +245,13 @@ export function eventFromBody(body: string, seq: number, sessionId: SessionId, m
     !isEventType(event.type) || !isTime(event.time)) {
     throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is malformed`, { sessionId, seq })
   }
+  // Stored as JSON.stringify writes it, which every copy of the event (a reader, another store
+  // after a sync) writes again from its values: the text its chain step hashes (src/chain.ts) is
+  // then the same everywhere. encodeEventBody's bodies always are; spaces, escapes or number
+  // forms of another writer's JSON are refused rather than stored as a text no copy matches.
+  if (JSON.stringify(event) !== json) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is not JSON as JSON.stringify writes it (encode it with encodeEventBody)`, { sessionId, seq })
+  }
   return { event, json }
 }
 

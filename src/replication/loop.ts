@@ -1,5 +1,6 @@
 // The network side of a replication: the push and pull loops, live events, backoff. It runs
 // where the engine runs (worker/replications.ts), on the engine's own calls.
+import { CHAIN_ZERO, chainOver, eventJson } from '../chain'
 import type { ChangeBatch, ChangeCursor, SyncConflict } from '../changes'
 import type { SessionId } from '../model'
 import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from '../sync-protocol'
@@ -185,7 +186,10 @@ class Loop {
       }
       const end = e.from + e.events.length
       if (end <= has.length) continue
-      sessions.push({ ...e, from: has.length, events: e.events.slice(has.length - e.from) })
+      // Sent from further on: the witness of the prefix is the chain stepped over what is cut.
+      const cut = e.events.slice(0, has.length - e.from)
+      const chain = chainOver(e.chain ?? CHAIN_ZERO, cut.map(eventJson))
+      sessions.push({ ...e, from: has.length, events: e.events.slice(has.length - e.from), chain })
     }
     return { v: 1, sessions }
   }

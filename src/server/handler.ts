@@ -278,6 +278,11 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
       }
       const path = url.pathname.startsWith(base) ? url.pathname.slice(base.length) : undefined
       const route = (method: string, p: string) => path === p && request.method === method
+      // A client of another protocol version would send or read batches this side reads otherwise.
+      const version = request.headers.get('sessionfold-sync')
+      if (version !== null && version !== SYNC_PROTOCOL) {
+        return refuse(400, 'INVALID_ARGUMENT', `this server speaks sessionfold sync protocol ${SYNC_PROTOCOL} and the client ${JSON.stringify(version.slice(0, 20))}: update both to the same sessionfold`)
+      }
       if (route('POST', SYNC_PATHS.push)) return await push(request)
       if (route('GET', SYNC_PATHS.pull)) return await pull(request, url)
       if (route('GET', SYNC_PATHS.live)) return await live(request, url)

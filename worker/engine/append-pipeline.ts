@@ -24,8 +24,8 @@ export interface LogState {
   nextSeq: number
   /** A position at which the fold calls `reached` (where a history row is due), if any. */
   mark?: number
-  /** Folds run in seq order on this chain. */
-  chain: Promise<void>
+  /** Folds run in seq order, each on the one before. */
+  folds: Promise<void>
   inflight: number
   inflightBytes: number
   /** The first failure among appends in flight: the ones behind it report it too. */
@@ -47,11 +47,13 @@ export interface AppendPipelineOptions<S extends PipelineSession> {
   folded: (session: S, events: number, turnEnded: boolean, bytes: number) => void
   /** Called when the fold reaches `log.mark` events, before the rest of that batch is folded (a history row is due there). */
   reached?: (session: S, position: number) => void
+  /** Called with each batch once durable and folded, in seq order, before `folded` (the chain steps over it: chains.ts). */
+  appended?: (session: S, encoded: readonly EncodedEvent[]) => void
 }
 
 /** A log of `length` durable, folded events with nothing in flight. */
 export function newLogState(length: number): LogState {
-  return { asOfSeq: length - 1, durable: length, nextSeq: length, chain: Promise.resolve(), inflight: 0, inflightBytes: 0 }
+  return { asOfSeq: length - 1, durable: length, nextSeq: length, folds: Promise.resolve(), inflight: 0, inflightBytes: 0 }
 }
 
 const totalBytes = (encoded: readonly EncodedEvent[]) => encoded.reduce((n, e) => n + e.json.length, 0)
@@ -91,7 +93,7 @@ export class AppendPipeline<S extends PipelineSession> {
     if (expected !== undefined && !isCount(expected)) {
       throw new SessionfoldError('INVALID_ARGUMENT', `expectedSeq for ${where(id)} must be an integer >= 0, got ${describe(expected)}`, { sessionId: id })
     }
-    while (log.inflightBytes > WRITE_BUFFER_BYTES) await log.chain // bounded write buffer
+    while (log.inflightBytes > WRITE_BUFFER_BYTES) await log.folds // bounded write buffer
     if (expected !== undefined && expected !== log.nextSeq) {
       throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id)} expected seq ${expected}, but the next seq is ${log.nextSeq}`, { sessionId: id, seq: expected })
     }
@@ -112,7 +114,7 @@ export class AppendPipeline<S extends PipelineSession> {
 
   /** Waits until every append in flight has settled. */
   async settle(session: S): Promise<void> {
-    while (session.log.inflight > 0) await session.log.chain
+    while (session.log.inflight > 0) await session.log.folds
   }
 
   /** Sends validated, numbered events to storage, then folds them in seq order. */
@@ -125,7 +127,7 @@ export class AppendPipeline<S extends PipelineSession> {
     log.inflightBytes += bytes
     const durable = this.options.storage.append(session.header.id, encoded)
     durable.catch(() => {}) // observed on the chain below
-    const step = log.chain.then(async () => {
+    const step = log.folds.then(async () => {
       try {
         if (log.failed !== undefined) throw log.failed
         try {
@@ -143,6 +145,7 @@ export class AppendPipeline<S extends PipelineSession> {
         }
         log.durable = log.asOfSeq + 1 + encoded.length
         log.asOfSeq = log.durable - 1
+        this.options.appended?.(session, encoded)
         this.options.folded(session, encoded.length, turnEnded, bytes)
       } finally {
         log.inflightBytes -= bytes
@@ -153,7 +156,7 @@ export class AppendPipeline<S extends PipelineSession> {
         }
       }
     })
-    log.chain = step.catch(() => {})
+    log.folds = step.catch(() => {})
     return step.then(() => ({ firstSeq: first, lastSeq: first + encoded.length - 1 }))
   }
 }

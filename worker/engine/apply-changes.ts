@@ -1,11 +1,15 @@
-// applyChanges: imports a batch from another store with headers and seqs unchanged. A run that
-// overlaps what is stored must match it event for event; a difference is a conflict, reported,
-// and neither version is touched. New events are written through the append pipeline, by a
-// writer the target opens for the import, so handles here see them like any other append.
+// applyChanges: imports a batch from another store with headers and seqs unchanged. An entry
+// continues the history stored here only if both sides hold the same events before where it
+// writes: its chain value at `from` (the witness of the sender's prefix, src/chain.ts), stepped
+// over the events it has that are here already, must be this store's chain value there. Else
+// the histories parted, and it is a conflict, reported, with neither version touched (DESIGN
+// §13). New events are written through the append pipeline, by a writer the target opens for
+// the import, so handles here see them like any other append.
 import type { SessionInfo } from '../../adapters/types'
 import type { ApplyResult, SyncConflict, SyncSkip } from '../../src/changes'
 import { isSessionfoldError, where } from '../../src/errors'
 import { witnessOf, type SessionHeader, type SessionId } from '../../src/model'
+import { chainOver } from '../../src/chain'
 import { encodeEvent, type EncodedEvent } from '../../src/validate'
 import { checkBatch, type CheckedEntry } from './change-batch'
 import type { StoreReader } from './reader'
@@ -16,6 +20,8 @@ export interface ImportWriter {
   create(header: SessionHeader, seed: readonly EncodedEvent[]): Promise<void>
   /** Appends events numbered from the stored length on. */
   append(events: readonly EncodedEvent[]): Promise<void>
+  /** The session's chain value at `position` (at most its length), as its writer has it. */
+  chainAt(position: number): Promise<string>
 }
 
 /** The store an import writes into. */
@@ -24,6 +30,8 @@ export interface ImportTarget {
   maxEventBytes: number
   /** Runs `write` holding `id` open for writing; 'locked' when another writer has it. */
   withWriter(id: SessionId, write: (writer: ImportWriter) => Promise<void>): Promise<'locked' | undefined>
+  /** The stored session's chain value at `position` (at most its length), without a writer. */
+  chainAt(header: SessionHeader, position: number): Promise<string>
 }
 
 /** Imports a batch. INVALID_ARGUMENT for a bad batch, with nothing written. */
@@ -70,9 +78,12 @@ async function applyEntry(target: ImportTarget, entry: CheckedEntry, result: App
     return
   }
   if (from > info.length) return skip('gap', `${where(id)} has ${info.length} events here and the batch starts at seq ${from}`)
-  // Compare what overlaps without any lock (a reader): only appending needs the writer lock.
-  if (!(await sameOverlap(target, entry, info.length, result))) return
-  if (from + events.length <= info.length) return
+  // Nothing to append (all of it is here already): compare without any lock, a reader's check.
+  const end = from + events.length
+  if (end <= info.length) {
+    await sameHistory(target, entry, end, await target.chainAt(info.header, end), result)
+    return
+  }
   await withWriter(target, id, skip, async (writer) => {
     const again = await target.reader.find(id)
     if (!again) return skip('gap', `${where(id)} was deleted while the batch was applied`)
@@ -91,7 +102,8 @@ async function appendAfterCompare(target: ImportTarget, writer: ImportWriter, en
     result.skipped.push({ id: header.id, reason: 'gap', detail: `${where(header.id)} has ${info.length} events here and the batch starts at seq ${from}` })
     return
   }
-  if (!(await sameOverlap(target, entry, info.length, result))) return
+  const at = Math.min(info.length, from + events.length)
+  if (!(await sameHistory(target, entry, at, await writer.chainAt(at), result))) return
   await appendRest(writer, events.slice(info.length - from), result)
 }
 
@@ -101,23 +113,33 @@ async function appendRest(writer: ImportWriter, rest: readonly EncodedEvent[], r
   result.copiedEvents += rest.length
 }
 
-/** True when the batch's events below `length` are the stored ones; else records the conflict. */
-async function sameOverlap(target: ImportTarget, entry: CheckedEntry, length: number, result: ApplyResult): Promise<boolean> {
+/**
+ * True when both sides hold the same events `[0, at)` (`from <= at <= from + events.length`):
+ * the entry's chain value at `from` stepped over its events below `at` is `ours`, this store's
+ * value at `at`. Else records the conflict, at the first seq the batch shows to differ (its
+ * events that are here are compared), or at `from - 1` when they all match: then the
+ * histories parted before the entry begins.
+ */
+async function sameHistory(target: ImportTarget, entry: CheckedEntry, at: number, ours: string, result: ApplyResult): Promise<boolean> {
   const { header, from, events } = entry
-  const end = Math.min(length, from + events.length)
-  if (from >= end) return true
-  let seq = from
-  for await (const page of target.reader.pages(header.id, { from, to: end })) {
-    for (const stored of page) {
-      if (encodeEvent(stored, header.id, Number.MAX_SAFE_INTEGER).json !== events[seq - from]!.json) {
-        const info = await target.reader.find(header.id)
-        result.conflicts.push(conflict(header.id, seq, 'event', header, info?.header ?? header))
-        return false
+  const theirs = chainOver(entry.chain, events.slice(0, at - from).map((e) => e.json))
+  if (theirs === ours) return true
+  let seq = from - 1
+  if (from < at) {
+    let i = from
+    compare: for await (const page of target.reader.pages(header.id, { from, to: at })) {
+      for (const stored of page) {
+        if (encodeEvent(stored, header.id, Number.MAX_SAFE_INTEGER).json !== events[i - from]!.json) {
+          seq = i
+          break compare
+        }
+        i++
       }
-      seq++
     }
   }
-  return true
+  const info = await target.reader.find(header.id)
+  result.conflicts.push({ ...conflict(header.id, Math.max(0, seq), 'event', header, info?.header ?? header), chain: { at, source: theirs, target: ours } })
+  return false
 }
 
 async function withWriter(target: ImportTarget, id: SessionId, skip: (reason: 'locked', detail: string) => void, write: (writer: ImportWriter) => Promise<void>): Promise<void> {

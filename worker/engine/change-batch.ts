@@ -5,13 +5,14 @@ import { SessionfoldError, where } from '../../src/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
 import { MAX_EVENT_TYPE_LENGTH, isEventType, isTime } from '../../src/limits'
 import { countSchema, safeParse, sessionHeaderSchema } from '../../src/schemas'
+import { CHAIN_ZERO, isChain } from '../../src/chain'
 import { assertPlainJson, describe, encodeEvent, isPlainObject, type EncodedEvent } from '../../src/validate'
 
 const bad = (message: string, id?: SessionId, seq?: number) => new SessionfoldError('INVALID_ARGUMENT', message, { sessionId: id, seq })
 
 const envelopeSchema = z.strictObject({
   v: z.literal(1),
-  sessions: z.array(z.strictObject({ header: z.unknown(), from: countSchema, events: z.array(z.unknown()), length: z.optional(countSchema) })),
+  sessions: z.array(z.strictObject({ header: z.unknown(), from: countSchema, events: z.array(z.unknown()), chain: z.optional(z.string()), length: z.optional(countSchema) })),
 })
 
 /** A batch entry checked whole, its events encoded for storage. */
@@ -19,6 +20,8 @@ export interface CheckedEntry {
   header: SessionHeader
   from: number
   events: EncodedEvent[]
+  /** The sender's chain value at `from` (CHAIN_ZERO at 0). */
+  chain: string
 }
 
 /** The whole batch checked, and every event encoded, before anything is written. */
@@ -38,8 +41,12 @@ export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[
     if (from === 0 && raw.events.length < header.seedLength) {
       throw bad(`the change batch starts ${where(id)}, a fork, without its ${header.seedLength} seed events`, id)
     }
+    // Past the start, the witness of the sender's prefix is what makes the entry safe to apply.
+    if (from > 0 ? !isChain(raw.chain) : raw.chain !== undefined && raw.chain !== CHAIN_ZERO) {
+      throw bad(`the change batch's entry for ${where(id)} from seq ${from} ${from > 0 ? 'needs' : 'cannot have'} the chain value of the sender's events before it (32 hex digits; sessionfold before 0.2 did not send it)`, id, from)
+    }
     const events = raw.events.map((e, i) => checkEvent(e, from + i, id, maxEventBytes))
-    return { header, from, events }
+    return { header, from, events, chain: raw.chain ?? CHAIN_ZERO }
   })
 }
 

@@ -8,6 +8,7 @@ import { SessionfoldError, isSessionfoldError } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../../src/schemas'
 import { utf8Length } from '../../src/validate'
+import type { ChainAt } from './changes-since'
 import type { StoreReader } from './reader'
 
 type Reader = Pick<StoreReader, 'find' | 'pages' | 'ids'>
@@ -39,7 +40,7 @@ class Batch {
   readonly failed: Changes['failed'] = []
   events = 0
   bytes = 0
-  constructor(readonly maxEvents: number, readonly maxBytes: number) {}
+  constructor(readonly chainAt: ChainAt, readonly maxEvents: number, readonly maxBytes: number) {}
   get full(): boolean {
     return this.events >= this.maxEvents || this.bytes >= this.maxBytes
   }
@@ -64,6 +65,7 @@ class Batch {
     const to = Math.min(length, from + room)
     let taken = 0
     try {
+      if (fresh && from > 0) entry.chain = await this.chainAt(header, from)
       if (from < to) {
         read: for await (const page of reader.pages(id, { from, to })) {
           for (const e of page) {
@@ -94,13 +96,13 @@ class Batch {
 
 /** A bounded batch after a feed cursor (or from nothing: `cursor` undefined). */
 export async function changesByFeed(
-  reader: Reader, feed: ChangeFeed, cursor: FeedCursor | undefined,
+  reader: Reader, chainAt: ChainAt, feed: ChangeFeed, cursor: FeedCursor | undefined,
   only: ReadonlySet<SessionId> | undefined, maxEvents: number, maxBytes: number,
 ): Promise<Changes> {
   const feedId = await feed.id()
   // No cursor, or one of another feed: walk every session, from the feed's head as it is now.
   let next: FeedCursor = cursor && cursor.feed === feedId ? { ...cursor } : { v: 2, feed: feedId, at: await feed.head(), walk: {} }
-  const batch = new Batch(maxEvents, maxBytes)
+  const batch = new Batch(chainAt, maxEvents, maxBytes)
   let pending = 0
   if (next.walk) {
     const walked = await walk(reader, next, only, batch)

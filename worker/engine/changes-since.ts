@@ -3,7 +3,7 @@
 import { z } from 'zod/mini'
 import type { ChangeEntry, Changes, SessionMapCursor } from '../../src/changes'
 import { SessionfoldError, isSessionfoldError } from '../../src/errors'
-import type { SessionId } from '../../src/model'
+import type { SessionHeader, SessionId } from '../../src/model'
 import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../../src/schemas'
 import { utf8Length } from '../../src/validate'
 import { changesByFeed, parseFeedCursor } from './changes-feed'
@@ -15,6 +15,8 @@ export const DEFAULT_BATCH_BYTES = 4 * 1024 * 1024
 export const MAX_BATCH_BYTES = 64 * 1024 * 1024
 
 type Reader = Pick<StoreReader, 'find' | 'pages' | 'ids' | 'feed'>
+/** The chain value of a session at a position: the witness an entry from there carries (chains.ts). */
+export type ChainAt = (header: SessionHeader, position: number) => Promise<string>
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
@@ -32,7 +34,7 @@ const optionsSchema = z.strictObject({
 })
 
 /** A bounded batch of this store's sessions and events after `cursor` (see src/changes.ts). */
-export async function changesSince(reader: Reader, cursorInput: unknown, optionsInput: unknown): Promise<Changes> {
+export async function changesSince(reader: Reader, chainAt: ChainAt, cursorInput: unknown, optionsInput: unknown): Promise<Changes> {
   const parsed = safeParse(optionsSchema, optionsInput ?? {})
   if (!parsed.success) throw bad(`changesSince options are invalid: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'options'}: ${i.message}`).join('; ')}`)
   const maxEvents = parsed.data.maxEvents ?? DEFAULT_BATCH_EVENTS
@@ -45,7 +47,7 @@ export async function changesSince(reader: Reader, cursorInput: unknown, options
     if (mapAsked) throw bad('changesSince: until and head go with session-map cursors (v 1), not with a feed cursor')
     if (!reader.feed) throw bad('changesSince: this store keeps no change feed, so it cannot go on from a feed cursor (v 2)')
     const only = parsed.data.sessions ? new Set(parsed.data.sessions) : undefined
-    return changesByFeed(reader, reader.feed, feedCursor, only, maxEvents, maxBytes)
+    return changesByFeed(reader, chainAt, reader.feed, feedCursor, only, maxEvents, maxBytes)
   }
   const cursor = parseCursor(cursorInput)
   const head: SessionMapCursor | undefined = parsed.data.head ? { v: 1, sessions: {} } : undefined
@@ -90,6 +92,7 @@ export async function changesSince(reader: Reader, cursorInput: unknown, options
     bytes += utf8Length(JSON.stringify(header))
     events += 1
     try {
+      if (from > 0) entry.chain = await chainAt(header, from)
       if (from < to) {
         read: for await (const page of reader.pages(id, { from, to })) {
           for (const e of page) {

@@ -61,6 +61,8 @@ export interface CheckpointPolicyOptions {
   onError: (err: SessionfoldError) => void
   /** Keeps some rows as history rows too (absent: an adapter without them). */
   history?: HistoryKeeper
+  /** Called as each row is written: what is stored at the same pace goes with it (the session's chain marks). */
+  alongside?: (session: CheckpointSession) => void
 }
 
 export function newCheckpointState(): CheckpointState {
@@ -128,6 +130,7 @@ export class CheckpointPolicy {
     state.since = 0
     state.unsavedAt = undefined
     state.turnEnded = false
+    this.options.alongside?.(session)
     state.writing = this.options.storage
       .putCheckpoint(id, row)
       .catch((err: unknown) => {

@@ -70,7 +70,7 @@ export function follow<S extends FollowedSession>(session: S, context: FollowCon
     return waiting.step
   }
   const entry: Queued = { known, tails: tail ? [tail] : [], step: Promise.resolve() }
-  const step = log.chain.then(async () => {
+  const step = log.folds.then(async () => {
     queued.delete(log)
     if (session.writer || !context.isCurrent(session)) return
     const fold = (page: readonly SessionEvent[]) => {
@@ -93,10 +93,10 @@ export function follow<S extends FollowedSession>(session: S, context: FollowCon
     if (to <= log.durable) return
     for await (const page of context.reader.pages(id, { from: log.durable, to })) fold(page)
   })
-  log.chain = step.catch((err: unknown) => {
+  log.folds = step.catch((err: unknown) => {
     context.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `could not follow ${where(id)}: ${(err as Error)?.message ?? err}`, { sessionId: id, cause: err }))
   })
-  entry.step = log.chain
+  entry.step = log.folds
   queued.set(log, entry)
-  return log.chain
+  return log.folds
 }

@@ -21,6 +21,7 @@ import { applyChanges, type ImportTarget } from './apply-changes'
 import { notify, watch, type ChangeListener } from './change-feed'
 import { changesSince } from './changes-since'
 import { CheckpointPolicy } from './checkpoints'
+import { ChainKeeper } from './chains'
 import { follow, type FollowTail } from './follow'
 import { HistoryKeeper } from './history'
 import { atOption, catalogsAt, readAt, type AtReader } from './read-at'
@@ -73,6 +74,8 @@ export class Engine {
   private readonly checkpoints: CheckpointPolicy
   /** Keeps history rows (time travel), where the adapter stores them. */
   readonly history: HistoryKeeper | undefined
+  /** Chain values: the witness of a prefix that change batches carry (chains.ts). */
+  readonly chains: ChainKeeper
   /** What lineage (spawn, external, fork) and imports may do with the engine. */
   private readonly lineage: LineageHost<LiveSession>
   private readonly importTarget: ImportTarget
@@ -88,7 +91,9 @@ export class Engine {
     this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
     this.reader = new StoreReader(this.storage, this.defs)
     if (this.storage.history) this.history = new HistoryKeeper(this.storage.history, this.reader, this.defs, this.onError)
+    this.chains = new ChainKeeper(this.storage.kv, this.reader, this.onError)
     this.checkpoints = new CheckpointPolicy({
+      alongside: (session) => void this.chains.save(session as LiveSession),
       storage: this.storage,
       everyEvents: positive(options.checkpoint?.everyEvents ?? 256, 'checkpoint.everyEvents'),
       everyMs: positive(options.checkpoint?.everyMs ?? 2000, 'checkpoint.everyMs'),
@@ -101,6 +106,7 @@ export class Engine {
       maxEventBytes: this.maxEventBytes,
       now: this.now,
       ...(this.history ? { reached: (session: LiveSession, at: number) => this.history!.reached(session, at) } : {}),
+      appended: (session, encoded) => this.chains.appended(session, encoded),
       folded: (session, events, turnEnded, bytes) => {
         notify(session, this.onError)
         this.checkpoints.afterWrite(session, events, turnEnded, bytes)
@@ -114,6 +120,7 @@ export class Engine {
       locks: this.locks,
       pipeline: this.pipeline,
       checkpoints: this.checkpoints,
+      chains: this.chains,
       follow: (id) => this.follow(id),
       onError: this.onError,
       watchSession: options.watchSession,
@@ -135,7 +142,12 @@ export class Engine {
       append: (id, input) => this.append(id, input),
       discard: (id) => this.sessions.discard(id),
     }
-    this.importTarget = { reader: this.reader, maxEventBytes: this.maxEventBytes, withWriter: (id, write) => this.sessions.withImportWriter(id, write) }
+    this.importTarget = {
+      reader: this.reader,
+      maxEventBytes: this.maxEventBytes,
+      withWriter: (id, write) => this.sessions.withImportWriter(id, write),
+      chainAt: (header, position) => this.chainAt(header, position),
+    }
   }
 
   /** Creates a root session and opens it for writing. */
@@ -327,7 +339,12 @@ export class Engine {
   /** A bounded batch of this store's headers and events after `cursor`. */
   changesSince(cursor: unknown, options?: unknown): Promise<Changes> {
     this.open()
-    return changesSince(this.reader, cursor, options)
+    return changesSince(this.reader, (header, position) => this.chainAt(header, position), cursor, options)
+  }
+
+  /** The chain value of a session at `position` (at most its length): the witness of its events before it. */
+  chainAt(header: SessionHeader, position: number): Promise<string> {
+    return this.chains.at(header, position, this.sessions.get(header.id))
   }
 
   /** A small record of the store's own (a replication's cursors), or undefined. */

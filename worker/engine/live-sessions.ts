@@ -12,6 +12,7 @@ import { newLogState, type AppendPipeline, type LogState } from './append-pipeli
 import { newFeed, type FeedState } from './change-feed'
 import { newCheckpointState, type CheckpointPolicy, type CheckpointState } from './checkpoints'
 import type { ImportWriter } from './apply-changes'
+import type { ChainKeeper, PrefixState } from './chains'
 import type { StoreReader } from './reader'
 
 export interface LiveSession {
@@ -30,6 +31,8 @@ export interface LiveSession {
   attaching: number
   /** Stops watching storage for other engines' appends (while followed here without a writer). */
   unwatch?: () => void
+  /** The chain at the log's end, while a writer has it here (chains.ts). */
+  prefix?: PrefixState
 }
 
 /** A session of `length` durable events, folded into `slots`. */
@@ -43,6 +46,7 @@ export interface LiveSessionsOptions {
   locks: WriterLocks
   pipeline: AppendPipeline<LiveSession>
   checkpoints: CheckpointPolicy
+  chains: ChainKeeper
   /** Catches a session followed here up with storage (another writer's appends). */
   follow: (id: SessionId) => Promise<void>
   onError: (err: SessionfoldError) => void
@@ -160,6 +164,7 @@ export class LiveSessions {
     for (const e of seed) foldEvent(slots, e.event)
     const live = newLiveSession(header, slots, seed.length)
     live.writer = { release }
+    this.options.chains.created(live, seed)
     this.add(live)
     if (!held) await checkpoints.write(live)
     return live
@@ -183,6 +188,7 @@ export class LiveSessions {
     try {
       // If we were only following it, another writer may have appended since: catch up first.
       await this.options.follow(id)
+      await this.options.chains.attach(live)
     } catch (err) {
       live.attaching--
       this.dropIfUnused(live)
@@ -216,6 +222,10 @@ export class LiveSessions {
           live ??= await this.attachWriter(id, release, true)
           await this.options.pipeline.appendNumbered(live, events)
         },
+        chainAt: async (position) => {
+          live ??= await this.attachWriter(id, release, true)
+          return this.options.chains.at(live.header, position, live)
+        },
       })
     } finally {
       // Releasing the writer writes a row when one is due: the next batch starts warm enough.
@@ -248,6 +258,7 @@ export class LiveSessions {
       // a few events) only when a row is due: a row per batch cost a commit per sync request.
       if (!writer.imports || this.options.checkpoints.isDue(live)) await this.options.checkpoints.write(live)
       await this.options.checkpoints.drain(live)
+      await this.options.chains.release(live)
       live.writer = undefined
       await writer.release()
     } else if (role === 'observer' && live.observers > 0) {
@@ -268,6 +279,7 @@ export class LiveSessions {
     try {
       const live = this.live.get(id)
       if (live) this.remove(live)
+      this.options.chains.forget(id)
       await this.options.pipeline.remove(id)
     } finally {
       await release()
@@ -283,7 +295,9 @@ export class LiveSessions {
       this.remove(live)
       checkpoints.cancel(live)
       await checkpoints.drain(live)
+      live.prefix = undefined
     }
+    this.options.chains.forget(id)
     try {
       await pipeline.remove(id)
     } catch (err) {

@@ -2,14 +2,14 @@
 // engine, its host, store-to-store sync and the CLI make goes through here, and so does the
 // cold read (a session folded from storage without keeping it).
 import { notFound } from '../../adapters/guard'
-import type { ChangeFeed, HistoryRows, ReadRange, SessionInfo, StorageAdapter } from '../../adapters/types'
+import type { ChangeFeed, HistoryRows, KeyValueStore, ReadRange, SessionInfo, StorageAdapter } from '../../adapters/types'
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/model'
 import type { ProjectionDefinition, ProjectionSnapshot } from '../../src/projection'
 import type { EventsPage } from '../../src/protocol'
 import { foldEvent, restoreSlots, snapshotOf, type UnitSlot } from '../units'
 
 /** What reading needs of an adapter: none of its writes. */
-export type ReadableStorage = Pick<StorageAdapter, 'getSession' | 'readEvents' | 'listIds' | 'listSessions' | 'getCheckpoint' | 'feed' | 'history'>
+export type ReadableStorage = Pick<StorageAdapter, 'getSession' | 'readEvents' | 'listIds' | 'listSessions' | 'getCheckpoint' | 'feed' | 'history' | 'kv'>
 
 /** A session folded from storage: its header, durable length, unit states and values. */
 export interface ColdRead {
@@ -33,6 +33,11 @@ export class StoreReader {
   /** The sessions' history rows, when the adapter keeps them (read them only: a read never writes back). */
   get history(): Pick<HistoryRows, 'get' | 'list'> | undefined {
     return this.storage.history
+  }
+
+  /** The store's key-value records (chain marks), when its adapter keeps them (read them only). */
+  get records(): Pick<KeyValueStore, 'get' | 'list'> | undefined {
+    return this.storage.kv
   }
 
   /** The store's change feed, when its adapter keeps one. */

@@ -7,11 +7,13 @@ import type { ProjectionDefinition } from '../../src/projection'
 import type { VerifyDamage, VerifyStep, VerifyTotals } from '../../src/protocol'
 import { foldEvent, initSlots, restoreSlots, snapshotOf, type UnitSlot } from '../units'
 import type { StoreReader } from './reader'
+import { ChainState, eventJson } from '../../src/chain'
+import { storedMarks } from './chains'
 
 /** Sessions listed per storage call while verifying. */
 const VERIFY_PAGE = 256
 
-type Reader = Pick<StoreReader, 'listIds' | 'find' | 'checkpoint' | 'pages' | 'history'>
+type Reader = Pick<StoreReader, 'listIds' | 'find' | 'checkpoint' | 'pages' | 'history' | 'records'>
 
 const isCorrupt = (err: unknown): err is SessionfoldError => isSessionfoldError(err, 'CORRUPT_LOG')
 
@@ -111,11 +113,23 @@ async function verifySession(reader: Reader, defs: readonly ProjectionDefinition
       }
     }
   }
+  // Chain marks (chains.ts): each stored one must be the chain value of the log at its position.
+  const marks = await storedMarks(reader.records, header)
+  for (const problem of marks.problems) damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `chain marks of ${where(id)}: ${problem}` })
+  for (const at of marks.values.keys()) {
+    if (at > length) damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `chain mark ${at} of ${where(id)} lies beyond the log's ${length} events` })
+  }
+  const chain = new ChainState()
   let next = 0
   try {
     for await (const page of reader.pages(id, { from: 0, to: length, signal })) {
       for (const e of page) {
         if (e.seq !== next) throw new SessionfoldError('CORRUPT_LOG', `${where(id)}: expected seq ${next}, read seq ${e.seq}`, { sessionId: id, seq: next })
+        if (marks.values.size > 0) {
+          chain.push(eventJson(e))
+          const mark = marks.values.get(next + 1)
+          if (mark !== undefined && mark !== chain.value) damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `chain mark ${next + 1} of ${where(id)} is not the chain value of the log there` })
+        }
         foldEvent(full, e)
         // Only a row that was used can disagree with the refold; foldEvent skips what it holds.
         if (cold.kept > 0) foldEvent(cold.slots, e)
