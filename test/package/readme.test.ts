@@ -2,6 +2,7 @@
 // Every example in the README that names a file is that file under examples/, which tsc
 // compiles (npm test runs tsc --noEmit) and, where it runs on its own, this test runs; every
 // example, those included, also compiles against the built package (doc-examples.test.ts).
+// The examples are the repository's, not the package's: the README says so.
 import { spawnSync } from 'node:child_process'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -30,6 +31,14 @@ describe('README', () => {
     for (const { code, shows } of blocks) expect(await readFile(join(root, shows!), 'utf8'), shows).toBe(code)
     expect(readme).toContain('npm install && npm run demo')
     expect(readme).toContain('npm ci && npm test')
+  })
+
+  it('says that the examples are in the repository, not in the package (whose "files" leave them out)', async () => {
+    const readme = await readFile(join(root, 'README.md'), 'utf8')
+    const { files } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { files: string[] }
+    expect(files.some((f) => f.startsWith('examples'))).toBe(false)
+    expect(readme).toContain('not part of the installed package')
+    expect(readme).toContain('The examples are in the repository, not in the npm package')
   })
 
   it('runs the Node examples', async () => {
