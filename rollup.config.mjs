@@ -156,7 +156,8 @@ export default [
     plugins: [typescript(), nodeResolve(), minify()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, sourcemap: true },
   },
-  // Bundled declarations, one file per entry point, as .d.ts (import) and .d.cts (require).
+  // Bundled declarations, one file per entry point (and the chunks they share), as .d.ts (import)
+  // and .d.cts (require), in one build so that each class is declared once.
   {
     input: declarations,
     external,
