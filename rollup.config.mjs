@@ -2,7 +2,8 @@
 // worker entries, the adapters, and bundled .d.ts. Sources are TypeScript, transpiled by
 // esbuild; idb, comlink and zod stay dependencies (postgres an optional peer, Node only), except in the browser worker, which is
 // self-contained so that any bundler can ship it as a plain file.
-import { chmod, readFile } from 'node:fs/promises'
+import { chmod, readFile, rm } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import { transform } from 'esbuild'
 import { dts } from 'rollup-plugin-dts'
 import { nodeResolve } from './scripts/rollup-resolve.mjs'
@@ -53,7 +54,9 @@ const minify = () => ({
 /**
  * The declarations of each entry point (dist/types/<name>.d.ts and .d.cts), by name: a new
  * entry point is one line here, plus its rows in package.json "exports" and "typesVersions"
- * (test/package/types-consumers.test.ts checks that those three agree).
+ * (test/package/types-consumers.test.ts checks that those three agree). They are built
+ * together, so that what two entries declare alike is declared once, in a chunk
+ * (dist/types/chunks/) or in one entry that the other imports.
  */
 const declarations = {
   index: 'src/index-node.ts',
@@ -80,6 +83,38 @@ const readAlikeInEveryResolution = () => ({
     return null
   },
 })
+
+/**
+ * Refuses a class declared in two declaration files of one format. TypeScript compares classes
+ * with private members by declaration, so two declarations of one class are two types that do
+ * not take each other: `createSyncHandler({ store })` refused openStore()'s Store while
+ * server.d.ts declared a Store of its own. One instance is shared by every declaration build,
+ * so this holds across builds too, should the entries ever be split.
+ */
+const oneDeclarationOfEachClass = () => {
+  const classesOf = new Map() // declaration file → the classes it declares
+  return {
+    name: 'one-declaration-of-each-class',
+    generateBundle(options, bundle) {
+      const dir = options.dir ?? dirname(options.file)
+      for (const chunk of Object.values(bundle)) {
+        if (chunk.type === 'chunk') classesOf.set(`${dir}/${chunk.fileName}`, [...chunk.code.matchAll(/^(?:export )?declare (?:abstract )?class (\w+)/gm)].map((m) => m[1]))
+      }
+      const where = new Map() // 'Store .d.ts' → the files of that format declaring it
+      for (const [file, names] of classesOf) {
+        const format = file.endsWith('.d.cts') ? '.d.cts' : '.d.ts'
+        for (const name of names) where.set(`${name} ${format}`, [...(where.get(`${name} ${format}`) ?? []), file])
+      }
+      for (const [key, files] of where) {
+        if (files.length > 1) this.error(`class ${key.split(' ')[0]} is declared in ${files.join(' and ')}: declare it once, and import it where it is used`)
+      }
+    },
+  }
+}
+const classes = oneDeclarationOfEachClass()
+
+/** Empties `dir` before a build: a chunk named by a hash that changed would stay and be published. */
+const emptyFirst = (dir) => ({ name: 'empty-first', buildStart: () => rm(dir, { recursive: true, force: true }) })
 
 const adapters = {
   'adapters/memory': 'adapters/memory.ts',
@@ -121,12 +156,13 @@ export default [
     plugins: [typescript(), nodeResolve(), minify()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, sourcemap: true },
   },
-  // Bundled declarations, one file per entry point, as .d.ts (import) and .d.cts (require).
-  ...Object.entries(declarations).map(([name, input]) => ({
-    input,
+  // Bundled declarations, one file per entry point (and the chunks they share), as .d.ts (import)
+  // and .d.cts (require), in one build so that each class is declared once.
+  {
+    input: declarations,
     external,
-    plugins: [dts({ respectExternal: false, compilerOptions: { paths: {} } }), readAlikeInEveryResolution()],
-    output: [{ file: `dist/types/${name}.d.ts`, format: 'es' }, { file: `dist/types/${name}.d.cts`, format: 'es' }],
-  })),
+    plugins: [emptyFirst('dist/types'), dts({ respectExternal: false, compilerOptions: { paths: {} } }), readAlikeInEveryResolution(), classes],
+    output: ['d.ts', 'd.cts'].map((ext) => ({ dir: 'dist/types', format: 'es', entryFileNames: `[name].${ext}`, chunkFileNames: `chunks/[name]-[hash].${ext}` })),
+  },
 ]
 

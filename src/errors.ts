@@ -34,7 +34,7 @@ export interface ErrorDetails {
  * session and seq involved.
  *
  * @example
- * try { await session.append(e, { expectedSeq: 3 }) }
+ * try { await session.append(event, { expectedSeq: 3 }) }
  * catch (err) { if (isSessionfoldError(err, 'SEQ_CONFLICT')) retry() }
  */
 export class SessionfoldError extends Error {

@@ -1,6 +1,6 @@
 // examples/custom-projection/main.ts
 import { openStore } from 'sessionfold'
-import './token-count' // for its ProjectionMap type
+import type { TokenCount } from './token-count' // its ProjectionMap entry, and none of its code
 
 const store = await openStore({
   dir: process.env.SESSIONFOLD_DIR ?? '.sessionfold',
@@ -12,5 +12,6 @@ await session.append([
   { type: 'llm/usage', data: { tokens: 1200 } },
   { type: 'llm/usage', data: { tokens: 345 } },
 ])
-console.log(session.projections.get('tokenCount')) // { total: 1545, turns: 2 }
+const count: TokenCount | null = session.projections.get('tokenCount')
+console.log(count) // { total: 1545, turns: 2 }
 await store.close()

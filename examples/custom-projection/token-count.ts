@@ -4,6 +4,7 @@ import { z } from 'zod'
 
 const usage = z.object({ tokens: z.number().int().nonnegative() })
 const state = z.object({ total: z.number(), turns: z.number() })
+export type TokenCount = z.infer<typeof state>
 
 export const tokenCount = defineProjection({
   key: 'tokenCount',
@@ -21,6 +22,6 @@ export const tokenCount = defineProjection({
 // Types `get('tokenCount')` and `subscribe('tokenCount', …)` everywhere in the app.
 declare module 'sessionfold' {
   interface ProjectionMap {
-    tokenCount: z.infer<typeof state>
+    tokenCount: TokenCount
   }
 }

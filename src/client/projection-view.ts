@@ -38,13 +38,16 @@ type MapListener = (snapshot: ProjectionSnapshot<ProjectionMap>) => void
  * synchronous and current; `subscribe` delivers the current value first, then every change,
  * batched (a burst of appends notifies once, with the final state).
  *
- * @example React
+ * @example
+ * // React: a component's snapshot, re-rendered on every append
  * const snapshot = useSyncExternalStore(
  *   (onChange) => session.projections.subscribe(() => onChange()),
  *   () => session.projections.snapshot(),
  * )
- * @example Svelte
- * const catalog = { subscribe: (run) => session.projections.subscribe('subagentCatalog', run) }
+ * @example
+ * // Svelte: one key as a readable store ($catalog in a component)
+ * type Catalog = ProjectionMap['subagentCatalog'] | null
+ * const catalog = { subscribe: (run: (value: Catalog) => void) => session.projections.subscribe('subagentCatalog', run) }
  */
 export class ProjectionMapView {
   #values: Record<string, Json | null>

@@ -115,7 +115,7 @@ export class Store {
    *
    * @example
    * const then = await store.observe(id, { at: 120 })   // as it was after 120 events
-   * then.projections.get('turnTiming')
+   * then.projections.get('subagentTiming')   // the turn timing then
    */
   async observe(id: SessionId, options?: { at?: number }): Promise<SessionView> {
     assertSessionId(id)
@@ -276,7 +276,7 @@ export class Store {
    * `live: true` receives the server's appends as they happen. See {@link Replication}.
    *
    * @example
-   * const replication = store.connect('https://example.com/sync', { headers: async () => ({ authorization: `Bearer ${await token()}` }), live: true })
+   * const replication = store.connect('https://example.com/sync', { headers: async () => ({ authorization: `Bearer ${await freshToken()}` }), live: true })
    * replication.subscribe(({ status, pending }) => render(status, pending))
    */
   connect(url: string | URL, options: ConnectOptions = {}): Replication {

@@ -9,11 +9,15 @@ import { subagentTimingUnit, type TimingView } from './timing'
  * bundled .d.ts and .d.cts then carry them whole, whatever moduleResolution reads them
  * (a `declare module` of one of our own files resolves in some modes and not in others).
  *
- * Apps add their own keys by declaration merging, from any file of theirs:
+ * Apps add their own keys by declaration merging, from any module of theirs (a file that
+ * imports or exports something: in a file with neither, `declare module` would declare a new
+ * module that hides the package's types):
  *
  * @example
+ * export {} // or any import or export: it makes this file a module
+ *
  * declare module 'sessionfold' {
- *   interface ProjectionMap { tokenCount: number }
+ *   interface ProjectionMap { tokenCount: { total: number; turns: number } }
  * }
  */
 export interface ProjectionMap {

@@ -1,6 +1,8 @@
 // Package: the README, published with the package — each example is a compiled file, and the runnable ones run
-// Every example in the README is a file under examples/ that tsc compiles (npm test runs
-// tsc --noEmit) and, where it runs on its own, that this test runs.
+// Every example in the README that names a file is that file under examples/, which tsc
+// compiles (npm test runs tsc --noEmit) and, where it runs on its own, this test runs; every
+// example, those included, also compiles against the built package (doc-examples.test.ts).
+// The examples are the repository's, not the package's: the README says so.
 import { spawnSync } from 'node:child_process'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -8,6 +10,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
+import { markdownExamples } from '../support/doc-examples'
 
 const root = join(__dirname, '../..')
 
@@ -19,15 +22,23 @@ function run(file: string, args: string[], dir: string): { status: number | null
 describe('README', () => {
   it('shows each example exactly as the file that is compiled and run', async () => {
     const readme = await readFile(join(root, 'README.md'), 'utf8')
-    const blocks = [...readme.matchAll(/```ts\n(\/\/ (examples\/[^\n]+)\n[\s\S]*?)```/g)]
-    expect(blocks.map((b) => b[2])).toEqual([
+    const blocks = markdownExamples(root, 'README.md').filter((b) => b.shows)
+    expect(blocks.map((b) => b.shows)).toEqual([
       'examples/node-script.ts', 'examples/browser/main.ts', 'examples/custom-projection/token-count.ts',
       'examples/custom-projection/worker.ts', 'examples/custom-projection/main.ts', 'examples/react/session-panel.ts',
       'examples/session-tree.ts', 'examples/encrypted-store.ts',
     ])
-    for (const [, body, file] of blocks) expect(await readFile(join(root, file!), 'utf8'), file).toBe(body)
+    for (const { code, shows } of blocks) expect(await readFile(join(root, shows!), 'utf8'), shows).toBe(code)
     expect(readme).toContain('npm install && npm run demo')
     expect(readme).toContain('npm ci && npm test')
+  })
+
+  it('says that the examples are in the repository, not in the package (whose "files" leave them out)', async () => {
+    const readme = await readFile(join(root, 'README.md'), 'utf8')
+    const { files } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { files: string[] }
+    expect(files.some((f) => f.startsWith('examples'))).toBe(false)
+    expect(readme).toContain('not part of the installed package')
+    expect(readme).toContain('The examples are in the repository, not in the npm package')
   })
 
   it('runs the Node examples', async () => {

@@ -4,14 +4,14 @@
 // and dist/types) and is compiled, strict, by our own tsc: one `tsc -b` per mode for its two
 // apps, two at a time. Its files are what an app writes: a projection of its own typed the
 // documented way (declare module 'sessionfold'), a main file reading built-in and own keys,
-// a worker file, the adapters. Each also holds lines that must NOT compile (@ts-expect-error:
+// a worker file, a sync server on openStore's store, the adapters. Each also holds lines that must NOT compile (@ts-expect-error:
 // an unknown key, a wrong value type) and exact type checks, so that `never` or `any` fails
 // as surely as a missing export. publint and attw check where the types are; this checks
 // what they say, as an app's compiler reads them.
 import { execFile } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, posix } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { root } from '../support/ensure-built'
 
@@ -52,9 +52,13 @@ const IMPORTS = {
 import { tokenCount, type TokenCount } from './token-count.js'`,
     tokenCount: `import { defineProjection } from 'sessionfold'
 import { z } from 'zod'`,
-    worker: `import { chunkedListSchema, serveEngine } from 'sessionfold/worker'
+    worker: `import type { ChunkedList } from 'sessionfold'
+import { chunkedListSchema, serveEngine } from 'sessionfold/worker'
 import { z } from 'zod'
 import { tokenCount } from './token-count.js'`,
+    server: `import { createServer } from 'node:http'
+import { openStore } from 'sessionfold'
+import { createSyncHandler, toNodeListener, type SyncHandler } from 'sessionfold/server'`,
     adapters: `import { createFsAdapter } from 'sessionfold/adapters/fs'
 import { createIndexedDbAdapter } from 'sessionfold/adapters/indexeddb'
 import { createMemoryAdapter } from 'sessionfold/adapters/memory'
@@ -73,11 +77,20 @@ type TokenCount = tc.TokenCount`,
     tokenCount: `import sessionfold = require('sessionfold')
 import { z } from 'zod'
 const { defineProjection } = sessionfold`,
-    worker: `import sfWorker = require('sessionfold/worker')
+    worker: `import sessionfold = require('sessionfold')
+import sfWorker = require('sessionfold/worker')
 import { z } from 'zod'
 import tc = require('./token-count.cjs')
 const { chunkedListSchema, serveEngine } = sfWorker
-const { tokenCount } = tc`,
+const { tokenCount } = tc
+type ChunkedList<T> = sessionfold.ChunkedList<T>`,
+    server: `import nodeHttp = require('node:http')
+import sessionfold = require('sessionfold')
+import sfServer = require('sessionfold/server')
+const { createServer } = nodeHttp
+const { openStore } = sessionfold
+const { createSyncHandler, toNodeListener } = sfServer
+type SyncHandler = sfServer.SyncHandler`,
     adapters: `import fsAdapter = require('sessionfold/adapters/fs')
 import idbAdapter = require('sessionfold/adapters/indexeddb')
 import memoryAdapter = require('sessionfold/adapters/memory')
@@ -167,9 +180,28 @@ export async function main(): Promise<number> {
 export function start(): Promise<void> {
   const list = chunkedListSchema(z.number())
   assertType<Equal<ReturnType<typeof list.parse>['length'], number>>()
+  // The class 'sessionfold' exports is the one the schema parses to: one declaration of it
+  // (two would differ by their private members, and neither would take the other).
+  const parsed: ChunkedList<number> = list.parse([[1, 2]])
+  assertType<Equal<ReturnType<typeof list.parse>, ChunkedList<number>>>()
+  void parsed.append(3)
   // @ts-expect-error: projections are units, not keys
   void serveEngine({ projections: ['tokenCount'] })
   return serveEngine({ projections: [tokenCount] })
+}`,
+  // The README's "Sync with a server": openStore's Store is the Store the handler takes.
+  server: `${EQUAL}
+
+export async function serve(): Promise<SyncHandler> {
+  const store = await openStore({ storage: 'memory', worker: false })
+  const handler = createSyncHandler({ store, basePath: '/sync', authorize: ({ sessionId }) => sessionId === undefined || sessionId.startsWith('u1-') })
+  assertType<Equal<Parameters<typeof createSyncHandler>[0]['store'], typeof store>>()
+  createServer(toNodeListener(handler)).listen(8787, '127.0.0.1')
+  // @ts-expect-error: a store, not the options of one
+  createSyncHandler({ store: { storage: 'memory' }, authorize: () => true })
+  // @ts-expect-error: every request is authorized by the app
+  createSyncHandler({ store })
+  return handler
 }`,
   adapters: `export async function adapters(): Promise<string[]> {
   const all = [
@@ -188,10 +220,10 @@ export function start(): Promise<void> {
 
 function sourcesOf(format: Format): Record<string, string> {
   const imports = IMPORTS[format]
-  const file = (name: 'main' | 'tokenCount' | 'worker' | 'adapters', base: string) =>
+  const file = (name: 'main' | 'tokenCount' | 'worker' | 'server' | 'adapters', base: string) =>
     [`src/${base}.${imports.ext}`, `${imports[name]}\n\n${BODIES[name]}\n`] as const
   return Object.fromEntries([
-    file('tokenCount', 'token-count'), file('main', 'main'), file('worker', 'worker'), file('adapters', 'adapters'),
+    file('tokenCount', 'token-count'), file('main', 'main'), file('worker', 'worker'), file('server', 'server'), file('adapters', 'adapters'),
   ])
 }
 
@@ -276,12 +308,45 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 
+/** The declaration files built, as package-relative paths ('./dist/types/…'), sorted. */
+function built(): string[] {
+  return readdirSync(join(root, 'dist/types'), { recursive: true, encoding: 'utf8' }).filter((f) => /\.d\.c?ts$/.test(f)).map((f) => `./dist/types/${f}`).sort()
+}
+
+/** The package's own declaration files that `file` imports or re-exports ('./x.js' is x.d.ts; './x.cjs', x.d.cts). */
+function importsOf(file: string): string[] {
+  const text = readFileSync(join(root, file), 'utf8')
+  return [...text.matchAll(/^(?:import|export)\b[^'"]*?(?:from )?'(\.[^']+)'/gm)].map(([, specifier]) =>
+    `./${posix.join(posix.dirname(file), specifier!.replace(/\.js$/, '.d.ts').replace(/\.cjs$/, '.d.cts'))}`)
+}
+
 describe('the published types, in an app', () => {
+  it('declare each class once, in .d.ts and in .d.cts: every entry point that names it imports that one declaration', () => {
+    // Two declarations of one class are two types that do not take each other (their private
+    // members are "separate declarations"): createSyncHandler({ store }) with openStore()'s Store
+    // failed so, when sessionfold/server's file declared a Store of its own.
+    for (const ext of ['.d.ts', '.d.cts']) {
+      const where = new Map<string, string[]>()
+      for (const file of built().filter((f) => f.endsWith(ext))) {
+        for (const [, name] of readFileSync(join(root, file), 'utf8').matchAll(/^(?:export )?declare (?:abstract )?class (\w+)/gm)) {
+          where.set(name!, [...(where.get(name!) ?? []), file])
+        }
+      }
+      expect(where.get('Store'), `the files of ${ext} that declare Store`).toHaveLength(1)
+      expect([...where].filter(([, files]) => files.length > 1), `classes declared in more than one ${ext} file`).toEqual([])
+    }
+  })
+
+
   it('are there for every entry point under every resolution: package.json "exports" and "typesVersions" agree', () => {
     expect(ENTRIES.map((e) => e.subpath)).toEqual(expect.arrayContaining(['.', './worker', './adapters/memory', './adapters/indexeddb', './adapters/fs', './adapters/postgres']))
-    // Every declaration file built (rollup.config.mjs, `declarations`) is an entry's.
-    const built = readdirSync(join(root, 'dist/types'), { recursive: true, encoding: 'utf8' }).filter((f) => /\.d\.c?ts$/.test(f)).map((f) => `./dist/types/${f}`)
-    expect(built.sort()).toEqual(ENTRIES.flatMap((e) => e.types.map(([, file]) => file)).filter((f, i, all) => all.indexOf(f) === i).sort())
+    // Every declaration file built (rollup.config.mjs, `declarations`) is an entry's, or a
+    // chunk of what entries share (chunks/), which an entry reaches.
+    const entries = built().filter((f) => !f.startsWith('./dist/types/chunks/'))
+    expect(entries).toEqual(ENTRIES.flatMap((e) => e.types.map(([, file]) => file)).filter((f, i, all) => all.indexOf(f) === i).sort())
+    const reached = new Set(entries)
+    for (const file of reached) for (const imported of importsOf(file)) reached.add(imported)
+    expect(built(), 'declaration files no entry reaches').toEqual([...reached].sort())
     for (const { subpath, types } of ENTRIES) {
       // import and the default: the .d.ts; require: the .d.cts of the same name.
       const name = subpath === '.' ? 'index' : subpath.slice(2)

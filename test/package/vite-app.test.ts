@@ -7,7 +7,9 @@
 // start (the entry, its imports, the worker connection, the worker), or, for the engine that
 // runs in the page's own thread (worker: false, or no Worker constructor), when the page has no
 // Worker: that engine, with zod, is the only code the page with a worker never loads.
-import { mkdtemp, rm } from 'node:fs/promises'
+// A page that types an app's own projection as the README advises (examples/custom-projection/
+// main.ts's import of the unit's module) keeps that so: neither the unit nor zod in the page.
+import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
@@ -136,4 +138,32 @@ it(`ships the worker minified (at most ${kB(WORKER_MAX_GZIP)} gzip), and every J
   expect(js().filter((e) => withWorker.fetched.has(e.fileName) && zodIn(e)).map((e) => e.fileName)).toEqual([])
   expect(js().filter(zodIn).every((e) => inThread.fetched.has(e.fileName))).toBe(true)
   expect(inThread.problems).toEqual([])
+})
+
+it('keeps an app\'s own unit and zod out of a page that takes its type as the README advises', async () => {
+  // The README's main.ts line that imports the unit's module, in a page of its own.
+  const main = await readFile(join(root, 'examples/custom-projection/main.ts'), 'utf8')
+  const advised = /^import .*'\.\/token-count'.*$/m.exec(main)?.[0]
+  expect(advised, 'examples/custom-projection/main.ts imports ./token-count').toBeDefined()
+  const dir = await mkdtemp(join(tmpdir(), 'sessionfold-vite-types-'))
+  try {
+    await mkdir(join(dir, 'node_modules'))
+    await symlink(join(root, 'node_modules/zod'), join(dir, 'node_modules/zod'), 'dir') // the app's own dependency
+    await copyFile(join(root, 'examples/custom-projection/token-count.ts'), join(dir, 'token-count.ts'))
+    await writeFile(join(dir, 'index.html'), '<!doctype html>\n<p id="count"></p>\n<script type="module" src="./main.ts"></script>\n')
+    await writeFile(join(dir, 'main.ts'), `import { openStore } from 'sessionfold'\n${advised}\n
+const session = await (await openStore({ name: 'types' })).createSession()
+document.querySelector('#count')!.textContent = String(session.projections.get('tokenCount')?.total ?? 0)\n`)
+    const out = await build({ root: dir, configFile: false, logLevel: 'silent', resolve: { alias: { sessionfold: root } }, build: { target: 'es2022', write: false } })
+    const chunks = (Array.isArray(out) ? out : [out]).flatMap((o) => (o as { output: Emitted[] }).output)
+      .filter((e): e is Extract<Emitted, { type: 'chunk' }> => e.type === 'chunk')
+    // What the page loads at start: its entry and what that imports statically, transitively.
+    const start = new Set(chunks.filter((c) => c.isEntry).map((c) => c.fileName))
+    for (const file of start) for (const imported of chunks.find((c) => c.fileName === file)!.imports) start.add(imported)
+    const loaded = chunks.filter((c) => start.has(c.fileName))
+    expect(loaded.flatMap((c) => c.moduleIds).some((m) => m.endsWith('/index.html') || m.endsWith('/main.ts'))).toBe(true)
+    expect(loaded.flatMap((c) => c.moduleIds).filter((m) => /node_modules\/zod\/|\/token-count\.ts$/.test(m)), `${advised}`).toEqual([])
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
 })

@@ -23,7 +23,7 @@ export type { ServeEngineOptions } from '../host'
  * @example
  * // my-worker.ts
  * import { serveEngine } from 'sessionfold/worker'
- * import { tokenCount } from './projections'
+ * import { tokenCount } from './token-count' // the app's units: defineProjection(…)
  * await serveEngine({ projections: [tokenCount] })
  */
 export async function serveEngine(options: ServeEngineOptions = {}): Promise<void> {
