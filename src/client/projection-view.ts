@@ -29,8 +29,8 @@ export interface ChangeMeta {
   /**
    * Set in the last notification, once the values stop following the log: `CLOSED` (the store
    * closed), `WORKER_TERMINATED` (its worker died), `PROJECTIONS_UNAVAILABLE` (the worker sent
-   * values that could not be trusted). Calls made on the store or its handles from then on
-   * reject (CLOSED, WORKER_TERMINATED).
+   * values that could not be trusted). After CLOSED or WORKER_TERMINATED, every call on the
+   * store or its handles rejects with that code, one made from this notification included.
    */
   error?: SessionfoldError
 }
