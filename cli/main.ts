@@ -159,7 +159,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const held = new Map<SessionId, () => Promise<void>>()
   try {
     const key = await cliKey(args.keyFile)
-    const sealed = (storage: StorageAdapter, readOnly: boolean) => sealedForCli(storage, key, readOnly)
+    const sealed = (storage: StorageAdapter, readOnly: boolean) => sealedForCli(storage, key, readOnly, args.keyFile)
     if (command === 'import') {
       if (io.stdin.isTTY === true) throw new UsageError('import reads an export from stdin: sessionfold import < file', 'import')
       // All of the input is checked before the store is opened: bad input creates nothing.

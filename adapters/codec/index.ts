@@ -1,11 +1,11 @@
 // The record codec, opened over an adapter: `openSealed(inner, options)` reads (or makes) the
 // store's key record, checks the key, and returns the adapter that seals and opens units.
 import type { StorageAdapter } from '../types'
-import { Keyring, type EncryptionKey, type RecordLock } from './keyring'
+import { Keyring, type EncryptionKey, type KeyAdvice, type RecordLock } from './keyring'
 import { UnitCodec, type Cipher, type Compressor } from './seal'
 import { sealedStorage, type SealedStorage } from './sealed-storage'
 
-export { importKey, CODEC_META_KEY, type EncryptionKey, type RecordLock } from './keyring'
+export { importKey, CODEC_META_KEY, type EncryptionKey, type KeyAdvice, type RecordLock } from './keyring'
 export { deriveKey } from '../../src/derive-key'
 export type { Cipher, Compressor } from './seal'
 export type { SealedStorage } from './sealed-storage'
@@ -23,6 +23,8 @@ export interface CodecOptions {
   readOnly?: boolean
   /** A store-wide lock held while the first key record is made (two first opens at once). */
   lock?: RecordLock
+  /** What KEY_REJECTED tells the caller to do, in its own terms (default: openStore's `encryption: { key }`). */
+  advice?: KeyAdvice
 }
 
 /**
@@ -31,7 +33,7 @@ export interface CodecOptions {
  */
 export async function openSealed(inner: StorageAdapter, options: CodecOptions): Promise<SealedStorage> {
   try {
-    const keyring = await Keyring.open(inner, options.key, options.readOnly, options.lock)
+    const keyring = await Keyring.open(inner, options.key, options.readOnly, options.lock, options.advice)
     const codec = new UnitCodec(keyring.storeId, keyring.dataKeys, options.compression === 'none' ? undefined : options.compressor, options.compressor, options.cipher)
     const storage = sealedStorage(inner, keyring, codec)
     // While the store opens: the first read of a session would otherwise pay for the first use

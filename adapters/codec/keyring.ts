@@ -19,6 +19,23 @@ type CodecRecord = PlainRecord | SealedRecord
 
 const subtle = () => globalThis.crypto.subtle
 const rejected = (message: string) => new SessionfoldError('KEY_REJECTED', message)
+/**
+ * What a KEY_REJECTED message tells the caller to do, in the terms it gives a key in (the
+ * CLI's flags and environment, not the API's option).
+ */
+export interface KeyAdvice {
+  /** An encrypted store opened without a key. */
+  missing: string
+  /** A store created without encryption opened with a key. */
+  unwanted: string
+}
+
+/** The API's advice: openStore's `encryption: { key }`. */
+const API_ADVICE: KeyAdvice = {
+  missing: 'open it with its key (encryption: { key })',
+  unwanted: 'it cannot be opened with a key (copy it into a new encrypted store with sync)',
+}
+const unwantedKey = (advice: KeyAdvice) => rejected(`this store was created without encryption: ${advice.unwanted}`)
 const rotatedMeanwhile = () => rejected('rotateKey: the store\'s key was rotated by another process meanwhile: open it again with the new key')
 const encoder = new TextEncoder()
 
@@ -144,7 +161,7 @@ export class Keyring {
    * wrong key, a missing key, or a key given for a store created without encryption. Nothing
    * else is read or written before.
    */
-  static async open(storage: StorageAdapter, key: EncryptionKey | undefined, readOnly = false, lock?: RecordLock): Promise<Keyring> {
+  static async open(storage: StorageAdapter, key: EncryptionKey | undefined, readOnly = false, lock?: RecordLock, advice = API_ADVICE): Promise<Keyring> {
     const kek = key === undefined ? undefined : await importKey(key)
     if (!storage.getMeta || !storage.putMeta) {
       if (kek) throw new SessionfoldError('INVALID_ARGUMENT', `the ${storage.kind} adapter keeps no meta records, so it cannot hold an encrypted store`)
@@ -159,7 +176,7 @@ export class Keyring {
       try {
         text = await storage.getMeta(CODEC_META_KEY) // made meanwhile, by whoever held the lock
         if (text === undefined) {
-          if ((await storage.listIds({ limit: 1 })).length > 0) throw rejected('this store was created without encryption: it cannot be opened with a key (copy it into a new encrypted store with sync)')
+          if ((await storage.listIds({ limit: 1 })).length > 0) throw unwantedKey(advice)
           const store = randomHex(16)
           const raw = globalThis.crypto.getRandomValues(new Uint8Array(32))
           const made: SealedRecord = { v: 1, store, cipher: 'aes-256-gcm', current: 1, keys: [{ gen: 1, wrapped: await wrap(kek, store, 1, raw) }], tag: '' }
@@ -174,17 +191,17 @@ export class Keyring {
         await release?.()
       }
     }
-    const ring = await Keyring.#from(parse(text), kek, storage)
+    const ring = await Keyring.#from(parse(text), kek, storage, advice)
     ring.text = text
     return ring
   }
 
-  static async #from(record: CodecRecord, kek: CryptoKey | undefined, storage?: StorageAdapter): Promise<Keyring> {
+  static async #from(record: CodecRecord, kek: CryptoKey | undefined, storage?: StorageAdapter, advice = API_ADVICE): Promise<Keyring> {
     if (record.cipher === 'none') {
-      if (kek) throw rejected('this store was created without encryption: it cannot be opened with a key (copy it into a new encrypted store with sync)')
+      if (kek) throw unwantedKey(advice)
       return new Keyring(record.store, undefined, record, new Map(), storage)
     }
-    if (!kek) throw rejected('this store is encrypted: open it with its key (encryption: { key })')
+    if (!kek) throw rejected(`this store is encrypted: ${advice.missing}`)
     const wrong = () => rejected('the key does not open this store (a wrong key, or a wrong passphrase or salt)')
     if (!(await tagHolds(kek, record))) throw wrong()
     const keys = new Map<number, CryptoKey>()

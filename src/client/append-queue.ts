@@ -30,6 +30,8 @@ export class AppendQueue {
 
   /** Resolves with the item's answer, unchecked (the session checks it), or rejects with its error. */
   submit(item: AppendItem, sessionId: SessionId): Promise<unknown> {
+    // Refused here, in the append's own call, rather than by the batch a turn later.
+    this.#calls.refuseIfDown(sessionId)
     const chars = item.kind === 'append' ? item.bodies.reduce((n, b) => n + b.length, 0) : 0
     if (this.#waiting.length > 0 && this.#chars + chars > MAX_CALL_CHARS) this.flush()
     return new Promise((resolve, reject) => {

@@ -35,14 +35,24 @@ export class EngineCalls {
     return this.#dead !== undefined
   }
 
-  /** From now on every call rejects with `error`. */
+  /** From now on every call rejects with `error`'s code and message. */
   close(error: SessionfoldError): void {
     this.#closed = error
   }
 
-  async call<T>(fn: (api: EngineApi) => Promise<T>): Promise<T> {
-    if (this.#closed) throw this.#closed
-    if (this.#dead) throw this.#dead
+  /**
+   * Throws once the store closed or its worker died: a new error each time, made here, so its
+   * stack shows the call that was refused (a listener's, say), not the close that caused it.
+   */
+  refuseIfDown(sessionId?: SessionId): void {
+    const down = this.#closed ?? this.#dead
+    if (!down) return
+    const on = sessionId === undefined ? '' : ` (a call on ${where(sessionId)})`
+    throw new SessionfoldError(down.code, `${down.message}${on}`, { ...(sessionId === undefined ? {} : { sessionId }), cause: down.cause })
+  }
+
+  async call<T>(fn: (api: EngineApi) => Promise<T>, sessionId?: SessionId): Promise<T> {
+    this.refuseIfDown(sessionId)
     this.beforeCall()
     this.#connection.busy?.(1)
     // Not Promise.race with `died`: each call would leave a reaction on that promise (pending
@@ -87,7 +97,7 @@ export class EngineCalls {
    * worker gives PROJECTIONS_UNAVAILABLE, never values of the wrong shape.
    */
   async checked<T>(what: string, fn: (api: EngineApi) => Promise<T>, problemOf: (value: T) => string | undefined, sessionId?: SessionId): Promise<T> {
-    const value = await this.call(fn)
+    const value = await this.call(fn, sessionId)
     const problem = problemOf(value)
     if (problem === undefined) return value
     const handle = (value as Partial<HandleInfo> | null)?.handle

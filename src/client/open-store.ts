@@ -12,9 +12,9 @@ import { Store, checkKey } from './store'
 export interface OpenStoreOptions {
   /** Where events are kept. Default: `'indexeddb'` in browsers, `'fs'` in Node; `'memory'` keeps nothing after close. */
   storage?: StorageKind
-  /** IndexedDB database name (default 'sessionfold'). */
+  /** IndexedDB database name (default 'sessionfold'). For storage 'indexeddb' (memory takes it too); another storage rejects it. */
   name?: string
-  /** fs root folder (default '.sessionfold'). */
+  /** fs root folder (default '.sessionfold'). For storage 'fs' (memory takes it too); another storage rejects it. */
   dir?: string
   /**
    * storage 'postgres' (Node): the server, as `postgres://user:password@host:port/database`.
@@ -50,9 +50,13 @@ export interface OpenStoreOptions {
    * Worker exists (a service worker, an extension's background), true means this thread.
    */
   worker?: boolean | 'shared'
-  /** Your own worker file that calls serveEngine({ projections }); default: the built-in one. */
+  /**
+   * Your own worker file that calls serveEngine({ projections }); default: the built-in one.
+   * Only where the engine runs in a worker: rejected with worker: false, and where no Worker can
+   * start (then pass worker: false and `projections`).
+   */
   workerUrl?: string | URL
-  /** Your projection units, with worker: false (in a worker, pass them to serveEngine). */
+  /** Your projection units, with worker: false only (in a worker, pass them to serveEngine). */
   projections?: readonly ProjectionDefinition[]
   /**
    * `'strict'` (default): an append resolves once durable (fs: after `fdatasync`; IndexedDB:
@@ -97,6 +101,20 @@ const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'url', 'schema', 'lease', 'time
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
+
+/**
+ * `name` and `dir` say where one storage keeps its data: given for another one, the data would
+ * be somewhere the app does not expect, so it is refused. Memory keeps nothing anywhere; either
+ * may come with it (an app that switches to memory for its tests keeps its options).
+ */
+function checkWhere(options: OpenStoreOptions, storage: StorageKind): void {
+  if (options.name !== undefined && storage !== 'indexeddb' && storage !== 'memory') {
+    throw bad(`name (the IndexedDB database's name) cannot apply to storage '${storage}': ${storage === 'fs' ? 'an fs store is the folder dir' : 'a PostgreSQL store is its url and schema'}`)
+  }
+  if (options.dir !== undefined && storage !== 'fs' && storage !== 'memory') {
+    throw bad(`dir (the folder of an fs store) cannot apply to storage '${storage}': ${storage === 'indexeddb' ? 'an IndexedDB store is the database name' : 'a PostgreSQL store is its url and schema'}`)
+  }
+}
 
 /** A URL for messages: its password never shows. */
 const redactUrl = (url: unknown): unknown => (typeof url === 'string' ? url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@') : url)
@@ -152,6 +170,7 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   for (const [k, v] of [['name', options.name], ['dir', options.dir]] as const) {
     if (v !== undefined && (typeof v !== 'string' || v.length === 0 || v.includes('\0'))) throw bad(`${k} must be a non-empty string without NUL, got ${describe(v)}`)
   }
+  checkWhere(options, storage)
   // Checked here, as they cross to the worker: it reads what the caller passed, or nothing.
   assertOptions(options.checkpoint, 'checkpoint', ['everyEvents', 'everyMs'])
   for (const [k, v] of Object.entries(options.checkpoint ?? {})) {
@@ -159,9 +178,6 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   }
   if (options.maxEventBytes !== undefined && (typeof options.maxEventBytes !== 'number' || !Number.isFinite(options.maxEventBytes) || options.maxEventBytes <= 0)) {
     throw bad(`maxEventBytes must be a number > 0, got ${describe(options.maxEventBytes)}`)
-  }
-  if (options.workerUrl !== undefined && typeof options.workerUrl !== 'string' && !(options.workerUrl instanceof URL)) {
-    throw bad(`workerUrl must be a string or a URL, got ${describe(options.workerUrl)}`)
   }
   if (options.encryption !== undefined) {
     if (!isPlainObject(options.encryption as unknown)) throw bad(`encryption must be { key }, got ${describe(options.encryption)}`)
@@ -175,6 +191,13 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   if (options.projections !== undefined) {
     if (!Array.isArray(options.projections)) throw bad('projections must be an array of defineProjection() units')
     if (worker !== false) throw bad('projections run in the engine: pass them with worker: false, or to serveEngine() in your own worker file (workerUrl)')
+  }
+  if (options.workerUrl !== undefined) {
+    if (typeof options.workerUrl !== 'string' && !(options.workerUrl instanceof URL)) throw bad(`workerUrl must be a string or a URL, got ${describe(options.workerUrl)}`)
+    // Without the app's worker file the engine would run without the app's units: refused,
+    // never ignored.
+    if (worker === false) throw bad('workerUrl cannot apply with worker: false (the engine runs in this thread, not in your worker file): pass your units as projections, or drop worker: false')
+    if (!connectors.canStartWorker()) throw bad("workerUrl cannot apply here: no Worker can start in this context (a service worker, an extension's background), so the engine runs in this thread: pass worker: false with your units as projections")
   }
   const host: HostOptions = {
     storage, durability,

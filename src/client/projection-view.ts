@@ -22,16 +22,21 @@ function grownList(held: Json | null | undefined, from: number, items: Json[]): 
 /** Keys known to the type system: built-in ones and those an app merged into ProjectionMap. */
 export type ProjectionKey = keyof ProjectionMap & string
 
-/** What a key subscriber hears with each value. */
+/** What a subscriber hears with each value or snapshot. */
 export interface ChangeMeta {
   /** asOfSeq of the value delivered. */
   seq: number
-  /** Set once the values stop following the log: the store closed or its worker died. */
+  /**
+   * Set in the last notification, once the values stop following the log: `CLOSED` (the store
+   * closed), `WORKER_TERMINATED` (its worker died), `PROJECTIONS_UNAVAILABLE` (the worker sent
+   * values that could not be trusted). After CLOSED or WORKER_TERMINATED, every call on the
+   * store or its handles rejects with that code, one made from this notification included.
+   */
   error?: SessionfoldError
 }
 
 type KeyListener = (value: any, meta: ChangeMeta) => void
-type MapListener = (snapshot: ProjectionSnapshot<ProjectionMap>) => void
+type MapListener = (snapshot: ProjectionSnapshot<ProjectionMap>, meta: ChangeMeta) => void
 
 /**
  * A session's projection values as this handle sees them: `get` and `snapshot` are
@@ -93,14 +98,20 @@ export class ProjectionMapView {
     return this.#snapshot
   }
 
-  /** Called with the current value now, then on every change of it. Returns unsubscribe. */
+  /**
+   * Called with the current value now, then on every change of it, and once more with
+   * `meta.error` when the values stop (the store closed, its worker died). Returns unsubscribe.
+   */
   subscribe<K extends ProjectionKey>(key: K, listener: (value: ProjectionMap[K] | null, meta: ChangeMeta) => void): () => void
-  /** Called with the current snapshot now, then whenever asOfSeq advances (batched). */
-  subscribe(listener: (snapshot: ProjectionSnapshot<ProjectionMap>) => void): () => void
+  /**
+   * Called with the current snapshot now, then whenever asOfSeq advances (batched), and once
+   * more with `meta.error` when the values stop (the store closed, its worker died).
+   */
+  subscribe(listener: (snapshot: ProjectionSnapshot<ProjectionMap>, meta: ChangeMeta) => void): () => void
   subscribe(keyOrListener: string | MapListener, maybe?: KeyListener): () => void {
     if (typeof keyOrListener === 'function') {
       const unsubscribe = this.#counted(this.#mapListeners.add(keyOrListener))
-      keyOrListener(this.snapshot())
+      keyOrListener(this.snapshot(), this.#meta())
       return unsubscribe
     }
     if (typeof keyOrListener !== 'string' || typeof maybe !== 'function') {
@@ -190,8 +201,9 @@ export class ProjectionMapView {
     this.#changed.clear()
     const meta = this.#meta()
     for (const key of changed) this.#keyListeners.get(key)?.each((listener) => listener(this.#values[key] ?? null, meta))
-    // Scheduled only when asOfSeq advanced or the values stopped: map listeners hear each batch.
+    // Scheduled only when asOfSeq advanced or the values stopped: map listeners hear each batch,
+    // and the stop with its error, as key listeners do.
     const snap = this.snapshot()
-    this.#mapListeners.each((listener) => listener(snap))
+    this.#mapListeners.each((listener) => listener(snap, meta))
   }
 }

@@ -185,7 +185,7 @@ export class Store {
    */
   async deleteSession(id: SessionId): Promise<void> {
     assertSessionId(id)
-    await this.#calls.call((api) => api.deleteSession(id))
+    await this.#calls.call((api) => api.deleteSession(id), id)
   }
 
   /**
@@ -290,9 +290,10 @@ export class Store {
   /**
    * Closes the store and every handle it opened: waits for every pending append (an append
    * that was called before `close()` still resolves, durable), writes the checkpoints of the
-   * sessions open here, releases every writer lock and ends the worker. Subscribers hear
-   * once more, with `meta.error` (code `CLOSED`), and values stop there. Every later call on
-   * the store or its handles rejects with `CLOSED`. Calling it again resolves at once.
+   * sessions open here, releases every writer lock and ends the worker. Every subscriber (per
+   * key and whole snapshot) hears once more, with `meta.error` (code `CLOSED`), and values stop
+   * there. Every later call on the store or its handles, one made from that last notification
+   * included, rejects with `CLOSED` at that call. Calling it again resolves at once.
    * A process that ends without it loses no acknowledged append (its locks are taken over
    * as a dead owner's), but pending appends and the latest checkpoints may not land.
    */

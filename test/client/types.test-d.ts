@@ -35,7 +35,9 @@ session.projections.subscribe('testTokens', (value, meta) => {
   expectTypeOf(meta.seq).toEqualTypeOf<number>()
   expectTypeOf(meta.error).toEqualTypeOf<SessionfoldError | undefined>()
 })
-session.projections.subscribe((snapshot) => {
+session.projections.subscribe((snapshot, meta) => {
+  expectTypeOf(meta.seq).toEqualTypeOf<number>()
+  expectTypeOf(meta.error).toEqualTypeOf<SessionfoldError | undefined>()
   expectTypeOf(snapshot.values.subagentTiming).toEqualTypeOf<TimingView | null>()
   expectTypeOf(snapshot.values.testTokens).toEqualTypeOf<{ total: number } | null>()
   expectTypeOf(snapshot).toEqualTypeOf<ProjectionSnapshot<import('sessionfold').ProjectionMap>>()
