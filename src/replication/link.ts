@@ -61,13 +61,14 @@ export class Link {
    * A request of `lane` failed: the state says so, then this waits out the lane's backoff,
    * ended early by a success of the other lane, the browser's `online` event or close. Local
    * appends do not end it: each would be one more failed try, and the backoff would race to
-   * its longest while the server is away a few seconds.
+   * its longest while the server is away a few seconds. They call `onKick` instead (the round
+   * recounts what is pending).
    */
-  async retry(lane: Lane, err: unknown): Promise<void> {
+  async retry(lane: Lane, err: unknown, onKick?: () => void): Promise<void> {
     const delay = this.#backoff(++this.#failures[lane])
     const at = Date.now() + Math.round(delay)
     this.#record(lane, { ok: false, refused: isRefusal(err), error: errorOf(err), retryAt: at })
-    const waited = this.#wait(lane, delay, at) // registered before the state is told: a success seen meanwhile ends it
+    const waited = this.#wait(lane, delay, at, onKick) // registered before the state is told: a success seen meanwhile ends it
     this.#publish()
     await waited
   }
@@ -100,7 +101,7 @@ export class Link {
     return Math.min(max, 250 * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2)
   }
 
-  #wait(lane: Lane, ms: number, at: number): Promise<void> {
+  #wait(lane: Lane, ms: number, at: number, onKick: (() => void) | undefined): Promise<void> {
     return new Promise((resolve) => {
       const signal = this.host.signal
       let off = (): void => {}
@@ -108,12 +109,14 @@ export class Link {
         clearTimeout(timer)
         signal.removeEventListener('abort', end)
         off()
+        if (onKick) this.host.setKick(undefined)
         if (this.#waits.get(lane)?.end === end) this.#waits.delete(lane)
         resolve()
       }
       const timer = setTimeout(end, ms)
       signal.addEventListener('abort', end, { once: true })
       off = this.host.whenOnline?.(end) ?? off
+      if (onKick) this.host.setKick(onKick)
       this.#waits.set(lane, { at, end })
       if (signal.aborted) end()
     })

@@ -82,7 +82,8 @@ class Loop {
       } catch (err) {
         this.host.returnWaiting(waiting)
         if (stop.aborted) break
-        await this.#link.retry('round', err)
+        await this.#link.retry('round', err, () => void this.#count())
+        this.#counted++ // a count still under way is older than the round about to start
       }
     }
     await live?.catch(() => {})
@@ -123,6 +124,32 @@ class Loop {
     }
     this.#link.succeeded(lane)
     return response
+  }
+
+  /** Rounds begun after a retry wait: a count begun before one is stale. */
+  #counted = 0
+  #counting = false
+  #recount = false
+
+  /** Recounts what waits to be pushed, while a retry waits (each local append kicks it): `pending` keeps up offline. */
+  async #count(): Promise<void> {
+    if (this.#counting) return void (this.#recount = true)
+    this.#counting = true
+    try {
+      do {
+        this.#recount = false
+        const at = this.#counted
+        const only = this.host.options.sessions
+        // The round's own call, so that both count alike.
+        const c = await this.host.store.changesSince(this.#pushCursor, only ? { sessions: only, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
+        const batch = this.#trim(c.batch, this.#serverHas)
+        if (at === this.#counted) this.host.set({ pending: batch.sessions.reduce((n, e) => n + e.events.length, 0) + c.pending })
+      } while (this.#recount)
+    } catch {
+      // counted again by the next round
+    } finally {
+      this.#counting = false
+    }
   }
 
   async #save(): Promise<void> {
