@@ -37,16 +37,15 @@ export class Link {
 
   /** A request of `lane` was answered 2xx (for a live stream: its first message came). */
   succeeded(lane: Lane): void {
-    this.#failures[lane] = 0
     this.#record(lane, { ok: true })
     this.#publish()
-    // The server is back: a lane waiting out a failure to reach it tries now, on a fresh
-    // backoff. A refused lane keeps its own (it would only be refused again).
-    for (const [other, wait] of [...this.#waits]) {
+    // The server is back: every lane that could not reach it starts a fresh backoff, and one
+    // waiting tries now. A refused lane keeps its own (it would only be refused again).
+    for (const other of ['round', 'live'] as const) {
       const o = this.#outcomes.get(other)
-      if (other === lane || (o && !o.ok && o.refused)) continue
+      if (o && !o.ok && o.refused) continue
       this.#failures[other] = 0
-      wait.end()
+      if (other !== lane) this.#waits.get(other)?.end()
     }
   }
 
