@@ -27,9 +27,10 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-/** `user1` may do anything, `blocked` is known but may do nothing (403), anyone else is nobody (401). */
-const authorize: Authorize = ({ request }) => {
+/** `user1` may do anything, `reader` only read, `blocked` is known but may do nothing (403), anyone else is nobody (401). */
+const authorize: Authorize = ({ request, access }) => {
   const token = request.headers.get('authorization')
+  if (token === 'Bearer reader') return access === 'read'
   return token === 'Bearer user1' || (token === 'Bearer blocked' ? false : 'unauthenticated')
 }
 const AUTH = { authorization: 'Bearer user1' }
@@ -159,6 +160,33 @@ it('a refused token goes connecting → error, never online first, and sends not
       await s.close()
       await r.close()
     }
+  }
+})
+
+it('a refused push stays error while the live stream gets through: one transition, not a flip at each live answer', async () => {
+  const server = await open('server')
+  const http = await serve(server)
+  for (const live of [true, 'long-poll'] as const) {
+    const a = await open(`reader-${live}`)
+    const r = a.connect(http.url, { headers: { authorization: 'Bearer reader' }, live })
+    cleanups.push(() => r.close())
+    const seen = transitions(r)
+    await r.whenSynced()
+    const mine = await a.createSession({ id: `mine-${live}` })
+    await mine.append({ type: 'app/x' })
+    await until(() => r.status === 'error', 20_000)
+    // What others write keeps arriving live (each a successful answer) while the push is refused.
+    for (let i = 0; i < 3; i++) {
+      const s = await server.createSession({ id: `theirs-${live}-${i}` })
+      await s.append({ type: 'app/y' })
+      await s.close()
+      await until(async () => (await count(a, `theirs-${live}-${i}`)) === 1, 20_000)
+    }
+    expect(statuses(seen), `live: ${live}`).toEqual(['connecting', 'online', 'error'])
+    expect(r.state.error).toMatchObject({ code: 'FORBIDDEN', status: 403 })
+    expect((await server.listSessions()).map((h) => h.id)).not.toContain(`mine-${live}`)
+    await mine.close()
+    await r.close()
   }
 })
 
