@@ -89,9 +89,13 @@ export class Link {
     const refused = all.find(([, o]) => !o.ok && o.refused)
     const failed = refused ? refused[1] : last
     if (failed.ok) return this.host.set({ status: 'online' })
-    // When the next try of a lane failing this way is due (the earliest, if both wait).
-    const due = all.flatMap(([lane, o]) => (!o.ok && o.refused === failed.refused ? [this.#waits.get(lane)?.at ?? o.retryAt] : []))
-    this.host.set({ status: failed.refused ? 'error' : 'offline', error: failed.error, retryAt: Math.min(...due) })
+    // When the next try of a lane failing this way is due: the earliest of those waiting (one
+    // not waiting is trying now, its own retryAt past).
+    const due = all.flatMap(([lane, o]) => {
+      const wait = this.#waits.get(lane)
+      return !o.ok && o.refused === failed.refused && wait ? [wait.at] : []
+    })
+    this.host.set({ status: failed.refused ? 'error' : 'offline', error: failed.error, retryAt: due.length > 0 ? Math.min(...due) : failed.retryAt })
   }
 
   /** The wait before try `failures + 1`: exponential from about 250 ms to maxBackoffMs, with jitter (half to all of it). */
