@@ -4,7 +4,8 @@ import { CHAIN_ZERO, chainOver, eventJson } from '../chain'
 import type { ChangeBatch, ChangeCursor, SyncConflict } from '../changes'
 import type { SessionId } from '../model'
 import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from '../sync-protocol'
-import type { LoopHost, ReplicationState } from './types'
+import { HttpFailure, Link, type Lane } from './link'
+import type { LoopHost } from './types'
 
 const REQUEST_TIMEOUT_MS = 30_000
 /** Events per push (and about 4 MiB at most, changesSince's default): a catch-up in few requests. */
@@ -22,13 +23,6 @@ function extend(map: Map<SessionId, Extent>, id: SessionId, createdAt: number, l
   const had = map.get(id)
   if (!had || had.createdAt !== createdAt || had.length < length) map.set(id, { createdAt, length })
 }
-
-class HttpFailure extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
-    super(message)
-  }
-}
-
 
 /** Runs the replication until `host.signal` aborts. */
 export function runReplication(host: LoopHost): Promise<void> {
@@ -54,11 +48,15 @@ class Loop {
   /** whenSynced() promises of rounds that pushed everything, waiting for the live stream to catch up. */
   readonly #liveWaiting: (() => void)[] = []
 
-  constructor(readonly host: LoopHost) {}
+  /** Status, error and retryAt, and the backoff of both lanes. */
+  readonly #link: Link
+
+  constructor(readonly host: LoopHost) {
+    this.#link = new Link(host)
+  }
 
   async run(): Promise<void> {
     const stop = this.host.signal
-    let failures = 0
     let live: Promise<void> | undefined
     try {
       const saved = await this.host.store.getMeta(this.host.key)
@@ -77,19 +75,16 @@ class Loop {
         if (this.host.options.live) live ??= this.#liveLoop().finally(() => { live = undefined })
         else await this.#pullAll(0)
         if (this.#retryPull.size > 0) await this.#pullAgain()
-        failures = 0
-        this.host.set({ status: 'online' })
+        // Not `online` here: in live mode a round may send nothing (each request says so itself).
+        this.#link.done('round')
         if (!this.host.options.live || this.#liveCaughtUp) for (const f of waiting) f()
         else this.#liveWaiting.push(...waiting)
         await this.#sleep(this.host.options.pollMs ?? 250)
       } catch (err) {
         this.host.returnWaiting(waiting)
         if (stop.aborted) break
-        failures++
-        const status = err instanceof HttpFailure && err.status >= 400 && err.status < 500 ? 'error' : 'offline'
-        const delay = this.#backoff(failures)
-        this.host.set({ status, error: errorOf(err), retryAt: Date.now() + Math.round(delay) })
-        await this.#sleep(delay)
+        await this.#link.retry('round', err, () => void this.#count())
+        this.#counted++ // a count still under way is older than the round about to start
       }
     }
     await live?.catch(() => {})
@@ -99,7 +94,7 @@ class Loop {
   /** The live stream came back as something else than server-sent events: long-poll instead. */
   #sseUnavailable = false
 
-  /** Resolves after `ms`, at a kick (a local append seen, the browser back online, close), whichever first. */
+  /** Resolves after `ms` (the poll), at a kick (a local append seen, the browser back online, close), whichever first. */
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
@@ -119,7 +114,8 @@ class Loop {
     return { ...given, 'sessionfold-sync': SYNC_PROTOCOL }
   }
 
-  async #request(path: string, init: RequestInit, timeout = REQUEST_TIMEOUT_MS): Promise<Response> {
+  /** A request of `lane`; a 2xx answer tells the link the server is there. */
+  async #request(path: string, init: RequestInit, timeout = REQUEST_TIMEOUT_MS, lane: Lane = 'round'): Promise<Response> {
     const signal = AbortSignal.any([this.host.signal, AbortSignal.timeout(timeout)])
     const headers = { ...(await this.#headers()), ...(init.headers as Record<string, string> | undefined) }
     const response = await this.host.fetch(`${this.host.base}${path}`, { ...init, headers, signal })
@@ -127,7 +123,34 @@ class Loop {
       const body = await response.json().catch(() => undefined) as { error?: { code?: string; message?: string } } | undefined
       throw new HttpFailure(response.status, body?.error?.code ?? `HTTP_${response.status}`, body?.error?.message ?? `the server answered ${response.status}`)
     }
+    this.#link.succeeded(lane)
     return response
+  }
+
+  /** Rounds begun after a retry wait: a count begun before one is stale. */
+  #counted = 0
+  #counting = false
+  #recount = false
+
+  /** Recounts what waits to be pushed, while a retry waits (each local append kicks it): `pending` keeps up offline. */
+  async #count(): Promise<void> {
+    if (this.#counting) return void (this.#recount = true)
+    this.#counting = true
+    try {
+      do {
+        this.#recount = false
+        const at = this.#counted
+        const only = this.host.options.sessions
+        // The round's own call, so that both count alike.
+        const c = await this.host.store.changesSince(this.#pushCursor, only ? { sessions: only, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
+        const batch = this.#trim(c.batch, this.#serverHas)
+        if (at === this.#counted) this.host.set({ pending: batch.sessions.reduce((n, e) => n + e.events.length, 0) + c.pending })
+      } while (this.#recount)
+    } catch {
+      // counted again by the next round
+    } finally {
+      this.#counting = false
+    }
   }
 
   async #save(): Promise<void> {
@@ -264,16 +287,13 @@ class Loop {
   /** The server's changes as server-sent events, reconnecting with backoff until closed. */
   async #liveLoop(): Promise<void> {
     const stop = this.host.signal
-    let failures = 0
     while (!stop.aborted) {
       try {
         if (this.host.options.live === 'long-poll' || this.#sseUnavailable) {
           // Long-poll: the server holds each pull until something changes (or LONG_POLL_MS passes).
           const wait = this.#liveCaughtUp ? LONG_POLL_MS : 0
-          const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait)
+          const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait, 'live')
           const answer = await response.json() as PullAnswer
-          failures = 0
-          this.host.set({ status: 'online' })
           await this.#apply(answer)
           this.#liveCaughtUp = answer.done
           if (this.#liveCaughtUp) for (const f of this.#liveWaiting.splice(0)) f()
@@ -291,9 +311,12 @@ class Loop {
           const body = await response.json().catch(() => undefined) as { error?: { code?: string; message?: string } } | undefined
           throw new HttpFailure(response.status, body?.error?.code ?? `HTTP_${response.status}`, body?.error?.message ?? `the server answered ${response.status}`)
         }
-        failures = 0
-        this.host.set({ status: 'online' })
+        // Online at the first message, not at the headers: a server whose store fails answers
+        // 200 and then an error event, and that is offline throughout.
+        let first = true
         for await (const message of readEvents(response.body)) {
+          if (first && message.event !== 'error') this.#link.succeeded('live')
+          first = false
           if (message.event === 'changes') {
             const answer = JSON.parse(message.data) as PullAnswer
             await this.#apply(answer)
@@ -309,40 +332,14 @@ class Loop {
           }
           if (this.#liveCaughtUp) for (const f of this.#liveWaiting.splice(0)) f()
         }
+        // Ended before a word (a proxy cutting it): a failure to back off from, not a reconnect at once, forever.
+        if (first) throw new Error('the live stream ended before its first message')
       } catch (err) {
         if (stop.aborted) return
-        failures++
         this.#liveCaughtUp = false
-        const status = err instanceof HttpFailure && err.status >= 400 && err.status < 500 ? 'error' : 'offline'
-        const delay = this.#backoff(failures)
-        this.host.set({ status, error: errorOf(err), retryAt: Date.now() + Math.round(delay) })
-        await this.#sleepLive(delay)
+        await this.#link.retry('live', err)
       }
     }
-  }
-
-  /** The wait before try `failures + 1`: exponential from about 250 ms to maxBackoffMs, with jitter (half to all of it). */
-  #backoff(failures: number): number {
-    const max = this.host.options.maxBackoffMs ?? 30_000
-    return Math.min(max, 250 * 2 ** Math.min(failures - 1, 16)) * (0.5 + Math.random() / 2)
-  }
-
-  /** The live loop's retry wait: ends after `ms`, at close, or when the browser is back online. */
-  #sleepLive(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const signal = this.host.signal
-      let off = (): void => {}
-      const done = () => {
-        clearTimeout(timer)
-        signal.removeEventListener('abort', done)
-        off()
-        resolve()
-      }
-      const timer = setTimeout(done, ms)
-      signal.addEventListener('abort', done, { once: true })
-      off = this.host.whenOnline?.(done) ?? off
-      if (signal.aborted) done()
-    })
   }
 }
 
@@ -372,10 +369,3 @@ async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ e
     reader.releaseLock()
   }
 }
-
-export function errorOf(err: unknown): ReplicationState['error'] {
-  if (err instanceof HttpFailure) return { code: err.code, message: err.message, status: err.status }
-  const e = err as { code?: unknown; message?: unknown; name?: unknown }
-  return { code: typeof e?.code === 'string' ? e.code : 'STORAGE_UNAVAILABLE', message: typeof e?.message === 'string' ? e.message : String(err) }
-}
-

@@ -19,20 +19,37 @@ export interface ConnectOptions {
   signal?: AbortSignal
   /** How often local writes are looked for, and the server pulled when not live (default 250 ms). */
   pollMs?: number
-  /** Longest wait between retries while offline (default 30 s); the first is about 250 ms. */
+  /**
+   * Longest wait between retries while offline (default 30 s); the first is about 250 ms, each
+   * next one doubles, with jitter. Local writes do not shorten a wait; the browser's `online`
+   * event and any request to the server that succeeds end it at once.
+   */
   maxBackoffMs?: number
   /** The fetch to use (default: the global one). Only with `worker: false`: a function cannot cross to a worker. */
   fetch?: typeof fetch
 }
 
-/** Where a replication stands: `connecting` until its first answer, `offline` while the server cannot be reached, `error` while it refuses (401, 403, 400). */
+/**
+ * Where a replication stands, as its last requests to the server found it:
+ * - `connecting`: nothing answered yet.
+ * - `online`: a request to the server just succeeded (a push, a pull, a live stream's first
+ *   message); never said on a guess, so a wrong token goes `connecting` → `error`.
+ * - `offline`: the server cannot be reached: a network failure, a timeout, 5xx (507, its disk
+ *   full, included), 408 or 429. (A failure of this store's own reads shows so too, with its code.)
+ * - `error`: the server refuses (401, 403, 400, other 4xx); it stays `error` while the refused
+ *   requests are refused, even if others (a live stream) get through.
+ *
+ * A subscriber is told each change once: while the server stays away the status stays
+ * `offline` (only `retryAt` and `error` move), and the first success after it is `online`,
+ * at which every retry waiting for the server, a push included, goes at once.
+ */
 export type ReplicationStatus = 'connecting' | 'online' | 'offline' | 'error'
 
 /** What a replication's subscribers receive. */
 export interface ReplicationState {
   /** Where it stands (see {@link ReplicationStatus}). */
   status: ReplicationStatus
-  /** Local events not yet on the server, as last counted. */
+  /** Local events not yet on the server, as last counted (also while offline: each local write recounts). */
   pending: number
   /** Sessions whose versions differ between this store and the server; neither side was changed. */
   conflicts: readonly SyncConflict[]
@@ -49,7 +66,7 @@ export interface ReplicationState {
     /** The HTTP status, when the server answered. */
     status?: number
   }
-  /** While offline or refused: when the next try is due (ms since the epoch), for a "retrying in 5 s". The browser's `online` event brings it forward. */
+  /** While offline or refused: when the next try is due (ms since the epoch), for a "retrying in 5 s". The browser's `online` event, or another request that gets through, brings it forward. */
   retryAt?: number
 }
 
