@@ -170,13 +170,16 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     let left = how.cut ? r.int(1, 6000) : Infinity
     if (how.cut) later(r.int(100, 4000), () => res.destroy())
     await new Promise<void>((resolve) => {
+      let cut = false
       response.on('data', (chunk: Buffer) => {
+        if (cut) return
         if (chunk.length < left) {
           left -= chunk.length
           return void res.write(chunk)
         }
+        // The first `left` bytes go, then the connection ends in the middle of the stream.
+        cut = true
         res.write(chunk.subarray(0, left), () => res.destroy())
-        left = 0
         up.abort()
         resolve()
       })
@@ -233,7 +236,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
           if (mode === 'late') {
             // The copy arrives long after, when later requests have passed it.
             busy++
-            later(r.int(200, 3000), () => void forward(forwarded).then(discard, () => {}).finally(() => busy--))
+            later(r.int(200, 3000), () => void forward(forwarded).then(discard).catch(() => {}).finally(() => busy--))
             return await relay(await forward(forwarded), res, r)
           }
           if (mode === 'sequential') {

@@ -46,11 +46,11 @@ function parting(a: Log, b: Log): number {
   return n
 }
 
-/** `seq:tag` of tags[from, to), at most `max` of them from the end. */
+/** `seq:tag` of tags[from, to), the first `max` of them. */
 function showTags(tags: readonly string[], from: number, to: number, max = 6): string {
-  const start = Math.max(from, to - max)
-  const shown = tags.slice(start, to).map((t, i) => `${start + i}:${t}`).join(' | ')
-  return `${start > from ? '… | ' : ''}${shown}` || '(nothing)'
+  const end = Math.min(to, from + max)
+  const shown = tags.slice(from, end).map((t, i) => `${from + i}:${t}`).join(' | ')
+  return shown ? `${shown}${end < to ? ' | …' : ''}` : '(nothing)'
 }
 
 export function checkSides(sides: readonly Side[], ledger: Ledger, reported: readonly Reported[]): CheckResult {
@@ -155,7 +155,7 @@ function describeSplice(side: Side, id: SessionId, log: Log, s: number, w: Writt
   const whose = (tags: readonly string[]) => [...new Set(tags.slice(p, s).map((t) => t.split(':')[0]))].join(', ')
   return `${head} on top of its copy's seqs ${p}..${s - 1} (${showTags(writers.tags, p, s)}), ` +
     `but here seqs ${p}..${s - 1} are another history (${showTags(log.tags, p, s)}, written by ${whose(log.tags)}). ` +
-    `The copies part at seq ${p}${p > 0 ? ` (seqs 0..${p - 1} are common)` : ''}; this log has ${log.tags.length} events, from seq ${s}: ${showTags(log.tags, s, Math.min(log.tags.length, s + 4))}${log.tags.length > s + 4 ? ' | …' : ''}`
+    `The copies part at seq ${p}${p > 0 ? ` (seqs 0..${p - 1} are common)` : ''}; this log has ${log.tags.length} events, from seq ${s}: ${showTags(log.tags, s, log.tags.length, 4)}`
 }
 
 /** A side's logs with their tags. */
