@@ -70,6 +70,11 @@ export interface Frame {
    */
   grown?: Record<string, { from: number; items: Json[] }>
   faults: Record<string, ProjectionFault>
+  /**
+   * The session is gone (deleted here, or in another tab or process): its views end with this
+   * error (code SESSION_NOT_FOUND), and the host pushes nothing more of it.
+   */
+  gone?: WireError
 }
 
 /** An open handle: its number, the session's header, and its values when it opened. */

@@ -51,6 +51,7 @@ export function ownEngine(platform: Platform): EngineSource {
         maxEventBytes: options.maxEventBytes,
         locks: storage.encrypted ? keyChecked(platform.openLocks(options), storage) : platform.openLocks(options),
         onGrow: channel ? (id, length) => channel.announce(id, length) : undefined,
+        onDelete: channel ? (id) => channel.announce(id, -1) : undefined,
         watchSession: channel?.watch ? (id) => channel.watch!(id) : undefined,
       })
       optionsOf.set(engine, options)

@@ -16,11 +16,21 @@ interface PendingFrame {
   seq: number
   values: Map<string, { value: Json | null; grownFrom: number | undefined }>
   faults: Frame['faults']
+  gone?: Frame['gone']
+}
+
+/** The engine's pushes of one session to this host, and how many handles here take them. */
+interface Watch {
+  handles: number
+  stop: () => void
 }
 
 interface Handle {
   sessionId: SessionId
   role: 'writer' | 'observer'
+  watch: Watch
+  /** The session went away under it (deleted): there is nothing of it to release in the engine. */
+  gone?: boolean
 }
 
 /** Runs `fn` on the next turn of the event loop (after pending I/O callbacks). */
@@ -56,7 +66,7 @@ export class EngineHost implements EngineApi {
   private readonly replications = new Set<number>()
   private push?: (frames: Frame[]) => void
   private readonly handles = new Map<number, Handle>()
-  private readonly watching = new Map<SessionId, { handles: number; stop: () => void }>()
+  private readonly watching = new Map<SessionId, Watch>()
   /** Per session, what changed since its last frame: each key's latest value, and where a list that only grew started. */
   private readonly pending = new Map<SessionId, PendingFrame>()
   private flushing = false
@@ -112,10 +122,10 @@ export class EngineHost implements EngineApi {
 
   private attach(sessionId: SessionId, role: Handle['role']): HandleInfo {
     const handle = this.nextHandle++
-    this.handles.set(handle, { sessionId, role })
-    const w = this.watching.get(sessionId)
-    if (w) w.handles++
-    else this.watching.set(sessionId, { handles: 1, stop: this.engine.watch(sessionId, (c) => this.queue(sessionId, c)) })
+    let watch = this.watching.get(sessionId)
+    if (watch) watch.handles++
+    else this.watching.set(sessionId, (watch = { handles: 1, stop: this.engine.watch(sessionId, (c) => this.queue(sessionId, c)) }))
+    this.handles.set(handle, { sessionId, role, watch })
     return { handle, header: this.engine.liveHeader(sessionId), snapshot: this.engine.snapshot(sessionId) }
   }
 
@@ -124,6 +134,13 @@ export class EngineHost implements EngineApi {
     if (!frame) this.pending.set(sessionId, (frame = { seq: change.seq, values: new Map(), faults: change.faults }))
     frame.seq = change.seq
     frame.faults = change.faults
+    if (change.gone) {
+      // The last of it: its handles here end with the error, and a new handle of the id (a new
+      // session of it, later) watches the new one.
+      frame.gone = { code: change.gone.code, message: change.gone.message, sessionId }
+      for (const h of this.handles.values()) if (h.sessionId === sessionId) h.gone = true
+      this.watching.delete(sessionId)
+    }
     for (const [key, value] of Object.entries(change.values)) {
       const from = change.grown?.[key]
       const before = frame.values.get(key)
@@ -147,7 +164,7 @@ export class EngineHost implements EngineApi {
   protected takeFrames(): Frame[] {
     if (this.pending.size === 0) return []
     const frames: Frame[] = []
-    for (const [sessionId, { seq, values: changed, faults }] of this.pending) {
+    for (const [sessionId, { seq, values: changed, faults, gone }] of this.pending) {
       const values: Frame['values'] = {}
       let grown: Frame['grown']
       for (const [key, { value, grownFrom }] of changed) {
@@ -156,7 +173,9 @@ export class EngineHost implements EngineApi {
         else (grown ??= {})[key] = { from: grownFrom, items: (value as Json[]).slice(grownFrom) }
       }
       const n = this.nextFrame++
-      frames.push(grown ? { n, sessionId, seq, values, grown, faults } : { n, sessionId, seq, values, faults })
+      const frame: Frame = grown ? { n, sessionId, seq, values, grown, faults } : { n, sessionId, seq, values, faults }
+      if (gone) frame.gone = gone
+      frames.push(frame)
     }
     this.pending.clear()
     return frames
@@ -231,11 +250,12 @@ export class EngineHost implements EngineApi {
     if (!h) return
     this.handles.delete(handle)
     // Release first: a writer's appends in flight fold, and their frames go out, before we stop.
-    await this.engine.release(h.sessionId, h.role)
-    const w = this.watching.get(h.sessionId)
-    if (w && --w.handles === 0) {
+    // (A handle whose session went away holds nothing in the engine: a record of the id now is another's.)
+    if (!h.gone) await this.engine.release(h.sessionId, h.role)
+    const w = h.watch
+    if (--w.handles === 0) {
       w.stop() // nobody here listens: stop pushing (and computing views) for it
-      this.watching.delete(h.sessionId)
+      if (this.watching.get(h.sessionId) === w) this.watching.delete(h.sessionId)
     }
   }
 

@@ -70,6 +70,8 @@ export function frameProblem(frame: unknown): string | undefined {
     const problem = valueProblem(key, value, Object.hasOwn(BUILTIN_VIEWS, key) ? BUILTIN_VIEWS[key] : undefined, 'value')
     if (problem) return problem
   }
+  const { gone } = frame as Partial<Frame>
+  if (gone !== undefined && (!isPlainObject(gone) || gone.code !== 'SESSION_NOT_FOUND' || typeof gone.message !== 'string' || gone.message.length > 1000)) return 'bad gone'
   const { grown } = frame as Partial<Frame>
   if (grown === undefined) return undefined
   if (!isPlainObject(grown)) return 'bad grown values'

@@ -79,7 +79,15 @@ export class LiveViews {
       for (const view of named ? this.#bySession.get(sessionId) ?? [] : this.#all()) view._fail(err)
       return
     }
-    for (const view of this.#bySession.get(sessionId as string) ?? []) view._apply(frame)
+    const views = this.#bySession.get(sessionId as string) ?? []
+    if (frame.gone) {
+      // Deleted (here, in another tab or process): its views end, saying so; later calls on them reject.
+      const err = new SessionfoldError('SESSION_NOT_FOUND', frame.gone.message, { sessionId: sessionId as string })
+      for (const view of views) view._fail(err)
+      this.#bySession.delete(sessionId as string)
+      return
+    }
+    for (const view of views) view._apply(frame)
   }
 
   /** Every view stops with `error`: the store closed, or its worker died. */

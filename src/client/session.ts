@@ -88,6 +88,15 @@ export class SessionView {
   /** @internal */
   protected _check(): void {
     if (this.#closed) throw new SessionfoldError('CLOSED', `this handle on ${where(this.id)} is closed`, { sessionId: this.id })
+    this._checkGone()
+  }
+
+  /**
+   * @internal The session was deleted (here or by another client of the store): every later
+   * call says so where it is made, even once a new session has taken its id.
+   */
+  protected _checkGone(): void {
+    if (this.projections.error?.code === 'SESSION_NOT_FOUND') throw new SessionfoldError('SESSION_NOT_FOUND', this.projections.error.message, { sessionId: this.id })
   }
 
   /**
@@ -102,6 +111,7 @@ export class SessionView {
    */
   async *events(options: { from?: number; to?: number; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
     assertOptions(options, 'events', ['from', 'to', 'signal'], this.id)
+    this._checkGone()
     const { from = 0, to, signal } = options
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad(`events signal for ${where(this.id)} must be an AbortSignal`)
     for (const [k, v] of [['from', from], ['to', to]] as const) {
@@ -131,6 +141,7 @@ export class SessionView {
    */
   async listChildren(options: ListChildrenOptions = {}): Promise<SubagentListEntry[]> {
     assertOptions(options, 'listChildren', ['recursive', 'signal'], this.id)
+    this._checkGone()
     const { signal, ...rest } = options
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad(`listChildren of ${where(this.id)}: signal must be an AbortSignal`)
     const cancelled = () => new SessionfoldError('CANCELLED', `listChildren of ${where(this.id)} was cancelled`, { sessionId: this.id })

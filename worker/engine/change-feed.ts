@@ -17,6 +17,8 @@ export interface ProjectionChange {
    */
   grown?: Record<string, number>
   faults: Record<string, ProjectionFault>
+  /** The session is gone (deleted): the last change its listeners get. */
+  gone?: { code: 'SESSION_NOT_FOUND'; message: string }
 }
 
 export type ChangeListener = (change: ProjectionChange) => void
@@ -53,6 +55,18 @@ export function watch(session: FeedSession, listener: ChangeListener): () => voi
   feed.listeners.add(listener)
   return () => {
     feed.listeners.delete(listener)
+  }
+}
+
+/** Tells the listeners, for the last time, that the session is gone (deleted here or elsewhere). */
+export function notifyGone(session: FeedSession, message: string, onError: (err: SessionfoldError) => void): void {
+  const change: ProjectionChange = { seq: session.log.asOfSeq, values: {}, faults: {}, gone: { code: 'SESSION_NOT_FOUND', message } }
+  for (const listener of [...session.feed.listeners]) {
+    try {
+      listener(change)
+    } catch (err) {
+      onError(new SessionfoldError('INVALID_ARGUMENT', `a projection listener of ${where(session.header.id)} threw: ${(err as Error)?.message ?? err}`, { sessionId: session.header.id, cause: err }))
+    }
   }
 }
 

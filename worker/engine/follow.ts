@@ -1,6 +1,6 @@
 // Following: another engine (another tab, thread or process) appended to a session that this
 // engine keeps live without writing it. What is new is read from storage, folded and pushed.
-import { SessionfoldError, where } from '../../src/errors'
+import { SessionfoldError, isSessionfoldError, where } from '../../src/errors'
 import type { SessionEvent, SessionHeader } from '../../src/model'
 import { foldEvent, type UnitSlot } from '../units'
 import type { LogState } from './append-pipeline'
@@ -20,6 +20,8 @@ export interface FollowContext<S extends FollowedSession> {
   isCurrent: (session: S) => boolean
   /** Called after each page folded. */
   folded: (session: S) => void
+  /** The session is gone from storage (deleted, or another life of its id in its place). */
+  gone: (session: S) => void
   onError: (err: SessionfoldError) => void
 }
 
@@ -87,13 +89,17 @@ export function follow<S extends FollowedSession>(session: S, context: FollowCon
     let to = entry.known
     if (to === undefined) {
       const info = await context.reader.find(id)
-      if (!info) return
+      if (!info || info.header.createdAt !== session.header.createdAt) {
+        context.gone(session)
+        return
+      }
       to = info.length
     }
     if (to <= log.durable) return
     for await (const page of context.reader.pages(id, { from: log.durable, to })) fold(page)
   })
   log.folds = step.catch((err: unknown) => {
+    if (isSessionfoldError(err, 'SESSION_NOT_FOUND')) return context.gone(session) // deleted while it was read
     context.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `could not follow ${where(id)}: ${(err as Error)?.message ?? err}`, { sessionId: id, cause: err }))
   })
   entry.step = log.folds

@@ -6,7 +6,7 @@
 import type { StorageAdapter } from '../../adapters/types'
 import type { ApplyResult, Changes } from '../../src/changes'
 import type { SubagentListEntry } from '../../src/children'
-import { SessionfoldError } from '../../src/errors'
+import { SessionfoldError, where } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import { ProjectionRegistry, type ProjectionDefinition, type ProjectionSnapshot } from '../../src/projection'
 import type { AppendResult, VerifyStep, VerifyTotals } from '../../src/protocol'
@@ -49,6 +49,8 @@ export interface EngineOptions {
   onError?: (err: SessionfoldError) => void
   /** Told after each durable append here, so other engines on the same store can follow it. */
   onGrow?: (sessionId: SessionId, length: number) => void
+  /** Told after a session is deleted here, so other engines following it hear it (tabs: see GrowthChannel.announce). */
+  onDelete?: (sessionId: SessionId) => void
   /**
    * Starts noticing appends that other engines make to a session followed here, where they
    * are not announced (processes sharing a folder); returns its stop. Growth found calls follow().
@@ -69,6 +71,7 @@ export class Engine {
   private readonly maxEventBytes: number
   private readonly now: () => number
   private readonly onError: (err: SessionfoldError) => void
+  private readonly onDelete: ((id: SessionId) => void) | undefined
   private readonly sessions: LiveSessions
   private readonly pipeline: AppendPipeline<LiveSession>
   private readonly checkpoints: CheckpointPolicy
@@ -89,6 +92,7 @@ export class Engine {
     this.maxEventBytes = positive(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, 'maxEventBytes')
     this.now = options.now ?? Date.now
     this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
+    this.onDelete = options.onDelete
     this.reader = new StoreReader(this.storage, this.defs)
     if (this.storage.history) this.history = new HistoryKeeper(this.storage.history, this.reader, this.defs, this.onError)
     this.chains = new ChainKeeper(this.storage.kv, this.reader, this.onError)
@@ -194,11 +198,12 @@ export class Engine {
     return this.sessions.release(id, role)
   }
 
-  /** Deletes a session that nobody holds open for writing. */
+  /** Deletes a session that nobody holds open for writing; views of it here hear it (and other engines, told through onDelete). */
   async deleteSession(id: SessionId): Promise<void> {
     this.open()
     assertSessionId(id)
     await this.sessions.delete(id)
+    this.onDelete?.(id)
   }
 
   /** Whether `id` is open for writing by some client of this store. */
@@ -320,6 +325,7 @@ export class Engine {
       reader: this.reader,
       isCurrent: (s) => this.sessions.isCurrent(s),
       folded: (s) => notify(s, this.onError),
+      gone: (s) => this.sessions.gone(s, `${where(id)} was deleted by another client of the store`),
       onError: this.onError,
     }, length, tail)
   }

@@ -9,7 +9,7 @@ import type { EncodedEvent } from '../../src/validate'
 import type { WriterLocks } from '../locks'
 import { foldEvent, initSlots, type UnitSlot } from '../units'
 import { newLogState, type AppendPipeline, type LogState } from './append-pipeline'
-import { newFeed, type FeedState } from './change-feed'
+import { newFeed, notifyGone, type FeedState } from './change-feed'
 import { newCheckpointState, type CheckpointPolicy, type CheckpointState } from './checkpoints'
 import type { ImportWriter } from './apply-changes'
 import type { ChainKeeper, PrefixState } from './chains'
@@ -273,12 +273,24 @@ export class LiveSessions {
     else this.updateWatch(live)
   }
 
+  /**
+   * The session kept live here is gone from storage (deleted here, or by another engine: a
+   * follow found no such session, or another life of its id): its listeners hear it one last
+   * time, and the record is let go, so the next observe of the id reads storage (and rejects).
+   */
+  gone(session: LiveSession, message: string): void {
+    if (!this.isCurrent(session) || session.writer) return
+    notifyGone(session, message, this.options.onError)
+    this.options.chains.forget(session.header.id)
+    this.remove(session)
+  }
+
   /** Deletes a session nobody holds open for writing (SESSION_LOCKED while a writer has it). */
   async delete(id: SessionId): Promise<void> {
     const release = await this.options.locks.acquire(id)
     try {
       const live = this.live.get(id)
-      if (live) this.remove(live)
+      if (live) this.gone(live, `${where(id)} was deleted`)
       this.options.chains.forget(id)
       await this.options.pipeline.remove(id)
     } finally {

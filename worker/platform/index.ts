@@ -11,8 +11,9 @@ export interface GrowthTail {
   events: unknown[]
 }
 
-/** Tells other engines on the same store (other tabs) that a session grew. */
+/** Tells other engines on the same store (other tabs) that a session grew, or was deleted. */
 export interface GrowthChannel {
+  /** `length`: the log's length now; below 0: the session was deleted (listeners hear no length, and look). */
   announce(sessionId: string, length: number): void
   /**
    * `length`, when the channel knows it: the log's length the announcement was made at;
