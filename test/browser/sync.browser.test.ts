@@ -1,9 +1,10 @@
-// Contract: §8 sync — both ways between two IndexedDB databases in Chromium, through real workers (docs/CONTRACT.md)
+// Contract: §8 sync, §13 no splice — both ways between two IndexedDB databases in Chromium, through real workers (docs/CONTRACT.md)
 // Sync in Chromium on real IndexedDB: two databases, their engines in module Web Workers or in
 // the page, batches through the structured clone of real workers.
 import { expect, it } from 'vitest'
 import { openStore, sync, type OpenStoreOptions } from 'sessionfold'
 import { dumpStore, expectCode } from '../support/helpers'
+import { expectNoSplice } from '../support/splice'
 
 let n = 0
 const db = () => `sync-${Date.now()}-${n++}`
@@ -38,5 +39,19 @@ for (const [mode, worker] of [['module Web Worker', true], ['in the page', false
     await view.close()
     await a.close()
     await b.close()
+  })
+}
+
+// §13: a batch continues only the history it was made from, on real IndexedDB through real workers.
+for (const [mode, worker] of [['module Web Workers', true], ['in the page', false]] as [string, OpenStoreOptions['worker']][]) {
+  it(`the splice repro ends in reported conflicts with both logs unchanged (${mode})`, async () => {
+    const s = await openStore({ name: db(), worker })
+    const d = await openStore({ name: db(), worker })
+    try {
+      await expectNoSplice(s, d)
+    } finally {
+      await s.close()
+      await d.close()
+    }
   })
 }
