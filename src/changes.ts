@@ -137,7 +137,14 @@ export interface SyncConflict {
   /** The witness of the version the receiving store holds. */
   target: LifecycleWitness
   /** For `'event'`: the chain values (src/chain.ts) the two sides hold at position `at`, which differ. */
-  chain?: { at: number; source: string; target: string }
+  chain?: {
+    /** The position compared: both values stand for the events before it. */
+    at: number
+    /** The sending store's chain value there (from the batch's witness). */
+    source: string
+    /** The receiving store's. */
+    target: string
+  }
 }
 
 /**
