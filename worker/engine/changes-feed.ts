@@ -8,10 +8,11 @@ import { SessionfoldError, isSessionfoldError } from '../../src/errors'
 import type { SessionHeader, SessionId } from '../../src/model'
 import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../../src/schemas'
 import { utf8Length } from '../../src/validate'
-import type { ChainAt } from './changes-since'
 import type { StoreReader } from './reader'
 
 type Reader = Pick<StoreReader, 'find' | 'pages' | 'ids'>
+/** The chain value of a session at a position: the witness an entry from there carries (chains.ts). */
+export type ChainAt = (header: SessionHeader, position: number) => Promise<string>
 
 export const feedCursorSchema = z.strictObject({
   v: z.literal(2),

@@ -3,10 +3,10 @@
 import { z } from 'zod/mini'
 import type { ChangeEntry, Changes, SessionMapCursor } from '../../src/changes'
 import { SessionfoldError, isSessionfoldError } from '../../src/errors'
-import type { SessionHeader, SessionId } from '../../src/model'
+import type { SessionId } from '../../src/model'
 import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../../src/schemas'
 import { utf8Length } from '../../src/validate'
-import { changesByFeed, parseFeedCursor } from './changes-feed'
+import { changesByFeed, parseFeedCursor, type ChainAt } from './changes-feed'
 import type { StoreReader } from './reader'
 
 export const DEFAULT_BATCH_EVENTS = 1000
@@ -15,8 +15,6 @@ export const DEFAULT_BATCH_BYTES = 4 * 1024 * 1024
 export const MAX_BATCH_BYTES = 64 * 1024 * 1024
 
 type Reader = Pick<StoreReader, 'find' | 'pages' | 'ids' | 'feed'>
-/** The chain value of a session at a position: the witness an entry from there carries (chains.ts). */
-export type ChainAt = (header: SessionHeader, position: number) => Promise<string>
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 

@@ -34,30 +34,8 @@ import { verifyPlan, verifyStep } from './verify'
 export type { ChangeListener, ProjectionChange } from './change-feed'
 export type { ColdRead } from './reader'
 export { newSessionId } from './lineage'
-
-export interface EngineOptions {
-  storage: StorageAdapter
-  /** The app's units, registered after the built-in ones. */
-  projections?: readonly ProjectionDefinition[]
-  /** Checkpoint a live session after this many events (default 256) or this long after an unsaved event (default 2000 ms). */
-  checkpoint?: { everyEvents?: number; everyMs?: number }
-  /** Largest encoded event (default 1 MiB). */
-  maxEventBytes?: number
-  /** Who holds sessions open for writing (default: this engine only). */
-  locks?: WriterLocks
-  /** Told of failures that must not fail a call, such as a checkpoint that could not be written. */
-  onError?: (err: SessionfoldError) => void
-  /** Told after each durable append here, so other engines on the same store can follow it. */
-  onGrow?: (sessionId: SessionId, length: number) => void
-  /** Told after a session is deleted here, so other engines following it hear it (tabs: see GrowthChannel.announce). */
-  onDelete?: (sessionId: SessionId) => void
-  /**
-   * Starts noticing appends that other engines make to a session followed here, where they
-   * are not announced (processes sharing a folder); returns its stop. Growth found calls follow().
-   */
-  watchSession?: (sessionId: SessionId) => () => void
-  now?: () => number
-}
+export type { EngineOptions } from './options'
+import type { EngineOptions } from './options'
 
 export class Engine {
   /** Told after each local write lands (appends, imports, creations): replications push at once. */
@@ -146,12 +124,8 @@ export class Engine {
       append: (id, input) => this.append(id, input),
       discard: (id) => this.sessions.discard(id),
     }
-    this.importTarget = {
-      reader: this.reader,
-      maxEventBytes: this.maxEventBytes,
-      withWriter: (id, write) => this.sessions.withImportWriter(id, write),
-      chainAt: (header, position) => this.chainAt(header, position),
-    }
+    const withWriter: ImportTarget['withWriter'] = (id, write) => this.sessions.withImportWriter(id, write)
+    this.importTarget = { reader: this.reader, maxEventBytes: this.maxEventBytes, withWriter, chainAt: (header, at) => this.chainAt(header, at) }
   }
 
   /** Creates a root session and opens it for writing. */
@@ -263,12 +237,12 @@ export class Engine {
     return this.sessions.liveOf(id).log.asOfSeq
   }
 
-  /** The header of a session open here. */
   /** True while session `id` is followed here for a writer elsewhere (its storage is watched). */
   isFollowed(id: SessionId): boolean {
     return this.sessions.get(id)?.unwatch !== undefined
   }
 
+  /** The header of a session open here. */
   liveHeader(id: SessionId): SessionHeader {
     return this.sessions.liveOf(id).header
   }
@@ -355,16 +329,19 @@ export class Engine {
 
   /** A small record of the store's own (a replication's cursors), or undefined. */
   async getMeta(key: unknown): Promise<string | undefined> {
-    this.open()
-    if (!this.storage.getMeta) throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${this.storage.kind} storage keeps no meta records`)
-    return this.storage.getMeta(key as string)
+    return this.meta().getMeta!(key as string)
   }
 
   /** Stores a small record of the store's own, durably. */
   async putMeta(key: unknown, value: unknown): Promise<void> {
+    return this.meta().putMeta!(key as string, value as string)
+  }
+
+  /** The storage, once it is known to keep meta records. */
+  private meta(): StorageAdapter {
     this.open()
-    if (!this.storage.putMeta) throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${this.storage.kind} storage keeps no meta records`)
-    return this.storage.putMeta(key as string, value as string)
+    if (!this.storage.getMeta || !this.storage.putMeta) throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${this.storage.kind} storage keeps no meta records`)
+    return this.storage
   }
 
   /** Imports a batch from another store, headers and seqs unchanged; conflicts are reported, not applied. */
@@ -404,7 +381,6 @@ export class Engine {
     this.open()
     return this.sessions.create(header, seed, held)
   }
-
 
   private open(): void {
     if (this.isClosed) throw new SessionfoldError('CLOSED', 'the engine is closed')
