@@ -19,6 +19,7 @@ import {
 import { isCount } from '../../src/limits'
 import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
 import { createAppender } from './append'
+import { DRIVER_TYPES } from './driver-types'
 import { createPgHistory } from './history'
 import { codeOf, corrupt, redact, storageError } from './errors'
 import { settingsOf, type PgSettings, type PostgresAdapterOptions, type PostgresClient } from './options'
@@ -42,6 +43,7 @@ async function openPool(settings: PgSettings, max = 10, name = 'sessionfold'): P
   }
   try {
     return postgres(settings.url!, {
+      ...DRIVER_TYPES, // no type fetch of the driver's own: its failure was an unhandled rejection
       max,
       connect_timeout: settings.connectTimeoutMs / 1000,
       idle_timeout: 60,
