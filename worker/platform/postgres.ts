@@ -54,7 +54,8 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
   const sql = client(10, 'sessionfold')
   // Appends on a connection of their own (the adapter's appendSql).
   const appendSql = client(1, 'sessionfold appends')
-  const locks = createPostgresLocks({ sql, schema, ttlMs: o.leaseTtlMs })
+  // Lease statements bounded as the adapter's calls are (a server that stopped answering).
+  const locks = createPostgresLocks({ sql, schema, ttlMs: o.leaseTtlMs, deadlineMs: connectTimeoutMs + 2 * queryTimeoutMs + 5_000 })
   const storage = createPostgresAdapter({ sql, appendSql, schema, durability: o.durability, fence: (id) => locks.tokenOf(id), connectTimeoutMs, queryTimeoutMs })
   try {
     // At once: an unreachable server or a schema of a newer version fails openStore itself, and
