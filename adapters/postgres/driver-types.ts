@@ -60,23 +60,56 @@ export function parseArray(text: string, element: (s: string) => unknown): unkno
   return out
 }
 
-const arrayOf = (oid: number, element: (s: string) => unknown) => ({
+/** One type as the driver's `types` option takes it (the `PostgresType` of postgres 3.4). */
+export interface DriverType {
+  /** The OID parameters of this type are sent as. */
+  to: number
+  /** The OIDs whose values `parse` reads. */
+  from: number[]
+  /** A value as the text sent for it. */
+  serialize: (value: unknown) => unknown
+  /** The text the server sent, as a value. */
+  parse: (raw: string) => unknown
+}
+
+/** What {@link DRIVER_OPTIONS} holds. */
+export interface DriverOptions {
+  /** Off: no connection starts with the driver's own read of `pg_type`. */
+  readonly fetch_types: false
+  /** The array types the adapter sends and reads, by name. */
+  readonly types: Readonly<Record<string, DriverType>>
+}
+
+const arrayOf = (oid: number, element: (s: string) => unknown): DriverType => Object.freeze({
   to: oid,
-  from: [oid],
+  from: Object.freeze([oid]) as number[],
   serialize: serializeArray,
   parse: (text: string) => parseArray(text, element),
 })
 
 /**
- * The options that give the driver these types and keep it from fetching any: int2[], int4[]
- * (numbers, as the driver reads int2 and int4), int8[] (strings, as it reads int8) and text[].
+ * Options for a `postgres()` instance of your own given to {@link createPostgresAdapter} as `sql`
+ * or `appendSql`; every pool sessionfold makes has them. They turn the driver's own type fetch
+ * off and give it the array types the adapter uses instead: int2[] and int4[] (read as numbers),
+ * int8[] (read as strings, as the driver reads int8) and text[]. With the driver's default
+ * (`fetch_types: true`), each new connection first reads `pg_type` in a promise the driver
+ * leaves unhandled (postgres 3.4): a connection lost or ended at that moment is an unhandled
+ * rejection, which ends a Node process. Your own queries on that pool then have arrays of
+ * these four types only; give `types` of your own for others.
+ *
+ * @example
+ * import postgres from 'postgres'
+ * import { createPostgresAdapter, DRIVER_OPTIONS } from 'sessionfold/adapters/postgres'
+ *
+ * const sql = postgres(process.env.DATABASE_URL!, { ...DRIVER_OPTIONS, max: 10 })
+ * const storage = createPostgresAdapter({ sql })
  */
-export const DRIVER_TYPES = {
+export const DRIVER_OPTIONS: DriverOptions = Object.freeze({
   fetch_types: false,
-  types: {
+  types: Object.freeze({
     sessionfold_int2_array: arrayOf(1005, Number),
     sessionfold_int4_array: arrayOf(1007, Number),
     sessionfold_int8_array: arrayOf(1016, String),
     sessionfold_text_array: arrayOf(1009, String),
-  },
-} as const
+  }),
+})

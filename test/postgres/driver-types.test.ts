@@ -4,7 +4,9 @@
 // sends and reads int2[], int4[], int8[] and text[] exactly as a pool that fetched the types.
 import postgres, { type Sql } from 'postgres'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { DRIVER_TYPES, parseArray } from '../../adapters/postgres/driver-types'
+import { createPostgresAdapter, DRIVER_OPTIONS } from '../../adapters/postgres'
+import { parseArray } from '../../adapters/postgres/driver-types'
+import { evs, readAll, rootHeader } from '../support/helpers'
 import { startPgProxy } from '../support/pg-proxy'
 import { startCluster, type PgCluster } from '../support/postgres'
 
@@ -27,7 +29,7 @@ afterAll(async () => {
 it('a connection of a pool made with them starts with our statement, not a read of pg_type', async () => {
   const proxy = await startPgProxy(cluster.port)
   try {
-    await pool(proxy.url(), DRIVER_TYPES)`SELECT 1 AS ours`
+    await pool(proxy.url(), DRIVER_OPTIONS)`SELECT 1 AS ours`
     await pool(proxy.url())`SELECT 2 AS ours` // the driver's default, for contrast
     expect(proxy.stats.statements).toHaveLength(2)
     expect(proxy.stats.statements[0]).toBe('SELECT 1 AS ours')
@@ -45,7 +47,7 @@ it('sends and reads arrays as a pool that fetched the types does (every awkward 
     ['int4[]', [0, -2147483648, 2147483647, null]],
     ['int2[]', [0, -32768, 32767, null]],
   ]
-  const ours = pool(cluster.url, DRIVER_TYPES)
+  const ours = pool(cluster.url, DRIVER_OPTIONS)
   const fetched = pool(cluster.url)
   for (const [type, values] of cases) {
     const query = `SELECT $1::${type} AS v, cardinality($1::${type}) AS n, array_position($1::${type}, NULL) AS null_at`
@@ -72,4 +74,19 @@ it('reads what the server writes: bounds other than 1, nested arrays, quoted and
   expect(parseArray('{"a\\"b","c\\\\d",NULL,"NULL",plain}', String)).toEqual(['a"b', 'c\\d', null, 'NULL', 'plain'])
   expect(parseArray('{}', String)).toEqual([])
   for (const bad of ['', '1,2', '{1,2', '{"open}', '{1}x', '{1},{2}']) expect(() => parseArray(bad, String), bad).toThrow(/not an array literal/)
+})
+
+it("a pool of the caller's own made with them (exported by sessionfold/adapters/postgres) serves the adapter, and they stay as they were", async () => {
+  const before = JSON.stringify(DRIVER_OPTIONS)
+  const sql = pool(cluster.url, { ...DRIVER_OPTIONS, max: 2 })
+  const adapter = createPostgresAdapter({ sql, schema: 'shared_pool' })
+  try {
+    await adapter.createSession(rootHeader('s', { origin: 'fork', forkedFrom: 'x', seedLength: 2 }), evs('s', 0, 2)) // a seed: unnest of arrays
+    await Promise.all([adapter.append('s', evs('s', 2, 3)), adapter.append('s', evs('s', 5, 1))]) // one group: arrays both ways
+    expect((await readAll(adapter, 's')).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5])
+  } finally {
+    await adapter.close()
+  }
+  expect(JSON.stringify(DRIVER_OPTIONS)).toBe(before)
+  expect(Object.isFrozen(DRIVER_OPTIONS) && Object.isFrozen(DRIVER_OPTIONS.types)).toBe(true)
 })

@@ -7,7 +7,7 @@
 import { createServer } from 'node:net'
 import postgres, { type Sql } from 'postgres'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { DRIVER_TYPES } from '../../adapters/postgres/driver-types'
+import { DRIVER_OPTIONS } from '../../adapters/postgres/driver-types'
 import { createPostgresLocks, type PostgresLocks } from '../../worker/locks/postgres'
 import { expectCode, until } from '../support/helpers'
 import { spawnFixture, type Child } from '../support/fixture-process'
@@ -35,7 +35,7 @@ const fenceFinds = (id: string, token: string) =>
 
 beforeAll(async () => {
   cluster = await startCluster({ settings: { fsync: 'off' } })
-  sql = postgres(cluster.url, { ...DRIVER_TYPES, max: 10, onnotice: () => {} }) // as openStore makes its pools
+  sql = postgres(cluster.url, { ...DRIVER_OPTIONS, max: 10, onnotice: () => {} }) // as openStore makes its pools
 })
 afterAll(async () => {
   await sql?.end({ timeout: 1 })
@@ -252,7 +252,7 @@ describe('an unreachable server', () => {
         s.close(() => resolve(port))
       })
     })
-    const nowhere = postgres(`postgres://postgres@127.0.0.1:${port}/postgres`, { ...DRIVER_TYPES, connect_timeout: 2, onnotice: () => {} })
+    const nowhere = postgres(`postgres://postgres@127.0.0.1:${port}/postgres`, { ...DRIVER_OPTIONS, connect_timeout: 2, onnotice: () => {} })
     try {
       const l = createPostgresLocks({ sql: nowhere, schema })
       const err = await expectCode(l.acquire('far'), 'STORAGE_UNAVAILABLE')
@@ -271,7 +271,7 @@ describe('an unreachable server', () => {
     }
     const proxy = await startPgProxy(cluster.port)
     let closed = 0
-    const far = postgres(proxy.url(), { ...DRIVER_TYPES, max: 1, onnotice: () => {}, onclose: () => closed++ } as postgres.Options<{}>)
+    const far = postgres(proxy.url(), { ...DRIVER_OPTIONS, max: 1, onnotice: () => {}, onclose: () => closed++ } as postgres.Options<{}>)
     try {
       const l = createPostgresLocks({ sql: far, schema, ttlMs: TTL, deadlineMs: 500 })
       const release = await l.acquire('held')

@@ -5,7 +5,7 @@
 // asks for PostgreSQL.
 import type { Sql } from 'postgres'
 import { createPostgresAdapter } from '../../adapters/postgres'
-import { DRIVER_TYPES } from '../../adapters/postgres/driver-types'
+import { DRIVER_OPTIONS } from '../../adapters/postgres/driver-types'
 import type { StorageAdapter } from '../../adapters/types'
 import { SessionfoldError } from '../../src/errors'
 import type { HostOptions } from '../../src/protocol'
@@ -41,7 +41,7 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
   // The server bounds each statement (and a transaction left idle by a frozen process), as the
   // adapter's own pool would; the adapter's client-side deadline is derived from the same bounds.
   const client = (max: number, name: string): Sql => postgres(url, {
-    ...DRIVER_TYPES, // no type fetch of the driver's own (driver-types.ts)
+    ...DRIVER_OPTIONS, // no type fetch of the driver's own (driver-types.ts)
     max,
     connect_timeout: connectTimeoutMs / 1000,
     onnotice: () => {},
@@ -71,7 +71,7 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
     sql,
     schema,
     connect: ({ onnotify, onclose }) => postgres(url, {
-      ...DRIVER_TYPES,
+      ...DRIVER_OPTIONS,
       max: 1,
       idle_timeout: 0, // never
       max_lifetime: null, // never recycled: each reconnect means LISTEN again and a poll of all
