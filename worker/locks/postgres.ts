@@ -24,9 +24,9 @@ export interface PostgresLocksOptions {
   /** Called when a renewal finds a lease of ours gone (expired and taken over, or deleted). */
   onLost?: (id: SessionId) => void
   /**
-   * Bound on one lease statement, client side (default 75 000 ms, the adapter's own bound with
-   * its default timeouts): a server that let us in and then stopped answering fails the
-   * statement then, rather than holding an open, a release or a close for ever.
+   * Bound on an acquire, an isHeld or a release, client side (default 75 000 ms, the adapter's
+   * own bound with its default timeouts): a server that let us in and then stopped answering
+   * fails the statement then, rather than holding an open, a release or a close for ever.
    */
   deadlineMs?: number
 }
@@ -117,11 +117,12 @@ export function createPostgresLocks(options: PostgresLocksOptions): PostgresLock
     if (live.length === 0) return
     renewing = true
     try {
-      const rows = await bounded(sql<{ session_id: string }[]>`
+      // Not bounded: nothing waits for it, and one at a time keeps a hung server from piling them up.
+      const rows = await sql<{ session_id: string }[]>`
         UPDATE ${S}.leases AS l SET expires_at = now() + ${ttlMs}::double precision * interval '1 millisecond'
         FROM unnest(${live.map(([id]) => id)}::text[], ${live.map(([, l]) => l.token)}::bigint[]) AS h(id, token)
         WHERE l.session_id = h.id AND l.token = h.token
-        RETURNING l.session_id`, deadlineMs, live[0]![0])
+        RETURNING l.session_id`
       const renewed = new Set(rows.map((r) => r.session_id))
       for (const [id, lease] of live) {
         if (renewed.has(id) || held.get(id) !== lease) continue
