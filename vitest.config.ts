@@ -20,7 +20,9 @@ export default defineConfig({
       {
         extends: true,
         resolve: { alias: alias('node') },
-        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: ['test/browser/**'], pool: 'forks' },
+        // rejections.ts: a test fails on an unhandled rejection of its own, of a worker thread
+        // or of a process it started (vitest alone fails the run, naming no test, for its own).
+        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: ['test/browser/**'], pool: 'forks', setupFiles: ['test/support/rejections.ts'] },
       },
       {
         extends: true,

@@ -13,6 +13,7 @@
 // message is masked before it is printed.
 import type { Sql } from 'postgres'
 import { createPostgresAdapter } from '../adapters/postgres'
+import { DRIVER_OPTIONS } from '../adapters/postgres/driver-types'
 import { redact, storageError } from '../adapters/postgres/errors'
 import { passwordOf } from '../adapters/postgres/options'
 import type { StorageAdapter } from '../adapters/types'
@@ -71,6 +72,7 @@ export async function openPgStore(target: PgTarget, mode: 'read' | 'delete' | 'i
   let sql: Sql
   try {
     sql = postgres(url, {
+      ...DRIVER_OPTIONS, // no type fetch of the driver's own (driver-types.ts)
       max: 4,
       connect_timeout: CONNECT_TIMEOUT_S,
       onnotice: () => {},

@@ -90,10 +90,14 @@ export class EngineHost implements EngineApi {
     if (options.aliveLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // Held until this context ends: the client is granted it when we are gone.
       const locks = (globalThis.navigator as Navigator & { locks: LockManager }).locks
-      await new Promise<void>((held) => void locks.request(options.aliveLock!, () => {
-        held()
-        return new Promise<void>((release) => (this.releaseAlive = release))
-      }))
+      // Refused (an opaque origin refuses every lock): the host goes on without, and the
+      // client's own request of it is refused alike, so it watches nothing.
+      await new Promise<void>((held) => {
+        locks.request(options.aliveLock!, () => {
+          held()
+          return new Promise<void>((release) => (this.releaseAlive = release))
+        }).catch(() => held())
+      })
     }
     this.opened = await this.source.open(options, this.projections)
     this.hostOptions = options
@@ -101,7 +105,8 @@ export class EngineHost implements EngineApi {
     if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
       // handles, so its writer locks go with it, as they would with a dedicated worker.
-      void (globalThis.navigator as Navigator & { locks: LockManager }).locks.request(options.tabLock, () => this.close())
+      // What that close fails of has nobody to tell: the tab is gone.
+      ;(globalThis.navigator as Navigator & { locks: LockManager }).locks.request(options.tabLock, () => this.close()).catch(() => {})
     }
   }
 

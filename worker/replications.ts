@@ -5,7 +5,7 @@
 // push at once. With a SharedWorker, the tabs share the engine and so the replication.
 import type { ReplicationState } from '../src/replication/types'
 import type { ConnectOptions, LoopHost } from '../src/replication/types'
-import { runReplication } from '../src/replication/loop'
+import { errorOf, runReplication } from '../src/replication/loop'
 import type { ReplicationEvent, ReplicationSpec } from '../src/protocol'
 import type { Engine } from './engine'
 
@@ -178,9 +178,13 @@ class Run {
     target.addEventListener?.('online', online)
     this.stop.signal.addEventListener('abort', () => target.removeEventListener?.('online', online), { once: true })
     const locks = (globalThis as { navigator?: { locks?: Locks } }).navigator?.locks
+    // The loop answers its own failures; one of its own (a bug) is the replication's error state.
+    const failed = (err: unknown) => {
+      if (!this.stop.signal.aborted) this.set({ status: 'error', error: errorOf(err) })
+    }
     if (!locks || typeof BroadcastChannel === 'undefined') {
       this.leading = true
-      this.done = runReplication(host)
+      this.done = runReplication(host).catch(failed)
       return
     }
     // Tabs with engines of their own: one runs it, the others follow its state.
@@ -207,8 +211,8 @@ class Run {
     this.done = locks.request(name, { signal: this.stop.signal }, async () => {
       this.leading = true
       for (const w of this.#followerWaits.splice(0)) this.waiting.push(w.resolve)
-      await runReplication(host)
-    }).catch(() => {}) // aborted while waiting for the lock: closed
+      await runReplication(host).catch(failed)
+    }).catch(failed) // aborted while waiting for the lock (closed), or refused (an opaque origin)
   }
 
   async close(): Promise<void> {

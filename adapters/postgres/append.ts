@@ -49,7 +49,12 @@ export function createAppender(
           for (const e of queue[take]!.batch) bytes += e.json.length
           take++
         }
-        await writeGroup(queue.splice(0, take))
+        const group = queue.splice(0, take)
+        // What writeGroup throws before its statement (the caller's fence, say) fails its group
+        // only: no append left waiting, and no rejection of this loop that nobody awaits.
+        await writeGroup(group).catch((err: unknown) => {
+          for (const p of group) p.reject(err)
+        })
       }
     } finally {
       flushing = undefined

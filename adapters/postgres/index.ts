@@ -19,6 +19,7 @@ import {
 import { isCount } from '../../src/limits'
 import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
 import { createAppender } from './append'
+import { DRIVER_OPTIONS } from './driver-types'
 import { createPgHistory } from './history'
 import { codeOf, corrupt, redact, storageError } from './errors'
 import { settingsOf, type PgSettings, type PostgresAdapterOptions, type PostgresClient } from './options'
@@ -29,6 +30,7 @@ import { migrate, namesOf } from './schema'
 
 export type { PostgresAdapterOptions, PostgresClient } from './options'
 export { SCHEMA_VERSION } from './schema'
+export { DRIVER_OPTIONS, type DriverOptions, type DriverType } from './driver-types'
 // The storage contract, for code that uses an adapter directly.
 export type { CheckpointRow, CheckpointUnitRow, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../types'
 export type { EncodedEvent } from '../../src/validate'
@@ -43,6 +45,7 @@ async function openPool(settings: PgSettings, max = 10, name = 'sessionfold'): P
   }
   try {
     return postgres(settings.url!, {
+      ...DRIVER_OPTIONS, // no type fetch of the driver's own: its failure was an unhandled rejection
       max,
       connect_timeout: settings.connectTimeoutMs / 1000,
       idle_timeout: 60,

@@ -35,10 +35,14 @@ export interface PostgresAdapterOptions {
    * fails with SESSION_LOCKED (writing nothing) when it does not.
    */
   fence?: (id: string) => bigint | string | undefined
-  /** An existing `postgres()` instance to share its pool (then `url` is not used, and close() leaves it open). */
+  /**
+   * An existing `postgres()` instance to share its pool (then `url` is not used, and close()
+   * leaves it open). Make it with {@link DRIVER_OPTIONS}: with the driver's default type fetch, a
+   * connection lost as it opens is an unhandled rejection in your process.
+   */
   sql?: PostgresClient
   /**
-   * A `postgres()` instance of one connection (`max: 1`) for appends, which close() leaves open.
+   * A `postgres()` instance of one connection (`max: 1`, {@link DRIVER_OPTIONS}) for appends, which close() leaves open.
    * Group commit sends one statement at a time, and a pool hands its idle connections out in
    * turn; one connection keeps a writer's appends on one server process. Default: a connection
    * the adapter opens beside its own pool, or `sql` itself when `sql` is given.

@@ -38,8 +38,10 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
   const { api, release } = link(endpoint)
   const locks = (globalThis.navigator as { locks?: LockManager } | undefined)?.locks
   // Shared: this tab holds a lock for as long as it lives; the shared host learns of its end.
-  const tabLock = sharedWorker && locks ? `sessionfold:tab:${globalThis.crypto.randomUUID()}` : undefined
-  if (tabLock) await new Promise<void>((held) => void locks!.request(tabLock, () => (held(), new Promise<never>(() => {}))))
+  // Refused (an opaque origin refuses every lock), the tab goes without: its handles on the
+  // shared host then close with the store, not with the tab.
+  const wanted = sharedWorker && locks ? `sessionfold:tab:${globalThis.crypto.randomUUID()}` : undefined
+  const tabLock = wanted && (await holdForever(locks!, wanted)) ? wanted : undefined
   // A worker that dies (crashes, closes itself, is killed with its tab) sends no event: watch
   // the lock it holds while alive, granted to us only once it is gone.
   const aliveLock = `sessionfold:alive:${globalThis.crypto.randomUUID()}`
@@ -47,7 +49,8 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
     aliveLock: locks ? aliveLock : undefined,
     tabLock,
     watch() {
-      void locks?.request(aliveLock, async () => death.dead('stopped'))
+      // Refused: no watch (nor, then, a lock the host could hold), as where Web Locks are missing.
+      locks?.request(aliveLock, async () => death.dead('stopped')).catch(() => {})
     },
     closing() {
       death.ending()
@@ -60,4 +63,11 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
       stop()
     },
   }
+}
+
+/** Holds lock `name` for as long as this context lives, once granted; false if it is refused. */
+function holdForever(locks: LockManager, name: string): Promise<boolean> {
+  return new Promise((held) => {
+    locks.request(name, () => (held(true), new Promise<never>(() => {}))).catch(() => held(false))
+  })
 }

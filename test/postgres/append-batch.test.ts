@@ -206,3 +206,26 @@ describe('connections of a store', () => {
     }
   })
 })
+
+it('a fence that throws fails the appends of its group with STORAGE_UNAVAILABLE, writes nothing, and the next group goes', async () => {
+  let broken = true
+  const fenced = createPostgresAdapter({
+    url: dbUrl,
+    schema: SCHEMA,
+    fence: () => {
+      if (broken) throw new Error('the fence broke')
+      return undefined
+    },
+  })
+  try {
+    await fenced.createSession(rootHeader('fenced'))
+    const [a, b] = await Promise.allSettled([fenced.append('fenced', evs('fenced', 0, 2)), fenced.append('fenced', evs('fenced', 2, 1))])
+    for (const r of [a, b]) expect((r as PromiseRejectedResult).reason).toMatchObject({ code: 'STORAGE_UNAVAILABLE', message: expect.stringContaining('the fence broke') })
+    expect((await fenced.getSession('fenced'))?.length).toBe(0)
+    broken = false
+    await fenced.append('fenced', evs('fenced', 0, 2))
+    expect((await fenced.getSession('fenced'))?.length).toBe(2)
+  } finally {
+    await fenced.close()
+  }
+})

@@ -11,6 +11,7 @@ import postgres, { type Sql } from 'postgres'
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
 import type { GrowthChannel } from '../../worker/platform'
 import { growthChannelOf } from '../../adapters/postgres/channel'
+import { DRIVER_OPTIONS } from '../../adapters/postgres/driver-types'
 import { pgGrowth } from '../../worker/platform/growth-pg'
 import { createSchemaV1 } from '../support/pg-schema'
 import { startCluster, type PgCluster } from '../support/postgres'
@@ -23,7 +24,7 @@ const clients: Sql[] = []
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const client = (url = cluster.url) => {
-  const c = postgres(url, { max: 4, onnotice: () => {} })
+  const c = postgres(url, { ...DRIVER_OPTIONS, max: 4, onnotice: () => {} }) // as openStore makes its pools
   clients.push(c)
   return c
 }
@@ -35,7 +36,7 @@ const open = (url: string, pollMs?: number) => {
     pollMs,
     connect: ({ onnotify, onclose }) => {
       // onnotify and onclose are options of the driver that its types do not declare.
-      const c = postgres(url, { max: 1, idle_timeout: 0, max_lifetime: null, fetch_types: false, onnotice: () => {}, onnotify, onclose } as postgres.Options<{}>)
+      const c = postgres(url, { ...DRIVER_OPTIONS, max: 1, idle_timeout: 0, max_lifetime: null, onnotice: () => {}, onnotify, onclose } as postgres.Options<{}>)
       clients.push(c)
       return c
     },
@@ -77,7 +78,7 @@ const within = async (ms: number, what: string, p: Promise<unknown>) => {
 
 beforeAll(async () => {
   cluster = await startCluster({ settings: { fsync: 'off' } })
-  sql = postgres(cluster.url, { max: 4, onnotice: () => {} })
+  sql = postgres(cluster.url, { ...DRIVER_OPTIONS, max: 4, onnotice: () => {} })
 })
 afterAll(async () => {
   await sql?.end({ timeout: 1 })

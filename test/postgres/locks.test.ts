@@ -7,10 +7,12 @@
 import { createServer } from 'node:net'
 import postgres, { type Sql } from 'postgres'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { DRIVER_OPTIONS } from '../../adapters/postgres/driver-types'
 import { createPostgresLocks, type PostgresLocks } from '../../worker/locks/postgres'
-import { expectCode } from '../support/helpers'
+import { expectCode, until } from '../support/helpers'
 import { spawnFixture, type Child } from '../support/fixture-process'
 import { createSchemaV1 } from '../support/pg-schema'
+import { startPgProxy } from '../support/pg-proxy'
 import { startCluster, type PgCluster } from '../support/postgres'
 
 const TTL = 1500
@@ -33,7 +35,7 @@ const fenceFinds = (id: string, token: string) =>
 
 beforeAll(async () => {
   cluster = await startCluster({ settings: { fsync: 'off' } })
-  sql = postgres(cluster.url, { max: 10, onnotice: () => {} })
+  sql = postgres(cluster.url, { ...DRIVER_OPTIONS, max: 10, onnotice: () => {} }) // as openStore makes its pools
 })
 afterAll(async () => {
   await sql?.end({ timeout: 1 })
@@ -250,7 +252,7 @@ describe('an unreachable server', () => {
         s.close(() => resolve(port))
       })
     })
-    const nowhere = postgres(`postgres://postgres@127.0.0.1:${port}/postgres`, { connect_timeout: 2, onnotice: () => {} })
+    const nowhere = postgres(`postgres://postgres@127.0.0.1:${port}/postgres`, { ...DRIVER_OPTIONS, connect_timeout: 2, onnotice: () => {} })
     try {
       const l = createPostgresLocks({ sql: nowhere, schema })
       const err = await expectCode(l.acquire('far'), 'STORAGE_UNAVAILABLE')
@@ -260,6 +262,32 @@ describe('an unreachable server', () => {
       await expectCode(l.acquire('far'), 'STORAGE_UNAVAILABLE') // not SESSION_LOCKED: nothing is held here
     } finally {
       await nowhere.end({ timeout: 0 })
+    }
+  })
+
+  it('a server that lets us in and then never answers: acquire, isHeld and a release fail by the deadline, and close returns', async () => {
+    for (const bad of [0, -1, 1.5, Number.NaN, '10' as unknown as number]) {
+      expect(() => createPostgresLocks({ sql, schema, deadlineMs: bad }), String(bad)).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+    }
+    const proxy = await startPgProxy(cluster.port)
+    let closed = 0
+    const far = postgres(proxy.url(), { ...DRIVER_OPTIONS, max: 1, onnotice: () => {}, onclose: () => closed++ } as postgres.Options<{}>)
+    try {
+      const l = createPostgresLocks({ sql: far, schema, ttlMs: TTL, deadlineMs: 500 })
+      const release = await l.acquire('held')
+      proxy.mode = 'hold-first-statement'
+      proxy.cut()
+      await until(() => closed > 0) // the driver saw its connection go: the next statement makes a new one
+      const err = await expectCode(l.acquire('hung'), 'STORAGE_UNAVAILABLE')
+      expect(err.message).toMatch(/no answer within 500 ms.*"hung"/)
+      expect(l.tokenOf('hung')).toBeUndefined()
+      await expectCode(l.isHeld('hung'), 'STORAGE_UNAVAILABLE')
+      await release() // its DELETE gets no answer: the lease is left to expire
+      await l.close()
+      expect(proxy.stats.held).toBeGreaterThan(0)
+    } finally {
+      await far.end({ timeout: 0 })
+      await proxy.close()
     }
   })
 

@@ -304,3 +304,26 @@ describe('store.connect through the worker', () => {
     expect(await dumpStore(a)).toEqual(await dumpStore(server))
   })
 })
+
+describe('store.connect where Web Locks refuse the replication lock (an opaque origin)', () => {
+  it("its state says so ('error', the refusal) rather than 'connecting' for ever, and it closes", async () => {
+    // An engine in this thread that sees Web Locks and BroadcastChannel, as a browser tab's does.
+    const scope = globalThis as { navigator?: unknown }
+    const saved = Object.getOwnPropertyDescriptor(globalThis, 'navigator')
+    Object.defineProperty(globalThis, 'navigator', {
+      configurable: true,
+      value: { locks: { request: () => Promise.reject(new DOMException('the lock is refused', 'SecurityError')) } },
+    })
+    try {
+      const store = await openStore({ storage: 'memory', worker: false })
+      cleanups.push(() => store.close())
+      const replication = store.connect('http://127.0.0.1:9/')
+      await until(() => replication.status === 'error')
+      expect(replication.state.error?.message).toMatch(/the lock is refused/)
+      await replication.close()
+    } finally {
+      if (saved) Object.defineProperty(globalThis, 'navigator', saved)
+      else delete scope.navigator
+    }
+  })
+})

@@ -3,4 +3,7 @@
 import './zod-jitless'
 import { serveEngine } from './serve-browser'
 
-void serveEngine()
+// A failure to start, thrown where the page hears it: the worker's error event (WORKER_TERMINATED).
+serveEngine().catch((err: unknown) => setTimeout(() => {
+  throw err
+}))

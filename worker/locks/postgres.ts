@@ -23,6 +23,12 @@ export interface PostgresLocksOptions {
   ttlMs?: number
   /** Called when a renewal finds a lease of ours gone (expired and taken over, or deleted). */
   onLost?: (id: SessionId) => void
+  /**
+   * Bound on an acquire, an isHeld or a release, client side (default 75 000 ms, the adapter's
+   * own bound with its default timeouts): a server that let us in and then stopped answering
+   * fails the statement then, rather than holding an open, a release or a close for ever.
+   */
+  deadlineMs?: number
 }
 
 export interface PostgresLocks extends WriterLocks {
@@ -35,6 +41,22 @@ export interface PostgresLocks extends WriterLocks {
   close(): Promise<void>
 }
 
+
+/** `query`, or STORAGE_UNAVAILABLE for `id` once `ms` pass without its answer (whatever the driver still waits for). */
+function bounded<T>(query: PromiseLike<T>, ms: number, id: SessionId): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new SessionfoldError('STORAGE_UNAVAILABLE', `the database had no answer within ${ms} ms about the write lease of ${where(id)}`, { sessionId: id }))
+    }, ms)
+    query.then((v) => {
+      clearTimeout(timer)
+      resolve(v)
+    }, (err: unknown) => {
+      clearTimeout(timer)
+      reject(err)
+    })
+  })
+}
 
 /** The SQLSTATE class of errors that mean the server is gone or refuses us for now. */
 const UNAVAILABLE_STATES = /^(08|57P0[1-3]|53300)/
@@ -68,6 +90,10 @@ export function createPostgresLocks(options: PostgresLocksOptions): PostgresLock
   if (!Number.isInteger(ttlMs) || ttlMs < 30 || ttlMs > 86_400_000) {
     throw new SessionfoldError('INVALID_ARGUMENT', `ttlMs must be an integer from 30 to 86400000 (got ${String(ttlMs)})`)
   }
+  const deadlineMs = options.deadlineMs ?? 75_000
+  if (!Number.isInteger(deadlineMs) || deadlineMs < 1) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `deadlineMs must be a positive integer (got ${String(deadlineMs)})`)
+  }
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
   const S = sql(schema) // the quoted identifier; every value below is a parameter
   const sequence = `"${schema}".lease_tokens` // a regclass given as a parameter
@@ -91,6 +117,7 @@ export function createPostgresLocks(options: PostgresLocksOptions): PostgresLock
     if (live.length === 0) return
     renewing = true
     try {
+      // Not bounded: nothing waits for it, and one at a time keeps a hung server from piling them up.
       const rows = await sql<{ session_id: string }[]>`
         UPDATE ${S}.leases AS l SET expires_at = now() + ${ttlMs}::double precision * interval '1 millisecond'
         FROM unnest(${live.map(([id]) => id)}::text[], ${live.map(([, l]) => l.token)}::bigint[]) AS h(id, token)
@@ -130,7 +157,7 @@ export function createPostgresLocks(options: PostgresLocksOptions): PostgresLock
     if (held.get(id) === lease) held.delete(id)
     stopBeatIfIdle()
     try {
-      await sql`DELETE FROM ${S}.leases WHERE session_id = ${id} AND token = ${lease.token}::bigint`
+      await bounded(sql`DELETE FROM ${S}.leases WHERE session_id = ${id} AND token = ${lease.token}::bigint`, deadlineMs, id)
     } catch {
       // unreachable: the lease expires after ttl and is taken over then
     }
@@ -145,15 +172,16 @@ export function createPostgresLocks(options: PostgresLocksOptions): PostgresLock
       const undo = () => (mine ? held.set(id, mine) : held.delete(id))
       let token: string | undefined
       try {
-        const rows = await sql<{ token: string }[]>`
+        const rows = await bounded(sql<{ token: string }[]>`
           INSERT INTO ${S}.leases (session_id, token, owner, expires_at)
           VALUES (${id}, nextval(${sequence}::regclass), ${owner}, now() + ${ttlMs}::double precision * interval '1 millisecond')
           ON CONFLICT (session_id) DO UPDATE
             SET token = nextval(${sequence}::regclass), owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
             WHERE ${S}.leases.expires_at < now()
-          RETURNING token`
+          RETURNING token`, deadlineMs, id)
         token = rows[0]?.token
       } catch (err) {
+        // One that timed out may still commit: never renewed, that lease expires after ttlMs.
         undo()
         throw leaseError(err, id, 'taken')
       }
@@ -175,8 +203,8 @@ export function createPostgresLocks(options: PostgresLocksOptions): PostgresLock
       const mine = held.get(id)
       if (mine && mine !== 'pending' && !mine.lost) return true
       try {
-        const [row] = await sql<{ held: boolean }[]>`
-          SELECT EXISTS (SELECT 1 FROM ${S}.leases WHERE session_id = ${id} AND expires_at > now()) AS held`
+        const [row] = await bounded(sql<{ held: boolean }[]>`
+          SELECT EXISTS (SELECT 1 FROM ${S}.leases WHERE session_id = ${id} AND expires_at > now()) AS held`, deadlineMs, id)
         return row?.held === true
       } catch (err) {
         throw leaseError(err, id, 'read')

@@ -5,6 +5,7 @@
 // asks for PostgreSQL.
 import type { Sql } from 'postgres'
 import { createPostgresAdapter } from '../../adapters/postgres'
+import { DRIVER_OPTIONS } from '../../adapters/postgres/driver-types'
 import type { StorageAdapter } from '../../adapters/types'
 import { SessionfoldError } from '../../src/errors'
 import type { HostOptions } from '../../src/protocol'
@@ -40,6 +41,7 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
   // The server bounds each statement (and a transaction left idle by a frozen process), as the
   // adapter's own pool would; the adapter's client-side deadline is derived from the same bounds.
   const client = (max: number, name: string): Sql => postgres(url, {
+    ...DRIVER_OPTIONS, // no type fetch of the driver's own (driver-types.ts)
     max,
     connect_timeout: connectTimeoutMs / 1000,
     onnotice: () => {},
@@ -52,7 +54,8 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
   const sql = client(10, 'sessionfold')
   // Appends on a connection of their own (the adapter's appendSql).
   const appendSql = client(1, 'sessionfold appends')
-  const locks = createPostgresLocks({ sql, schema, ttlMs: o.leaseTtlMs })
+  // Lease statements bounded as the adapter's calls are (a server that stopped answering).
+  const locks = createPostgresLocks({ sql, schema, ttlMs: o.leaseTtlMs, deadlineMs: connectTimeoutMs + 2 * queryTimeoutMs + 5_000 })
   const storage = createPostgresAdapter({ sql, appendSql, schema, durability: o.durability, fence: (id) => locks.tokenOf(id), connectTimeoutMs, queryTimeoutMs })
   try {
     // At once: an unreachable server or a schema of a newer version fails openStore itself, and
@@ -68,10 +71,10 @@ export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> 
     sql,
     schema,
     connect: ({ onnotify, onclose }) => postgres(url, {
+      ...DRIVER_OPTIONS,
       max: 1,
       idle_timeout: 0, // never
       max_lifetime: null, // never recycled: each reconnect means LISTEN again and a poll of all
-      fetch_types: false,
       connect_timeout: connectTimeoutMs / 1000,
       onnotice: () => {},
       onnotify,

@@ -1,0 +1,6 @@
+// Fixture: a browser engine worker whose Web Locks refuse the host's alive lock (refused-locks.browser.test.ts).
+import { serveEngine } from '../../worker/entry/serve-browser'
+import { refuseLocks } from './refused-locks'
+
+refuseLocks(['alive'])
+void serveEngine()
