@@ -5,7 +5,8 @@
 // push at once. With a SharedWorker, the tabs share the engine and so the replication.
 import type { ReplicationState } from '../src/replication/types'
 import type { ConnectOptions, LoopHost } from '../src/replication/types'
-import { errorOf, runReplication } from '../src/replication/loop'
+import { errorOf } from '../src/replication/link'
+import { runReplication } from '../src/replication/loop'
 import type { ReplicationEvent, ReplicationSpec } from '../src/protocol'
 import type { Engine } from './engine'
 
