@@ -19,6 +19,7 @@ import {
 import { isCount } from '../../src/limits'
 import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
 import { createAppender } from './append'
+import { growthChannelOf } from './channel'
 import { DRIVER_OPTIONS } from './driver-types'
 import { createPgHistory } from './history'
 import { codeOf, corrupt, redact, storageError } from './errors'
@@ -218,9 +219,11 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
     // find no session), then its events; checkpoint and history rows go with the row (ON DELETE
     // CASCADE). Events have no key to the row since schema version 5 (schema.ts).
     deleteSession: (id) => onSession('delete', id, async (sql) => {
+      // Its growth channel is told, with the commit: engines following it look, and find it gone.
       await sql.begin((tx: PostgresClient) => [
         tx.unsafe(`DELETE FROM ${n.sessions} WHERE id = $1`, [id]),
         tx.unsafe(`DELETE FROM ${n.events} WHERE session_id = $1`, [id]),
+        tx.unsafe(`SELECT pg_notify($1, $2)`, [growthChannelOf(n.bare, id), `${id}:deleted`]),
       ])
     }),
 

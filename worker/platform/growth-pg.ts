@@ -107,6 +107,13 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
       return // unreachable for now: the next poll (or the reconnect) looks again
     }
     for (const row of rows) sighted(row.id, Number(row.length))
+    // A followed session that is no longer there was deleted (its notice may have been lost):
+    // no length, so that the engine looks, and lets its views know.
+    const found = new Set(rows.map((r) => r.id))
+    for (const id of ids) if (!found.has(id) && watched.get(id)?.seen !== -1) {
+      watched.get(id)!.seen = -1
+      tell(id)
+    }
   }
 
   /** Polls `only` (default: all) now, or right after the poll under way. */
