@@ -93,7 +93,7 @@ function install(): void {
   cpSync(join(root, 'package.json'), join(modules, 'sessionfold/package.json'))
   cpSync(join(root, 'dist/types'), join(modules, 'sessionfold/dist/types'), { recursive: true })
   mkdirSync(join(modules, '@types'))
-  for (const dep of ['zod', 'react', '@types/node', '@types/react']) symlinkSync(join(root, 'node_modules', dep), join(modules, dep), 'dir')
+  for (const dep of ['zod', 'react', 'postgres', '@types/node', '@types/react']) symlinkSync(join(root, 'node_modules', dep), join(modules, dep), 'dir')
   writeFileSync(join(base, 'package.json'), JSON.stringify({ name: 'doc-examples', private: true, type: 'module' }))
 }
 
