@@ -120,6 +120,21 @@ describe('feed cursors: cost and checks', () => {
     await engine.close()
   })
 
+  it('pending counts each event left behind once, however many feed entries name it', async () => {
+    const store = await openStore({ storage: 'memory', worker: false })
+    const s = await store.createSession({ id: 'one' })
+    const { cursor } = await store.changesSince(null)
+    for (let i = 0; i < 14; i++) await s.append({ type: 'app/e', data: i })
+    let at: ChangeCursor = cursor
+    for (let left = 14; left > 0; left--) {
+      const c = await store.changesSince(at, { maxEvents: 2 }) // the header counts as one: one event a call
+      expect(c.batch.sessions[0]!.events).toHaveLength(1)
+      expect(c.pending).toBe(left - 1)
+      at = c.cursor
+    }
+    await store.close()
+  })
+
   it('a malformed feed cursor is INVALID_ARGUMENT; one of another store starts a walk; until goes with session-map cursors', async () => {
     const a = await openStore({ storage: 'memory', worker: false })
     const b = await openStore({ storage: 'memory', worker: false })

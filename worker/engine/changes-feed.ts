@@ -174,6 +174,13 @@ async function fromFeed(reader: Reader, feed: ChangeFeed, cursor: FeedCursor, on
   /** Sessions of this batch: how far each was sent, for which life. */
   const sent = new Map<SessionId, { createdAt: number; reached: number }>()
   let pending = 0
+  /** Per session, how far its events are counted already (sent, or pending): a later entry of it counts only beyond. */
+  const counted = new Map<SessionId, number>()
+  const count = (id: SessionId, from: number, to: number) => {
+    const start = Math.max(from, counted.get(id) ?? 0)
+    if (to > start) pending += to - start
+    counted.set(id, Math.max(to, counted.get(id) ?? 0))
+  }
   let stopped = false
   let scanned = 0
   const maxScan = Math.max(FEED_PAGE, batch.maxEvents * 4)
@@ -181,7 +188,7 @@ async function fromFeed(reader: Reader, feed: ChangeFeed, cursor: FeedCursor, on
     const page = await feed.read(after, FEED_PAGE)
     for (const e of page) {
       if (stopped) {
-        if (!only || only.has(e.id)) pending += Math.max(0, e.to - e.from)
+        if (!only || only.has(e.id)) count(e.id, e.from, e.to)
         continue
       }
       if (only && !only.has(e.id)) {
@@ -195,7 +202,7 @@ async function fromFeed(reader: Reader, feed: ChangeFeed, cursor: FeedCursor, on
       }
       if (batch.full) {
         stopped = true
-        pending += Math.max(0, e.to - e.from)
+        count(e.id, e.from, e.to)
         continue
       }
       let info
@@ -220,10 +227,11 @@ async function fromFeed(reader: Reader, feed: ChangeFeed, cursor: FeedCursor, on
         continue
       }
       sent.set(e.id, { createdAt: header.createdAt, reached })
+      counted.set(e.id, Math.max(reached, counted.get(e.id) ?? 0))
       if (reached < length) {
         // Cut by the budget: this entry again next time, from where it stopped.
         next.part = [e.id, header.createdAt, reached]
-        pending += length - reached
+        count(e.id, reached, length)
         stopped = true
         continue
       }
