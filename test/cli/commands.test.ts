@@ -8,11 +8,10 @@ import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PassThrough, Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runCli } from '../support/run-cli'
 import { openStore } from 'sessionfold'
 import { folderOf } from '../../adapters/fs/layout'
-import { main } from '../../cli/main'
 import { until as waitUntil } from '../support/helpers'
 
 const root = new URL('../..', import.meta.url).pathname
@@ -25,16 +24,7 @@ let writer: ReturnType<typeof spawn>
 let writerOut = ''
 
 /** Runs a command in this process; stdout and stderr as text. */
-async function run(args: string[], options: { stdin?: string; tty?: boolean } = {}): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough()
-  const stderr = Object.assign(new PassThrough(), { isTTY: options.tty, columns: 80 })
-  let out = ''
-  let err = ''
-  stdout.on('data', (c: Buffer) => (out += c.toString()))
-  stderr.on('data', (c: Buffer) => (err += c.toString()))
-  const code = await main(args, { stdout, stderr, stdin: Readable.from(options.stdin === undefined ? [] : [options.stdin]), interrupted: new Promise(() => {}) })
-  return { code, out, err }
-}
+const run = (args: string[], options: { stdin?: string; tty?: boolean } = {}) => runCli(args, options)
 
 /** The store's files with sizes and mtimes: a read-only command must leave it exactly so. */
 async function files(path: string): Promise<Record<string, string>> {

@@ -10,10 +10,9 @@ import { createHash } from 'node:crypto'
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PassThrough, Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runCli } from '../support/run-cli'
 import { openStore } from 'sessionfold'
-import { main } from '../../cli/main'
 import { expectCode } from '../support/helpers'
 
 const root = new URL('../..', import.meta.url).pathname
@@ -27,22 +26,7 @@ let exported: string
 let savedEnv: string | undefined
 
 /** Runs a command in this process with SESSIONFOLD_KEY as given (unset when undefined). */
-async function run(args: string[], options: { env?: string; stdin?: string } = {}): Promise<{ code: number; out: string; err: string }> {
-  if (options.env === undefined) delete process.env.SESSIONFOLD_KEY
-  else process.env.SESSIONFOLD_KEY = options.env
-  const stdout = new PassThrough()
-  const stderr = Object.assign(new PassThrough(), { columns: 80 })
-  let out = ''
-  let err = ''
-  stdout.on('data', (c: Buffer) => (out += c.toString()))
-  stderr.on('data', (c: Buffer) => (err += c.toString()))
-  try {
-    const code = await main(args, { stdout, stderr, stdin: Readable.from(options.stdin === undefined ? [] : [options.stdin]), interrupted: new Promise(() => {}) })
-    return { code, out, err }
-  } finally {
-    delete process.env.SESSIONFOLD_KEY
-  }
-}
+const run = (args: string[], options: { env?: string; stdin?: string } = {}) => runCli(args, { stdin: options.stdin, key: options.env })
 
 /** Every file and folder under `path`: content hash, size and mtime. */
 async function files(path: string): Promise<Record<string, string>> {

@@ -7,10 +7,9 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PassThrough, Readable } from 'node:stream'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type SessionEvent } from 'sessionfold'
-import { main } from '../../cli/main'
+import { runCli } from '../support/run-cli'
 
 let dir: string
 beforeEach(async () => {
@@ -20,16 +19,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-async function run(args: string[], stdin?: string): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough()
-  const stderr = new PassThrough()
-  let out = ''
-  let err = ''
-  stdout.on('data', (c: Buffer) => (out += c.toString()))
-  stderr.on('data', (c: Buffer) => (err += c.toString()))
-  const code = await main(args, { stdout, stderr, stdin: Readable.from(stdin === undefined ? [] : [stdin]), interrupted: new Promise(() => {}) })
-  return { code, out, err }
-}
+const run = (args: string[], stdin?: string) => runCli(args, { stdin })
 
 async function appendTo(path: string, id: string, count: number, tag: string, create = false): Promise<void> {
   const store = await openStore({ dir: path, worker: false })

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { runCli } from '../support/run-cli'
 import { deriveKey, openStore, sync, type OpenStoreOptions, type Store } from 'sessionfold'
 import { openSealed } from '../../adapters/codec'
 import { nodeCipher } from '../../adapters/codec/node'
@@ -16,11 +17,9 @@ import type { StorageAdapter } from '../../adapters/types'
 import type { SessionEvent } from '../../src/model'
 import { encodeEventInput } from '../../src/validate'
 import { dumpStore, eventsOf } from '../support/helpers'
-import { main } from '../../cli/main'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createSyncHandler, toNodeListener } from '../../src/server/index'
-import { PassThrough, Readable } from 'node:stream'
 
 const compressor = { deflate: (b: Uint8Array) => deflateRawSync(b), inflate: (b: Uint8Array) => inflateRawSync(b) }
 const key = new Uint8Array(32).fill(7)
@@ -456,24 +455,7 @@ for (const [ciphers, writeCipher, readCipher] of [
 })
 
 describe('the command line on an encrypted store', () => {
-  async function run(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; out: string; err: string }> {
-    const saved = process.env.SESSIONFOLD_KEY
-    if ('SESSIONFOLD_KEY' in env) process.env.SESSIONFOLD_KEY = env.SESSIONFOLD_KEY
-    else delete process.env.SESSIONFOLD_KEY
-    const stdout = new PassThrough()
-    const stderr = Object.assign(new PassThrough(), { columns: 80 })
-    let out = ''
-    let err = ''
-    stdout.on('data', (c: Buffer) => (out += c.toString()))
-    stderr.on('data', (c: Buffer) => (err += c.toString()))
-    try {
-      const code = await main(args, { stdout, stderr, stdin: Readable.from([]), interrupted: new Promise(() => {}) })
-      return { code, out, err }
-    } finally {
-      if (saved === undefined) delete process.env.SESSIONFOLD_KEY
-      else process.env.SESSIONFOLD_KEY = saved
-    }
-  }
+  const run = (args: string[], env: { SESSIONFOLD_KEY?: string } = {}) => runCli(args, { key: env.SESSIONFOLD_KEY })
 
   it('takes the key from SESSIONFOLD_KEY or --key-file, never from an argument; no key or a wrong one is KEY_REJECTED', async () => {
     const where = join(dir, 'store')
