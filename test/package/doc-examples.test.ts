@@ -50,10 +50,11 @@ declare const ipc: { invoke(channel: string, ...args: unknown[]): Promise<unknow
 /** The Markdown blocks that are sketches, per file. */
 const SKETCHES: Record<string, number> = { 'docs/CONTRACT.md': 4 }
 
-/** The Markdown files people read (root and docs/; docs/reference/ is made from the doc comments). */
+/** The Markdown files people read (root, and docs/ with its folders such as the guide; docs/reference/ is made from the doc comments). */
 const MARKDOWN = [
   ...readdirSync(root).filter((f) => f.endsWith('.md')),
-  ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`),
+  ...readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.md') && !f.startsWith('reference/')).map((f) => `docs/${f}`),
 ].sort()
 
 const fromMarkdown = MARKDOWN.flatMap((file) => markdownExamples(root, file))
@@ -129,8 +130,10 @@ beforeAll(async () => {
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 
 describe('the code examples', () => {
-  it('are found: the README\'s blocks, docs/\'s, every @example of the sources', () => {
-    expect(fromMarkdown.filter((e) => e.file === 'README.md').length).toBeGreaterThan(10)
+  it('are found: the README\'s blocks, docs/\'s (the guide\'s pages too), every @example of the sources', () => {
+    expect(MARKDOWN).toEqual(expect.arrayContaining(['README.md', 'docs/operations.md', 'docs/guide/README.md', 'docs/guide/sessions.md']))
+    expect(fromMarkdown.filter((e) => e.file === 'README.md').length).toBeGreaterThan(0)
+    expect(fromMarkdown.filter((e) => e.file.startsWith('docs/guide/')).length).toBeGreaterThan(10)
     expect(fromComments.length).toBeGreaterThan(20)
     expect(fromComments.map((e) => e.file)).toEqual(expect.arrayContaining(['src/client/store.ts', 'src/react/index.ts', 'worker/entry/serve-node.ts']))
   })

@@ -134,20 +134,65 @@ describe('the Markdown files', () => {
     expect(offenders, `files that reference ${outside}`).toEqual([])
   })
 
-  it('link to files that exist (README, docs/, the reference)', async () => {
-    const pages = ['README.md', 'RELIABILITY.md', 'BENCHMARKS.md', 'docs/CONTRACT.md', 'docs/ARCHITECTURE.md', ...(await filesUnder(committed)).map((f) => `docs/reference/${f}`)]
+  /** The Markdown files people read, as paths from the root: the root's, and docs/ with its folders (the guide, the reference). */
+  async function markdownPages(): Promise<string[]> {
+    const top = (await readdir(root)).filter((f) => f.endsWith('.md'))
+    const docs = (await filesUnder(join(root, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)
+    return [...top, ...docs].sort()
+  }
+
+  /**
+   * The anchors a page offers, as GitHub makes them: each heading's text in lower case, without
+   * punctuation, spaces as hyphens, a repeat suffixed -1, -2…; and the ids of its HTML anchors.
+   */
+  function anchorsOf(markdown: string): Set<string> {
+    const anchors = new Set<string>()
+    const seen = new Map<string, number>()
+    const prose = markdown.replace(/^( *)```[^\n]*\n[\s\S]*?^\1```[ \t]*$/gm, '') // a "# comment" in a shell block is no heading
+    for (const [, heading] of prose.matchAll(/^#{1,6}[ \t]+(.+?)[ \t]*$/gm)) {
+      const slug = heading!.replace(/<[^>]*>/g, '').toLowerCase().replace(/[^\p{L}\p{N}\p{M} _-]/gu, '').replace(/ /g, '-')
+      const n = seen.get(slug) ?? 0
+      seen.set(slug, n + 1)
+      anchors.add(n === 0 ? slug : `${slug}-${n}`)
+    }
+    for (const [, id] of markdown.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) anchors.add(id!)
+    return anchors
+  }
+
+  it('link to files and headings that exist (README, RELIABILITY, BENCHMARKS, docs/: the guide, operations, the reference)', async () => {
+    const pages = await markdownPages()
+    expect(pages).toEqual(expect.arrayContaining(['README.md', 'RELIABILITY.md', 'BENCHMARKS.md', 'docs/CONTRACT.md', 'docs/ARCHITECTURE.md', 'docs/operations.md', 'docs/guide/README.md', 'docs/reference/README.md']))
+    const texts = new Map(await Promise.all(pages.map(async (p) => [p, await readFile(join(root, p), 'utf8')] as const)))
+    const anchors = new Map([...texts].map(([p, text]) => [p, anchorsOf(text)]))
     const broken: string[] = []
     let links = 0
-    for (const page of pages) {
-      const text = await readFile(join(root, page), 'utf8')
+    let fragments = 0
+    for (const [page, text] of texts) {
       for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
-        if (/^[a-z]+:/i.test(target!) || target!.startsWith('#')) continue
+        if (/^[a-z]+:/i.test(target!)) continue
         links++
-        const path = resolve(dirname(join(root, page)), decodeURI(target!.split('#')[0]!))
-        if (!(await readFile(path).then(() => true, () => readdir(path).then(() => true, () => false)))) broken.push(`${page}: ${target}`)
+        const [file = '', fragment] = decodeURI(target!).split('#')
+        const path = file === '' ? join(root, page) : resolve(dirname(join(root, page)), file)
+        if (!(await readFile(path).then(() => true, () => readdir(path).then(() => true, () => false)))) {
+          broken.push(`${page}: ${target} (no such file)`)
+          continue
+        }
+        // A heading moves with its text: a link to it must follow. The reference's own anchors
+        // are TypeDoc's to make (its markdown plugin numbers some that GitHub does not).
+        if (fragment === undefined || page.startsWith('docs/reference/')) continue
+        fragments++
+        const offered = anchors.get(relative(root, path))
+        if (offered === undefined) broken.push(`${page}: ${target} (an anchor in a page that is not Markdown)`)
+        else if (!offered.has(fragment)) broken.push(`${page}: ${target} (no such heading)`)
       }
     }
     expect(links).toBeGreaterThan(20)
+    expect(fragments).toBeGreaterThan(20)
     expect(broken).toEqual([])
+  })
+
+  it('anchor headings as GitHub does (the rule the check above relies on)', () => {
+    const anchors = anchorsOf("# The guide\n## 9. PostgreSQL storage\n### `store.verify()`, in brief\n```sh\n# not a heading\n```\n## Returns\n## Returns\n## A Content-Security-Policy without `'unsafe-eval'`\n<a id=\"property-x\"></a>\n")
+    expect([...anchors]).toEqual(['the-guide', '9-postgresql-storage', 'storeverify-in-brief', 'returns', 'returns-1', 'a-content-security-policy-without-unsafe-eval', 'property-x'])
   })
 })
