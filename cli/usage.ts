@@ -12,7 +12,7 @@ export interface CommandSpec {
   summary: string
   /** What people need to know beyond the summary. */
   details: string
-  /** One example (after `$ `), the one in the README. */
+  /** One example (after `$ `), the one in the guide's list of commands (docs/guide/cli.md). */
   example: string
 }
 

@@ -71,7 +71,7 @@ class Refusal extends Error {
 }
 
 /**
- * The server side of HTTP sync (see the README's "Sync with a server"): `POST /push` applies a
+ * The server side of HTTP sync (see the guide's "Sync with a server"): `POST /push` applies a
  * client's changes, `GET /pull` answers what changed after the client's cursor (`?wait=ms`
  * holds the answer until something does), `GET /live` streams it as server-sent events, and
  * `GET /sessions` lists the headers the caller may read. Every request goes through

@@ -130,7 +130,7 @@ describe('sessionfold --version and help', () => {
       ls: [], show: [], tree: [], events: ['--from', '--to', '--follow'], verify: [],
       export: ['--tree'], import: [], delete: ['--tree'], help: [],
     }
-    const readme = await readFile(join(root, 'README.md'), 'utf8')
+    const guide = await readFile(join(root, 'docs/guide/cli.md'), 'utf8')
     const commands = Object.keys(expected)
     const helps = await runAll(commands.map((c) => ({ args: ['help', c] })))
     const flags = await runAll(commands.map((c) => ({ args: [c, '--help'] })))
@@ -142,8 +142,8 @@ describe('sessionfold --version and help', () => {
       for (const option of command === 'help' ? [] : [...options, '--dir', '--json', '--help']) expect(one.out, `${command} ${option}`).toMatch(new RegExp(`^ {2}(-h, )?${option}\\b`, 'm'))
       expect(one.out).toMatch(new RegExp(`^ {2}\\$ sessionfold ${command}\\b`, 'm')) // an example
       if (command !== 'help') expect(flags[i]!.out, command).toBe(one.out)
-      // The README's list of commands shows the same example.
-      expect(readme, command).toContain(`\n${/^ {2}\$ (.+)$/m.exec(one.out)![1]!}  `)
+      // The guide's list of commands shows the same example.
+      expect(guide, command).toContain(`\n${/^ {2}\$ (.+)$/m.exec(one.out)![1]!}  `)
     }
   })
 

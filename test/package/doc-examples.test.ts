@@ -1,6 +1,6 @@
-// Package: every code example (the README's, docs/'s, the doc comments' @example) compiles as written, against the published types (§6 entry points)
+// Package: every code example (the README's, docs/'s and the guide's, the doc comments' @example) compiles as written, against the published types (§6 entry points)
 // Users paste examples into their apps and compile them against the package as published, so
-// this does too: each document is a throwaway app (one tsc project, so that the README's
+// this does too: each document is a throwaway app (one tsc project, so that the guide's
 // custom-projection files import one another as they say) with the built package in
 // node_modules as an app installs it, compiled strict under moduleResolution bundler (the
 // examples are ES modules with top-level await); one `tsc -b` builds them all. Against the
@@ -117,7 +117,7 @@ beforeAll(async () => {
     }, null, 2))
     for (const e of examples) write(project, ...fileOf(e))
   }
-  // The doc comments' worker file imports the app's unit, beside it: the README's.
+  // The doc comments' worker file imports the app's unit, beside it: the guide's.
   write('doc-comments', 'token-count.ts', readFileSync(join(root, 'examples/custom-projection/token-count.ts'), 'utf8'))
   const tsc = join(root, 'node_modules/typescript/bin/tsc')
   compiled = await new Promise((resolve) => {

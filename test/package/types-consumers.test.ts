@@ -109,7 +109,7 @@ const EQUAL = `type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() =
 function assertType<T extends true>(): T | void {}`
 
 const BODIES = {
-  // The README's "Your own projection": a unit, and its view type merged into ProjectionMap.
+  // The guide's "Your own projections": a unit, and its view type merged into ProjectionMap.
   tokenCount: `const usage = z.object({ tokens: z.number().int().nonnegative() })
 const state = z.object({ total: z.number(), turns: z.number() })
 export type TokenCount = z.infer<typeof state>
@@ -189,7 +189,7 @@ export function start(): Promise<void> {
   void serveEngine({ projections: ['tokenCount'] })
   return serveEngine({ projections: [tokenCount] })
 }`,
-  // The README's "Sync with a server": openStore's Store is the Store the handler takes.
+  // The guide's "Sync with a server": openStore's Store is the Store the handler takes.
   server: `${EQUAL}
 
 export async function serve(): Promise<SyncHandler> {

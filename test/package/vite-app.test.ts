@@ -7,7 +7,7 @@
 // start (the entry, its imports, the worker connection, the worker), or, for the engine that
 // runs in the page's own thread (worker: false, or no Worker constructor), when the page has no
 // Worker: that engine, with zod, is the only code the page with a worker never loads.
-// A page that types an app's own projection as the README advises (examples/custom-projection/
+// A page that types an app's own projection as the guide advises (examples/custom-projection/
 // main.ts's import of the unit's module) keeps that so: neither the unit nor zod in the page.
 import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -142,8 +142,8 @@ it(`ships the worker minified (at most ${kB(WORKER_MAX_GZIP)} gzip), and every J
   expect(inThread.problems).toEqual([])
 })
 
-it('keeps an app\'s own unit and zod out of a page that takes its type as the README advises', async () => {
-  // The README's main.ts line that imports the unit's module, in a page of its own.
+it('keeps an app\'s own unit and zod out of a page that takes its type as the guide advises', async () => {
+  // The guide's main.ts line that imports the unit's module, in a page of its own.
   const main = await readFile(join(root, 'examples/custom-projection/main.ts'), 'utf8')
   const advised = /^import .*'\.\/token-count'.*$/m.exec(main)?.[0]
   expect(advised, 'examples/custom-projection/main.ts imports ./token-count').toBeDefined()

@@ -4,7 +4,7 @@
 // is spawned (recursive: grandchildren too), keeps one listing on its way at a time, never lets
 // an older listing replace a newer one (a listing of a handle left behind, of an unmounted
 // component), surfaces errors, and leaves nothing subscribed after unmount. Also renders the
-// README's example component.
+// guide's example component (docs/guide/browser.md).
 import { createElement as h } from 'react'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { SessionfoldError, openStore, type Session, type SessionView, type Store, type SubagentListEntry } from 'sessionfold'
@@ -257,7 +257,7 @@ describe('useChildren', () => {
   })
 })
 
-describe('the README example (examples/react/session-panel.ts)', () => {
+describe('the guide\'s example (examples/react/session-panel.ts)', () => {
   it('opens a session, shows its turns and tree live, and closes the handle on unmount', async () => {
     const planner = await root.spawn({ mode: 'continuable', label: 'planner' })
     const observe = store.observe.bind(store)

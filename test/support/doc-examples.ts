@@ -1,5 +1,5 @@
 // Support: the code examples of the Markdown files and of the sources' doc comments, as written
-// A test compiles them (test/package/doc-examples.test.ts) and checks the README's against
+// A test compiles them (test/package/doc-examples.test.ts) and checks the README's and the guide's against
 // the files under examples/ (test/package/readme.test.ts); both read them from here.
 import { readFileSync, readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
