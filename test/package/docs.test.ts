@@ -191,6 +191,21 @@ describe('the Markdown files', () => {
     expect(broken).toEqual([])
   })
 
+  it('name every npm script in operations (docs/operations.md), and only scripts that exist', async () => {
+    const { scripts } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    const operations = await readFile(join(root, 'docs/operations.md'), 'utf8')
+    const named = (name: string) => (name === 'test' ? '`npm test`' : `\`npm run ${name}\``)
+    expect(Object.keys(scripts).length).toBeGreaterThan(20)
+    expect(Object.keys(scripts).filter((name) => !operations.includes(named(name))), 'scripts docs/operations.md does not name').toEqual([])
+    // Every page that tells readers to run a script names one that is there.
+    const unknown: string[] = []
+    for (const page of await markdownPages()) {
+      const text = await readFile(join(root, page), 'utf8')
+      for (const [, name] of text.matchAll(/\bnpm run ([\w:-]*\w)/g)) if (!Object.hasOwn(scripts, name!)) unknown.push(`${page}: npm run ${name}`)
+    }
+    expect(unknown).toEqual([])
+  })
+
   it('anchor headings as GitHub does (the rule the check above relies on)', () => {
     const anchors = anchorsOf("# The guide\n## 9. PostgreSQL storage\n### `store.verify()`, in brief\n```sh\n# not a heading\n```\n## Returns\n## Returns\n## A Content-Security-Policy without `'unsafe-eval'`\n<a id=\"property-x\"></a>\n")
     expect([...anchors]).toEqual(['the-guide', '9-postgresql-storage', 'storeverify-in-brief', 'returns', 'returns-1', 'a-content-security-policy-without-unsafe-eval', 'property-x'])
