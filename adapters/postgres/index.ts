@@ -27,7 +27,7 @@ import { settingsOf, type PgSettings, type PostgresAdapterOptions, type Postgres
 import { readHeaders, readIds, readInfo, readPage } from './read'
 import { createPgRecords } from './records'
 import { replaceRecords } from './replace'
-import { migrate, namesOf } from './schema'
+import { migrate, namesOf, settleFeed } from './schema'
 
 export type { PostgresAdapterOptions, PostgresClient } from './options'
 export { SCHEMA_VERSION } from './schema'
@@ -86,6 +86,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
     pool ??= settings.sql ? Promise.resolve(settings.sql) : openPool(settings)
     const p = pool.then(async (sql) => {
       await migrate(sql, settings.schema)
+      await settleFeed(sql, settings.schema)
       return sql
     })
     p.catch(() => {

@@ -287,3 +287,26 @@ export async function migrate(sql: PostgresClient, schema: string): Promise<void
     if ((version ?? 1) < 7) for (const statement of V7(n)) await tx.unsafe(statement)
   })
 }
+
+/**
+ * A store restored onto another cluster (pg_dump, then restore) keeps its feed, whose positions
+ * are transaction ids of the cluster that wrote it; a new cluster's ids start below them, so its
+ * writes would sort before the restored entries, and a cursor made before the restore would
+ * never see them. Found so (the stores of 0.1, restored): a feed whose newest entry is ahead of
+ * every transaction this cluster has begun is from another cluster. Its entries are hints (the
+ * logs are the data), so they are dropped and the feed gets a new identity: every cursor made
+ * on it walks every session again, which sends each from where the other side is.
+ */
+export async function settleFeed(sql: PostgresClient, schema: string): Promise<void> {
+  const n = namesOf(schema)
+  const ahead = `SELECT EXISTS (SELECT 1 FROM ${n.feed} WHERE xid >= pg_snapshot_xmax(pg_current_snapshot())) AS ahead`
+  const [row] = await sql.unsafe(ahead) as { ahead: boolean }[]
+  if (!row?.ahead) return
+  await sql.begin(async (tx: PostgresClient) => {
+    await tx.unsafe(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, [LOCK_SPACE, schema])
+    const [again] = await tx.unsafe(ahead) as { ahead: boolean }[]
+    if (!again?.ahead) return // another process settled it meanwhile
+    await tx.unsafe(`DELETE FROM ${n.feed}`)
+    await tx.unsafe(`UPDATE ${n.meta} SET value = replace(gen_random_uuid()::text, '-', '') WHERE key = '#feed'`)
+  })
+}
