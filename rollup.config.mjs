@@ -60,13 +60,13 @@ const minify = () => ({
  */
 const declarations = {
   index: 'src/index-node.ts',
-  worker: 'worker/entry/serve-node.ts',
-  'adapters/memory': 'adapters/memory.ts',
-  'adapters/indexeddb': 'adapters/indexeddb.ts',
-  'adapters/fs': 'adapters/fs/index.ts',
-  'adapters/postgres': 'adapters/postgres/index.ts',
+  worker: 'src/host/entry/serve-node.ts',
+  'adapters/memory': 'src/backends/memory/index.ts',
+  'adapters/indexeddb': 'src/backends/indexeddb/index.ts',
+  'adapters/fs': 'src/backends/fs/index.ts',
+  'adapters/postgres': 'src/backends/postgres/index.ts',
   react: 'src/react/index.ts',
-  server: 'src/server/index.ts',
+  server: 'src/sync/server/index.ts',
 }
 
 /**
@@ -117,13 +117,13 @@ const classes = oneDeclarationOfEachClass()
 const emptyFirst = (dir) => ({ name: 'empty-first', buildStart: () => rm(dir, { recursive: true, force: true }) })
 
 const adapters = {
-  'adapters/memory': 'adapters/memory.ts',
-  'adapters/indexeddb': 'adapters/indexeddb.ts',
+  'adapters/memory': 'src/backends/memory/index.ts',
+  'adapters/indexeddb': 'src/backends/indexeddb/index.ts',
 }
 /** sessionfold/react: the hooks alone (react and the client are imports of it, never bundled). */
 const react = { react: 'src/react/index.ts' }
 /** sessionfold/server: the sync handler (Fetch API only, so it runs in Node and on edge runtimes). */
-const server = { server: 'src/server/index.ts' }
+const server = { server: 'src/sync/server/index.ts' }
 
 // Each platform has its own client entry (src/index-node.ts, src/index-browser.ts), which finds
 // its default worker beside itself by a literal URL: worker-entry.node.js, worker-entry.browser.js.
@@ -131,28 +131,28 @@ export default [
   // Node: ESM and CJS of the client, the worker API, the adapters, and the default worker.
   // (The CJS client spawns the ESM worker entry beside it: a worker needs no require.)
   ...['es', 'cjs'].map((format) => ({
-    input: { index: 'src/index-node.ts', ...adapters, ...react, ...server, worker: 'worker/entry/serve-node.ts', 'adapters/fs': 'adapters/fs/index.ts', 'adapters/postgres': 'adapters/postgres/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'worker/entry/node.ts' } : {}) },
+    input: { index: 'src/index-node.ts', ...adapters, ...react, ...server, worker: 'src/host/entry/serve-node.ts', 'adapters/fs': 'src/backends/fs/index.ts', 'adapters/postgres': 'src/backends/postgres/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'src/host/entry/node.ts' } : {}) },
     external,
     plugins: [typescript(), format === 'es' && copy('src/client/node-boot.mjs', 'node-boot.mjs')],
     output: { dir: 'dist/node', format, entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`, chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`, sourcemap: true },
   })),
   // The `sessionfold` command line (package.json "bin"): one executable ESM file for Node.
   {
-    input: { cli: 'cli/sessionfold.ts' },
+    input: { cli: 'src/cli/sessionfold.ts' },
     external,
     plugins: [typescript(), { name: 'executable', writeBundle: (options) => chmod(`${options.dir}/cli.js`, 0o755) }],
     output: { dir: 'dist/node', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, banner: '#!/usr/bin/env node', sourcemap: true },
   },
   // Browsers: the client, the worker API and the adapters, as ESM.
   {
-    input: { index: 'src/index-browser.ts', ...adapters, ...react, ...server, worker: 'worker/entry/serve-browser.ts' },
+    input: { index: 'src/index-browser.ts', ...adapters, ...react, ...server, worker: 'src/host/entry/serve-browser.ts' },
     external: deps,
     plugins: [typescript()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
   },
   // The default browser worker, self-contained (its dependencies inlined) and minified.
   {
-    input: { 'worker-entry.browser': 'worker/entry/browser.ts' },
+    input: { 'worker-entry.browser': 'src/host/entry/browser.ts' },
     plugins: [typescript(), nodeResolve(), minify()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, sourcemap: true },
   },

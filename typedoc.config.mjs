@@ -5,19 +5,19 @@
 /**
  * The package's public entry points, each named in its file by a `@module` tag after the import
  * that reaches it (package.json "exports"). The browser entries (src/index-browser.ts,
- * worker/entry/serve-browser.ts) export the same names as the Node ones listed here. A new
+ * src/host/entry/serve-browser.ts) export the same names as the Node ones listed here. A new
  * entry point (such as `sessionfold/react`) is one more line here, with its `@module` tag, and
  * its folder in tsconfig.docs.json's "include" if it is not under src/.
  */
 export const entryPoints = [
   'src/index-node.ts', // sessionfold
-  'worker/entry/serve-node.ts', // sessionfold/worker
-  'adapters/memory.ts', // sessionfold/adapters/memory
-  'adapters/indexeddb.ts', // sessionfold/adapters/indexeddb
-  'adapters/fs/index.ts', // sessionfold/adapters/fs
-  'adapters/postgres/index.ts', // sessionfold/adapters/postgres
+  'src/host/entry/serve-node.ts', // sessionfold/worker
+  'src/backends/memory/index.ts', // sessionfold/adapters/memory
+  'src/backends/indexeddb/index.ts', // sessionfold/adapters/indexeddb
+  'src/backends/fs/index.ts', // sessionfold/adapters/fs
+  'src/backends/postgres/index.ts', // sessionfold/adapters/postgres
   'src/react/index.ts', // sessionfold/react
-  'src/server/index.ts', // sessionfold/server
+  'src/sync/server/index.ts', // sessionfold/server
 ]
 
 /** @type {Partial<import('typedoc').TypeDocOptions & import('typedoc-plugin-markdown').PluginOptions>} */

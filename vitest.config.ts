@@ -5,7 +5,7 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from './test/support/chromium.js'
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const alias = (platform: 'node' | 'browser') => ({
-  'sessionfold/worker': here(`./worker/entry/serve-${platform}.ts`),
+  'sessionfold/worker': here(`./src/host/entry/serve-${platform}.ts`),
   'sessionfold/react': here('./src/react/index.ts'),
   sessionfold: here(`./src/index-${platform}.ts`),
 })

@@ -5,8 +5,8 @@
 // its engine in a worker does at the least per batch.
 import * as fs from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
-import { encodeBatch } from '../adapters/fs/record-format'
-import { eventFromBody } from '../src/validate'
+import { encodeBatch } from '../src/backends/fs/record-format'
+import { eventFromBody } from '../src/core/validate'
 import { writeAllSync } from './common'
 
 const fd = fs.openSync((workerData as { path: string }).path, 'w')

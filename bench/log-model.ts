@@ -2,8 +2,8 @@
 // first, turn/end last), a catalog fact every `catalogEvery` events before `catalogUntil`
 // (some continuable, with a label), and app events of about `eventBytes` of JSON in between.
 // Event `seq` is a pure function of its settings, so a log of any length is made on demand.
-import type { Json, SessionEvent, SessionHeader, SessionId } from '../src/model'
-import { CATALOG, TURN_END, TURN_START } from '../src/units/payloads'
+import type { Json, SessionEvent, SessionHeader, SessionId } from '../src/core/model'
+import { CATALOG, TURN_END, TURN_START } from '../src/core/units/payloads'
 
 export const TIME0 = 1_700_000_000_000
 const WORDS = 'the agent read the file and proposed a patch to the parser so that the tests pass again '

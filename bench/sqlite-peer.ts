@@ -4,9 +4,9 @@
 // the same folds (the subagent catalog and the turn timing) computed by app code while reading
 // the session back. Used by bench/storage.ts (appends) and bench/scaling.ts (cold opens).
 import Database from 'better-sqlite3'
-import type { SessionEvent } from '../src/model'
-import { CATALOG, TURN_END, TURN_START } from '../src/units/payloads'
-import type { EncodedEvent } from '../src/validate'
+import type { SessionEvent } from '../src/core/model'
+import { CATALOG, TURN_END, TURN_START } from '../src/core/units/payloads'
+import type { EncodedEvent } from '../src/core/validate'
 
 export type Synchronous = 'FULL' | 'NORMAL'
 

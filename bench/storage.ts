@@ -18,12 +18,12 @@ import * as fsp from 'node:fs/promises'
 import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createFsAdapter, type FsPromises } from '../adapters/fs'
-import { INDEX_FILE, LOG_FILE, sessionDir } from '../adapters/fs/layout'
-import { RECORD_HEADER, encodeBatch } from '../adapters/fs/record-format'
-import type { StorageAdapter } from '../adapters/types'
-import type { SessionEvent, SessionHeader, SessionId } from '../src/model'
-import { encodeEvent, type EncodedEvent } from '../src/validate'
+import { createFsAdapter, type FsPromises } from '../src/backends/fs'
+import { INDEX_FILE, LOG_FILE, sessionDir } from '../src/backends/fs/layout'
+import { RECORD_HEADER, encodeBatch } from '../src/backends/fs/record-format'
+import type { StorageAdapter } from '../src/storage/types'
+import type { SessionEvent, SessionHeader, SessionId } from '../src/core/model'
+import { encodeEvent, type EncodedEvent } from '../src/core/validate'
 import { openSqlitePeer, type SqlitePeer } from './sqlite-peer'
 import { benchRoot, checkSettings, env, fmt, fmtSummary, median, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
 import { rawWriteFsync } from './common'
@@ -273,7 +273,7 @@ function countingFs(counts: Counts): FsPromises {
     counts.stats++
     return fsp.stat(...args)
   }) as typeof fsp.stat
-  // Log appends go through writeSync (see FsPromises in adapters/fs/options.ts): count them there.
+  // Log appends go through writeSync (see FsPromises in src/backends/fs/options.ts): count them there.
   const writeSync = ((fd: number, buf: Buffer, offset: number, length: number, position: number) => {
     counts.logWrites++
     counts.groups.push(recordsIn(buf, offset, length))

@@ -27,7 +27,7 @@
 import * as fs from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
-import { HISTORY_DIR, CHECKPOINT_FILE, LOG_FILE, sessionDir, sessionsDir } from '../adapters/fs/layout'
+import { HISTORY_DIR, CHECKPOINT_FILE, LOG_FILE, sessionDir, sessionsDir } from '../src/backends/fs/layout'
 import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
 import { rotate, sourceState } from './common'
 import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'

@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { openStore, type Store } from '../src/index-node'
-import { createSyncHandler, toNodeListener, type Authorize } from '../src/server/index'
+import { createSyncHandler, toNodeListener, type Authorize } from '../src/sync/server/index'
 
 /** The demo's rule: a token `userN` reads and writes the sessions `uN-…`, nothing else. */
 export const demoAuthorize: Authorize = ({ request, sessionId }) => {

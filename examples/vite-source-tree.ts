@@ -14,7 +14,7 @@ export function sourceTreeConfig(root: string, cache: string): UserConfig {
     cacheDir: repo(`../node_modules/.vite/${cache}`),
     resolve: {
       alias: {
-        'sessionfold/worker': repo('../worker/entry/serve-browser.ts'),
+        'sessionfold/worker': repo('../src/host/entry/serve-browser.ts'),
         sessionfold: repo('../src/index-browser.ts'),
       },
     },

@@ -419,7 +419,7 @@ async function latencyScenario(sc: LatencyScenarioConfig, cfg: BrowserBenchConfi
       },
     },
     {
-      // The shape of sessionfold's append transaction (adapters/indexeddb.ts): read the meta
+      // The shape of sessionfold's append transaction (src/backends/indexeddb/index.ts): read the meta
       // row, then put the event and the new meta row, in one strict transaction.
       name: 'raw idb, append-shaped transaction',
       async run(n, into) {

@@ -1,4 +1,4 @@
-// The default engine worker (built-in units only, zod jitless as worker/entry/browser.ts has
+// The default engine worker (built-in units only, zod jitless as src/host/entry/browser.ts has
 // it) with counters on its IndexedDB transactions, for the benchmark's untimed diagnostics
 // pass: how many transactions of which kind an append run makes, how long they take from
 // creation to `complete`, how long each waited before its first request was answered (a
@@ -6,7 +6,7 @@
 // append transactions fare when a checkpoint transaction was still running as they were made.
 // The page asks for the figures over a BroadcastChannel.
 // First, as in the default worker entry: zod parses without compiled code (see the file).
-import '../../worker/entry/zod-jitless'
+import '../../src/host/entry/zod-jitless'
 import { serveEngine } from 'sessionfold/worker'
 import { COUNTS_CHANNEL, type TxCount, type TxReport } from './types'
 

@@ -160,7 +160,7 @@ async function main(): Promise<void> {
       clearScreen: false,
       resolve: {
         alias: [
-          { find: 'sessionfold/worker', replacement: join(REPO, 'worker/entry/serve-browser.ts') },
+          { find: 'sessionfold/worker', replacement: join(REPO, 'src/host/entry/serve-browser.ts') },
           { find: /^sessionfold$/, replacement: join(REPO, 'src/index-browser.ts') },
         ],
       },

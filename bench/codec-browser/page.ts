@@ -5,11 +5,11 @@
 // orders the runs, summarises and reports. For diagnosis it also times the codec's steps on one
 // frame in this thread (the same code the engine's worker runs on each append and read).
 import { openStore, type EventInput, type OpenStoreOptions, type Store } from 'sessionfold'
-import { openSealed } from '../../adapters/codec'
-import { fromBase64, toBase64 } from '../../adapters/codec/base64'
-import { UnitCodec, type DataKeys } from '../../adapters/codec/seal'
-import { createIndexedDbAdapter } from '../../adapters/indexeddb'
-import { streamCompressor } from '../../worker/platform/browser'
+import { openSealed } from '../../src/storage/codec'
+import { fromBase64, toBase64 } from '../../src/storage/codec/base64'
+import { UnitCodec, type DataKeys } from '../../src/storage/codec/seal'
+import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
+import { streamCompressor } from '../../src/backends/browser'
 
 /** The variants, as bench/codec.ts names them. */
 export type VariantKey = 'plain' | 'deflate' | 'sealed' | 'sealedRaw'

@@ -7,10 +7,10 @@
 import {
   CATALOG_MODES, HEADER_VERSION, SESSION_ORIGINS, SPAWN_MODES,
   headerOriginProblems, isCount, isCwd, isLabel, isProjectionKey, isSessionId, isTime, type OriginFields,
-} from '../limits'
-import type { ProjectionSnapshot } from '../projection'
-import type { Frame, HandleInfo } from '../protocol'
-import { assertPlainJson, isPlainObject } from '../validate'
+} from '../core/limits'
+import type { ProjectionSnapshot } from '../core/projection'
+import type { Frame, HandleInfo } from '../core/protocol'
+import { assertPlainJson, isPlainObject } from '../core/validate'
 
 /** True when `v` is one of `values`. */
 const oneOf = (values: readonly unknown[], v: unknown) => values.includes(v)

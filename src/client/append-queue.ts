@@ -3,10 +3,10 @@
 // reach the engine together, so they share its group commit. Each append still succeeds or
 // fails on its own, in the order it was made; a lone append waits only for the end of the
 // current turn (a microtask).
-import { fromWireError } from '../errors'
-import type { SessionId } from '../model'
-import type { AppendAnswer, AppendItem, AppendOutcome } from '../protocol'
-import { isPlainObject } from '../validate'
+import { fromWireError } from '../core/errors'
+import type { SessionId } from '../core/model'
+import type { AppendAnswer, AppendItem, AppendOutcome } from '../core/protocol'
+import { isPlainObject } from '../core/validate'
 import { badAnswer, type EngineCalls } from './engine-calls'
 
 /** Body characters one call may carry; appends beyond them go in the next call. */

@@ -1,7 +1,7 @@
 // Browsers: the engine in a module Web Worker, or a SharedWorker shared by the tabs of an
 // origin, or in this thread. The default worker is the file `worker-entry.browser.js` beside
 // this code: the self-contained build in the package (dist/browser/), a stand-in that imports
-// worker/entry/browser.ts in this source tree (src/client/). The URL is a literal, so that an
+// src/host/entry/browser.ts in this source tree (src/client/). The URL is a literal, so that an
 // app's bundler (Vite, webpack) finds the file and ships it.
 import type { Connection, Connectors } from './connection'
 import { connectInThread } from './connect-in-thread'
@@ -11,7 +11,7 @@ export const browserConnectors: Connectors = {
   defaultStorage: 'indexeddb',
   files: false,
   canStartWorker: () => typeof Worker !== 'undefined',
-  inThread: (projections) => connectInThread(projections, () => import('../../worker/platform/browser').then((m) => m.browserPlatform)),
+  inThread: (projections) => connectInThread(projections, () => import('../backends/browser').then((m) => m.browserPlatform)),
   inWorker: ({ url, shared }) => browserWorker(url, shared),
 }
 

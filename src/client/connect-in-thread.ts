@@ -1,14 +1,14 @@
 // The engine in this thread (worker: false, or where no worker can start): the store calls the
 // host directly, with the app's units. Loaded on first use, so a store in a worker never loads
 // the engine here.
-import type { Platform } from '../../worker/platform'
-import type { ProjectionDefinition } from '../projection'
+import type { Platform } from '../backends/platform'
+import type { ProjectionDefinition } from '../core/projection'
 import type { Connection } from './connection'
 
 export async function connectInThread(projections: readonly ProjectionDefinition[], platform: () => Promise<Platform>): Promise<Connection> {
-  const [{ EngineHost, ownEngine }, engineOn] = await Promise.all([import('../../worker/host'), platform()])
+  const [{ EngineHost, ownEngine }, engineOn] = await Promise.all([import('../host/host'), platform()])
   const host = new EngineHost(projections, ownEngine(engineOn))
-  // Storage watching here never holds the process open by itself (worker/platform/growth-fs.ts):
+  // Storage watching here never holds the process open by itself (src/backends/fs/growth.ts):
   // a timer that does nothing does, while a followed view has listeners.
   let holds = 0
   let timer: ReturnType<typeof setInterval> | undefined

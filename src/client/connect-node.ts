@@ -1,12 +1,12 @@
 // Node (and Electron's main process): the engine in a worker_threads worker, or in this thread.
 // The default worker is the file `worker-entry.node.js` beside this code: the built entry in
-// the package (dist/node/), a stand-in that runs worker/entry/node.ts through tsx in this
+// the package (dist/node/), a stand-in that runs src/host/entry/node.ts through tsx in this
 // source tree (src/client/). `node-boot.mjs`, beside it too, runs an app's TypeScript worker.
 // Node's own URL, not the global: a DOM shim (happy-dom, in an app's component tests) replaces
 // the global with one that resolves a file: URL against http://localhost, which no Worker takes.
 import { URL as FileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import type { HostOptions } from '../protocol'
+import type { HostOptions } from '../core/protocol'
 import type { Connection, Connectors } from './connection'
 import { connectInThread } from './connect-in-thread'
 import { WorkerDeath, loadComlink } from './remote-engine'
@@ -15,7 +15,7 @@ export const nodeConnectors: Connectors = {
   defaultStorage: 'fs',
   files: true,
   canStartWorker: () => true,
-  inThread: (projections) => connectInThread(projections, () => import('../../worker/platform/node').then((m) => m.nodePlatform)),
+  inThread: (projections) => connectInThread(projections, () => import('../backends/node').then((m) => m.nodePlatform)),
   inWorker: ({ url, host }) => nodeWorker(url, host),
 }
 
@@ -31,7 +31,7 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
   let locksReleased: Promise<void> = Promise.resolve()
   if (options.storage === 'fs') {
     worker.once('exit', () => {
-      locksReleased = import('../../worker/locks/fs').then((m) => m.releaseThreadLocks(options.dir, threadId)).catch(() => {})
+      locksReleased = import('../backends/fs/locks').then((m) => m.releaseThreadLocks(options.dir, threadId)).catch(() => {})
     })
   }
   const { api, release } = link(nodeEndpoint(worker))

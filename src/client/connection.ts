@@ -1,9 +1,9 @@
 // The line from a store to its engine host, and what each platform's connect file makes of it
 // (connect-node.ts, connect-browser.ts, connect-in-thread.ts). The package entry of each
 // platform (index-node.ts, index-browser.ts) hands its Connectors to openStore.
-import type { SessionfoldError } from '../errors'
-import type { ProjectionDefinition } from '../projection'
-import type { EngineApi, HostOptions, StorageKind } from '../protocol'
+import type { SessionfoldError } from '../core/errors'
+import type { ProjectionDefinition } from '../core/projection'
+import type { EngineApi, HostOptions, StorageKind } from '../core/protocol'
 
 export interface Connection {
   api: EngineApi

@@ -2,7 +2,7 @@
 // value changes, stop with the returned function. Nothing here touches a browser global until
 // it is called (importing it in Node is fine).
 import type { ChangeMeta, ProjectionKey, ProjectionMapView } from './projection-view'
-import type { ProjectionMap } from '../units'
+import type { ProjectionMap } from '../core/units'
 
 /** Anything with live projections: a Session, a SessionView. */
 export interface HasProjections {

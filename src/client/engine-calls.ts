@@ -1,9 +1,9 @@
 // Every call of a store to its engine goes through here: refused once the store closed or its
 // worker died, rejected with WORKER_TERMINATED when the worker dies mid-call, and the answer
 // checked before the app sees it.
-import { SessionfoldError, where } from '../errors'
-import type { SessionId } from '../model'
-import type { EngineApi, HandleInfo } from '../protocol'
+import { SessionfoldError, where } from '../core/errors'
+import type { SessionId } from '../core/model'
+import type { EngineApi, HandleInfo } from '../core/protocol'
 import type { Connection } from './connection'
 
 /** The calls of one store: CLOSED after close, WORKER_TERMINATED once the worker died. */

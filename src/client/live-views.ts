@@ -1,10 +1,10 @@
 // The projection views of a store's open handles, by session. Frames pushed by the host reach
 // the views of their session here, once checked: a frame we cannot trust stops views instead.
-import { SessionfoldError, where } from '../errors'
+import { SessionfoldError, where } from '../core/errors'
 import { frameProblem } from './answer-checks'
-import { isSessionId } from '../limits'
-import type { SessionId } from '../model'
-import type { Frame, HandleInfo } from '../protocol'
+import { isSessionId } from '../core/limits'
+import type { SessionId } from '../core/model'
+import type { Frame, HandleInfo } from '../core/protocol'
 import { ProjectionMapView } from './projection-view'
 
 /** Frames held while one before them is still on its way, at most. */

@@ -1,10 +1,10 @@
 // openStore's options, all checked before anything starts, and the opening itself: connect
 // through the platform's connectors, then start the host.
-import { SessionfoldError } from '../errors'
-import type { ProjectionDefinition } from '../projection'
-import type { HostOptions, StorageKind } from '../protocol'
-import { DEFAULT_MAX_EVENT_BYTES, PG_SCHEMA_PATTERN } from '../limits'
-import { assertOptions, describe, isPlainObject } from '../validate'
+import { SessionfoldError } from '../core/errors'
+import type { ProjectionDefinition } from '../core/projection'
+import type { HostOptions, StorageKind } from '../core/protocol'
+import { DEFAULT_MAX_EVENT_BYTES, PG_SCHEMA_PATTERN } from '../core/limits'
+import { assertOptions, describe, isPlainObject } from '../core/validate'
 import type { Connectors } from './connection'
 import { Store, checkKey } from './store'
 

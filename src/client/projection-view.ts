@@ -1,10 +1,10 @@
 // What a Session or SessionView holds of its session's projections: the values pushed by the
 // worker, readable synchronously, with subscriptions batched (see listeners.ts).
-import { SessionfoldError, where } from '../errors'
-import type { Json } from '../model'
-import type { ProjectionFault, ProjectionSnapshot } from '../projection'
-import type { Frame } from '../protocol'
-import type { ProjectionMap } from '../units'
+import { SessionfoldError, where } from '../core/errors'
+import type { Json } from '../core/model'
+import type { ProjectionFault, ProjectionSnapshot } from '../core/projection'
+import type { Frame } from '../core/protocol'
+import type { ProjectionMap } from '../core/units'
 import { Listeners, NotifyClock } from './listeners'
 
 /**

@@ -1,8 +1,8 @@
 // What the two worker connectors (Node, browsers) share: the engine's API over comlink, loaded
 // only once a store starts a worker, and the death watch of that worker.
 import type { Endpoint, Remote } from 'comlink'
-import { SessionfoldError } from '../errors'
-import { FRAMES_MESSAGE, type EngineApi, type Frame, type FramesMessage, type HostOptions } from '../protocol'
+import { SessionfoldError } from '../core/errors'
+import { FRAMES_MESSAGE, type EngineApi, type Frame, type FramesMessage, type HostOptions } from '../core/protocol'
 
 export interface RemoteEngine {
   api: EngineApi
@@ -12,7 +12,7 @@ export interface RemoteEngine {
 
 /** Loads comlink and returns how to wrap a worker's endpoint. */
 export async function loadComlink(): Promise<(endpoint: Endpoint) => RemoteEngine> {
-  const [{ wrap, releaseProxy }, { registerErrorTransfer }] = await Promise.all([import('comlink'), import('../transfer')])
+  const [{ wrap, releaseProxy }, { registerErrorTransfer }] = await Promise.all([import('comlink'), import('../core/transfer')])
   registerErrorTransfer()
   return (endpoint) => {
     const remote = wrap<EngineApi>(endpoint)

@@ -1,12 +1,12 @@
 // The handles on a session: SessionView follows it read-only, Session also writes. Both speak
 // to the engine through their store's calls and hold a projection view fed by its frames.
-import type { SubagentListEntry, ListChildrenOptions } from '../children'
-import { SessionfoldError, isSessionfoldError, where } from '../errors'
+import type { SubagentListEntry, ListChildrenOptions } from '../core/children'
+import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
 import { appendResultProblem, childRowProblem, eventsPageProblem, handleProblem } from './answer-checks'
-import type { SessionEvent, SessionHeader, SessionId } from '../model'
-import type { AppendAnswer, AppendItem, AppendResult, Frame, HandleInfo } from '../protocol'
+import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
+import type { AppendAnswer, AppendItem, AppendResult, Frame, HandleInfo } from '../core/protocol'
 import type { AppendQueue } from './append-queue'
-import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../validate'
+import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../core/validate'
 import { badAnswer, type EngineCalls } from './engine-calls'
 import type { LiveViews } from './live-views'
 import { ProjectionMapView } from './projection-view'

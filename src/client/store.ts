@@ -1,19 +1,19 @@
 // The Store: opens handles on sessions, lists, verifies, exchanges changes with other stores,
 // and closes. openStore (open-store.ts) makes one over a Connection.
-import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from '../changes'
+import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from '../core/changes'
 import { applyResultProblem, changesProblem } from './answer-checks'
-import { SessionfoldError } from '../errors'
+import { SessionfoldError } from '../core/errors'
 import { handleProblem, headerProblem, verifyPlanProblem, verifyStepProblem } from './answer-checks'
-import type { SessionHeader, SessionId } from '../model'
-import { isCount } from '../limits'
-import type { EngineApi, Frame, VerifyReport } from '../protocol'
-import { assertOptions, assertPlainJson, assertSessionId, describe, isPlainObject } from '../validate'
+import type { SessionHeader, SessionId } from '../core/model'
+import { isCount } from '../core/limits'
+import type { EngineApi, Frame, VerifyReport } from '../core/protocol'
+import { assertOptions, assertPlainJson, assertSessionId, describe, isPlainObject } from '../core/validate'
 import type { Connection } from './connection'
 import { EngineCalls } from './engine-calls'
 import { LiveViews } from './live-views'
 import { AppendQueue } from './append-queue'
 import { Session, SessionView, type HandleScope } from './session'
-import { Replication, type ConnectOptions } from './replication'
+import { Replication, type ConnectOptions } from '../sync/replication'
 
 /** Events verified per round trip to the worker: progress and cancellation happen between them. */
 const VERIFY_BUDGET = 50_000

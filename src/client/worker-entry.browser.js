@@ -1,4 +1,4 @@
-// Source tree only: the default browser worker (worker/entry/browser.ts), served by Vite (dev
+// Source tree only: the default browser worker (src/host/entry/browser.ts), served by Vite (dev
 // server, vitest's browser mode). The built package has the self-contained worker under this
 // name, beside its client (dist/browser/).
-import '../../worker/entry/browser.ts'
+import '../host/entry/browser.ts'

@@ -8,11 +8,11 @@ import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createFsAdapter, type FsPromises } from '../../adapters/fs'
-import { BOOT_ID_FILE, sameBoot } from '../../adapters/fs/boot'
-import { createMemoryAdapter } from '../../adapters/memory'
-import { Engine } from '../../worker/engine'
-import type { ChangeCursor } from '../../src/changes'
+import { createFsAdapter, type FsPromises } from '../../src/backends/fs'
+import { BOOT_ID_FILE, sameBoot } from '../../src/backends/fs/boot'
+import { createMemoryAdapter } from '../../src/backends/memory'
+import { Engine } from '../../src/engine'
+import type { ChangeCursor } from '../../src/core/changes'
 
 let dir: string
 beforeEach(async () => {

@@ -8,9 +8,9 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createFsAdapter, type FsPromises } from '../../adapters/fs'
-import { INDEX_STRIDE } from '../../adapters/fs/offset-index'
-import { folderOf } from '../../adapters/fs/layout'
+import { createFsAdapter, type FsPromises } from '../../src/backends/fs'
+import { INDEX_STRIDE } from '../../src/backends/fs/offset-index'
+import { folderOf } from '../../src/backends/fs/layout'
 import { evs, readAll, rootHeader } from '../support/helpers'
 
 let dir: string

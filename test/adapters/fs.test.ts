@@ -2,8 +2,8 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createFsAdapter } from '../../adapters/fs'
-import type { StorageAdapter } from '../../adapters/types'
+import { createFsAdapter } from '../../src/backends/fs'
+import type { StorageAdapter } from '../../src/storage/types'
 import { storageConformance } from '../contract/storage'
 
 storageConformance('fs', async () => {

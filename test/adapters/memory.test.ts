@@ -1,5 +1,5 @@
 // Contract: §2 data model, §4 checkpoints — the storage suite on the memory adapter (docs/CONTRACT.md)
-import { createMemoryAdapter } from '../../adapters/memory'
+import { createMemoryAdapter } from '../../src/backends/memory'
 import { storageConformance } from '../contract/storage'
 
 storageConformance('memory', async () => ({ adapter: createMemoryAdapter(), teardown: async () => {} }))

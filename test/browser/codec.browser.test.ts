@@ -3,10 +3,10 @@
 // suite holds on the sealed adapter (CompressionStream's deflate, WebCrypto's AES-GCM).
 import { describe, expect, it } from 'vitest'
 import { deriveKey, openStore, type OpenStoreOptions, type Store } from 'sessionfold'
-import { openSealed } from '../../adapters/codec'
-import { createIndexedDbAdapter } from '../../adapters/indexeddb'
-import type { StorageAdapter } from '../../adapters/types'
-import { streamCompressor } from '../../worker/platform/browser'
+import { openSealed } from '../../src/storage/codec'
+import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
+import type { StorageAdapter } from '../../src/storage/types'
+import { streamCompressor } from '../../src/backends/browser'
 import { storageConformance } from '../contract/storage'
 
 const key = new Uint8Array(32).fill(5)

@@ -2,8 +2,8 @@
 // A browser worker that dies (closes itself, as a crashed tab's worker would vanish) when it
 // folds an `app/die` event, without releasing anything.
 import { z } from 'zod'
-import { defineProjection } from '../../src/projection'
-import { serveEngine } from '../../worker/entry/serve-browser'
+import { defineProjection } from '../../src/core/projection'
+import { serveEngine } from '../../src/host/entry/serve-browser'
 
 const tripwire = defineProjection({
   key: 'tripwire', stateVersion: 1, stateSchema: z.number(), init: () => 0,

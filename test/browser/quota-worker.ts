@@ -1,5 +1,5 @@
 // Fixture: the engine's Web Worker, with the injected quota fault of quota-fault.ts (quota.browser.test.ts)
-import { serveEngine } from '../../worker/entry/serve-browser'
+import { serveEngine } from '../../src/host/entry/serve-browser'
 import { installQuotaFault } from './quota-fault'
 
 installQuotaFault('worker')

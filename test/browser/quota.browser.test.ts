@@ -8,8 +8,8 @@
 // test/reliability/indexeddb-quota.test.ts: a page cannot make real Chromium abort with that error on demand.)
 import { describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions } from 'sessionfold'
-import { createIndexedDbAdapter } from '../../adapters/indexeddb'
-import type { Json } from '../../src/model'
+import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
+import type { Json } from '../../src/core/model'
 import { expectCode, snapshotStore } from '../support/helpers'
 import { fullRefold } from '../support/refold'
 import { installQuotaFault, setFull } from './quota-fault'

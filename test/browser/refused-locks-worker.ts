@@ -1,5 +1,5 @@
 // Fixture: a browser engine worker whose Web Locks refuse the host's alive lock (refused-locks.browser.test.ts).
-import { serveEngine } from '../../worker/entry/serve-browser'
+import { serveEngine } from '../../src/host/entry/serve-browser'
 import { refuseLocks } from './refused-locks'
 
 refuseLocks(['alive'])

@@ -1,7 +1,7 @@
 // Contract: §2 data model, §4 checkpoints, §7 durability — the storage suite on real IndexedDB in Chromium (docs/CONTRACT.md)
 // The storage conformance suite on real IndexedDB in Chromium (on disk: a persistent context).
-import { createIndexedDbAdapter } from '../../adapters/indexeddb'
-import type { StorageAdapter } from '../../adapters/types'
+import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
+import type { StorageAdapter } from '../../src/storage/types'
 import { storageConformance } from '../contract/storage'
 
 let n = 0

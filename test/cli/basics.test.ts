@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
-import { folderOf } from '../../adapters/fs/layout'
+import { folderOf } from '../../src/backends/fs/layout'
 import { buildCli, root, runCli, type CliResult } from '../support/cli-bundle'
 import { spawnHolder } from '../support/fixture-process'
 

@@ -11,11 +11,11 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../support/run-cli'
 import { openStore } from 'sessionfold'
-import { folderOf } from '../../adapters/fs/layout'
+import { folderOf } from '../../src/backends/fs/layout'
 import { until as waitUntil } from '../support/helpers'
 
 const root = new URL('../..', import.meta.url).pathname
-const cliTs = join(root, 'cli/sessionfold.ts')
+const cliTs = join(root, 'src/cli/sessionfold.ts')
 const fixture = (name: string) => join(root, 'test/fixtures', name)
 
 let dir: string

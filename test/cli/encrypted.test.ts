@@ -90,7 +90,7 @@ describe('the command line on an encrypted store without its key', () => {
   it('the executable: exit status 1 and the same message', () => {
     const env = { ...process.env }
     delete env.SESSIONFOLD_KEY
-    const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'cli/sessionfold.ts'), 'ls', '--dir', sealed], { encoding: 'utf8', env })
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/sessionfold.ts'), 'ls', '--dir', sealed], { encoding: 'utf8', env })
     expect(r.status).toBe(1)
     expect(r.stderr.trim()).toBe('sessionfold: this store is encrypted: give its key with --key-file <path> or the SESSIONFOLD_KEY environment variable (KEY_REJECTED)')
   })

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions, type ProjectionSnapshot, type Session } from 'sessionfold'
-import { createFsAdapter } from '../../adapters/fs'
+import { createFsAdapter } from '../../src/backends/fs'
 import { clientConformance, tick, until } from '../contract/client'
 import { expectCode, readAll } from '../support/helpers'
 

@@ -15,9 +15,9 @@ import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ERROR_CODES, isSessionfoldError, openStore, type ErrorCode, type Json, type OpenStoreOptions, type Session, type SessionEvent, type SessionHeader, type SessionView, type Store } from 'sessionfold'
-import { SESSION_ID_PATTERN } from '../../src/limits'
-import { safeParse } from '../../src/schemas'
-import { BUILTIN_PROJECTIONS } from '../../src/units'
+import { SESSION_ID_PATTERN } from '../../src/core/limits'
+import { safeParse } from '../../src/core/schemas'
+import { BUILTIN_PROJECTIONS } from '../../src/core/units'
 import { until } from '../contract/client'
 
 const MAX_EVENT_BYTES = 4096

@@ -1,10 +1,10 @@
 // Contract: §2 data model, §6 errors — ids, plain JSON, event encoding and size, headers, witnesses, SessionfoldError (docs/CONTRACT.md)
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { ERROR_CODES, SessionfoldError, isSessionfoldError } from '../../src/errors'
-import { sameWitness, witnessOf, type SessionHeader } from '../../src/model'
-import { sessionEventSchema, sessionHeaderSchema } from '../../src/schemas'
-import { assertPlainJson, assertSessionId, encodeEventInput, utf8Length } from '../../src/validate'
+import { ERROR_CODES, SessionfoldError, isSessionfoldError } from '../../src/core/errors'
+import { sameWitness, witnessOf, type SessionHeader } from '../../src/core/model'
+import { sessionEventSchema, sessionHeaderSchema } from '../../src/core/schemas'
+import { assertPlainJson, assertSessionId, encodeEventInput, utf8Length } from '../../src/core/validate'
 import { BAD_IDS } from '../contract/storage'
 import { expectCode, rootHeader } from '../support/helpers'
 

@@ -1,4 +1,4 @@
-// Contract: §10 encryption and compression at rest — the record codec (adapters/codec), on
+// Contract: §10 encryption and compression at rest — the record codec (src/storage/codec), on
 // every adapter through openStore, and below it on the memory adapter with hostile storage.
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -9,17 +9,17 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { runCli } from '../support/run-cli'
 import { deriveKey, openStore, sync, type OpenStoreOptions, type Store } from 'sessionfold'
-import { openSealed } from '../../adapters/codec'
-import { nodeCipher } from '../../adapters/codec/node'
-import { LOG_FILE, sessionDir } from '../../adapters/fs/layout'
-import { createMemoryAdapter } from '../../adapters/memory'
-import type { StorageAdapter } from '../../adapters/types'
-import type { SessionEvent } from '../../src/model'
-import { encodeEventInput } from '../../src/validate'
+import { openSealed } from '../../src/storage/codec'
+import { nodeCipher } from '../../src/storage/codec/node'
+import { LOG_FILE, sessionDir } from '../../src/backends/fs/layout'
+import { createMemoryAdapter } from '../../src/backends/memory'
+import type { StorageAdapter } from '../../src/storage/types'
+import type { SessionEvent } from '../../src/core/model'
+import { encodeEventInput } from '../../src/core/validate'
 import { dumpStore, eventsOf } from '../support/helpers'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createSyncHandler, toNodeListener } from '../../src/server/index'
+import { createSyncHandler, toNodeListener } from '../../src/sync/server/index'
 
 const compressor = { deflate: (b: Uint8Array) => deflateRawSync(b), inflate: (b: Uint8Array) => inflateRawSync(b) }
 const key = new Uint8Array(32).fill(7)

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type Store } from 'sessionfold'
-import { createFsAdapter } from '../../adapters/fs'
-import { LOG_FILE, sessionDir } from '../../adapters/fs/layout'
+import { createFsAdapter } from '../../src/backends/fs'
+import { LOG_FILE, sessionDir } from '../../src/backends/fs/layout'
 import { dumpStore, ev, evs, readAll, rootHeader } from '../support/helpers'
 
 const keyOf = (i: number) => new Uint8Array(32).fill(i)

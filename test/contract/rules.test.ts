@@ -1,5 +1,5 @@
 // Contract: §2 data model, §7 bad input — one rule, two checks: the client's hand checks and the worker's zod schemas agree on every generated input (docs/CONTRACT.md)
-// Sections 2 (data model) and 5 (subagent payloads): each rule of src/limits.ts gives
+// Sections 2 (data model) and 5 (subagent payloads): each rule of src/core/limits.ts gives
 // one verdict, whether the client's hand-written checks or the worker's zod schemas apply it.
 // Both get the same generated inputs (valid ones, and ones just past a bound, of odd characters,
 // of the wrong type, with links their origin does not allow), and must agree on every one.
@@ -11,13 +11,13 @@ import {
   CATALOG_MODES, CATALOG_VERSIONS, DESCRIPTOR_VERSION, HEADER_VERSION, MAX_CWD_LENGTH, MAX_EVENT_TYPE_LENGTH,
   MAX_LABEL_LENGTH, MAX_SESSION_ID_LENGTH, MODES_BY_VERSION, SESSION_ID_PATTERN, SESSION_ORIGINS, SPAWN_MODES,
   catalogFactProblem, childLabelProblem, isCount, isCwd, isEventType, isLabel, isSessionId, isTime,
-} from '../../src/limits'
-import { countSchema, cwdSchema, eventTypeSchema, safeParse, sessionEventSchema, sessionHeaderSchema, sessionIdSchema, timeSchema, type AnySchema } from '../../src/schemas'
-import { catalogViewSchema } from '../../src/units/catalog'
-import { catalogFactSchema, descriptorSchema, labelSchema } from '../../src/units/payloads'
-import { subagentViewSchema } from '../../src/units/subagent'
-import { timingViewSchema } from '../../src/units/timing'
-import { assertSessionId, encodeEventBody, eventFromBody, isPlainObject } from '../../src/validate'
+} from '../../src/core/limits'
+import { countSchema, cwdSchema, eventTypeSchema, safeParse, sessionEventSchema, sessionHeaderSchema, sessionIdSchema, timeSchema, type AnySchema } from '../../src/core/schemas'
+import { catalogViewSchema } from '../../src/core/units/catalog'
+import { catalogFactSchema, descriptorSchema, labelSchema } from '../../src/core/units/payloads'
+import { subagentViewSchema } from '../../src/core/units/subagent'
+import { timingViewSchema } from '../../src/core/units/timing'
+import { assertSessionId, encodeEventBody, eventFromBody, isPlainObject } from '../../src/core/validate'
 import { expectCode } from '../support/helpers'
 
 const RUNS = 2000

@@ -2,9 +2,9 @@
 // The storage contract, written once and run against every adapter (test/adapters/*.test.ts,
 // test/browser/storage.browser.test.ts).
 import { describe, expect, it } from 'vitest'
-import type { CheckpointRow, StorageAdapter } from '../../adapters/types'
-import { witnessOf } from '../../src/model'
-import { encodeEventInput } from '../../src/validate'
+import type { CheckpointRow, StorageAdapter } from '../../src/storage/types'
+import { witnessOf } from '../../src/core/model'
+import { encodeEventInput } from '../../src/core/validate'
 import { ev, evs, expectCode, readAll, rootHeader, snapshotStore } from '../support/helpers'
 
 export interface AdapterHarness {

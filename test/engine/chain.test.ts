@@ -5,8 +5,8 @@
 // shared buffer) against the byte-by-byte one on inputs of every tail length and of every width.
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { CHAIN_ZERO, ChainState, chainNext, chainOver, eventJson, isChain, murmur128 } from '../../src/chain'
-import type { SessionEvent } from '../../src/model'
+import { CHAIN_ZERO, ChainState, chainNext, chainOver, eventJson, isChain, murmur128 } from '../../src/core/chain'
+import type { SessionEvent } from '../../src/core/model'
 
 const utf8 = (s: string) => new TextEncoder().encode(s)
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')

@@ -1,10 +1,10 @@
-// Following another engine's appends (worker/engine/follow.ts): a notice's length spares the
+// Following another engine's appends (src/engine/follow.ts): a notice's length spares the
 // lookup and a notice at or below what is held costs nothing; events a notice carried are folded
 // without a read where they continue the log, and a tail that does not (a gap, a wrong seq) is
 // read instead; calls made while one waits its turn join it, so a burst costs one read.
 import { describe, expect, it } from 'vitest'
-import { createMemoryAdapter } from '../../adapters/memory'
-import { Engine } from '../../worker/engine'
+import { createMemoryAdapter } from '../../src/backends/memory'
+import { Engine } from '../../src/engine'
 import { instrument } from '../support/instrumented-adapter'
 
 async function pair() {

@@ -5,10 +5,10 @@
 // its release would find none, and the writer lock would stay taken, every later import of the
 // session skipped as 'locked' (the HTTP sync's live follower then never gets another event).
 import { describe, expect, it } from 'vitest'
-import { createMemoryAdapter } from '../../adapters/memory'
-import type { ChangeBatch } from '../../src/changes'
-import type { ProjectionChange } from '../../worker/engine'
-import { Engine } from '../../worker/engine'
+import { createMemoryAdapter } from '../../src/backends/memory'
+import type { ChangeBatch } from '../../src/core/changes'
+import type { ProjectionChange } from '../../src/engine'
+import { Engine } from '../../src/engine'
 
 describe('an import and the observers of its session', () => {
   it('an observer closing while the import catches the session up: the lock is released, later batches are copied, a view opened meanwhile hears them', async () => {

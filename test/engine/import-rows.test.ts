@@ -3,10 +3,10 @@
 // and pulls) writes a checkpoint row when one is due, not one per batch, and a cold read of it
 // still equals a refold; its history rows land where they are due.
 import { describe, expect, it } from 'vitest'
-import { createMemoryAdapter } from '../../adapters/memory'
-import type { ChangeBatch } from '../../src/changes'
-import { Engine } from '../../worker/engine'
-import { HISTORY_EVERY } from '../../worker/engine/history'
+import { createMemoryAdapter } from '../../src/backends/memory'
+import type { ChangeBatch } from '../../src/core/changes'
+import { Engine } from '../../src/engine'
+import { HISTORY_EVERY } from '../../src/engine/history'
 import { fullRefold } from '../support/refold'
 import { instrument } from '../support/instrumented-adapter'
 

@@ -2,13 +2,13 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import * as zm from 'zod/mini'
-import { ChunkedList } from '../../src/chunked-list'
-import { chunkedListSchema } from '../../src/chunked-list-schema'
-import type { SessionEvent, SessionHeader } from '../../src/model'
-import { ProjectionRegistry, defineProjection } from '../../src/projection'
-import { subagentCatalogUnit, subagentTimingUnit, subagentUnit } from '../../src/units'
-import { catalogEntrySchema, type CatalogEntry } from '../../src/units/catalog'
-import { foldEvent, initSlots, snapshotOf } from '../../worker/units'
+import { ChunkedList } from '../../src/core/chunked-list'
+import { chunkedListSchema } from '../../src/core/chunked-list-schema'
+import type { SessionEvent, SessionHeader } from '../../src/core/model'
+import { ProjectionRegistry, defineProjection } from '../../src/core/projection'
+import { subagentCatalogUnit, subagentTimingUnit, subagentUnit } from '../../src/core/units'
+import { catalogEntrySchema, type CatalogEntry } from '../../src/core/units/catalog'
+import { foldEvent, initSlots, snapshotOf } from '../../src/engine/units'
 import { expectCode, rootHeader } from '../support/helpers'
 
 const e = (seq: number, type: string, data: unknown = null, time = 1000 + seq): SessionEvent => ({ seq, type, time, data: data as never })
@@ -196,7 +196,7 @@ describe('a fork of a subagent', () => {
   })
 })
 
-// A list view that only grew has its new items checked alone (worker/units.ts), whichever zod
+// A list view that only grew has its new items checked alone (src/engine/units.ts), whichever zod
 // API built its `array(item)`: classic, as apps write, or zod/mini, as the built-in units are.
 describe('a list view that grew: only the new items meet its schema', () => {
   const arrays = {

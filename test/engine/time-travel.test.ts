@@ -1,6 +1,6 @@
 // Contract: §9 time travel — observe as of any point, history rows, their checks and rebuild (docs/CONTRACT.md)
-// The engine's read at a point (worker/engine/read-at.ts) and its history rows
-// (worker/engine/history.ts) on memory, fs and IndexedDB (fake here; real Chromium in
+// The engine's read at a point (src/engine/read-at.ts) and its history rows
+// (src/engine/history.ts) on memory, fs and IndexedDB (fake here; real Chromium in
 // test/browser): values equal a refold of the prefix wherever the point is, a read restores one
 // row and folds a bounded number of events, damaged rows are passed over, missing rows are
 // rebuilt by a writer, and bad options write nothing.
@@ -11,16 +11,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createFsAdapter } from '../../adapters/fs'
-import { createIndexedDbAdapter } from '../../adapters/indexeddb'
-import { createMemoryAdapter } from '../../adapters/memory'
-import type { CheckpointRow, StorageAdapter } from '../../adapters/types'
-import { witnessOf, type SessionId } from '../../src/model'
-import { defineProjection } from '../../src/projection'
-import { BUILTIN_PROJECTIONS } from '../../src/units'
-import { Engine } from '../../worker/engine'
-import { HISTORY_EVERY } from '../../worker/engine/history'
-import { checkpointRowOf, foldEvent, initSlots, snapshotOf } from '../../worker/units'
+import { createFsAdapter } from '../../src/backends/fs'
+import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
+import { createMemoryAdapter } from '../../src/backends/memory'
+import type { CheckpointRow, StorageAdapter } from '../../src/storage/types'
+import { witnessOf, type SessionId } from '../../src/core/model'
+import { defineProjection } from '../../src/core/projection'
+import { BUILTIN_PROJECTIONS } from '../../src/core/units'
+import { Engine } from '../../src/engine'
+import { HISTORY_EVERY } from '../../src/engine/history'
+import { checkpointRowOf, foldEvent, initSlots, snapshotOf } from '../../src/engine/units'
 import { ev, expectCode, readAll, rootHeader, snapshotStore } from '../support/helpers'
 import { instrument } from '../support/instrumented-adapter'
 

@@ -58,7 +58,7 @@ const MARKDOWN = [
 ].sort()
 
 const fromMarkdown = MARKDOWN.flatMap((file) => markdownExamples(root, file))
-const fromComments = sourcesUnder(root, ['src', 'worker', 'adapters']).flatMap((file) => commentExamples(root, file))
+const fromComments = sourcesUnder(root, ['src']).flatMap((file) => commentExamples(root, file))
 const isSketch = (e: DocExample) => e.info.includes('sketch')
 
 /** A module imports, exports or declares a module at its top level; anything else is a fragment. */
@@ -135,7 +135,7 @@ describe('the code examples', () => {
     expect(fromMarkdown.filter((e) => e.file === 'README.md').length).toBeGreaterThan(0)
     expect(fromMarkdown.filter((e) => e.file.startsWith('docs/guide/')).length).toBeGreaterThan(10)
     expect(fromComments.length).toBeGreaterThan(20)
-    expect(fromComments.map((e) => e.file)).toEqual(expect.arrayContaining(['src/client/store.ts', 'src/react/index.ts', 'worker/entry/serve-node.ts']))
+    expect(fromComments.map((e) => e.file)).toEqual(expect.arrayContaining(['src/client/store.ts', 'src/react/index.ts', 'src/host/entry/serve-node.ts']))
   })
 
   it('are sketches only where SKETCHES says so', () => {

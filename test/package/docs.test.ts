@@ -105,9 +105,9 @@ describe('the entry points', () => {
     expect(client).toContain('openStore')
     expect(client.length).toBeGreaterThan(40)
     expect(exportsOf('src/index-browser.ts')).toEqual(client)
-    const worker = exportsOf('worker/entry/serve-node.ts')
+    const worker = exportsOf('src/host/entry/serve-node.ts')
     expect(worker).toEqual(['ServeEngineOptions', 'chunkedListSchema', 'serveEngine'])
-    expect(exportsOf('worker/entry/serve-browser.ts')).toEqual(worker)
+    expect(exportsOf('src/host/entry/serve-browser.ts')).toEqual(worker)
   })
 })
 

@@ -12,7 +12,7 @@ it('imports the client, the worker entry and every adapter in Node without touch
     for (const name of ['window', 'document', 'indexedDB', 'self', 'localStorage', 'IDBKeyRange', 'IDBDatabase', 'SharedWorker']) {
       Object.defineProperty(globalThis, name, { configurable: true, get() { throw new Error('touched ' + name) } })
     }
-    for (const m of ['./src/index-node.ts', './worker/entry/serve-node.ts', './adapters/memory.ts', './adapters/fs/index.ts', './adapters/postgres/index.ts', './adapters/indexeddb.ts']) await import(m)
+    for (const m of ['./src/index-node.ts', './src/host/entry/serve-node.ts', './src/backends/memory/index.ts', './src/backends/fs/index.ts', './src/backends/postgres/index.ts', './src/backends/indexeddb/index.ts']) await import(m)
     console.log('clean')
   `
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })

@@ -2,8 +2,8 @@
 // every storage contract holds on the PostgreSQL adapter as on fs and IndexedDB, on a real
 // server (the throwaway cluster of test/support/postgres.ts), a fresh schema per test.
 import { afterAll, beforeAll, vi } from 'vitest'
-import { createPostgresAdapter } from '../../adapters/postgres'
-import type { StorageAdapter } from '../../adapters/types'
+import { createPostgresAdapter } from '../../src/backends/postgres'
+import type { StorageAdapter } from '../../src/storage/types'
 import { storageConformance } from '../contract/storage'
 import { startCluster, type PgCluster } from '../support/postgres'
 

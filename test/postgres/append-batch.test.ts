@@ -1,4 +1,4 @@
-// The append's statement (adapters/postgres/schema.ts) has two paths since schema version 6: a
+// The append's statement (src/backends/postgres/schema.ts) has two paths since schema version 6: a
 // group of one append goes through scalars, a group of several through arrays; and two
 // functions: append_group (the events' JSON as one text of lines), which this version calls,
 // and append_batch (a text[]), which older processes still open call. Each case here is sent
@@ -9,10 +9,10 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createPostgresAdapter } from '../../adapters/postgres'
+import { createPostgresAdapter } from '../../src/backends/postgres'
 import { openStore } from '../../src/index-node'
-import { growthChannelOf } from '../../adapters/postgres/channel'
-import type { StorageAdapter } from '../../adapters/types'
+import { growthChannelOf } from '../../src/backends/postgres/channel'
+import type { StorageAdapter } from '../../src/storage/types'
 import { evs, rootHeader } from '../support/helpers'
 import { startCluster, type PgCluster } from '../support/postgres'
 

@@ -2,7 +2,7 @@
 // 'postgres' }), the engine in a worker and in this thread, on a real throwaway cluster: the
 // same contract as fs and IndexedDB (§2-§8), a fresh schema per test.
 import { afterAll, beforeAll, beforeEach } from 'vitest'
-import { createPostgresAdapter } from '../../adapters/postgres'
+import { createPostgresAdapter } from '../../src/backends/postgres'
 import { clientConformance } from '../contract/client'
 import { readAll } from '../support/helpers'
 import { startCluster, type PgCluster } from '../support/postgres'

@@ -1,11 +1,11 @@
 // PostgreSQL: the array types sessionfold gives the driver in place of its own type fetch
-// (adapters/postgres/driver-types.ts). A pool made with them starts no connection with a
+// (src/backends/postgres/driver-types.ts). A pool made with them starts no connection with a
 // statement of the driver's own (whose failure the driver drops, an unhandled rejection), and
 // sends and reads int2[], int4[], int8[] and text[] exactly as a pool that fetched the types.
 import postgres, { type Sql } from 'postgres'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { createPostgresAdapter, DRIVER_OPTIONS } from '../../adapters/postgres'
-import { parseArray } from '../../adapters/postgres/driver-types'
+import { createPostgresAdapter, DRIVER_OPTIONS } from '../../src/backends/postgres'
+import { parseArray } from '../../src/backends/postgres/driver-types'
 import { evs, readAll, rootHeader } from '../support/helpers'
 import { startPgProxy } from '../support/pg-proxy'
 import { startCluster, type PgCluster } from '../support/postgres'

@@ -1,4 +1,4 @@
-// PostgreSQL growth notices (worker/platform/growth-pg.ts) on a real throwaway cluster: a
+// PostgreSQL growth notices (src/backends/postgres/growth.ts) on a real throwaway cluster: a
 // pg_notify on a followed session's channel committed by another connection (as the adapter's
 // append does) reaches listen's callback (latency measured over 200 notices and printed), with
 // its length and the events it carries; sessions not followed are not heard; growth without a
@@ -9,10 +9,10 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { performance } from 'node:perf_hooks'
 import postgres, { type Sql } from 'postgres'
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
-import type { GrowthChannel } from '../../worker/platform'
-import { growthChannelOf } from '../../adapters/postgres/channel'
-import { DRIVER_OPTIONS } from '../../adapters/postgres/driver-types'
-import { pgGrowth } from '../../worker/platform/growth-pg'
+import type { GrowthChannel } from '../../src/backends/platform'
+import { growthChannelOf } from '../../src/backends/postgres/channel'
+import { DRIVER_OPTIONS } from '../../src/backends/postgres/driver-types'
+import { pgGrowth } from '../../src/backends/postgres/growth'
 import { createSchemaV1 } from '../support/pg-schema'
 import { startCluster, type PgCluster } from '../support/postgres'
 

@@ -1,4 +1,4 @@
-// PostgreSQL write leases (worker/locks/postgres.ts) on a real throwaway cluster: one holder per
+// PostgreSQL write leases (src/backends/postgres/locks.ts) on a real throwaway cluster: one holder per
 // session, enforced by the database across processes; a lease renewed stays past many ttl
 // periods; a SIGKILLed holder's lease is taken over once it expires, with a new token, so the
 // old holder's fence finds no row; a lease lost is reported (onLost) and its dead token keeps
@@ -7,8 +7,8 @@
 import { createServer } from 'node:net'
 import postgres, { type Sql } from 'postgres'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { DRIVER_OPTIONS } from '../../adapters/postgres/driver-types'
-import { createPostgresLocks, type PostgresLocks } from '../../worker/locks/postgres'
+import { DRIVER_OPTIONS } from '../../src/backends/postgres/driver-types'
+import { createPostgresLocks, type PostgresLocks } from '../../src/backends/postgres/locks'
 import { expectCode, until } from '../support/helpers'
 import { spawnFixture, type Child } from '../support/fixture-process'
 import { createSchemaV1 } from '../support/pg-schema'

@@ -6,7 +6,7 @@
 // it was told was stored; the server stopped mid-run answers STORAGE_UNAVAILABLE in bounded time
 // and the same store works again once it is back, its handles and subscribers intact.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { createPostgresAdapter } from '../../adapters/postgres'
+import { createPostgresAdapter } from '../../src/backends/postgres'
 import { openStore, type Session, type Store } from '../../src/index-node'
 import { spawnFixture, type Child } from '../support/fixture-process'
 import { expectCode, readAll } from '../support/helpers'

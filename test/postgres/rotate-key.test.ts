@@ -4,7 +4,7 @@
 // same; a rotation stopped midway opens with the new key and a second one completes it.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type Store } from 'sessionfold'
-import { createPostgresAdapter } from '../../adapters/postgres'
+import { createPostgresAdapter } from '../../src/backends/postgres'
 import { dumpStore } from '../support/helpers'
 import { startCluster, type PgCluster } from '../support/postgres'
 

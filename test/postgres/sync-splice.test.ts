@@ -5,7 +5,7 @@
 // another store's engine (a second process over the same schema).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions } from 'sessionfold'
-import { CHAIN_ZERO, chainOver, eventJson } from '../../src/chain'
+import { CHAIN_ZERO, chainOver, eventJson } from '../../src/core/chain'
 import { eventsOf, expectNoSplice } from '../support/splice'
 import { startCluster, type PgCluster } from '../support/postgres'
 

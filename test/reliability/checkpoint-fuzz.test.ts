@@ -10,9 +10,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { folderOf } from '../../adapters/fs/layout'
+import { folderOf } from '../../src/backends/fs/layout'
 import { openStore, type ProjectionSnapshot } from 'sessionfold'
-import { hash53 } from '../../src/hash'
+import { hash53 } from '../../src/core/hash'
 
 const RUNS = Number(process.env.CHECKPOINT_FUZZ_RUNS ?? 1000)
 let dir: string

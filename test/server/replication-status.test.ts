@@ -12,9 +12,9 @@ import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { afterEach, beforeEach, expect, it } from 'vitest'
 import { openStore, type Store } from 'sessionfold'
-import { createSyncHandler, toNodeListener, type Authorize, type SyncHandler } from '../../src/server/index'
-import type { Replication, ReplicationStatus } from '../../src/client/replication'
-import { SessionfoldError } from '../../src/errors'
+import { createSyncHandler, toNodeListener, type Authorize, type SyncHandler } from '../../src/sync/server/index'
+import type { Replication, ReplicationStatus } from '../../src/sync/replication'
+import { SessionfoldError } from '../../src/core/errors'
 import { eventsOf, until } from '../support/helpers'
 
 let dir: string

@@ -1,5 +1,5 @@
 // Contract: §12 sync with a server — what a replication sends, imports and waits for (docs/CONTRACT.md)
-// The loop of src/replication/loop.ts on a host of the test's own (so what it hands its store
+// The loop of src/sync/loop.ts on a host of the test's own (so what it hands its store
 // can be counted), and store.connect through the worker, each against a real node:http server
 // on 127.0.0.1 over a real fs store: a device does not import its own pushes back, the
 // browser's `online` event ends a retry wait at once, a slow headers function is asked once per
@@ -12,10 +12,10 @@ import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type ChangeBatch, type Store } from 'sessionfold'
-import { createSyncHandler, toNodeListener, type Authorize, type SyncHandlerOptions } from '../../src/server/index'
-import { runReplication } from '../../src/replication/loop'
-import type { ConnectOptions, LoopHost, ReplicationState } from '../../src/replication/types'
-import { SessionfoldError } from '../../src/errors'
+import { createSyncHandler, toNodeListener, type Authorize, type SyncHandlerOptions } from '../../src/sync/server/index'
+import { runReplication } from '../../src/sync/loop'
+import type { ConnectOptions, LoopHost, ReplicationState } from '../../src/sync/types'
+import { SessionfoldError } from '../../src/core/errors'
 import { dumpStore, eventsOf, until } from '../support/helpers'
 
 let dir: string

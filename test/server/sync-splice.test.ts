@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type Replication, type Store } from 'sessionfold'
-import { createSyncHandler, toNodeListener } from '../../src/server/index'
+import { createSyncHandler, toNodeListener } from '../../src/sync/server/index'
 import { append, eventsOf, texts } from '../support/splice'
 import { until } from '../support/helpers'
 

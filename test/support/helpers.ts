@@ -1,9 +1,9 @@
 // Support: shared helpers — rootHeader, ev/evs, readAll, expectCode, snapshotStore, dumpStore, until, eventsOf
 import { expect } from 'vitest'
-import type { StorageAdapter } from '../../adapters/types'
-import { isSessionfoldError, type ErrorCode } from '../../src/errors'
-import type { Json, SessionEvent, SessionHeader, SessionId } from '../../src/model'
-import { encodeEvent, type EncodedEvent } from '../../src/validate'
+import type { StorageAdapter } from '../../src/storage/types'
+import { isSessionfoldError, type ErrorCode } from '../../src/core/errors'
+import type { Json, SessionEvent, SessionHeader, SessionId } from '../../src/core/model'
+import { encodeEvent, type EncodedEvent } from '../../src/core/validate'
 import type { Store } from '../../src/client/store'
 
 export function rootHeader(id: SessionId, extra: Partial<SessionHeader> = {}): SessionHeader {

@@ -1,7 +1,7 @@
 // Support: a storage adapter wrapped to count reads and inject faults, for cost and failure tests
-import type { CheckpointRow, ReadRange, StorageAdapter } from '../../adapters/types'
-import type { SessionId } from '../../src/model'
-import type { EncodedEvent } from '../../src/validate'
+import type { CheckpointRow, ReadRange, StorageAdapter } from '../../src/storage/types'
+import type { SessionId } from '../../src/core/model'
+import type { EncodedEvent } from '../../src/core/validate'
 
 export interface Counts {
   reads: { id: SessionId; from: number; to: number | undefined }[]

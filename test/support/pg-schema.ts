@@ -1,8 +1,8 @@
 // The PostgreSQL store's tables at schema version 1, made with the adapter's own version-1 DDL
-// (adapters/postgres/schema.ts): for the tests of the parts that use the tables without the
+// (src/backends/postgres/schema.ts): for the tests of the parts that use the tables without the
 // adapter (the lease locks, the growth channel), and for migrating a store of version 1.
 import type { Sql } from 'postgres'
-import { namesOf, V1 } from '../../adapters/postgres/schema'
+import { namesOf, V1 } from '../../src/backends/postgres/schema'
 
 /** The version-1 DDL for schema `schema` (`[a-z_][a-z0-9_]*`), as one script. */
 export function schemaV1(schema: string): string {

@@ -2,7 +2,7 @@
 // as one string, stderr a terminal when `tty`, and SESSIONFOLD_KEY set as given (unset when
 // undefined) for the run only.
 import { PassThrough, Readable } from 'node:stream'
-import { main } from '../../cli/main'
+import { main } from '../../src/cli/main'
 
 export interface CliRun {
   code: number

@@ -2,7 +2,7 @@
 // test/server): stores S and D share event 0, then S appends S-1 and D appends D-1.
 import { expect } from 'vitest'
 import { sync, type ChangeCursor, type SessionEvent, type Store } from 'sessionfold'
-import { CHAIN_ZERO, chainOver, eventJson } from '../../src/chain'
+import { CHAIN_ZERO, chainOver, eventJson } from '../../src/core/chain'
 import { dumpStore } from './helpers'
 
 export async function eventsOf(store: Store, id: string): Promise<SessionEvent[]> {

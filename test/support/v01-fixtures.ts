@@ -5,8 +5,8 @@
 // test runs the same checks on real IndexedDB.
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { openStore, sync, type ChangeCursor, type SessionEvent, type SessionHeader, type Store, type SubagentListEntry, type VerifyReport } from 'sessionfold'
-import { CHAIN_ZERO, chainOver, eventJson } from '../../src/chain'
-import type { ProjectionSnapshot } from '../../src/projection'
+import { CHAIN_ZERO, chainOver, eventJson } from '../../src/core/chain'
+import type { ProjectionSnapshot } from '../../src/core/projection'
 import { dumpStore } from './helpers'
 
 /** What 0.1 read from the store, as of one point or now. */

@@ -3,7 +3,7 @@
 // the log's prefix [0, seq) as its own log had it, and whether the append resolved. A log that
 // holds an event on top of another prefix than its writer's holds events of two histories.
 import { createHash } from 'node:crypto'
-import type { Json, SessionEvent, SessionId } from '../../../src/model'
+import type { Json, SessionEvent, SessionId } from '../../../src/core/model'
 import type { Session } from '../../../src/index-node'
 
 export const EVENT_TYPE = 'chaos/e'

@@ -5,7 +5,7 @@
 // devices often write to one at once, each on the copy it has: the concurrent histories sync
 // must keep apart.
 import { isSessionfoldError } from '../../../src/index-node'
-import type { SessionId } from '../../../src/model'
+import type { SessionId } from '../../../src/core/model'
 import type { FaultProxy } from '../fault-proxy'
 import { seeded, type Random } from '../seeded'
 import type { Device } from './devices'

@@ -1,0 +1,166 @@
+// The store's folders and each session's folder. The store's are made at start (read-only:
+// required to be there) and crash leftovers are cleaned from them in the background; a
+// session's folder is created whole (made in tmp, synced, renamed into place) and deleted by
+// renaming it to the trash, so no reader ever sees half of one.
+import { join } from 'node:path'
+import { SessionfoldError, where } from '../../core/errors'
+import type { SessionHeader, SessionId } from '../../core/model'
+import { storedHeaderSchema } from '../../core/schemas'
+import type { EncodedEvent } from '../../core/validate'
+import { alreadyExists } from '../../storage/guard'
+import { compareIds } from '../../storage/types'
+import { syncDir, writeDurable } from './durable'
+import type { FeedFile } from './feed'
+import { errno } from './errors'
+import { HEADER_FILE, INDEX_FILE, LOG_FILE, idOfFolder, scratchName, sessionDir, sessionsDir, tmpDir, trashDir } from './layout'
+import { indexOfBatch } from './offset-index'
+import type { FsSettings } from './options'
+import { encodeBatch } from './record-format'
+
+/** Temp entries older than this are leftovers of a crash (younger ones may be another process's). */
+const STALE_TMP_MS = 10 * 60 * 1000
+
+export interface Folders {
+  /** The store's folders are there (made, unless read-only). Rejects when they cannot be. */
+  ready: Promise<void>
+  /** Crash leftovers being removed, in the background: no call waits for it, close does. */
+  cleanup: Promise<void>
+  /** Makes the session's folder with its header and seed, whole. SESSION_EXISTS when taken. */
+  create(header: SessionHeader, seed: readonly EncodedEvent[]): Promise<void>
+  /** Deletes the session's folder; quietly when there is none. */
+  remove(id: SessionId): Promise<void>
+  /** True when the session exists (and is not being removed). */
+  has(id: SessionId): Promise<boolean>
+  /** Ids of the store's sessions after `after`, in order. */
+  idsAfter(after: SessionId | undefined): Promise<SessionId[]>
+  /** Up to `limit` headers of sessions after `after`, in order, skipping damaged ones. */
+  headersAfter(after: SessionId | undefined, limit: number): Promise<SessionHeader[]>
+  /** Once the creations of `id` (of any session, without one) that the feed may name already are in place, or failed. */
+  settled(id?: SessionId): Promise<void>
+}
+
+export function createFolders(
+  { fs, root, readOnly }: Pick<FsSettings, 'fs' | 'root' | 'readOnly'>,
+  isRemoving: (id: SessionId) => boolean,
+  feed: Pick<FeedFile, 'record'>,
+): Folders {
+  const sessions = sessionsDir(root)
+  const tmp = tmpDir(root)
+  const trash = trashDir(root)
+  /** Creations whose feed record may be written and whose folder is not in place yet. */
+  const placing = new Map<Promise<void>, SessionId>()
+
+  const ready = (async () => {
+    if (readOnly) {
+      await fs.stat(sessions) // a store that is not there: STORAGE_UNAVAILABLE, not an empty one
+      return
+    }
+    for (const d of [sessions, tmp, trash]) await fs.mkdir(d, { recursive: true })
+  })()
+  ready.catch(() => {}) // reported by the first call that awaits it
+  const cleanup = ready.then(async () => {
+    if (readOnly) return
+    const now = Date.now()
+    for (const name of await fs.readdir(tmp)) {
+      const p = join(tmp, name)
+      const st = await fs.stat(p).catch(() => undefined)
+      if (st && now - st.mtimeMs > STALE_TMP_MS) await fs.rm(p, { recursive: true, force: true })
+    }
+    for (const name of await fs.readdir(trash)) await fs.rm(join(trash, name), { recursive: true, force: true })
+  }).catch(() => {})
+
+  async function has(id: SessionId): Promise<boolean> {
+    return !isRemoving(id) && (await fs.stat(join(sessionDir(root, id), HEADER_FILE)).then(() => true, (err) => {
+      if (errno(err) === 'ENOENT') return false
+      throw err
+    }))
+  }
+
+  async function headerOf(id: SessionId): Promise<SessionHeader | undefined> {
+    try {
+      const h = storedHeaderSchema.parse(JSON.parse(await fs.readFile(join(sessionDir(root, id), HEADER_FILE), 'utf8'))) as SessionHeader
+      return h.id === id ? h : undefined
+    } catch (err) {
+      if (errno(err) === 'ENOENT') return undefined
+      throw new SessionfoldError('CORRUPT_LOG', `header of ${where(id)} is unreadable`, { sessionId: id, cause: err })
+    }
+  }
+
+  async function idsAfter(after: SessionId | undefined): Promise<SessionId[]> {
+    return (await fs.readdir(sessions))
+      .map(idOfFolder)
+      .filter((id): id is SessionId => id !== undefined && (after === undefined || id > after))
+      .sort(compareIds)
+  }
+
+  return {
+    ready,
+    cleanup,
+    has,
+    idsAfter,
+    async settled(id) {
+      await Promise.all([...placing].filter(([, of]) => id === undefined || of === id).map(([p]) => p))
+    },
+    async headersAfter(after, limit) {
+      const ids = await idsAfter(after)
+      const out: SessionHeader[] = []
+      // Read a few more than asked, in case some vanish (deleted meanwhile). A session whose
+      // header is damaged is left out of the listing (verify reports it; opening it throws).
+      const step = Math.min(limit, 32)
+      for (let i = 0; i < ids.length && out.length < limit; i += step) {
+        const headers = await Promise.all(ids.slice(i, i + step).map((id) => headerOf(id).catch(() => undefined)))
+        for (const h of headers) if (h && out.length < limit) out.push(h)
+      }
+      return out
+    },
+    async create(header, seed) {
+      const id = header.id
+      const final = sessionDir(root, id)
+      if (await has(id)) throw alreadyExists(id)
+      const made = join(tmp, scratchName(id))
+      await fs.mkdir(made)
+      try {
+        await writeDurable(fs, join(made, HEADER_FILE), JSON.stringify(header))
+        const batch = seed.length > 0 ? encodeBatch(seed) : undefined
+        await writeDurable(fs, join(made, LOG_FILE), batch?.buf ?? Buffer.alloc(0))
+        if (batch) await writeDurable(fs, join(made, INDEX_FILE), indexOfBatch(batch.offsets))
+        await syncDir(fs, made)
+        // Before the folder is in place: a crash leaves a record of nothing, never a session
+        // the feed does not name (or, after a machine crash, a feed started over: feed.ts).
+        // Until it is, a reader of this process that sees the record waits (settled), rather than
+        // take the session for one deleted since.
+        let placed!: () => void
+        const inPlace = new Promise<void>((resolve) => (placed = resolve))
+        placing.set(inPlace, id)
+        try {
+          await feed.record([{ id, from: 0, to: seed.length }])
+          try {
+            await fs.rename(made, final)
+          } catch (err) {
+            const code = errno(err)
+            if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'EPERM' || code === 'EISDIR') throw alreadyExists(id)
+            throw err
+          }
+        } finally {
+          placing.delete(inPlace)
+          placed()
+        }
+      } catch (err) {
+        await fs.rm(made, { recursive: true, force: true }).catch(() => {})
+        throw err
+      }
+      await syncDir(fs, sessions)
+    },
+    async remove(id) {
+      const away = join(trash, scratchName(id))
+      try {
+        await fs.rename(sessionDir(root, id), away)
+      } catch (err) {
+        if (errno(err) === 'ENOENT') return
+        throw err
+      }
+      await syncDir(fs, sessions)
+      await fs.rm(away, { recursive: true, force: true })
+    },
+  }
+}

@@ -1,0 +1,181 @@
+// The Node file-system adapter: one folder per session (layout.ts), each log appended by
+// group commit (group-commit.ts) and known to this process through the log cache
+// (log-cache.ts). This file wires the parts together behind the guard.
+/**
+ * Storage on plain files (Node only), behind the `StorageAdapter` interface. An app normally
+ * picks it with `openStore({ storage: 'fs', dir })`, Node's default.
+ *
+ * @module sessionfold/adapters/fs
+ */
+import { SessionfoldError, where } from '../../core/errors'
+import type { SessionId } from '../../core/model'
+import { writing } from './log'
+import { assertHeader, assertPosition, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../../storage/guard'
+import type { SessionInfo, StorageAdapter } from '../../storage/types'
+import { createCheckpointFile } from './checkpoint-file'
+import { storageError } from './errors'
+import { createFeedFile } from './feed'
+import { createFolders } from './folders'
+import { createGroupCommit } from './group-commit'
+import { createHistoryFiles } from './history-files'
+import { createLogCache } from './log-cache'
+import { createOffsetIndex } from './offset-index'
+import { createRecordFiles } from './records'
+import { settingsOf, type FsAdapterOptions } from './options'
+import { createEventReader } from './read-events'
+import { replaceInLog } from './replace-records'
+import { createWriterHandles } from './writer-handles'
+
+export type { FsAdapterOptions, FsPromises } from './options'
+// The storage contract, for code that uses an adapter directly.
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type { EncodedEvent } from '../../core/validate'
+
+/** Operations (names given to run()) that change the store. */
+const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete', 'history write', 'history delete', 'meta write', 'replace', 'record write', 'record delete'])
+
+/**
+ * A storage adapter on plain files (Node): one folder per session under `dir`, each event a
+ * record with a CRC-32, a batch closed by a COMMIT flag, appends that arrive together sharing
+ * one write and `fdatasync` per session. A torn tail left by a crash is cut back (and reported
+ * to `onRepair`) before the next write; damage before the tail is `CORRUPT_LOG`. A full disk is
+ * `STORAGE_QUOTA_EXCEEDED`.
+ */
+export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter {
+  const settings = settingsOf(options)
+  const guard = createGuard('fs')
+  const index = createOffsetIndex(settings)
+  const handles = createWriterHandles(settings, index)
+  const logs = createLogCache(settings, index, handles.drop)
+  const feed = createFeedFile(settings)
+  const folders = createFolders(settings, logs.isRemoving, feed)
+  const checkpoints = createCheckpointFile(settings, folders.has)
+  const history = createHistoryFiles(settings, folders.has)
+  const records = createRecordFiles(settings, folders.has, folders.idsAfter)
+  const commit = createGroupCommit(settings, handles, index, feed)
+  const eventsOf = createEventReader(settings, index, guard)
+
+  /** Runs a public operation through the guard, once the store's folders are there. */
+  function run<T>(op: string, id: SessionId | undefined, fn: () => Promise<T>): Promise<T> {
+    return guard.run(async () => {
+      if (settings.readOnly && WRITES.has(op)) {
+        throw new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${id === undefined ? 'the store' : where(id)} refused: the store at ${settings.root} is open read-only`, { sessionId: id })
+      }
+      await folders.ready
+      return fn()
+    }, (err) => storageError(err, id, op))
+  }
+
+  /** An operation on session `id`, once its id is checked. */
+  const onSession = <T>(op: string, id: SessionId, fn: () => Promise<T>): Promise<T> =>
+    run(op, id, async () => {
+      assertSessionId(id)
+      return fn()
+    })
+
+  /** The session's log: SESSION_NOT_FOUND when there is none, its damage when it is damaged. */
+  const logOf = async (id: SessionId, forWrite = false) => {
+    const log = await logs.get(id, forWrite)
+    if (!log) throw notFound(id)
+    if (log.damage) throw log.damage
+    return log
+  }
+
+  return {
+    kind: 'fs',
+
+    createSession: (header, seed = []) => run('create', undefined, async () => {
+      assertHeader(header)
+      assertSeed(header, seed)
+      await folders.create(header, seed)
+    }),
+
+    append: (id, batch) => onSession('append', id, async () => {
+      const log = await logOf(id, true)
+      if (batch.length === 0) return
+      return commit.append(log, batch)
+    }),
+
+    async *readEvents(id, range) {
+      const log = await onSession('read', id, () => logOf(id))
+      yield* eventsOf(log, range)
+    },
+
+    getSession: (id) => onSession('read', id, async (): Promise<SessionInfo | undefined> => {
+      await folders.settled(id) // named by the feed, its folder on its way (folders.ts)
+      const log = await logs.get(id)
+      if (!log) return undefined
+      if (log.flushing) await log.lastDone
+      if (log.damage) throw log.damage
+      return { header: structuredClone(log.header), length: log.length }
+    }),
+
+    listSessions: (opts) => run('list', undefined, async () => {
+      const { after, limit } = resolveList(opts)
+      return folders.headersAfter(after, limit)
+    }),
+
+    listIds: (opts) => run('list', undefined, async () => {
+      const { after, limit } = resolveList(opts)
+      return (await folders.idsAfter(after)).slice(0, limit)
+    }),
+
+    deleteSession: (id) => onSession('delete', id, () => logs.remove(id, () => folders.remove(id))),
+    getCheckpoint: (id) => onSession('checkpoint read', id, () => checkpoints.read(id)),
+    putCheckpoint: (id, row) => onSession('checkpoint write', id, () => checkpoints.write(id, row)),
+    deleteCheckpoint: (id) => onSession('checkpoint delete', id, () => checkpoints.remove(id)),
+    history: {
+      put: (id, at, row) => onSession('history write', id, async () => {
+        assertPosition(id, at)
+        await history.put(id, at, row)
+      }),
+      get: (id, at) => onSession('history read', id, async () => {
+        assertPosition(id, at, 0)
+        return history.get(id, at)
+      }),
+      list: (id) => onSession('history read', id, () => history.list(id)),
+      remove: (id, at) => onSession('history delete', id, async () => {
+        for (const p of at) assertPosition(id, p)
+        await history.remove(id, at)
+      }),
+    },
+
+    feed: {
+      id: () => run('feed read', undefined, () => feed.id()),
+      head: () => run('feed read', undefined, async () => {
+        const at = await feed.head()
+        await folders.settled() // sessions the feed names before `at` are in place for a walk after it
+        return at
+      }),
+      read: (after, limit) => run('feed read', undefined, () => feed.read(after, limit)),
+    },
+    kv: {
+      get: (key) => run('record read', undefined, () => records.get(key)),
+      put: (key, value) => run('record write', undefined, () => records.put(key, value)),
+      delete: (key) => run('record delete', undefined, () => records.delete(key)),
+      list: (prefix, range) => run('record read', undefined, () => records.list(prefix, range)),
+    },
+    getMeta: (key) => run('meta read', undefined, () => feed.getMeta(key)),
+    putMeta: (key, value) => run('meta write', undefined, () => feed.putMeta(key, value)),
+
+    replaceRecords: (id, replacement) => onSession('replace', id, async () => {
+      const log = await logOf(id)
+      await log.lastDone?.catch(() => {})
+      if (writing(log)) throw new SessionfoldError('SESSION_LOCKED', `replaceRecords of ${where(id)}: appends of this process are in flight (hold the writer lock)`, { sessionId: id })
+      try {
+        await replaceInLog(settings, log, replacement)
+      } finally {
+        logs.forget(log) // its writer handle, inode and header are the old file's: loaded afresh
+      }
+    }),
+
+    close: () => guard.close(async () => {
+      await folders.cleanup // its folders may still be in the making, its leftovers being removed
+      await Promise.allSettled([...logs.logs()].map((l) => l.flushing))
+      await Promise.allSettled([...logs.logs()].map(index.store))
+      await handles.closeAll()
+      await feed.close()
+      logs.clear()
+    }),
+  }
+}

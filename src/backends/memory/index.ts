@@ -1,0 +1,176 @@
+// The reference adapter: the storage contract in its plainest form, and the test double.
+/**
+ * Storage in memory, behind the {@link StorageAdapter} interface that every sessionfold storage
+ * implements. The adapters are the layer under the engine: an app normally picks one with
+ * `openStore({ storage })` and never calls them.
+ *
+ * @module sessionfold/adapters/memory
+ */
+import type { SessionEvent, SessionHeader, SessionId } from '../../core/model'
+import { utf8Length, type EncodedEvent } from '../../core/validate'
+import {
+  alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
+  resolveList, resolveRange,
+} from '../../storage/guard'
+import { assertMeta, assertPosition, checkReplacement, feedAfter, newFeedId, sameLength } from '../../storage/guard'
+import { assertKey, assertValue, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange } from '../../storage/kv'
+import { READ_PAGE, compareIds, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
+
+// The storage contract, for code that uses an adapter directly.
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type { EncodedEvent } from '../../core/validate'
+
+interface Stored {
+  header: SessionHeader
+  /** Encoded events: every read parses afresh, so callers never share or mutate stored data. */
+  events: string[]
+  checkpoint?: string
+  /** History rows by position, as JSON. */
+  history: Map<number, string>
+}
+
+/**
+ * A storage adapter that keeps everything in this process's memory (gone when it ends): the
+ * reference implementation of {@link StorageAdapter}, and a test double. Events are stored
+ * as JSON and parsed afresh on each read, so callers never share stored objects.
+ */
+export function createMemoryAdapter(): StorageAdapter {
+  const sessions = new Map<SessionId, Stored>()
+  const guard = createGuard('memory')
+  /** The change feed: entry i is at position String(i + 1). */
+  const feed: Omit<FeedEntry, 'at'>[] = []
+  const feedId = newFeedId()
+  const meta = new Map<string, string>()
+  /** Key-value records by flat key (kv.ts). */
+  const records = new Map<string, string>()
+
+  const get = (id: SessionId): Stored => {
+    assertSessionId(id)
+    const s = sessions.get(id)
+    if (!s) throw notFound(id)
+    return s
+  }
+  const idsAfter = (after: SessionId | undefined, limit: number): SessionId[] =>
+    [...sessions.keys()].filter((id) => after === undefined || id > after).sort(compareIds).slice(0, limit)
+
+  return {
+    kind: 'memory',
+    createSession: (header, seed = []) => guard.run(async () => {
+      assertHeader(header)
+      assertSeed(header, seed)
+      if (sessions.has(header.id)) throw alreadyExists(header.id)
+      sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json), history: new Map() })
+      feed.push({ id: header.id, from: 0, to: seed.length })
+    }),
+    append: (id, batch: readonly EncodedEvent[]) => guard.run(async () => {
+      const s = get(id)
+      assertContinues(id, batch, s.events.length)
+      if (batch.length === 0) return
+      feed.push({ id, from: s.events.length, to: s.events.length + batch.length })
+      for (const e of batch) s.events.push(e.json)
+    }),
+    async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
+      guard.check()
+      const s = get(id)
+      const { from, to } = resolveRange(id, range, s.events.length)
+      for (let at = from; at < to; at += READ_PAGE) {
+        if (range?.signal?.aborted) throw cancelled(id)
+        if (sessions.get(id) !== s) throw notFound(id)
+        yield s.events.slice(at, Math.min(to, at + READ_PAGE)).map((j) => JSON.parse(j) as SessionEvent)
+      }
+    },
+    getSession: (id) => guard.run(async (): Promise<SessionInfo | undefined> => {
+      assertSessionId(id)
+      const s = sessions.get(id)
+      return s && { header: structuredClone(s.header), length: s.events.length }
+    }),
+    listSessions: (options) => guard.run(async () => {
+      const { after, limit } = resolveList(options)
+      return idsAfter(after, limit).map((id) => structuredClone(sessions.get(id)!.header))
+    }),
+    listIds: (options) => guard.run(async () => {
+      const { after, limit } = resolveList(options)
+      return idsAfter(after, limit)
+    }),
+    deleteSession: (id) => guard.run(async () => {
+      assertSessionId(id)
+      sessions.delete(id)
+      const own = sessionPrefix(id)
+      for (const k of [...records.keys()]) if (k.startsWith(own)) records.delete(k)
+    }),
+    getCheckpoint: (id) => guard.run(async () => {
+      const s = get(id)
+      return s.checkpoint === undefined ? undefined : (JSON.parse(s.checkpoint) as unknown)
+    }),
+    putCheckpoint: (id, row: CheckpointRow) => guard.run(async () => {
+      get(id).checkpoint = JSON.stringify(row)
+    }),
+    deleteCheckpoint: (id) => guard.run(async () => {
+      delete get(id).checkpoint
+    }),
+    history: {
+      put: (id, at, row) => guard.run(async () => {
+        const s = get(id)
+        assertPosition(id, at)
+        s.history.set(at, JSON.stringify(row))
+      }),
+      get: (id, at) => guard.run(async () => {
+        const s = get(id)
+        assertPosition(id, at, 0)
+        let best = -1
+        for (const p of s.history.keys()) if (p <= at && p > best) best = p
+        return best < 0 ? undefined : { at: best, row: JSON.parse(s.history.get(best)!) as unknown }
+      }),
+      list: (id) => guard.run(async () => [...get(id).history.keys()].sort((a, b) => a - b)),
+      remove: (id, positions) => guard.run(async () => {
+        const s = get(id)
+        for (const p of positions) s.history.delete(p)
+      }),
+    },
+    feed: {
+      id: () => guard.run(async () => feedId),
+      head: () => guard.run(async () => (feed.length === 0 ? '' : String(feed.length))),
+      read: (after, limit) => guard.run(async () => {
+        const start = feedAfter(after, feed.length)
+        return feed.slice(start, start + limit).map((e, i) => ({ ...e, at: String(start + i + 1) }))
+      }),
+    },
+    kv: {
+      get: (key) => guard.run(async () => {
+        assertKey(key)
+        return records.get(flat(key))
+      }),
+      put: (key, value) => guard.run(async () => {
+        assertKey(key)
+        assertValue(key, value)
+        const owner = sessionOfKey(key)
+        if (owner !== undefined && !sessions.has(owner)) throw notFoundForKey(owner, key)
+        records.set(flat(key), value)
+      }),
+      delete: (key) => guard.run(async () => {
+        assertKey(key)
+        records.delete(flat(key))
+      }),
+      list: (prefix, range) => guard.run(async () => {
+        const r = resolveKeyRange(prefix, range)
+        return takeRange([...records.keys()].sort(), r)
+      }),
+    },
+    getMeta: (key) => guard.run(async () => {
+      assertMeta(key)
+      return meta.get(key)
+    }),
+    putMeta: (key, value) => guard.run(async () => {
+      assertMeta(key, value)
+      meta.set(key, value)
+    }),
+    replaceRecords: (id, replacement) => guard.run(async () => {
+      const s = get(id)
+      const header = checkReplacement(id, replacement, { header: s.header, length: s.events.length })
+      for (const r of replacement.records) sameLength(id, r.event.seq, utf8Length(s.events[r.event.seq]!), r.json)
+      for (const r of replacement.records) s.events[r.event.seq] = r.json
+      if (header) s.header = structuredClone(header)
+    }),
+    close: () => guard.close(),
+  }
+}

@@ -1,0 +1,243 @@
+// The sessionfold command line: look inside a store without writing code, an fs store (--dir)
+// or a PostgreSQL one (--url, --schema; postgres.ts). Read-only commands open the store
+// read-only (no lock taken, nothing repaired, rewritten or created), so they work while an app
+// writes; `import` and `delete` are the commands that write. What each command takes, and its
+// help, is in usage.ts.
+import { stat } from 'node:fs/promises'
+import { createFsAdapter } from '../backends/fs'
+import type { StorageAdapter } from '../storage/types'
+import { locksDir, sessionsDir } from '../backends/fs/layout'
+import { SessionfoldError, isSessionfoldError } from '../core/errors'
+import type { SessionId } from '../core/model'
+import { assertSessionId } from '../core/validate'
+import { Engine } from '../engine'
+import type { ReadableStorage } from '../engine/reader'
+import { createFsLocks } from '../backends/fs/locks'
+import { events } from './events'
+import { ls } from './ls'
+import { show } from './show'
+import { tree } from './tree'
+import { verify } from './verify'
+import { deleteSessions, handOverLocks } from './delete'
+import { Output, report, type Io } from './output'
+import { SCHEMA_NAME, masked, openPgStore, readOnlyPgLocks, type PgStore } from './postgres'
+import { applyImport, checkImport, exportSessions, type CheckedImport } from './transfer'
+import { COMMANDS, commandUsage, generalUsage, isCommand, type CommandName, type CommandSpec } from './usage'
+import { packageVersion } from './version'
+import { cliKey, sealedForCli } from './key'
+
+export type { Io } from './output'
+
+class UsageError extends Error {
+  constructor(message: string, readonly command?: CommandName) {
+    super(message)
+  }
+}
+
+interface Args {
+  command: Exclude<CommandName, 'help'>
+  ids: string[]
+  dir: string
+  /** A PostgreSQL store instead of the folder `dir`. */
+  pg?: { url: string; schema: string }
+  json: boolean
+  from?: number
+  to?: number
+  at?: number
+  follow: boolean
+  tree: boolean
+  /** --key-file: where the key of an encrypted store is (else SESSIONFOLD_KEY, else none). */
+  keyFile?: string
+}
+
+type Parsed = Args | { help: CommandName | undefined } | { version: true }
+
+export function parseArgs(argv: readonly string[]): Parsed {
+  if (argv.length === 0) throw new UsageError('no command given')
+  const [command, ...rest] = argv
+  if (command === '--version') {
+    if (rest.length > 0) throw new UsageError('--version takes nothing else')
+    return { version: true }
+  }
+  if (command === '-h' || command === '--help') {
+    if (rest.length > 0) throw new UsageError(`${command} takes nothing else (try: sessionfold help <command>)`)
+    return { help: undefined }
+  }
+  if (!isCommand(command!)) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+  if (command === 'help') {
+    const topic = rest.filter((a) => a !== '--json')
+    if (topic.length > 1) throw new UsageError('help takes at most one command', 'help')
+    if (topic[0] !== undefined && !isCommand(topic[0])) throw new UsageError(`unknown command ${JSON.stringify(topic[0])}`)
+    return { help: topic[0] as CommandName | undefined }
+  }
+  const spec: CommandSpec = COMMANDS[command]
+  if (rest.includes('-h') || rest.includes('--help')) return { help: command }
+  const args: Args = { command, ids: [], dir: '.sessionfold', json: false, follow: false, tree: false }
+  const fail = (message: string) => new UsageError(message, command)
+  let dirGiven = false
+  let url: string | undefined
+  let schema: string | undefined
+  for (let i = 0; i < rest.length; i++) {
+    const token = rest[i]!
+    const [flag, inline] = token.startsWith('--') && token.includes('=') ? [token.slice(0, token.indexOf('=')), token.slice(token.indexOf('=') + 1)] : [token, undefined]
+    const value = () => {
+      const v = inline ?? rest[++i]
+      if (v === undefined || v === '') throw fail(`${flag} needs a value`)
+      return v
+    }
+    const seq = () => {
+      const v = value()
+      if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw fail(`${flag} must be an integer >= 0, got ${JSON.stringify(v)}`)
+      return Number(v)
+    }
+    if (flag === '--dir') {
+      args.dir = value()
+      dirGiven = true
+    } else if (flag === '--url') url = value()
+    else if (flag === '--schema') schema = value()
+    else if (flag === '--key-file') args.keyFile = value()
+    else if (flag === '--key') throw fail('the key is never given as an argument (it would show in ps and in shell history): use --key-file <path> or SESSIONFOLD_KEY')
+    else if (flag === '--json' && inline === undefined) args.json = true
+    else if (!flag.startsWith('-')) args.ids.push(flag)
+    else if (!Object.hasOwn(spec.options, flag)) throw fail(`${command} has no option ${flag}`)
+    else if (flag === '--from') args.from = seq()
+    else if (flag === '--to') args.to = seq()
+    else if (flag === '--at') args.at = seq()
+    else if (flag === '--follow' && inline === undefined) args.follow = true
+    else if (flag === '--tree' && inline === undefined) args.tree = true
+    else throw fail(`${flag} takes no value`)
+  }
+  if (dirGiven && url !== undefined) throw fail('--dir and --url name two different stores: give one of them')
+  if (schema !== undefined && url === undefined) throw fail('--schema needs --url (the schema of a PostgreSQL store)')
+  if (url !== undefined) {
+    // Never echoed: the URL may hold a password.
+    if (!/^postgres(ql)?:\/\//.test(url)) throw fail('--url must be a PostgreSQL URL: postgres://user:password@host:port/database')
+    if (schema !== undefined && !SCHEMA_NAME.test(schema)) throw fail(`--schema must match ${SCHEMA_NAME.source}, got ${JSON.stringify(schema)}`)
+    args.pg = { url, schema: schema ?? 'sessionfold' }
+  }
+  if (spec.ids === 'none' && args.ids.length > 0) throw fail(`${command} takes no session id`)
+  if (spec.ids === 'one' && args.ids.length !== 1) throw fail(`${command} needs exactly one session id`)
+  if (spec.ids === 'some' && args.ids.length === 0) throw fail(`${command} needs at least one session id`)
+  if (args.tree && args.ids.length === 0) throw fail(`${command} --tree needs the sessions whose trees to take`)
+  for (const id of args.ids) {
+    try {
+      assertSessionId(id)
+    } catch (err) {
+      throw fail((err as Error).message)
+    }
+  }
+  args.ids = [...new Set(args.ids)]
+  if (args.from !== undefined && args.to !== undefined && args.to < args.from) throw fail('--to must not be less than --from')
+  return args
+}
+
+/** Runs one command; resolves with the exit status. */
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  let args: Parsed
+  try {
+    args = parseArgs(argv)
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    // --json anywhere asks for machine-readable errors, even when the rest does not parse.
+    if (argv.includes('--json')) report(io, true, 'error', 'USAGE', err.message)
+    else io.stderr.write(`sessionfold: ${err.message}\n\n${err.command ? commandUsage(err.command) : generalUsage()}`)
+    return 2
+  }
+  if ('version' in args) {
+    io.stdout.write(`${await packageVersion()}\n`)
+    return 0
+  }
+  if ('help' in args) {
+    io.stdout.write(args.help ? commandUsage(args.help) : generalUsage())
+    return 0
+  }
+  const { command, dir, pg: target } = args
+  const out = new Output(io, args.json)
+  let engine: Engine | undefined
+  let checked: CheckedImport | undefined
+  let pg: PgStore | undefined
+  const held = new Map<SessionId, () => Promise<void>>()
+  try {
+    const key = await cliKey(args.keyFile)
+    const sealed = (storage: StorageAdapter, readOnly: boolean) => sealedForCli(storage, key, readOnly, args.keyFile)
+    if (command === 'import') {
+      if (io.stdin.isTTY === true) throw new UsageError('import reads an export from stdin: sessionfold import < file', 'import')
+      // All of the input is checked before the store is opened: bad input creates nothing.
+      checked = await checkImport(io)
+      if (target) {
+        const store = (pg = await openPgStore(target, 'import'))
+        return await applyImport(async () => (engine ??= new Engine({ storage: await sealed(store.storage, false), locks: store.locks, onError: () => {} })), out, io, checked)
+      }
+      // Opened only once there is something to write: an empty import makes no store.
+      return await applyImport(async () => (engine ??= new Engine({ storage: await sealed(createFsAdapter({ dir, readOnly: false }), false), locks: createFsLocks(dir), onError: () => {} })), out, io, checked)
+    }
+    if (target) {
+      pg = await openPgStore(target, command === 'delete' ? 'delete' : 'read')
+      if (command === 'delete') {
+        engine = new Engine({ storage: await sealed(pg.storage, false), locks: handOverLocks(pg.locks, held), onError: () => {} })
+        return await deleteSessions(engine, out, pg.locks, held, args.ids, args.tree)
+      }
+      const storage = await sealed(pg.storage, true)
+      engine = new Engine({ storage, locks: readOnlyPgLocks(pg.locks), onError: () => {} })
+      return await readCommand(engine, storage, out, io, args)
+    }
+    if (!(await isStore(dir))) throw new SessionfoldError('STORAGE_UNAVAILABLE', `there is no sessionfold store at ${dir} (use --dir)`)
+    if (command === 'delete') {
+      const locks = createFsLocks(dir)
+      engine = new Engine({ storage: await sealed(createFsAdapter({ dir, readOnly: false }), false), locks: handOverLocks(locks, held), onError: () => {} })
+      return await deleteSessions(engine, out, locks, held, args.ids, args.tree)
+    }
+    const storage = await sealed(createFsAdapter({ dir, readOnly: true }), true)
+    // Read-only commands only ask who holds a session (lock files), never take a lock.
+    engine = new Engine({ storage, locks: readOnlyLocks(dir), onError: () => {} })
+    return await readCommand(engine, storage, out, io, args)
+  } catch (err) {
+    if (isBrokenPipe(err)) return 0 // `sessionfold events x | head`: the reader has all it wants
+    if (err instanceof UsageError) {
+      if (args.json) report(io, true, 'error', 'USAGE', err.message)
+      else io.stderr.write(`sessionfold: ${err.message}\n\n${err.command ? commandUsage(err.command) : generalUsage()}`)
+      return 2
+    }
+    // Whatever said it (the driver, the server), the URL's password is not printed.
+    report(io, args.json, 'error', isSessionfoldError(err) ? err.code : 'ERROR', masked((err as Error)?.message ?? String(err), target?.url))
+    return 1
+  } finally {
+    await engine?.close().catch(() => {})
+    await pg?.end()
+    await checked?.dispose()
+  }
+}
+
+/** The commands that only read, on either kind of store. */
+async function readCommand(engine: Engine, storage: ReadableStorage, out: Output, io: Io, args: Args): Promise<number> {
+  switch (args.command) {
+    case 'ls': return await ls(engine, out, storage)
+    case 'show': return await show(engine, out, args.ids[0]!, args.at)
+    case 'tree': return await tree(engine, out, args.ids[0]!, args.at)
+    case 'events': return await events(engine, io, args.ids[0]!, args)
+    case 'verify': return await verify(engine, out, io)
+    case 'export': return await exportSessions(engine, out, args.ids, args.tree)
+  }
+  throw new Error(`no handler for ${args.command}`) // COMMANDS and this switch disagree: a bug
+}
+
+async function isStore(dir: string): Promise<boolean> {
+  return stat(sessionsDir(dir)).then((s) => s.isDirectory(), () => false)
+}
+
+/** Asks lock files who holds a session; takes none (and makes no lock folder where there is none). */
+function readOnlyLocks(dir: string) {
+  let probe: ReturnType<typeof createFsLocks> | undefined
+  return {
+    acquire: async (id: SessionId): Promise<never> => {
+      throw new SessionfoldError('STORAGE_UNAVAILABLE', `session "${id}" cannot be opened for writing by a read-only command`, { sessionId: id })
+    },
+    isHeld: async (id: SessionId) => {
+      if (!probe && !(await stat(locksDir(dir)).then(() => true, () => false))) return false // no writer ever ran here
+      probe ??= createFsLocks(dir)
+      return probe.isHeld(id)
+    },
+  }
+}
+
+const isBrokenPipe = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code === 'EPIPE'

@@ -1,0 +1,147 @@
+// The command line on a PostgreSQL store (--url, --schema): one connection pool for the
+// adapter and the write leases, opened the way each command needs it.
+//
+// Read-only commands (ls, show, tree, events, verify, export) never write, and the server
+// enforces it: their connections run with default_transaction_read_only, and their adapter
+// refuses writes before any SQL. A database with no sessionfold tables in the schema is not
+// migrated by them (that would create tables): it is STORAGE_UNAVAILABLE "there is no sessionfold
+// store in schema … at …", as a folder without a store is for --dir. `import` creates the
+// tables where there are none; `delete` needs a store, and takes the write lease of each session
+// it deletes, as an app's writer does, so a session open for writing anywhere is refused.
+//
+// The URL's password is never shown: messages name the URL without it, and every error
+// message is masked before it is printed.
+import type { Sql } from 'postgres'
+import { createPostgresAdapter } from '../backends/postgres'
+import { DRIVER_OPTIONS } from '../backends/postgres/driver-types'
+import { redact, storageError } from '../backends/postgres/errors'
+import { passwordOf } from '../backends/postgres/options'
+import type { StorageAdapter } from '../storage/types'
+import { SessionfoldError, where } from '../core/errors'
+import type { SessionId } from '../core/model'
+import type { WriterLocks } from '../storage/locks'
+import { createPostgresLocks, type PostgresLocks } from '../backends/postgres/locks'
+
+export interface PgTarget {
+  url: string
+  schema: string
+}
+
+/** The schema names the store accepts. */
+export { PG_SCHEMA_PATTERN as SCHEMA_NAME } from '../core/limits'
+
+/** Bound on connecting, for a command run by hand: a server that does not answer fails soon. */
+const CONNECT_TIMEOUT_S = 10
+
+/** `url` as it may be shown: without its password (and without a query, which may hold one). */
+export function shownUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    u.password = ''
+    u.search = ''
+    return u.toString()
+  } catch {
+    return 'the --url given'
+  }
+}
+
+/** `text` with the password of `url` masked (for any message printed). */
+export const masked = (text: string, url: string | undefined): string => (url === undefined ? text : redact(text, passwordOf(url)))
+
+export interface PgStore {
+  storage: StorageAdapter
+  /** The write leases (delete and import take them; read-only commands only ask isHeld). */
+  locks: PostgresLocks
+  /** Releases leases held here and ends the pool (after the engine closed). */
+  end(): Promise<void>
+}
+
+/**
+ * Opens the store for one command. `mode` 'read': read-only, the store must exist; 'delete':
+ * the store must exist; 'import': its tables are created when missing.
+ */
+export async function openPgStore(target: PgTarget, mode: 'read' | 'delete' | 'import'): Promise<PgStore> {
+  const { url, schema } = target
+  const secret = passwordOf(url)
+  let postgres: (url: string, options: object) => Sql
+  try {
+    postgres = ((await import('postgres')) as unknown as { default: typeof postgres }).default
+  } catch (err) {
+    throw new SessionfoldError('STORAGE_UNAVAILABLE', 'a PostgreSQL store (--url) needs the `postgres` package: npm install postgres', { cause: err })
+  }
+  let sql: Sql
+  try {
+    sql = postgres(url, {
+      ...DRIVER_OPTIONS, // no type fetch of the driver's own (driver-types.ts)
+      max: 4,
+      connect_timeout: CONNECT_TIMEOUT_S,
+      onnotice: () => {},
+      connection: { application_name: 'sessionfold-cli', ...(mode === 'read' ? { default_transaction_read_only: 'on' } : {}) },
+    })
+  } catch (err) {
+    throw new SessionfoldError('STORAGE_UNAVAILABLE', `the PostgreSQL store cannot use --url ${shownUrl(url)}: ${redact((err as Error)?.message ?? String(err), secret)}`)
+  }
+  const locks = createPostgresLocks({ sql, schema, owner: `sessionfold-cli:${process.pid}` })
+  // url with sql: the adapter uses the pool given, and masks the URL's password in its errors.
+  const adapter = createPostgresAdapter({ sql, url, schema, fence: (id) => locks.tokenOf(id) })
+  const end = async () => {
+    await locks.close().catch(() => {})
+    await adapter.close().catch(() => {})
+    await sql.end({ timeout: 5 }).catch(() => {})
+  }
+  try {
+    if (mode !== 'import') {
+      let present: boolean
+      try {
+        const [row] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass($1) IS NOT NULL AS present`, [`"${schema}".schema_version`])
+        present = row?.present === true
+      } catch (err) {
+        throw storageError(err, 'open', undefined, secret)
+      }
+      if (!present) throw new SessionfoldError('STORAGE_UNAVAILABLE', `there is no sessionfold store in schema "${schema}" at ${shownUrl(url)} (use --url and --schema)`)
+    }
+    // At once: an unreachable server, a refused password or a schema of a newer version fail
+    // here; for import, the tables exist before the first lease is taken.
+    await adapter.listIds({ limit: 1 })
+  } catch (err) {
+    await end()
+    throw err
+  }
+  return { storage: mode === 'read' ? readOnly(adapter, target) : adapter, locks, end }
+}
+
+/** The adapter with its writes refused before any SQL (the server would refuse them too). */
+function readOnly(adapter: StorageAdapter, target: PgTarget): StorageAdapter {
+  const refuse = (op: string, id: unknown) => {
+    const sessionId = typeof id === 'string' ? (id as SessionId) : undefined
+    return Promise.reject(new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${sessionId === undefined ? 'the store' : where(sessionId)} refused: the store in schema "${target.schema}" at ${shownUrl(target.url)} is open read-only`, { sessionId }))
+  }
+  return {
+    kind: adapter.kind,
+    createSession: (header) => refuse('create', header?.id),
+    append: (id) => refuse('append', id),
+    readEvents: (id, range) => adapter.readEvents(id, range),
+    getSession: (id) => adapter.getSession(id),
+    listSessions: (o) => adapter.listSessions(o),
+    listIds: (o) => adapter.listIds(o),
+    deleteSession: (id) => refuse('delete', id),
+    getCheckpoint: (id) => adapter.getCheckpoint(id),
+    putCheckpoint: (id) => refuse('checkpoint write', id),
+    deleteCheckpoint: (id) => refuse('checkpoint delete', id),
+    // The store's own records (an encrypted store's key record): read, never written.
+    ...(adapter.getMeta ? { getMeta: (key: string) => adapter.getMeta!(key), putMeta: (key: string) => refuse('meta write', key) } : {}),
+    // Key-value records (chain marks): read, never written.
+    ...(adapter.kv ? { kv: { get: (key) => adapter.kv!.get(key), list: (prefix, range) => adapter.kv!.list(prefix, range), put: (key) => refuse('record write', key?.[1]), delete: (key) => refuse('record delete', key?.[1]) } satisfies NonNullable<StorageAdapter['kv']> } : {}),
+    close: () => adapter.close(),
+  }
+}
+
+/** Locks for a read-only command: asks who holds a lease, takes none. */
+export function readOnlyPgLocks(locks: PostgresLocks): WriterLocks {
+  return {
+    acquire: async (id: SessionId): Promise<never> => {
+      throw new SessionfoldError('STORAGE_UNAVAILABLE', `session "${id}" cannot be opened for writing by a read-only command`, { sessionId: id })
+    },
+    isHeld: (id: SessionId) => locks.isHeld(id),
+  }
+}

@@ -1,0 +1,152 @@
+// applyChanges: imports a batch from another store with headers and seqs unchanged. An entry
+// continues the history stored here only if both sides hold the same events before where it
+// writes: its chain value at `from` (the witness of the sender's prefix, src/core/chain.ts), stepped
+// over the events it has that are here already, must be this store's chain value there. Else
+// the histories parted, and it is a conflict, reported, with neither version touched (DESIGN
+// §13). New events are written through the append pipeline, by a writer the target opens for
+// the import, so handles here see them like any other append.
+import type { SessionInfo } from '../storage/types'
+import type { ApplyResult, SyncConflict, SyncSkip } from '../core/changes'
+import { isSessionfoldError, where } from '../core/errors'
+import { witnessOf, type SessionHeader, type SessionId } from '../core/model'
+import { chainOver } from '../core/chain'
+import { encodeEvent, type EncodedEvent } from '../core/validate'
+import { checkBatch, type CheckedEntry } from './change-batch'
+import type { StoreReader } from './reader'
+
+/** Writes an import makes to one session, while it holds that session open for writing. */
+export interface ImportWriter {
+  /** Stores the session with its seed (a fork's copies), and opens it. */
+  create(header: SessionHeader, seed: readonly EncodedEvent[]): Promise<void>
+  /** Appends events numbered from the stored length on. */
+  append(events: readonly EncodedEvent[]): Promise<void>
+  /** The session's chain value at `position` (at most its length), as its writer has it. */
+  chainAt(position: number): Promise<string>
+}
+
+/** The store an import writes into. */
+export interface ImportTarget {
+  reader: Pick<StoreReader, 'find' | 'pages'>
+  maxEventBytes: number
+  /** Runs `write` holding `id` open for writing; 'locked' when another writer has it. */
+  withWriter(id: SessionId, write: (writer: ImportWriter) => Promise<void>): Promise<'locked' | undefined>
+  /** The stored session's chain value at `position` (at most its length), without a writer. */
+  chainAt(header: SessionHeader, position: number): Promise<string>
+}
+
+/** Imports a batch. INVALID_ARGUMENT for a bad batch, with nothing written. */
+export async function applyChanges(target: ImportTarget, batch: unknown): Promise<ApplyResult> {
+  const entries = checkBatch(batch, target.maxEventBytes)
+  const result: ApplyResult = { copiedSessions: 0, copiedEvents: 0, conflicts: [], skipped: [] }
+  for (const entry of entries) await applyEntry(target, entry, result)
+  return result
+}
+
+const sameHeader = (a: SessionHeader, b: SessionHeader) => JSON.stringify(ordered(a)) === JSON.stringify(ordered(b))
+
+/** A header's fields in one order, so two copies compare by value. */
+function ordered(h: SessionHeader): unknown[] {
+  return [h.version, h.id, h.createdAt, h.cwd, h.parentSession, h.seedLength, h.delegationDepth, h.origin, h.forkedFrom]
+}
+
+async function applyEntry(target: ImportTarget, entry: CheckedEntry, result: ApplyResult): Promise<void> {
+  const { header, from, events } = entry
+  const id = header.id
+  const skip = (reason: SyncSkip['reason'], detail: string) => void result.skipped.push({ id, reason, detail })
+  let info
+  try {
+    info = await target.reader.find(id)
+  } catch (err) {
+    if (!isSessionfoldError(err, 'CORRUPT_LOG')) throw err
+    return skip('damaged', err.message)
+  }
+  if (!info) {
+    if (from > 0) return skip('gap', `${where(id)} is not here and the batch starts at seq ${from}`)
+    return withWriter(target, id, skip, async (writer) => {
+      const again = await target.reader.find(id)
+      // Created meanwhile (another importer): compare with it as with any stored copy.
+      if (again) return appendAfterCompare(target, writer, entry, again, result)
+      const seed = events.slice(0, header.seedLength)
+      await writer.create(header, seed)
+      result.copiedSessions++
+      result.copiedEvents += seed.length
+      await appendRest(writer, events.slice(header.seedLength), result)
+    })
+  }
+  if (!sameHeader(info.header, header)) {
+    result.conflicts.push(conflict(id, 0, 'header', header, info.header))
+    return
+  }
+  if (from > info.length) return skip('gap', `${where(id)} has ${info.length} events here and the batch starts at seq ${from}`)
+  // Nothing to append (all of it is here already): compare without any lock, a reader's check.
+  const end = from + events.length
+  if (end <= info.length) {
+    await sameHistory(target, entry, end, await target.chainAt(info.header, end), result)
+    return
+  }
+  await withWriter(target, id, skip, async (writer) => {
+    const again = await target.reader.find(id)
+    if (!again) return skip('gap', `${where(id)} was deleted while the batch was applied`)
+    await appendAfterCompare(target, writer, entry, again, result)
+  })
+}
+
+/** Holding the writer: compares what was appended meanwhile, then appends the rest. */
+async function appendAfterCompare(target: ImportTarget, writer: ImportWriter, entry: CheckedEntry, info: SessionInfo, result: ApplyResult): Promise<void> {
+  const { header, from, events } = entry
+  if (!sameHeader(info.header, header)) {
+    result.conflicts.push(conflict(header.id, 0, 'header', header, info.header))
+    return
+  }
+  if (from > info.length) {
+    result.skipped.push({ id: header.id, reason: 'gap', detail: `${where(header.id)} has ${info.length} events here and the batch starts at seq ${from}` })
+    return
+  }
+  const at = Math.min(info.length, from + events.length)
+  if (!(await sameHistory(target, entry, at, await writer.chainAt(at), result))) return
+  await appendRest(writer, events.slice(info.length - from), result)
+}
+
+async function appendRest(writer: ImportWriter, rest: readonly EncodedEvent[], result: ApplyResult): Promise<void> {
+  if (rest.length === 0) return
+  await writer.append(rest)
+  result.copiedEvents += rest.length
+}
+
+/**
+ * True when both sides hold the same events `[0, at)` (`from <= at <= from + events.length`):
+ * the entry's chain value at `from` stepped over its events below `at` is `ours`, this store's
+ * value at `at`. Else records the conflict, at the first seq the batch shows to differ (its
+ * events that are here are compared), or at `from - 1` when they all match: then the
+ * histories parted before the entry begins.
+ */
+async function sameHistory(target: ImportTarget, entry: CheckedEntry, at: number, ours: string, result: ApplyResult): Promise<boolean> {
+  const { header, from, events } = entry
+  const theirs = chainOver(entry.chain, events.slice(0, at - from).map((e) => e.json))
+  if (theirs === ours) return true
+  let seq = from - 1
+  if (from < at) {
+    let i = from
+    compare: for await (const page of target.reader.pages(header.id, { from, to: at })) {
+      for (const stored of page) {
+        if (encodeEvent(stored, header.id, Number.MAX_SAFE_INTEGER).json !== events[i - from]!.json) {
+          seq = i
+          break compare
+        }
+        i++
+      }
+    }
+  }
+  const info = await target.reader.find(header.id)
+  result.conflicts.push({ ...conflict(header.id, Math.max(0, seq), 'event', header, info?.header ?? header), chain: { at, source: theirs, target: ours } })
+  return false
+}
+
+async function withWriter(target: ImportTarget, id: SessionId, skip: (reason: 'locked', detail: string) => void, write: (writer: ImportWriter) => Promise<void>): Promise<void> {
+  const outcome = await target.withWriter(id, write)
+  if (outcome === 'locked') skip('locked', `${where(id)} is open for writing on this side, so its new events were not appended`)
+}
+
+function conflict(id: SessionId, seq: number, reason: SyncConflict['reason'], source: SessionHeader, target: SessionHeader): SyncConflict {
+  return { id, seq, reason, source: witnessOf(source), target: witnessOf(target) }
+}

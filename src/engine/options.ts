@@ -1,0 +1,31 @@
+// What an engine is built from: its storage, units, checkpoint policy, limits, locks, and the
+// hooks through which it tells others (other engines on the store, a host) what happened.
+import type { StorageAdapter } from '../storage/types'
+import type { SessionfoldError } from '../core/errors'
+import type { SessionId } from '../core/model'
+import type { ProjectionDefinition } from '../core/projection'
+import type { WriterLocks } from '../storage/locks'
+
+export interface EngineOptions {
+  storage: StorageAdapter
+  /** The app's units, registered after the built-in ones. */
+  projections?: readonly ProjectionDefinition[]
+  /** Checkpoint a live session after this many events (default 256) or this long after an unsaved event (default 2000 ms). */
+  checkpoint?: { everyEvents?: number; everyMs?: number }
+  /** Largest encoded event (default 1 MiB). */
+  maxEventBytes?: number
+  /** Who holds sessions open for writing (default: this engine only). */
+  locks?: WriterLocks
+  /** Told of failures that must not fail a call, such as a checkpoint that could not be written. */
+  onError?: (err: SessionfoldError) => void
+  /** Told after each durable append here, so other engines on the same store can follow it. */
+  onGrow?: (sessionId: SessionId, length: number) => void
+  /** Told after a session is deleted here, so other engines following it hear it (tabs: see GrowthChannel.announce). */
+  onDelete?: (sessionId: SessionId) => void
+  /**
+   * Starts noticing appends that other engines make to a session followed here, where they
+   * are not announced (processes sharing a folder); returns its stop. Growth found calls follow().
+   */
+  watchSession?: (sessionId: SessionId) => () => void
+  now?: () => number
+}

@@ -1,0 +1,383 @@
+// The engine host: the EngineApi that clients call, in a worker over comlink or in the
+// caller's thread. It maps client handles onto the engine's live sessions and pushes each
+// session's changes, batched per turn of the event loop, while some handle has it open.
+import { SessionfoldError, toWireError, where } from '../core/errors'
+import type { Json, SessionId } from '../core/model'
+import type { ProjectionDefinition } from '../core/projection'
+import { FRAMES_MESSAGE, type FramesMessage } from '../core/protocol'
+import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions, ReplicationEvent, ReplicationSpec, RotationStart, RotationStep } from '../core/protocol'
+import { ReplicationHub } from '../sync/replications'
+import { assertSessionId, describe, isPlainObject } from '../core/validate'
+import { Engine, type ProjectionChange } from '../engine'
+import type { EngineSource } from './engine-source'
+import { finishRotation, rotationStep, startRotation, type KeyRotation } from './rotate-key'
+
+interface PendingFrame {
+  seq: number
+  values: Map<string, { value: Json | null; grownFrom: number | undefined }>
+  faults: Frame['faults']
+  gone?: Frame['gone']
+}
+
+/** The engine's pushes of one session to this host, and how many handles here take them. */
+interface Watch {
+  handles: number
+  stop: () => void
+}
+
+interface Handle {
+  sessionId: SessionId
+  role: 'writer' | 'observer'
+  watch: Watch
+  /** The session went away under it (deleted): there is nothing of it to release in the engine. */
+  gone?: boolean
+}
+
+/** Runs `fn` on the next turn of the event loop (after pending I/O callbacks). */
+export const nextTurn: (fn: () => void) => void =
+  typeof setImmediate === 'function'
+    ? (fn) => void setImmediate(fn)
+    : (() => {
+        // Browsers: a MessageChannel ping is a macrotask without setTimeout's clamping.
+        const channel = new MessageChannel()
+        const queue: (() => void)[] = []
+        channel.port1.onmessage = () => queue.shift()?.()
+        return (fn) => {
+          queue.push(fn)
+          channel.port2.postMessage(0)
+        }
+      })()
+
+/** What a worker file passes to `serveEngine()` (`sessionfold/worker`, in Node and browsers alike). */
+export interface ServeEngineOptions {
+  /** The app's projection units, registered after the built-in ones. */
+  projections?: readonly ProjectionDefinition[]
+}
+
+export { ownEngine, sharedEngines, type EngineSource } from './engine-source'
+
+/** One hub per engine: hosts sharing an engine (a SharedWorker's tabs) share its replications. */
+const hubs = new WeakMap<Engine, ReplicationHub>()
+
+export class EngineHost implements EngineApi {
+  private opened?: Engine
+  private hostOptions?: HostOptions
+  /** This client's replications (closed with it). */
+  private readonly replications = new Set<number>()
+  private push?: (frames: Frame[]) => void
+  private readonly handles = new Map<number, Handle>()
+  private readonly watching = new Map<SessionId, Watch>()
+  /** Per session, what changed since its last frame: each key's latest value, and where a list that only grew started. */
+  private readonly pending = new Map<SessionId, PendingFrame>()
+  private flushing = false
+  private readonly cancels = new Map<number, AbortController>()
+  private nextHandle = 1
+  private nextFrame = 1
+  /** This client's key rotation under way. */
+  private rotation?: KeyRotation
+  /** Lets go of the alive lock (a SharedWorker outlives the connections it serves). */
+  private releaseAlive?: () => void
+
+  /** `post`: how frames leave when `init` is given no push (a worker: a FramesMessage on its port). */
+  constructor(
+    private readonly projections: readonly ProjectionDefinition[],
+    private readonly source: EngineSource,
+    private readonly post?: (frames: Frame[]) => void,
+  ) {}
+
+  async init(options: HostOptions, push?: (frames: Frame[]) => void): Promise<void> {
+    if (this.opened) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
+    if (options.aliveLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
+      // Held until this context ends: the client is granted it when we are gone.
+      const locks = (globalThis.navigator as Navigator & { locks: LockManager }).locks
+      // Refused (an opaque origin refuses every lock): the host goes on without, and the
+      // client's own request of it is refused alike, so it watches nothing.
+      await new Promise<void>((held) => {
+        locks.request(options.aliveLock!, () => {
+          held()
+          return new Promise<void>((release) => (this.releaseAlive = release))
+        }).catch(() => held())
+      })
+    }
+    this.opened = await this.source.open(options, this.projections)
+    this.hostOptions = options
+    this.push = typeof push === 'function' ? push : this.post
+    if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
+      // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
+      // handles, so its writer locks go with it, as they would with a dedicated worker.
+      // What that close fails of has nobody to tell: the tab is gone.
+      ;(globalThis.navigator as Navigator & { locks: LockManager }).locks.request(options.tabLock, () => this.close()).catch(() => {})
+    }
+  }
+
+  /** The engine this host serves, once `init` opened it. */
+  private get engine(): Engine {
+    if (!this.opened) throw new SessionfoldError('CLOSED', 'the engine host is not initialised')
+    return this.opened
+  }
+
+  private handle(handle: number, role?: 'writer'): Handle {
+    const h = this.handles.get(handle)
+    if (!h) throw new SessionfoldError('CLOSED', 'this session handle is closed')
+    if (role === 'writer' && h.role !== 'writer') {
+      throw new SessionfoldError('CLOSED', `${where(h.sessionId)} is observed here, not open for writing`, { sessionId: h.sessionId })
+    }
+    return h
+  }
+
+  private attach(sessionId: SessionId, role: Handle['role']): HandleInfo {
+    const handle = this.nextHandle++
+    let watch = this.watching.get(sessionId)
+    if (watch) watch.handles++
+    else this.watching.set(sessionId, (watch = { handles: 1, stop: this.engine.watch(sessionId, (c) => this.queue(sessionId, c)) }))
+    this.handles.set(handle, { sessionId, role, watch })
+    return { handle, header: this.engine.liveHeader(sessionId), snapshot: this.engine.snapshot(sessionId) }
+  }
+
+  private queue(sessionId: SessionId, change: ProjectionChange): void {
+    let frame = this.pending.get(sessionId)
+    if (!frame) this.pending.set(sessionId, (frame = { seq: change.seq, values: new Map(), faults: change.faults }))
+    frame.seq = change.seq
+    frame.faults = change.faults
+    if (change.gone) {
+      // The last of it: its handles here end with the error, and a new handle of the id (a new
+      // session of it, later) watches the new one.
+      frame.gone = { code: change.gone.code, message: change.gone.message, sessionId }
+      for (const h of this.handles.values()) if (h.sessionId === sessionId) h.gone = true
+      this.watching.delete(sessionId)
+    }
+    for (const [key, value] of Object.entries(change.values)) {
+      const from = change.grown?.[key]
+      const before = frame.values.get(key)
+      // Grown since the last push: still grown from where the pending frame started.
+      const grownFrom = from === undefined ? undefined : before ? before.grownFrom : from
+      frame.values.set(key, { value, grownFrom })
+    }
+    if (!this.flushing) {
+      this.flushing = true
+      nextTurn(() => this.flush())
+    }
+  }
+
+  private flush(): void {
+    this.flushing = false
+    const frames = this.takeFrames()
+    if (frames.length > 0) this.push?.(frames)
+  }
+
+  /** The frames of every change not yet sent, numbered in order (see Frame.n); none are pending after. */
+  protected takeFrames(): Frame[] {
+    if (this.pending.size === 0) return []
+    const frames: Frame[] = []
+    for (const [sessionId, { seq, values: changed, faults, gone }] of this.pending) {
+      const values: Frame['values'] = {}
+      let grown: Frame['grown']
+      for (const [key, { value, grownFrom }] of changed) {
+        // A list that only grew crosses as its new items, not the whole list.
+        if (grownFrom === undefined) values[key] = value
+        else (grown ??= {})[key] = { from: grownFrom, items: (value as Json[]).slice(grownFrom) }
+      }
+      const n = this.nextFrame++
+      const frame: Frame = grown ? { n, sessionId, seq, values, grown, faults } : { n, sessionId, seq, values, faults }
+      if (gone) frame.gone = gone
+      frames.push(frame)
+    }
+    this.pending.clear()
+    return frames
+  }
+
+  async createSession(options: unknown): Promise<HandleInfo> {
+    const header = await this.engine.createSession((options ?? {}) as never)
+    return this.attach(header.id, 'writer')
+  }
+
+  async openSession(id: unknown): Promise<HandleInfo> {
+    assertSessionId(id)
+    await this.engine.openSession(id)
+    return this.attach(id, 'writer')
+  }
+
+  async observe(id: unknown, options?: unknown): Promise<HandleInfo> {
+    assertSessionId(id)
+    // As of a point in the log: values folded once, no handle, nothing followed (closing it is a no-op).
+    if (options !== undefined) return { handle: 0, ...(await this.engine.observeAt(id, options)) }
+    await this.engine.observe(id)
+    const info = this.attach(id, 'observer')
+    return this.engine.isFollowed(id) ? { ...info, followed: true } : info
+  }
+
+  async spawn(handle: number, options: unknown, bodies: string[]): Promise<HandleInfo> {
+    const parent = this.handle(handle, 'writer')
+    const header = await this.engine.spawn(parent.sessionId, options, bodies)
+    return { ...this.attach(header.id, 'writer'), parentSeq: this.engine.liveSeq(parent.sessionId) }
+  }
+
+  async fork(handle: number, options: unknown): Promise<HandleInfo> {
+    const source = this.handle(handle)
+    const header = await this.engine.fork(source.sessionId, options)
+    return this.attach(header.id, 'writer')
+  }
+
+  async append(handle: number, bodies: string[], options?: unknown): Promise<AppendAnswer> {
+    return this.answer(await this.engine.appendBodies(this.handle(handle, 'writer').sessionId, bodies, options))
+  }
+
+  async recordExternal(handle: number, options: unknown): Promise<AppendAnswer> {
+    return this.answer(await this.engine.recordExternal(this.handle(handle, 'writer').sessionId, options))
+  }
+
+  async appendMany(items: AppendItem[]): Promise<AppendOutcome[]> {
+    if (!Array.isArray(items)) throw new SessionfoldError('INVALID_ARGUMENT', 'appendMany takes a list of appends')
+    // Each started now, in order, as separate calls would be: they queue behind one another in
+    // their session's pipeline and share its group commit.
+    const settled = await Promise.allSettled(items.map((item: unknown) => {
+      if (!isPlainObject(item)) return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `an append must be an object, got ${describe(item)}`))
+      const { kind, handle, bodies, options } = item as Partial<Record<'kind' | 'handle' | 'bodies' | 'options', unknown>>
+      if (typeof handle !== 'number') return Promise.reject(new SessionfoldError('CLOSED', 'this session handle is closed'))
+      if (kind === 'external') return this.recordExternal(handle, options)
+      if (kind === 'append') return this.append(handle, bodies as string[], options)
+      return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `unknown kind of append ${describe(kind)}`))
+    }))
+    return settled.map((s) => (s.status === 'fulfilled' ? s.value : { error: toWireError(s.reason) }))
+  }
+
+  /**
+   * An append's result with the frames due now, its own values among them: the writer reads
+   * its write from the answer, not from a push a turn later (one message, not three).
+   */
+  private answer(result: AppendResult): AppendAnswer {
+    const frames = this.takeFrames()
+    return frames.length > 0 ? { ...result, frames } : result
+  }
+
+  async closeHandle(handle: number): Promise<void> {
+    const h = this.handles.get(handle)
+    if (!h) return
+    this.handles.delete(handle)
+    // Release first: a writer's appends in flight fold, and their frames go out, before we stop.
+    // (A handle whose session went away holds nothing in the engine: a record of the id now is another's.)
+    if (!h.gone) await this.engine.release(h.sessionId, h.role)
+    const w = h.watch
+    if (--w.handles === 0) {
+      w.stop() // nobody here listens: stop pushing (and computing views) for it
+      if (this.watching.get(h.sessionId) === w) this.watching.delete(h.sessionId)
+    }
+  }
+
+  // rotateKey in steps (src/host/rotate-key.ts): one rotation per client at a time.
+  async rotateKeyStart(key: unknown): Promise<RotationStart> {
+    this.rotation = undefined
+    const { rotation, answer } = await startRotation(this.engine, key)
+    this.rotation = rotation
+    return answer
+  }
+
+  rotateKeyStep(): Promise<RotationStep> {
+    return rotationStep(this.engine, this.rotation)
+  }
+
+  async rotateKeyFinish(): Promise<void> {
+    const rotation = this.rotation
+    this.rotation = undefined
+    await finishRotation(this.engine, rotation)
+  }
+
+  async listSessions(options?: unknown) {
+    if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', 'listSessions options must be an object')
+    return this.engine.reader.listSessions(options as { after?: string; limit?: number } | undefined)
+  }
+
+  async deleteSession(id: unknown): Promise<void> {
+    assertSessionId(id)
+    await this.engine.deleteSession(id)
+  }
+
+  async readEvents(id: unknown, from: number, to: number | undefined): Promise<EventsPage> {
+    assertSessionId(id)
+    return this.engine.reader.page(id, from, to)
+  }
+
+  async listChildren(id: unknown, options: { recursive?: boolean }, cancelToken: number) {
+    assertSessionId(id)
+    const controller = new AbortController()
+    this.cancels.set(cancelToken, controller)
+    try {
+      return await this.engine.listChildren(id, { ...(isPlainObject(options) ? options : {}), signal: controller.signal })
+    } finally {
+      this.cancels.delete(cancelToken)
+    }
+  }
+
+  changesSince(cursor: unknown, options: unknown) {
+    return this.engine.changesSince(cursor, options)
+  }
+
+  applyChanges(batch: unknown) {
+    return this.engine.applyChanges(batch)
+  }
+
+
+
+  async verifyPlan() {
+    return this.engine.verifyPlan()
+  }
+
+  async verifyStep(after: string | null, budget: number, cancelToken: number) {
+    if (after !== null) assertSessionId(after)
+    if (!Number.isSafeInteger(budget) || budget < 1) throw new SessionfoldError('INVALID_ARGUMENT', `verify budget must be a positive integer, got ${describe(budget)}`)
+    const controller = new AbortController()
+    this.cancels.set(cancelToken, controller)
+    try {
+      return await this.engine.verifyStep(after ?? undefined, budget, controller.signal)
+    } finally {
+      this.cancels.delete(cancelToken)
+    }
+  }
+
+  async cancel(token: number): Promise<void> {
+    this.cancels.get(token)?.abort()
+  }
+
+  private get hub(): ReplicationHub {
+    const engine = this.engine
+    const o = this.hostOptions
+    return hubs.get(engine) ?? hubs.set(engine, new ReplicationHub(engine, JSON.stringify([o?.storage, o?.name, o?.dir]))).get(engine)!
+  }
+
+  async replicate(spec: ReplicationSpec, fetchFn?: typeof fetch): Promise<number> {
+    if (!isPlainObject(spec) || typeof spec.url !== 'string' || typeof spec.key !== 'string' || !isPlainObject(spec.options)) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `replicate needs a replication spec, got ${describe(spec)}`)
+    }
+    const id = this.hub.connect(spec, typeof fetchFn === 'function' ? fetchFn : undefined)
+    this.replications.add(id)
+    return id
+  }
+
+  // The replication's calls, passed to the hub (src/sync/replications.ts).
+  replicationEvent(id: number, seen: number): Promise<ReplicationEvent> { return this.hub.next(id, seen) }
+  async replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void> { this.hub.headers(id, ticket, headers) }
+  replicationSynced(id: number): Promise<void> { return this.hub.synced(id) }
+  async replicationOnline(id: number): Promise<void> { this.hub.online(id) }
+
+  async replicationClose(id: number): Promise<void> {
+    this.replications.delete(id)
+    await this.hub.close(id)
+  }
+
+  async close(): Promise<void> {
+    const engine = this.opened
+    if (!engine) return
+    await hubs.get(engine)?.closeAll(this.replications)
+    this.replications.clear()
+    // Every handle of this client: appends settle, writers checkpoint and release their locks.
+    for (const handle of [...this.handles.keys()]) await this.closeHandle(handle)
+    await this.source.close(engine)
+    this.flush()
+    this.releaseAlive?.()
+  }
+}
+
+/** The host's `post` on a worker's port: frames as one plain message each push, no reply. */
+export function postFrames(port: { postMessage(message: unknown): void }): (frames: Frame[]) => void {
+  return (frames) => port.postMessage({ type: FRAMES_MESSAGE, frames } satisfies FramesMessage)
+}

@@ -1,0 +1,371 @@
+// The network side of a replication: the push and pull loops, live events, backoff. It runs
+// where the engine runs (src/sync/replications.ts), on the engine's own calls.
+import { CHAIN_ZERO, chainOver, eventJson } from '../core/chain'
+import type { ChangeBatch, ChangeCursor, SyncConflict } from '../core/changes'
+import type { SessionId } from '../core/model'
+import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from './protocol'
+import { HttpFailure, Link, type Lane } from './link'
+import type { LoopHost } from './types'
+
+const REQUEST_TIMEOUT_MS = 30_000
+/** Events per push (and about 4 MiB at most, changesSince's default): a catch-up in few requests. */
+const PUSH_EVENTS = 4000
+/** How long the server may hold a long-poll. */
+const LONG_POLL_MS = 25_000
+
+/** How much of a session (of the one created at `createdAt`) a side holds. */
+interface Extent {
+  createdAt: number
+  length: number
+}
+
+function extend(map: Map<SessionId, Extent>, id: SessionId, createdAt: number, length: number): void {
+  const had = map.get(id)
+  if (!had || had.createdAt !== createdAt || had.length < length) map.set(id, { createdAt, length })
+}
+
+/** Runs the replication until `host.signal` aborts. */
+export function runReplication(host: LoopHost): Promise<void> {
+  return new Loop(host).run()
+}
+
+class Loop {
+  #pushCursor: ChangeCursor | null = null
+  /** The server's cursor: opaque, sealed by the server. */
+  #pullCursor: string | null = null
+  /** Sessions to send again whole (skipped by the server: locked there, or a gap). */
+  readonly #retryPush = new Set<SessionId>()
+  /** Sessions to fetch again whole (skipped here: open for writing here). */
+  readonly #retryPull = new Set<SessionId>()
+  /** What the server is known to hold (pushed and answered, or pulled): not pushed again. */
+  readonly #serverHas = new Map<SessionId, Extent>()
+  /**
+   * What is known to be here (the above, and what a push is sending): not imported again when
+   * the server's pulls and live stream carry it back, as they carry every write to every reader.
+   */
+  readonly #hereHas = new Map<SessionId, Extent>()
+
+  /** whenSynced() promises of rounds that pushed everything, waiting for the live stream to catch up. */
+  readonly #liveWaiting: (() => void)[] = []
+
+  /** Status, error and retryAt, and the backoff of both lanes. */
+  readonly #link: Link
+
+  constructor(readonly host: LoopHost) {
+    this.#link = new Link(host)
+  }
+
+  async run(): Promise<void> {
+    const stop = this.host.signal
+    let live: Promise<void> | undefined
+    try {
+      const saved = await this.host.store.getMeta(this.host.key)
+      if (saved) {
+        const s = JSON.parse(saved) as { push?: ChangeCursor | null; pull?: string | null }
+        this.#pushCursor = s.push ?? null
+        this.#pullCursor = typeof s.pull === 'string' ? s.pull : null
+      }
+    } catch {
+      // an unreadable record: start over (sending again what the server has is harmless)
+    }
+    while (!stop.aborted) {
+      const waiting = this.host.takeWaiting()
+      try {
+        await this.#pushAll()
+        if (this.host.options.live) live ??= this.#liveLoop().finally(() => { live = undefined })
+        else await this.#pullAll(0)
+        if (this.#retryPull.size > 0) await this.#pullAgain()
+        // Not `online` here: in live mode a round may send nothing (each request says so itself).
+        this.#link.done('round')
+        if (!this.host.options.live || this.#liveCaughtUp) for (const f of waiting) f()
+        else this.#liveWaiting.push(...waiting)
+        await this.#sleep(this.host.options.pollMs ?? 250)
+      } catch (err) {
+        this.host.returnWaiting(waiting)
+        if (stop.aborted) break
+        await this.#link.retry('round', err, () => void this.#count())
+        this.#counted++ // a count still under way is older than the round about to start
+      }
+    }
+    await live?.catch(() => {})
+  }
+
+  #liveCaughtUp = false
+  /** The live stream came back as something else than server-sent events: long-poll instead. */
+  #sseUnavailable = false
+
+  /** Resolves after `ms` (the poll), at a kick (a local append seen, the browser back online, close), whichever first. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.host.setKick(undefined)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.host.setKick(done)
+      if (this.host.signal.aborted || this.host.consumeKick()) done()
+    })
+  }
+
+  async #headers(): Promise<Record<string, string>> {
+    const h = this.host.options.headers
+    const given = typeof h === 'function' ? await h() : h ?? {}
+    return { ...given, 'sessionfold-sync': SYNC_PROTOCOL }
+  }
+
+  /** A request of `lane`; a 2xx answer tells the link the server is there. */
+  async #request(path: string, init: RequestInit, timeout = REQUEST_TIMEOUT_MS, lane: Lane = 'round'): Promise<Response> {
+    const signal = AbortSignal.any([this.host.signal, AbortSignal.timeout(timeout)])
+    const headers = { ...(await this.#headers()), ...(init.headers as Record<string, string> | undefined) }
+    const response = await this.host.fetch(`${this.host.base}${path}`, { ...init, headers, signal })
+    if (!response.ok) {
+      const body = await response.json().catch(() => undefined) as { error?: { code?: string; message?: string } } | undefined
+      throw new HttpFailure(response.status, body?.error?.code ?? `HTTP_${response.status}`, body?.error?.message ?? `the server answered ${response.status}`)
+    }
+    this.#link.succeeded(lane)
+    return response
+  }
+
+  /** Rounds begun after a retry wait: a count begun before one is stale. */
+  #counted = 0
+  #counting = false
+  #recount = false
+
+  /** Recounts what waits to be pushed, while a retry waits (each local append kicks it): `pending` keeps up offline. */
+  async #count(): Promise<void> {
+    if (this.#counting) return void (this.#recount = true)
+    this.#counting = true
+    try {
+      do {
+        this.#recount = false
+        const at = this.#counted
+        const only = this.host.options.sessions
+        // The round's own call, so that both count alike.
+        const c = await this.host.store.changesSince(this.#pushCursor, only ? { sessions: only, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
+        const batch = this.#trim(c.batch, this.#serverHas)
+        if (at === this.#counted) this.host.set({ pending: batch.sessions.reduce((n, e) => n + e.events.length, 0) + c.pending })
+      } while (this.#recount)
+    } catch {
+      // counted again by the next round
+    } finally {
+      this.#counting = false
+    }
+  }
+
+  async #save(): Promise<void> {
+    await this.host.store.putMeta(this.host.key, JSON.stringify({ push: this.#pushCursor, pull: this.#pullCursor }))
+  }
+
+  /** Pushes everything local after the push cursor (and sessions to send again), batch by batch. */
+  async #pushAll(): Promise<void> {
+    const only = this.host.options.sessions
+    if (this.#retryPush.size > 0) {
+      const ids = [...this.#retryPush]
+      this.#retryPush.clear()
+      await this.#pushFrom({ v: 1, sessions: {} }, ids, false)
+    }
+    await this.#pushFrom(this.#pushCursor, only, true)
+  }
+
+  async #pushFrom(start: ChangeCursor | null, sessions: SessionId[] | undefined, advance: boolean): Promise<void> {
+    let cursor = start
+    for (;;) {
+      const c = await this.host.store.changesSince(cursor, sessions ? { sessions, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
+      const batch = this.#trim(c.batch, this.#serverHas)
+      const events = batch.sessions.reduce((n, e) => n + e.events.length, 0)
+      this.host.set({ pending: events + c.pending })
+      if (batch.sessions.length > 0) {
+        // Known here before it is sent: the live stream may carry it back before the answer.
+        for (const e of batch.sessions) extend(this.#hereHas, e.header.id, e.header.createdAt, e.from + e.events.length)
+        const response = await this.#request(SYNC_PATHS.push, { method: 'POST', body: JSON.stringify(batch), headers: { 'content-type': 'application/json' } })
+        const result = await response.json() as PushAnswer
+        const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
+        for (const s of result.skipped) this.#retryPush.add(s.id)
+        this.#addConflicts(result.conflicts)
+        for (const e of batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
+        this.host.set({ pushed: this.host.state().pushed + events })
+      }
+      cursor = c.cursor
+      if (advance) {
+        this.#pushCursor = cursor
+        if (batch.sessions.length > 0 || c.batch.sessions.length > 0) await this.#save()
+      }
+      if (c.done) {
+        this.host.set({ pending: 0 })
+        return
+      }
+    }
+  }
+
+  /** The batch without the part of each session `known` says is there already. */
+  #trim(batch: ChangeBatch, known: ReadonlyMap<SessionId, Extent>): ChangeBatch {
+    const sessions = []
+    for (const e of batch.sessions) {
+      const has = known.get(e.header.id)
+      if (!has || has.createdAt !== e.header.createdAt || has.length <= e.from) {
+        sessions.push(e)
+        continue
+      }
+      const end = e.from + e.events.length
+      if (end <= has.length) continue
+      // Sent from further on: the witness of the prefix is the chain stepped over what is cut.
+      const cut = e.events.slice(0, has.length - e.from)
+      const chain = chainOver(e.chain ?? CHAIN_ZERO, cut.map(eventJson))
+      sessions.push({ ...e, from: has.length, events: e.events.slice(has.length - e.from), chain })
+    }
+    return { v: 1, sessions }
+  }
+
+  /** The server holds `id` up to `length`, and so does this store. */
+  #learn(id: SessionId, createdAt: number, length: number): void {
+    extend(this.#serverHas, id, createdAt, length)
+    extend(this.#hereHas, id, createdAt, length)
+  }
+
+  #addConflicts(found: readonly SyncConflict[]): void {
+    if (found.length === 0) return
+    const all = [...this.host.state().conflicts]
+    for (const c of found) if (!all.some((k) => k.id === c.id && k.seq === c.seq && k.reason === c.reason)) all.push(c)
+    this.host.set({ conflicts: all })
+  }
+
+  /** Applies an answer of the server here, and keeps its cursor. */
+  async #apply(answer: PullAnswer): Promise<void> {
+    // Less what is known to be here already: this device's own pushes, which the server's
+    // pulls and live stream carry back to every reader, this one included.
+    const batch = this.#trim(answer.batch, this.#hereHas)
+    if (batch.sessions.length > 0) {
+      const result = await this.host.store.applyChanges(batch)
+      this.#addConflicts(result.conflicts)
+      for (const s of result.skipped) this.#retryPull.add(s.id)
+      const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
+      for (const e of batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
+      this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
+    }
+    this.#pullCursor = answer.cursor || null
+    await this.#save()
+  }
+
+  #pullQuery(cursor: string | null, sessions: readonly SessionId[] | undefined, wait = 0): string {
+    const q = new URLSearchParams()
+    if (cursor) q.set('cursor', cursor)
+    if (sessions) q.set('sessions', sessions.join(','))
+    if (wait > 0) q.set('wait', String(wait))
+    const s = q.toString()
+    return s ? `?${s}` : ''
+  }
+
+  async #pullAll(wait: number): Promise<void> {
+    for (;;) {
+      const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait)
+      const answer = await response.json() as PullAnswer
+      await this.#apply(answer)
+      if (answer.done) return
+    }
+  }
+
+  /** Sessions this store skipped (open for writing here), fetched again whole from the server. */
+  async #pullAgain(): Promise<void> {
+    const ids = [...this.#retryPull]
+    this.#retryPull.clear()
+    let cursor: string | null = null // no cursor, these sessions only: each sent whole
+    for (;;) {
+      const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(cursor, ids)}`, { method: 'GET' })
+      const answer = await response.json() as PullAnswer
+      if (answer.batch.sessions.length > 0) {
+        const result = await this.host.store.applyChanges(answer.batch)
+        this.#addConflicts(result.conflicts)
+        for (const s of result.skipped) this.#retryPull.add(s.id)
+        this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
+      }
+      cursor = answer.cursor || null
+      if (answer.done) return
+    }
+  }
+
+  /** The server's changes as server-sent events, reconnecting with backoff until closed. */
+  async #liveLoop(): Promise<void> {
+    const stop = this.host.signal
+    while (!stop.aborted) {
+      try {
+        if (this.host.options.live === 'long-poll' || this.#sseUnavailable) {
+          // Long-poll: the server holds each pull until something changes (or LONG_POLL_MS passes).
+          const wait = this.#liveCaughtUp ? LONG_POLL_MS : 0
+          const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait, 'live')
+          const answer = await response.json() as PullAnswer
+          await this.#apply(answer)
+          this.#liveCaughtUp = answer.done
+          if (this.#liveCaughtUp) for (const f of this.#liveWaiting.splice(0)) f()
+          continue
+        }
+        const signal = stop
+        const response = await this.host.fetch(`${this.host.base}${SYNC_PATHS.live}${this.#pullQuery(this.#pullCursor, this.host.options.sessions)}`, { headers: await this.#headers(), signal })
+        if (response.ok && !(response.headers.get('content-type') ?? '').includes('text/event-stream')) {
+          // Something between us and the server does not stream: long-poll from now on.
+          await response.body?.cancel().catch(() => {})
+          this.#sseUnavailable = true
+          continue
+        }
+        if (!response.ok || !response.body) {
+          const body = await response.json().catch(() => undefined) as { error?: { code?: string; message?: string } } | undefined
+          throw new HttpFailure(response.status, body?.error?.code ?? `HTTP_${response.status}`, body?.error?.message ?? `the server answered ${response.status}`)
+        }
+        // Online at the first message, not at the headers: a server whose store fails answers
+        // 200 and then an error event, and that is offline throughout.
+        let first = true
+        for await (const message of readEvents(response.body)) {
+          if (first && message.event !== 'error') this.#link.succeeded('live')
+          first = false
+          if (message.event === 'changes') {
+            const answer = JSON.parse(message.data) as PullAnswer
+            await this.#apply(answer)
+            this.#liveCaughtUp = answer.done
+          } else if (message.event === 'cursor') {
+            const data = JSON.parse(message.data) as { cursor: string; done?: boolean }
+            this.#pullCursor = data.cursor || this.#pullCursor
+            this.#liveCaughtUp = data.done !== false
+            await this.#save()
+          } else if (message.event === 'error') {
+            const { error } = JSON.parse(message.data) as { error: { code: string; message: string } }
+            throw new HttpFailure(503, error.code, error.message)
+          }
+          if (this.#liveCaughtUp) for (const f of this.#liveWaiting.splice(0)) f()
+        }
+        // Ended before a word (a proxy cutting it): a failure to back off from, not a reconnect at once, forever.
+        if (first) throw new Error('the live stream ended before its first message')
+      } catch (err) {
+        if (stop.aborted) return
+        this.#liveCaughtUp = false
+        await this.#link.retry('live', err)
+      }
+    }
+  }
+}
+
+/** Server-sent events from a response body: `{ event, data }` per message. */
+async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string }> {
+  const decoder = new TextDecoder()
+  const reader = body.getReader()
+  let buffer = ''
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) return
+      buffer += decoder.decode(value, { stream: true })
+      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+        const block = buffer.slice(0, end)
+        buffer = buffer.slice(end + 2)
+        let event = 'message'
+        const data: string[] = []
+        for (const line of block.split('\n')) {
+          if (line.startsWith('event:')) event = line.slice(6).trim()
+          else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''))
+        }
+        if (data.length > 0) yield { event, data: data.join('\n') }
+      }
+    }
+  } finally {
+    reader.releaseLock()
+  }
+}

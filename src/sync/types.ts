@@ -1,0 +1,67 @@
+// The public shapes of store.connect: its options and the state a Replication reports, and
+// what a replication uses of its store.
+import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions, SyncConflict } from '../core/changes'
+import type { SessionId } from '../core/model'
+
+/** Options of `store.connect`. */
+export interface ConnectOptions {
+  /** Headers of every request (a token), or a function called before each request (fresh tokens). */
+  headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>)
+  /** Only these sessions, both ways (default: every session the server lets this caller read, and every local one). */
+  sessions?: SessionId[]
+  /**
+   * Receive the server's appends as they happen: `true`, server-sent events (falling back to
+   * long-poll when the answer does not stream); `'long-poll'`, pulls the server holds until
+   * something changes; `false` (default), a pull every `pollMs`.
+   */
+  live?: boolean | 'long-poll'
+  /** Aborting it closes the replication. */
+  signal?: AbortSignal
+  /** How often local writes are looked for, and the server pulled when not live (default 250 ms). */
+  pollMs?: number
+  /**
+   * Longest wait between retries while offline (default 30 s); the first is about 250 ms, each
+   * next one doubles, with jitter. Local writes do not shorten a wait; the browser's `online`
+   * event and any request to the server that succeeds end it at once.
+   */
+  maxBackoffMs?: number
+  /** The fetch to use (default: the global one). Only with `worker: false`: a function cannot cross to a worker. */
+  fetch?: typeof fetch
+}
+
+export type { ReplicationState, ReplicationStatus } from '../core/changes'
+import type { ReplicationState } from '../core/changes'
+
+/** What a replication uses of its store: the engine's calls, seen through this narrow interface. */
+export interface ReplicationStore {
+  /** See `Store.changesSince`. */
+  changesSince(cursor: ChangeCursor | null, options?: ChangesOptions): Promise<Changes>
+  /** See `Store.applyChanges`. */
+  applyChanges(batch: ChangeBatch): Promise<ApplyResult>
+  /** A record of the store's own (the replication's cursors). */
+  getMeta(key: string): Promise<string | undefined>
+  /** Stores a record of the store's own. */
+  putMeta(key: string, value: string): Promise<void>
+}
+
+/** What the loop needs of its Replication. */
+export interface LoopHost {
+  readonly store: ReplicationStore
+  readonly base: string
+  readonly key: string
+  readonly options: ConnectOptions
+  readonly fetch: typeof fetch
+  readonly signal: AbortSignal
+  state(): ReplicationState
+  set(patch: Partial<ReplicationState>): void
+  /** The whenSynced() promises registered so far, handed over (a round that starts now settles them). */
+  takeWaiting(): (() => void)[]
+  /** Gives back promises a failed round could not settle: the next round takes them. */
+  returnWaiting(waiting: (() => void)[]): void
+  /** The function that ends the loop's current sleep (undefined while it is not sleeping). */
+  setKick(kick: (() => void) | undefined): void
+  /** Whether a kick came while the loop was not sleeping (and forgets it). */
+  consumeKick(): boolean
+  /** Calls `f` when the network comes back (the browser's `online` event) until the returned function is called. */
+  whenOnline?(f: () => void): () => void
+}
