@@ -1,47 +1,19 @@
 import { createIndexedDbAdapter } from './indexeddb'
 import { createMemoryAdapter } from './memory'
-import { SessionfoldError } from '../core/errors'
-import { isSessionId } from '../core/limits'
-import { createLocalLocks } from '../storage/locks'
-import { createWebLocks } from './web-locks'
-import type { GrowthChannel, Platform } from './platform'
+import { tabsOf } from './tabs'
+import type { Platform } from './platform'
 import type { Compressor } from '../storage/codec'
 
-/** Browsers: IndexedDB or memory; no files. */
+/**
+ * Browsers: IndexedDB or memory, the locks and growth notices shared by tabs; no files. A
+ * backend is one row here (and its folder).
+ */
 export const browserPlatform: Platform = {
-  openStorage(o) {
-    switch (o.storage) {
-      case 'indexeddb':
-        return createIndexedDbAdapter({ name: o.name, durability: o.durability })
-      case 'memory':
-        return createMemoryAdapter()
-      default:
-        throw new SessionfoldError('INVALID_ARGUMENT', `storage '${String(o.storage)}' is not available in a browser`)
-    }
+  backends: {
+    indexeddb: { open: async (c) => ({ storage: createIndexedDbAdapter({ name: c.name, durability: c.durability }), ...tabsOf(c.name) }) },
+    memory: { open: async (c) => ({ storage: createMemoryAdapter(), ...tabsOf(c.name) }) },
   },
   compressor: streamCompressor(),
-  // Web Locks where there are any (all current browsers): one writer per session across tabs.
-  openChannel: (o) => (typeof BroadcastChannel === 'function' ? broadcastGrowth(o.name) : undefined),
-  openLocks: (o) => ('locks' in (globalThis.navigator ?? {}) ? createWebLocks(o.name) : createLocalLocks()),
-}
-
-/**
- * Growth notices over a BroadcastChannel: a tab that appends says so, and tabs following the
- * session read the new events from IndexedDB (the notice carries no data; storage stays the
- * only source of truth, so a lost or forged notice costs at most a read).
- */
-function broadcastGrowth(store: string): GrowthChannel {
-  const channel = new BroadcastChannel(`sessionfold:${store}`)
-  return {
-    announce: (sessionId, length) => channel.postMessage({ sessionId, length }),
-    listen(onGrow) {
-      channel.onmessage = (event: MessageEvent) => {
-        const { sessionId: id, length } = (event.data ?? {}) as { sessionId?: unknown; length?: unknown }
-        if (isSessionId(id)) onGrow(id, Number.isSafeInteger(length) && (length as number) >= 0 ? length as number : undefined)
-      }
-    },
-    close: () => channel.close(),
-  }
 }
 
 /**

@@ -3,10 +3,8 @@
 // and in shell history). Either holds the 32 key bytes as 64 hex digits or as base64; a file
 // may also hold the 32 raw bytes.
 import { readFile } from 'node:fs/promises'
-import { openSealed, type KeyAdvice, type SealedStorage } from '../storage/codec'
-import type { StorageAdapter } from '../storage/types'
+import type { KeyAdvice } from '../storage/codec'
 import { SessionfoldError } from '../core/errors'
-import { nodeCipher, nodeCompressor } from '../storage/codec/node'
 
 export const KEY_ENV = 'SESSIONFOLD_KEY'
 
@@ -39,17 +37,9 @@ export async function cliKey(keyFile: string | undefined, env: Record<string, st
 }
 
 /** What KEY_REJECTED tells a command line user: the flag and the variable, not the API's option. */
-function cliAdvice(keyFile: string | undefined): KeyAdvice {
+export function cliAdvice(keyFile: string | undefined): KeyAdvice {
   return {
     missing: `give its key with --key-file <path> or the ${KEY_ENV} environment variable`,
     unwanted: `it is read without a key (${keyFile === undefined ? `unset ${KEY_ENV}` : 'drop --key-file'})`,
   }
-}
-
-/**
- * `storage` under the record codec, with the command's key (KEY_REJECTED when it does not fit,
- * saying what to pass instead); `keyFile` is where the key came from, if from a file.
- */
-export function sealedForCli(storage: StorageAdapter, key: Uint8Array | undefined, readOnly: boolean, keyFile: string | undefined): Promise<SealedStorage> {
-  return openSealed(storage, { key, readOnly, compressor: nodeCompressor, cipher: nodeCipher, advice: cliAdvice(keyFile) })
 }

@@ -3,16 +3,16 @@
 // read-only (no lock taken, nothing repaired, rewritten or created), so they work while an app
 // writes; `import` and `delete` are the commands that write. What each command takes, and its
 // help, is in usage.ts.
-import { stat } from 'node:fs/promises'
-import { createFsAdapter } from '../backends/fs'
-import type { StorageAdapter } from '../storage/types'
-import { locksDir, sessionsDir } from '../backends/fs/layout'
-import { SessionfoldError, isSessionfoldError } from '../core/errors'
+import { isSessionfoldError } from '../core/errors'
+import { PG_SCHEMA_PATTERN as SCHEMA_NAME } from '../core/limits'
 import type { SessionId } from '../core/model'
+import type { StoreConfig } from '../core/protocol'
 import { assertSessionId } from '../core/validate'
-import { Engine } from '../engine'
+import type { Engine } from '../engine'
 import type { ReadableStorage } from '../engine/reader'
-import { createFsLocks } from '../backends/fs/locks'
+import { nodePlatform, redacted } from '../backends/node'
+import type { OpenPurpose } from '../backends/platform'
+import { openEngine, type EngineSettings, type OpenedEngine } from '../host/open-engine'
 import { events } from './events'
 import { ls } from './ls'
 import { show } from './show'
@@ -20,11 +20,10 @@ import { tree } from './tree'
 import { verify } from './verify'
 import { deleteSessions, handOverLocks } from './delete'
 import { Output, report, type Io } from './output'
-import { SCHEMA_NAME, masked, openPgStore, readOnlyPgLocks, type PgStore } from './postgres'
 import { applyImport, checkImport, exportSessions, type CheckedImport } from './transfer'
 import { COMMANDS, commandUsage, generalUsage, isCommand, type CommandName, type CommandSpec } from './usage'
 import { packageVersion } from './version'
-import { cliKey, sealedForCli } from './key'
+import { cliAdvice, cliKey } from './key'
 
 export type { Io } from './output'
 
@@ -152,45 +151,33 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return 0
   }
   const { command, dir, pg: target } = args
+  // The store the command names; every command opens it through openEngine, as an app does.
+  const store: StoreConfig = target ? { storage: 'postgres', ...target, durability: 'strict' } : { storage: 'fs', dir, durability: 'strict' }
   const out = new Output(io, args.json)
-  let engine: Engine | undefined
+  let opened: OpenedEngine | undefined
   let checked: CheckedImport | undefined
-  let pg: PgStore | undefined
   const held = new Map<SessionId, () => Promise<void>>()
   try {
     const key = await cliKey(args.keyFile)
-    const sealed = (storage: StorageAdapter, readOnly: boolean) => sealedForCli(storage, key, readOnly, args.keyFile)
+    const open = (purpose: OpenPurpose, locks?: EngineSettings['locks']) => openEngine(nodePlatform, store, {
+      purpose, locks, encryption: key ? { key } : undefined, keyAdvice: cliAdvice(args.keyFile), onError: () => {},
+    })
     if (command === 'import') {
       if (io.stdin.isTTY === true) throw new UsageError('import reads an export from stdin: sessionfold import < file', 'import')
       // All of the input is checked before the store is opened: bad input creates nothing.
       checked = await checkImport(io)
-      if (target) {
-        const store = (pg = await openPgStore(target, 'import'))
-        return await applyImport(async () => (engine ??= new Engine({ storage: await sealed(store.storage, false), locks: store.locks, onError: () => {} })), out, io, checked)
-      }
-      // Opened only once there is something to write: an empty import makes no store.
-      return await applyImport(async () => (engine ??= new Engine({ storage: await sealed(createFsAdapter({ dir, readOnly: false }), false), locks: createFsLocks(dir), onError: () => {} })), out, io, checked)
+      // A PostgreSQL store is reached at once (an unreachable server fails the import); files
+      // only once there is something to write: an empty import makes no store.
+      if (target) opened = await open('create')
+      return await applyImport(async () => (opened ??= await open('create')).engine, out, io, checked)
     }
-    if (target) {
-      pg = await openPgStore(target, command === 'delete' ? 'delete' : 'read')
-      if (command === 'delete') {
-        engine = new Engine({ storage: await sealed(pg.storage, false), locks: handOverLocks(pg.locks, held), onError: () => {} })
-        return await deleteSessions(engine, out, pg.locks, held, args.ids, args.tree)
-      }
-      const storage = await sealed(pg.storage, true)
-      engine = new Engine({ storage, locks: readOnlyPgLocks(pg.locks), onError: () => {} })
-      return await readCommand(engine, storage, out, io, args)
-    }
-    if (!(await isStore(dir))) throw new SessionfoldError('STORAGE_UNAVAILABLE', `there is no sessionfold store at ${dir} (use --dir)`)
     if (command === 'delete') {
-      const locks = createFsLocks(dir)
-      engine = new Engine({ storage: await sealed(createFsAdapter({ dir, readOnly: false }), false), locks: handOverLocks(locks, held), onError: () => {} })
-      return await deleteSessions(engine, out, locks, held, args.ids, args.tree)
+      const deleting = (opened = await open('write', (locks) => handOverLocks(locks, held)))
+      return await deleteSessions(deleting.engine, out, deleting.locks, held, args.ids, args.tree)
     }
-    const storage = await sealed(createFsAdapter({ dir, readOnly: true }), true)
-    // Read-only commands only ask who holds a session (lock files), never take a lock.
-    engine = new Engine({ storage, locks: readOnlyLocks(dir), onError: () => {} })
-    return await readCommand(engine, storage, out, io, args)
+    // Read-only commands only ask who holds a session (lock files, leases), never take a lock.
+    opened = await open('read')
+    return await readCommand(opened.engine, opened.storage, out, io, args)
   } catch (err) {
     if (isBrokenPipe(err)) return 0 // `sessionfold events x | head`: the reader has all it wants
     if (err instanceof UsageError) {
@@ -199,11 +186,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       return 2
     }
     // Whatever said it (the driver, the server), the URL's password is not printed.
-    report(io, args.json, 'error', isSessionfoldError(err) ? err.code : 'ERROR', masked((err as Error)?.message ?? String(err), target?.url))
+    report(io, args.json, 'error', isSessionfoldError(err) ? err.code : 'ERROR', redacted(store, (err as Error)?.message ?? String(err)))
     return 1
   } finally {
-    await engine?.close().catch(() => {})
-    await pg?.end()
+    await opened?.close().catch(() => {})
     await checked?.dispose()
   }
 }
@@ -219,25 +205,6 @@ async function readCommand(engine: Engine, storage: ReadableStorage, out: Output
     case 'export': return await exportSessions(engine, out, args.ids, args.tree)
   }
   throw new Error(`no handler for ${args.command}`) // COMMANDS and this switch disagree: a bug
-}
-
-async function isStore(dir: string): Promise<boolean> {
-  return stat(sessionsDir(dir)).then((s) => s.isDirectory(), () => false)
-}
-
-/** Asks lock files who holds a session; takes none (and makes no lock folder where there is none). */
-function readOnlyLocks(dir: string) {
-  let probe: ReturnType<typeof createFsLocks> | undefined
-  return {
-    acquire: async (id: SessionId): Promise<never> => {
-      throw new SessionfoldError('STORAGE_UNAVAILABLE', `session "${id}" cannot be opened for writing by a read-only command`, { sessionId: id })
-    },
-    isHeld: async (id: SessionId) => {
-      if (!probe && !(await stat(locksDir(dir)).then(() => true, () => false))) return false // no writer ever ran here
-      probe ??= createFsLocks(dir)
-      return probe.isHeld(id)
-    },
-  }
 }
 
 const isBrokenPipe = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code === 'EPIPE'

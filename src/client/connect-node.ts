@@ -29,11 +29,9 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
   // Locks of a worker that died cannot be released by it: its lock files name this thread.
   // end() (store.close) waits for their removal, so a store opened after close finds them free.
   let locksReleased: Promise<void> = Promise.resolve()
-  if (options.storage === 'fs') {
-    worker.once('exit', () => {
-      locksReleased = import('../backends/fs/locks').then((m) => m.releaseThreadLocks(options.dir, threadId)).catch(() => {})
-    })
-  }
+  worker.once('exit', () => {
+    locksReleased = import('../backends/node').then((m) => m.releaseThread(options.store, threadId)).catch(() => {})
+  })
   const { api, release } = link(nodeEndpoint(worker))
   // Unreferenced while idle: a store nobody calls lets Node exit, with or without close().
   let pending = 0

@@ -2,47 +2,15 @@
 // through the platform's connectors, then start the host.
 import { SessionfoldError } from '../core/errors'
 import type { ProjectionDefinition } from '../core/projection'
-import type { HostOptions, StorageKind } from '../core/protocol'
-import { DEFAULT_MAX_EVENT_BYTES, PG_SCHEMA_PATTERN } from '../core/limits'
+import type { HostOptions } from '../core/protocol'
+import { DEFAULT_MAX_EVENT_BYTES } from '../core/limits'
+import { STORE_OPTIONS, storeConfig, type StoreOptions } from '../backends/config'
 import { assertOptions, describe, isPlainObject } from '../core/validate'
 import type { Connectors } from './connection'
 import { Store, checkKey } from './store'
 
 /** Options of `openStore()`. Every one is checked before anything starts; an unknown key is `INVALID_ARGUMENT`. */
-export interface OpenStoreOptions {
-  /** Where events are kept. Default: `'indexeddb'` in browsers, `'fs'` in Node; `'memory'` keeps nothing after close. */
-  storage?: StorageKind
-  /** IndexedDB database name (default 'sessionfold'). For storage 'indexeddb' (memory takes it too); another storage rejects it. */
-  name?: string
-  /** fs root folder (default '.sessionfold'). For storage 'fs' (memory takes it too); another storage rejects it. */
-  dir?: string
-  /**
-   * storage 'postgres' (Node): the server, as `postgres://user:password@host:port/database`.
-   * The `postgres` driver is an optional peer dependency: install it to use this storage.
-   */
-  url?: string
-  /** storage 'postgres': the schema holding the store's tables (default 'sessionfold'). */
-  schema?: string
-  /**
-   * storage 'postgres': the write leases. A session's writer holds a lease row renewed every
-   * ttl/3; a holder that stops renewing (a crashed or frozen process, a lost network) loses it
-   * once `ttlMs` has passed, and another process may then take the session over (its appends
-   * are fenced off: they fail with SESSION_LOCKED and write nothing).
-   */
-  lease?: {
-    /** How long a lease lives without renewal, an integer of ms in 30..86400000 (default 10000). */
-    ttlMs?: number
-  }
-  /**
-   * storage 'postgres': time bounds of the calls. A call that has had no answer within
-   * `connectMs + 2 × queryMs + 5 s` rejects with STORAGE_UNAVAILABLE, whatever the network does.
-   */
-  timeouts?: {
-    /** Bound on opening a connection, an integer of ms in 1..3600000 (default 10000). */
-    connectMs?: number
-    /** Bound on one statement, enforced by the server (`statement_timeout`), ms in 1..3600000 (default 30000). */
-    queryMs?: number
-  }
+export interface OpenStoreOptions extends StoreOptions {
   /**
    * true (default): the engine runs in a worker (a module Web Worker in browsers,
    * worker_threads in Node); 'shared': a SharedWorker shared by the tabs of an origin (falls
@@ -58,12 +26,6 @@ export interface OpenStoreOptions {
   workerUrl?: string | URL
   /** Your projection units, with worker: false only (in a worker, pass them to serveEngine). */
   projections?: readonly ProjectionDefinition[]
-  /**
-   * `'strict'` (default): an append resolves once durable (fs: after `fdatasync`; IndexedDB:
-   * a `strict` transaction's `complete`). `'relaxed'`: once written; a crash of the machine
-   * may lose the last appends, never leave a torn batch.
-   */
-  durability?: 'strict' | 'relaxed'
   /**
    * When the engine checkpoints a live session's projection states (a cache that spares a
    * full refold on the next cold read), besides at creation, every `turn/end` and close.
@@ -97,27 +59,10 @@ export interface OpenStoreOptions {
   compression?: 'deflate' | 'none'
 }
 
-const KNOWN_OPTIONS = ['storage', 'name', 'dir', 'url', 'schema', 'lease', 'timeouts', 'worker', 'workerUrl', 'projections', 'durability', 'checkpoint', 'maxEventBytes', 'encryption', 'compression']
+const KNOWN_OPTIONS = [...STORE_OPTIONS, 'worker', 'workerUrl', 'projections', 'checkpoint', 'maxEventBytes', 'encryption', 'compression']
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
-
-/**
- * `name` and `dir` say where one storage keeps its data: given for another one, the data would
- * be somewhere the app does not expect, so it is refused. Memory keeps nothing anywhere; either
- * may come with it (an app that switches to memory for its tests keeps its options).
- */
-function checkWhere(options: OpenStoreOptions, storage: StorageKind): void {
-  if (options.name !== undefined && storage !== 'indexeddb' && storage !== 'memory') {
-    throw bad(`name (the IndexedDB database's name) cannot apply to storage '${storage}': ${storage === 'fs' ? 'an fs store is the folder dir' : 'a PostgreSQL store is its url and schema'}`)
-  }
-  if (options.dir !== undefined && storage !== 'fs' && storage !== 'memory') {
-    throw bad(`dir (the folder of an fs store) cannot apply to storage '${storage}': ${storage === 'indexeddb' ? 'an IndexedDB store is the database name' : 'a PostgreSQL store is its url and schema'}`)
-  }
-}
-
-/** A URL for messages: its password never shows. */
-const redactUrl = (url: unknown): unknown => (typeof url === 'string' ? url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@') : url)
 
 /** openStore of the platform whose `connectors` are given (see index-node.ts, index-browser.ts). */
 export async function openStoreWith(connectors: Connectors, options: OpenStoreOptions): Promise<Store> {
@@ -141,36 +86,7 @@ export async function openStoreWith(connectors: Connectors, options: OpenStoreOp
 function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host: HostOptions; worker: boolean | 'shared' } {
   if (!isPlainObject(options as unknown)) throw bad(`openStore options must be an object, got ${describe(options)}`)
   for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.includes(key)) throw bad(`openStore has no option ${describe(key)}`)
-  const storage = options.storage ?? connectors.defaultStorage
-  if (!['indexeddb', 'fs', 'memory', 'postgres'].includes(storage)) throw bad(`storage must be 'indexeddb', 'fs', 'memory' or 'postgres', got ${describe(storage)}`)
-  if (storage === 'fs' && !connectors.files) throw bad("storage 'fs' needs Node")
-  if (storage === 'postgres') {
-    if (!connectors.files) throw bad("storage 'postgres' needs Node")
-    if (typeof options.url !== 'string' || !/^postgres(ql)?:\/\//.test(options.url)) throw bad(`storage 'postgres' needs url: 'postgres://…', got ${describe(options.url === undefined ? undefined : redactUrl(options.url))}`)
-  } else {
-    if (options.url !== undefined) throw bad(`url is for storage 'postgres', not '${storage}'`)
-    if (options.schema !== undefined) throw bad(`schema is for storage 'postgres', not '${storage}'`)
-    if (options.lease !== undefined) throw bad(`lease is for storage 'postgres', not '${storage}'`)
-    if (options.timeouts !== undefined) throw bad(`timeouts is for storage 'postgres', not '${storage}'`)
-  }
-  assertOptions(options.lease, 'lease', ['ttlMs'])
-  const leaseTtlMs = options.lease?.ttlMs
-  if (leaseTtlMs !== undefined && (typeof leaseTtlMs !== 'number' || !Number.isSafeInteger(leaseTtlMs) || leaseTtlMs < 30 || leaseTtlMs > 86_400_000)) {
-    throw bad(`lease.ttlMs must be an integer of ms in 30..86400000, got ${describe(leaseTtlMs)}`)
-  }
-  assertOptions(options.timeouts, 'timeouts', ['connectMs', 'queryMs'])
-  for (const [k, v] of Object.entries(options.timeouts ?? {})) {
-    if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > 3_600_000)) throw bad(`timeouts.${k} must be an integer of ms in 1..3600000, got ${describe(v)}`)
-  }
-  if (options.schema !== undefined && (typeof options.schema !== 'string' || !PG_SCHEMA_PATTERN.test(options.schema))) {
-    throw bad(`schema must match ${PG_SCHEMA_PATTERN} (a plain PostgreSQL name), got ${describe(options.schema)}`)
-  }
-  const durability = options.durability ?? 'strict'
-  if (durability !== 'strict' && durability !== 'relaxed') throw bad(`durability must be 'strict' or 'relaxed', got ${describe(durability)}`)
-  for (const [k, v] of [['name', options.name], ['dir', options.dir]] as const) {
-    if (v !== undefined && (typeof v !== 'string' || v.length === 0 || v.includes('\0'))) throw bad(`${k} must be a non-empty string without NUL, got ${describe(v)}`)
-  }
-  checkWhere(options, storage)
+  const store = storeConfig(options, connectors.defaultStorage, connectors.files)
   // Checked here, as they cross to the worker: it reads what the caller passed, or nothing.
   assertOptions(options.checkpoint, 'checkpoint', ['everyEvents', 'everyMs'])
   for (const [k, v] of Object.entries(options.checkpoint ?? {})) {
@@ -200,17 +116,7 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
     if (!connectors.canStartWorker()) throw bad("workerUrl cannot apply here: no Worker can start in this context (a service worker, an extension's background), so the engine runs in this thread: pass worker: false with your units as projections")
   }
   const host: HostOptions = {
-    storage, durability,
-    name: options.name ?? 'sessionfold',
-    dir: options.dir ?? '.sessionfold',
-    ...(storage === 'postgres'
-      ? {
-          url: options.url, schema: options.schema ?? 'sessionfold',
-          ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
-          ...(options.timeouts?.connectMs !== undefined ? { connectTimeoutMs: options.timeouts.connectMs } : {}),
-          ...(options.timeouts?.queryMs !== undefined ? { queryTimeoutMs: options.timeouts.queryMs } : {}),
-        }
-      : {}),
+    store,
     checkpoint: options.checkpoint,
     maxEventBytes: options.maxEventBytes,
     compression,

@@ -8,22 +8,49 @@ import type { ProjectionFault, ProjectionSnapshot } from './projection'
 /** Where a store keeps its sessions: IndexedDB (browsers), files (Node) or memory (nothing kept). */
 export type StorageKind = 'indexeddb' | 'fs' | 'memory' | 'postgres'
 
-/** Store options as the host receives them: defaults already resolved by the client. */
-export interface HostOptions {
-  storage: StorageKind
-  /** IndexedDB database name. */
+/**
+ * Which store, as the host receives it: one shape per backend, tagged by `storage`, each parsed
+ * from openStore's options by its backend (src/backends/<name>/config.ts), defaults resolved.
+ */
+export type StoreConfig = MemoryConfig | IndexedDbConfig | FsConfig | PostgresConfig
+
+/** Memory: nothing kept. In browsers, `name` scopes the Web Locks and the growth notices of tabs. */
+export interface MemoryConfig {
+  storage: 'memory'
   name: string
-  /** fs root folder. */
+}
+
+/** IndexedDB: the database `name`. */
+export interface IndexedDbConfig {
+  storage: 'indexeddb'
+  name: string
+  durability: 'strict' | 'relaxed'
+}
+
+/** Files: the store's root folder `dir`. */
+export interface FsConfig {
+  storage: 'fs'
   dir: string
-  /** PostgreSQL: the connection URL, and the schema the store's tables live in. */
-  url?: string
-  schema?: string
-  /** PostgreSQL: how long a write lease lives without renewal (ms). */
+  durability: 'strict' | 'relaxed'
+}
+
+/** PostgreSQL: the server and the schema the store's tables live in. */
+export interface PostgresConfig {
+  storage: 'postgres'
+  url: string
+  schema: string
+  durability: 'strict' | 'relaxed'
+  /** How long a write lease lives without renewal (ms). */
   leaseTtlMs?: number
-  /** PostgreSQL: bounds on opening a connection and on one statement (ms). */
+  /** Bounds on opening a connection and on one statement (ms). */
   connectTimeoutMs?: number
   queryTimeoutMs?: number
-  durability: 'strict' | 'relaxed'
+}
+
+/** Store options as the host receives them: defaults already resolved by the client. */
+export interface HostOptions {
+  /** Which store (see {@link StoreConfig}). */
+  store: StoreConfig
   checkpoint?: { everyEvents?: number; everyMs?: number }
   maxEventBytes?: number
   /** The record codec (src/storage/codec): the store's key, and whether units are compressed. */

@@ -55,13 +55,10 @@ export interface ServeEngineOptions {
 }
 
 export { ownEngine, sharedEngines, type EngineSource } from './engine-source'
-
-/** One hub per engine: hosts sharing an engine (a SharedWorker's tabs) share its replications. */
-const hubs = new WeakMap<Engine, ReplicationHub>()
+import type { OpenedEngine } from './open-engine'
 
 export class EngineHost implements EngineApi {
-  private opened?: Engine
-  private hostOptions?: HostOptions
+  private opened?: OpenedEngine
   /** This client's replications (closed with it). */
   private readonly replications = new Set<number>()
   private push?: (frames: Frame[]) => void
@@ -100,7 +97,6 @@ export class EngineHost implements EngineApi {
       })
     }
     this.opened = await this.source.open(options, this.projections)
-    this.hostOptions = options
     this.push = typeof push === 'function' ? push : this.post
     if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
@@ -111,9 +107,13 @@ export class EngineHost implements EngineApi {
   }
 
   /** The engine this host serves, once `init` opened it. */
-  private get engine(): Engine {
+  private get openedEngine(): OpenedEngine {
     if (!this.opened) throw new SessionfoldError('CLOSED', 'the engine host is not initialised')
     return this.opened
+  }
+
+  private get engine(): Engine {
+    return this.openedEngine.engine
   }
 
   private handle(handle: number, role?: 'writer'): Handle {
@@ -267,19 +267,19 @@ export class EngineHost implements EngineApi {
   // rotateKey in steps (src/host/rotate-key.ts): one rotation per client at a time.
   async rotateKeyStart(key: unknown): Promise<RotationStart> {
     this.rotation = undefined
-    const { rotation, answer } = await startRotation(this.engine, key)
+    const { rotation, answer } = await startRotation(this.openedEngine, key)
     this.rotation = rotation
     return answer
   }
 
   rotateKeyStep(): Promise<RotationStep> {
-    return rotationStep(this.engine, this.rotation)
+    return rotationStep(this.openedEngine, this.rotation)
   }
 
   async rotateKeyFinish(): Promise<void> {
     const rotation = this.rotation
     this.rotation = undefined
-    await finishRotation(this.engine, rotation)
+    await finishRotation(this.openedEngine, rotation)
   }
 
   async listSessions(options?: unknown) {
@@ -338,10 +338,10 @@ export class EngineHost implements EngineApi {
     this.cancels.get(token)?.abort()
   }
 
+  /** The replications of this host's engine: hosts sharing an engine (a SharedWorker's tabs) share them. */
   private get hub(): ReplicationHub {
-    const engine = this.engine
-    const o = this.hostOptions
-    return hubs.get(engine) ?? hubs.set(engine, new ReplicationHub(engine, JSON.stringify([o?.storage, o?.name, o?.dir]))).get(engine)!
+    const opened = this.openedEngine
+    return (opened.replications ??= new ReplicationHub(opened.engine, opened.storeKey))
   }
 
   async replicate(spec: ReplicationSpec, fetchFn?: typeof fetch): Promise<number> {
@@ -365,13 +365,13 @@ export class EngineHost implements EngineApi {
   }
 
   async close(): Promise<void> {
-    const engine = this.opened
-    if (!engine) return
-    await hubs.get(engine)?.closeAll(this.replications)
+    const opened = this.opened
+    if (!opened) return
+    await opened.replications?.closeAll(this.replications)
     this.replications.clear()
     // Every handle of this client: appends settle, writers checkpoint and release their locks.
     for (const handle of [...this.handles.keys()]) await this.closeHandle(handle)
-    await this.source.close(engine)
+    await this.source.close(opened)
     this.flush()
     this.releaseAlive?.()
   }

@@ -6,12 +6,10 @@
 // the flip) or the new one (after it): old data keys stay listed until the finish, so every
 // unit opens. A rotation that stopped midway (a crash, a session open for writing) is completed
 // by running rotateKey again with the new key.
-import type { SealedStorage } from '../storage/codec'
 import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
 import type { SessionId } from '../core/model'
 import type { RotationStart, RotationStep } from '../core/protocol'
-import type { Engine } from '../engine'
-import { lockWithin, sealedStorageOf } from './engine-source'
+import { lockWithin, type OpenedEngine } from './open-engine'
 
 /** How long a step waits for a session's writer lock before leaving that session for a later run. */
 export const ROTATION_LOCK_WAIT_MS = 2000
@@ -30,8 +28,7 @@ export interface KeyRotation {
   locked: SessionId[]
 }
 
-export async function startRotation(engine: Engine, key: unknown): Promise<{ rotation: KeyRotation; answer: RotationStart }> {
-  const storage = sealedStorageOf(engine)
+export async function startRotation({ storage }: OpenedEngine, key: unknown): Promise<{ rotation: KeyRotation; answer: RotationStart }> {
   const gen = await storage.rotateKey(key as Uint8Array)
   let sessions = 0
   for (let after: SessionId | undefined; ;) {
@@ -44,9 +41,8 @@ export async function startRotation(engine: Engine, key: unknown): Promise<{ rot
 }
 
 /** Re-encrypts the next session after the last one walked; `done` when there is none. */
-export async function rotationStep(engine: Engine, rotation: KeyRotation | undefined): Promise<RotationStep> {
+export async function rotationStep({ engine, storage }: OpenedEngine, rotation: KeyRotation | undefined): Promise<RotationStep> {
   if (!rotation) throw notReady()
-  const storage: SealedStorage = sealedStorageOf(engine)
   const [id] = await storage.listIds({ after: rotation.after, limit: 1 })
   if (id === undefined) {
     rotation.walked = true
@@ -70,11 +66,11 @@ export async function rotationStep(engine: Engine, rotation: KeyRotation | undef
 }
 
 /** Drops the old data keys, once every session was walked and none was left behind. */
-export async function finishRotation(engine: Engine, rotation: KeyRotation | undefined): Promise<void> {
+export async function finishRotation({ storage }: OpenedEngine, rotation: KeyRotation | undefined): Promise<void> {
   if (!rotation?.walked) throw notReady()
   const [first] = rotation.locked
   if (first !== undefined) {
     throw new SessionfoldError('SESSION_LOCKED', `rotateKey: ${where(first)} (of ${rotation.locked.length}) stayed open for writing, under the old key: close it, run rotateKey again`, { sessionId: first })
   }
-  await sealedStorageOf(engine).dropOldKeys(rotation.gen)
+  await storage.dropOldKeys(rotation.gen)
 }

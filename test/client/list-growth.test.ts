@@ -34,7 +34,7 @@ async function hostWithFrames(): Promise<{ host: EngineHost; frames: Frame[] }> 
     }
   }
   const host = new Recording([notes, fewNotes], ownEngine(nodePlatform))
-  await host.init({ storage: 'fs', dir, durability: 'relaxed' } as never, () => {})
+  await host.init({ store: { storage: 'fs', dir, durability: 'relaxed' } }, () => {})
   return { host, frames }
 }
 

@@ -8,10 +8,11 @@ import { createPostgresAdapter } from './'
 import { DRIVER_OPTIONS } from './driver-types'
 import type { StorageAdapter } from '../../storage/types'
 import { SessionfoldError } from '../../core/errors'
-import type { HostOptions } from '../../core/protocol'
+import type { PostgresConfig } from '../../core/protocol'
 import { createPostgresLocks, type PostgresLocks } from './locks'
 import { pgGrowth } from './growth'
-import type { GrowthChannel } from '../platform'
+import type { Backend, GrowthChannel } from '../platform'
+import { openForCommandLine } from './command-line'
 
 export interface PostgresStore {
   storage: StorageAdapter
@@ -25,10 +26,16 @@ export interface PostgresStore {
 const CONNECT_TIMEOUT_MS = 10_000
 const QUERY_TIMEOUT_MS = 30_000
 
-export async function openPostgresStore(o: HostOptions): Promise<PostgresStore> {
-  const url = o.url
-  const schema = o.schema ?? 'sessionfold'
-  if (!url) throw new SessionfoldError('INVALID_ARGUMENT', "storage 'postgres' needs url: 'postgres://…'")
+export const postgresBackend: Backend<PostgresConfig> = {
+  async open(config, purpose) {
+    if (purpose !== 'app') return openForCommandLine(config, purpose)
+    const { storage, locks, channel, end } = await openPostgresStore(config)
+    return { storage, locks, channel, end }
+  },
+}
+
+async function openPostgresStore(o: PostgresConfig): Promise<PostgresStore> {
+  const { url, schema } = o
   let postgres: (url: string, options: object) => Sql
   try {
     postgres = ((await import('postgres')) as unknown as { default: typeof postgres }).default

@@ -5,6 +5,7 @@
 // the session, never the password of the connection URL.
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionId } from '../../core/model'
+import { passwordOf } from './options'
 
 /** The SQLSTATE of a server error, or the driver's code ('ECONNREFUSED', 'CONNECTION_CLOSED', ...). */
 export const codeOf = (err: unknown): string | undefined => {
@@ -50,3 +51,6 @@ export function storageError(err: unknown, op: string, id: SessionId | undefined
 export function corrupt(id: SessionId, what: string, seq?: number): SessionfoldError {
   return new SessionfoldError('CORRUPT_LOG', `${where(id, seq)} in the PostgreSQL store: ${what}`, { sessionId: id, seq })
 }
+
+/** `text` with the password of `url` masked (for any message printed). */
+export const masked = (text: string, url: string | undefined): string => (url === undefined ? text : redact(text, passwordOf(url)))

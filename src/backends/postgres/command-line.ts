@@ -1,5 +1,5 @@
-// The command line on a PostgreSQL store (--url, --schema): one connection pool for the
-// adapter and the write leases, opened the way each command needs it.
+// A PostgreSQL store opened for the command line (--url, --schema): one connection pool for
+// the adapter and the write leases, opened the way each command needs it.
 //
 // Read-only commands (ls, show, tree, events, verify, export) never write, and the server
 // enforces it: their connections run with default_transaction_read_only, and their adapter
@@ -12,23 +12,19 @@
 // The URL's password is never shown: messages name the URL without it, and every error
 // message is masked before it is printed.
 import type { Sql } from 'postgres'
-import { createPostgresAdapter } from '../backends/postgres'
-import { DRIVER_OPTIONS } from '../backends/postgres/driver-types'
-import { redact, storageError } from '../backends/postgres/errors'
-import { passwordOf } from '../backends/postgres/options'
-import type { StorageAdapter } from '../storage/types'
-import { SessionfoldError, where } from '../core/errors'
-import type { SessionId } from '../core/model'
-import type { WriterLocks } from '../storage/locks'
-import { createPostgresLocks, type PostgresLocks } from '../backends/postgres/locks'
+import { createPostgresAdapter } from './index'
+import { DRIVER_OPTIONS } from './driver-types'
+import { redact, storageError } from './errors'
+import { passwordOf } from './options'
+import type { StorageAdapter } from '../../storage/types'
+import { SessionfoldError, where } from '../../core/errors'
+import type { SessionId } from '../../core/model'
+import type { PostgresConfig } from '../../core/protocol'
+import type { WriterLocks } from '../../storage/locks'
+import type { BackendParts } from '../platform'
+import { createPostgresLocks } from './locks'
 
-export interface PgTarget {
-  url: string
-  schema: string
-}
-
-/** The schema names the store accepts. */
-export { PG_SCHEMA_PATTERN as SCHEMA_NAME } from '../core/limits'
+type PgTarget = Pick<PostgresConfig, 'url' | 'schema'>
 
 /** Bound on connecting, for a command run by hand: a server that does not answer fails soon. */
 const CONNECT_TIMEOUT_S = 10
@@ -45,22 +41,12 @@ export function shownUrl(url: string): string {
   }
 }
 
-/** `text` with the password of `url` masked (for any message printed). */
-export const masked = (text: string, url: string | undefined): string => (url === undefined ? text : redact(text, passwordOf(url)))
-
-export interface PgStore {
-  storage: StorageAdapter
-  /** The write leases (delete and import take them; read-only commands only ask isHeld). */
-  locks: PostgresLocks
-  /** Releases leases held here and ends the pool (after the engine closed). */
-  end(): Promise<void>
-}
 
 /**
  * Opens the store for one command. `mode` 'read': read-only, the store must exist; 'delete':
  * the store must exist; 'import': its tables are created when missing.
  */
-export async function openPgStore(target: PgTarget, mode: 'read' | 'delete' | 'import'): Promise<PgStore> {
+export async function openForCommandLine(target: PgTarget, mode: 'read' | 'write' | 'create'): Promise<BackendParts> {
   const { url, schema } = target
   const secret = passwordOf(url)
   let postgres: (url: string, options: object) => Sql
@@ -90,7 +76,7 @@ export async function openPgStore(target: PgTarget, mode: 'read' | 'delete' | 'i
     await sql.end({ timeout: 5 }).catch(() => {})
   }
   try {
-    if (mode !== 'import') {
+    if (mode !== 'create') {
       let present: boolean
       try {
         const [row] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass($1) IS NOT NULL AS present`, [`"${schema}".schema_version`])
@@ -107,7 +93,7 @@ export async function openPgStore(target: PgTarget, mode: 'read' | 'delete' | 'i
     await end()
     throw err
   }
-  return { storage: mode === 'read' ? readOnly(adapter, target) : adapter, locks, end }
+  return { storage: mode === 'read' ? readOnly(adapter, target) : adapter, locks: mode === 'read' ? readOnlyPgLocks(locks) : locks, end }
 }
 
 /** The adapter with its writes refused before any SQL (the server would refuse them too). */
@@ -137,7 +123,7 @@ function readOnly(adapter: StorageAdapter, target: PgTarget): StorageAdapter {
 }
 
 /** Locks for a read-only command: asks who holds a lease, takes none. */
-export function readOnlyPgLocks(locks: PostgresLocks): WriterLocks {
+function readOnlyPgLocks(locks: WriterLocks): WriterLocks {
   return {
     acquire: async (id: SessionId): Promise<never> => {
       throw new SessionfoldError('STORAGE_UNAVAILABLE', `session "${id}" cannot be opened for writing by a read-only command`, { sessionId: id })

@@ -1,0 +1,11 @@
+// openStore's options of a store in files.
+import type { FsConfig } from '../../core/protocol'
+
+export interface FsOptions {
+  /** fs root folder (default '.sessionfold'). For storage 'fs' (memory takes it too); another storage rejects it. */
+  dir?: string
+}
+
+export function fsConfig(options: FsOptions, durability: 'strict' | 'relaxed'): FsConfig {
+  return { storage: 'fs', dir: options.dir ?? '.sessionfold', durability }
+}

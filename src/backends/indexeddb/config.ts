@@ -1,0 +1,11 @@
+// openStore's options of an IndexedDB store.
+import type { IndexedDbConfig } from '../../core/protocol'
+
+export interface IndexedDbOptions {
+  /** IndexedDB database name (default 'sessionfold'). For storage 'indexeddb' (memory takes it too); another storage rejects it. */
+  name?: string
+}
+
+export function indexedDbConfig(options: IndexedDbOptions, durability: 'strict' | 'relaxed'): IndexedDbConfig {
+  return { storage: 'indexeddb', name: options.name ?? 'sessionfold', durability }
+}
