@@ -1,4 +1,5 @@
-// Package: the house rules of docs/ARCHITECTURE.md — the layers, no import cycle among the source files
+// Package: the house rules of docs/ARCHITECTURE.md — the layers, backends reached only through
+// their registry, one place that builds an engine, no import cycle among the source files
 // (type-only imports included), no source file over 400 lines, and a build that names entries
 // without rewriting source text.
 import { readFileSync, readdirSync } from 'node:fs'
@@ -109,6 +110,20 @@ describe('the structure of the source tree', () => {
       .filter((g) => !allowed[layerOf(f)]!.includes(layerOf(g)))
       .map((g) => `${relative(root, f)} (${layerOf(f)}) -> ${relative(root, g)} (${layerOf(g)})`))
     expect(wrong).toEqual([])
+  })
+
+  it('reaches the backends only through their registry: src/backends/{node,browser,config,platform}.ts', () => {
+    const registry = ['node', 'browser', 'config', 'platform'].map((name) => join(root, `src/backends/${name}.ts`))
+    const reached = files.filter((f) => layerOf(f) !== 'backends').flatMap((f) => importsOf(f)
+      .filter((g) => layerOf(g) === 'backends')
+      .map((g) => ({ from: relative(root, f), to: g })))
+    expect(reached.length).toBeGreaterThan(0)
+    expect(reached.filter(({ to }) => !registry.includes(to)).map(({ from, to }) => `${from} -> ${relative(root, to)}`)).toEqual([])
+  })
+
+  it('builds engines in one place: src/host/open-engine.ts is the only file that constructs an Engine', () => {
+    const constructing = files.filter((f) => /\bnew Engine\s*\(/.test(readFileSync(f, 'utf8'))).map((f) => relative(root, f))
+    expect(constructing).toEqual(['src/host/open-engine.ts'])
   })
 
   it("keeps sessionfold/react (src/react/) on the client's public types: it imports 'sessionfold' for types only", () => {
