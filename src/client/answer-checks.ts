@@ -113,8 +113,7 @@ export function handleProblem(info: unknown): string | undefined {
 
 /** The reason an append's result from the worker is unacceptable, or undefined. */
 export function appendResultProblem(r: unknown): string | undefined {
-  // Its frames, if any, are checked one by one where they are applied (live-views.ts).
-  if (!isPlainObject(r) || !only(r, ['firstSeq', 'lastSeq', 'frames']) || !(r.frames === undefined || Array.isArray(r.frames)) || !isCount(r.firstSeq) || !isCount(r.lastSeq) || (r.lastSeq as number) < (r.firstSeq as number)) return 'bad append result'
+  if (!isPlainObject(r) || !only(r, ['firstSeq', 'lastSeq']) || !isCount(r.firstSeq) || !isCount(r.lastSeq) || (r.lastSeq as number) < (r.firstSeq as number)) return 'bad append result'
   return undefined
 }
 

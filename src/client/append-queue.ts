@@ -5,7 +5,7 @@
 // current turn (a microtask).
 import { fromWireError } from '../core/errors'
 import type { SessionId } from '../core/model'
-import type { AppendAnswer, AppendItem, AppendOutcome } from '../core/protocol'
+import type { AppendResult, AppendItem, AppendOutcome } from '../core/protocol'
 import { isPlainObject } from '../core/validate'
 import { badAnswer, type EngineCalls } from './engine-calls'
 
@@ -64,7 +64,7 @@ function settle(w: Waiting, outcome: AppendOutcome): void {
     const wire = outcome.error
     w.reject(isPlainObject(wire) ? fromWireError(wire) : badAnswer('append outcome', 'an error that is not one', w.sessionId))
   } else {
-    w.resolve(outcome as AppendAnswer)
+    w.resolve(outcome as AppendResult)
   }
 }
 

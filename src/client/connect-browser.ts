@@ -35,7 +35,7 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
     endpoint = w
     stop = () => w.terminate()
   }
-  const { api, release } = link(endpoint)
+  const { api, onPush, release } = link(endpoint)
   const locks = (globalThis.navigator as { locks?: LockManager } | undefined)?.locks
   // Shared: this tab holds a lock for as long as it lives; the shared host learns of its end.
   // Refused (an opaque origin refuses every lock), the tab goes without: its handles on the
@@ -56,6 +56,7 @@ async function browserWorker(url: string | URL | undefined, shared: boolean): Pr
       death.ending()
     },
     api,
+    onPush,
     died: death.died,
     async end() {
       death.ending()

@@ -3,11 +3,14 @@
 // the engine here.
 import type { Platform } from '../backends/platform'
 import type { ProjectionDefinition } from '../core/projection'
+import type { Push } from '../core/protocol'
 import type { Connection } from './connection'
 
 export async function connectInThread(projections: readonly ProjectionDefinition[], platform: () => Promise<Platform>): Promise<Connection> {
   const [{ EngineHost, ownEngine }, engineOn] = await Promise.all([import('../host/host'), platform()])
-  const host = new EngineHost(projections, ownEngine(engineOn))
+  // Pushes reach the store's listener in the host's own turn: before the answer of the call that made them.
+  let listener: (push: Push) => void = () => {}
+  const host = new EngineHost(projections, ownEngine(engineOn), (push) => listener(push))
   // Storage watching here never holds the process open by itself (src/backends/fs/growth.ts):
   // a timer that does nothing does, while a followed view has listeners.
   let holds = 0
@@ -15,6 +18,7 @@ export async function connectInThread(projections: readonly ProjectionDefinition
   return {
     inThread: true,
     api: host,
+    onPush: (l) => void (listener = l),
     died: new Promise(() => {}),
     end: async () => {
       clearInterval(timer)

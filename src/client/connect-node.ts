@@ -32,7 +32,7 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
   worker.once('exit', () => {
     locksReleased = import('../backends/node').then((m) => m.releaseThread(options.store, threadId)).catch(() => {})
   })
-  const { api, release } = link(nodeEndpoint(worker))
+  const { api, onPush, release } = link(nodeEndpoint(worker))
   // Unreferenced while idle: a store nobody calls lets Node exit, with or without close().
   let pending = 0
   worker.unref()
@@ -43,6 +43,7 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
   }
   return {
     api,
+    onPush,
     died: death.died,
     busy,
     hold: busy,

@@ -3,10 +3,13 @@
 // platform (index-node.ts, index-browser.ts) hands its Connectors to openStore.
 import type { SessionfoldError } from '../core/errors'
 import type { ProjectionDefinition } from '../core/projection'
-import type { EngineApi, HostOptions, StorageKind } from '../core/protocol'
+import type { HostOptions, Push, StorageKind } from '../core/protocol'
+import type { EngineApi } from '../host/host'
 
 export interface Connection {
   api: EngineApi
+  /** Where the host's pushes go (frames, replication states), in the order it sent them. */
+  onPush(listener: (push: Push) => void): void
   /** The engine runs in this thread (worker: false): functions may be passed to it. */
   inThread?: boolean
   /** Browsers: the lock the host holds while it lives (see HostOptions.aliveLock). */

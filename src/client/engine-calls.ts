@@ -3,7 +3,8 @@
 // checked before the app sees it.
 import { SessionfoldError, where } from '../core/errors'
 import type { SessionId } from '../core/model'
-import type { EngineApi, HandleInfo } from '../core/protocol'
+import type { HandleInfo } from '../core/protocol'
+import type { EngineApi } from '../host/host'
 import type { Connection } from './connection'
 
 /** The calls of one store: CLOSED after close, WORKER_TERMINATED once the worker died. */

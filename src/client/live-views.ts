@@ -1,5 +1,6 @@
 // The projection views of a store's open handles, by session. Frames pushed by the host reach
-// the views of their session here, once checked: a frame we cannot trust stops views instead.
+// the views of their session here, in the host's order (one channel keeps it), once checked: a
+// frame we cannot trust stops views instead.
 import { SessionfoldError, where } from '../core/errors'
 import { frameProblem } from './answer-checks'
 import { isSessionId } from '../core/limits'
@@ -7,15 +8,11 @@ import type { SessionId } from '../core/model'
 import type { Frame, HandleInfo } from '../core/protocol'
 import { ProjectionMapView } from './projection-view'
 
-/** Frames held while one before them is still on its way, at most. */
-const MAX_EARLY_FRAMES = 10_000
-
 export class LiveViews {
   readonly #bySession = new Map<SessionId, Set<ProjectionMapView>>()
-  /** The n of the next frame to apply, and frames that came before their turn. */
+  /** The n of the next frame: each frame must be the host's next, none missing or repeated. */
   #next = 1
-  readonly #early = new Map<number, Frame>()
-  /** Set once frames can no longer be put in order: every view, new ones too, has stopped. */
+  /** Set once frames are out of order: every view, new ones too, has stopped. */
   #broken: SessionfoldError | undefined
 
   /** The view of a new handle: its session's values from the handle's snapshot on. */
@@ -35,10 +32,7 @@ export class LiveViews {
     if (set?.size === 0) this.#bySession.delete(id)
   }
 
-  /**
-   * Frames from the host, pushed or with an append's answer: applied in the host's order
-   * (Frame.n), whichever way each came first; a frame early is held until those before it came.
-   */
+  /** Frames pushed by the host, applied as they come: each must be the next in the host's order (Frame.n). */
   push(frames: Frame[]): void {
     if (this.#broken) return
     if (!Array.isArray(frames)) {
@@ -47,22 +41,16 @@ export class LiveViews {
     }
     for (const frame of frames) {
       const n = (frame as Partial<Frame> | null)?.n
-      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
-        // A frame out of any order could be any session's, and those after it could never be
-        // placed: no handle of this store can follow its session from now on.
-        this.#broken = new SessionfoldError('PROJECTIONS_UNAVAILABLE', 'the worker sent a frame without its place in order')
+      if (n !== this.#next) {
+        // A frame missing, repeated or out of order: values after it cannot be trusted for any
+        // session, so no handle of this store can follow its session from now on.
+        this.#broken = new SessionfoldError('PROJECTIONS_UNAVAILABLE', typeof n === 'number' && Number.isSafeInteger(n) && n >= 1
+          ? `the worker sent frame ${n} where frame ${this.#next} was due`
+          : 'the worker sent a frame without its place in order')
         this.failAll(this.#broken)
         return
       }
-      if (n >= this.#next) this.#early.set(n, frame)
-    }
-    if (this.#early.size > MAX_EARLY_FRAMES) {
-      this.#broken = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent ${this.#early.size} frames ahead of one that never came`)
-      this.failAll(this.#broken)
-      return
-    }
-    for (let frame = this.#early.get(this.#next); frame; frame = this.#early.get(this.#next)) {
-      this.#early.delete(this.#next++)
+      this.#next++
       this.#apply(frame)
     }
   }

@@ -72,8 +72,9 @@ export async function openStoreWith(connectors: Connectors, options: OpenStoreOp
     ? await connectors.inThread(options.projections ?? [])
     : await connectors.inWorker({ url: options.workerUrl, shared: worker === 'shared', host })
   const store = new Store(connection, maxEventBytes)
+  connection.onPush(store._push)
   try {
-    await store._call((api) => api.init({ ...host, aliveLock: connection.aliveLock, tabLock: connection.tabLock }, store._push))
+    await store._call((api) => api.init({ ...host, aliveLock: connection.aliveLock, tabLock: connection.tabLock }))
     connection.watch?.()
   } catch (err) {
     await connection.end().catch(() => {})

@@ -1,11 +1,15 @@
-// What the two worker connectors (Node, browsers) share: the engine's API over comlink, loaded
-// only once a store starts a worker, and the death watch of that worker.
+// What the two worker connectors (Node, browsers) share: the engine's API over comlink (its
+// type the host's own), loaded only once a store starts a worker, the host's pushes on the same
+// port, and the death watch of that worker.
 import type { Endpoint, Remote } from 'comlink'
 import { SessionfoldError } from '../core/errors'
-import { FRAMES_MESSAGE, type EngineApi, type Frame, type FramesMessage, type HostOptions } from '../core/protocol'
+import { PUSH_MESSAGE, type Push, type PushMessage } from '../core/protocol'
+import type { EngineApi, EngineHost } from '../host/host'
 
 export interface RemoteEngine {
   api: EngineApi
+  /** The host's pushes: plain messages on the same port as its answers (see PushMessage), which comlink ignores. */
+  onPush(listener: (push: Push) => void): void
   /** Ends comlink's side of the link (before the worker is ended). */
   release(): void
 }
@@ -15,30 +19,18 @@ export async function loadComlink(): Promise<(endpoint: Endpoint) => RemoteEngin
   const [{ wrap, releaseProxy }, { registerErrorTransfer }] = await Promise.all([import('comlink'), import('../core/transfer')])
   registerErrorTransfer()
   return (endpoint) => {
-    const remote = wrap<EngineApi>(endpoint)
+    const remote: Remote<EngineHost> = wrap<EngineHost>(endpoint)
     return {
-      api: framesFrom(endpoint, remote),
+      api: remote,
+      onPush(listener) {
+        endpoint.addEventListener('message', ((event: MessageEvent) => {
+          const data = event.data as Partial<PushMessage> | null
+          if (data?.type === PUSH_MESSAGE && data.push !== undefined) listener(data.push)
+        }) as EventListener)
+      },
       release: () => (remote as unknown as Record<symbol, () => void>)[releaseProxy]!(),
     }
   }
-}
-
-/**
- * The remote API, whose `init` keeps its push callback here: the host posts frames as plain
- * messages on the same port as its answers (see FramesMessage), which comlink ignores.
- */
-function framesFrom(endpoint: Endpoint, api: Remote<EngineApi>): EngineApi {
-  return new Proxy(api, {
-    get: (target, prop) => (prop === 'init'
-      ? (o: HostOptions, push: (f: Frame[]) => void) => {
-        endpoint.addEventListener('message', ((event: MessageEvent) => {
-          const data = event.data as Partial<FramesMessage> | null
-          if (data?.type === FRAMES_MESSAGE) push(data.frames as Frame[])
-        }) as EventListener)
-        return target.init(o)
-      }
-      : (target as unknown as Record<string | symbol, unknown>)[prop]),
-  }) as unknown as EngineApi
 }
 
 /** A worker's death: WORKER_TERMINATED once it stops, unless it was ended on purpose first. */

@@ -4,7 +4,7 @@ import type { SubagentListEntry, ListChildrenOptions } from '../core/children'
 import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
 import { appendResultProblem, childRowProblem, eventsPageProblem, handleProblem } from './answer-checks'
 import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
-import type { AppendAnswer, AppendItem, AppendResult, Frame, HandleInfo } from '../core/protocol'
+import type { AppendItem, AppendResult, Frame, HandleInfo } from '../core/protocol'
 import type { AppendQueue } from './append-queue'
 import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../core/validate'
 import { badAnswer, type EngineCalls } from './engine-calls'
@@ -157,18 +157,16 @@ export class SessionView {
   }
 
   /**
-   * An append's call: the frames that came with its answer are applied (each checked; those
-   * after them wait for them, even when the rest of the answer is bad), then it resolves once
-   * this handle's values reflect it. An acknowledged append is durable: if the values stop
+   * An append's call: it resolves once this handle's values reflect it (the host pushed the
+   * frames due before it answered, on the same channel, so they are usually here already). An acknowledged append is durable: if the values stop
    * first (the store closed, the worker died), the append still succeeded.
    */
   /** @internal */
   protected async _appended(item: AppendItem): Promise<AppendResult> {
     const answer = await this._scope.appends.submit(item, this.id)
-    if (isPlainObject(answer) && Array.isArray(answer.frames)) this._scope.views.push(answer.frames as Frame[])
     const problem = appendResultProblem(answer)
     if (problem !== undefined) throw badAnswer('append result', problem, this.id)
-    const { firstSeq, lastSeq } = answer as AppendAnswer
+    const { firstSeq, lastSeq } = answer as AppendResult
     await this._waitFor(lastSeq)
     return { firstSeq, lastSeq }
   }

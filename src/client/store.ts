@@ -6,14 +6,15 @@ import { SessionfoldError } from '../core/errors'
 import { handleProblem, headerProblem, verifyPlanProblem, verifyStepProblem } from './answer-checks'
 import type { SessionHeader, SessionId } from '../core/model'
 import { isCount } from '../core/limits'
-import type { EngineApi, Frame, VerifyReport } from '../core/protocol'
+import type { Push, VerifyReport } from '../core/protocol'
+import type { EngineApi } from '../host/host'
 import { assertOptions, assertPlainJson, assertSessionId, describe, isPlainObject } from '../core/validate'
 import type { Connection } from './connection'
 import { EngineCalls } from './engine-calls'
 import { LiveViews } from './live-views'
 import { AppendQueue } from './append-queue'
 import { Session, SessionView, type HandleScope } from './session'
-import { Replication, type ConnectOptions } from '../sync/replication'
+import { Replication, ReplicationRouter, type ConnectOptions } from '../sync/replication'
 
 /** Events verified per round trip to the worker: progress and cancellation happen between them. */
 const VERIFY_BUDGET = 50_000
@@ -58,13 +59,18 @@ export class Store {
   /** What its handles use of it. */
   readonly #scope: HandleScope
   readonly #replications = new Set<Replication>()
+  /** Replication states pushed by the host, to the replication each is for. */
+  readonly #routes = new ReplicationRouter()
   /** The last rotateKey of this store: the next one waits for it. */
   #rotating: Promise<unknown> = Promise.resolve()
 
   /** @internal */
   constructor(connection: Connection, maxEventBytes: number) {
     this.#connection = connection
-    this.#calls = new EngineCalls(connection, (err) => this.#views.failAll(err))
+    this.#calls = new EngineCalls(connection, (err) => {
+      this.#views.failAll(err)
+      for (const replication of this.#replications) replication._failed(err)
+    })
     const appends = new AppendQueue(this.#calls)
     this.#calls.beforeCall = () => appends.flush()
     this.#scope = { calls: this.#calls, appends, views: this.#views, maxEventBytes }
@@ -75,8 +81,12 @@ export class Store {
     return this.#calls.call(fn)
   }
 
-  /** @internal Frames pushed by the host. */
-  readonly _push = (frames: Frame[]): void => this.#views.push(frames)
+  /** @internal What the host pushes: frames to the views, replication states to their replication. */
+  readonly _push = (push: Push): void => {
+    if (push?.kind === 'frames') this.#views.push(push.frames)
+    else if (push?.kind === 'replication') this.#routes.deliver(push.id, push.event)
+    else this.#views.failAll(new SessionfoldError('PROJECTIONS_UNAVAILABLE', 'the worker pushed a message of no known kind'))
+  }
 
   /**
    * Creates a root session (`origin: 'root'`), open for writing by the returned handle.
@@ -281,7 +291,7 @@ export class Store {
    */
   connect(url: string | URL, options: ConnectOptions = {}): Replication {
     if (this.#calls.closed) throw new SessionfoldError('CLOSED', 'the store is closed')
-    const replication = new Replication(this.#calls, url, options, this.#connection.inThread === true)
+    const replication = new Replication(this.#calls, this.#routes, url, options, this.#connection.inThread === true)
     this.#replications.add(replication)
     replication.onClose(() => this.#replications.delete(replication))
     return replication

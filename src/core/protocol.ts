@@ -68,23 +68,29 @@ export interface HostOptions {
   tabLock?: string
 }
 
-/** A change of one session's values, pushed to every client that has a handle on it. */
 /**
- * How a worker's host pushes frames: a plain message on the same port as the answers to calls
- * (so they keep their order with the frames that come with append answers), with no reply.
+ * What a host sends unasked, on one channel: a worker's port (a plain PushMessage beside the
+ * answers to calls, which comlink ignores), or a callback in this thread. One channel keeps
+ * one order: a host pushes what changed before it answers the call that changed it, so a
+ * writer's values are there when its append resolves, and frames come in their order.
  */
-export interface FramesMessage {
-  type: typeof FRAMES_MESSAGE
-  frames: Frame[]
+export type Push =
+  /** Changes of sessions' values, in order. */
+  | { kind: 'frames'; frames: Frame[] }
+  /** A replication's new state (see store.connect), or a request for fresh headers. */
+  | { kind: 'replication'; id: number; event: ReplicationEvent }
+
+/** A push as it crosses a worker's port. */
+export interface PushMessage {
+  type: typeof PUSH_MESSAGE
+  push: Push
 }
 
-export const FRAMES_MESSAGE = 'sessionfold/frames'
+export const PUSH_MESSAGE = 'sessionfold/push'
 
+/** A change of one session's values, pushed to every client that has a handle on it. */
 export interface Frame {
-  /**
-   * The frame's place among all frames of its host: 1, 2, 3… A client applies them in this
-   * order whichever way each came (pushed, or with the answer of an append).
-   */
+  /** The frame's place among all frames of its host: 1, 2, 3… (a client checks that none is missing). */
   n: number
   sessionId: string
   /** The new asOfSeq. */
@@ -155,21 +161,13 @@ export interface VerifyStep extends VerifyReport {
   next: string | null
 }
 
-/**
- * An append's answer across the worker: its result, with the frames due by then (its own
- * values among them), so the writer reads its write without waiting for a push.
- */
-export interface AppendAnswer extends AppendResult {
-  frames?: Frame[]
-}
-
 /** One append of a store's coalesced appends (see EngineApi.appendMany). */
 export type AppendItem =
   | { kind: 'append'; handle: number; bodies: string[]; options?: unknown }
   | { kind: 'external'; handle: number; options: unknown }
 
 /** What became of one item of appendMany: its answer, or the error it failed with. */
-export type AppendOutcome = AppendAnswer | { error: WireError }
+export type AppendOutcome = AppendResult | { error: WireError }
 
 /** An error as it crosses the worker inside an answer (errors.ts: toWireError, fromWireError). */
 export interface WireError {
@@ -186,56 +184,6 @@ export interface AppendResult {
   firstSeq: number
   /** The seq of the last event appended (the log's length is now `lastSeq + 1`). */
   lastSeq: number
-}
-
-export interface EngineApi {
-  /** `push` is called with frames; across a worker it stays on the client's side (FramesMessage). */
-  init(options: HostOptions, push?: (frames: Frame[]) => void): Promise<void>
-  createSession(options: unknown): Promise<HandleInfo>
-  openSession(id: unknown): Promise<HandleInfo>
-  /** With `{ at }`: a view frozen at that point (handle 0: nothing to close, nothing pushed). */
-  observe(id: unknown, options?: unknown): Promise<HandleInfo>
-  spawn(handle: number, options: unknown, bodies: string[]): Promise<HandleInfo>
-  fork(handle: number, options: unknown): Promise<HandleInfo>
-  /** Events as bodies made by `encodeEventBody` on the client. */
-  append(handle: number, bodies: string[], options?: unknown): Promise<AppendAnswer>
-  recordExternal(handle: number, options: unknown): Promise<AppendAnswer>
-  /**
-   * The appends a store made in one turn, in one message each way: each item is appended (or
-   * fails) on its own, in order, as if called alone; concurrent ones share a group commit.
-   */
-  appendMany(items: AppendItem[]): Promise<AppendOutcome[]>
-  closeHandle(handle: number): Promise<void>
-  /** Store.rotateKey's first step: the key record flipped to `key`; how many sessions to re-encrypt. */
-  rotateKeyStart(key: unknown): Promise<RotationStart>
-  /** Re-encrypts the next session of this host's rotation (src/host/rotate-key.ts). */
-  rotateKeyStep(): Promise<RotationStep>
-  /** Drops the old data keys once every session was re-encrypted. */
-  rotateKeyFinish(): Promise<void>
-  listSessions(options?: unknown): Promise<SessionHeader[]>
-  deleteSession(id: unknown): Promise<void>
-  readEvents(id: unknown, from: number, to: number | undefined): Promise<EventsPage>
-  listChildren(id: unknown, options: { recursive?: boolean }, cancelToken: number): Promise<SubagentListEntry[]>
-  /** How much `verify` will read. */
-  verifyPlan(): Promise<VerifyTotals>
-  /** Verifies sessions after `after` until about `budget` events are read; `next` is where to go on. */
-  verifyStep(after: string | null, budget: number, cancelToken: number): Promise<VerifyStep>
-  cancel(token: number): Promise<void>
-  /** Sync between stores: a bounded batch after a cursor, and importing one (src/core/changes.ts). */
-  changesSince(cursor: unknown, options: unknown): Promise<Changes>
-  applyChanges(batch: unknown): Promise<ApplyResult>
-  /** Starts (or joins) a replication with a sync server; its id. */
-  replicate(spec: ReplicationSpec): Promise<number>
-  /** The replication's next event after version `seen` (a long-poll). */
-  replicationEvent(id: number, seen: number): Promise<ReplicationEvent>
-  /** Fresh headers asked for by a replicationEvent's `headersWanted`. */
-  replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void>
-  /** Resolves once everything local was pushed and the server had nothing more, in a round begun after the call. */
-  replicationSynced(id: number): Promise<void>
-  /** The app's page saw the browser come back online (a worker's global may not be told): retry now. */
-  replicationOnline(id: number): Promise<void>
-  replicationClose(id: number): Promise<void>
-  close(): Promise<void>
 }
 
 /** rotateKeyStart's answer: the sessions the rotation walks (those there when it began). */
@@ -263,7 +211,7 @@ export interface ReplicationSpec {
   headersFromClient: boolean
 }
 
-/** A replication's state, pushed by long-poll; `headersWanted` asks the client for fresh headers. */
+/** A replication's state, pushed (see Push); `headersWanted` asks the client for fresh headers. */
 export interface ReplicationEvent {
   version: number
   state: import('./changes').ReplicationState

@@ -1,11 +1,11 @@
-// The engine host: the EngineApi that clients call, in a worker over comlink or in the
-// caller's thread. It maps client handles onto the engine's live sessions and pushes each
-// session's changes, batched per turn of the event loop, while some handle has it open.
+// The engine host: what clients call (EngineApi), in a worker over comlink or in the caller's
+// thread. It maps client handles onto the engine's live sessions and pushes each session's
+// changes, batched per turn of the event loop (and before the answer of the append that made
+// them), while some handle has it open; and the states of its replications, on the same channel.
 import { SessionfoldError, toWireError, where } from '../core/errors'
 import type { Json, SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
-import { FRAMES_MESSAGE, type FramesMessage } from '../core/protocol'
-import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions, ReplicationEvent, ReplicationSpec, RotationStart, RotationStep } from '../core/protocol'
+import { PUSH_MESSAGE, type AppendItem, type AppendOutcome, type AppendResult, type EventsPage, type Frame, type HandleInfo, type HostOptions, type Push, type PushMessage, type ReplicationSpec, type RotationStart, type RotationStep } from '../core/protocol'
 import { ReplicationHub } from '../sync/replications'
 import { assertSessionId, describe, isPlainObject } from '../core/validate'
 import { Engine, type ProjectionChange } from '../engine'
@@ -57,11 +57,16 @@ export interface ServeEngineOptions {
 export { ownEngine, sharedEngines, type EngineSource } from './engine-source'
 import type { OpenedEngine } from './open-engine'
 
-export class EngineHost implements EngineApi {
+/**
+ * What a client calls: the host's public methods, the same in this thread and across a worker
+ * (comlink's Remote of it has these very methods, each already async).
+ */
+export type EngineApi = { [K in keyof EngineHost]: EngineHost[K] }
+
+export class EngineHost {
   private opened?: OpenedEngine
   /** This client's replications (closed with it). */
   private readonly replications = new Set<number>()
-  private push?: (frames: Frame[]) => void
   private readonly handles = new Map<number, Handle>()
   private readonly watching = new Map<SessionId, Watch>()
   /** Per session, what changed since its last frame: each key's latest value, and where a list that only grew started. */
@@ -75,14 +80,14 @@ export class EngineHost implements EngineApi {
   /** Lets go of the alive lock (a SharedWorker outlives the connections it serves). */
   private releaseAlive?: () => void
 
-  /** `post`: how frames leave when `init` is given no push (a worker: a FramesMessage on its port). */
+  /** `post`: how pushes leave (a worker: a PushMessage on its port; this thread: the store's callback). */
   constructor(
     private readonly projections: readonly ProjectionDefinition[],
     private readonly source: EngineSource,
-    private readonly post?: (frames: Frame[]) => void,
+    private readonly post: (push: Push) => void,
   ) {}
 
-  async init(options: HostOptions, push?: (frames: Frame[]) => void): Promise<void> {
+  async init(options: HostOptions): Promise<void> {
     if (this.opened) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
     if (options.aliveLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // Held until this context ends: the client is granted it when we are gone.
@@ -97,7 +102,6 @@ export class EngineHost implements EngineApi {
       })
     }
     this.opened = await this.source.open(options, this.projections)
-    this.push = typeof push === 'function' ? push : this.post
     if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
       // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
       // handles, so its writer locks go with it, as they would with a dedicated worker.
@@ -162,7 +166,7 @@ export class EngineHost implements EngineApi {
   private flush(): void {
     this.flushing = false
     const frames = this.takeFrames()
-    if (frames.length > 0) this.push?.(frames)
+    if (frames.length > 0) this.post({ kind: 'frames', frames })
   }
 
   /** The frames of every change not yet sent, numbered in order (see Frame.n); none are pending after. */
@@ -218,11 +222,11 @@ export class EngineHost implements EngineApi {
     return this.attach(header.id, 'writer')
   }
 
-  async append(handle: number, bodies: string[], options?: unknown): Promise<AppendAnswer> {
+  async append(handle: number, bodies: string[], options?: unknown): Promise<AppendResult> {
     return this.answer(await this.engine.appendBodies(this.handle(handle, 'writer').sessionId, bodies, options))
   }
 
-  async recordExternal(handle: number, options: unknown): Promise<AppendAnswer> {
+  async recordExternal(handle: number, options: unknown): Promise<AppendResult> {
     return this.answer(await this.engine.recordExternal(this.handle(handle, 'writer').sessionId, options))
   }
 
@@ -242,12 +246,13 @@ export class EngineHost implements EngineApi {
   }
 
   /**
-   * An append's result with the frames due now, its own values among them: the writer reads
-   * its write from the answer, not from a push a turn later (one message, not three).
+   * An append's result, once the frames due now (its own values among them) were pushed: they
+   * reach the client before this answer does, on the same channel, so the writer reads its
+   * write when the append resolves, not a turn later.
    */
-  private answer(result: AppendResult): AppendAnswer {
-    const frames = this.takeFrames()
-    return frames.length > 0 ? { ...result, frames } : result
+  private answer(result: AppendResult): AppendResult {
+    this.flush()
+    return result
   }
 
   async closeHandle(handle: number): Promise<void> {
@@ -348,13 +353,29 @@ export class EngineHost implements EngineApi {
     if (!isPlainObject(spec) || typeof spec.url !== 'string' || typeof spec.key !== 'string' || !isPlainObject(spec.options)) {
       throw new SessionfoldError('INVALID_ARGUMENT', `replicate needs a replication spec, got ${describe(spec)}`)
     }
-    const id = this.hub.connect(spec, typeof fetchFn === 'function' ? fetchFn : undefined)
+    const hub = this.hub
+    const id = hub.connect(spec, typeof fetchFn === 'function' ? fetchFn : undefined)
     this.replications.add(id)
+    // It cannot fail (the hub's next() never rejects, a post throws nothing): nothing to tell.
+    this.pushStates(hub, id).catch(() => {})
     return id
   }
 
+  /**
+   * A replication's states (and its requests for headers) pushed to the client as they change,
+   * until it is closed; changes within one turn go as one push.
+   */
+  private async pushStates(hub: ReplicationHub, id: number): Promise<void> {
+    for (let seen = 0; ;) {
+      const event = await hub.next(id, seen)
+      this.post({ kind: 'replication', id, event })
+      if (event.closed) return
+      seen = event.version
+      await new Promise<void>((resolve) => nextTurn(resolve))
+    }
+  }
+
   // The replication's calls, passed to the hub (src/sync/replications.ts).
-  replicationEvent(id: number, seen: number): Promise<ReplicationEvent> { return this.hub.next(id, seen) }
   async replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void> { this.hub.headers(id, ticket, headers) }
   replicationSynced(id: number): Promise<void> { return this.hub.synced(id) }
   async replicationOnline(id: number): Promise<void> { this.hub.online(id) }
@@ -377,7 +398,7 @@ export class EngineHost implements EngineApi {
   }
 }
 
-/** The host's `post` on a worker's port: frames as one plain message each push, no reply. */
-export function postFrames(port: { postMessage(message: unknown): void }): (frames: Frame[]) => void {
-  return (frames) => port.postMessage({ type: FRAMES_MESSAGE, frames } satisfies FramesMessage)
+/** The host's `post` on a worker's port: each push one plain message, no reply. */
+export function postPushes(port: { postMessage(message: unknown): void }): (push: Push) => void {
+  return (push) => port.postMessage({ type: PUSH_MESSAGE, push } satisfies PushMessage)
 }

@@ -1,6 +1,6 @@
 // store.connect(url): the app's side of a replication that runs in the engine (in its worker):
 // it sends what cannot cross a worker (the headers function) when the engine asks, and mirrors
-// the replication's state, which the engine sends by long-poll (one call waiting at a time).
+// the replication's state, which the engine pushes as it changes (see Push in core/protocol).
 import type { SyncConflict } from '../core/changes'
 import { SessionfoldError } from '../core/errors'
 import { hash53 } from '../core/hash'
@@ -10,6 +10,31 @@ import { assertSessionId, describe, isPlainObject } from '../core/validate'
 import type { EngineCalls } from '../client/engine-calls'
 
 export type { ConnectOptions, ReplicationState, ReplicationStatus, ReplicationStore } from './types'
+
+/**
+ * A store's replication states as the host pushes them, to the replication each is for. A
+ * state may come before the answer that names its replication: it waits here for it.
+ */
+export class ReplicationRouter {
+  readonly #listeners = new Map<number, (event: ReplicationEvent) => void>()
+  readonly #early = new Map<number, ReplicationEvent[]>()
+
+  deliver(id: unknown, event: ReplicationEvent): void {
+    if (typeof id !== 'number') return
+    const listener = this.#listeners.get(id)
+    if (listener) listener(event)
+    else if (this.#early.has(id) || this.#early.size < 1000) this.#early.set(id, [...(this.#early.get(id) ?? []).slice(-99), event])
+  }
+
+  /** Hears replication `id`'s states, those that came early first; returns its stop. */
+  listen(id: number, listener: (event: ReplicationEvent) => void): () => void {
+    this.#listeners.set(id, listener)
+    const early = this.#early.get(id) ?? []
+    this.#early.delete(id)
+    for (const event of early) listener(event)
+    return () => void this.#listeners.delete(id)
+  }
+}
 
 const KNOWN = ['headers', 'sessions', 'live', 'signal', 'pollMs', 'maxBackoffMs', 'fetch']
 
@@ -22,6 +47,7 @@ const KNOWN = ['headers', 'sessions', 'live', 'signal', 'pollMs', 'maxBackoffMs'
  */
 export class Replication {
   readonly #calls: EngineCalls
+  readonly #routes: ReplicationRouter
   readonly #options: ConnectOptions
   readonly #listeners = new Set<(state: ReplicationState) => void>()
   readonly #onClose: (() => void)[] = []
@@ -31,7 +57,7 @@ export class Replication {
   #closing: Promise<void> | undefined
 
   /** @internal Made by `store.connect`. */
-  constructor(calls: EngineCalls, url: string | URL, options: ConnectOptions, inThread: boolean) {
+  constructor(calls: EngineCalls, routes: ReplicationRouter, url: string | URL, options: ConnectOptions, inThread: boolean) {
     if (!isPlainObject(options as unknown)) throw bad(`connect options must be an object, got ${describe(options)}`)
     for (const key of Object.keys(options)) if (!KNOWN.includes(key)) throw bad(`connect has no option ${describe(key)}`)
     let parsed: URL
@@ -55,6 +81,7 @@ export class Replication {
     }
     if (options.fetch !== undefined && (typeof options.fetch !== 'function' || !inThread)) throw bad('connect fetch is a function, and only with worker: false (a function cannot cross to the worker)')
     this.#calls = calls
+    this.#routes = routes
     this.#options = options
     const base = parsed.href.replace(/\/+$/, '')
     const spec: ReplicationSpec = {
@@ -69,7 +96,7 @@ export class Replication {
       ...(typeof headers === 'object' ? { headers: { ...headers } } : {}),
       headersFromClient: typeof headers === 'function',
     }
-    this.#id = calls.call((api) => (options.fetch ? (api.replicate as (s: ReplicationSpec, f: typeof fetch) => Promise<number>)(spec, options.fetch) : api.replicate(spec)))
+    this.#id = calls.call((api) => api.replicate(spec, options.fetch))
     this.#id.catch((err: unknown) => this.#fail(err))
     signal?.addEventListener('abort', () => void this.close(), { once: true })
     // Back online: retry now rather than at the end of the backoff. The page tells the engine,
@@ -126,38 +153,50 @@ export class Replication {
     return this.#closing
   }
 
+  /** @internal The engine is gone (its worker died): the state says so, and nothing more comes. */
+  _failed(err: unknown): void {
+    if (!this.#closed) this.#fail(err)
+  }
+
   /** @internal */
   onClose(f: () => void): void {
     this.#onClose.push(f)
   }
 
-  /** The engine's events, one long-poll at a time, until closed. */
+  /**
+   * The states the engine pushes, until closed. While it is open, a Node process stays alive
+   * for them (as for a call in flight): they come unasked, on a port that holds nothing open.
+   */
   async #follow(): Promise<void> {
-    let seen = 0
     let id: number
     try {
       id = await this.#id
     } catch {
       return
     }
+    if (this.#closed) return
+    this.#calls.hold(true)
     const answered = new Set<number>()
-    while (!this.#closed) {
-      let event: ReplicationEvent
-      try {
-        event = await this.#calls.call((api) => api.replicationEvent(id, seen))
-      } catch (err) {
-        if (!this.#closed) this.#fail(err)
+    let stop = () => {}
+    const done = () => {
+      stop()
+      this.#calls.hold(false)
+    }
+    this.#onClose.push(done)
+    stop = this.#routes.listen(id, (event) => {
+      if (this.#closed) return
+      if (!isPlainObject(event) || typeof event.version !== 'number' || !isPlainObject(event.state)) {
+        this.#fail(new SessionfoldError('PROJECTIONS_UNAVAILABLE', 'the worker pushed a replication state that is not one'))
         return
       }
       if (event.closed) return
-      seen = event.version
       this.#publish(event.state)
       const ticket = event.headersWanted
       if (ticket !== undefined && !answered.has(ticket)) {
         answered.add(ticket)
         void this.#answerHeaders(id, ticket)
       }
-    }
+    })
   }
 
   async #answerHeaders(id: number, ticket: number): Promise<void> {

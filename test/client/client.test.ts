@@ -82,7 +82,7 @@ describe('client: workers and processes', () => {
     const s = await store.createSession({ id: 'f' })
     const seen: ProjectionSnapshot[] = []
     s.projections.subscribe((snap) => seen.push(snap))
-    const push = (store as unknown as { _push: (f: unknown[]) => void })._push
+    const push = (frames: unknown[]) => (store as unknown as { _push: (p: unknown) => void })._push({ kind: 'frames', frames })
     push([{ n: 1, sessionId: 'f', seq: 5, values: { subagentCatalog: [{ id: '../x' }] }, faults: {} }])
     await tick()
     expect(s.projections.get('subagentCatalog')).toEqual([])

@@ -23,7 +23,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-/** An engine host on fs with the app units above, and every frame it sends: pushed, or with an append's answer. */
+/** An engine host on fs with the app units above, and every frame it pushes. */
 async function hostWithFrames(): Promise<{ host: EngineHost; frames: Frame[] }> {
   const frames: Frame[] = []
   class Recording extends EngineHost {
@@ -33,8 +33,8 @@ async function hostWithFrames(): Promise<{ host: EngineHost; frames: Frame[] }> 
       return taken
     }
   }
-  const host = new Recording([notes, fewNotes], ownEngine(nodePlatform))
-  await host.init({ store: { storage: 'fs', dir, durability: 'relaxed' } }, () => {})
+  const host = new Recording([notes, fewNotes], ownEngine(nodePlatform), () => {})
+  await host.init({ store: { storage: 'fs', dir, durability: 'relaxed' } })
   return { host, frames }
 }
 
@@ -136,7 +136,7 @@ describe('change pushes: lists that only grew', () => {
   it('the client takes new items that overlap what a fresh handle holds, and refuses items that do not continue its list', async () => {
     const store = await openStore({ dir, worker: false })
     const s = await store.createSession({ id: 'f' })
-    const push = (store as unknown as { _push: (f: unknown[]) => void })._push
+    const push = (frames: unknown[]) => (store as unknown as { _push: (p: unknown) => void })._push({ kind: 'frames', frames })
     const entry = (id: string, seq: number) => ({ id, createdAt: 1, mode: 'external', seq })
     push([{ n: 1, sessionId: 'f', seq: 10, values: {}, grown: { subagentCatalog: { from: 0, items: [entry('a', 10)] } }, faults: {} }])
     const one = s.projections.get('subagentCatalog')
@@ -151,23 +151,23 @@ describe('change pushes: lists that only grew', () => {
     await store.close()
   })
 
-  it('frames are applied in the host\'s order (Frame.n), whichever way each came first; a frame without its place stops every handle', async () => {
-    const store = await openStore({ dir, worker: false })
-    const s = await store.createSession({ id: 'o' })
-    const push = (store as unknown as { _push: (f: unknown[]) => void })._push
+  it('frames are applied in the host\'s order (Frame.n), as they come on its one channel; a frame out of order, repeated or without its place stops every handle', async () => {
     const entry = (id: string, seq: number) => ({ id, createdAt: 1, mode: 'external', seq })
-    // n 2 (pushed) overtakes n 1 (say, with an append's answer): it waits for it.
-    push([{ n: 2, sessionId: 'o', seq: 11, values: {}, grown: { subagentCatalog: { from: 1, items: [entry('b', 11)] } }, faults: {} }])
-    expect(s.projections.asOfSeq).toBe(-1)
-    push([{ n: 1, sessionId: 'o', seq: 10, values: {}, grown: { subagentCatalog: { from: 0, items: [entry('a', 10)] } }, faults: {} }])
-    expect(s.projections.get('subagentCatalog')!.map((e) => e.id)).toEqual(['a', 'b'])
-    push([{ n: 2, sessionId: 'o', seq: 11, values: {}, grown: { subagentCatalog: { from: 1, items: [entry('b', 11)] } }, faults: {} }]) // again: old news
-    expect(s.projections.get('subagentCatalog')).toHaveLength(2)
-    expect(s.projections.error).toBeUndefined()
-    push([{ sessionId: 'o', seq: 12, values: {}, faults: {} }])
-    expect(s.projections.error?.code).toBe('PROJECTIONS_UNAVAILABLE')
-    const later = await store.observe('o')
-    expect(later.projections.error?.code).toBe('PROJECTIONS_UNAVAILABLE')
-    await store.close()
+    const frame = (n: number | undefined, seq: number, from: number, id: string) => ({ ...(n === undefined ? {} : { n }), sessionId: 'o', seq, values: {}, grown: { subagentCatalog: { from, items: [entry(id, seq)] } }, faults: {} })
+    for (const [what, wrong] of [['ahead of its turn', frame(4, 12, 2, 'c')], ['again', frame(2, 11, 1, 'b')], ['without its place', frame(undefined, 12, 2, 'c')]] as const) {
+      const store = await openStore({ dir, worker: false })
+      const s = await store.createSession({ id: 'o' })
+      const push = (frames: unknown[]) => (store as unknown as { _push: (p: unknown) => void })._push({ kind: 'frames', frames })
+      push([frame(1, 10, 0, 'a'), frame(2, 11, 1, 'b')])
+      expect(s.projections.get('subagentCatalog')!.map((e) => e.id), what).toEqual(['a', 'b'])
+      expect(s.projections.error, what).toBeUndefined()
+      push([wrong])
+      expect(s.projections.error?.code, what).toBe('PROJECTIONS_UNAVAILABLE')
+      expect(s.projections.get('subagentCatalog'), what).toHaveLength(2)
+      const later = await store.observe('o')
+      expect(later.projections.error?.code, what).toBe('PROJECTIONS_UNAVAILABLE')
+      await store.close()
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -90,7 +90,7 @@ describe('the demo page with its CSP as a header, worker included', () => {
     expect(await page.$$eval('#tree tbody tr', (rows) => rows.length)).toBeGreaterThanOrEqual(8)
     // The engine ran in a worker whose script came from this server, with the header.
     expect(workers.some((u) => /worker-entry\.browser/.test(u)), workers.join('\n')).toBe(true)
-    expect(served.some((u) => /worker\/entry\/browser/.test(u)), 'the worker script was served here').toBe(true)
+    expect(served.some((u) => /host\/entry\/browser/.test(u)), 'the worker script was served here').toBe(true)
     // Reports are sent asynchronously: give them a moment after the work is done.
     await page.waitForTimeout(1000)
     expect(reports, JSON.stringify(reports, null, 2)).toEqual([])

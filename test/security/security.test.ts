@@ -206,7 +206,7 @@ describe('prototype pollution', () => {
 
   it('frames with __proto__, bad keys or Object.prototype-named built-in lookups never reach the app or pollute anything', async () => {
     const store = await openStore({ storage: 'memory', worker: false })
-    const push = (store as unknown as { _push: (f: unknown[]) => void })._push
+    const push = (frames: unknown[]) => (store as unknown as { _push: (p: unknown) => void })._push({ kind: 'frames', frames })
     let n = 1
     const bad: [string, unknown][] = [
       ['__proto__ in values', { seq: 5, values: JSON.parse('{"__proto__":{"polluted":"yes"}}'), faults: {} }],

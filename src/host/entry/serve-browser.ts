@@ -4,7 +4,7 @@ import { expose, type Endpoint } from 'comlink'
 import { registerErrorTransfer } from '../../core/transfer'
 // For units written in worker files: the strict schema of a ChunkedList state.
 export { chunkedListSchema } from '../../core/chunked-list-schema'
-import { EngineHost, ownEngine, postFrames, type ServeEngineOptions, sharedEngines } from '../host'
+import { EngineHost, ownEngine, postPushes, type ServeEngineOptions, sharedEngines } from '../host'
 import { browserPlatform } from '../../backends/browser'
 export type { ServeEngineOptions } from '../host'
 
@@ -19,10 +19,10 @@ export async function serveEngine(options: ServeEngineOptions = {}): Promise<voi
     const shared = sharedEngines(browserPlatform)
     scope.onconnect = (event: MessageEvent) => {
       const port = event.ports[0]!
-      expose(new EngineHost(projections, shared, postFrames(port)), port)
+      expose(new EngineHost(projections, shared, postPushes(port)), port)
       port.start()
     }
     return
   }
-  expose(new EngineHost(projections, ownEngine(browserPlatform), postFrames(globalThis as unknown as MessagePort)), globalThis as unknown as Endpoint)
+  expose(new EngineHost(projections, ownEngine(browserPlatform), postPushes(globalThis as unknown as MessagePort)), globalThis as unknown as Endpoint)
 }
