@@ -10,7 +10,7 @@ import { nodeCipher } from '../../src/storage/codec/node'
 import { createFsAdapter } from '../../src/backends/fs'
 import { createMemoryAdapter } from '../../src/backends/memory'
 import { clientConformance } from '../contract/client'
-import { storageConformance } from '../contract/storage'
+import { storageConformance } from 'sessionfold/testing'
 
 const compressor = { deflate: (b: Uint8Array) => deflateRawSync(b), inflate: (b: Uint8Array) => inflateRawSync(b) }
 const key = new Uint8Array(32).fill(3)
