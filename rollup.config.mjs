@@ -1,14 +1,15 @@
 // The published package: ESM for browsers and for Node (plus CJS for Node's require), the
 // worker entries, the adapters, and bundled .d.ts. Sources are TypeScript, transpiled by
 // esbuild; idb, comlink and zod stay dependencies (postgres an optional peer, Node only), except in the browser worker, which is
-// self-contained so that any bundler can ship it as a plain file.
+// self-contained so that any bundler can ship it as a plain file. sessionfold/testing imports
+// vitest (an optional peer), ESM only: vitest cannot be required.
 import { chmod, readFile, rm } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { transform } from 'esbuild'
 import { dts } from 'rollup-plugin-dts'
 import { nodeResolve } from './scripts/rollup-resolve.mjs'
 
-const deps = (id) => /^(idb|comlink|zod|react|sessionfold|postgres)(\/|$)/.test(id)
+const deps = (id) => /^(idb|comlink|zod|react|sessionfold|postgres|vitest)(\/|$)/.test(id)
 const external = (id) => deps(id) || id.startsWith('node:')
 
 /** TypeScript through esbuild (types are checked by tsc --noEmit in the tests). */
@@ -67,7 +68,18 @@ const declarations = {
   'adapters/postgres': 'src/backends/postgres/index.ts',
   react: 'src/react/index.ts',
   server: 'src/sync/server/index.ts',
+  testing: 'src/testing/index.ts',
 }
+/** The entries that are ES modules only (no .cjs, no .d.cts): sessionfold/testing, as vitest is. */
+const esmOnly = ['testing']
+
+/** Leaves out of a .d.cts build the declarations of the entries that have no CJS. */
+const noCjsDeclarations = () => ({
+  name: 'no-cjs-declarations',
+  generateBundle(options, bundle) {
+    for (const name of esmOnly) if (`${name}.d.cts` in bundle) delete bundle[`${name}.d.cts`]
+  },
+})
 
 /**
  * Refuses a bundled declaration file that merges into a module by name (`declare module '…'`).
@@ -124,14 +136,17 @@ const adapters = {
 const react = { react: 'src/react/index.ts' }
 /** sessionfold/server: the sync handler (Fetch API only, so it runs in Node and on edge runtimes). */
 const server = { server: 'src/sync/server/index.ts' }
+/** sessionfold/testing: the storage conformance suite, for vitest in Node and in a browser. */
+const testing = { testing: 'src/testing/index.ts' }
 
 // Each platform has its own client entry (src/index-node.ts, src/index-browser.ts), which finds
 // its default worker beside itself by a literal URL: worker-entry.node.js, worker-entry.browser.js.
 export default [
   // Node: ESM and CJS of the client, the worker API, the adapters, and the default worker.
   // (The CJS client spawns the ESM worker entry beside it: a worker needs no require.)
+  // The conformance suite: ESM only.
   ...['es', 'cjs'].map((format) => ({
-    input: { index: 'src/index-node.ts', ...adapters, ...react, ...server, worker: 'src/host/entry/serve-node.ts', 'adapters/fs': 'src/backends/fs/index.ts', 'adapters/postgres': 'src/backends/postgres/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'src/host/entry/node.ts' } : {}) },
+    input: { index: 'src/index-node.ts', ...adapters, ...react, ...server, worker: 'src/host/entry/serve-node.ts', 'adapters/fs': 'src/backends/fs/index.ts', 'adapters/postgres': 'src/backends/postgres/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'src/host/entry/node.ts', ...testing } : {}) },
     external,
     plugins: [typescript(), format === 'es' && copy('src/client/node-boot.mjs', 'node-boot.mjs')],
     output: { dir: 'dist/node', format, entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`, chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`, sourcemap: true },
@@ -143,9 +158,9 @@ export default [
     plugins: [typescript(), { name: 'executable', writeBundle: (options) => chmod(`${options.dir}/cli.js`, 0o755) }],
     output: { dir: 'dist/node', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, banner: '#!/usr/bin/env node', sourcemap: true },
   },
-  // Browsers: the client, the worker API and the adapters, as ESM.
+  // Browsers: the client, the worker API, the adapters and the conformance suite, as ESM.
   {
-    input: { index: 'src/index-browser.ts', ...adapters, ...react, ...server, worker: 'src/host/entry/serve-browser.ts' },
+    input: { index: 'src/index-browser.ts', ...adapters, ...react, ...server, ...testing, worker: 'src/host/entry/serve-browser.ts' },
     external: deps,
     plugins: [typescript()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
@@ -161,7 +176,7 @@ export default [
   {
     input: declarations,
     external,
-    plugins: [emptyFirst('dist/types'), dts({ respectExternal: false, compilerOptions: { paths: {} } }), readAlikeInEveryResolution(), classes],
+    plugins: [emptyFirst('dist/types'), dts({ respectExternal: false, compilerOptions: { paths: {} } }), readAlikeInEveryResolution(), noCjsDeclarations(), classes],
     output: ['d.ts', 'd.cts'].map((ext) => ({ dir: 'dist/types', format: 'es', entryFileNames: `[name].${ext}`, chunkFileNames: `chunks/[name]-[hash].${ext}` })),
   },
 ]

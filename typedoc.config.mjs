@@ -18,6 +18,7 @@ export const entryPoints = [
   'src/backends/postgres/index.ts', // sessionfold/adapters/postgres
   'src/react/index.ts', // sessionfold/react
   'src/sync/server/index.ts', // sessionfold/server
+  'src/testing/index.ts', // sessionfold/testing
 ]
 
 /** @type {Partial<import('typedoc').TypeDocOptions & import('typedoc-plugin-markdown').PluginOptions>} */

@@ -7,6 +7,7 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const alias = (platform: 'node' | 'browser') => ({
   'sessionfold/worker': here(`./src/host/entry/serve-${platform}.ts`),
   'sessionfold/react': here('./src/react/index.ts'),
+  'sessionfold/testing': here('./src/testing/index.ts'),
   sessionfold: here(`./src/index-${platform}.ts`),
 })
 

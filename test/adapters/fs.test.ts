@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createFsAdapter } from '../../src/backends/fs'
 import type { StorageAdapter } from '../../src/storage/types'
-import { storageConformance } from '../contract/storage'
+import { storageConformance } from 'sessionfold/testing'
 
 storageConformance('fs', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'sessionfold-fs-'))

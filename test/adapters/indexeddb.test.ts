@@ -7,7 +7,7 @@ import { wrap } from 'idb'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
 import type { StorageAdapter } from '../../src/storage/types'
-import { storageConformance } from '../contract/storage'
+import { storageConformance } from 'sessionfold/testing'
 import { ev, evs, expectCode, readAll, rootHeader, snapshotStore } from '../support/helpers'
 
 storageConformance('indexeddb (fake-indexeddb)', async () => {

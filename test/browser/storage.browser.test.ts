@@ -2,7 +2,7 @@
 // The storage conformance suite on real IndexedDB in Chromium (on disk: a persistent context).
 import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
 import type { StorageAdapter } from '../../src/storage/types'
-import { storageConformance } from '../contract/storage'
+import { storageConformance } from 'sessionfold/testing'
 
 let n = 0
 storageConformance('indexeddb (Chromium)', async () => {

@@ -5,7 +5,7 @@ import { ERROR_CODES, SessionfoldError, isSessionfoldError } from '../../src/cor
 import { sameWitness, witnessOf, type SessionHeader } from '../../src/core/model'
 import { sessionEventSchema, sessionHeaderSchema } from '../../src/core/schemas'
 import { assertPlainJson, assertSessionId, encodeEventInput, utf8Length } from '../../src/core/validate'
-import { BAD_IDS } from '../contract/storage'
+import { BAD_IDS } from '../../src/testing/helpers'
 import { expectCode, rootHeader } from '../support/helpers'
 
 describe('session ids', () => {

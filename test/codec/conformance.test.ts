@@ -10,13 +10,16 @@ import { nodeCipher } from '../../src/storage/codec/node'
 import { createFsAdapter } from '../../src/backends/fs'
 import { createMemoryAdapter } from '../../src/backends/memory'
 import { clientConformance } from '../contract/client'
-import { storageConformance } from '../contract/storage'
+import { storageConformance } from 'sessionfold/testing'
 
 const compressor = { deflate: (b: Uint8Array) => deflateRawSync(b), inflate: (b: Uint8Array) => inflateRawSync(b) }
 const key = new Uint8Array(32).fill(3)
 
-storageConformance('memory, encrypted and compressed', async () => ({ adapter: await openSealed(createMemoryAdapter(), { key, compressor }), teardown: async () => {} }))
-storageConformance('memory, compressed', async () => ({ adapter: await openSealed(createMemoryAdapter(), { compressor }), teardown: async () => {} }))
+// A sealed store re-encrypts through its inner adapter's replaceRecords (rotateKey), and has none
+// of its own: that test is reported skipped here.
+const sealed = { without: ['replaceRecords'] } as const
+storageConformance('memory, encrypted and compressed', async () => ({ adapter: await openSealed(createMemoryAdapter(), { key, compressor }), teardown: async () => {} }), sealed)
+storageConformance('memory, compressed', async () => ({ adapter: await openSealed(createMemoryAdapter(), { compressor }), teardown: async () => {} }), sealed)
 
 storageConformance('fs, encrypted and compressed', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'sessionfold-sealed-'))
@@ -34,7 +37,7 @@ storageConformance('fs, encrypted and compressed', async () => {
       await rm(dir, { recursive: true, force: true })
     },
   }
-})
+}, sealed)
 
 let n = 0
 const base = join(tmpdir(), `sessionfold-sealed-client-${process.pid}`)

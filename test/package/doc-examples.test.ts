@@ -94,7 +94,8 @@ function install(): void {
   cpSync(join(root, 'package.json'), join(modules, 'sessionfold/package.json'))
   cpSync(join(root, 'dist/types'), join(modules, 'sessionfold/dist/types'), { recursive: true })
   mkdirSync(join(modules, '@types'))
-  for (const dep of ['zod', 'react', 'postgres', '@types/node', '@types/react']) symlinkSync(join(root, 'node_modules', dep), join(modules, dep), 'dir')
+  mkdirSync(join(modules, '@vitest')) // vitest: the guide's page on testing an adapter configures it
+  for (const dep of ['zod', 'react', 'postgres', 'vitest', '@vitest/browser-playwright', '@types/node', '@types/react']) symlinkSync(join(root, 'node_modules', dep), join(modules, dep), 'dir')
   writeFileSync(join(base, 'package.json'), JSON.stringify({ name: 'doc-examples', private: true, type: 'module' }))
 }
 

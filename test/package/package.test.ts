@@ -31,6 +31,10 @@ async function minGzip(file: string, external: string[] = ['idb', 'comlink', 'zo
   return gzipSync(out.outputFiles[0]!.contents, { level: 9 }).length
 }
 
+/** The built JavaScript files under `dir` (the self-contained browser worker aside). */
+const builtFiles = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+  d.isDirectory() ? builtFiles(join(dir, d.name)) : /\.(c?js)$/.test(d.name) && !d.name.startsWith('worker-entry.browser') ? [join(dir, d.name)] : [])
+
 describe('the package', () => {
   it('passes publint', async () => {
     const { messages } = await publint({ pkgDir: root, level: 'warning' })
@@ -45,8 +49,14 @@ describe('the package', () => {
       const pack = spawnSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: root, encoding: 'utf8' })
       expect(pack.status, pack.stderr).toBe(0)
       const tarball = join(dir, pack.stdout.trim().split('\n').at(-1)!)
-      const r = spawnSync(process.execPath, [join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), tarball, '--format', 'table-flipped'], { cwd: root, encoding: 'utf8' })
+      const attw = (...args: string[]) => spawnSync(process.execPath, [join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), tarball, '--format', 'table-flipped', ...args], { cwd: root, encoding: 'utf8' })
+      // sessionfold/testing is ESM only, as vitest is (vitest throws when required): under
+      // node16 from CJS it is "dynamic import only", by design. Everything else holds for it too.
+      const r = attw('--exclude-entrypoints', './testing')
       expect(r.status, r.stdout + r.stderr).toBe(0)
+      const testing = attw('--entrypoints', './testing', '--ignore-rules', 'cjs-resolves-to-esm')
+      expect(testing.status, testing.stdout + testing.stderr).toBe(0)
+      expect(testing.stdout).toContain('"sessionfold/testing"')
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
@@ -65,10 +75,17 @@ describe('the package', () => {
   })
 
   it('has no eval or new Function in our bundles', () => {
-    const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
-      d.isDirectory() ? files(join(dir, d.name)) : /\.(c?js)$/.test(d.name) && !d.name.startsWith('worker-entry.browser') ? [join(dir, d.name)] : [])
-    for (const f of [...files(dist('node')), ...files(dist('browser'))]) {
+    for (const f of [...builtFiles(dist('node')), ...builtFiles(dist('browser'))]) {
       expect(readFileSync(f, 'utf8'), f).not.toMatch(/\beval\s*\(|new\s+Function\s*\(/)
+    }
+  })
+
+  it('keeps vitest to sessionfold/testing: no other built file imports it, and the client entry holds none of the suite', async () => {
+    const importers = builtFiles(dist('')).filter((f) => /\bfrom\s*['"]vitest['"]|\b(?:import|require)\s*\(\s*['"]vitest['"]/.test(readFileSync(f, 'utf8')))
+    expect(importers.sort()).toEqual([dist('browser/testing.js'), dist('node/testing.js')])
+    for (const entry of ['browser/index.js', 'node/index.js']) {
+      const { metafile } = await build({ entryPoints: [dist(entry)], bundle: true, write: false, metafile: true, logLevel: 'silent', platform: entry.startsWith('node') ? 'node' : 'browser', format: 'esm', external: ['idb', 'comlink', 'zod', 'zod/*'] })
+      expect(Object.keys(metafile.inputs).filter((f) => /testing|vitest/.test(f)), entry).toEqual([])
     }
   })
 

@@ -101,7 +101,7 @@ describe('the guide', () => {
     expect(blocks.map((b) => b.shows)).toEqual([
       'examples/node-script.ts', 'examples/browser/main.ts', 'examples/react/session-panel.ts',
       'examples/custom-projection/token-count.ts', 'examples/custom-projection/worker.ts', 'examples/custom-projection/main.ts',
-      'examples/session-tree.ts', 'examples/encrypted-store.ts',
+      'examples/session-tree.ts', 'examples/encrypted-store.ts', 'examples/testing-an-adapter/my-adapter.test.ts',
     ])
     for (const { code, shows } of blocks) expect(await readFile(join(root, shows!), 'utf8'), shows).toBe(code)
   })

@@ -104,6 +104,7 @@ describe('the structure of the source tree', () => {
       cli: ['core', 'storage', 'backends', 'engine', 'host', 'cli'],
       react: ['react'],
       server: ['core', 'sync', 'client', 'server'],
+      testing: ['core', 'storage', 'testing'],
     }
     expect(files.map(layerOf).filter((layer) => !(layer in allowed))).toEqual([])
     const wrong = files.flatMap((f) => importsOf(f)

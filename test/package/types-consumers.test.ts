@@ -218,12 +218,34 @@ export async function serve(): Promise<SyncHandler> {
 }`,
 } as const
 
+/**
+ * An adapter's conformance test file (sessionfold/testing): ES modules only, as vitest is, so
+ * only the ESM app has it.
+ */
+const TESTING = `import { createMemoryAdapter } from 'sessionfold/adapters/memory'
+import { storageConformance, type AdapterHarness, type StorageConformanceOptions } from 'sessionfold/testing'
+
+export function register(): void {
+  const options: StorageConformanceOptions = { without: ['kv', 'meta'], timeout: 30_000 }
+  const setup = async (): Promise<AdapterHarness> => {
+    const adapter = createMemoryAdapter()
+    return { adapter, reopen: async () => adapter, teardown: () => adapter.close() }
+  }
+  storageConformance('memory', setup, options)
+  // @ts-expect-error: not an optional member of StorageAdapter
+  storageConformance('memory', setup, { without: ['append'] })
+  // @ts-expect-error: setup returns a harness, not an adapter
+  storageConformance('memory', async () => createMemoryAdapter())
+}
+`
+
 function sourcesOf(format: Format): Record<string, string> {
   const imports = IMPORTS[format]
   const file = (name: 'main' | 'tokenCount' | 'worker' | 'server' | 'adapters', base: string) =>
     [`src/${base}.${imports.ext}`, `${imports[name]}\n\n${BODIES[name]}\n`] as const
   return Object.fromEntries([
     file('tokenCount', 'token-count'), file('main', 'main'), file('worker', 'worker'), file('server', 'server'), file('adapters', 'adapters'),
+    ...(format === 'esm' ? [['src/testing.ts', TESTING] as const] : []),
   ])
 }
 
@@ -339,7 +361,7 @@ describe('the published types, in an app', () => {
 
 
   it('are there for every entry point under every resolution: package.json "exports" and "typesVersions" agree', () => {
-    expect(ENTRIES.map((e) => e.subpath)).toEqual(expect.arrayContaining(['.', './worker', './adapters/memory', './adapters/indexeddb', './adapters/fs', './adapters/postgres']))
+    expect(ENTRIES.map((e) => e.subpath)).toEqual(expect.arrayContaining(['.', './worker', './adapters/memory', './adapters/indexeddb', './adapters/fs', './adapters/postgres', './testing']))
     // Every declaration file built (rollup.config.mjs, `declarations`) is an entry's, or a
     // chunk of what entries share (chunks/), which an entry reaches.
     const entries = built().filter((f) => !f.startsWith('./dist/types/chunks/'))

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, vi } from 'vitest'
 import { createPostgresAdapter } from '../../src/backends/postgres'
 import type { StorageAdapter } from '../../src/storage/types'
-import { storageConformance } from '../contract/storage'
+import { storageConformance } from 'sessionfold/testing'
 import { startCluster, type PgCluster } from '../support/postgres'
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 })

@@ -1,0 +1,165 @@
+// The storage conformance suite, sessions and events: creating (forks with their seed), appending
+// contiguously, reading ranges, listing, ids that differ only in case, deleting.
+import { expect } from 'vitest'
+import { witnessOf } from '../core/model'
+import { encodeEventInput } from '../core/validate'
+import { ev, evs, expectCode, readAll, rootHeader, snapshotStore } from './helpers'
+import type { Group } from './suite'
+
+/** Registers the tests of sessions and their events. @internal */
+export function sessionTests(t: Group): void {
+  t.test('an empty store lists nothing and knows no session', async ({ adapter }) => {
+    expect(await adapter.listSessions()).toEqual([])
+    expect(await adapter.getSession('nobody')).toBeUndefined()
+    await expectCode(adapter.append('nobody', [ev('nobody', 0)]), 'SESSION_NOT_FOUND')
+    await expectCode(readAll(adapter, 'nobody'), 'SESSION_NOT_FOUND')
+    await expectCode(adapter.getCheckpoint('nobody'), 'SESSION_NOT_FOUND')
+    await adapter.deleteSession('nobody')
+    expect(await snapshotStore(adapter)).toEqual({})
+  })
+
+  t.test('creates a session once; a second create is SESSION_EXISTS and changes nothing', async ({ adapter }) => {
+    await adapter.createSession(rootHeader('s1', { cwd: '/work' }))
+    expect(await adapter.getSession('s1')).toEqual({ header: rootHeader('s1', { cwd: '/work' }), length: 0 })
+    await adapter.append('s1', [ev('s1', 0)])
+    const before = await snapshotStore(adapter)
+    await expectCode(adapter.createSession(rootHeader('s1', { createdAt: 5 })), 'SESSION_EXISTS')
+    expect(await snapshotStore(adapter)).toEqual(before)
+  })
+
+  t.test('stores a fork with its seed events atomically', async ({ adapter }) => {
+    const header = rootHeader('f', { origin: 'fork', forkedFrom: 'p', seedLength: 3 })
+    await adapter.createSession(header, evs('f', 0, 3))
+    expect(await adapter.getSession('f')).toEqual({ header, length: 3 })
+    expect((await readAll(adapter, 'f')).map((e) => e.seq)).toEqual([0, 1, 2])
+    await adapter.append('f', [ev('f', 3)])
+    // A seed that does not match seedLength, or is not 0..n-1, creates nothing.
+    await expectCode(adapter.createSession({ ...header, id: 'g' }, evs('g', 0, 2)), 'INVALID_ARGUMENT')
+    await expectCode(adapter.createSession({ ...header, id: 'g' }, evs('g', 1, 3)), 'SEQ_CONFLICT')
+    expect(await adapter.getSession('g')).toBeUndefined()
+  })
+
+  t.test('appends contiguously; a gap, a repeat or a broken batch is SEQ_CONFLICT and writes nothing', async ({ adapter }) => {
+    await adapter.createSession(rootHeader('s'))
+    await adapter.append('s', [ev('s', 0)])
+    await adapter.append('s', evs('s', 1, 4))
+    const before = await snapshotStore(adapter)
+    await expectCode(adapter.append('s', [ev('s', 6)]), 'SEQ_CONFLICT')
+    await expectCode(adapter.append('s', [ev('s', 4)]), 'SEQ_CONFLICT')
+    await expectCode(adapter.append('s', [ev('s', 5), ev('s', 7)]), 'SEQ_CONFLICT')
+    await expectCode(adapter.append('s', [ev('s', 5), ev('s', 5)]), 'SEQ_CONFLICT')
+    expect(await snapshotStore(adapter)).toEqual(before)
+    expect((await adapter.getSession('s'))?.length).toBe(5)
+    const err = await expectCode(adapter.append('s', [ev('s', 9)]), 'SEQ_CONFLICT')
+    expect(err.message).toContain('"s"')
+    expect(err.message).toContain('9')
+  })
+
+
+  t.test('reads ranges at every boundary', async ({ adapter }) => {
+    await adapter.createSession(rootHeader('r'))
+    const n = 1300 // spans several read pages and index blocks
+    for (let at = 0; at < n; at += 100) await adapter.append('r', evs('r', at, 100))
+    const seqs = async (from?: number, to?: number) => (await readAll(adapter, 'r', { from, to })).map((e) => e.seq)
+    const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i)
+    expect(await seqs()).toEqual(range(0, n))
+    for (const [from, to] of [[0, 1], [63, 65], [64, 128], [511, 513], [512, 1024], [1299, 1300], [700, 1300], [1, 1299]] as const) {
+      expect(await seqs(from, to), `[${from}, ${to})`).toEqual(range(from, to))
+    }
+    expect(await seqs(5, 5)).toEqual([])
+    expect(await seqs(9, 3)).toEqual([])
+    expect(await seqs(n)).toEqual([])
+    expect(await seqs(n + 10)).toEqual([])
+    expect(await seqs(n - 1, n + 50)).toEqual([n - 1])
+    const all = await readAll(adapter, 'r', { from: 640, to: 642 })
+    expect(all).toEqual([
+      { seq: 640, type: 'test/event', time: 1_700_000_000_640, data: { n: 640 } },
+      { seq: 641, type: 'test/event', time: 1_700_000_000_641, data: { n: 641 } },
+    ])
+    await expectCode(readAll(adapter, 'r', { from: -1 }), 'INVALID_ARGUMENT')
+    await expectCode(readAll(adapter, 'r', { from: 1.5 }), 'INVALID_ARGUMENT')
+  })
+
+  t.test('stops a read when its signal aborts', async ({ adapter }) => {
+    await adapter.createSession(rootHeader('c'))
+    await adapter.append('c', evs('c', 0, 2000))
+    const ac = new AbortController()
+    const seen: number[] = []
+    await expectCode((async () => {
+      for await (const page of adapter.readEvents('c', { signal: ac.signal })) {
+        seen.push(...page.map((e) => e.seq))
+        ac.abort()
+      }
+    })(), 'CANCELLED')
+    expect(seen.length).toBeGreaterThan(0)
+    expect(seen.length).toBeLessThan(2000)
+  })
+
+  t.test('round-trips a 1 MiB event and data exactly as given', async ({ adapter }) => {
+    await adapter.createSession(rootHeader('big'))
+    const big = encodeEventInput({ type: 'blob', time: 1, data: { s: 'x'.repeat(1024 * 1024 - 64) } }, 0, 'big')
+    await adapter.append('big', [big])
+    // JSON.parse makes "__proto__" an own key, as data arriving over a wire would have it.
+    const odd = JSON.parse('{"__proto__":{"polluted":true},"constructor":"c","prototype":{"x":1},"emoji":"🧪\\u2028","nested":[[[]],{}],"n":-5e-301}')
+    const tricky = encodeEventInput({ type: 'odd', time: 2, data: odd }, 1, 'big')
+    await adapter.append('big', [tricky])
+    const [a, b] = await readAll(adapter, 'big')
+    expect(a?.data).toEqual({ s: 'x'.repeat(1024 * 1024 - 64) })
+    expect(JSON.stringify(b?.data)).toBe(JSON.stringify(odd))
+    expect(Object.prototype.hasOwnProperty.call(b?.data, '__proto__')).toBe(true)
+    expect(Object.getPrototypeOf(b?.data)).toBe(Object.prototype)
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+  })
+
+  t.test('lists 1,000 sessions through pages, ordered by id', async ({ adapter }) => {
+    const ids = Array.from({ length: 1000 }, (_, i) => `s-${String(i).padStart(4, '0')}${i % 3 === 0 ? 'A' : 'a'}`)
+    for (let i = 0; i < ids.length; i += 50) {
+      await Promise.all(ids.slice(i, i + 50).map((id) => adapter.createSession(rootHeader(id))))
+    }
+    const seen: string[] = []
+    let after: string | undefined
+    for (let pages = 0; ; pages++) {
+      expect(pages).toBeLessThan(20)
+      const page = await adapter.listSessions({ after, limit: 64 })
+      seen.push(...page.map((h) => h.id))
+      if (page.length < 64) break
+      after = page[page.length - 1]!.id
+    }
+    expect(seen).toEqual([...ids].sort())
+    expect(await adapter.listSessions({ after: ids[998], limit: 5 })).toEqual([rootHeader(ids[999]!)])
+    await expectCode(adapter.listSessions({ limit: 0 }), 'INVALID_ARGUMENT')
+    await expectCode(adapter.listSessions({ after: '../x' }), 'INVALID_ARGUMENT')
+  })
+
+  t.test('keeps ids that differ only in case apart', async ({ adapter }) => {
+    await adapter.createSession(rootHeader('Agent'))
+    await adapter.createSession(rootHeader('agent'))
+    await adapter.createSession(rootHeader('AGENT'))
+    await adapter.append('Agent', [ev('Agent', 0, 'upper')])
+    await adapter.append('agent', [ev('agent', 0, 'lower')])
+    expect((await readAll(adapter, 'Agent'))[0]?.data).toBe('upper')
+    expect((await readAll(adapter, 'agent'))[0]?.data).toBe('lower')
+    expect((await readAll(adapter, 'AGENT')).length).toBe(0)
+    expect((await adapter.listSessions()).map((h) => h.id)).toEqual(['AGENT', 'Agent', 'agent'])
+    for (const id of ['CON', 'nul', 'LPT1', 'com9']) {
+      await adapter.createSession(rootHeader(id))
+      await adapter.append(id, [ev(id, 0)])
+      expect((await readAll(adapter, id)).length).toBe(1)
+    }
+  })
+
+  t.test('deletes a session with its checkpoint; the id can be created again, empty', async ({ adapter }) => {
+    await adapter.createSession(rootHeader('d'))
+    await adapter.append('d', evs('d', 0, 10))
+    await adapter.putCheckpoint('d', { witness: witnessOf(rootHeader('d')), rows: { k: { ver: 1, seq: 9, val: 1 } } })
+    await adapter.createSession(rootHeader('keep'))
+    await adapter.deleteSession('d')
+    expect(await adapter.getSession('d')).toBeUndefined()
+    await expectCode(readAll(adapter, 'd'), 'SESSION_NOT_FOUND')
+    await adapter.createSession(rootHeader('d', { createdAt: 2 }))
+    expect(await adapter.getSession('d')).toEqual({ header: rootHeader('d', { createdAt: 2 }), length: 0 })
+    expect(await readAll(adapter, 'd')).toEqual([])
+    expect(await adapter.getCheckpoint('d')).toBeUndefined()
+    await adapter.append('d', [ev('d', 0)])
+    expect((await adapter.listSessions()).map((h) => h.id)).toEqual(['d', 'keep'])
+  })}
