@@ -2,6 +2,8 @@
 // thread. It maps client handles onto the engine's live sessions and pushes each session's
 // changes, batched per turn of the event loop (and before the answer of the append that made
 // them), while some handle has it open; and the states of its replications, on the same channel.
+import { nextTurn } from './next-turn'
+import type { OpenedEngine } from './open-engine'
 import { SessionfoldError, toWireError, where } from '../core/errors'
 import type { Json, SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
@@ -33,21 +35,6 @@ interface Handle {
   gone?: boolean
 }
 
-/** Runs `fn` on the next turn of the event loop (after pending I/O callbacks). */
-export const nextTurn: (fn: () => void) => void =
-  typeof setImmediate === 'function'
-    ? (fn) => void setImmediate(fn)
-    : (() => {
-        // Browsers: a MessageChannel ping is a macrotask without setTimeout's clamping.
-        const channel = new MessageChannel()
-        const queue: (() => void)[] = []
-        channel.port1.onmessage = () => queue.shift()?.()
-        return (fn) => {
-          queue.push(fn)
-          channel.port2.postMessage(0)
-        }
-      })()
-
 /** What a worker file passes to `serveEngine()` (`sessionfold/worker`, in Node and browsers alike). */
 export interface ServeEngineOptions {
   /** The app's projection units, registered after the built-in ones. */
@@ -55,7 +42,6 @@ export interface ServeEngineOptions {
 }
 
 export { ownEngine, sharedEngines, type EngineSource } from './engine-source'
-import type { OpenedEngine } from './open-engine'
 
 /**
  * What a client calls: the host's public methods, the same in this thread and across a worker
