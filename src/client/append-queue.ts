@@ -1,4 +1,4 @@
-// A store's appends made in one turn go to the engine in one call (EngineApi.appendMany), not
+// A store's appends made in one task of the event loop go to the engine in one call (EngineApi.appendMany), not
 // one message each: across a worker, 100 appends made at once cost one message each way, and
 // reach the engine together, so they share its group commit. Each append still succeeds or
 // fails on its own, in the order it was made; a lone append waits only for the end of the
@@ -30,7 +30,7 @@ export class AppendQueue {
 
   /** Resolves with the item's answer, unchecked (the session checks it), or rejects with its error. */
   submit(item: AppendItem, sessionId: SessionId): Promise<unknown> {
-    // Refused here, in the append's own call, rather than by the batch a turn later.
+    // Refused here, in the append's own call, rather than by the batch a task later.
     this.#calls.refuseIfDown(sessionId)
     const chars = item.kind === 'append' ? item.bodies.reduce((n, b) => n + b.length, 0) : 0
     if (this.#waiting.length > 0 && this.#chars + chars > MAX_CALL_CHARS) this.flush()

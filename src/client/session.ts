@@ -35,7 +35,7 @@ export interface SpawnOptions {
 /** What a handle needs of its store: its calls to the engine, its views, the event size bound. */
 export interface HandleScope {
   readonly calls: EngineCalls
-  /** Appends made in one turn go to the engine in one call. */
+  /** Appends made in one task (synchronously, before an await) go to the engine in one call. */
   readonly appends: AppendQueue
   readonly views: LiveViews
   readonly maxEventBytes: number

@@ -14,7 +14,7 @@ import { EngineCalls } from './engine-calls'
 import { LiveViews } from './live-views'
 import { AppendQueue } from './append-queue'
 import { Session, SessionView, type HandleScope } from './session'
-import { Replication, ReplicationRouter, type ConnectOptions } from '../sync/replication'
+import { Replication, ReplicationRouter, type ConnectOptions } from '../sync/connect'
 
 /** Events verified per round trip to the worker: progress and cancellation happen between them. */
 const VERIFY_BUDGET = 50_000

@@ -77,8 +77,20 @@ export function where(sessionId: string, seq?: number): string {
     : `session "${sessionId}" at seq ${seq}`
 }
 
+/**
+ * An error as it crosses the worker: inside an answer (protocol.ts: AppendOutcome), or thrown
+ * (transfer.ts). `code` is a SessionfoldError's, absent for any other error.
+ */
+export interface WireError {
+  code?: string
+  message: string
+  sessionId?: string
+  seq?: number
+  stack?: string
+}
+
 /** A thrown value as it crosses the worker inside an answer (see protocol.ts: AppendOutcome). */
-export function toWireError(err: unknown): { code?: string; message: string; sessionId?: string; seq?: number; stack?: string } {
+export function toWireError(err: unknown): WireError {
   if (err instanceof SessionfoldError) return { code: err.code, message: err.message, sessionId: err.sessionId, seq: err.seq, stack: err.stack }
   return { message: (err as Error)?.message ?? String(err), stack: (err as Error)?.stack }
 }

@@ -1,6 +1,7 @@
 // The worker protocol: what the client asks of the engine host and what the host pushes
 // back. Types only; the same surface is served in-process (worker: false) and over comlink.
 import type { ApplyResult, Changes } from './changes'
+import type { WireError } from './errors'
 import type { SubagentListEntry } from './children'
 import type { Json, SessionEvent, SessionHeader } from './model'
 import type { ProjectionFault, ProjectionSnapshot } from './projection'
@@ -169,14 +170,7 @@ export type AppendItem =
 /** What became of one item of appendMany: its answer, or the error it failed with. */
 export type AppendOutcome = AppendResult | { error: WireError }
 
-/** An error as it crosses the worker inside an answer (errors.ts: toWireError, fromWireError). */
-export interface WireError {
-  code?: string
-  message: string
-  sessionId?: string
-  seq?: number
-  stack?: string
-}
+export type { WireError } from './errors'
 
 /** The seqs an append gave its events: `firstSeq` to `lastSeq`, both included. */
 export interface AppendResult {

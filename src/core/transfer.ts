@@ -1,11 +1,12 @@
 // comlink sends only message, name and stack of a thrown error: the code, session and seq of
 // a SessionfoldError would be lost. This handler carries them across, in both directions.
 import { transferHandlers, type TransferHandler } from 'comlink'
-import { ERROR_CODES, SessionfoldError, type ErrorCode } from './errors'
+import { ERROR_CODES, SessionfoldError, type ErrorCode, type WireError } from './errors'
 
-interface WireError {
+/** A thrown SessionfoldError as comlink sends it: its WireError beside comlink's own mark. */
+interface ThrownError {
   isError: true
-  sessionfold: { code: ErrorCode; message: string; sessionId?: string; seq?: number; stack?: string }
+  sessionfold: WireError & { code: ErrorCode }
 }
 
 let registered = false
@@ -19,13 +20,13 @@ export function registerErrorTransfer(): void {
     serialize(thrown) {
       const value = (thrown as { value?: unknown }).value
       if (value instanceof SessionfoldError) {
-        const wire: WireError = { isError: true, sessionfold: { code: value.code, message: value.message, sessionId: value.sessionId, seq: value.seq, stack: value.stack } }
+        const wire: ThrownError = { isError: true, sessionfold: { code: value.code, message: value.message, sessionId: value.sessionId, seq: value.seq, stack: value.stack } }
         return [wire, []]
       }
       return original.serialize(thrown)
     },
     deserialize(serialized) {
-      const s = (serialized as Partial<WireError>).sessionfold
+      const s = (serialized as Partial<ThrownError>).sessionfold
       if (s && ERROR_CODES.includes(s.code)) {
         const err = new SessionfoldError(s.code, s.message, { sessionId: s.sessionId, seq: s.seq })
         if (s.stack) err.stack = `${err.stack}\n    --- in the sessionfold worker ---\n${s.stack}`

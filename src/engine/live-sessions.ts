@@ -9,7 +9,7 @@ import type { EncodedEvent } from '../core/validate'
 import type { WriterLocks } from '../storage/locks'
 import { foldEvent, initSlots, type UnitSlot } from './units'
 import { newLogState, type AppendPipeline, type LogState } from './append-pipeline'
-import { newFeed, notifyGone, type FeedState } from './change-feed'
+import { newWatchState, notifyGone, type WatchState } from './watchers'
 import { newCheckpointState, type CheckpointPolicy, type CheckpointState } from './checkpoints'
 import type { ImportWriter } from './apply-changes'
 import type { ChainKeeper, PrefixState } from './chains'
@@ -20,7 +20,7 @@ export interface LiveSession {
   readonly slots: UnitSlot[]
   readonly log: LogState
   readonly checkpoint: CheckpointState
-  readonly feed: FeedState
+  readonly feed: WatchState
   /** Set while a client of this engine holds the session open for writing. */
   writer?: { release: () => Promise<void>; imports?: boolean }
   observers: number
@@ -37,7 +37,7 @@ export interface LiveSession {
 
 /** A session of `length` durable events, folded into `slots`. */
 export function newLiveSession(header: SessionHeader, slots: UnitSlot[], length: number): LiveSession {
-  return { header, slots, log: newLogState(length), checkpoint: newCheckpointState(), feed: newFeed(), observers: 0, attaching: 0 }
+  return { header, slots, log: newLogState(length), checkpoint: newCheckpointState(), feed: newWatchState(), observers: 0, attaching: 0 }
 }
 
 export interface LiveSessionsOptions {

@@ -1,14 +1,14 @@
 // The engine host: what clients call (EngineApi), in a worker over comlink or in the caller's
 // thread. It maps client handles onto the engine's live sessions and pushes each session's
-// changes, batched per turn of the event loop (and before the answer of the append that made
+// changes, batched per task of the event loop (and before the answer of the append that made
 // them), while some handle has it open; and the states of its replications, on the same channel.
-import { nextTurn } from './next-turn'
+import { nextTask } from './next-task'
 import type { OpenedEngine } from './open-engine'
 import { SessionfoldError, toWireError, where } from '../core/errors'
 import type { Json, SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
 import { PUSH_MESSAGE, type AppendItem, type AppendOutcome, type AppendResult, type EventsPage, type Frame, type HandleInfo, type HostOptions, type Push, type PushMessage, type ReplicationSpec, type RotationStart, type RotationStep } from '../core/protocol'
-import { ReplicationHub } from '../sync/replications'
+import { ReplicationHub } from '../sync/runs'
 import { assertSessionId, describe, isPlainObject } from '../core/validate'
 import { Engine, type ProjectionChange } from '../engine'
 import type { EngineSource } from './engine-source'
@@ -145,7 +145,7 @@ export class EngineHost {
     }
     if (!this.flushing) {
       this.flushing = true
-      nextTurn(() => this.flush())
+      nextTask(() => this.flush())
     }
   }
 
@@ -234,7 +234,7 @@ export class EngineHost {
   /**
    * An append's result, once the frames due now (its own values among them) were pushed: they
    * reach the client before this answer does, on the same channel, so the writer reads its
-   * write when the append resolves, not a turn later.
+   * write when the append resolves, not a task later.
    */
   private answer(result: AppendResult): AppendResult {
     this.flush()
@@ -349,7 +349,7 @@ export class EngineHost {
 
   /**
    * A replication's states (and its requests for headers) pushed to the client as they change,
-   * until it is closed; changes within one turn go as one push.
+   * until it is closed; changes within one task go as one push.
    */
   private async pushStates(hub: ReplicationHub, id: number): Promise<void> {
     for (let seen = 0; ;) {
@@ -357,11 +357,11 @@ export class EngineHost {
       this.post({ kind: 'replication', id, event })
       if (event.closed) return
       seen = event.version
-      await new Promise<void>((resolve) => nextTurn(resolve))
+      await new Promise<void>((resolve) => nextTask(resolve))
     }
   }
 
-  // The replication's calls, passed to the hub (src/sync/replications.ts).
+  // The replication's calls, passed to the hub (src/sync/runs.ts).
   async replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void> { this.hub.headers(id, ticket, headers) }
   replicationSynced(id: number): Promise<void> { return this.hub.synced(id) }
   async replicationOnline(id: number): Promise<void> { this.hub.online(id) }

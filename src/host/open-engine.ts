@@ -8,7 +8,7 @@ import type { ProjectionDefinition } from '../core/projection'
 import type { HostOptions, StoreConfig } from '../core/protocol'
 import { Engine } from '../engine'
 import { backendOf, type GrowthTail, type OpenPurpose, type Platform } from '../backends/platform'
-import type { ReplicationHub } from '../sync/replications'
+import type { ReplicationHub } from '../sync/runs'
 
 /** How an engine is opened, besides its store (HostOptions, for an app's store). */
 export interface EngineSettings extends Omit<HostOptions, 'store' | 'aliveLock' | 'tabLock'> {
@@ -31,7 +31,7 @@ export interface OpenedEngine {
   locks: WriterLocks
   /** Which store it is: equal for two engines on the same store. */
   readonly storeKey: string
-  /** The replications of every host on this engine (src/sync/replications.ts), made on first connect. */
+  /** The replications of every host on this engine (src/sync/runs.ts), made on first connect. */
   replications?: ReplicationHub
   /** Closes the engine (its last checkpoints written), then what its backend holds. */
   close(): Promise<void>

@@ -1,5 +1,5 @@
 // The network side of a replication: the push and pull loops, live events, backoff. It runs
-// where the engine runs (src/sync/replications.ts), on the engine's own calls.
+// where the engine runs (src/sync/runs.ts), on the engine's own calls.
 import { CHAIN_ZERO, chainOver, eventJson } from '../core/chain'
 import type { ChangeBatch, ChangeCursor, SyncConflict } from '../core/changes'
 import type { SessionId } from '../core/model'

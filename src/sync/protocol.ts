@@ -1,4 +1,4 @@
-// The HTTP sync protocol between `store.connect()` (src/sync/replication.ts) and
+// The HTTP sync protocol between `store.connect()` (src/sync/connect.ts) and
 // `createSyncHandler` (src/sync/server/): paths, limits and the shapes of answers. Types and
 // constants only, shared by both sides.
 import type { ApplyResult, ChangeBatch } from '../core/changes'

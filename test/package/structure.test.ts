@@ -14,15 +14,15 @@ const MAX_LINES = 400
 /**
  * The layer of a source file (docs/ARCHITECTURE.md, "The layers"). A feature folder may hold
  * parts of several layers: src/sync/ has the wire protocol and the loop (sync), the worker's
- * running replications (host), the client's handle and sync() between stores (client), and the
+ * running replications (host, runs.ts), the client's handle (connect.ts) and sync() between stores (client), and the
  * HTTP handler (server).
  */
 function layerOf(file: string): string {
   const r = relative(root, file)
   if (/^src\/index(-node|-browser)?\.ts$/.test(r)) return 'entry'
   if (r.startsWith('src/sync/server/')) return 'server'
-  if (r === 'src/sync/replications.ts') return 'host'
-  if (r === 'src/sync/replication.ts' || r === 'src/sync/between-stores.ts') return 'client'
+  if (r === 'src/sync/runs.ts') return 'host'
+  if (r === 'src/sync/connect.ts' || r === 'src/sync/between-stores.ts') return 'client'
   if (r.startsWith('src/types/')) return 'core'
   return r.split('/')[1]!
 }

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions, type Store } from 'sessionfold'
 import { createSyncHandler, toNodeListener, type Authorize } from '../../src/sync/server/index'
-import type { Replication } from '../../src/sync/replication'
+import type { Replication } from '../../src/sync/connect'
 import { dumpStore, eventsOf, until } from '../support/helpers'
 import { postgresBin, startCluster, type PgCluster } from '../support/postgres'
 

@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, beforeEach, expect, it } from 'vitest'
 import { openStore, type Store } from 'sessionfold'
 import { createSyncHandler, toNodeListener, type Authorize, type SyncHandler } from '../../src/sync/server/index'
-import type { Replication, ReplicationStatus } from '../../src/sync/replication'
+import type { Replication, ReplicationStatus } from '../../src/sync/connect'
 import { SessionfoldError } from '../../src/core/errors'
 import { eventsOf, until } from '../support/helpers'
 

@@ -22,7 +22,7 @@ export interface GroupCommit {
   append(log: Log, batch: readonly EncodedEvent[]): Promise<void>
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+const nextTask = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 export function createGroupCommit(
   { fs, strict, onRepair }: Pick<FsSettings, 'fs' | 'strict' | 'onRepair'>,
@@ -37,11 +37,11 @@ export function createGroupCommit(
     flushingLogs++
     try {
       while (log.queue.length > 0) {
-        // One turn of the event loop before each group: appends that have already arrived (a
+        // One task of the event loop before each group: appends that have already arrived (a
         // worker's messages still queued on its port, callers a flush just woke) queue now and
         // join it, instead of each paying an fdatasync of its own. A lone append pays only the
         // turn, a few microseconds.
-        await nextTurn()
+        await nextTask()
         const group = log.queue.splice(0)
         try {
           await writeGroup(log, group.length === 1 ? group[0]!.batch : group.flatMap((p) => p.batch))

@@ -1,7 +1,7 @@
-// The host's batching of pushes: once per turn of the event loop, after pending I/O callbacks.
+// The host's batching of pushes: once per task of the event loop, after pending I/O callbacks.
 
-/** Runs `fn` on the next turn of the event loop (after pending I/O callbacks). */
-export const nextTurn: (fn: () => void) => void =
+/** Runs `fn` as the next task of the event loop (after pending I/O callbacks). */
+export const nextTask: (fn: () => void) => void =
   typeof setImmediate === 'function'
     ? (fn) => void setImmediate(fn)
     : (() => {

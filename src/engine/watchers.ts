@@ -1,5 +1,5 @@
-// The change feed: after each fold, the views of a live session that differ from what its
-// listeners last received are pushed to them. Views are computed only while someone listens.
+// Watchers: after each fold, the views of a live session that differ from what its watchers
+// last received are pushed to them. Views are computed only while someone listens.
 import { SessionfoldError, where } from '../core/errors'
 import type { Json, SessionHeader } from '../core/model'
 import type { ProjectionFault } from '../core/projection'
@@ -24,25 +24,25 @@ export interface ProjectionChange {
 export type ChangeListener = (change: ProjectionChange) => void
 
 /** One live session's listeners, and per key the value last pushed to them (with its JSON, once compared). */
-export interface FeedState {
+export interface WatchState {
   listeners: Set<ChangeListener>
   pushed: Map<string, { value: Json | null; json?: string }>
 }
 
 /** What the feed reads of a live session. */
-export interface FeedSession {
+export interface WatchedSession {
   readonly header: SessionHeader
   readonly slots: readonly UnitSlot[]
   readonly log: { readonly asOfSeq: number }
-  readonly feed: FeedState
+  readonly feed: WatchState
 }
 
-export function newFeed(): FeedState {
+export function newWatchState(): WatchState {
   return { listeners: new Set(), pushed: new Map() }
 }
 
 /** Pushes changes of the session's views to `listener` until the returned function is called. */
-export function watch(session: FeedSession, listener: ChangeListener): () => void {
+export function watch(session: WatchedSession, listener: ChangeListener): () => void {
   const { feed } = session
   if (feed.listeners.size === 0) {
     // Start from the current values: later pushes carry only what differs from them.
@@ -59,7 +59,7 @@ export function watch(session: FeedSession, listener: ChangeListener): () => voi
 }
 
 /** Tells the listeners, for the last time, that the session is gone (deleted here or elsewhere). */
-export function notifyGone(session: FeedSession, message: string, onError: (err: SessionfoldError) => void): void {
+export function notifyGone(session: WatchedSession, message: string, onError: (err: SessionfoldError) => void): void {
   const change: ProjectionChange = { seq: session.log.asOfSeq, values: {}, faults: {}, gone: { code: 'SESSION_NOT_FOUND', message } }
   for (const listener of [...session.feed.listeners]) {
     try {
@@ -71,7 +71,7 @@ export function notifyGone(session: FeedSession, message: string, onError: (err:
 }
 
 /** Tells the listeners what the last fold changed; a throwing listener is reported, not fatal. */
-export function notify(session: FeedSession, onError: (err: SessionfoldError) => void): void {
+export function notify(session: WatchedSession, onError: (err: SessionfoldError) => void): void {
   const { feed } = session
   if (feed.listeners.size === 0) return // views are computed only while someone listens
   const values: Record<string, Json | null> = {}
