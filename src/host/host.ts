@@ -8,7 +8,7 @@ import { FRAMES_MESSAGE, type FramesMessage } from '../core/protocol'
 import type { AppendAnswer, AppendItem, AppendOutcome, AppendResult, EngineApi, EventsPage, Frame, HandleInfo, HostOptions, ReplicationEvent, ReplicationSpec, RotationStart, RotationStep } from '../core/protocol'
 import { ReplicationHub } from '../sync/replications'
 import { assertSessionId, describe, isPlainObject } from '../core/validate'
-import { Engine, type ProjectionChange } from '../engine'
+import type { Engine, ProjectionChange } from '../engine'
 import type { EngineSource } from './engine-source'
 import { finishRotation, rotationStep, startRotation, type KeyRotation } from './rotate-key'
 
