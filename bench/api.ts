@@ -36,7 +36,7 @@ import { HEADER_VERSION } from '../src/core/limits'
 import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
 import { encodeEventBody, encodeEventInput } from '../src/core/validate'
 import { messageInput, rawWriteFsync, rotate, runRounds, sourceState, writeAllSync } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 

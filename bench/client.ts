@@ -33,7 +33,6 @@
 // BENCH_NOOP_CALLS, BENCH_NOOP_ROUNDS, BENCH_TP_EVENTS, BENCH_TP_ROUNDS.
 import { execFileSync } from 'node:child_process'
 import * as fs from 'node:fs'
-import * as fsp from 'node:fs/promises'
 import os from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'

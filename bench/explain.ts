@@ -4,7 +4,7 @@
 import { fmt, type Summary } from './stats'
 import type { SuiteResults, Target } from './report'
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- results.json is read back as the benches wrote it */
+// biome-ignore lint/suspicious/noExplicitAny: results.json is read back as the benches wrote it
 type Any = any
 
 const range = (s: Summary, d = 2) => `${fmt(s.median, d)} (${fmt(s.min, d)}–${fmt(s.max, d)})`

@@ -38,7 +38,7 @@ import { openStore, type EventInput, type SessionView, type Store } from '../src
 import { encodeEventInput } from '../src/core/validate'
 import { startCluster, type PgCluster } from '../test/support/postgres'
 import { messageInput, rotate, runRounds, sourceState } from './common'
-import { checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, printTable, resultsPath, summarize, type Summary } from './stats'
+import { checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, printTable, resultsPath, summarize } from './stats'
 
 const CONFIG = {
   eventBytes: 300,

@@ -22,10 +22,8 @@
 // (npx tsx bench/projections.ts) the script enables it through v8.setFlagsFromString.
 // BENCH_ONLY=a,b,c,d runs a subset ((b) and (c) share their runs).
 import * as fs from 'node:fs'
-import * as fsp from 'node:fs/promises'
 import os from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { createFsAdapter } from '../src/backends/fs'

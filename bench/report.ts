@@ -9,7 +9,7 @@ import { renderChart, type Chart, type ChartSeries } from './svg'
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- results.json is read back as the benches wrote it */
+// biome-ignore lint/suspicious/noExplicitAny: results.json is read back as the benches wrote it
 type Any = any
 
 export interface SuiteResults {
@@ -72,7 +72,6 @@ export interface Target {
   result: 'PASS' | 'MISS'
 }
 
-const r2 = (x: number) => fmt(x, 2)
 const range = (s: Summary | undefined, d?: number) =>
   s && s.n > 0 && Number.isFinite(s.median) ? `${fmt(s.median, d)} (${fmt(s.min, d)}–${fmt(s.max, d)})` : 'not run'
 const n0 = (x: number) => fmt(x, 0)

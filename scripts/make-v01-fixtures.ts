@@ -205,7 +205,7 @@ async function feedHeadOf(store: Store): Promise<unknown> {
 /** The seqs of a log's catalog facts. */
 const catalogSeqs = (events: SessionEvent[]) => events.filter((e) => e.type === 'subagent/catalog').map((e) => e.seq)
 
-const json = (value: unknown) => JSON.stringify(value, null, 1) + '\n'
+const json = (value: unknown) => `${JSON.stringify(value, null, 1)}\n`
 
 async function makeFs(out: string, name: string, options: OpenStoreOptions): Promise<void> {
   const dir = join(out, name)
@@ -290,7 +290,7 @@ async function makeIdb(out: string): Promise<void> {
   await populate(store)
   await store.close()
   const dump = await dumpIdb(name)
-  await writeFile(join(out, 'indexeddb.json'), JSON.stringify(dump) + '\n')
+  await writeFile(join(out, 'indexeddb.json'), `${JSON.stringify(dump)}\n`)
   // The manifest from a copy, so its reads cannot change what was dumped.
   const copy = 'sessionfold-read'
   await copyIdb(dump as { version: number; stores: Record<string, IdbStoreDump> }, copy)

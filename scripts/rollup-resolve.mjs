@@ -9,7 +9,8 @@ export function nodeResolve() {
     name: 'node-resolve-min',
     resolveId(source, importer) {
       if (!importer || source.startsWith('.') || source.startsWith('/') || source.startsWith('\0') || source.startsWith('node:')) return null
-      const [name, ...rest] = source.startsWith('@') ? source.split('/').reduce((a, p, i) => (i < 2 ? [a[0] ? `${a[0]}/${p}` : p] : [...a, p]), []) : source.split('/')
+      const parts = source.split('/')
+      const [name, ...rest] = source.startsWith('@') ? [parts.slice(0, 2).join('/'), ...parts.slice(2)] : parts
       const require = createRequire(importer)
       const pkgPath = require.resolve(`${name}/package.json`)
       const pkg = JSON.parse(readFileSync(pkgPath, 'utf8'))

@@ -145,7 +145,7 @@ export function commandUsage(name: CommandName): string {
   return [
     `Usage: sessionfold ${c.synopsis}${name === 'help' ? '' : ' [--dir <path> | --url <url> [--schema <name>]] [--json]'}`,
     '',
-    c.summary.charAt(0).toUpperCase() + c.summary.slice(1) + '.',
+    `${c.summary.charAt(0).toUpperCase() + c.summary.slice(1)}.`,
     c.details,
     '',
     ...(own.length + options.length > 0 ? ['Options:', table([...own, ...options]), ''] : []),

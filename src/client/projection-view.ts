@@ -35,6 +35,7 @@ export interface ChangeMeta {
   error?: SessionfoldError
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: each key's listener takes that key's view type; they share one set
 type KeyListener = (value: any, meta: ChangeMeta) => void
 type MapListener = (snapshot: ProjectionSnapshot<ProjectionMap>, meta: ChangeMeta) => void
 

@@ -17,12 +17,14 @@ import { describe } from './validate'
  * Schemas are any zod 4 schemas: classic (`import { z } from 'zod'`) or zod/mini. The engine
  * parses them with zod's functional safeParse, never by their methods.
  */
+// biome-ignore lint/suspicious/noExplicitAny: the defaults make any unit assignable to a plain ProjectionDefinition
 export interface ProjectionDefinition<S = any, V = any> {
   /** The key its view is read by: 1-64 characters of `[A-Za-z0-9_.-]`, starting with a letter. */
   readonly key: string
   /** Bump it whenever the state's meaning changes: checkpoints of other versions are ignored. */
   readonly stateVersion: number
   /** Validates a state read back from a checkpoint (one that fails is ignored, and the unit refolds). */
+  // biome-ignore lint/suspicious/noExplicitAny: a schema's input type is whatever it accepts
   readonly stateSchema: $ZodType<S, any>
   /**
    * The state before any event. `inheritedEventCount` is the number of events a fork copied
@@ -34,6 +36,7 @@ export interface ProjectionDefinition<S = any, V = any> {
   /** What apps read: a value computed from the state, pushed to every handle while it changes. */
   readonly view?: {
     /** Validates each value before it crosses the worker (and again in the client). */
+    // biome-ignore lint/suspicious/noExplicitAny: a schema's input type is whatever it accepts
     readonly schema: $ZodType<V, any>
     /** The value of a state: plain JSON, `null` for nothing (never `undefined`). */
     view(state: S): V

@@ -11,6 +11,7 @@ import {
 import type { Json, LifecycleWitness, SessionEvent, SessionHeader } from './model'
 
 /** Any zod 4 schema, classic (`zod`) or mini (`zod/mini`): both build on zod's core type. */
+// biome-ignore lint/suspicious/noExplicitAny: a schema's input type is whatever it accepts
 export type AnySchema<O = unknown> = z.core.$ZodType<O, any>
 
 /**

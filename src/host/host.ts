@@ -10,7 +10,7 @@ import type { ProjectionDefinition } from '../core/projection'
 import { PUSH_MESSAGE, type AppendItem, type AppendOutcome, type AppendResult, type EventsPage, type Frame, type HandleInfo, type HostOptions, type Push, type PushMessage, type ReplicationSpec, type RotationStart, type RotationStep } from '../core/protocol'
 import { ReplicationHub } from '../sync/runs'
 import { assertSessionId, describe, isPlainObject } from '../core/validate'
-import { Engine, type ProjectionChange } from '../engine'
+import type { Engine, ProjectionChange } from '../engine'
 import type { EngineSource } from './engine-source'
 import { finishRotation, rotationStep, startRotation, type KeyRotation } from './rotate-key'
 

@@ -97,6 +97,7 @@ const IDLE: ChildrenResult = Object.freeze({ children: undefined, error: undefin
 export function useChildren(view: ChildrenSource | null | undefined, options?: UseChildrenOptions): ChildrenResult {
   const recursive = typeof options === 'object' && options !== null ? options.recursive : undefined
   // A new listing when the handle or `recursive` changes; options are read as they were then.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: keyed on `recursive`, not on the options object's identity
   const listing = useMemo(() => (view ? new ChildrenListing(view, options) : undefined), [view, recursive])
   const get: () => ChildrenState = listing?.getSnapshot ?? idle
   const state = useSyncExternalStore(listing?.subscribe ?? noSubscription, get, get)

@@ -166,6 +166,7 @@ export const MAX_META_BYTES = 64 * 1024
 /** INVALID_ARGUMENT unless `key` is a meta key (the rule of session ids) and `value`, when given, a string of at most MAX_META_BYTES. */
 export function assertMeta(key: unknown, value?: unknown): void {
   assertSessionId(key, 'meta key')
+  // biome-ignore lint/complexity/noArguments: an omitted value (a key check only) differs from one passed as undefined
   if (arguments.length < 2) return
   if (typeof value !== 'string' || value.length > MAX_META_BYTES) {
     throw new SessionfoldError('INVALID_ARGUMENT', `meta value for ${describe(key)} must be a string of at most ${MAX_META_BYTES} characters`)

@@ -88,7 +88,10 @@ export class Link {
     if (!last) return
     const refused = all.find(([, o]) => !o.ok && o.refused)
     const failed = refused ? refused[1] : last
-    if (failed.ok) return this.host.set({ status: 'online' })
+    if (failed.ok) {
+      this.host.set({ status: 'online' })
+      return
+    }
     // When the next try of a lane failing this way is due: the earliest of those waiting (one
     // not waiting is trying now, its own retryAt past).
     const due = all.flatMap(([lane, o]) => {

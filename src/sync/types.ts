@@ -1,6 +1,6 @@
 // The public shapes of store.connect: its options and the state a Replication reports, and
 // what a replication uses of its store.
-import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions, SyncConflict } from '../core/changes'
+import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from '../core/changes'
 import type { SessionId } from '../core/model'
 
 /** Options of `store.connect`. */

@@ -86,6 +86,7 @@ const NOT_JSON: [string, () => unknown][] = [
   ['Map', () => new Map([[1, 2]])], ['Set', () => new Set([1])], ['WeakMap', () => new WeakMap()], ['Uint8Array', () => new Uint8Array(2)],
   ['Float64Array', () => new Float64Array(1)], ['ArrayBuffer', () => new ArrayBuffer(4)], ['DataView', () => new DataView(new ArrayBuffer(1))],
   ['Buffer', () => Buffer.from('x')], ['a class instance', () => new (class Point { x = 1 })()], ['an inherited object', () => Object.create({ a: 1 })],
+  // biome-ignore lint/suspicious/noSparseArray: a hole is the bad input under test
   ['a sparse array', () => [1, , 3]], ['new Array(3)', () => new Array(3)], ['an array subclass', () => new (class L extends Array {})()],
   ['RegExp', () => /x/], ['Error', () => new Error('e')], ['Promise', () => Promise.resolve(1)], ['boxed number', () => new Number(1)],
   ['boxed boolean', () => new Boolean(false)], ['a getter that throws', () => ({ get x(): number { throw new RangeError('getter') } })],

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { openStore, type OpenStoreOptions, type ProjectionSnapshot, type Session } from 'sessionfold'
+import { openStore, type OpenStoreOptions, type ProjectionSnapshot } from 'sessionfold'
 import { createFsAdapter } from '../../src/backends/fs'
 import { clientConformance, tick, until } from '../contract/client'
 import { expectCode, readAll } from '../support/helpers'
@@ -91,5 +91,3 @@ describe('client: workers and processes', () => {
     await store.close()
   })
 })
-
-export type { Session }

@@ -26,10 +26,12 @@ describe('plain JSON', () => {
   it('rejects what JSON.stringify would silently change, naming where', async () => {
     const cyclic: { self?: unknown; list: unknown[] } = { list: [] }
     cyclic.list.push({ back: cyclic })
+    // biome-ignore lint/suspicious/noSparseArray: a hole is the bad input under test
+    const holey = [1, , 3]
     const cases: [unknown, string][] = [
       [() => 1, 'function at the top'], [{ a: undefined }, 'undefined at .a'], [NaN, 'NaN'], [{ x: [Infinity] }, 'Infinity at .x[0]'],
       [-Infinity, '-Infinity'], [10n, '10n'], [Symbol('s'), 'symbol'], [{ d: new Date(0) }, 'Date at .d'], [new Map(), 'Map'],
-      [new Set(), 'Set'], [new Uint8Array(1), 'Uint8Array'], [new ArrayBuffer(1), 'ArrayBuffer'], [[1, , 3], 'a hole at [1]'],
+      [new Set(), 'Set'], [new Uint8Array(1), 'Uint8Array'], [new ArrayBuffer(1), 'ArrayBuffer'], [holey, 'a hole at [1]'],
       [cyclic, 'a cycle at .list[0].back'], [{ [Symbol('k')]: 1 }, 'a symbol key'], [new (class Point { x = 1 })(), 'Point'],
       [Object.create({ inherited: 1 }), 'Object'], [/re/, 'RegExp'], [new Error('e'), 'Error'],
     ]
@@ -74,7 +76,7 @@ describe('events', () => {
     const overhead = JSON.stringify({ seq: 0, type: 't', time: 1, data: '' }).length
     const exact = 'x'.repeat(1024 * 1024 - overhead)
     expect(() => encodeEventInput({ type: 't', time: 1, data: exact }, 0, 's')).not.toThrow()
-    const err = await expectCode(() => encodeEventInput({ type: 't', time: 1, data: exact + 'x' }, 0, 's'), 'EVENT_TOO_LARGE')
+    const err = await expectCode(() => encodeEventInput({ type: 't', time: 1, data: `${exact}x` }, 0, 's'), 'EVENT_TOO_LARGE')
     expect(err.message).toContain('session "s" at seq 0')
     // 'é' is 2 bytes: the limit counts bytes, not characters.
     await expectCode(() => encodeEventInput({ type: 't', time: 1, data: 'é'.repeat(60) }, 0, 's', { maxBytes: 100 }), 'EVENT_TOO_LARGE')

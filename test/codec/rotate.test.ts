@@ -23,7 +23,7 @@ afterEach(async () => {
 })
 
 /** Every unit stored in an fs store, by kind, with its data key generation (its byte 1), read from its files. */
-export async function unitsOnDisk(root: string): Promise<{ kind: string; id: string; gen: number }[]> {
+async function unitsOnDisk(root: string): Promise<{ kind: string; id: string; gen: number }[]> {
   const out: { kind: string; id: string; gen: number }[] = []
   const add = (kind: string, id: string, b64: unknown) => out.push({ kind, id, gen: Buffer.from(String(b64), 'base64')[1]! })
   const plain = createFsAdapter({ dir: root, readOnly: true })
@@ -44,13 +44,13 @@ export async function unitsOnDisk(root: string): Promise<{ kind: string; id: str
   return out
 }
 
-export const keyRecordOf = async (root: string) =>
+const keyRecordOf = async (root: string) =>
   JSON.parse(await readFile(join(root, 'meta', 'sessionfold-codec'), 'utf8')) as { current: number; keys: { gen: number }[] }
 
 const gensOf = (units: { gen: number }[]) => [...new Set(units.map((u) => u.gen))].sort()
 
 /** Several sessions: a parent with a child and a fork, a long one (history rows), a few small ones. */
-export async function fillMany(store: Store): Promise<void> {
+async function fillMany(store: Store): Promise<void> {
   const root = await store.createSession({ id: 'root', cwd: '/home/m/work' })
   await root.append({ type: 'turn/start', data: { prompt: 'hello' } })
   await root.append([{ type: 'tool/output', data: { text: 'out '.repeat(400) } }, { type: 'app/small', data: 'm' }])

@@ -39,7 +39,7 @@ describe('the chain value', () => {
   })
 
   it('resumes from any value, large events included', () => {
-    const big = JSON.stringify({ text: 'x'.repeat(300_000) + 'é' })
+    const big = JSON.stringify({ text: `${'x'.repeat(300_000)}é` })
     const value = chainNext(chainNext(CHAIN_ZERO, 'a'), big)
     expect(chainNext(new ChainState(chainNext(CHAIN_ZERO, 'a')).value, big)).toBe(value)
     expect(new ChainState(value).value).toBe(value)

@@ -14,7 +14,7 @@ import { createMemoryAdapter } from '../../src/backends/memory'
 import type { CheckpointRow, StorageAdapter } from '../../src/storage/types'
 import { SessionfoldError } from '../../src/core/errors'
 import { hash53 } from '../../src/core/hash'
-import type { SessionEvent, SessionId } from '../../src/core/model'
+import type { SessionId } from '../../src/core/model'
 import { defineProjection, type ProjectionDefinition } from '../../src/core/projection'
 import { BUILTIN_PROJECTIONS } from '../../src/core/units'
 import { Engine, type EngineOptions, type ProjectionChange } from '../../src/engine'
@@ -370,7 +370,7 @@ for (const [name, make] of adapters) {
       expect(snap.faults).toEqual({ badView: 'corrupt', badSchema: 'corrupt' })
     }))
 
-    it('computes views only while someone listens, and pushes only what changed', withEngine({}, async ({ engine }) => {
+    it('computes views only while someone listens, and pushes only what changed', withEngine({}, async () => {
       let calls = 0
       const watched = defineProjection({
         key: 'watched', stateVersion: 1, stateSchema: z.number(), init: () => 0,

@@ -128,7 +128,7 @@ for (const [name, make] of stores) {
       await engine.createSession({ id: 'p' })
       await engine.append('p', { type: 'app/hello' })
       for (const id of ['a', 'b', 'c']) await engine.spawn('p', { mode: 'one-shot', id })
-      const sub = await engine.spawn('p', { mode: 'continuable', label: 'w', id: 'sub' })
+      await engine.spawn('p', { mode: 'continuable', label: 'w', id: 'sub' })
       await engine.spawn('sub', { mode: 'one-shot', id: 'grand' })
       const f = await engine.fork('p', { id: 'f' })
       expect(f).toMatchObject({ origin: 'fork', forkedFrom: 'p', seedLength: 5, delegationDepth: 0 })

@@ -436,7 +436,9 @@ describe('changesSince / applyChanges', () => {
     const applied = await b.applyChanges(changes.batch)
     expect(applied.conflicts).toHaveLength(1)
     expect(applyResultProblem(applied)).toBeUndefined()
+    // biome-ignore lint/suspicious/noExplicitAny: the edits reach into the batch's nested fields freely
     const bad = (fn: (c: Record<string, any>) => void) => {
+      // biome-ignore lint/suspicious/noExplicitAny: as above
       const copy = structuredClone(changes) as unknown as Record<string, any>
       fn(copy)
       return changesProblem(copy)

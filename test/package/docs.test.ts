@@ -9,7 +9,7 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { Application, Converter, Logger, LogLevel, TSConfigReader, TypeDocReader } from 'typedoc'
-import ts from 'typescript'
+import type ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { root } from '../support/ensure-built'
 

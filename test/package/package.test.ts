@@ -111,11 +111,11 @@ describe('the package', () => {
         console.log(renderToString(h(C)))
         await store.close()
       }`
-    const esm = app((m) => `await import(${JSON.stringify(m.startsWith('/') ? `${m}.js` : m)})`) + '\nawait run()'
+    const esm = `${app((m) => `await import(${JSON.stringify(m.startsWith('/') ? `${m}.js` : m)})`)}\nawait run()`
     const r1 = spawnSync(process.execPath, ['--input-type=module', '-e', esm], { cwd: root, encoding: 'utf8', timeout: 30_000 })
     expect(r1.stderr).toBe('')
     expect(r1.stdout.trim()).toBe('<p>1 turns, loading true</p>')
-    const cjs = app((m) => `require(${JSON.stringify(m.startsWith('/') ? `${m}.cjs` : m)})`) + '\nrun()'
+    const cjs = `${app((m) => `require(${JSON.stringify(m.startsWith('/') ? `${m}.cjs` : m)})`)}\nrun()`
     const r2 = spawnSync(process.execPath, ['-e', cjs], { cwd: root, encoding: 'utf8', timeout: 30_000 })
     expect(r2.stderr).toBe('')
     expect(r2.stdout.trim()).toBe('<p>1 turns, loading true</p>')

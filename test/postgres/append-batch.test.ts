@@ -173,7 +173,7 @@ describe('connections', () => {
     const row = { witness: rootHeader(id), rows: {} } as never
     for (let i = 0; i < 12; i++) await Promise.all([adapter.append(id, evs(id, i, 1)), adapter.putCheckpoint(id, row), adapter.getSession(id)])
     const log = readFileSync(join(dirname(cluster.dataDir), 'server.log'), 'utf8')
-    const pidsOf = (what: RegExp) => new Set([...log.matchAll(/\[(\d+)\] LOG:  duration: [\d.]+ ms  execute [^\n]*/g)].filter((m) => what.test(m[0])).map((m) => m[1]))
+    const pidsOf = (what: RegExp) => new Set([...log.matchAll(/\[(\d+)\] LOG: {2}duration: [\d.]+ ms {2}execute [^\n]*/g)].filter((m) => what.test(m[0])).map((m) => m[1]))
     // The adapter's statements name the schema quoted ("ab"); this file's own calls do not.
     const appends = pidsOf(/"ab"\.append_group/)
     expect(appends.size).toBe(1)
@@ -201,7 +201,7 @@ describe('connections of a store', () => {
         await store.close()
       }
       const log = readFileSync(join(dirname(cluster.dataDir), 'server.log'), 'utf8')
-      const pids = new Set([...log.matchAll(/\[(\d+)\] LOG:  duration: [\d.]+ ms  execute [^\n]*/g)].filter((m) => m[0].includes(`"${schema}".append_group`)).map((m) => m[1]))
+      const pids = new Set([...log.matchAll(/\[(\d+)\] LOG: {2}duration: [\d.]+ ms {2}execute [^\n]*/g)].filter((m) => m[0].includes(`"${schema}".append_group`)).map((m) => m[1]))
       expect(pids.size, schema).toBe(1)
     }
   })

@@ -36,6 +36,7 @@ const open = (url: string, pollMs?: number) => {
     pollMs,
     connect: ({ onnotify, onclose }) => {
       // onnotify and onclose are options of the driver that its types do not declare.
+      // biome-ignore lint/complexity/noBannedTypes: `{}` is the driver's own default for its custom types
       const c = postgres(url, { ...DRIVER_OPTIONS, max: 1, idle_timeout: 0, max_lifetime: null, onnotice: () => {}, onnotify, onclose } as postgres.Options<{}>)
       clients.push(c)
       return c

@@ -271,6 +271,7 @@ describe('an unreachable server', () => {
     }
     const proxy = await startPgProxy(cluster.port)
     let closed = 0
+    // biome-ignore lint/complexity/noBannedTypes: `{}` is the driver's own default for its custom types
     const far = postgres(proxy.url(), { ...DRIVER_OPTIONS, max: 1, onnotice: () => {}, onclose: () => closed++ } as postgres.Options<{}>)
     try {
       const l = createPostgresLocks({ sql: far, schema, ttlMs: TTL, deadlineMs: 500 })

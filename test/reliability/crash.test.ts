@@ -245,7 +245,7 @@ describe('crash: SIGKILL of a process appending under strict durability', () => 
 describe('crash: the engine\'s worker thread exits mid-append', () => {
   const ROOTS = ['w0', 'w1', 'W2']
   const WORKER_ROUNDS = 12
-  it(`loses nothing acknowledged, ${WORKER_ROUNDS} times; the dead thread\'s locks are free`, async () => {
+  it(`loses nothing acknowledged, ${WORKER_ROUNDS} times; the dead thread's locks are free`, async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sessionfold-crash-worker-'))
     dirs.push(dir)
     const acked: Acked = { appends: [], spawns: [], forks: [] }

@@ -59,7 +59,7 @@ export function commentExamples(root: string, file: string): DocExample[] {
         body = [tag[1], ...body] // no title and no fence: the tag's line is code already
         first = i
       }
-      found.push({ file, line: start + first, code: body.join('\n').trimEnd() + '\n', info: [] })
+      found.push({ file, line: start + first, code: `${body.join('\n').trimEnd()}\n`, info: [] })
       i = end - 1
     }
   }

@@ -7,7 +7,7 @@ import { namesOf, V1 } from '../../src/backends/postgres/schema'
 /** The version-1 DDL for schema `schema` (`[a-z_][a-z0-9_]*`), as one script. */
 export function schemaV1(schema: string): string {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`schema ${schema} must match ^[a-z_][a-z0-9_]{0,62}$`)
-  return [`CREATE SCHEMA IF NOT EXISTS "${schema}"`, ...V1(namesOf(schema))].join(';\n') + ';'
+  return `${[`CREATE SCHEMA IF NOT EXISTS "${schema}"`, ...V1(namesOf(schema))].join(';\n')};`
 }
 
 let next = 0

@@ -52,6 +52,7 @@ export async function mount(element: ReactElement, { strict = false } = {}): Pro
 /** A component that calls `use(props)` and shows `show(result)`, counting its renders. */
 export function probe<P extends object, T>(use: (props: P) => T, show: (value: T) => string) {
   const seen = { renders: 0, values: [] as T[] }
+  // biome-ignore lint/correctness/noComponentHookFactories: a test probe, made once per test, wrapping the hook under test
   const Probe: FunctionComponent<P> = (props) => {
     seen.renders++
     const value = use(props)

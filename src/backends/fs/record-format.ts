@@ -70,9 +70,7 @@ export function recordAt(buf: Buffer, at: number, bufEnd = buf.length): FoundRec
 export const checksumHolds = (rec: Buffer): boolean => crc32(rec.subarray(4)) === rec.readUInt32LE(0)
 
 /** Positioned reads of a file, as much as is there. */
-export interface ReadAt {
-  (buf: Buffer, position: number): Promise<number>
-}
+export type ReadAt = (buf: Buffer, position: number) => Promise<number>
 
 export const readerOf = (fh: FileHandle): ReadAt => async (buf, position) => (await fh.read(buf, 0, buf.length, position)).bytesRead
 

@@ -265,7 +265,7 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     }),
     append: (id, batch) => forSession(id, () => new Promise<void>((resolve, reject) => {
       appends.push({ id, batch, resolve, reject })
-      flushing ??= flushAppends()
+      if (flushing === undefined) flushing = flushAppends()
     })),
     async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
       guard.check()

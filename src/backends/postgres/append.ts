@@ -144,7 +144,7 @@ export function createAppender(
       }
       return new Promise<void>((resolve, reject) => {
         queue.push({ id, batch, resolve, reject })
-        flushing ??= flushLoop()
+        if (flushing === undefined) flushing = flushLoop()
       })
     },
   }

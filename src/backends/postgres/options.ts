@@ -11,9 +11,11 @@ import { describe } from '../../core/validate'
  */
 export interface PostgresClient {
   /** Runs a statement with `$n` parameters (`sql.unsafe`); `prepare` keeps it as a prepared statement on the connection. */
-  unsafe(query: string, parameters?: any[], options?: { prepare?: boolean }): PromiseLike<any> // eslint-disable-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: the driver's own signature, which a caller's instance must match
+  unsafe(query: string, parameters?: any[], options?: { prepare?: boolean }): PromiseLike<any>
   /** Runs a callback in a transaction (`sql.begin`). */
-  begin(...args: any[]): Promise<any> // eslint-disable-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: the driver's own signature, which a caller's instance must match
+  begin(...args: any[]): Promise<any>
   /** Ends the pool (`sql.end`); the adapter calls it only on a pool of its own. */
   end(options?: { timeout?: number }): Promise<void>
 }

@@ -32,6 +32,7 @@ export interface ProjectionMap {
 type BuiltinKey = 'subagent' | 'subagentCatalog' | 'subagentTiming'
 
 /** The built-in units by key: tsc checks each one's view type against its ProjectionMap entry. */
+// biome-ignore lint/suspicious/noExplicitAny: each unit's state type is its own; the view type is the one checked
 const BUILTIN: { readonly [K in BuiltinKey]: ProjectionDefinition<any, ProjectionMap[K]> } = {
   subagent: subagentUnit,
   subagentCatalog: subagentCatalogUnit,

@@ -97,7 +97,7 @@ async function tagOf(kek: CryptoKey, r: SealedRecord): Promise<string> {
 
 async function tagHolds(kek: CryptoKey, r: SealedRecord): Promise<boolean> {
   const bytes = typeof r.tag === 'string' ? fromBase64(r.tag) : undefined
-  if (!bytes || bytes.length !== 28) return false
+  if (bytes?.length !== 28) return false
   try {
     await subtle().decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, 12) as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(`sessionfold/1 record ${canonical(r)}`) }, kek, bytes.subarray(12) as Uint8Array<ArrayBuffer>)
     return true
@@ -207,7 +207,7 @@ export class Keyring {
     const keys = new Map<number, CryptoKey>()
     for (const k of record.keys) {
       const bytes = await unwrap(kek, record.store, k.gen, k.wrapped)
-      if (!bytes || bytes.length !== 32) throw wrong()
+      if (bytes?.length !== 32) throw wrong()
       keys.set(k.gen, await dataKey(bytes))
       bytes.fill(0)
     }

@@ -177,7 +177,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
 
   /** The events of the frame whose first record is `head`, checked against the seqs it stands for. */
   async function openFrame(id: SessionId, createdAt: number, head: SessionEvent | undefined, seq: number): Promise<SessionEvent[]> {
-    if (!head || head.type !== '' || typeof head.data !== 'string' || !Number.isInteger(head.time) || head.time < 1) {
+    if (head?.type !== '' || typeof head.data !== 'string' || !Number.isInteger(head.time) || head.time < 1) {
       throw corrupt(id, 'a frame record', new Error('the frame it belongs to is missing or malformed'), seq)
     }
     const from = head.seq
