@@ -162,10 +162,45 @@ export interface VerifyStep extends VerifyReport {
   next: string | null
 }
 
+/**
+ * What a client sends with its calls (EngineApi, the host's methods). Typed for the client's
+ * sake; the host trusts none of it and checks every value again (src/engine/).
+ */
+export interface CreateSessionInput {
+  id?: string
+  cwd?: string
+}
+
+/** `spawn`'s options, its events sent beside them as bodies. */
+export interface SpawnInput {
+  mode: 'one-shot' | 'continuable'
+  label?: string
+  id?: string
+}
+
+export interface ForkInput {
+  at?: number
+  id?: string
+}
+
+export interface AppendInput {
+  expectedSeq?: number
+}
+
+export interface RecordExternalInput {
+  childId: string
+  label?: string
+}
+
+export interface ListSessionsInput {
+  after?: string
+  limit?: number
+}
+
 /** One append of a store's coalesced appends (see EngineApi.appendMany). */
 export type AppendItem =
-  | { kind: 'append'; handle: number; bodies: string[]; options?: unknown }
-  | { kind: 'external'; handle: number; options: unknown }
+  | { kind: 'append'; handle: number; bodies: string[]; options?: AppendInput }
+  | { kind: 'external'; handle: number; options: RecordExternalInput }
 
 /** What became of one item of appendMany: its answer, or the error it failed with. */
 export type AppendOutcome = AppendResult | { error: WireError }

@@ -2,12 +2,13 @@
 // thread. It maps client handles onto the engine's live sessions and pushes each session's
 // changes, batched per task of the event loop (and before the answer of the append that made
 // them), while some handle has it open; and the states of its replications, on the same channel.
+import type { ChangeBatch, ChangeCursor, ChangesOptions } from '../core/changes'
 import { nextTask } from './next-task'
 import type { OpenedEngine } from './open-engine'
 import { SessionfoldError, toWireError, where } from '../core/errors'
 import type { Json, SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
-import { PUSH_MESSAGE, type AppendItem, type AppendOutcome, type AppendResult, type EventsPage, type Frame, type HandleInfo, type HostOptions, type Push, type PushMessage, type ReplicationSpec, type RotationStart, type RotationStep } from '../core/protocol'
+import { PUSH_MESSAGE, type AppendInput, type AppendItem, type CreateSessionInput, type ForkInput, type ListSessionsInput, type RecordExternalInput, type SpawnInput, type AppendOutcome, type AppendResult, type EventsPage, type Frame, type HandleInfo, type HostOptions, type Push, type PushMessage, type ReplicationSpec, type RotationStart, type RotationStep } from '../core/protocol'
 import { ReplicationHub } from '../sync/runs'
 import { assertSessionId, describe, isPlainObject } from '../core/validate'
 import type { Engine, ProjectionChange } from '../engine'
@@ -176,18 +177,18 @@ export class EngineHost {
     return frames
   }
 
-  async createSession(options: unknown): Promise<HandleInfo> {
+  async createSession(options: CreateSessionInput): Promise<HandleInfo> {
     const header = await this.engine.createSession((options ?? {}) as never)
     return this.attach(header.id, 'writer')
   }
 
-  async openSession(id: unknown): Promise<HandleInfo> {
+  async openSession(id: string): Promise<HandleInfo> {
     assertSessionId(id)
     await this.engine.openSession(id)
     return this.attach(id, 'writer')
   }
 
-  async observe(id: unknown, options?: unknown): Promise<HandleInfo> {
+  async observe(id: string, options?: { at: number }): Promise<HandleInfo> {
     assertSessionId(id)
     // As of a point in the log: values folded once, no handle, nothing followed (closing it is a no-op).
     if (options !== undefined) return { handle: 0, ...(await this.engine.observeAt(id, options)) }
@@ -196,23 +197,23 @@ export class EngineHost {
     return this.engine.isFollowed(id) ? { ...info, followed: true } : info
   }
 
-  async spawn(handle: number, options: unknown, bodies: string[]): Promise<HandleInfo> {
+  async spawn(handle: number, options: SpawnInput, bodies: string[]): Promise<HandleInfo> {
     const parent = this.handle(handle, 'writer')
     const header = await this.engine.spawn(parent.sessionId, options, bodies)
     return { ...this.attach(header.id, 'writer'), parentSeq: this.engine.liveSeq(parent.sessionId) }
   }
 
-  async fork(handle: number, options: unknown): Promise<HandleInfo> {
+  async fork(handle: number, options: ForkInput): Promise<HandleInfo> {
     const source = this.handle(handle)
     const header = await this.engine.fork(source.sessionId, options)
     return this.attach(header.id, 'writer')
   }
 
-  async append(handle: number, bodies: string[], options?: unknown): Promise<AppendResult> {
+  async append(handle: number, bodies: string[], options?: AppendInput): Promise<AppendResult> {
     return this.answer(await this.engine.appendBodies(this.handle(handle, 'writer').sessionId, bodies, options))
   }
 
-  async recordExternal(handle: number, options: unknown): Promise<AppendResult> {
+  async recordExternal(handle: number, options: RecordExternalInput): Promise<AppendResult> {
     return this.answer(await this.engine.recordExternal(this.handle(handle, 'writer').sessionId, options))
   }
 
@@ -224,8 +225,8 @@ export class EngineHost {
       if (!isPlainObject(item)) return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `an append must be an object, got ${describe(item)}`))
       const { kind, handle, bodies, options } = item as Partial<Record<'kind' | 'handle' | 'bodies' | 'options', unknown>>
       if (typeof handle !== 'number') return Promise.reject(new SessionfoldError('CLOSED', 'this session handle is closed'))
-      if (kind === 'external') return this.recordExternal(handle, options)
-      if (kind === 'append') return this.append(handle, bodies as string[], options)
+      if (kind === 'external') return this.recordExternal(handle, options as RecordExternalInput)
+      if (kind === 'append') return this.append(handle, bodies as string[], options as AppendInput | undefined)
       return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `unknown kind of append ${describe(kind)}`))
     }))
     return settled.map((s) => (s.status === 'fulfilled' ? s.value : { error: toWireError(s.reason) }))
@@ -256,7 +257,7 @@ export class EngineHost {
   }
 
   // rotateKey in steps (src/host/rotate-key.ts): one rotation per client at a time.
-  async rotateKeyStart(key: unknown): Promise<RotationStart> {
+  async rotateKeyStart(key: Uint8Array | CryptoKey): Promise<RotationStart> {
     this.rotation = undefined
     const { rotation, answer } = await startRotation(this.openedEngine, key)
     this.rotation = rotation
@@ -273,22 +274,22 @@ export class EngineHost {
     await finishRotation(this.openedEngine, rotation)
   }
 
-  async listSessions(options?: unknown) {
+  async listSessions(options?: ListSessionsInput) {
     if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', 'listSessions options must be an object')
     return this.engine.reader.listSessions(options as { after?: string; limit?: number } | undefined)
   }
 
-  async deleteSession(id: unknown): Promise<void> {
+  async deleteSession(id: string): Promise<void> {
     assertSessionId(id)
     await this.engine.deleteSession(id)
   }
 
-  async readEvents(id: unknown, from: number, to: number | undefined): Promise<EventsPage> {
+  async readEvents(id: string, from: number, to: number | undefined): Promise<EventsPage> {
     assertSessionId(id)
     return this.engine.reader.page(id, from, to)
   }
 
-  async listChildren(id: unknown, options: { recursive?: boolean }, cancelToken: number) {
+  async listChildren(id: string, options: { recursive?: boolean; at?: number }, cancelToken: number) {
     assertSessionId(id)
     const controller = new AbortController()
     this.cancels.set(cancelToken, controller)
@@ -299,11 +300,11 @@ export class EngineHost {
     }
   }
 
-  changesSince(cursor: unknown, options: unknown) {
+  changesSince(cursor: ChangeCursor | null, options: ChangesOptions) {
     return this.engine.changesSince(cursor, options)
   }
 
-  applyChanges(batch: unknown) {
+  applyChanges(batch: ChangeBatch) {
     return this.engine.applyChanges(batch)
   }
 
