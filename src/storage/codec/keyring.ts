@@ -172,6 +172,9 @@ export class Keyring {
       // No key record: a plain store (one made without a key writes none, so opening it writes
       // nothing), unless it is still empty and a key is given: then it becomes encrypted now.
       if (!kek) return new Keyring(PLAIN.store, undefined, PLAIN, new Map())
+      // A plain store that holds sessions refuses the key before anything is taken or written
+      // (the lock too: lock files are writes).
+      if ((await storage.listIds({ limit: 1 })).length > 0) throw unwantedKey(advice)
       const release = readOnly ? undefined : await lock?.()
       try {
         text = await storage.getMeta(CODEC_META_KEY) // made meanwhile, by whoever held the lock
