@@ -2,12 +2,20 @@
 // (each backend's config.ts). Pure code, no backend's storage: the client imports it in every
 // bundle. Adding a backend: its config.ts, and one row in CONFIGS.
 import { SessionfoldError } from '../core/errors'
-import type { StorageKind, StoreConfig } from '../core/protocol'
 import { describe } from '../core/validate'
-import { fsConfig, type FsOptions } from './fs/config'
-import { indexedDbConfig, type IndexedDbOptions } from './indexeddb/config'
-import { memoryConfig } from './memory/config'
-import { POSTGRES_OPTIONS, postgresConfig, type PostgresOptions } from './postgres/config'
+import { fsConfig, type FsConfig, type FsOptions } from './fs/config'
+import { indexedDbConfig, type IndexedDbConfig, type IndexedDbOptions } from './indexeddb/config'
+import { memoryConfig, type MemoryConfig } from './memory/config'
+import { POSTGRES_OPTIONS, postgresConfig, type PostgresConfig, type PostgresOptions } from './postgres/config'
+
+/**
+ * Which store, as the host receives it: one shape per backend, tagged by `storage`, each parsed
+ * from openStore's options by its backend (src/backends/<name>/config.ts), defaults resolved.
+ */
+export type StoreConfig = MemoryConfig | IndexedDbConfig | FsConfig | PostgresConfig
+
+/** Where a store keeps its sessions: IndexedDB (browsers), files (Node), PostgreSQL (Node) or memory (nothing kept). */
+export type StorageKind = StoreConfig['storage']
 
 /** The options of openStore that say which store: `storage`, and the options of each backend. */
 export interface StoreOptions extends IndexedDbOptions, FsOptions, PostgresOptions {

@@ -1,7 +1,7 @@
 // Node's backends: files (with lock files shared by processes), PostgreSQL (loaded only when
 // a store asks for it: the driver is an optional peer), memory, or an IndexedDB polyfill. A
 // backend is one row here (and its folder).
-import type { StoreConfig } from '../core/protocol'
+import type { StoreConfig } from './config'
 import { createLocalLocks } from '../storage/locks'
 import { nodeCipher, nodeCompressor } from '../storage/codec/node'
 import { fsBackend } from './fs/backend'

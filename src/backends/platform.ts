@@ -4,7 +4,7 @@
 import type { Cipher, Compressor } from '../storage/codec'
 import type { StorageAdapter } from '../storage/types'
 import { SessionfoldError } from '../core/errors'
-import type { StorageKind, StoreConfig } from '../core/protocol'
+import type { StorageKind, StoreConfig } from './config'
 import type { WriterLocks } from '../storage/locks'
 
 /** Events a growth notice carried: seqs `from`, `from + 1`, … (parsed, unchecked). */

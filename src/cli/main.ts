@@ -6,7 +6,7 @@
 import { isSessionfoldError } from '../core/errors'
 import { PG_SCHEMA_PATTERN as SCHEMA_NAME } from '../core/limits'
 import type { SessionId } from '../core/model'
-import type { StoreConfig } from '../core/protocol'
+import type { StoreConfig } from '../backends/config'
 import { assertSessionId } from '../core/validate'
 import type { Engine } from '../engine'
 import type { ReadableStorage } from '../engine/reader'

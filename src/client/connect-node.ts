@@ -6,7 +6,7 @@
 // the global with one that resolves a file: URL against http://localhost, which no Worker takes.
 import { URL as FileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import type { HostOptions } from '../core/protocol'
+import type { HostOptions } from '../host/options'
 import type { Connection, Connectors } from './connection'
 import { connectInThread } from './connect-in-thread'
 import { WorkerDeath, loadComlink } from './remote-engine'

@@ -3,7 +3,9 @@
 // platform (index-node.ts, index-browser.ts) hands its Connectors to openStore.
 import type { SessionfoldError } from '../core/errors'
 import type { ProjectionDefinition } from '../core/projection'
-import type { HostOptions, Push, StorageKind } from '../core/protocol'
+import type { Push } from '../core/protocol'
+import type { HostOptions } from '../host/options'
+import type { StorageKind } from '../backends/config'
 import type { EngineApi } from '../host/host'
 
 export interface Connection {

@@ -2,7 +2,7 @@
 // through the platform's connectors, then start the host.
 import { SessionfoldError } from '../core/errors'
 import type { ProjectionDefinition } from '../core/projection'
-import type { HostOptions } from '../core/protocol'
+import type { HostOptions } from '../host/options'
 import { DEFAULT_MAX_EVENT_BYTES } from '../core/limits'
 import { STORE_OPTIONS, storeConfig, type StoreOptions } from '../backends/config'
 import { assertOptions, describe, isPlainObject } from '../core/validate'

@@ -6,69 +6,6 @@ import type { SubagentListEntry } from './children'
 import type { Json, SessionEvent, SessionHeader } from './model'
 import type { ProjectionFault, ProjectionSnapshot } from './projection'
 
-/** Where a store keeps its sessions: IndexedDB (browsers), files (Node) or memory (nothing kept). */
-export type StorageKind = 'indexeddb' | 'fs' | 'memory' | 'postgres'
-
-/**
- * Which store, as the host receives it: one shape per backend, tagged by `storage`, each parsed
- * from openStore's options by its backend (src/backends/<name>/config.ts), defaults resolved.
- */
-export type StoreConfig = MemoryConfig | IndexedDbConfig | FsConfig | PostgresConfig
-
-/** Memory: nothing kept. In browsers, `name` scopes the Web Locks and the growth notices of tabs. */
-export interface MemoryConfig {
-  storage: 'memory'
-  name: string
-}
-
-/** IndexedDB: the database `name`. */
-export interface IndexedDbConfig {
-  storage: 'indexeddb'
-  name: string
-  durability: 'strict' | 'relaxed'
-}
-
-/** Files: the store's root folder `dir`. */
-export interface FsConfig {
-  storage: 'fs'
-  dir: string
-  durability: 'strict' | 'relaxed'
-}
-
-/** PostgreSQL: the server and the schema the store's tables live in. */
-export interface PostgresConfig {
-  storage: 'postgres'
-  url: string
-  schema: string
-  durability: 'strict' | 'relaxed'
-  /** How long a write lease lives without renewal (ms). */
-  leaseTtlMs?: number
-  /** Bounds on opening a connection and on one statement (ms). */
-  connectTimeoutMs?: number
-  queryTimeoutMs?: number
-}
-
-/** Store options as the host receives them: defaults already resolved by the client. */
-export interface HostOptions {
-  /** Which store (see {@link StoreConfig}). */
-  store: StoreConfig
-  checkpoint?: { everyEvents?: number; everyMs?: number }
-  maxEventBytes?: number
-  /** The record codec (src/storage/codec): the store's key, and whether units are compressed. */
-  encryption?: { key: Uint8Array | CryptoKey }
-  compression?: 'deflate' | 'none'
-  /**
-   * Browsers: a Web Lock the host holds for as long as it lives. Browsers say nothing when a
-   * worker dies; the client queues for this lock, and being granted it means the host is gone.
-   */
-  aliveLock?: string
-  /**
-   * Browsers, SharedWorker: a Web Lock the tab holds for as long as it lives. The shared host
-   * queues for it; being granted it means the tab is gone, and its handles are closed.
-   */
-  tabLock?: string
-}
-
 /**
  * What a host sends unasked, on one channel: a worker's port (a plain PushMessage beside the
  * answers to calls, which comlink ignores), or a callback in this thread. One channel keeps

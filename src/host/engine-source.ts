@@ -1,7 +1,7 @@
 // Where a host gets its engine: its own, opened by openEngine and closed with the host; or,
 // for a SharedWorker, one engine per store shared by every connection.
 import type { ProjectionDefinition } from '../core/projection'
-import type { HostOptions } from '../core/protocol'
+import type { HostOptions } from './options'
 import type { Platform } from '../backends/platform'
 import { openEngine, storeKeyOf, type OpenedEngine } from './open-engine'
 

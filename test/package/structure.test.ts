@@ -100,7 +100,7 @@ describe('the structure of the source tree', () => {
       sync: ['core', 'sync'],
       host: ['core', 'storage', 'backends', 'engine', 'sync', 'host'],
       client: ['core', 'backends', 'host', 'sync', 'client'],
-      entry: ['core', 'sync', 'client', 'entry'],
+      entry: ['core', 'backends', 'sync', 'client', 'entry'],
       cli: ['core', 'storage', 'backends', 'engine', 'host', 'cli'],
       react: ['react'],
       server: ['core', 'sync', 'client', 'server'],

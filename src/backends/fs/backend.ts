@@ -3,7 +3,7 @@
 import { stat } from 'node:fs/promises'
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionId } from '../../core/model'
-import type { FsConfig } from '../../core/protocol'
+import type { FsConfig } from './config'
 import type { WriterLocks } from '../../storage/locks'
 import type { Backend } from '../platform'
 import { checkStoreDir } from './check-root'

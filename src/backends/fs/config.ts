@@ -1,5 +1,11 @@
 // openStore's options of a store in files.
-import type { FsConfig } from '../../core/protocol'
+/** Files: the store's root folder `dir`. */
+export interface FsConfig {
+  storage: 'fs'
+  dir: string
+  durability: 'strict' | 'relaxed'
+}
+
 
 export interface FsOptions {
   /** fs root folder (default '.sessionfold'). For storage 'fs' (memory takes it too); another storage rejects it. */

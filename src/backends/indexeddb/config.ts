@@ -1,5 +1,11 @@
 // openStore's options of an IndexedDB store.
-import type { IndexedDbConfig } from '../../core/protocol'
+/** IndexedDB: the database `name`. */
+export interface IndexedDbConfig {
+  storage: 'indexeddb'
+  name: string
+  durability: 'strict' | 'relaxed'
+}
+
 
 export interface IndexedDbOptions {
   /** IndexedDB database name (default 'sessionfold'). For storage 'indexeddb' (memory takes it too); another storage rejects it. */

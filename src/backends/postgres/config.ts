@@ -1,8 +1,20 @@
 // openStore's options of a PostgreSQL store, checked before anything starts.
 import { SessionfoldError } from '../../core/errors'
 import { PG_SCHEMA_PATTERN } from '../../core/limits'
-import type { PostgresConfig } from '../../core/protocol'
 import { assertOptions, describe } from '../../core/validate'
+
+/** PostgreSQL: the server and the schema the store's tables live in. */
+export interface PostgresConfig {
+  storage: 'postgres'
+  url: string
+  schema: string
+  durability: 'strict' | 'relaxed'
+  /** How long a write lease lives without renewal (ms). */
+  leaseTtlMs?: number
+  /** Bounds on opening a connection and on one statement (ms). */
+  connectTimeoutMs?: number
+  queryTimeoutMs?: number
+}
 
 export interface PostgresOptions {
   /**
