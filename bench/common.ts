@@ -25,6 +25,11 @@ export function rotate<T>(items: readonly T[], r: number): T[] {
   return [...items.slice(k), ...items.slice(0, k)]
 }
 
+/** Runs steps in the given order, or reversed on odd rounds, so drift favours no side. */
+export async function alternate(round: number, steps: (() => Promise<void>)[]): Promise<void> {
+  for (const step of round % 2 === 0 ? steps : [...steps].reverse()) await step()
+}
+
 /**
  * Rounds of throughput runs: round 0 a warm-up (not recorded), then `rounds` rounds, each
  * running every variant twice in an order that rotates from round to round and back (A B C …
