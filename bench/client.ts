@@ -11,16 +11,13 @@
 //       and memory; each pair runs A B B A in a round.
 // Every comparison is a ratio of runs in the same round, after an unrecorded warm-up round.
 import { execFileSync } from 'node:child_process'
-import * as fs from 'node:fs'
-import * as fsp from 'node:fs/promises'
-import os from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { releaseProxy, wrap, type Remote } from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import type { AppendResult } from '../src/core/protocol'
 import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
-import { TURN_END, TURN_START } from '../src/core/units/payloads'
+import { LATENCY_VARIANTS, mean, progress, quantile, runLatency, type LatencyRun } from './support/latency'
 import { messageInput, rotate, sourceState } from './common'
 import { benchRoot, checkSettings, env, finishBench, fmt, ratio, summarize, type Figure, type Ratio, type Summary } from './stats'
 
@@ -63,30 +60,6 @@ const log = (msg: string) => process.stderr.write(`${msg}\n`)
 
 // ---- helpers ------------------------------------------------------------------------------
 
-/** Nearest-rank quantile of unsorted samples. */
-function quantile(values: ArrayLike<number>, q: number): number {
-  const s = Float64Array.from(values).sort()
-  if (s.length === 0) return Number.NaN
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!
-}
-
-function mean(values: ArrayLike<number>): number {
-  let sum = 0
-  for (let i = 0; i < values.length; i++) sum += values[i]!
-  return sum / values.length
-}
-
-interface Dist {
-  median: number
-  p99: number
-  mean: number
-  max: number
-}
-
-function dist(values: ArrayLike<number>): Dist {
-  return { median: quantile(values, 0.5), p99: quantile(values, 0.99), mean: mean(values), max: quantile(values, 1) }
-}
-
 /**
  * Pins every thread of this process (main, workers, libuv's pool, V8's helpers) to one CPU with
  * taskset, and restores the mask. Undefined where taskset is missing (not Linux).
@@ -105,134 +78,6 @@ function processAffinity(): { pin(): void; restore(): void } | undefined {
   while (((bits >> BigInt(cpu)) & 1n) === 0n) cpu++
   const run = (...args: string[]) => execFileSync('taskset', ['-a', '-p', ...args, pid], { stdio: 'ignore' })
   return { pin: () => run('-c', String(cpu)), restore: () => run(mask) }
-}
-
-// ---- (1) append-to-listener latency -------------------------------------------------------
-
-type Durability = 'strict' | 'relaxed'
-
-/**
- * stream: each append awaited, the next one called at once (the listener is not waited for);
- * an append counts as heard when a listener is first called with its seq or a later one.
- * lockstep: the next append is called once both listeners heard the previous one.
- * paced: as lockstep, then a pause of `paceMs` after the listeners heard (longer than the
- * projection view's 1 ms notify interval, so every append finds its subscribers quiet).
- */
-type Pacing = 'stream' | 'lockstep' | 'paced'
-
-interface LatencyVariant {
-  key: string
-  label: string
-  worker: boolean
-  durability: Durability
-  /** turn: turn/start, turn/end alternating, heard on the `subagentTiming` key; message: ~300-byte events, heard through the whole-map subscribe. */
-  kind: 'turn' | 'message'
-  pacing: Pacing
-  /** Has a target. */
-  primary: boolean
-}
-
-const LATENCY_VARIANTS: LatencyVariant[] = [
-  { key: 'worker-strict', label: 'worker, fs strict, turn events, key subscribe', worker: true, durability: 'strict', kind: 'turn', pacing: 'stream', primary: true },
-  { key: 'worker-relaxed', label: 'worker, fs relaxed, turn events, key subscribe', worker: true, durability: 'relaxed', kind: 'turn', pacing: 'stream', primary: true },
-  { key: 'worker-strict-msg', label: 'worker, fs strict, 300 B messages, map subscribe', worker: true, durability: 'strict', kind: 'message', pacing: 'stream', primary: false },
-  { key: 'worker-relaxed-msg', label: 'worker, fs relaxed, 300 B messages, map subscribe', worker: true, durability: 'relaxed', kind: 'message', pacing: 'stream', primary: false },
-  { key: 'thread-strict', label: 'in this thread, fs strict, turn events, key subscribe', worker: false, durability: 'strict', kind: 'turn', pacing: 'stream', primary: false },
-  { key: 'thread-relaxed', label: 'in this thread, fs relaxed, turn events, key subscribe', worker: false, durability: 'relaxed', kind: 'turn', pacing: 'stream', primary: false },
-  { key: 'worker-relaxed-lockstep', label: 'worker, fs relaxed, turn events, lockstep*', worker: true, durability: 'relaxed', kind: 'turn', pacing: 'lockstep', primary: false },
-  { key: 'worker-strict-paced', label: 'worker, fs strict, turn events, paced*', worker: true, durability: 'strict', kind: 'turn', pacing: 'paced', primary: false },
-  { key: 'worker-relaxed-paced', label: 'worker, fs relaxed, turn events, paced*', worker: true, durability: 'relaxed', kind: 'turn', pacing: 'paced', primary: false },
-]
-
-interface LatencyRun {
-  appends: number
-  /** append() called → append() resolved. */
-  append: Dist
-  /** append() called → the writing handle's listener called with this seq or a later one. */
-  same: Dist
-  /** append() called → the observing handle's listener called with this seq or a later one. */
-  observer: Dist
-  /** Listener calls (after the first, at subscribe), per handle: fewer than appends when a burst is batched. */
-  sameCalls: number
-  observerCalls: number
-  /** Listener calls whose seq did not advance (0 expected). */
-  stray: number
-  totalMs: number
-}
-
-/** Progress of the running latency run, for the stall watchdog. */
-let progress = 0
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-async function runLatency(store: Store, kind: 'turn' | 'message', n: number, pacing: Pacing): Promise<LatencyRun> {
-  const writer = await store.createSession()
-  const observer = await store.observe(writer.id)
-  const t0 = new Float64Array(n)
-  const appendMs = new Float64Array(n)
-  const sameMs = new Float64Array(n).fill(Number.NaN)
-  const obsMs = new Float64Array(n).fill(Number.NaN)
-  /** Appends called so far: seqs 0..issued-1 (a new session's first event is seq 0). */
-  let issued = 0
-  const heard = { same: -1, observer: -1 }
-  const calls = { same: 0, observer: 0 }
-  let stray = 0
-  /** When both listeners last caught up with every append called. */
-  let bothAt = 0
-  let waiter: { seq: number; resolve: () => void } | undefined
-  // A listener call at time t covers every append up to its seq not heard before.
-  const hear = (which: 'same' | 'observer', out: Float64Array) => (seq: number) => {
-    const t = performance.now()
-    if (issued === 0) return // the current value, delivered at subscribe
-    calls[which]++
-    const top = Math.min(seq, issued - 1)
-    if (top <= heard[which]) return void stray++
-    for (let i = heard[which] + 1; i <= top; i++) out[i] = t - t0[i]!
-    heard[which] = top
-    const both = Math.min(heard.same, heard.observer)
-    if (both === issued - 1) bothAt = t
-    if (waiter && both >= waiter.seq) {
-      const w = waiter
-      waiter = undefined
-      w.resolve()
-    }
-  }
-  const untilHeard = (seq: number): Promise<void> | undefined =>
-    Math.min(heard.same, heard.observer) >= seq ? undefined : new Promise<void>((resolve) => (waiter = { seq, resolve }))
-  const onSame = hear('same', sameMs)
-  const onObs = hear('observer', obsMs)
-  const unsubscribe =
-    kind === 'turn'
-      ? [writer.projections.subscribe('subagentTiming', (_v, m) => onSame(m.seq)), observer.projections.subscribe('subagentTiming', (_v, m) => onObs(m.seq))]
-      : [writer.projections.subscribe((s) => onSame(s.asOfSeq)), observer.projections.subscribe((s) => onObs(s.asOfSeq))]
-  const inputs: EventInput[] = kind === 'turn' ? [{ type: TURN_START }, { type: TURN_END }] : [messageInput(CONFIG.eventBytes)]
-  const start = performance.now()
-  for (let i = 0; i < n; i++) {
-    if (pacing !== 'stream' && i > 0) {
-      await untilHeard(i - 1)
-      if (pacing === 'paced') {
-        const wait = bothAt + CONFIG.paceMs - performance.now()
-        if (wait > 0) await sleep(wait)
-      }
-    }
-    const input = inputs[i % inputs.length]!
-    t0[i] = performance.now()
-    issued = i + 1
-    const result = await writer.append(input)
-    appendMs[i] = performance.now() - t0[i]!
-    if (result.firstSeq !== i || result.lastSeq !== i) throw new Error(`latency run: append ${i} got seqs ${result.firstSeq}..${result.lastSeq}`)
-    progress++
-  }
-  await untilHeard(n - 1)
-  const totalMs = performance.now() - start
-  for (const u of unsubscribe) u()
-  await observer.close()
-  await writer.close()
-  await store.deleteSession(writer.id)
-  return {
-    appends: n, append: dist(appendMs), same: dist(sameMs), observer: dist(obsMs),
-    sameCalls: calls.same, observerCalls: calls.observer, stray, totalMs,
-  }
 }
 
 // ---- (2) no-op calls ----------------------------------------------------------------------
@@ -304,12 +149,12 @@ async function main(): Promise<void> {
   let raw: { worker: Worker; api: Remote<{ noop(): number }> } | undefined
   let seen = -1
   const watchdog = setInterval(() => {
-    if (progress === seen && progress > 0) {
-      log(`stalled: no append heard for ${CONFIG.stallMs / 1000} s (after ${progress} appends)`)
+    if (progress.appends === seen && progress.appends > 0) {
+      log(`stalled: no append heard for ${CONFIG.stallMs / 1000} s (after ${progress.appends} appends)`)
       cleanup()
       process.exit(1)
     }
-    seen = progress
+    seen = progress.appends
   }, CONFIG.stallMs)
   watchdog.unref()
   const openAt = async (name: string, options: Parameters<typeof openStore>[0]): Promise<Store> => {
@@ -341,13 +186,13 @@ async function main(): Promise<void> {
       const line: string[] = []
       for (const v of rotate(LATENCY_VARIANTS, r)) {
         const n = v.pacing === 'stream' ? (warmUp ? CONFIG.latencyWarmUp : CONFIG.latencyAppends) : warmUp ? CONFIG.pacedWarmUp : CONFIG.pacedAppends
-        const run = await runLatency(latStores.get(`${v.worker}-${v.durability}`)!, v.kind, n, v.pacing)
+        const run = await runLatency(latStores.get(`${v.worker}-${v.durability}`)!, v.kind, n, v.pacing, CONFIG)
         if (!warmUp) latRuns.get(v.key)!.push(run)
         line.push(`${v.key} ${fmt(run.observer.median, 3)}/${fmt(run.observer.p99, 2)}`)
       }
       log(`latency ${warmUp ? 'warm-up' : `round ${r}/${CONFIG.latencyRounds}`} (observer median/p99 ms): ${line.join(', ')}`)
     }
-    progress = 0
+    progress.appends = 0
     await closeAll()
 
     // ---- (2) no-op calls ----

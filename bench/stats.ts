@@ -191,13 +191,16 @@ export type Figure = [label: string, s: Summary, unit: string, digits?: number]
  * The end of every benchmark: its figures and its ratios as two tables on stdout, then
  * `results` (with the date and the machine added) written to resultsPath(name).
  */
-export function finishBench(name: string, title: string, figures: readonly Figure[], ratios: readonly { name: string; perRound: Summary; target?: string; result?: string }[], results: object): void {
+export function finishBench(
+  name: string, title: string, figures: readonly Figure[],
+  ratios: readonly { name?: string; figure?: string; layer?: string; perRound: Summary; target?: string; result?: string }[], results: object,
+): void {
   console.log(`\n${title}\nnode ${process.version}, ${os.cpus().length} cpus; figures: median (min–max) over the rounds; ratios: per round, median (min–max)\n`)
   if (figures.length > 0) {
     printTable(['figure', 'runs', 'median (min–max)', 'unit'], figures.map(([label, s, unit, d]) => [label, String(s.n), fmtSummary(s, d), unit]))
     console.log('')
   }
-  printTable(['ratio', 'per round: median (min–max)', 'target', 'result'], ratios.map((r) => [r.name, fmtSummary(r.perRound, 2), r.target ?? '', r.result ?? '']))
+  printTable(['ratio', 'per round: median (min–max)', 'target', 'result'], ratios.map((r) => [r.name ?? `${r.figure} (${r.layer})`, fmtSummary(r.perRound, 2), r.target ?? '', r.result ?? '']))
   const out = resultsPath(name)
   const environment = { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() }
   fs.writeFileSync(out, `${JSON.stringify({ benchmark: name, date: new Date().toISOString(), environment, ...results }, null, 2)}\n`)
