@@ -13,6 +13,7 @@
 import { join } from 'node:path'
 import type { ChangeBatch, ChangeCursor } from '../src/core/changes'
 import { openStore, type Store } from '../src/index-node'
+import { SYNC_PROTOCOL } from '../src/sync/server/index'
 import { Resources, countEvents, pushTemplates, serve, startServerProcess, type ServerProcess } from './support/sync-server'
 import { startCluster, postgresBin } from '../test/support/postgres'
 import { messageInput, runRounds, sourceState } from './common'
@@ -292,7 +293,7 @@ async function partPush(res: Resources) {
     await Promise.all(bodies.map(async (bs) => {
       let copied = 0
       for (const body of bs) {
-        const response = await fetch(`${server.url}/push`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'sessionfold-sync': '1' } })
+        const response = await fetch(`${server.url}/push`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'sessionfold-sync': SYNC_PROTOCOL } })
         const text = await response.text()
         if (!response.ok) throw new Error(`push answered ${response.status}: ${text}`)
         const result = JSON.parse(text) as { copiedEvents: number; conflicts: unknown[]; skipped: unknown[] }
