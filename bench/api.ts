@@ -19,7 +19,7 @@ import { openStore, type AppendResult, type EventInput, type Session, type Sessi
 import { encodeEventInput } from '../src/core/validate'
 import { encodeBatch } from '../src/backends/fs/record-format'
 import { runJsonFloor, runJsonFloorWorker } from './support/floor'
-import { messageInput, rawWriteFsync, rotate, runRounds, sourceState } from './common'
+import { messageInput, rawWriteFsync, rotate, runBatched, runRounds, sourceState } from './common'
 import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, median, summarize, type Summary, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
@@ -77,20 +77,6 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWithin(promise, what, CONFIG.stallMs)
 
 // ---- (1) batched appends ------------------------------------------------------------------
-
-/** Appends `batches` one after another to a new session; returns events/s. */
-async function runBatched(store: Store, batches: readonly EventInput[][]): Promise<number> {
-  const session = await store.createSession()
-  const events = batches.reduce((k, b) => k + b.length, 0)
-  let last: AppendResult | undefined
-  const t0 = performance.now()
-  for (const b of batches) last = await within(session.append(b), 'a batched append')
-  const ms = performance.now() - t0
-  if (last?.lastSeq !== events - 1) throw new Error(`batched run: last seq ${last?.lastSeq}, expected ${events - 1}`)
-  await session.close()
-  await store.deleteSession(session.id)
-  return (events / ms) * 1000
-}
 
 /** The fs adapter alone (strict): the same events, numbered and encoded before the clock starts; events/s. */
 let adapterRuns = 0
@@ -248,13 +234,13 @@ async function main(): Promise<void> {
     let floorRuns = 0
     const BATCHED = [
       { key: 'raw', label: 'raw: writeSync + fsyncSync of the same record bytes per batch, one new file', layer: LAYER.raw, run: async () => runRaw(rawDir, rawBufs, events, rawRuns++) },
-      { key: 'worker', label: 'openStore({ dir }): session.append(batch), each awaited', layer: LAYER.worker, run: () => runBatched(worker, batches) },
-      { key: 'thread', label: 'openStore({ dir, worker: false }): session.append(batch), each awaited', layer: LAYER.thread, run: () => runBatched(thread, batches) },
+      { key: 'worker', label: 'openStore({ dir }): session.append(batch), each awaited', layer: LAYER.worker, run: () => runBatched(worker, batches, CONFIG.stallMs) },
+      { key: 'thread', label: 'openStore({ dir, worker: false }): session.append(batch), each awaited', layer: LAYER.thread, run: () => runBatched(thread, batches, CONFIG.stallMs) },
       { key: 'jsonFloor', label: '(diagnostic) a JSON log\'s own work, no store: validate, stringify, parse (encodeEventInput), CRC-32 records, writeSync + fdatasyncSync', layer: 'diagnostic (floor)', run: async () => runJsonFloor(rawDir, batches, floorRuns++) },
       { key: 'jsonFloorWorker', label: '(diagnostic) the same across a worker, no store: encodeEventBody here, the bodies posted to a worker_threads worker that parses, writes and fdatasyncs', layer: 'diagnostic (floor)', run: () => runJsonFloorWorker(rawDir, batches, floorRuns++, CONFIG.stallMs) },
       { key: 'adapter', label: '(diagnostic) the fs adapter alone, strict: append(events already numbered and encoded)', layer: 'diagnostic (adapter level)', run: () => runAdapter(adapter, batches, now) },
-      { key: 'memWorker', label: '(diagnostic) openStore({ storage: \'memory\' }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memWorker, batches) },
-      { key: 'memThread', label: '(diagnostic) openStore({ storage: \'memory\', worker: false }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memThread, batches) },
+      { key: 'memWorker', label: '(diagnostic) openStore({ storage: \'memory\' }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memWorker, batches, CONFIG.stallMs) },
+      { key: 'memThread', label: '(diagnostic) openStore({ storage: \'memory\', worker: false }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memThread, batches, CONFIG.stallMs) },
     ]
     // Each round runs A B C C B A (the order rotating from round to round), and a round's figure
     // for each is its two runs together (events over their summed time): a load that rises or

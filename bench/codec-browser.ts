@@ -65,7 +65,7 @@ import { createServer, type ViteDevServer } from 'vite'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../test/support/chromium'
 import type { AdapterProbe, CodecPage, ColdOpen, PrimitiveResult, VariantKey, WriteResult } from './codec-browser/page'
 import { messageInput, rotate, runRounds, sourceState } from './common'
-import { checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, pairRatios, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
+import { checkSettings, env, fmt, fmtSummary, headlineRatio, nearOne, type HeadlineRatio, pairRatios, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -301,16 +301,8 @@ function report(m: Measured, source: ReturnType<typeof sourceState>, totalSecond
   const againS = new Map(OPENS.map((x) => [x.key, summarize(m.cold.get(x.key)!.again)]))
   const control = summarize(pairRatios(oS.get('control')!.samples, oS.get('plain')!.samples))
 
-  /** Unchanged within noise: the per-round median no further from 1 than `tolerance`, or than the control's per-round median (`noise`) when that is further. */
-  const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio => {
-    const h = headlineRatio(id, figure, LAYER, what, a, b)
-    if (judge === undefined) return h
-    const band = Math.max(judge.tolerance, Math.abs(judge.noise.median - 1))
-    const lo = 1 - band
-    const hi = 1 + band
-    const pass = h.perRound.median >= lo && h.perRound.median <= hi
-    return { ...h, target: `≈ 1 (${fmt(lo, 2)}–${fmt(hi, 2)})`, pass, result: pass ? 'PASS' : 'MISS' }
-  }
+  const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio =>
+    nearOne(headlineRatio(id, figure, LAYER, what, a, b), judge)
   const appendFigure = `Chromium: durable batched appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B), events/s`
   const readFigure = `Chromium: full read of a ${fmt(CONFIG.readEvents, 0)}-event session (view.events() on store.observe(id)), events/s`
   const openFigure = `Chromium: cold store.observe(id) of a ${fmt(CONFIG.readEvents, 0)}-event session with its checkpoint row, in a freshly opened store`

@@ -12,17 +12,17 @@
 //       observes in the same store after the first.
 // Ratios pair runs of the same round (A B … B A, rotating), after a warm-up round. Settings:
 // BENCH_CODEC_FILES, _ROUNDS, _APPEND_ROUNDS, _BATCHES, _READ_EVENTS, _READ_REPEATS, _OPENS, _REOBSERVES.
-import { createHash } from 'node:crypto'
 import * as fs from 'node:fs'
-import { basename, extname, join, relative, sep } from 'node:path'
+import { join } from 'node:path'
+import { diskBytes, loadCorpus, type CorpusFile } from './support/corpus'
 import { fileURLToPath } from 'node:url'
 import { FRAME_BYTES, FRAME_EVENTS } from '../src/storage/codec/sealed-storage'
 import { COMPRESS_FROM } from '../src/storage/codec/seal'
 import { nodeCompressor } from '../src/storage/codec/node'
 import { CHECKPOINT_FILE, LOG_FILE, sessionDir } from '../src/backends/fs/layout'
 import { openStore, type AppendResult, type EventInput, type OpenStoreOptions, type SessionEvent, type Store } from '../src/index-node'
-import { messageInput, rotate, runRounds, sourceState } from './common'
-import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, median, pairRatios, summarize, type Summary, settlesWithin } from './stats'
+import { messageInput, rotate, runBatched, runRounds, sourceState } from './common'
+import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, nearOne, type Figure, type HeadlineRatio, median, pairRatios, summarize, type Summary, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -83,67 +83,6 @@ const log = (msg: string) => process.stderr.write(`[${((performance.now() - T0) 
 const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWithin(promise, what, CONFIG.stallMs)
 
 const utf8 = (s: string) => Buffer.byteLength(s)
-
-// ---- (1) the corpus and the bytes on disk --------------------------------------------------
-
-interface CorpusFile { path: string; text: string }
-
-/** Every candidate under node_modules in path order (symlinks not followed), then `n` taken at even steps. */
-function loadCorpus(repo: string, n: number): { files: CorpusFile[]; candidates: number; digest: string } {
-  const exts = new Set(CONFIG.extensions)
-  const found: string[] = []
-  const walk = (dir: string) => {
-    let entries: fs.Dirent[]
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true })
-    } catch {
-      return
-    }
-    for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      const p = join(dir, e.name)
-      if (e.isDirectory()) walk(p)
-      else if (e.isFile() && exts.has(extname(e.name))) {
-        const size = fs.statSync(p).size
-        if (size >= CONFIG.minFileBytes && size <= CONFIG.maxFileBytes) found.push(p)
-      }
-    }
-  }
-  walk(join(repo, 'node_modules'))
-  if (found.length < n) throw new Error(`node_modules holds ${found.length} files that fit, BENCH_CODEC_FILES=${n}`)
-  const step = found.length / n
-  const hash = createHash('sha256')
-  const files = Array.from({ length: n }, (_, i) => {
-    const p = found[Math.floor(i * step)]!
-    const path = relative(repo, p).split(sep).join('/')
-    const text = fs.readFileSync(p, 'utf8')
-    hash.update(`${path}\0${text}\0`)
-    return { path, text }
-  })
-  return { files, candidates: found.length, digest: hash.digest('hex').slice(0, 16) }
-}
-
-/** Bytes of every file under `dir`, by kind (the session's log, its index, rows, the store's own files). */
-function diskBytes(dir: string): { total: number; byKind: Record<string, number>; files: number } {
-  const byKind: Record<string, number> = {}
-  let total = 0
-  let files = 0
-  const walk = (d: string) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name)
-      if (e.isDirectory()) walk(p)
-      else if (e.isFile()) {
-        const size = fs.statSync(p).size
-        const rel = relative(dir, p).split(sep)
-        const kind = rel[0] === 'sessions' ? (rel.includes('history') ? 'history' : basename(p)) : rel[0] === 'meta' || rel[0] === 'locks' ? rel[0] : basename(p)
-        byKind[kind] = (byKind[kind] ?? 0) + size
-        total += size
-        files++
-      }
-    }
-  }
-  walk(dir)
-  return { total, byKind, files }
-}
 
 interface SizeRun {
   /** Sum of UTF-8 bytes of JSON.stringify of each event as read back. */
@@ -217,20 +156,6 @@ function deflateFloor(events: readonly SessionEvent[]): { frames: number; deflat
 
 // ---- (2) batched appends, (3) reads, (4) cold opens ------------------------------------------
 
-/** Appends `batches` one after another to a new session; returns events/s. */
-async function runBatched(store: Store, batches: readonly EventInput[][]): Promise<number> {
-  const session = await store.createSession()
-  const events = batches.reduce((k, b) => k + b.length, 0)
-  let last: AppendResult | undefined
-  const t0 = performance.now()
-  for (const b of batches) last = await within(session.append(b), 'a batched append')
-  const ms = performance.now() - t0
-  if (last?.lastSeq !== events - 1) throw new Error(`batched run: last seq ${last?.lastSeq}, expected ${events - 1}`)
-  await session.close()
-  await store.deleteSession(session.id)
-  return (events / ms) * 1000
-}
-
 /** The (3) session: CONFIG.readEvents events in batches, then closed (its checkpoint row written). */
 async function writeReadSession(store: Store, input: EventInput): Promise<void> {
   const session = await store.createSession({ id: READ_ID })
@@ -294,7 +219,7 @@ async function main(): Promise<void> {
   try {
     // ---- (1) size ----
     const t0 = performance.now()
-    const corpus = loadCorpus(repo, CONFIG.files)
+    const corpus = loadCorpus(repo, CONFIG.files, CONFIG)
     const corpusBytes = corpus.files.reduce((n, f) => n + utf8(f.text), 0)
     log(`corpus: ${fmt(corpus.files.length, 0)} of ${fmt(corpus.candidates, 0)} files under node_modules, ${fmt(corpusBytes / 2 ** 20, 1)} MiB of text, loaded in ${fmt((performance.now() - t0) / 1000, 1)} s (digest ${corpus.digest})`)
     const sizes = new Map<VariantKey, SizeRun>()
@@ -317,7 +242,7 @@ async function main(): Promise<void> {
     const input = messageInput(CONFIG.eventBytes)
     const batches = Array.from({ length: CONFIG.batches }, () => Array.from({ length: CONFIG.batch }, () => input))
     const appendEvents = CONFIG.batches * CONFIG.batch
-    const appendRuns = await runRounds(VARIANTS.map((v) => ({ key: v.key, run: () => runBatched(storeOf(v.key), batches) })), CONFIG.appendRounds, appendEvents, log, fmt)
+    const appendRuns = await runRounds(VARIANTS.map((v) => ({ key: v.key, run: () => runBatched(storeOf(v.key), batches, CONFIG.stallMs) })), CONFIG.appendRounds, appendEvents, log, fmt)
     const aS = new Map(VARIANTS.map((v) => [v.key, summarize(appendRuns.get(v.key)!)]))
 
     // ---- (3) full reads ----
@@ -390,16 +315,8 @@ async function main(): Promise<void> {
       const pass = target === undefined ? undefined : value <= target
       return { id, figure, layer: LAYER, ratio: what, perRound: summarize([value]), ofMedians: value, target: target === undefined ? '' : `≤ ${target}`, pass, result: pass === undefined ? '' : pass ? 'PASS' : 'MISS' }
     }
-    /** Unchanged within noise: the per-round median no further from 1 than `tolerance`, or than the control's per-round median (`noise`) when that is further. */
-    const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio => {
-      const h = headlineRatio(id, figure, LAYER, what, a, b)
-      if (judge === undefined) return h
-      const band = Math.max(judge.tolerance, Math.abs(judge.noise.median - 1))
-      const lo = 1 - band
-      const hi = 1 + band
-      const pass = h.perRound.median >= lo && h.perRound.median <= hi
-      return { ...h, target: `≈ 1 (${fmt(lo, 2)}–${fmt(hi, 2)})`, pass, result: pass ? 'PASS' : 'MISS' }
-    }
+    const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio =>
+      nearOne(headlineRatio(id, figure, LAYER, what, a, b), judge)
     const control = summarize(pairRatios(oS.get('control')!.samples, oS.get('plain')!.samples))
     const corpusFigure = `${fmt(CONFIG.files, 0)} node_modules text files as tool/output events (batches of ${CONFIG.batch})`
     const appendFigure = `durable batched appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B), events/s`

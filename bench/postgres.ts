@@ -17,7 +17,7 @@ import { openStore, type EventInput, type SessionView, type Store } from '../src
 import { encodeEventInput } from '../src/core/validate'
 import { startCluster, type PgCluster } from '../test/support/postgres'
 import { runConcurrent } from './support/pg-concurrent'
-import { messageInput, rotate, runRounds, sourceState } from './common'
+import { messageInput, rotate, runBatched, runRounds, sourceState } from './common'
 import { checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, summarize, type Summary } from './stats'
 
 const CONFIG = {
@@ -67,18 +67,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 // ---- (1) batched appends ------------------------------------------------------------------
 
 let runs = 0
-
-/** `batches` appended one after another to a new session (created before the clock starts); events/s. */
-async function runBatched(store: Store, batches: readonly EventInput[][]): Promise<number> {
-  const session = await store.createSession()
-  const t0 = performance.now()
-  for (const b of batches) await session.append(b)
-  const ms = performance.now() - t0
-  const events = batches.length * batches[0]!.length
-  await session.close()
-  await store.deleteSession(session.id)
-  return (events / ms) * 1000
-}
 
 // ---- main ---------------------------------------------------------------------------------
 

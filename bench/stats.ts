@@ -134,6 +134,14 @@ export function headlineRatio(
   }
 }
 
+/** `h` judged "unchanged within noise": its per-round median no further from 1 than `tolerance`, or than the control's (`noise`) when that is further. */
+export function nearOne(h: HeadlineRatio, judge?: { tolerance: number; noise: Summary }): HeadlineRatio {
+  if (judge === undefined) return h
+  const band = Math.max(judge.tolerance, Math.abs(judge.noise.median - 1))
+  const pass = h.perRound.median >= 1 - band && h.perRound.median <= 1 + band
+  return { ...h, target: `≈ 1 (${fmt(1 - band, 2)}–${fmt(1 + band, 2)})`, pass, result: pass ? 'PASS' : 'MISS' }
+}
+
 export function checkSettings(config: Record<string, unknown>): void {
   for (const [k, v] of Object.entries(config)) {
     if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
