@@ -22,8 +22,6 @@ import { runJsonFloor, runJsonFloorWorker } from './support/floor'
 import { messageInput, rawWriteFsync, rotate, runBatched, runRounds, sourceState } from './common'
 import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, median, summarize, type Summary, settlesWithin } from './stats'
 
-// ---- configuration ------------------------------------------------------------------------
-
 const CONFIG = {
   eventBytes: 300,
   batch: 100,
@@ -76,8 +74,6 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** Rejects when `promise` has not settled within CONFIG.stallMs: a hang stops the benchmark instead of the machine. */
 const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWithin(promise, what, CONFIG.stallMs)
 
-// ---- (1) batched appends ------------------------------------------------------------------
-
 /** The fs adapter alone (strict): the same events, numbered and encoded before the clock starts; events/s. */
 let adapterRuns = 0
 async function runAdapter(adapter: StorageAdapter, batches: readonly EventInput[][], now: number): Promise<number> {
@@ -95,8 +91,6 @@ async function runAdapter(adapter: StorageAdapter, batches: readonly EventInput[
 function runRaw(dir: string, bufs: readonly Buffer[], events: number, n: number): number {
   return (events / rawWriteFsync(join(dir, `raw-${n}.log`), bufs)) * 1000
 }
-
-// ---- (2) single appends: concurrent and sequential ----------------------------------------
 
 /** `n` single-event appends to a new session, all at once or one after another; returns events/s. */
 async function runSingles(store: Store, input: EventInput, n: number, concurrent: boolean): Promise<number> {
@@ -116,8 +110,6 @@ async function runSingles(store: Store, input: EventInput, n: number, concurrent
   await store.deleteSession(session.id)
   return (n / ms) * 1000
 }
-
-// ---- (3) a catalog fact at two catalog sizes ----------------------------------------------
 
 const catalogLength = (view: SessionView): number => view.projections.get('subagentCatalog')?.length ?? 0
 
@@ -194,8 +186,6 @@ function untilLength(view: SessionView, length: number): Promise<void> {
     if (done) unsubscribe()
   })
 }
-
-// ---- main ---------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const started = performance.now()

@@ -16,9 +16,7 @@ import type { SessionEvent, SessionHeader, SessionId } from '../src/core/model'
 import { encodeEvent, type EncodedEvent } from '../src/core/validate'
 import { openSqlitePeer, type SqlitePeer } from './sqlite-peer'
 import { benchRoot, checkSettings, env, finishBench, fmt, median, ratio, summarize, type Figure, type Ratio } from './stats'
-import { rawWriteFsync } from './common'
-
-// ---- configuration ------------------------------------------------------------------------
+import { messageInput, rawWriteFsync } from './common'
 
 const CONFIG = {
   durability: 'strict' as const,
@@ -51,10 +49,7 @@ const TARGETS = {
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
 
-// ---- events -------------------------------------------------------------------------------
-
 const TIME0 = 1_700_000_000_000
-const WORDS = 'the agent read the file and proposed a patch to the parser so that the tests pass again '
 
 function header(id: SessionId): SessionHeader {
   return { version: 1, id, createdAt: TIME0, seedLength: 0, delegationDepth: 0, origin: 'root' }
@@ -64,21 +59,12 @@ function eventAt(seq: number, text: string): SessionEvent {
   return { seq, type: 'message/assistant', time: TIME0 + seq, data: { role: 'assistant', text } }
 }
 
-/** Pads so an event with a 5-digit seq encodes to exactly `eventBytes` of JSON. */
-const PAD = (() => {
-  const base = JSON.stringify(eventAt(10_000, '')).length
-  const n = CONFIG.eventBytes - base
-  return WORDS.repeat(Math.ceil(n / WORDS.length)).slice(0, n)
-})()
+/** So an event with a 5-digit seq encodes to exactly `eventBytes` of JSON (bench/common.ts). */
+const PAD = (messageInput(CONFIG.eventBytes).data as { text: string }).text
 
 function makeEvents(id: SessionId, from: number, count: number): EncodedEvent[] {
   return Array.from({ length: count }, (_, i) => encodeEvent(eventAt(from + i, PAD), id))
 }
-
-/** Called right before and after the timed part of a run (the diagnostics count calls in between). */
-type Mark = (phase: 'start' | 'end') => void
-
-// ---- the write scenarios ------------------------------------------------------------------
 
 interface WriteContext {
   adapter: StorageAdapter
@@ -100,66 +86,41 @@ function freshId(ctx: WriteContext, tag: string): SessionId {
   return `bench-${tag}-${ctx.next++}`
 }
 
-/** Creates the session and loads its log state, as an engine does (it needs the length) before appending. */
-async function open(ctx: WriteContext, id: SessionId): Promise<void> {
+/**
+ * One adapter run on a new session, created and its log state loaded first (an engine learns the
+ * length before appending): `body` timed, the session's length checked after; events/s.
+ */
+async function adapterRun(ctx: WriteContext, tag: string, count: number, body: (id: SessionId) => Promise<unknown>): Promise<number> {
+  const id = freshId(ctx, tag)
   await ctx.adapter.createSession(header(id))
   if ((await ctx.adapter.getSession(id))?.length !== 0) throw new Error(`session ${id} is not empty`)
-}
-
-async function finish(ctx: WriteContext, id: SessionId, expected: number): Promise<void> {
+  const t0 = performance.now()
+  await body(id)
+  const ms = performance.now() - t0
   const info = await ctx.adapter.getSession(id)
-  if (info?.length !== expected) throw new Error(`session ${id} holds ${info?.length} events, expected ${expected}`)
+  if (info?.length !== count) throw new Error(`session ${id} holds ${info?.length} events, expected ${count}`)
   await ctx.adapter.deleteSession(id)
+  return (count / ms) * 1000
 }
 
-/** (a) batches of `batch` events, awaited one after another. Returns events/s. */
-async function runBatched(ctx: WriteContext, count: number, mark?: Mark): Promise<number> {
-  const id = freshId(ctx, 'a')
-  await open(ctx, id)
+/** (a) batches of `batch` events, awaited one after another. */
+function runBatched(ctx: WriteContext, count: number): Promise<number> {
   const batches = ctx.batches.slice(0, count / CONFIG.batch)
-  mark?.('start')
-  const t0 = performance.now()
-  for (const b of batches) await ctx.adapter.append(id, b)
-  const ms = performance.now() - t0
-  mark?.('end')
-  await finish(ctx, id, count)
-  return (count / ms) * 1000
+  return adapterRun(ctx, 'a', count, async (id) => { for (const b of batches) await ctx.adapter.append(id, b) })
 }
 
-/** (b) one event per append from `concurrency` callers sharing a seq counter. Returns events/s. */
-async function runConcurrent(ctx: WriteContext, count: number, mark?: Mark): Promise<number> {
-  const id = freshId(ctx, 'b')
-  await open(ctx, id)
-  const { adapter, events } = ctx
+/** (b) one event per append from `concurrency` callers sharing a seq counter (taken at call time, so appends queue in seq order). */
+function runConcurrent(ctx: WriteContext, count: number): Promise<number> {
   let counter = 0
-  const caller = async () => {
-    while (counter < count) {
-      // The seq is taken synchronously at call time, so appends queue in seq order.
-      const e = events[counter++]!
-      await adapter.append(id, [e])
-    }
-  }
-  mark?.('start')
-  const t0 = performance.now()
-  await Promise.all(Array.from({ length: CONFIG.concurrency }, caller))
-  const ms = performance.now() - t0
-  mark?.('end')
-  await finish(ctx, id, count)
-  return (count / ms) * 1000
+  return adapterRun(ctx, 'b', count, (id) => Promise.all(Array.from({ length: CONFIG.concurrency }, async () => {
+    while (counter < count) await ctx.adapter.append(id, [ctx.events[counter++]!])
+  })))
 }
 
-/** (c) one event per append, each awaited. Returns events/s. */
-async function runSequential(ctx: WriteContext, count: number, mark?: Mark): Promise<number> {
-  const id = freshId(ctx, 'c')
-  await open(ctx, id)
+/** (c) one event per append, each awaited. */
+function runSequential(ctx: WriteContext, count: number): Promise<number> {
   const singles = ctx.events.slice(0, count).map((e) => [e])
-  mark?.('start')
-  const t0 = performance.now()
-  for (const s of singles) await ctx.adapter.append(id, s)
-  const ms = performance.now() - t0
-  mark?.('end')
-  await finish(ctx, id, count)
-  return (count / ms) * 1000
+  return adapterRun(ctx, 'c', count, async (id) => { for (const x of singles) await ctx.adapter.append(id, x) })
 }
 
 /** The raw limit: the same bytes, writeSync + fsyncSync per batch of 100, into one new file. */
@@ -220,8 +181,6 @@ async function runRawAsync(ctx: WriteContext, count: number): Promise<number> {
   return (count / ms) * 1000
 }
 
-// ---- the read scenario --------------------------------------------------------------------
-
 async function readTail(adapter: StorageAdapter, id: SessionId, length: number, tail: number): Promise<number> {
   let n = 0
   let expect = length - tail
@@ -242,8 +201,6 @@ async function readFull(adapter: StorageAdapter, id: SessionId, length: number):
   if (n !== length) throw new Error(`full read returned ${n} events, expected ${length}`)
   return n
 }
-
-// ---- main ---------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const started = performance.now()
