@@ -25,7 +25,7 @@ export interface SuiteResults {
 }
 
 /** One line of a part's table: a ratio measured within one run (per round, or once). */
-interface Row { what: string; ratio: string; perRound: Summary | number; target: string; result: string }
+interface Row { what: string; ratio: string; perRound: Summary | number; target: string; result: string; col?: string }
 
 interface Part {
   key: string
@@ -50,6 +50,8 @@ const headline = (r: Any): Row[] => {
     what: layers.size > 1 ? `${h.figure} — ${h.layer}` : h.figure, ratio: h.ratio, perRound: h.perRound, target: h.target, result: verdict(h),
   }))
 }
+/** A headline list as a matrix: a row per figure (each says what it is against), a column per layer. */
+const byLayer = (r: Any): Row[] => (r.headline as Any[]).map((h) => ({ what: h.figure, col: h.layer, ratio: '', perRound: h.perRound, target: h.target, result: verdict(h) }))
 /** Rows of `{ name, perRound | summary, target, result }` lists (the component benches). */
 const named = (list: Any[] | undefined, prefix = ''): Row[] => (list ?? []).map((x) => ({
   what: prefix + x.name, ratio: '', perRound: x.perRound ?? x.summary ?? x.median, target: target(x.target, x.atMost), result: verdict(x),
@@ -67,63 +69,59 @@ const codec = (r: Any): Row[] => (r.headline as Any[]).map((h) => {
 })
 
 const PARTS: Part[] = [
-  { key: 'api', title: 'Through the public API (Node)', script: 'bench:api', rows: headline,
-    about: '`openStore()` with its Node defaults (engine in a worker_threads worker, fs, strict) and with `worker: false`: batched durable appends against ' +
-      '`writeSync` + `fsyncSync` of the same record bytes into one file; 100 single appends at once against 100 one after another; a catalog fact at 10,000 ' +
-      'entries against 100. These are the figures an app gets; the component parts further down measure layers below.' },
-  { key: 'postgres', title: 'PostgreSQL through the public API (Node)', script: 'bench:postgres', rows: headline,
-    about: "`openStore({ storage: 'postgres' })` on a throwaway local cluster: batched appends against the same rows inserted with the `postgres` driver " +
-      '(one transaction per batch); cold open of a 100,000-event session against a 1,000-event one. The run also records 8 processes × 50 sessions appending while observing each other.' },
+  { key: 'api', title: 'Through the public API (Node)', script: 'bench:api', rows: () => [], matrix: byLayer,
+    about: '`openStore()` with its Node defaults (worker, fs, strict) and with `worker: false`: batched appends against `writeSync` + `fsyncSync` of the same bytes; ' +
+      '100 appends at once against 100 in turn; a catalog fact at 10,000 entries against 100. What an app gets; later parts measure layers below.' },
+  { key: 'postgres', title: 'PostgreSQL through the public API (Node)', script: 'bench:postgres', rows: () => [], matrix: byLayer,
+    about: "`openStore({ storage: 'postgres' })` on a throwaway cluster: batched appends against the same rows inserted with the `postgres` driver; " +
+      'a cold open at 100,000 events against 1,000.' },
   { key: 'sync', title: 'HTTP sync through the public API (Node)', script: 'bench:sync', rows: headline,
-    about: '`store.connect(url, { live: true })` to `createSyncHandler` on 127.0.0.1: append-to-subscriber latency from one store to another against a second ' +
-      "store on the same folder; a fresh device's initial sync and 50 clients pushing at once (fs and PostgreSQL server stores) against moving the same changes without HTTP." },
+    about: '`store.connect(url, { live: true })` to `createSyncHandler` on 127.0.0.1: append-to-subscriber latency against a second store on the same folder; ' +
+      'initial sync and 50 clients pushing at once against moving the same changes without HTTP.' },
   { key: 'sync-browser', title: 'HTTP sync in Chromium', script: 'bench:sync-browser', rows: headline,
-    about: "Two Chromium devices (the demo sync page, IndexedDB, the engine in a Web Worker) through the demo sync server: an append on A to a subscriber on B, against an observer in A's other tab." },
+    about: "Two Chromium devices (the demo sync page) through the demo sync server: an append on A to a subscriber on B, against an observer in A's other tab." },
   { key: 'time-travel', title: 'Time travel through the public API', script: 'bench:time-travel', rows: headline,
-    about: '`store.observe(id, { at })` at random points of a 1,000,000-event session against a 1,000-event one and against a refold from seq 0 (a copy of the store without history rows); ' +
-      'the history rows\' size on disk against the log.' },
+    about: '`store.observe(id, { at })` at random points of 1,000,000 events against 1,000, and against a refold from seq 0; history rows on disk against the log.' },
   { key: 'inspector', title: "Time travel in Chromium: the inspector's timeline", script: 'bench:inspector',
     rows: (r) => [{ what: `a timeline move to a random point of ${fmt(r.config.events, 0)} events vs a move to the live end`, ratio: 'median ms ÷ median ms', perRound: r.ratio, target: '', result: '' }],
-    about: 'The inspector page (`examples/inspector`) in Chromium: from a move of its timeline to the page showing that point, against a move back to the live end.' },
+    about: 'The inspector page in Chromium: a timeline move to a random point against a move back to the live end.' },
   { key: 'codec', title: 'Compression and encryption through the public API', script: 'bench:codec', rows: () => [], matrix: codec,
-    about: "`openStore()` in Node with `compression` and an encryption key against a store with neither (plain): the stored size of 3,000 node_modules text files " +
-      'as tool output against their JSON; batched appends (100 × 100 events of ~300 B), a full read and a cold open of a 20,000-event session against the plain store in the same rounds.' },
+    about: "`openStore()` with `compression` and an encryption key against a plain store: stored size of real text (node_modules files) against its JSON; " +
+      'appends, a full read and a cold open against plain in the same rounds.' },
   { key: 'codec-browser', title: 'Compression and encryption in Chromium', script: 'bench:codec-browser', rows: () => [], matrix: codec,
-    about: "The same through the page's `openStore()` in headless Chromium (IndexedDB, WebCrypto, `CompressionStream`): 30 batches of 100, a 10,000-event session." },
+    about: "The same through the page's `openStore()` in Chromium (IndexedDB, WebCrypto, `CompressionStream`)." },
   { key: 'storage', title: 'Durable appends and range reads: the fs adapter (diagnostic)', script: 'bench:storage',
     rows: (r) => [...named(r.ratios), ...named([r.reference]), ...named(r.peerReference)],
-    about: 'The fs adapter called directly (no engine, no worker) against the raw disk limit (`writeSync` + `fsyncSync` of the same bytes) and better-sqlite3 ' +
-      '(WAL, `synchronous` FULL, and NORMAL against relaxed durability); a range read of the last 100 events against a full read of 100,000.' },
+    about: 'The fs adapter alone against the raw disk limit (`writeSync` + `fsyncSync` of the same bytes) and better-sqlite3 (WAL, `synchronous` FULL; NORMAL against relaxed); ' +
+      'a range read of the last 100 of 100,000 events against a full read.' },
   { key: 'projections', title: 'Projections: the engine (diagnostic)', script: 'bench:projections', rows: (r) => named(r.targets),
-    about: 'The engine on the memory and fs adapters: a catalog append at 10,000 children against 10; cold read with a checkpoint against a full refold of 100,000 events; ' +
-      'refold against a raw read + `JSON.parse` of the same file; heap held beyond the projection states.' },
+    about: 'The engine alone: a catalog append at 10,000 children against 10; cold read with a checkpoint against a refold of 100,000 events; refold against raw read + `JSON.parse`; heap.' },
   { key: 'scaling', title: 'Cold open and memory: the engine (diagnostic)', script: 'bench:scaling',
     rows: (r) => named(r.targets), matrix: (r) => (r.cold.bySize as Any[]).map((c) => ({
       what: `cold open, better-sqlite3 + app fold ms ÷ the engine's with a checkpoint: ${fmt(c.size, 0)} events`, ratio: '', perRound: c.sqliteOverCheckpoint, target: '', result: '' })),
-    about: 'Time to the first projection values at 1,000 to 1,000,000 events, with a checkpoint and by full refold, against better-sqlite3 opened anew, every event selected ' +
-      'and folded by app code; heap per live session.' },
+    about: 'Time to the first projection values at 1,000 to 1,000,000 events, with a checkpoint and by refold, against better-sqlite3 + an app-code fold; heap per live session.' },
   { key: 'children', title: 'listChildren: the engine (diagnostic)', script: 'bench:children',
     rows: () => [], matrix: (r) => Object.keys(r).sort((a, b) => Number(a) - Number(b)).flatMap((n) => named(r[n].ratios).map((x) => ({ ...x, what: `${x.what}: ${fmt(Number(n), 0)} children` }))),
-    about: '`listChildren` of one parent\'s children: cold (each with its close checkpoint, fresh or warm engine) against live, and without checkpoints (each child refolded) against with.' },
+    about: '`listChildren`: cold children (fresh or warm engine) against live ones, and without checkpoints against with.' },
   { key: 'client', title: 'The worker hop (Node)', script: 'bench:client',
     rows: (r) => [...named(r.latencyTargets), ...named(r.throughput.ratios)],
     matrix: (r) => named(r.noop.ratios).map((x) => ({ ...x, what: x.what.replace(/^(.+), ([^,]+)$/, '$1: $2') })),
-    about: 'Append-to-listener latency across `worker_threads` (ms, absolute targets); a store call against a raw comlink no-op call (bench/noop-worker.mjs); ' +
-      'batched appends through the worker against the engine in the calling thread.' },
+    about: 'Append-to-listener latency across `worker_threads` (ms); a store call against a raw comlink no-op; batched appends through the worker against `worker: false`.' },
   { key: 'browser', title: 'Chromium: appends, a catalog fact, subscribers against Dexie', script: 'bench:browser',
     rows: (r) => named(r.ratios).filter((x) => !x.what.includes('Dexie')),
     matrix: (r) => named(r.ratios).filter((x) => x.what.includes('Dexie')).map((x) => ({ ...x, what: x.what.replace(/^(.+?): (.+)$/, '$2: $1') })),
-    about: "Headless Chromium through the page's `openStore()`: appends against raw `idb` (one strict transaction per 100 puts); a catalog fact at 10,000 entries " +
-      'against 100; append-to-subscriber time against a Dexie `liveQuery` (default cache and `cache: \'disabled\'`) recomputing the same catalog, at 100 to 10,000 events.' },
+    about: "Chromium through the page's `openStore()`: appends against raw `idb`; a catalog fact at 10,000 entries against 100; append-to-subscriber time against Dexie `liveQuery` " +
+      "(default cache, and `cache: 'disabled'`) at 100 to 10,000 events." },
 ]
 
 const cell = (s: string) => s.replace(/\|/g, '\\|')
 const num = (v: number) => (v !== 0 && Math.abs(v) < 0.1 ? v.toPrecision(2) : fmt(v, Math.abs(v) >= 1000 ? 0 : 2))
 const figure = (v: Summary | number) => (typeof v === 'number' ? `${num(v)} (once)` : v.n > 0 ? `${num(v.median)} (${num(v.min)}–${num(v.max)})` : 'not run')
 
-/** Rows "a: b" (split at the last ": ") as a matrix: a row per a, a column per b. */
+/** Rows as a matrix: a row per `what`, a column per `col` (or "what: col", split at the last ": "). */
 function matrix(rows: Row[]): string {
-  const split = rows.map((r) => ({ r, a: r.what.slice(0, r.what.lastIndexOf(': ')), b: r.what.slice(r.what.lastIndexOf(': ') + 2) }))
+  const split = rows.map((r) => (r.col !== undefined ? { r, a: r.what, b: r.col }
+    : { r, a: r.what.slice(0, r.what.lastIndexOf(': ')), b: r.what.slice(r.what.lastIndexOf(': ') + 2) }))
   const cols = [...new Set(split.map((x) => x.b))]
   const lines = [`| per round: median (min–max) | ${cols.join(' | ')} |`, `| :-- | ${cols.map(() => '--:').join(' | ')} |`]
   for (const a of new Set(split.map((x) => x.a))) {
@@ -178,14 +176,14 @@ export function chartsOf(res: SuiteResults): { file: string; chart: Chart }[] {
 export function renderMarkdown(res: SuiteResults, charts: string[]): string {
   const L: string[] = ['# Benchmarks', '', '<!-- Generated by bench/report.ts from bench/results.json (npm run bench). Do not edit by hand: rerun instead. -->', '',
     'What sessionfold costs beside what an app would use instead: the raw disk (`writeSync` + `fsyncSync`), better-sqlite3, raw `idb`, Dexie, the `postgres` driver, ' +
-    'a second store, a refold. Each ratio pairs runs of the same round in one process (the order rotating from round to round, so drift falls on both sides) and shows ' +
+    'a second store, a refold. Each ratio pairs runs of the same round in one process (the order rotating, so drift falls on both sides): ' +
     'the median (min–max) over the rounds. Targets are the project\'s own lines; rows without one are for information.', '',
     `Measured ${res.date.slice(0, 10)} (suite: ${fmt(res.durationSeconds / 60, 1)} min) on ${Object.entries(res.machine).map(([k, v]) => `${k} ${v}`).join('; ')}.`, '',
     '## How to run', '',
     '`npm run bench` runs every part, each in its own process (about 10 minutes on 2 cores), and writes `bench/results.json`, this page and `bench/charts/*.svg`; ' +
     '`npm run bench -- --only=storage,scaling` reruns some parts and keeps the rest, `npm run bench:report` rewrites the page from `bench/results.json`. ' +
-    'Each part runs alone too (its script is named under its heading): it prints its figures and ratios and writes `bench/results-<part>.json`, and the ' +
-    '`BENCH_*` variables at the top of its file size it. The figures here come from a shared machine: rerun on a quiet one.', '']
+    'Each part runs alone too (its script is under its heading), prints its figures and ratios and writes `bench/results-<part>.json`; ' +
+    'the `BENCH_*` variables at the top of its file size it. These figures come from a shared machine: rerun on a quiet one.', '']
   for (const part of PARTS) {
     const r = part.key === 'children' ? (Object.keys(res.runs.children ?? {}).length ? res.runs.children : undefined) : res.runs[part.key]
     L.push(`## ${part.title}`, '', `${part.about} \`npm run ${part.script}\`.`, '')
