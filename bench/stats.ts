@@ -208,7 +208,7 @@ export function finishBench(
     printTable(['figure', 'runs', 'median (min–max)', 'unit'], figures.map(([label, s, unit, d]) => [label, String(s.n), fmtSummary(s, d), unit]))
     console.log('')
   }
-  printTable(['ratio', 'per round: median (min–max)', 'target', 'result'], ratios.map((r) => [r.name ?? `${r.figure} (${r.layer})`, fmtSummary(r.perRound, 2), r.target ?? '', r.result ?? '']))
+  printTable(['ratio', 'per round: median (min–max)', 'target', 'result'], ratios.map((r) => [r.name ?? `${r.figure} (${r.layer})`, fmtSummary(r.perRound), r.target ?? '', r.result ?? '']))
   const out = resultsPath(name)
   const environment = { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() }
   fs.writeFileSync(out, `${JSON.stringify({ benchmark: name, date: new Date().toISOString(), environment, ...results }, null, 2)}\n`)
