@@ -36,6 +36,8 @@ interface Part {
   rows: (r: Any) => Row[]
   /** Rows shown as one matrix instead ("row label: column label" in `what`), for ratios repeated across sizes or peers. */
   matrix?: (r: Any) => Row[]
+  /** The absolute figures the docs point to, in a sentence. */
+  figures?: (r: Any) => string
 }
 
 /** A target as the benches wrote it (0.7, '>= 50', '<= 1.5', '< 2', null) for the page. */
@@ -43,13 +45,8 @@ const target = (t: unknown, atMost?: boolean): string =>
   typeof t === 'number' ? `${atMost ? '≤' : '≥'} ${t}` : typeof t === 'string' ? t.replace('>=', '≥').replace('<=', '≤') : ''
 const verdict = (x: Any): string => (x.result === 'PASS' || x.result === 'MISS' ? x.result : '')
 
-/** Rows of a `headline` list (bench/api.ts and the parts after it). */
-const headline = (r: Any): Row[] => {
-  const layers = new Set((r.headline as Any[]).map((h) => h.layer))
-  return (r.headline as Any[]).map((h) => ({
-    what: layers.size > 1 ? `${h.figure} — ${h.layer}` : h.figure, ratio: h.ratio, perRound: h.perRound, target: h.target, result: verdict(h),
-  }))
-}
+/** Rows of a `headline` list (the parts through the public API; the part's text says through what). */
+const headline = (r: Any): Row[] => (r.headline as Any[]).map((h) => ({ what: h.figure, ratio: h.ratio, perRound: h.perRound, target: h.target, result: verdict(h) }))
 /** A headline list as a matrix: a row per figure (each says what it is against), a column per layer. */
 const byLayer = (r: Any): Row[] => (r.headline as Any[]).map((h) => ({ what: h.figure, col: h.layer, ratio: '', perRound: h.perRound, target: h.target, result: verdict(h) }))
 /** Rows of `{ name, perRound | summary, target, result }` lists (the component benches). */
@@ -73,13 +70,18 @@ const PARTS: Part[] = [
     about: '`openStore()` with its Node defaults (worker, fs, strict) and with `worker: false`: batched appends against `writeSync` + `fsyncSync` of the same bytes; ' +
       '100 appends at once against 100 in turn; a catalog fact at 10,000 entries against 100. What an app gets; later parts measure layers below.' },
   { key: 'postgres', title: 'PostgreSQL through the public API (Node)', script: 'bench:postgres', rows: () => [], matrix: byLayer,
+    figures: (r) => `Ack → subscriber in another process: p50 ${fmt(r.concurrent.latency.p50, 1)} ms, p99 ${fmt(r.concurrent.latency.p99, 0)} ms with ` +
+      `${r.config.procs} × ${r.config.sessions} sessions flat out (${fmt(r.concurrent.eventsPerSecond, 0)} events/s); p99 ${fmt(r.paced.latency.p99, 1)} ms ` +
+      `at one append per ${fmt(r.paced.paceMs / 1000, 0)} s a session (target ≤ ${r.paced.targetP99Ms} ms: **${r.paced.result}**).`,
     about: "`openStore({ storage: 'postgres' })` on a throwaway cluster: batched appends against the same rows inserted with the `postgres` driver; " +
       'a cold open at 100,000 events against 1,000.' },
   { key: 'sync', title: 'HTTP sync through the public API (Node)', script: 'bench:sync', rows: headline,
+    figures: (r) => `Through the server: p50 ${fmt(r.latency.syncP50.median, 1)} ms, p99 ${fmt(r.latency.syncP99.median, 0)} ms; initial sync ` +
+      `${fmt((r.initialSync.variants as Any[]).find((v) => v.key === 'connect').summary.median, 0)} events/s.`,
     about: '`store.connect(url, { live: true })` to `createSyncHandler` on 127.0.0.1: append-to-subscriber latency against a second store on the same folder; ' +
-      'initial sync and 50 clients pushing at once against moving the same changes without HTTP.' },
+      'initial sync and 50 clients pushing against the same changes moved without HTTP.' },
   { key: 'sync-browser', title: 'HTTP sync in Chromium', script: 'bench:sync-browser', rows: headline,
-    about: "Two Chromium devices (the demo sync page) through the demo sync server: an append on A to a subscriber on B, against an observer in A's other tab." },
+    about: "Two Chromium devices (the demo sync page) through its server: an append on A to a subscriber on B, against A's other tab." },
   { key: 'time-travel', title: 'Time travel through the public API', script: 'bench:time-travel', rows: headline,
     about: '`store.observe(id, { at })` at random points of 1,000,000 events against 1,000, and against a refold from seq 0; history rows on disk against the log.' },
   { key: 'inspector', title: "Time travel in Chromium: the inspector's timeline", script: 'bench:inspector',
@@ -178,12 +180,12 @@ export function renderMarkdown(res: SuiteResults, charts: string[]): string {
     'What sessionfold costs beside what an app would use instead: the raw disk (`writeSync` + `fsyncSync`), better-sqlite3, raw `idb`, Dexie, the `postgres` driver, ' +
     'a second store, a refold. Each ratio pairs runs of the same round in one process (the order rotating, so drift falls on both sides): ' +
     'the median (min–max) over the rounds. Targets are the project\'s own lines; rows without one are for information.', '',
-    `Measured ${res.date.slice(0, 10)} (suite: ${fmt(res.durationSeconds / 60, 1)} min) on ${Object.entries(res.machine).map(([k, v]) => `${k} ${v}`).join('; ')}.`, '',
+    `Measured ${res.date.slice(0, 10)} (${fmt(res.durationSeconds / 60, 1)} min) on ${Object.entries(res.machine).map(([k, v]) => `${k} ${v}`).join('; ')}.`, '',
     '## How to run', '',
-    '`npm run bench` runs every part, each in its own process (about 10 minutes on 2 cores), and writes `bench/results.json`, this page and `bench/charts/*.svg`; ' +
+    '`npm run bench` runs every part, each in its own process (~10 minutes on 2 cores), and writes `bench/results.json`, this page and `bench/charts/*.svg`; ' +
     '`npm run bench -- --only=storage,scaling` reruns some parts and keeps the rest, `npm run bench:report` rewrites the page from `bench/results.json`. ' +
     'Each part runs alone too (its script is under its heading), prints its figures and ratios and writes `bench/results-<part>.json`; ' +
-    'the `BENCH_*` variables at the top of its file size it. These figures come from a shared machine: rerun on a quiet one.', '']
+    'the `BENCH_*` variables at the top of its file size it. These come from a shared machine: rerun on a quiet one.', '']
   for (const part of PARTS) {
     const r = part.key === 'children' ? (Object.keys(res.runs.children ?? {}).length ? res.runs.children : undefined) : res.runs[part.key]
     L.push(`## ${part.title}`, '', `${part.about} \`npm run ${part.script}\`.`, '')
@@ -192,6 +194,7 @@ export function renderMarkdown(res: SuiteResults, charts: string[]): string {
       const rows = part.rows(r)
       if (rows.length) L.push(table(rows), '')
       if (part.matrix) L.push(matrix(part.matrix(r)), '')
+      if (part.figures) L.push(part.figures(r), '')
     }
   }
   L.push('## Charts', '', ...charts.map((f) => `![${f.replace('.svg', '')}](bench/charts/${f})`), '')
