@@ -72,7 +72,7 @@ const PARTS: Part[] = [
   { key: 'postgres', title: 'PostgreSQL through the public API (Node)', script: 'bench:postgres', rows: () => [], matrix: byLayer,
     figures: (r) => `Ack → subscriber in another process: p50 ${fmt(r.concurrent.latency.p50, 1)} ms, p99 ${fmt(r.concurrent.latency.p99, 0)} ms with ` +
       `${r.config.procs} × ${r.config.sessions} sessions flat out (${fmt(r.concurrent.eventsPerSecond, 0)} events/s); p99 ${fmt(r.paced.latency.p99, 1)} ms ` +
-      `at one append per ${fmt(r.paced.paceMs / 1000, 0)} s a session (target ≤ ${r.paced.targetP99Ms} ms: **${r.paced.result}**).`,
+      `at one append per ${r.paced.paceMs % 1000 === 0 ? `${r.paced.paceMs / 1000} s` : `${r.paced.paceMs} ms`} a session (target ≤ ${r.paced.targetP99Ms} ms: **${r.paced.result}**).`,
     about: "`openStore({ storage: 'postgres' })` on a throwaway cluster: batched appends against the same rows inserted with the `postgres` driver; " +
       'a cold open at 100,000 events against 1,000.' },
   { key: 'sync', title: 'HTTP sync through the public API (Node)', script: 'bench:sync', rows: headline,
