@@ -11,7 +11,6 @@ import * as fs from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { explain, explainApi } from './explain'
 import { writeReport, type SuiteResults } from './report'
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
@@ -103,7 +102,7 @@ function readVersion(pkg: string): string {
 function main(): void {
   if (process.argv.includes('--report')) {
     // Only the page and charts, from the committed results.
-    writeReport(JSON.parse(fs.readFileSync(RESULTS, 'utf8')) as SuiteResults, explain, explainApi)
+    writeReport(JSON.parse(fs.readFileSync(RESULTS, 'utf8')) as SuiteResults)
     process.stderr.write('BENCHMARKS.md and bench/charts/*.svg written from bench/results.json\n')
     return
   }
@@ -166,7 +165,7 @@ function main(): void {
     runs: { ...later, storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
   }
   fs.writeFileSync(RESULTS, `${JSON.stringify(results, null, 1)}\n`)
-  writeReport(results, explain, explainApi)
+  writeReport(results)
   process.stderr.write(`\nsuite done in ${(durationSeconds / 60).toFixed(1)} min: bench/results.json, BENCHMARKS.md, bench/charts/*.svg\n`)
 }
 

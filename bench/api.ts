@@ -1,44 +1,26 @@
-// The headline figures through the public API (npm run bench:api): what an app gets from
-// openStore() with its Node defaults (the engine in a worker_threads worker, storage fs,
-// durability strict), not from the engine or the adapter below it (issue 14). The component
-// benchmarks (bench/storage.ts, bench/projections.ts, ...) stay as diagnostics of those layers.
-//
-//   (1) batched durable appends: 100 batches of 100 events of about 300 bytes, each batch
-//       awaited before the next (`session.append(batch)`), through openStore({ dir }) and
-//       openStore({ dir, worker: false }), against the raw disk limit: the same record bytes
-//       (the fs adapter's own encoding of the same events, made before the clock starts)
-//       written with fs.writeSync + fs.fsyncSync per batch into one new file. events/s ratios.
-//   (2) group commit: 100 single-event appends made at once (Promise.all of 100
-//       session.append(event)) against 100 made one after another (each awaited), through the
-//       worker; and, for information, with worker: false. The ratio is the speed-up.
-//   (3) a catalog fact (session.recordExternal({ childId })) appended to a session whose
-//       catalog holds 10,000 entries against one whose catalog holds 100: the time from the
-//       call until the writer's own mirror (session.projections.get('subagentCatalog')) holds
-//       the new entry. Per run, the median of its samples. For information, the same through
-//       a second handle on the same store (store.observe(id)): until its
-//       subscribe('subagentCatalog', ...) listener is called with the new length.
-//
-// The machine is shared and noisy: every figure is the median over rounds, with min and max,
-// after one unrecorded warm-up round; every comparison is a ratio of runs made in the same
-// round, in an order that rotates from round to round. Every store lives in a temp folder that
-// is removed at the end. Results also go to bench/results-api.json. Settings: BENCH_API_ROUNDS,
-// BENCH_API_BATCHES, BENCH_API_SINGLES, BENCH_API_SINGLES_ROUNDS, BENCH_API_SINGLES_REPEATS,
-// BENCH_API_CATALOG_SMALL, BENCH_API_CATALOG_LARGE, BENCH_API_CATALOG_SAMPLES,
-// BENCH_API_CATALOG_ROUNDS.
+// The headline figures through the public API (npm run bench:api): openStore() with its Node
+// defaults (engine in a worker_threads worker, fs, strict) and with worker: false.
+//   (1) batched durable appends (100 batches of 100 events of ~300 B, each awaited) against the raw
+//       disk limit: the same record bytes, encoded before the clock starts, written with writeSync +
+//       fsyncSync per batch into one new file. Diagnostics: the same calls on a memory store, the fs
+//       adapter alone, and a JSON log's own work with no store (the ceiling), here and across a worker.
+//   (2) group commit: 100 single appends at once (Promise.all) against 100 one after another.
+//   (3) a catalog fact (recordExternal) on a session whose catalog holds 10,000 entries against 100,
+//       until the writer's mirror holds it; for information, until an observer's listener hears it.
+// Ratios pair runs of the same round (the order rotating), after a warm-up round. Settings:
+// BENCH_API_ROUNDS, BENCH_API_BATCHES, BENCH_API_SINGLES, BENCH_API_SINGLES_ROUNDS,
+// BENCH_API_SINGLES_REPEATS, BENCH_API_CATALOG_SMALL, _LARGE, _SAMPLES, _ROUNDS.
 import * as fs from 'node:fs'
-import os from 'node:os'
 import { join } from 'node:path'
-import { Worker } from 'node:worker_threads'
 import { createFsAdapter } from '../src/backends/fs'
-import { encodeBatch } from '../src/backends/fs/record-format'
 import type { StorageAdapter } from '../src/storage/types'
 import { HEADER_VERSION } from '../src/core/limits'
 import { openStore, type AppendResult, type EventInput, type Session, type SessionView, type Store } from '../src/index-node'
-import { encodeEventBody, encodeEventInput } from '../src/core/validate'
-import { messageInput, rawWriteFsync, rotate, runRounds, sourceState, writeAllSync } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, settlesWithin } from './stats'
-
-// ---- configuration ------------------------------------------------------------------------
+import { encodeEventInput } from '../src/core/validate'
+import { encodeBatch } from '../src/backends/fs/record-format'
+import { runJsonFloor, runJsonFloorWorker } from './support/floor'
+import { messageInput, rawWriteFsync, rotate, runBatched, runRounds, sourceState } from './common'
+import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, median, summarize, type Summary, settlesWithin } from './stats'
 
 const CONFIG = {
   eventBytes: 300,
@@ -92,22 +74,6 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** Rejects when `promise` has not settled within CONFIG.stallMs: a hang stops the benchmark instead of the machine. */
 const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWithin(promise, what, CONFIG.stallMs)
 
-// ---- (1) batched appends ------------------------------------------------------------------
-
-/** Appends `batches` one after another to a new session; returns events/s. */
-async function runBatched(store: Store, batches: readonly EventInput[][]): Promise<number> {
-  const session = await store.createSession()
-  const events = batches.reduce((k, b) => k + b.length, 0)
-  let last: AppendResult | undefined
-  const t0 = performance.now()
-  for (const b of batches) last = await within(session.append(b), 'a batched append')
-  const ms = performance.now() - t0
-  if (last?.lastSeq !== events - 1) throw new Error(`batched run: last seq ${last?.lastSeq}, expected ${events - 1}`)
-  await session.close()
-  await store.deleteSession(session.id)
-  return (events / ms) * 1000
-}
-
 /** The fs adapter alone (strict): the same events, numbered and encoded before the clock starts; events/s. */
 let adapterRuns = 0
 async function runAdapter(adapter: StorageAdapter, batches: readonly EventInput[][], now: number): Promise<number> {
@@ -121,73 +87,10 @@ async function runAdapter(adapter: StorageAdapter, batches: readonly EventInput[
   return (encoded.length * encoded[0]!.length / ms) * 1000
 }
 
-/**
- * The least any store that takes JSON events from an app does per batch, with nothing of this
- * one's around it: each input validated, stringified, numbered and parsed back
- * (encodeEventInput, what a fold needs), the batch framed with the fs record format's CRC-32s
- * (encodeBatch), then writeSync + fdatasyncSync into one new file; events/s. Its ratio to raw is
- * the ceiling of the batched targets on this machine.
- */
-function runJsonFloor(dir: string, batches: readonly EventInput[][], n: number): number {
-  const fd = fs.openSync(join(dir, `floor-${n}.log`), 'w')
-  let events = 0
-  let offset = 0
-  const t0 = performance.now()
-  try {
-    for (const b of batches) {
-      const { buf } = encodeBatch(b.map((e) => encodeEventInput(e, events++, 'bench-floor')))
-      writeAllSync(fd, buf, offset)
-      offset += buf.length
-      fs.fdatasyncSync(fd)
-    }
-  } finally {
-    fs.closeSync(fd)
-  }
-  const ms = performance.now() - t0
-  fs.rmSync(join(dir, `floor-${n}.log`))
-  return (events / ms) * 1000
-}
-
-/**
- * The same floor with the engine's half across a worker (bench/floor-worker.ts): here each input
- * validated and stringified (encodeEventBody), the batch's bodies posted to a worker_threads worker
- * that numbers, parses, frames, writes and fdatasyncs them and answers; events/s. The floor of the
- * worker target: the least a store with its engine in a worker does per batch.
- */
-async function runJsonFloorWorker(dir: string, batches: readonly EventInput[][], n: number): Promise<number> {
-  const path = join(dir, `floor-worker-${n}.log`)
-  // Started as the store starts a TypeScript worker: through tsx (src/client/node-boot.mjs).
-  const worker = new Worker(new URL('../src/client/node-boot.mjs', import.meta.url), { workerData: { entry: new URL('./floor-worker.ts', import.meta.url).href, path } })
-  let failed: unknown
-  worker.on('error', (err) => { failed = err })
-  const answer = () => new Promise<unknown>((resolve, reject) => {
-    if (failed) reject(failed)
-    worker.once('message', resolve)
-  })
-  try {
-    if ((await within(answer(), 'the floor worker')) !== 'ready') throw new Error('the floor worker did not start')
-    let events = 0
-    const t0 = performance.now()
-    for (const b of batches) {
-      worker.postMessage(b.map((e) => encodeEventBody(e, 'bench-floor')))
-      events += (await within(answer(), 'the floor worker')) as number
-    }
-    const ms = performance.now() - t0
-    worker.postMessage('close')
-    if ((await answer()) !== events) throw new Error('the floor worker lost events')
-    return (events / ms) * 1000
-  } finally {
-    await worker.terminate()
-    fs.rmSync(path, { force: true })
-  }
-}
-
 /** The raw limit: the same record bytes, writeSync + fsyncSync per batch, into one new file; events/s. */
 function runRaw(dir: string, bufs: readonly Buffer[], events: number, n: number): number {
   return (events / rawWriteFsync(join(dir, `raw-${n}.log`), bufs)) * 1000
 }
-
-// ---- (2) single appends: concurrent and sequential ----------------------------------------
 
 /** `n` single-event appends to a new session, all at once or one after another; returns events/s. */
 async function runSingles(store: Store, input: EventInput, n: number, concurrent: boolean): Promise<number> {
@@ -207,8 +110,6 @@ async function runSingles(store: Store, input: EventInput, n: number, concurrent
   await store.deleteSession(session.id)
   return (n / ms) * 1000
 }
-
-// ---- (3) a catalog fact at two catalog sizes ----------------------------------------------
 
 const catalogLength = (view: SessionView): number => view.projections.get('subagentCatalog')?.length ?? 0
 
@@ -286,8 +187,6 @@ function untilLength(view: SessionView, length: number): Promise<void> {
   })
 }
 
-// ---- main ---------------------------------------------------------------------------------
-
 async function main(): Promise<void> {
   const started = performance.now()
   const { root, cleanup } = await benchRoot('sessionfold-bench-api-')
@@ -325,13 +224,13 @@ async function main(): Promise<void> {
     let floorRuns = 0
     const BATCHED = [
       { key: 'raw', label: 'raw: writeSync + fsyncSync of the same record bytes per batch, one new file', layer: LAYER.raw, run: async () => runRaw(rawDir, rawBufs, events, rawRuns++) },
-      { key: 'worker', label: 'openStore({ dir }): session.append(batch), each awaited', layer: LAYER.worker, run: () => runBatched(worker, batches) },
-      { key: 'thread', label: 'openStore({ dir, worker: false }): session.append(batch), each awaited', layer: LAYER.thread, run: () => runBatched(thread, batches) },
+      { key: 'worker', label: 'openStore({ dir }): session.append(batch), each awaited', layer: LAYER.worker, run: () => runBatched(worker, batches, CONFIG.stallMs) },
+      { key: 'thread', label: 'openStore({ dir, worker: false }): session.append(batch), each awaited', layer: LAYER.thread, run: () => runBatched(thread, batches, CONFIG.stallMs) },
       { key: 'jsonFloor', label: '(diagnostic) a JSON log\'s own work, no store: validate, stringify, parse (encodeEventInput), CRC-32 records, writeSync + fdatasyncSync', layer: 'diagnostic (floor)', run: async () => runJsonFloor(rawDir, batches, floorRuns++) },
-      { key: 'jsonFloorWorker', label: '(diagnostic) the same across a worker, no store: encodeEventBody here, the bodies posted to a worker_threads worker that parses, writes and fdatasyncs', layer: 'diagnostic (floor)', run: () => runJsonFloorWorker(rawDir, batches, floorRuns++) },
+      { key: 'jsonFloorWorker', label: '(diagnostic) the same across a worker, no store: encodeEventBody here, the bodies posted to a worker_threads worker that parses, writes and fdatasyncs', layer: 'diagnostic (floor)', run: () => runJsonFloorWorker(rawDir, batches, floorRuns++, CONFIG.stallMs) },
       { key: 'adapter', label: '(diagnostic) the fs adapter alone, strict: append(events already numbered and encoded)', layer: 'diagnostic (adapter level)', run: () => runAdapter(adapter, batches, now) },
-      { key: 'memWorker', label: '(diagnostic) openStore({ storage: \'memory\' }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memWorker, batches) },
-      { key: 'memThread', label: '(diagnostic) openStore({ storage: \'memory\', worker: false }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memThread, batches) },
+      { key: 'memWorker', label: '(diagnostic) openStore({ storage: \'memory\' }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memWorker, batches, CONFIG.stallMs) },
+      { key: 'memThread', label: '(diagnostic) openStore({ storage: \'memory\', worker: false }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memThread, batches, CONFIG.stallMs) },
     ]
     // Each round runs A B C C B A (the order rotating from round to round), and a round's figure
     // for each is its two runs together (events over their summed time): a load that rises or
@@ -466,75 +365,22 @@ async function main(): Promise<void> {
       { key: 'largeWriterObserved', label: `(reference) catalog of ${big}: writer's mirror, observer open` },
     ]
 
-    console.log('')
-    console.log('sessionfold public-API benchmark: the headline figures through openStore() with its Node defaults (fs, strict)')
-    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), temp dir under ${os.tmpdir()}`)
-    if (source.commit) console.log(`source: commit ${source.commit}${source.dirty?.length ? `, with uncommitted changes to ${source.dirty.join(', ')}` : ''}`)
-    console.log('figures: median (min–max) over rounds; ratios are per round (runs of the same round), median (min–max)')
-    console.log('')
-    console.log(`(1) Batched durable appends, events/s: ${CONFIG.batches} batches of ${CONFIG.batch} events (${fmt(recordBytes, 0)} bytes per record), each awaited; ${CONFIG.rounds} rounds`)
-    printTable(['variant', 'layer', 'events/s median (min–max)'], BATCHED.map((x) => [x.label, x.layer, fmtSummary(bS.get(x.key)!, 0)]), ['left', 'left', 'right'])
-    console.log('  each round runs them all A B C … C B A (the order rotating); a round\'s figure is both runs together.')
-    console.log('  each openStore run appends to a new session, created before the clock starts.')
-    console.log('')
-    console.log('Where a batch\'s time goes (ms per batch of 100, from the medians above) and the floor it leaves')
-    printTable(['part', 'ms per batch'], breakdown.rows.map(([k, v]) => [k, fmt(v, 3)]), ['left', 'right'])
-    console.log(`  floor: raw ÷ (storage layer + client and engine without a disk): in this thread ${fmt(breakdown.floorThread, 2)}, through the worker ${fmt(breakdown.floorWorker, 2)}`)
-    console.log(`  ceiling: raw ÷ a JSON log's own work: in one thread ${fmt(breakdown.ceiling, 2)}, across a worker ${fmt(breakdown.ceilingWorker, 2)} (no store that validates and parses JSON events gets above them here)`)
-    console.log('')
-    console.log(`(2) Single-event appends, events/s: ${CONFIG.singles} per run; ${CONFIG.singlesRounds} rounds`)
-    printTable(['variant', 'layer', 'events/s median (min–max)'], SINGLES.map((x) => [x.label, x.layer, fmtSummary(sS.get(x.key)!, 0)]), ['left', 'left', 'right'])
-    console.log(`  each round runs the four ${CONFIG.singlesRepeats} times as A B C D D C B A (the order rotating); a round's figure is all its runs together.`)
-    console.log('  each run appends to a new session, created before the clock starts; every append is one event of ~300 B.')
-    console.log('')
-    console.log(`(3) A catalog fact, ms from session.recordExternal until the handle has the new entry: ${CONFIG.catalogSamples} samples per run, ` +
-      `its median; ${CONFIG.catalogRounds} rounds`)
-    printTable(['variant', 'layer', 'ms median (min–max)'], catalogRows.map((x) => [x.label, LAYER.worker, fmtSummary(cS.get(x.key)!, 3)]), ['left', 'left', 'right'])
-    console.log(`  the ${big}-entry catalog was filled once (recordExternal, ${CONFIG.fillChunk} at once, ${fmt(fillSeconds, 1)} s) and grew to ` +
-      `${fmt(Math.max(...lengths.large) + CONFIG.catalogSamples, 0)} over the runs; each ${small}-entry run has a new session.`)
-    console.log(`  after each sample, a pause of ${CONFIG.paceMs} ms once every handle has it.`)
-    console.log('')
-    console.log('Headline figures through the public API')
-    printTable(
-      ['figure', 'layer', 'ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
-      headline.map((x) => [x.figure, x.layer, x.ratio, fmtSummary(x.perRound, 2), fmt(x.ofMedians, 2), x.target || '(information)', x.result]),
-      ['left', 'left', 'left', 'right', 'right', 'right', 'left'],
-    )
-    const totalS = (performance.now() - started) / 1000
-    console.log('')
-    console.log(`total ${fmt(totalS, 1)} s`)
-
-    const results = {
-      benchmark: 'api',
-      date: new Date().toISOString(),
-      source,
-      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
-      config: CONFIG,
-      targets: TARGETS,
-      layers: LAYER,
-      headline,
-      batched: {
-        unit: 'events/s',
-        recordBytes,
-        breakdown,
-        variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })),
-      },
-      singles: {
-        unit: 'events/s',
-        variants: SINGLES.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: sS.get(x.key) })),
-      },
+    finishBench('api', 'sessionfold public-API benchmark: the headline figures through openStore() with its Node defaults (fs, strict)', [
+      ...BATCHED.map((x): Figure => [`${x.label} (${x.layer})`, bS.get(x.key)!, 'events/s', 0]),
+      ...SINGLES.map((x): Figure => [`${x.label} (${x.layer})`, sS.get(x.key)!, 'events/s', 0]),
+      ...catalogRows.map((x): Figure => [x.label, cS.get(x.key)!, 'ms', 3]),
+    ], headline, {
+      source, config: CONFIG, targets: TARGETS, layers: LAYER, headline,
+      batched: { unit: 'events/s', recordBytes, breakdown, variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })) },
+      singles: { unit: 'events/s', variants: SINGLES.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: sS.get(x.key) })) },
       catalog: {
-        unit: 'ms (median of a run\'s samples)',
-        fillSeconds,
-        /** Catalog length at the start of each recorded run. */
-        lengths,
+        unit: 'ms (median of a run\'s samples)', fillSeconds, lengths,
         variants: catalogRows.map((x) => ({ key: x.key, label: x.label, layer: LAYER.worker, summary: cS.get(x.key) })),
       },
-      totalSeconds: totalS,
-    }
-    const out = resultsPath('api')
-    fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
-    console.log(`results written to ${out}`)
+      totalSeconds: (performance.now() - started) / 1000,
+    })
+    log(`floor of the batched ratio: ${fmt(breakdown.floorThread, 2)} in this thread, ${fmt(breakdown.floorWorker, 2)} through the worker; ` +
+      `ceiling (a JSON log's own work): ${fmt(breakdown.ceiling, 2)}, ${fmt(breakdown.ceilingWorker, 2)} across a worker`)
   } finally {
     for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
     cleanup()

@@ -1,27 +1,12 @@
 // listChildren benchmark of the engine on the fs adapter (npm run bench:children).
-//
-//   (1) listChildren of a parent with 1,000 COLD children whose checkpoints are fresh (each child
-//       spawned with a descriptor, 20 app events and a turn/start + turn/end, then released,
-//       which writes its close checkpoint; the parent released too), measured from engines
-//       that never opened them, against the same listing of an identical copy of the store in
-//       which every child's checkpoint was deleted (adapter.deleteCheckpoint: full refolds).
-//   (2) listChildren of 1,000 LIVE children (still open for writing in the engine that
-//       spawned them, as is their parent) against the 1,000 cold ones of (1).
-// Cold listings run two ways: on a fresh engine + adapter per run (createFsAdapter and every
-// log opened inside the timed part: an app that starts and lists) and on a warm one (the same
-// engine and adapter each round: the adapter has the logs' state and only stats them).
-// For information, one untimed pass with counters on the adapter: reads per child.
-//
-// The trees are built once (the cold one with durability 'relaxed', which only skips the
-// fdatasync of log appends; checkpoints and headers are written durably either way), then
-// listed every round: listing never writes (the counters check it). The machine is shared
-// and noisy: every figure is the median of several rounds, with min and max, after one
-// unrecorded warm-up round; every comparison is a ratio of runs made back to back in the same
-// round, in an order that rotates. The OS page cache is warm for every store: this measures
-// the engine and the adapter, not the disk. Results also go to bench/results-children.json.
+//   (1) listChildren of 1,000 COLD children (each released with its close checkpoint), from
+//       engines that never opened them, against an identical copy of the store without the
+//       checkpoints (every child refolded); on a fresh engine + adapter per run and on a warm one.
+//   (2) listChildren of 1,000 LIVE children (open for writing in the spawning engine) against (1).
+// One untimed pass with counters on the adapter checks what a listing reads (and that it writes
+// nothing). Ratios pair runs of the same round (rotating), after a warm-up round.
 import * as fs from 'node:fs'
 import * as fsp from 'node:fs/promises'
-import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createFsAdapter, type FsPromises } from '../src/backends/fs'
@@ -31,24 +16,16 @@ import type { SubagentListEntry } from '../src/core/children'
 import type { SessionId } from '../src/core/model'
 import { TURN_END, TURN_START } from '../src/core/units/payloads'
 import { Engine } from '../src/engine'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
-
-// ---- configuration ------------------------------------------------------------------------
+import { benchRoot, checkSettings, env, finishBench, fmt, ratio, summarize, type Figure, type Summary } from './stats'
 
 const CONFIG = {
   children: env('BENCH_CHILDREN', 1_000),
-  /** App events per child, between its descriptor and its turn/start + turn/end. */
-  appEvents: 20,
-  /** Spawns in flight at once while building (each child's files are fsynced). */
+  appEvents: 20, // per child, between its descriptor and its turn/start + turn/end
   buildConcurrency: env('BENCH_BUILD_CONCURRENCY', 8),
-  /** Recorded rounds, after one unrecorded warm-up round. */
   rounds: env('BENCH_ROUNDS', 15),
   /** BENCH_REFOLD=0: no refold copy (no checkpoints) and no refold scenarios; the full suite sets it at 10,000 children. */
   refold: process.env.BENCH_REFOLD !== '0',
-  /**
-   * BENCH_CLOSE_LIVE=0: the live engine is not closed at the end (closing writes a checkpoint
-   * per child, untimed: half a minute at 10,000 children); the process exits instead.
-   */
+  /** BENCH_CLOSE_LIVE=0: the live engine is left open at the end (closing it checkpoints every child); the process exits. */
   closeLive: process.env.BENCH_CLOSE_LIVE !== '0',
 }
 
@@ -69,8 +46,6 @@ function childEvents(i: number): { type: string; time: number; data?: unknown }[
     { type: TURN_END, time: t + 1 + CONFIG.appEvents },
   ]
 }
-
-// ---- counting ------------------------------------------------------------------------------
 
 interface IdCounts {
   getSession: number
@@ -134,8 +109,6 @@ function countingFs(c: Counts): FsPromises {
   return { open, readFile, stat, writeSync: fs.writeSync, mkdir: fsp.mkdir, readdir: fsp.readdir, rename: fsp.rename, rm: fsp.rm, unlink: fsp.unlink }
 }
 
-// ---- building ------------------------------------------------------------------------------
-
 /** Runs `fn(i)` for i in [0, n) with at most `k` in flight. */
 async function pool(n: number, k: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0
@@ -157,8 +130,6 @@ async function spawnTree(engine: Engine, parentId: SessionId, tag: string, relea
   })
   return ids
 }
-
-// ---- listing -------------------------------------------------------------------------------
 
 /** Checks a listing (outside timing): every child once, in catalog order, with the expected activity. */
 function check(rows: SubagentListEntry[], ids: ReadonlySet<SessionId>, activity: 'running' | 'inactive', what: string): void {
@@ -188,8 +159,6 @@ async function listWarm(engine: Engine, parentId: SessionId): Promise<{ ms: numb
   const rows = await engine.listChildren(parentId)
   return { ms: performance.now() - t0, rows }
 }
-
-// ---- diagnostics ---------------------------------------------------------------------------
 
 interface Diagnostic {
   children: number
@@ -235,20 +204,6 @@ async function diagnoseCold(dir: string, parentId: SessionId, ids: readonly Sess
   } finally {
     await engine.close()
   }
-}
-
-// ---- main ---------------------------------------------------------------------------------
-
-interface Ratio {
-  name: string
-  perRound: Summary
-  ofMedians: number
-}
-
-/** a/b per round: how many times slower a is than b. */
-function ratio(name: string, a: Summary, b: Summary): Ratio {
-  if (a.n === 0 || b.n === 0) return { name, perRound: summarize([]), ofMedians: Number.NaN } // a scenario left out (BENCH_REFOLD=0)
-  return { name, perRound: summarize(pairRatios(a.samples, b.samples)), ofMedians: a.median / b.median }
 }
 
 type Scenario = 'coldFresh' | 'refoldFresh' | 'coldWarm' | 'refoldWarm' | 'live'
@@ -395,43 +350,7 @@ async function main(): Promise<void> {
       coldFreshVsLive: ratio('cold (checkpointed, fresh engine) / live', s.coldFresh, s.live),
       coldWarmVsLive: ratio('cold (checkpointed, warm engine) / live', s.coldWarm, s.live),
     }
-    const perChildUs = (x: Summary) => fmt((x.median / N) * 1000, 1)
     const eventsPerChild = 1 + CONFIG.appEvents + 2
-
-    console.log('')
-    console.log(`sessionfold listChildren benchmark: fs adapter, ${fmt(N, 0)} children of one parent, ${eventsPerChild} events each`)
-    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus, temp dir under ${os.tmpdir()}`)
-    console.log(`build: cold tree ${fmt(buildColdMs / 1000, 1)} s (relaxed), copy + ${fmt(N, 0)} deleteCheckpoint ${fmt(copyMs / 1000, 1)} s, live tree ${fmt(buildLiveMs / 1000, 1)} s (strict)`)
-    console.log('figures: median (min–max) of the runs; ratios are per round (both runs back to back), median (min–max)')
-    console.log('')
-    console.log('listChildren (not recursive)')
-    printTable(
-      ['scenario', 'runs', 'ms median', 'min', 'max', 'µs per child'],
-      ([
-        ['coldFresh', 'cold, fresh checkpoints, fresh engine*'],
-        ['refoldFresh', 'cold, no checkpoints (refold), fresh engine*'],
-        ['coldWarm', 'cold, fresh checkpoints, warm engine'],
-        ['refoldWarm', 'cold, no checkpoints (refold), warm engine'],
-        ['live', 'live (open for writing in the spawning engine)'],
-      ] as const).map(([k, label]) => [label, String(s[k].n), fmt(s[k].median, 2), fmt(s[k].min, 2), fmt(s[k].max, 2), perChildUs(s[k])]),
-    )
-    console.log('* new Engine + createFsAdapter per run, inside the timed part (every log is opened: header, index, scan);')
-    console.log('  "warm": the same engine every round, whose adapter already knows each log and only stats it.')
-    console.log('')
-    console.log('Reads per child (untimed pass, counters on the adapter; min–max over the children, mean)')
-    const dRow = (label: string, d: Diagnostic) => {
-      const p = d.perChild
-      const mm = (x: { min: number; max: number }) => (x.min === x.max ? String(x.min) : `${x.min}–${x.max}`)
-      return [label, mm(p.getSession), mm(p.getCheckpoint), mm(p.readEvents), `${mm(p.events)} (${fmt(p.events.mean, 1)})`,
-        `${d.parent.getSession}/${d.parent.getCheckpoint}/${d.parent.readEvents}/${d.parent.events}`, String(d.writes),
-        d.fs ? `${fmt(d.fs.open, 2)}/${fmt(d.fs.readFile, 2)}/${fmt(d.fs.stat, 2)}` : '']
-    }
-    printTable(
-      ['store', 'getSession', 'getCheckpoint', 'readEvents', 'events read', 'parent s/c/r/ev', 'writes', 'fs open/readFile/stat per child'],
-      [dRow('cold, fresh checkpoints', coldDiag), ...(refoldDiag ? [dRow('cold, no checkpoints', refoldDiag)] : []), dRow(`live (all ${CONFIG.rounds + 1} listings)`, liveDiag)],
-    )
-    console.log('  fresh engine for the cold stores; fs calls per child include the parent\'s share and the adapter\'s start-up.')
-    console.log('')
 
     const checks = [
       { name: 'checkpointed cold child: 1 checkpoint read, 0 event reads', pass: coldDiag.perChild.getCheckpoint.min === 1 && coldDiag.perChild.getCheckpoint.max === 1 && coldDiag.perChild.readEvents.max === 0 && coldDiag.perChild.events.max === 0 },
@@ -439,36 +358,21 @@ async function main(): Promise<void> {
       { name: 'live child: 0 reads', pass: liveDiag.perChild.getSession.max === 0 && liveDiag.perChild.getCheckpoint.max === 0 && liveDiag.perChild.readEvents.max === 0 && liveDiag.parent.getSession === 0 },
       { name: 'listing writes nothing, never enumerates the store', pass: [coldDiag, refoldDiag, liveDiag].filter((d) => d !== undefined).every((d) => d.writes === 0 && d.listSessions === 0 && d.others === 0) },
     ]
-    console.log('Summary (no numeric targets: the ratios are reported as measured)')
-    printTable(
-      ['ratio (how many times slower)', 'per round median (min–max)', 'of medians', 'expected'],
-      [
-        [ratios.refoldVsCheckpointFresh.name, fmtSummary(ratios.refoldVsCheckpointFresh.perRound, 2), fmt(ratios.refoldVsCheckpointFresh.ofMedians, 2), '> 1'],
-        [ratios.refoldVsCheckpointWarm.name, fmtSummary(ratios.refoldVsCheckpointWarm.perRound, 2), fmt(ratios.refoldVsCheckpointWarm.ofMedians, 2), '> 1'],
-        [ratios.coldFreshVsLive.name, fmtSummary(ratios.coldFreshVsLive.perRound, 1), fmt(ratios.coldFreshVsLive.ofMedians, 1), '> 1'],
-        [ratios.coldWarmVsLive.name, fmtSummary(ratios.coldWarmVsLive.perRound, 1), fmt(ratios.coldWarmVsLive.ofMedians, 1), '> 1'],
-      ],
-    )
-    printTable(['check', 'result'], checks.map((c) => [c.name, c.pass ? 'PASS' : 'FAIL']))
-    const totalS = (performance.now() - started) / 1000
-    console.log('')
-    console.log(`total ${fmt(totalS, 1)} s`)
-
-    const results = {
-      benchmark: 'children',
-      date: new Date().toISOString(),
-      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
-      config: { ...CONFIG, eventsPerChild },
-      build: { coldMs: buildColdMs, coldDurability: 'relaxed', copyAndDeleteCheckpointsMs: copyMs, liveMs: buildLiveMs, liveDurability: 'strict' },
-      listings: { unit: 'ms', ...s },
-      ratios: Object.values(ratios),
-      diagnostics: { cold: coldDiag, refold: refoldDiag, live: liveDiag },
-      checks: checks.map((c) => ({ name: c.name, result: c.pass ? 'PASS' : 'FAIL' })),
-      totalSeconds: totalS,
+    const labels: Record<Scenario, string> = {
+      coldFresh: 'cold, fresh checkpoints, fresh engine', refoldFresh: 'cold, no checkpoints (refold), fresh engine',
+      coldWarm: 'cold, fresh checkpoints, warm engine', refoldWarm: 'cold, no checkpoints (refold), warm engine', live: 'live (open for writing in the spawning engine)',
     }
-    const out = resultsPath('children')
-    fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
-    console.log(`results written to ${out}`)
+    finishBench('children', `sessionfold listChildren benchmark: fs adapter, ${fmt(N, 0)} children of one parent, ${eventsPerChild} events each`,
+      (Object.keys(labels) as Scenario[]).map((k): Figure => [labels[k], s[k], 'ms', 2]), Object.values(ratios), {
+        config: { ...CONFIG, eventsPerChild },
+        build: { coldMs: buildColdMs, coldDurability: 'relaxed', copyAndDeleteCheckpointsMs: copyMs, liveMs: buildLiveMs, liveDurability: 'strict' },
+        listings: { unit: 'ms', ...s },
+        ratios: Object.values(ratios),
+        diagnostics: { cold: coldDiag, refold: refoldDiag, live: liveDiag },
+        checks: checks.map((c) => ({ name: c.name, result: c.pass ? 'PASS' : 'FAIL' })),
+        totalSeconds: (performance.now() - started) / 1000,
+      })
+    for (const c of checks) console.log(`check: ${c.name}: ${c.pass ? 'PASS' : 'FAIL'}`)
     if (checks.some((c) => !c.pass)) process.exitCode = 1
   } finally {
     for (const e of warm) await e.close().catch(() => {})

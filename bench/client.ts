@@ -1,48 +1,25 @@
 // Client benchmark: the store as an app sees it, through its worker (npm run bench:client).
-//
-//   (1) append-to-listener latency across worker_threads: openStore({ worker: true, storage:
-//       'fs' }), durability strict and relaxed. 10,000 appends per run, one after another (each
-//       awaited), alternating turn/start and turn/end so the built-in `subagentTiming` value
-//       changes with every append. For each append, the time from calling session.append to the
-//       first call of a `projections.subscribe('subagentTiming', ...)` listener with its seq or
-//       a later one (subscribers hear a burst batched: src/client/listeners.ts notifies at once when quiet,
-//       at most every 1 ms in a burst): on a second handle (store.observe(id): the push path)
-//       and on the writing handle itself; and the time until append() resolves. Median and p99
-//       of the 10,000 per run. For information: message events (about 300 bytes, no checkpoint
-//       per turn) heard through the whole-map subscribe(snapshot => ...); the engine in this
-//       thread (worker: false); lockstep runs (the next append once both listeners heard the
-//       previous one) and paced runs (then 6 ms more: every append finds its subscribers quiet).
-//   (2) a no-op call to the store against a raw comlink no-op (bench/noop-worker.mjs: a
-//       worker exposing { noop() { return 1 } } with comlink's node adapter): listSessions
-//       ({ limit: 1 }) on an empty fs store (it reads the sessions folder) and on an empty
-//       memory store; and session.listChildren() on an open session without children, a public
-//       call that touches no storage (the engine answers from the live catalog state). For
-//       information: the store's internal call path alone (Store._call of the host's `cancel`,
-//       a map lookup), and listSessions on an empty fs store in this thread (storage, no worker).
-//       The calls take turns in blocks of 50, each round twice: as the OS schedules the threads,
-//       and with every thread of the process pinned to one CPU (taskset -a), because a round
-//       trip to a worker here costs about 20 or 60 µs depending on where its thread sleeps.
-//   (3) batched append throughput: batches of 100 events of about 300 bytes, 10,000 events per
-//       run, through the worker against in this thread (worker: false); fs strict, and memory
-//       (which isolates the transport); each pair runs A B B A in a round.
-//
-// The machine is shared and noisy: every figure is the median over rounds, with min and max,
-// after one unrecorded warm-up round; every comparison is a ratio of runs made in the same
-// round, in an order that rotates from round to round. Results also go to
-// bench/results-client.json. Settings: BENCH_LAT_APPENDS, BENCH_PACED_APPENDS, BENCH_LAT_ROUNDS,
-// BENCH_NOOP_CALLS, BENCH_NOOP_ROUNDS, BENCH_TP_EVENTS, BENCH_TP_ROUNDS.
+//   (1) append-to-listener latency across worker_threads: openStore({ worker: true, storage: 'fs' }),
+//       strict and relaxed; per append, the time from session.append to a subscribe listener on a
+//       second handle (store.observe: the push path) and on the writing handle, and until append()
+//       resolves; median and p99 per run. For information: messages, worker: false, lockstep and
+//       paced runs (every append finds its subscribers quiet).
+//   (2) a no-op store call against a raw comlink no-op (bench/noop-worker.mjs): listSessions on
+//       empty fs and memory stores, listChildren without children (no storage); as the OS
+//       schedules the threads and with the process pinned to one CPU (taskset -a).
+//   (3) batched appends (100 events of ~300 B) through the worker against worker: false, fs strict
+//       and memory; each pair runs A B B A in a round.
+// Every comparison is a ratio of runs in the same round, after an unrecorded warm-up round.
 import { execFileSync } from 'node:child_process'
-import * as fs from 'node:fs'
-import os from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { releaseProxy, wrap, type Remote } from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import type { AppendResult } from '../src/core/protocol'
 import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
-import { TURN_END, TURN_START } from '../src/core/units/payloads'
+import { LATENCY_VARIANTS, mean, progress, quantile, runLatency, type LatencyRun } from './support/latency'
 import { messageInput, rotate, sourceState } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
+import { benchRoot, checkSettings, env, finishBench, fmt, ratio, summarize, type Figure, type Ratio, type Summary } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -83,30 +60,6 @@ const log = (msg: string) => process.stderr.write(`${msg}\n`)
 
 // ---- helpers ------------------------------------------------------------------------------
 
-/** Nearest-rank quantile of unsorted samples. */
-function quantile(values: ArrayLike<number>, q: number): number {
-  const s = Float64Array.from(values).sort()
-  if (s.length === 0) return Number.NaN
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!
-}
-
-function mean(values: ArrayLike<number>): number {
-  let sum = 0
-  for (let i = 0; i < values.length; i++) sum += values[i]!
-  return sum / values.length
-}
-
-interface Dist {
-  median: number
-  p99: number
-  mean: number
-  max: number
-}
-
-function dist(values: ArrayLike<number>): Dist {
-  return { median: quantile(values, 0.5), p99: quantile(values, 0.99), mean: mean(values), max: quantile(values, 1) }
-}
-
 /**
  * Pins every thread of this process (main, workers, libuv's pool, V8's helpers) to one CPU with
  * taskset, and restores the mask. Undefined where taskset is missing (not Linux).
@@ -125,134 +78,6 @@ function processAffinity(): { pin(): void; restore(): void } | undefined {
   while (((bits >> BigInt(cpu)) & 1n) === 0n) cpu++
   const run = (...args: string[]) => execFileSync('taskset', ['-a', '-p', ...args, pid], { stdio: 'ignore' })
   return { pin: () => run('-c', String(cpu)), restore: () => run(mask) }
-}
-
-// ---- (1) append-to-listener latency -------------------------------------------------------
-
-type Durability = 'strict' | 'relaxed'
-
-/**
- * stream: each append awaited, the next one called at once (the listener is not waited for);
- * an append counts as heard when a listener is first called with its seq or a later one.
- * lockstep: the next append is called once both listeners heard the previous one.
- * paced: as lockstep, then a pause of `paceMs` after the listeners heard (longer than the
- * projection view's 1 ms notify interval, so every append finds its subscribers quiet).
- */
-type Pacing = 'stream' | 'lockstep' | 'paced'
-
-interface LatencyVariant {
-  key: string
-  label: string
-  worker: boolean
-  durability: Durability
-  /** turn: turn/start, turn/end alternating, heard on the `subagentTiming` key; message: ~300-byte events, heard through the whole-map subscribe. */
-  kind: 'turn' | 'message'
-  pacing: Pacing
-  /** Has a target. */
-  primary: boolean
-}
-
-const LATENCY_VARIANTS: LatencyVariant[] = [
-  { key: 'worker-strict', label: 'worker, fs strict, turn events, key subscribe', worker: true, durability: 'strict', kind: 'turn', pacing: 'stream', primary: true },
-  { key: 'worker-relaxed', label: 'worker, fs relaxed, turn events, key subscribe', worker: true, durability: 'relaxed', kind: 'turn', pacing: 'stream', primary: true },
-  { key: 'worker-strict-msg', label: 'worker, fs strict, 300 B messages, map subscribe', worker: true, durability: 'strict', kind: 'message', pacing: 'stream', primary: false },
-  { key: 'worker-relaxed-msg', label: 'worker, fs relaxed, 300 B messages, map subscribe', worker: true, durability: 'relaxed', kind: 'message', pacing: 'stream', primary: false },
-  { key: 'thread-strict', label: 'in this thread, fs strict, turn events, key subscribe', worker: false, durability: 'strict', kind: 'turn', pacing: 'stream', primary: false },
-  { key: 'thread-relaxed', label: 'in this thread, fs relaxed, turn events, key subscribe', worker: false, durability: 'relaxed', kind: 'turn', pacing: 'stream', primary: false },
-  { key: 'worker-relaxed-lockstep', label: 'worker, fs relaxed, turn events, lockstep*', worker: true, durability: 'relaxed', kind: 'turn', pacing: 'lockstep', primary: false },
-  { key: 'worker-strict-paced', label: 'worker, fs strict, turn events, paced*', worker: true, durability: 'strict', kind: 'turn', pacing: 'paced', primary: false },
-  { key: 'worker-relaxed-paced', label: 'worker, fs relaxed, turn events, paced*', worker: true, durability: 'relaxed', kind: 'turn', pacing: 'paced', primary: false },
-]
-
-interface LatencyRun {
-  appends: number
-  /** append() called → append() resolved. */
-  append: Dist
-  /** append() called → the writing handle's listener called with this seq or a later one. */
-  same: Dist
-  /** append() called → the observing handle's listener called with this seq or a later one. */
-  observer: Dist
-  /** Listener calls (after the first, at subscribe), per handle: fewer than appends when a burst is batched. */
-  sameCalls: number
-  observerCalls: number
-  /** Listener calls whose seq did not advance (0 expected). */
-  stray: number
-  totalMs: number
-}
-
-/** Progress of the running latency run, for the stall watchdog. */
-let progress = 0
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-async function runLatency(store: Store, kind: 'turn' | 'message', n: number, pacing: Pacing): Promise<LatencyRun> {
-  const writer = await store.createSession()
-  const observer = await store.observe(writer.id)
-  const t0 = new Float64Array(n)
-  const appendMs = new Float64Array(n)
-  const sameMs = new Float64Array(n).fill(Number.NaN)
-  const obsMs = new Float64Array(n).fill(Number.NaN)
-  /** Appends called so far: seqs 0..issued-1 (a new session's first event is seq 0). */
-  let issued = 0
-  const heard = { same: -1, observer: -1 }
-  const calls = { same: 0, observer: 0 }
-  let stray = 0
-  /** When both listeners last caught up with every append called. */
-  let bothAt = 0
-  let waiter: { seq: number; resolve: () => void } | undefined
-  // A listener call at time t covers every append up to its seq not heard before.
-  const hear = (which: 'same' | 'observer', out: Float64Array) => (seq: number) => {
-    const t = performance.now()
-    if (issued === 0) return // the current value, delivered at subscribe
-    calls[which]++
-    const top = Math.min(seq, issued - 1)
-    if (top <= heard[which]) return void stray++
-    for (let i = heard[which] + 1; i <= top; i++) out[i] = t - t0[i]!
-    heard[which] = top
-    const both = Math.min(heard.same, heard.observer)
-    if (both === issued - 1) bothAt = t
-    if (waiter && both >= waiter.seq) {
-      const w = waiter
-      waiter = undefined
-      w.resolve()
-    }
-  }
-  const untilHeard = (seq: number): Promise<void> | undefined =>
-    Math.min(heard.same, heard.observer) >= seq ? undefined : new Promise<void>((resolve) => (waiter = { seq, resolve }))
-  const onSame = hear('same', sameMs)
-  const onObs = hear('observer', obsMs)
-  const unsubscribe =
-    kind === 'turn'
-      ? [writer.projections.subscribe('subagentTiming', (_v, m) => onSame(m.seq)), observer.projections.subscribe('subagentTiming', (_v, m) => onObs(m.seq))]
-      : [writer.projections.subscribe((s) => onSame(s.asOfSeq)), observer.projections.subscribe((s) => onObs(s.asOfSeq))]
-  const inputs: EventInput[] = kind === 'turn' ? [{ type: TURN_START }, { type: TURN_END }] : [messageInput(CONFIG.eventBytes)]
-  const start = performance.now()
-  for (let i = 0; i < n; i++) {
-    if (pacing !== 'stream' && i > 0) {
-      await untilHeard(i - 1)
-      if (pacing === 'paced') {
-        const wait = bothAt + CONFIG.paceMs - performance.now()
-        if (wait > 0) await sleep(wait)
-      }
-    }
-    const input = inputs[i % inputs.length]!
-    t0[i] = performance.now()
-    issued = i + 1
-    const result = await writer.append(input)
-    appendMs[i] = performance.now() - t0[i]!
-    if (result.firstSeq !== i || result.lastSeq !== i) throw new Error(`latency run: append ${i} got seqs ${result.firstSeq}..${result.lastSeq}`)
-    progress++
-  }
-  await untilHeard(n - 1)
-  const totalMs = performance.now() - start
-  for (const u of unsubscribe) u()
-  await observer.close()
-  await writer.close()
-  await store.deleteSession(writer.id)
-  return {
-    appends: n, append: dist(appendMs), same: dist(sameMs), observer: dist(obsMs),
-    sameCalls: calls.same, observerCalls: calls.observer, stray, totalMs,
-  }
 }
 
 // ---- (2) no-op calls ----------------------------------------------------------------------
@@ -317,23 +142,6 @@ async function runThroughput(store: Store, batches: readonly EventInput[][]): Pr
 
 // ---- main ---------------------------------------------------------------------------------
 
-interface Ratio {
-  name: string
-  perRound: Summary
-  ofMedians: number
-  target: string
-  pass: boolean | undefined
-}
-
-function ratio(name: string, a: Summary, b: Summary, target?: { atMost?: number; atLeast?: number }): Ratio {
-  const perRound = summarize(pairRatios(a.samples, b.samples))
-  const pass = target?.atMost !== undefined ? perRound.median <= target.atMost : target?.atLeast !== undefined ? perRound.median >= target.atLeast : undefined
-  const t = target?.atMost !== undefined ? `<= ${target.atMost}` : target?.atLeast !== undefined ? `>= ${target.atLeast}` : ''
-  return { name, perRound, ofMedians: a.median / b.median, target: t, pass }
-}
-
-const verdict = (pass: boolean | undefined) => (pass === undefined ? '' : pass ? 'PASS' : 'MISS')
-
 async function main(): Promise<void> {
   const started = performance.now()
   const { root, cleanup } = await benchRoot('sessionfold-bench-client-')
@@ -341,12 +149,12 @@ async function main(): Promise<void> {
   let raw: { worker: Worker; api: Remote<{ noop(): number }> } | undefined
   let seen = -1
   const watchdog = setInterval(() => {
-    if (progress === seen && progress > 0) {
-      log(`stalled: no append heard for ${CONFIG.stallMs / 1000} s (after ${progress} appends)`)
+    if (progress.appends === seen && progress.appends > 0) {
+      log(`stalled: no append heard for ${CONFIG.stallMs / 1000} s (after ${progress.appends} appends)`)
       cleanup()
       process.exit(1)
     }
-    seen = progress
+    seen = progress.appends
   }, CONFIG.stallMs)
   watchdog.unref()
   const openAt = async (name: string, options: Parameters<typeof openStore>[0]): Promise<Store> => {
@@ -378,13 +186,13 @@ async function main(): Promise<void> {
       const line: string[] = []
       for (const v of rotate(LATENCY_VARIANTS, r)) {
         const n = v.pacing === 'stream' ? (warmUp ? CONFIG.latencyWarmUp : CONFIG.latencyAppends) : warmUp ? CONFIG.pacedWarmUp : CONFIG.pacedAppends
-        const run = await runLatency(latStores.get(`${v.worker}-${v.durability}`)!, v.kind, n, v.pacing)
+        const run = await runLatency(latStores.get(`${v.worker}-${v.durability}`)!, v.kind, n, v.pacing, CONFIG)
         if (!warmUp) latRuns.get(v.key)!.push(run)
         line.push(`${v.key} ${fmt(run.observer.median, 3)}/${fmt(run.observer.p99, 2)}`)
       }
       log(`latency ${warmUp ? 'warm-up' : `round ${r}/${CONFIG.latencyRounds}`} (observer median/p99 ms): ${line.join(', ')}`)
     }
-    progress = 0
+    progress.appends = 0
     await closeAll()
 
     // ---- (2) no-op calls ----
@@ -518,118 +326,28 @@ async function main(): Promise<void> {
       ratio('observer median, worker strict: stream / paced', obsOf('worker-strict'), obsOf('worker-strict-paced')),
     ]
 
-    const ms = (s: Summary, d = 3) => fmtSummary(s, d)
-    console.log('')
-    console.log('sessionfold client benchmark: openStore() through worker_threads against raw comlink and worker: false')
-    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), temp dir under ${os.tmpdir()}`)
-    if (source.commit) console.log(`source: commit ${source.commit}${source.dirty?.length ? `, with uncommitted changes to ${source.dirty.join(', ')}` : ''}`)
-    console.log('figures: median (min–max) over rounds; ratios are per round (runs of the same round), median (min–max)')
-    console.log('')
-    console.log(`(1) Append-to-listener latency, ms: ${fmt(CONFIG.latencyAppends, 0)} appends per stream run (${CONFIG.pacedAppends} lockstep or paced*), each awaited; ${CONFIG.latencyRounds} rounds`)
-    printTable(
-      ['variant', 'observer median', 'observer p99', 'same handle median', 'same p99', 'append() median', 'append() p99', 'obs. max', 'calls/100'],
-      latRows.map(({ v, s }) => [
-        `${v.primary ? '' : '(ref) '}${v.label}`, ms(s.obsMedian), ms(s.obsP99, 2), ms(s.sameMedian), ms(s.sameP99, 2), ms(s.appendMedian), ms(s.appendP99, 2),
-        fmt(s.max.max, 1), fmt(s.callsPer100.median, 1),
-      ]),
-    )
-    console.log('  Per append: from calling session.append to the first call of a listener with its seq or a later one;')
-    console.log('  observer: a listener on a second handle (store.observe(id)), reached by the worker\'s push; same handle: a')
-    console.log('  listener on the writing Session; append(): until append() resolves (read your writes, not throttled).')
-    console.log('  Stream runs await each append and call the next one at once, without waiting for the listeners.')
-    console.log('  * lockstep: the next append waits until both listeners heard the previous one; paced: and then')
-    console.log(`    ${CONFIG.paceMs} ms more, so every append finds the subscribers quiet (src/client/listeners.ts notifies at most every 1 ms`)
-    console.log('    in a burst, at once when quiet).')
-    console.log('  calls/100: observer listener calls per 100 appends (under 100: a burst was batched into fewer calls).')
-    console.log('  Each figure is the median (or p99) of one run\'s appends; the cell shows that figure over rounds.')
-    console.log('  turn events carry no data; every turn/end also writes a checkpoint (the engine\'s policy), in the background.')
-    const stray = latRows.reduce((k, x) => k + x.s.stray, 0)
-    if (stray > 0) console.log(`  NOTE: ${stray} listener calls did not advance the seq`)
-    for (const x of latRefs) console.log(`  for reference: ${x.name} = ${fmtSummary(x.perRound, 2)}`)
-    console.log('')
-    console.log(`(2) No-op calls, µs per call: ${fmt(CONFIG.noopCalls, 0)} calls of each kind per round, one after another, the kinds taking turns every ${CONFIG.noopBlock} calls; ${CONFIG.noopRounds} rounds`)
-    printTable(
-      ['call', ...modes.flatMap((m) => [`median µs, ${modeName(m)}`, 'p99 µs'])],
-      NOOPS.map((x) => [
-        x.label,
-        ...modes.flatMap((m) => {
-          const s = noopS.get(`${m}:${x.key}`)!
-          return [fmtSummary(s.median, 1), fmtSummary(s.p99, 0)]
-        }),
-      ]),
-    )
-    console.log('  as scheduled: threads where the OS puts them; one CPU: every thread of this process pinned to one CPU')
-    console.log('  (taskset -a) for the round\'s second measurement (the order alternates): on this 2-vCPU VM, a round trip')
-    console.log('  to a worker costs about 20 or 60 µs depending on where the scheduler left that worker\'s thread (and it')
-    console.log('  sticks for a while), so as-scheduled ratios compare placements as much as code. Mean µs are in the JSON.')
-    console.log('  listSessions reads the sessions folder (fs) even when empty; listChildren of a live session answers from')
-    console.log('  its catalog state (no storage), so it is the cheapest public store call; _call(cancel) is internal: the')
-    console.log('  store\'s call path (busy ref, Promise.race with worker death, comlink) around a map lookup in the host.')
-    for (const x of noopRefs) console.log(`  for reference: ${x.name} = ${fmtSummary(x.perRound, 2)}`)
-    console.log('')
-    console.log(`(3) Batched append throughput, events/s: ${fmt(CONFIG.throughputEvents, 0)} events per run in batches of ${CONFIG.batch}, ~${CONFIG.eventBytes} bytes each; ${CONFIG.throughputRounds} rounds of 2 runs each`)
-    printTable(
-      ['variant', 'events/s median', 'min', 'max'],
-      TP.map((x) => {
-        const s = tpS.get(x.key)!
-        return [x.label, fmt(s.median, 0), fmt(s.min, 0), fmt(s.max, 0)]
-      }),
-    )
-    console.log('  each round runs worker and in-thread A B B A (B A A B the next round); a round\'s figure is both runs together.')
-    console.log('  each run appends to a new session (created and opened before timing; a writer mirror on it, so each')
-    console.log('  append waits for its projections push); inputs are built once, validated and encoded per call.')
-    console.log('')
-    console.log('Targets')
     const primary = latRows.filter((x) => x.v.primary)
     const latTargets = primary.flatMap(({ v, s }) => [
-      { name: `(1) ${v.durability}: median to observer listener, ms`, s: s.obsMedian },
-      { name: `(1) ${v.durability}: median to same-handle listener, ms`, s: s.sameMedian },
-    ])
-    const paced = latRows.filter((x) => x.v.pacing === 'paced')
-    printTable(
-      ['measure', 'per round median (min–max)', 'of medians', 'target', 'result'],
-      [
-        ...latTargets.map((x) => [x.name, ms(x.s), '', `< ${TARGETS.latencyMedianMs}`, verdict(x.s.median < TARGETS.latencyMedianMs)]),
-        ...[...noopRatios, ...tpRatios].map((x) => [`(${noopRatios.includes(x) ? 2 : 3}) ${x.name}`, fmtSummary(x.perRound, 2), fmt(x.ofMedians, 2), x.target, verdict(x.pass)]),
-      ],
-    )
-    console.log('  (1) is measured on stream runs (appends back to back, each awaited), where the mirror\'s 5 ms notify')
-    console.log(`  interval applies; for reference, paced runs (quiet subscribers): ${paced.map(({ v, s }) => `${v.durability} observer median ${ms(s.obsMedian)}`).join(', ')} ms.`)
-    console.log('  (2) ratios are of median µs per call; (3) ratios are of events/s.')
-    const totalS = (performance.now() - started) / 1000
-    console.log('')
-    console.log(`total ${fmt(totalS, 1)} s`)
-
-    const results = {
-      benchmark: 'client',
-      date: new Date().toISOString(),
-      source,
-      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
-      config: CONFIG,
-      targets: TARGETS,
-      latency: {
-        unit: 'ms',
-        variants: latRows.map(({ v, s }) => ({ ...v, summary: s, runs: latRuns.get(v.key) })),
-        reference: latRefs,
-      },
+      { name: `(1) ${v.durability}: median to observer listener, ms`, perRound: s.obsMedian },
+      { name: `(1) ${v.durability}: median to same-handle listener, ms`, perRound: s.sameMedian },
+    ]).map((x) => ({ ...x, summary: x.perRound, target: `< ${TARGETS.latencyMedianMs}`, result: x.perRound.median < TARGETS.latencyMedianMs ? 'PASS' : 'MISS' }))
+    finishBench('client', 'sessionfold client benchmark: openStore() through worker_threads against raw comlink and worker: false', [
+      ...latRows.map(({ v, s }): Figure => [`${v.primary ? '' : '(ref) '}${v.label}: append to observer listener, median`, s.obsMedian, 'ms', 3]),
+      ...modes.flatMap((m) => NOOPS.map((x): Figure => [`${x.label}, ${modeName(m)}`, noopS.get(`${m}:${x.key}`)!.median, 'µs/call', 1])),
+      ...TP.map((x): Figure => [`batched appends, ${x.label}`, tpS.get(x.key)!, 'events/s', 0]),
+    ], [...latTargets, ...latRefs, ...noopRatios, ...noopRefs, ...tpRatios], {
+      source, config: CONFIG, targets: TARGETS,
+      latency: { unit: 'ms', variants: latRows.map(({ v, s }) => ({ ...v, summary: s, runs: latRuns.get(v.key) })), reference: latRefs },
       noop: {
         unit: 'µs per call',
         modes: { free: 'threads where the OS puts them', pinned: 'every thread of the process pinned to one CPU (taskset -a)' },
         calls: modes.flatMap((m) => NOOPS.map((x) => ({ mode: m, key: x.key, label: x.label, ...noopS.get(`${m}:${x.key}`), runs: noopRuns.get(`${m}:${x.key}`) }))),
-        ratios: noopRatios.map((x) => ({ ...x, result: verdict(x.pass) })),
-        reference: noopRefs,
+        ratios: noopRatios, reference: noopRefs,
       },
-      throughput: {
-        unit: 'events/s',
-        variants: TP.map((x) => ({ key: x.key, label: x.label, summary: tpS.get(x.key) })),
-        ratios: tpRatios.map((x) => ({ ...x, result: verdict(x.pass) })),
-      },
-      latencyTargets: latTargets.map((x) => ({ name: x.name, summary: x.s, target: `< ${TARGETS.latencyMedianMs}`, result: verdict(x.s.median < TARGETS.latencyMedianMs) })),
-      totalSeconds: totalS,
-    }
-    const out = resultsPath('client')
-    fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
-    console.log(`results written to ${out}`)
+      throughput: { unit: 'events/s', variants: TP.map((x) => ({ key: x.key, label: x.label, summary: tpS.get(x.key) })), ratios: tpRatios },
+      latencyTargets: latTargets.map(({ perRound: _, ...x }) => x),
+      totalSeconds: (performance.now() - started) / 1000,
+    })
   } finally {
     clearInterval(watchdog)
     await closeAll().catch((err) => log(`closing stores: ${err}`))

@@ -1,61 +1,18 @@
-// The record codec in Chromium (npm run bench:codec-browser): the Chromium half of the codec's
-// targets (bench/codec.ts has the Node half and the stored size), measured on the page's own
-// openStore() in headless Chromium (Debian's /usr/bin/chromium, a persistent context so that
-// IndexedDB lives on disk; flags of test/support/chromium.ts): IndexedDB, the engine in its
-// default module Web Worker, durability 'strict'. Vite serves bench/codec-browser/ (index.html
-// and page.ts, which takes the samples) from this source tree; this file starts it, drives the
-// page one call at a time (page.ts's window.codecBench), and reports. Variants, each a database
-// (and a store, with its own worker) of its own:
-//   plain       compression: 'none', no key (neither)
-//   deflate     the default: compression 'deflate' (CompressionStream('deflate-raw')), no key
-//   sealed      encryption: { key } (32 random bytes; WebCrypto AES-GCM) with compression 'deflate'
-//   sealedRaw   (diagnostic) encryption: { key } with compression: 'none', to tell the cipher's cost from deflate's
-//
-//   (1) durable batched appends: BENCH_CODEC_BROWSER_BATCHES batches of 100 message events of
-//       ~300 bytes (bench/common.ts messageInput, as bench/codec.ts appends: the same text in every
-//       event), each awaited (`await session.append(batch)`), to a new session created before
-//       the clock starts, after BENCH_CODEC_BROWSER_SETTLE_MS idle (IndexedDB compacts what the
-//       last run wrote in the background). events/s. Each run's session is closed and kept
-//       (deletions slow the origin's LevelDB for the runs after them: see bench/browser/bench.ts);
-//       the profile is removed at the end.
-//   (2) a full read: `for await (const e of view.events())` on `store.observe(id)` of a session
-//       of BENCH_CODEC_BROWSER_READ_EVENTS such events (written in batches of 100, then closed:
-//       its checkpoint row written), the view opened before the clock starts and closed after it
-//       stops. events/s; BENCH_CODEC_BROWSER_READ_REPEATS palindromes of runs per round.
-//   (3) cold open with a checkpoint (plain, sealed): the stores of (2) closed; per sample
-//       a fresh openStore(...) of the variant's database in the same page (a new worker and its
-//       own connection; untimed, its time reported for information), then the time of
-//       `await store.observe(id)` of the (2) session. The control opens the plain database again
-//       in the same round: plain ÷ plain is the ratio noise alone gives. As in bench/codec.ts,
-//       "unchanged within noise": the per-round median of sealed ÷ plain no further from 1 than
-//       10 %, or than the control's per-round median is when that is further. For information,
-//       BENCH_CODEC_BROWSER_REOBSERVES more observe + close in the same fresh store, their median.
-//       Diagnostic: the two reads of a cold observe (the header, the checkpoint row) made in the
-//       page's thread with no store open, through the IndexedDB adapter alone and through the
-//       codec over it (openSealed), ms per call, with the sizes of what is stored.
-//   (4) (information) storage: navigator.storage.estimate() (usage and usageDetails.indexedDB)
-//       before and after writing each variant's (2) session (then SETTLE_MS idle), variants one
-//       after another in a new profile. These are the sizes of the origin's LevelDB files (its
-//       write-ahead log and Snappy-compressed tables, compacted in the background): rough.
-//   (diagnostic) the codec's steps on one frame (the 100 events of one append, as the codec cuts
-//       them) timed in the page's thread with the code the worker runs: deflate, inflate,
-//       AES-GCM, base64 (the browser's table-driven version), and whole seal and open per
-//       variant, each the median of BENCH_CODEC_BROWSER_PRIMITIVE_SAMPLES samples; set beside the
-//       per-batch and per-100-events time each variant adds in (1) and (2). Then, marked (alt), what
-//       the codec does not do, to tell where the time goes: a 16-byte deflate (the per-call floor),
-//       the Blob → Response round trip alone, the streams driven through their own writer and
-//       reader, btoa/atob and the native Uint8Array base64 (where Chromium has it).
-// They run in this order: the (2) sessions written (with (4)), (2), (3), then (1) in the stores
-// opened again, then the diagnostic: the cold opens come before the appends' many writes, whose
-// background compaction would land on them.
-//
-// Every timed figure is the median over rounds (min and max beside it) after one unrecorded
-// warm-up round; each round runs every variant twice, A B C … C B A (twice over in (2)), in an
-// order that rotates from round to round, and a round's figure is its runs together; ratios pair
-// runs of the same round. The profile and Vite's cache live in a temp folder removed at the end.
-// Results go to bench/results-codec-browser.json (BENCH_OUT when set). Settings:
-// BENCH_CODEC_BROWSER_BATCHES, _APPEND_ROUNDS, _SETTLE_MS, _READ_EVENTS, _ROUNDS, _READ_REPEATS,
-// _OPENS, _REOBSERVES, _PRIMITIVE_SAMPLES; CHROMIUM_PATH.
+// The record codec in Chromium (npm run bench:codec-browser): the Chromium half of bench/codec.ts,
+// on the page's own openStore() in headless Chromium (IndexedDB on disk, the engine in its module
+// Web Worker, strict). Vite serves bench/codec-browser/ (page.ts takes the samples); this file drives
+// the page one call at a time. Variants: plain, deflate (CompressionStream), sealed (WebCrypto
+// AES-GCM + deflate), sealedRaw (diagnostic: a key, compression 'none').
+//   (1) durable batched appends of ~300 B messages, events/s against plain.
+//   (2) a full read (view.events() on store.observe(id)), events/s against plain.
+//   (3) cold open: a fresh openStore() in the page, then store.observe(id) of the (2) session,
+//       sealed against plain, with a plain-again control (the noise); for information, more observes.
+//   (4) (information) navigator.storage.estimate() around writing each variant's session; and
+//       (diagnostic) the codec's steps on one frame, timed in the page's thread.
+// The cold opens run before the appends (whose background compaction would land on them). Ratios
+// pair runs of the same round (rotating), after a warm-up round. Settings: BENCH_CODEC_BROWSER_BATCHES,
+// _APPEND_ROUNDS, _SETTLE_MS, _READ_EVENTS, _ROUNDS, _READ_REPEATS, _OPENS, _REOBSERVES,
+// _PRIMITIVE_SAMPLES; CHROMIUM_PATH.
 import * as fs from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -65,7 +22,7 @@ import { createServer, type ViteDevServer } from 'vite'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../test/support/chromium'
 import type { AdapterProbe, CodecPage, ColdOpen, PrimitiveResult, VariantKey, WriteResult } from './codec-browser/page'
 import { messageInput, rotate, runRounds, sourceState } from './common'
-import { checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, pairRatios, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
+import { checkSettings, env, finishBench, fmt, headlineRatio, nearOne, type Figure, type HeadlineRatio, pairRatios, summarize, type Summary, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -301,16 +258,8 @@ function report(m: Measured, source: ReturnType<typeof sourceState>, totalSecond
   const againS = new Map(OPENS.map((x) => [x.key, summarize(m.cold.get(x.key)!.again)]))
   const control = summarize(pairRatios(oS.get('control')!.samples, oS.get('plain')!.samples))
 
-  /** Unchanged within noise: the per-round median no further from 1 than `tolerance`, or than the control's per-round median (`noise`) when that is further. */
-  const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio => {
-    const h = headlineRatio(id, figure, LAYER, what, a, b)
-    if (judge === undefined) return h
-    const band = Math.max(judge.tolerance, Math.abs(judge.noise.median - 1))
-    const lo = 1 - band
-    const hi = 1 + band
-    const pass = h.perRound.median >= lo && h.perRound.median <= hi
-    return { ...h, target: `≈ 1 (${fmt(lo, 2)}–${fmt(hi, 2)})`, pass, result: pass ? 'PASS' : 'MISS' }
-  }
+  const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio =>
+    nearOne(headlineRatio(id, figure, LAYER, what, a, b), judge)
   const appendFigure = `Chromium: durable batched appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B), events/s`
   const readFigure = `Chromium: full read of a ${fmt(CONFIG.readEvents, 0)}-event session (view.events() on store.observe(id)), events/s`
   const openFigure = `Chromium: cold store.observe(id) of a ${fmt(CONFIG.readEvents, 0)}-event session with its checkpoint row, in a freshly opened store`
@@ -327,82 +276,15 @@ function report(m: Measured, source: ReturnType<typeof sourceState>, totalSecond
       'time sealed ÷ time plain', againS.get('sealed')!, againS.get('plain')!),
   ]
 
-  const kib = (b: number) => (b < 0 ? '?' : fmt(b / 1024, 0))
-  const cpu = os.cpus()
-  console.log('')
-  console.log(`sessionfold record codec in Chromium ${m.chromium}: ${LAYER}; source ${source.commit ?? '?'}${source.dirty?.length ? ` (+${source.dirty.length} uncommitted files)` : ''}`)
-  console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${cpu.length} cpus (${cpu[0]?.model ?? '?'}); page: ${m.info.hardwareConcurrency} cores, crossOriginIsolated ${m.info.crossOriginIsolated} ` +
-    `(performance.now() coarsened to 0.1 ms when false); profile under ${os.tmpdir()}`)
-  console.log('figures: median (min–max) over rounds; ratios are per round (runs of the same round), median (min–max)')
-  console.log('')
-  console.log(`(1) Durable batched appends, events/s: ${CONFIG.batches} batches of ${CONFIG.batch} events of ~${CONFIG.eventBytes} B, each awaited, ${CONFIG.settleMs} ms idle before each run; ${CONFIG.appendRounds} rounds`)
-  const plainBatchMs = (1000 * CONFIG.batch) / aS.get('plain')!.median
-  printTable(['variant', 'events/s median (min–max)', 'ms per batch (of the median)', 'vs plain, ms per batch'], VARIANTS.map((v) => {
-    const perBatch = (1000 * CONFIG.batch) / aS.get(v.key)!.median
-    return [v.label, fmtSummary(aS.get(v.key)!, 0), fmt(perBatch, 2), v.key === 'plain' ? '' : `${perBatch >= plainBatchMs ? '+' : ''}${fmt(perBatch - plainBatchMs, 2)}`]
-  }), ['left', 'right', 'right', 'right'])
-  console.log('')
-  console.log(`(2) Full read, events/s: view.events() of a ${fmt(CONFIG.readEvents, 0)}-event session (written ${CONFIG.batch} per append, closed); ${CONFIG.readRepeats * 2} runs per variant per round, ${CONFIG.rounds} rounds`)
-  const plainReadMs = (1000 * CONFIG.batch) / rS.get('plain')!.median
-  printTable(['variant', 'events/s median (min–max)', `ms per ${CONFIG.batch} events`, `vs plain, ms per ${CONFIG.batch} events`, 'written in, s'], VARIANTS.map((v) => {
-    const per = (1000 * CONFIG.batch) / rS.get(v.key)!.median
-    return [v.label, fmtSummary(rS.get(v.key)!, 0), fmt(per, 3), v.key === 'plain' ? '' : `${per >= plainReadMs ? '+' : ''}${fmt(per - plainReadMs, 3)}`, fmt(m.writes.get(v.key)!.ms / 1000, 1)]
-  }), ['left', 'right', 'right', 'right', 'right'])
-  console.log('')
-  console.log(`(3) Cold open, ms: a fresh openStore() in the page (a new worker), then store.observe(id) of the ${fmt(CONFIG.readEvents, 0)}-event session; ${CONFIG.opens * 2} fresh stores per variant per round (their mean), ${CONFIG.rounds} rounds`)
-  printTable(['variant', 'first observe ms median (min–max)', `(information) ${CONFIG.reobserves} observes after it, their median`, '(information) openStore ms'],
-    OPENS.map((x) => [x.label, fmtSummary(oS.get(x.key)!, 2), fmtSummary(againS.get(x.key)!, 2), fmtSummary(openS.get(x.key)!, 0)]), ['left', 'right', 'right', 'right'])
-  console.log(`  (diagnostic) a cold observe reads the session's header and its checkpoint row; the same two reads in the page's thread (no store open), ` +
-    `the IndexedDB adapter alone and through the codec (openSealed over it), ms per call, median of ${CONFIG.primitiveSamples} samples:`)
-  printTable(['  variant', 'header as stored, chars', 'checkpoint row as stored, chars', 'getSession: adapter / codec', 'getCheckpoint: adapter / codec', 'codec adds, ms'], VARIANTS.map((v) => {
-    const p = m.probes.get(v.key)!
-    const added = p.codec.getSession - p.inner.getSession + p.codec.getCheckpoint - p.inner.getCheckpoint
-    return [`  ${v.label}`, `${fmt(p.headerChars, 0)}${p.headerSealed ? ' (sealed)' : ''}`, `${fmt(p.checkpointChars, 0)}${p.checkpointSealed ? ' (sealed)' : ''}`,
-      `${fmt(p.inner.getSession, 3)} / ${fmt(p.codec.getSession, 3)}`, `${fmt(p.inner.getCheckpoint, 3)} / ${fmt(p.codec.getCheckpoint, 3)}`, fmt(added, 3)]
-  }), ['left', 'right', 'right', 'right', 'right', 'right'])
-  console.log('')
-  console.log(`(4) (information) Storage: navigator.storage.estimate() around writing each variant's ${fmt(CONFIG.readEvents, 0)}-event session (one after another, ${CONFIG.settleMs} ms idle after each), KiB`)
-  printTable(['variant', 'usage before', 'usage after', 'usage Δ', 'indexedDB Δ', 'usage Δ per event, B'], VARIANTS.map((v) => {
-    const w = m.writes.get(v.key)!
-    const idb = w.before.indexedDB >= 0 && w.after.indexedDB >= 0 ? w.after.indexedDB - w.before.indexedDB : -1
-    return [v.label, kib(w.before.usage), kib(w.after.usage), kib(w.after.usage - w.before.usage), idb < 0 ? '?' : kib(idb), fmt((w.after.usage - w.before.usage) / CONFIG.readEvents, 0)]
-  }), ['left', 'right', 'right', 'right', 'right', 'right'])
-  console.log("  the sizes of the origin's LevelDB files (write-ahead log, Snappy-compressed tables, compacted in the background): rough; bench/codec.ts measures stored bytes.")
-  console.log('')
-  const p = m.primitives
-  console.log(`(diagnostic) The codec's steps on one frame (${p.frame.events} events, ${fmt(p.frame.jsonBytes, 0)} B of JSON, deflated to ${fmt(p.frame.deflatedBytes, 0)} B; ` +
-    `stored unit as base64: deflate ${fmt(p.frame.unitBase64.deflate, 0)}, sealed ${fmt(p.frame.unitBase64.sealed, 0)}, sealedRaw ${fmt(p.frame.unitBase64.sealedRaw, 0)} chars), ` +
-    `timed in the page's thread; median of ${CONFIG.primitiveSamples} samples`)
-  printTable(['step', 'ms per call'], p.steps.map((s) => [s.step, fmt(s.ms, 3)]), ['left', 'right'])
-  console.log(`  one append of ${CONFIG.batch} events is one frame: the whole seal above is what the worker adds to each batch before its IndexedDB transaction; a read opens one frame per ${CONFIG.batch} events.`)
-  console.log("  (alt) rows are not what the codec does: where the stream's time goes, and the platform's other ways to the same bytes.")
-  console.log('')
-  console.log('Headline figures')
-  printTable(['figure', 'ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
-    headline.map((x) => [x.figure, x.ratio, fmtSummary(x.perRound, 3), fmt(x.ofMedians, 3), x.target || '(information)', x.result]),
-    ['left', 'left', 'right', 'right', 'right', 'left'])
   const issues = [...m.problems, ...m.warnings.filter((w) => !m.problems.some((p2) => p2.includes(w.replace(/^(warn|error): /, ''))))]
-  if (issues.length > 0) {
-    console.log('')
-    console.log(`page warnings and errors (${issues.length}):`)
-    for (const w of issues.slice(0, 10)) console.log(`  ${w}`)
-  }
-  console.log('')
-  console.log(`total ${fmt(totalSeconds, 1)} s`)
-
-  const results = {
-    benchmark: 'codec-browser',
-    date: new Date().toISOString(),
-    source,
-    environment: {
-      node: process.version, chromium: m.chromium, userAgent: m.info.userAgent, platform: os.platform(), arch: os.arch(), cpus: cpu.length, cpuModel: cpu[0]?.model,
-      pageCores: m.info.hardwareConcurrency, crossOriginIsolated: m.info.crossOriginIsolated, tmpdir: os.tmpdir(),
-    },
-    config: CONFIG,
-    targets: TARGETS,
-    layer: LAYER,
-    variants: VARIANTS.map((v) => ({ key: v.key, label: v.label })),
-    headline,
+  for (const w of issues.slice(0, 10)) log(`page: ${w}`)
+  finishBench('codec-browser', `sessionfold record codec in Chromium ${m.chromium}: ${LAYER}`, [
+    ...VARIANTS.map((v): Figure => [`batched appends, ${v.label}`, aS.get(v.key)!, 'events/s', 0]),
+    ...VARIANTS.map((v): Figure => [`full read, ${v.label}`, rS.get(v.key)!, 'events/s', 0]),
+    ...OPENS.map((x): Figure => [`cold observe in a fresh store, ${x.label}`, oS.get(x.key)!, 'ms', 2]),
+  ], headline, {
+    source, chromium: m.chromium, userAgent: m.info.userAgent, pageCores: m.info.hardwareConcurrency, crossOriginIsolated: m.info.crossOriginIsolated,
+    config: CONFIG, targets: TARGETS, layer: LAYER, variants: VARIANTS.map((v) => ({ key: v.key, label: v.label })), headline,
     append: { unit: 'events/s', events: CONFIG.batches * CONFIG.batch, ...Object.fromEntries(aS) },
     read: { unit: 'events/s', events: CONFIG.readEvents, writeMs: Object.fromEntries([...m.writes].map(([k, w]) => [k, w.ms])), ...Object.fromEntries(rS) },
     coldOpen: { unit: 'ms', observe: Object.fromEntries(oS), again: Object.fromEntries(againS), openStore: Object.fromEntries(openS), control, firstOpenMs: m.openMs, adapterProbe: Object.fromEntries(m.probes) },
@@ -410,10 +292,7 @@ function report(m: Measured, source: ReturnType<typeof sourceState>, totalSecond
     primitives: m.primitives,
     warnings: issues,
     totalSeconds,
-  }
-  const out = resultsPath('codec-browser')
-  fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
-  console.log(`results written to ${out}`)
+  })
 }
 
 main().catch((err) => {

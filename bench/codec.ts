@@ -1,64 +1,28 @@
-// The record codec through the public API (npm run bench:codec): what compression and
-// encryption (openStore({ encryption: { key }, compression })) cost an app that opened its store
-// with openStore() and its Node defaults (the engine in a worker_threads worker, storage fs,
-// durability strict), and what compression saves on disk. Variants, each a store of its own in
-// its own folder:
-//   plain       compression: 'none', no key (neither)
-//   deflate     the default: compression 'deflate' (appends of >= 512 bytes of JSON), no key
-//   sealed      encryption: { key } (32 random bytes) with compression 'deflate'
-//   sealedRaw   (diagnostic) encryption: { key } with compression: 'none', to tell the cipher's cost from deflate's
-//
-//   (1) size: a corpus of real text, source files and documentation shipped in node_modules
-//       (.js .ts .md .json .mjs .cjs of 200 B to 200 KB; every file found, in path order, then
-//       BENCH_CODEC_FILES of them taken at even steps through that list), appended to a new
-//       session as { type: 'tool/output', data: { path, text } } events in batches of 100, each
-//       awaited; the session closed, the events read back (checked equal to the corpus) and the
-//       store closed. JSON size: the sum of UTF-8 bytes of JSON.stringify of each event as read
-//       back (seq, type, time, data: the event as stored); stored size: the bytes of every file
-//       in the store's folder after close. Measured once per variant (the bytes do not vary from
-//       run to run). For diagnosis, the same events deflated frame by frame in this thread
-//       (node:zlib, the frames the codec cuts: at most 256 events, 256 KB of JSON), without the
-//       base64 and the records that carry them.
-//   (2) durable batched appends: BENCH_CODEC_BATCHES batches of 100 message events of ~300 bytes
-//       (bench/common.ts messageInput: the same text in every event), each awaited
-//       (`await session.append(batch)`), to a new session created before the clock starts
-//       (closed and deleted after it). events/s.
-//   (3) a full read: `for await (const e of view.events())` on `store.observe(id)` of a session
-//       of BENCH_CODEC_READ_EVENTS message events of ~300 bytes (written in batches of 100, then
-//       closed), the view opened before the clock starts and closed after it stops. events/s;
-//       BENCH_CODEC_READ_REPEATS palindromes of runs per round (a run is short).
-//   (4) cold open with a checkpoint (plain, sealed; deflate and sealedRaw left out, since each
-//       sample starts a worker, about two seconds): the stores of (3) closed; per sample a fresh
-//       openStore(...) of the variant's folder (untimed: its time is reported for information),
-//       then the time of `await store.observe(id)` of the (3) session, closed normally so its
-//       checkpoint row is there (checked on disk). The control opens the plain folder again in
-//       the same round: plain ÷ plain is the ratio noise alone gives. "Unchanged within noise"
-//       (the target): the per-round median of sealed ÷ plain no further from 1 than 10 %, or
-//       than the control's per-round median is when that is further. For information, in the
-//       same fresh store after that first observe: BENCH_CODEC_REOBSERVES more observe + close
-//       of the session (each reads its header and checkpoint row again: the session is not kept
-//       live once its last view closes), their median: the same reads without the new worker's
-//       first-call costs.
-//
-// Every timed figure is the median over rounds (min and max beside it) after one unrecorded
-// warm-up round; each round runs every variant twice, A B C … C B A (twice over in (3)), in an
-// order that rotates from round to round, and a round's figure is its runs together; ratios
-// pair runs of the same round. Every store lives in a temp folder removed at the end. Results
-// go to bench/results-codec.json (BENCH_OUT when set). Settings: BENCH_CODEC_FILES,
-// BENCH_CODEC_ROUNDS, BENCH_CODEC_APPEND_ROUNDS, BENCH_CODEC_BATCHES, BENCH_CODEC_READ_EVENTS,
-// BENCH_CODEC_READ_REPEATS, BENCH_CODEC_OPENS, BENCH_CODEC_REOBSERVES.
-import { createHash } from 'node:crypto'
+// The record codec through the public API (npm run bench:codec): what compression and encryption
+// (openStore({ encryption: { key }, compression })) cost through openStore() with its Node defaults
+// (worker, fs, strict), and what compression saves on disk. Variants, each a store of its own:
+// plain (compression 'none', no key), deflate (the default), sealed (a key, deflate), sealedRaw
+// (diagnostic: a key, compression 'none').
+//   (1) size: real text (node_modules source and docs, 200 B to 200 KB, BENCH_CODEC_FILES files at
+//       even steps) appended as tool/output events in batches of 100: stored bytes ÷ JSON bytes.
+//   (2) durable batched appends of ~300 B messages, events/s against plain.
+//   (3) a full read (view.events() on store.observe(id)), events/s against plain.
+//   (4) cold open: a fresh openStore(), then store.observe(id) of the (3) session with its checkpoint
+//       row, sealed against plain, with a plain-again control (the noise); for information, more
+//       observes in the same store after the first.
+// Ratios pair runs of the same round (A B … B A, rotating), after a warm-up round. Settings:
+// BENCH_CODEC_FILES, _ROUNDS, _APPEND_ROUNDS, _BATCHES, _READ_EVENTS, _READ_REPEATS, _OPENS, _REOBSERVES.
 import * as fs from 'node:fs'
-import os from 'node:os'
-import { basename, extname, join, relative, sep } from 'node:path'
+import { join } from 'node:path'
+import { diskBytes, loadCorpus, type CorpusFile } from './support/corpus'
 import { fileURLToPath } from 'node:url'
 import { FRAME_BYTES, FRAME_EVENTS } from '../src/storage/codec/sealed-storage'
 import { COMPRESS_FROM } from '../src/storage/codec/seal'
 import { nodeCompressor } from '../src/storage/codec/node'
 import { CHECKPOINT_FILE, LOG_FILE, sessionDir } from '../src/backends/fs/layout'
 import { openStore, type AppendResult, type EventInput, type OpenStoreOptions, type SessionEvent, type Store } from '../src/index-node'
-import { messageInput, rotate, runRounds, sourceState } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, pairRatios, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
+import { messageInput, rotate, runBatched, runRounds, sourceState } from './common'
+import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, nearOne, type Figure, type HeadlineRatio, median, pairRatios, summarize, type Summary, settlesWithin } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -119,67 +83,6 @@ const log = (msg: string) => process.stderr.write(`[${((performance.now() - T0) 
 const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWithin(promise, what, CONFIG.stallMs)
 
 const utf8 = (s: string) => Buffer.byteLength(s)
-
-// ---- (1) the corpus and the bytes on disk --------------------------------------------------
-
-interface CorpusFile { path: string; text: string }
-
-/** Every candidate under node_modules in path order (symlinks not followed), then `n` taken at even steps. */
-function loadCorpus(repo: string, n: number): { files: CorpusFile[]; candidates: number; digest: string } {
-  const exts = new Set(CONFIG.extensions)
-  const found: string[] = []
-  const walk = (dir: string) => {
-    let entries: fs.Dirent[]
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true })
-    } catch {
-      return
-    }
-    for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      const p = join(dir, e.name)
-      if (e.isDirectory()) walk(p)
-      else if (e.isFile() && exts.has(extname(e.name))) {
-        const size = fs.statSync(p).size
-        if (size >= CONFIG.minFileBytes && size <= CONFIG.maxFileBytes) found.push(p)
-      }
-    }
-  }
-  walk(join(repo, 'node_modules'))
-  if (found.length < n) throw new Error(`node_modules holds ${found.length} files that fit, BENCH_CODEC_FILES=${n}`)
-  const step = found.length / n
-  const hash = createHash('sha256')
-  const files = Array.from({ length: n }, (_, i) => {
-    const p = found[Math.floor(i * step)]!
-    const path = relative(repo, p).split(sep).join('/')
-    const text = fs.readFileSync(p, 'utf8')
-    hash.update(`${path}\0${text}\0`)
-    return { path, text }
-  })
-  return { files, candidates: found.length, digest: hash.digest('hex').slice(0, 16) }
-}
-
-/** Bytes of every file under `dir`, by kind (the session's log, its index, rows, the store's own files). */
-function diskBytes(dir: string): { total: number; byKind: Record<string, number>; files: number } {
-  const byKind: Record<string, number> = {}
-  let total = 0
-  let files = 0
-  const walk = (d: string) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name)
-      if (e.isDirectory()) walk(p)
-      else if (e.isFile()) {
-        const size = fs.statSync(p).size
-        const rel = relative(dir, p).split(sep)
-        const kind = rel[0] === 'sessions' ? (rel.includes('history') ? 'history' : basename(p)) : rel[0] === 'meta' || rel[0] === 'locks' ? rel[0] : basename(p)
-        byKind[kind] = (byKind[kind] ?? 0) + size
-        total += size
-        files++
-      }
-    }
-  }
-  walk(dir)
-  return { total, byKind, files }
-}
 
 interface SizeRun {
   /** Sum of UTF-8 bytes of JSON.stringify of each event as read back. */
@@ -253,20 +156,6 @@ function deflateFloor(events: readonly SessionEvent[]): { frames: number; deflat
 
 // ---- (2) batched appends, (3) reads, (4) cold opens ------------------------------------------
 
-/** Appends `batches` one after another to a new session; returns events/s. */
-async function runBatched(store: Store, batches: readonly EventInput[][]): Promise<number> {
-  const session = await store.createSession()
-  const events = batches.reduce((k, b) => k + b.length, 0)
-  let last: AppendResult | undefined
-  const t0 = performance.now()
-  for (const b of batches) last = await within(session.append(b), 'a batched append')
-  const ms = performance.now() - t0
-  if (last?.lastSeq !== events - 1) throw new Error(`batched run: last seq ${last?.lastSeq}, expected ${events - 1}`)
-  await session.close()
-  await store.deleteSession(session.id)
-  return (events / ms) * 1000
-}
-
 /** The (3) session: CONFIG.readEvents events in batches, then closed (its checkpoint row written). */
 async function writeReadSession(store: Store, input: EventInput): Promise<void> {
   const session = await store.createSession({ id: READ_ID })
@@ -330,7 +219,7 @@ async function main(): Promise<void> {
   try {
     // ---- (1) size ----
     const t0 = performance.now()
-    const corpus = loadCorpus(repo, CONFIG.files)
+    const corpus = loadCorpus(repo, CONFIG.files, CONFIG)
     const corpusBytes = corpus.files.reduce((n, f) => n + utf8(f.text), 0)
     log(`corpus: ${fmt(corpus.files.length, 0)} of ${fmt(corpus.candidates, 0)} files under node_modules, ${fmt(corpusBytes / 2 ** 20, 1)} MiB of text, loaded in ${fmt((performance.now() - t0) / 1000, 1)} s (digest ${corpus.digest})`)
     const sizes = new Map<VariantKey, SizeRun>()
@@ -353,7 +242,7 @@ async function main(): Promise<void> {
     const input = messageInput(CONFIG.eventBytes)
     const batches = Array.from({ length: CONFIG.batches }, () => Array.from({ length: CONFIG.batch }, () => input))
     const appendEvents = CONFIG.batches * CONFIG.batch
-    const appendRuns = await runRounds(VARIANTS.map((v) => ({ key: v.key, run: () => runBatched(storeOf(v.key), batches) })), CONFIG.appendRounds, appendEvents, log, fmt)
+    const appendRuns = await runRounds(VARIANTS.map((v) => ({ key: v.key, run: () => runBatched(storeOf(v.key), batches, CONFIG.stallMs) })), CONFIG.appendRounds, appendEvents, log, fmt)
     const aS = new Map(VARIANTS.map((v) => [v.key, summarize(appendRuns.get(v.key)!)]))
 
     // ---- (3) full reads ----
@@ -426,16 +315,8 @@ async function main(): Promise<void> {
       const pass = target === undefined ? undefined : value <= target
       return { id, figure, layer: LAYER, ratio: what, perRound: summarize([value]), ofMedians: value, target: target === undefined ? '' : `≤ ${target}`, pass, result: pass === undefined ? '' : pass ? 'PASS' : 'MISS' }
     }
-    /** Unchanged within noise: the per-round median no further from 1 than `tolerance`, or than the control's per-round median (`noise`) when that is further. */
-    const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio => {
-      const h = headlineRatio(id, figure, LAYER, what, a, b)
-      if (judge === undefined) return h
-      const band = Math.max(judge.tolerance, Math.abs(judge.noise.median - 1))
-      const lo = 1 - band
-      const hi = 1 + band
-      const pass = h.perRound.median >= lo && h.perRound.median <= hi
-      return { ...h, target: `≈ 1 (${fmt(lo, 2)}–${fmt(hi, 2)})`, pass, result: pass ? 'PASS' : 'MISS' }
-    }
+    const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio =>
+      nearOne(headlineRatio(id, figure, LAYER, what, a, b), judge)
     const control = summarize(pairRatios(oS.get('control')!.samples, oS.get('plain')!.samples))
     const corpusFigure = `${fmt(CONFIG.files, 0)} node_modules text files as tool/output events (batches of ${CONFIG.batch})`
     const appendFigure = `durable batched appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B), events/s`
@@ -458,68 +339,25 @@ async function main(): Promise<void> {
         'time sealed ÷ time plain', againS.get('sealed')!, againS.get('plain')!),
     ]
 
-    const mib = (b: number) => `${fmt(b / 2 ** 20, 2)} MiB`
-    const pct = (x: number) => `${fmt(x * 100, 1)} %`
-    const kinds = ['events.log', 'events.idx', 'checkpoint.json', 'history', 'header.json', 'feed.log', 'meta']
-    console.log('')
-    console.log(`sessionfold record codec through openStore() (worker, fs, strict): compression and encryption; source ${source.commit ?? '?'}${source.dirty?.length ? ` (+${source.dirty.length} uncommitted files)` : ''}`)
-    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), temp dir under ${os.tmpdir()}`)
-    console.log('figures: median (min–max) over rounds; ratios are per round (runs of the same round), median (min–max)')
-    console.log('')
-    console.log(`(1) Size: ${fmt(CONFIG.files, 0)} of ${fmt(corpus.candidates, 0)} text files under node_modules (${CONFIG.extensions.join(' ')}, ${CONFIG.minFileBytes} B–${CONFIG.maxFileBytes / 1024} KB; ` +
-      `${mib(corpusBytes)} of text, digest ${corpus.digest}) as tool/output events, ${CONFIG.batch} per append; measured once`)
-    printTable(['variant', 'JSON of the events', 'stored (all files)', 'stored ÷ JSON', ...kinds.map((k) => k), 'other', 'append s', 'read s'], VARIANTS.map((v) => {
-      const s = sizes.get(v.key)!
-      const other = s.stored.total - kinds.reduce((n, k) => n + (s.stored.byKind[k] ?? 0), 0)
-      return [v.label, mib(s.jsonBytes), mib(s.stored.total), pct(s.ratio), ...kinds.map((k) => fmt(s.stored.byKind[k] ?? 0, 0)), fmt(other, 0), fmt(s.appendSeconds, 2), fmt(s.readSeconds, 2)]
-    }), ['left'])
-    console.log(`  events.log of the plain store: ${fmt(plainSize.stored.byKind['events.log'] ?? 0, 0)} B; 9-byte record head + JSON per event: ${fmt(logRecords, 0)} B.`)
-    console.log(`  (diagnostic) the same events deflated (node:zlib, default level) in the codec's ${fmt(floor.frames, 0)} frames, nothing else: ${pct(floor.deflated / plainSize.jsonBytes)} of the JSON; ` +
-      `as base64 with the unit head: ${pct(floor.base64 / plainSize.jsonBytes)}. The rest of the default store's ${pct(sizes.get('deflate')!.ratio)} is records, index and rows.`)
-    console.log('')
-    console.log(`(2) Durable batched appends, events/s: ${CONFIG.batches} batches of ${CONFIG.batch} events of ~${CONFIG.eventBytes} B, each awaited; ${CONFIG.appendRounds} rounds`)
-    printTable(['variant', 'events/s median (min–max)'], VARIANTS.map((v) => [v.label, fmtSummary(aS.get(v.key)!, 0)]), ['left', 'right'])
-    console.log('')
-    console.log(`(3) Full read, events/s: view.events() of a ${fmt(CONFIG.readEvents, 0)}-event session (written ${CONFIG.batch} per append, closed); ${CONFIG.readRepeats * 2} runs per variant per round, ${CONFIG.rounds} rounds`)
-    printTable(['variant', 'events/s median (min–max)', 'events.log', 'checkpoint.json'], VARIANTS.map((v) => [v.label, fmtSummary(rS.get(v.key)!, 0), fmt(readDisk.get(v.key)!.logBytes, 0), fmt(readDisk.get(v.key)!.checkpointBytes, 0)]), ['left', 'right', 'right', 'right'])
-    console.log('')
-    console.log(`(4) Cold open, ms: a fresh openStore(), then store.observe(id) of the ${fmt(CONFIG.readEvents, 0)}-event session; ${CONFIG.opens * 2} fresh stores per variant per round (their mean), ${CONFIG.rounds} rounds`)
-    printTable(['variant', 'first observe ms median (min–max)', `(information) ${CONFIG.reobserves} observes after it, their median`, '(information) openStore ms'],
-      OPENS.map((x) => [x.label, fmtSummary(oS.get(x.key)!, 2), fmtSummary(againS.get(x.key)!, 2), fmtSummary(openS.get(x.key)!, 0)]), ['left', 'right', 'right', 'right'])
-    console.log('')
-    console.log('Headline figures')
-    printTable(['figure', 'ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
-      headline.map((x) => [x.figure, x.ratio, x.perRound.n > 1 ? fmtSummary(x.perRound, 3) : `${fmt(x.perRound.median, 4)} (once)`, fmt(x.ofMedians, 3), x.target || '(information)', x.result]),
-      ['left', 'left', 'right', 'right', 'right', 'left'])
-    const totalSeconds = (performance.now() - started) / 1000
-    console.log('')
-    console.log(`total ${fmt(totalSeconds, 1)} s`)
-
-    const results = {
-      benchmark: 'codec',
-      date: new Date().toISOString(),
-      source,
-      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
-      config: CONFIG,
-      targets: TARGETS,
-      layer: LAYER,
+    finishBench('codec', 'sessionfold record codec through openStore() (worker, fs, strict): compression and encryption', [
+      ...VARIANTS.map((v): Figure => [`stored ÷ JSON bytes, ${v.label}`, summarize([sizes.get(v.key)!.ratio]), '', 3]),
+      ...VARIANTS.map((v): Figure => [`batched appends, ${v.label}`, aS.get(v.key)!, 'events/s', 0]),
+      ...VARIANTS.map((v): Figure => [`full read, ${v.label}`, rS.get(v.key)!, 'events/s', 0]),
+      ...OPENS.map((x): Figure => [`cold observe in a fresh store, ${x.label}`, oS.get(x.key)!, 'ms', 2]),
+    ], headline, {
+      source, config: CONFIG, targets: TARGETS, layer: LAYER,
       variants: VARIANTS.map((v) => ({ key: v.key, label: v.label })),
       codec: { frameEvents: FRAME_EVENTS, frameBytes: FRAME_BYTES, compressFrom: COMPRESS_FROM },
       headline,
       size: {
         corpus: { files: corpus.files.length, candidates: corpus.candidates, textBytes: corpusBytes, digest: corpus.digest },
-        variants: Object.fromEntries(sizes),
-        plainLogRecordBytes: logRecords,
-        deflateFloor: floor,
+        variants: Object.fromEntries(sizes), plainLogRecordBytes: logRecords, deflateFloor: floor,
       },
       append: { unit: 'events/s', events: appendEvents, ...Object.fromEntries(aS) },
       read: { unit: 'events/s', events: CONFIG.readEvents, disk: Object.fromEntries(readDisk), ...Object.fromEntries(rS) },
       coldOpen: { unit: 'ms', observe: Object.fromEntries(oS), again: Object.fromEntries(againS), openStore: Object.fromEntries(openS), control },
-      totalSeconds,
-    }
-    const out = resultsPath('codec')
-    fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
-    console.log(`results written to ${out}`)
+      totalSeconds: (performance.now() - started) / 1000,
+    })
   } finally {
     for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
     cleanup()

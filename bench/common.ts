@@ -4,7 +4,8 @@
 import { execFileSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import type { EventInput } from '../src/index-node'
+import type { AppendResult, EventInput, Store } from '../src/index-node'
+import { settlesWithin } from './stats'
 
 /** The commit measured, and whether src/, worker/ or adapters/ differ from it (other work in progress). */
 export function sourceState(): { commit?: string; dirty?: string[] } {
@@ -23,6 +24,11 @@ export function sourceState(): { commit?: string; dirty?: string[] } {
 export function rotate<T>(items: readonly T[], r: number): T[] {
   const k = r % items.length
   return [...items.slice(k), ...items.slice(0, k)]
+}
+
+/** Runs steps in the given order, or reversed on odd rounds, so drift favours no side. */
+export async function alternate(round: number, steps: (() => Promise<void>)[]): Promise<void> {
+  for (const step of round % 2 === 0 ? steps : [...steps].reverse()) await step()
 }
 
 /**
@@ -93,4 +99,21 @@ export function rawWriteFsync(path: string, bufs: readonly Buffer[]): number {
   if (size !== expected) throw new Error(`raw file holds ${size} bytes, expected ${expected}`)
   fs.unlinkSync(path)
   return ms
+}
+
+/**
+ * Appends `batches` one after another to a new session (each append bounded by `stallMs` when
+ * given), checks the last seq, deletes the session; events/s.
+ */
+export async function runBatched(store: Store, batches: readonly EventInput[][], stallMs?: number): Promise<number> {
+  const session = await store.createSession()
+  const events = batches.reduce((k, b) => k + b.length, 0)
+  let last: AppendResult | undefined
+  const t0 = performance.now()
+  for (const b of batches) last = await (stallMs === undefined ? session.append(b) : settlesWithin(session.append(b), 'a batched append', stallMs))
+  const ms = performance.now() - t0
+  if (last?.lastSeq !== events - 1) throw new Error(`batched run: last seq ${last?.lastSeq}, expected ${events - 1}`)
+  await session.close()
+  await store.deleteSession(session.id)
+  return (events / ms) * 1000
 }

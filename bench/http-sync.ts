@@ -1,52 +1,23 @@
-// HTTP sync through the public API (npm run bench:sync): what store.connect(url) and
-// createSyncHandler (sessionfold/server, served by node:http through toNodeListener on
-// 127.0.0.1) cost against moving the same changes without HTTP.
-//
-//   (1) latency: device A (an fs store, store.connect(url, { live: true })) appends one event of
-//       about 200 bytes every ~20 ms to a session; device B (another fs store, connected live to
-//       the same server, whose store is a third fs store) observes it
-//       (store.observe(id).projections.subscribe). Per append, the ms from the append call until
-//       B's subscriber gets a snapshot that holds it; p50 and p99 per round. Baseline, on the same
-//       appends: a second openStore on A's own folder in this process (the closest Node stand-in
-//       for another tab of the same browser: it follows appends through the fs growth watcher)
-//       observing the same session. Diagnostics: A's own ack, one round with A connected with a
-//       short pollMs, and connect → whenSynced() of live replications with nothing to sync.
-//   (2) initial sync: a fresh device (an fs store) connected live to a server whose fs store holds
-//       100 sessions × 1,000 events of about 200 bytes: from connect() until whenSynced() (and the
-//       device holds every event), against a direct loop in this process between the same server
-//       store and another fresh fs store (server.changesSince(cursor) → device.applyChanges(batch)
-//       until done). events/s of both, and the ratio.
-//   (3) push throughput: 50 clients at once, each POSTing its own batches one after another to
-//       /push of a server running in a child process, whose store is an fs store, then a
-//       PostgreSQL store (a throwaway cluster, fsync on): aggregate events/s. Each client's
-//       batches are made once by changesSince({ maxEvents: 100 }) of its own memory store (4 × 100
-//       events of ~200 B) and sent again each run under new session ids, JSON made before the
-//       clock starts. Baseline: the same batches applied by 50 concurrent store.applyChanges(batch)
-//       call chains straight into a store of the same kind in this process (no HTTP). Also the
-//       server process's CPU per event.
-//
-// Every figure is the median over rounds (min and max beside it) after one unrecorded warm-up
-// round; ratios pair runs of the same round, in an order that rotates from round to round. Stores
-// live in a temp folder removed at the end; servers, the child process and the cluster are
-// stopped. Results go to BENCH_OUT when it is set (nothing is written otherwise). Settings:
-// BENCH_SYNC_PARTS (default '1,2,3'), BENCH_SYNC_APPENDS, BENCH_SYNC_GAP_MS,
-// BENCH_SYNC_LATENCY_ROUNDS, BENCH_SYNC_POLL_MS (device A's pollMs in one extra diagnostic latency
-// round; 0 skips it), BENCH_SYNC_SESSIONS, BENCH_SYNC_EVENTS, BENCH_SYNC_ROUNDS,
-// BENCH_SYNC_CLIENTS, BENCH_SYNC_CLIENT_BATCHES, BENCH_SYNC_CLIENT_BATCH, BENCH_SYNC_PUSH_ROUNDS,
-// BENCH_SYNC_PG (0: no PostgreSQL).
-import { fork, type ChildProcess } from 'node:child_process'
-import * as fs from 'node:fs'
-import * as http from 'node:http'
-import type { AddressInfo } from 'node:net'
-import os from 'node:os'
+// HTTP sync through the public API (npm run bench:sync): store.connect(url) and createSyncHandler
+// (served by node:http through toNodeListener on 127.0.0.1) against moving the same changes without HTTP.
+//   (1) latency: device A (fs, connected live) appends ~200 B events ~20 ms apart; device B (fs,
+//       connected live to the same server) observes the session. Per append, the ms until B's
+//       subscriber has it, p50 and p99 per round, against a second openStore on A's own folder (the
+//       Node stand-in for another tab). Diagnostics: A's ack, a round with a short pollMs, first sync.
+//   (2) initial sync of 100 sessions × 1,000 events to a fresh device, connect() → whenSynced(),
+//       against a direct changesSince → applyChanges loop between the same stores.
+//   (3) push: 50 clients at once POSTing batches to a server in a child process (fs, then
+//       PostgreSQL on a throwaway cluster), against 50 concurrent applyChanges chains in-process.
+// Ratios pair runs of the same round (order rotating), after a warm-up. Settings: BENCH_SYNC_* below
+// (BENCH_SYNC_PARTS='1,2,3', BENCH_SYNC_PG=0 for no PostgreSQL).
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { ChangeBatch, ChangeCursor } from '../src/core/changes'
 import { openStore, type Store } from '../src/index-node'
-import { createSyncHandler, toNodeListener } from '../src/sync/server/index'
-import { startCluster, postgresBin, type PgCluster } from '../test/support/postgres'
+import { SYNC_PROTOCOL } from '../src/sync/server/index'
+import { Resources, countEvents, pushTemplates, serve, startServerProcess, type ServerProcess } from './support/sync-server'
+import { startCluster, postgresBin } from '../test/support/postgres'
 import { messageInput, runRounds, sourceState } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, summarize, type Summary } from './stats'
+import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, settlesWithin, type Figure, type HeadlineRatio, median, summarize, type Summary } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -98,114 +69,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, ever
   }
 }
 
-/** Races `p` against stallMs. */
-async function bounded<T>(what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([p, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`stalled waiting for ${what}`)), CONFIG.stallMs) })])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-// ---- a sync server ------------------------------------------------------------------------
-
-interface Server {
-  url: string
-  close(): Promise<void>
-}
-
-/** createSyncHandler over `store`, served by node:http on 127.0.0.1 and a free port. */
-async function serve(store: Store): Promise<Server> {
-  const server = http.createServer(toNodeListener(createSyncHandler({ store, authorize: () => true })))
-  server.keepAliveTimeout = 60_000
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve())
-  })
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve())
-      server.closeAllConnections()
-    }),
-  }
-}
-
-// ---- (3) the server child process ---------------------------------------------------------
-
-type ToServer = { kind: 'cpu' } | { kind: 'close' }
-type FromServer = { kind: 'ready'; url: string } | { kind: 'cpu'; us: number } | { kind: 'error'; message: string }
-
-async function serverChild(): Promise<void> {
-  const [storage, where, schema] = process.argv.slice(process.argv.indexOf('--server') + 1)
-  const send = (m: FromServer) => process.send!(m)
-  try {
-    const store = storage === 'postgres'
-      ? await openStore({ storage: 'postgres', url: where!, schema: schema! })
-      : await openStore({ storage: 'fs', dir: where! })
-    const server = await serve(store)
-    process.on('message', async (m: ToServer) => {
-      if (m.kind === 'cpu') {
-        const u = process.cpuUsage()
-        send({ kind: 'cpu', us: u.user + u.system })
-      } else if (m.kind === 'close') {
-        await server.close()
-        await store.close()
-        process.exit(0)
-      }
-    })
-    process.on('disconnect', () => process.exit(0))
-    send({ kind: 'ready', url: server.url })
-  } catch (err) {
-    send({ kind: 'error', message: String((err as Error)?.stack ?? err) })
-    process.exit(1)
-  }
-}
-
-interface ServerProcess {
-  url: string
-  /** CPU µs of the server process so far (all its threads). */
-  cpuUs(): Promise<number>
-  close(): Promise<void>
-}
-
-async function startServerProcess(args: string[]): Promise<ServerProcess> {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--server', ...args], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  const next = <K extends FromServer['kind']>(kind: K) => new Promise<Extract<FromServer, { kind: K }>>((resolve, reject) => {
-    const onMessage = (m: FromServer) => {
-      if (m.kind === 'error') reject(new Error(`the server process failed: ${m.message}`))
-      if (m.kind !== kind) return
-      child.off('message', onMessage)
-      child.off('exit', onExit)
-      resolve(m as Extract<FromServer, { kind: K }>)
-    }
-    const onExit = (code: number | null) => reject(new Error(`the server process exited (${code}) while waiting for ${kind}`))
-    child.on('message', onMessage)
-    child.once('exit', onExit)
-  })
-  const ready = await next('ready').catch((err) => {
-    if (child.exitCode === null) child.kill()
-    throw err
-  })
-  return {
-    url: ready.url,
-    async cpuUs() {
-      const answer = next('cpu')
-      child.send({ kind: 'cpu' } satisfies ToServer)
-      return (await answer).us
-    },
-    async close() {
-      if (child.exitCode !== null) return
-      const exited = new Promise((r) => child.once('exit', r))
-      child.send({ kind: 'close' } satisfies ToServer)
-      const timer = setTimeout(() => child.kill(), 10_000)
-      await exited
-      clearTimeout(timer)
-    },
-  }
-}
+const bounded = <T>(what: string, p: Promise<T>): Promise<T> => settlesWithin(p, `stalled waiting for ${what}`, CONFIG.stallMs)
 
 // ---- (1) latency --------------------------------------------------------------------------
 
@@ -254,67 +118,6 @@ async function latencyRound(a: Store, b: Store, tab: Store, round: string): Prom
   await session.close()
   const match = (seen: [number, number][]) => sent.map(([seq, call]) => seen.find(([s]) => s >= seq)![1] - call).sort((x, y) => x - y)
   return { sync: match(seenB), tab: match(seenTab), ack: sent.map(([, call, ack]) => ack - call).sort((x, y) => x - y) }
-}
-
-// ---- (2) initial sync ---------------------------------------------------------------------
-
-/** Every event a store holds, counted through changesSince (untimed checks). */
-async function countEvents(store: Store): Promise<{ sessions: number; events: number }> {
-  let cursor: ChangeCursor | null = null
-  const ids = new Set<string>()
-  let events = 0
-  for (;;) {
-    const c = await store.changesSince(cursor, { maxEvents: 10_000 })
-    for (const e of c.batch.sessions) {
-      ids.add(e.header.id)
-      events += e.events.length
-    }
-    cursor = c.cursor
-    if (c.done) break
-  }
-  return { sessions: ids.size, events }
-}
-
-// ---- main ---------------------------------------------------------------------------------
-
-/** What the parts share: the temp folder, and everything to close at the end. */
-class Resources {
-  readonly stores: Store[] = []
-  readonly servers: { close(): Promise<void> }[] = []
-  cluster: PgCluster | undefined
-  #dirs = 0
-  constructor(readonly root: string) {}
-
-  newDir(name: string): string {
-    const d = join(this.root, `${name}-${this.#dirs++}`)
-    fs.mkdirSync(d)
-    return d
-  }
-
-  async open(dir: string): Promise<Store> {
-    const s = await openStore({ storage: 'fs', dir })
-    this.stores.push(s)
-    return s
-  }
-
-  async closeStore(s: Store): Promise<void> {
-    const i = this.stores.indexOf(s)
-    if (i >= 0) this.stores.splice(i, 1)
-    await s.close()
-  }
-
-  async closeServer(s: { close(): Promise<void> }): Promise<void> {
-    const i = this.servers.indexOf(s)
-    if (i >= 0) this.servers.splice(i, 1)
-    await s.close()
-  }
-
-  async closeAll(): Promise<void> {
-    for (const s of this.servers.splice(0).reverse()) await s.close().catch((err) => log(`closing a server: ${err}`))
-    for (const s of this.stores.splice(0).reverse()) await s.close().catch((err) => log(`closing a store: ${err}`))
-    await this.cluster?.stop().catch((err) => log(`stopping the cluster: ${err}`))
-    this.cluster = undefined
-  }
 }
 
 // ---- (1) ----
@@ -459,28 +262,7 @@ async function partPush(res: Resources) {
     pgUrl = await res.cluster.createDatabase('bench')
     postgresVersion = (await res.cluster.psql('SHOW server_version')).trim()
   }
-  // Each client's own memory store makes its batches once (untimed): one session of
-  // clientBatches × clientBatch events, cut by changesSince({ maxEvents: clientBatch }). Each run
-  // sends them again under new session ids (the header's id changed), so every run writes new sessions.
-  const input = messageInput(CONFIG.eventBytes)
-  const templates: ChangeBatch[][] = []
-  for (let i = 0; i < CONFIG.clients; i++) {
-    const c = await openStore({ storage: 'memory', worker: false })
-    res.stores.push(c)
-    const s = await c.createSession({ id: `client${i}` })
-    for (let j = 0; j < CONFIG.clientBatches; j++) await s.append(Array.from({ length: CONFIG.clientBatch }, () => input))
-    await s.close()
-    const out: ChangeBatch[] = []
-    let cursor: ChangeCursor | null = null
-    for (;;) {
-      const ch = await c.changesSince(cursor, { maxEvents: CONFIG.clientBatch })
-      if (ch.batch.sessions.length > 0) out.push(ch.batch)
-      cursor = ch.cursor
-      if (ch.done) break
-    }
-    templates.push(out)
-    await res.closeStore(c)
-  }
+  const templates = await pushTemplates(res, CONFIG.clients, CONFIG.clientBatches, CONFIG.clientBatch, messageInput(CONFIG.eventBytes))
   const perClient = CONFIG.clientBatches * CONFIG.clientBatch
   const events = CONFIG.clients * perClient
   const requests = templates.reduce((n, t) => n + t.length, 0)
@@ -511,7 +293,7 @@ async function partPush(res: Resources) {
     await Promise.all(bodies.map(async (bs) => {
       let copied = 0
       for (const body of bs) {
-        const response = await fetch(`${server.url}/push`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'sessionfold-sync': '1' } })
+        const response = await fetch(`${server.url}/push`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'sessionfold-sync': SYNC_PROTOCOL } })
         const text = await response.text()
         if (!response.ok) throw new Error(`push answered ${response.status}: ${text}`)
         const result = JSON.parse(text) as { copiedEvents: number; conflicts: unknown[]; skipped: unknown[] }
@@ -593,75 +375,24 @@ async function main(): Promise<void> {
       if (push.withPg) headline.push(headlineRatio('sync-push-pg', `push throughput, ${CONFIG.clients} clients at once, PostgreSQL server store`, 'createSyncHandler (child process)', 'HTTP events/s ÷ direct applyChanges events/s', of(push, 'httpPg'), of(push, 'directPg')))
     }
 
-    console.log('')
-    console.log('sessionfold HTTP sync benchmark: store.connect(url) and createSyncHandler on 127.0.0.1')
-    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'})${push?.postgresVersion ? `; PostgreSQL ${push.postgresVersion}` : ''}`)
-    if (source.commit) console.log(`source: commit ${source.commit}${source.dirty?.length ? `, with uncommitted changes to ${source.dirty.join(', ')}` : ''}`)
-    console.log('figures: median (min–max) over rounds; ratios are per round, median (min–max)')
+    const figures: Figure[] = []
     if (lat) {
-      console.log('')
-      console.log(`(1) Latency, ms from A's append call until a subscriber has it: ${CONFIG.appends} appends of ~${CONFIG.eventBytes} B, ${CONFIG.gapMs} ms apart; ${CONFIG.latencyRounds} rounds`)
-      printTable(['path', 'p50 ms', 'p99 ms'], [
-        ['A (fs, connect live) → server (fs) → B (fs, connect live), B observing', fmtSummary(lat.syncP50, 1), fmtSummary(lat.syncP99, 1)],
-        ["baseline: a second openStore on A's folder, same process, observing", fmtSummary(lat.tabP50, 1), fmtSummary(lat.tabP99, 1)],
-        ["(diagnostic) A's append call → ack (durable on A)", fmtSummary(lat.ackP50, 1), ''],
-        ...(lat.fastPoll ? [[`(diagnostic) through the server, A connected with pollMs ${lat.fastPoll.pollMs} (one round)`, fmt(lat.fastPoll.p50, 1), fmt(lat.fastPoll.p99, 1)]] : []),
-        ['(diagnostic) connect → whenSynced() of two live replications, nothing to sync', lat.firstSyncMs === undefined ? `> ${fmt(CONFIG.firstSyncWaitMs, 0)}` : fmt(lat.firstSyncMs, 0), ''],
-      ], ['left', 'right', 'right'])
+      figures.push(['append on A → subscriber on B through the server, p50', lat.syncP50, 'ms', 1], ['the same, p99', lat.syncP99, 'ms', 1],
+        ["baseline: a second openStore on A's folder, p50", lat.tabP50, 'ms', 1], ['the same, p99', lat.tabP99, 'ms', 1], ["(diagnostic) A's append → ack, p50", lat.ackP50, 'ms', 1])
     }
-    if (init) {
-      console.log('')
-      console.log(`(2) Initial sync of ${fmt(init.events, 0)} events to a fresh fs store, events/s; ${CONFIG.syncRounds} rounds`)
-      printTable(['variant', 'events/s median (min–max)'], init.variants.map((x) => [x.label, fmtSummary(x.summary, 0)]), ['left', 'right'])
-      for (const n of init.notes) console.log(`  note: ${n}`)
-    }
-    if (push) {
-      console.log('')
-      console.log(`(3) Push throughput: ${CONFIG.clients} clients at once, each pushing ${fmt(push.requests / CONFIG.clients, 0)} batches (changesSince, maxEvents ${CONFIG.clientBatch}; ${fmt(push.bodyBytes / 1024, 1)} KiB per body) one after another; aggregate events/s; ${CONFIG.pushRounds} rounds`)
-      printTable(['variant', 'events/s median (min–max)'], push.variants.map((x) => [x.label, fmtSummary(x.summary, 0)]), ['left', 'right'])
-      const us = (v: number | undefined) => (v === undefined ? 'n/a' : fmt(v, 0))
-      console.log(`  server process CPU per event pushed (µs, all its threads): fs ${us(push.serverCpuUsPerEvent.fs)}${push.withPg ? `, PostgreSQL ${us(push.serverCpuUsPerEvent.pg)} (the database's own CPU not included)` : ''}`)
-    }
-    console.log('')
-    console.log('Headline figures')
-    printTable(
-      ['figure', 'layer', 'ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
-      headline.map((x) => [x.figure, x.layer, x.ratio, fmtSummary(x.perRound, 2), fmt(x.ofMedians, 2), x.target || '(information)', x.result]),
-      ['left', 'left', 'left', 'right', 'right', 'right', 'left'],
-    )
-    const totalSeconds = (performance.now() - started) / 1000
-    console.log('')
-    console.log(`total ${fmt(totalSeconds, 1)} s`)
-
-    const out = process.env.BENCH_OUT
-    if (out) {
-      const results = {
-        benchmark: 'http-sync',
-        date: new Date().toISOString(),
-        source,
-        environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, postgres: push?.postgresVersion },
-        config: CONFIG,
-        targets: TARGETS,
-        headline,
-        latency: lat,
-        initialSync: init,
-        push,
-        totalSeconds,
-      }
-      fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
-      console.log(`results written to ${out}`)
-    }
+    for (const x of init?.variants ?? []) figures.push([`initial sync: ${x.label}`, x.summary, 'events/s', 0])
+    for (const x of push?.variants ?? []) figures.push([`push: ${x.label}`, x.summary, 'events/s', 0])
+    finishBench('http-sync', 'sessionfold HTTP sync benchmark: store.connect(url) and createSyncHandler on 127.0.0.1', figures, headline, {
+      source, postgres: push?.postgresVersion, config: CONFIG, targets: TARGETS, headline, latency: lat, initialSync: init, push,
+      totalSeconds: (performance.now() - started) / 1000,
+    })
   } finally {
     await res.closeAll()
     cleanup()
   }
 }
 
-if (process.argv.includes('--server')) {
-  void serverChild()
-} else {
-  main().catch((err) => {
-    console.error(err)
-    process.exitCode = 1
-  })
-}
+main().catch((err) => {
+  console.error(err)
+  process.exitCode = 1
+})

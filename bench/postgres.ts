@@ -1,44 +1,24 @@
-// The PostgreSQL store through the public API (npm run bench:postgres, issue 16): what an app
-// gets from openStore({ storage: 'postgres', url }) with its defaults (the engine in a
-// worker_threads worker, durability strict), on a throwaway cluster on 127.0.0.1 with the
-// server's defaults (fsync on, synchronous_commit on: durable figures).
-//
-//   (1) batched durable appends: batches of 100 events of about 300 bytes, each awaited before
-//       the next (`session.append(batch)`), through openStore({ storage: 'postgres' }) and with
-//       worker: false, against the same rows (the same JSON bodies, made before the clock
-//       starts) inserted with the same driver (`postgres`) straight into a plain events table
-//       of the same shape ((session_id, seq) primary key, body text), one transaction per batch.
-//       Diagnostics: the adapter alone, and the same calls on storage 'memory' (no database).
-//   (2) 8 child processes, each opening its own store and writing 50 sessions at once (single
-//       events, each session's appends awaited one after another, as fast as they go; then
-//       again paced: each session one append every 4 s, then every 2 s) while observing the 50
-//       sessions of the next process (store.observe(id), projections.subscribe): the aggregate
-//       events/s, and the time from an append acked in one process until a subscriber in
-//       another process is called with a snapshot that includes it (wall-clock timestamps,
-//       performance.timeOrigin + performance.now(), matched by session and seq; each event also
-//       carries its send time in its data).
-//   (3) cold open: a new store's observe(id) until it resolves with its first snapshot, for a
-//       session of 100,000 events against one of 1,000, both closed by their writer (which
-//       writes the close checkpoint). Also the bytes on disk per event (pg_total_relation_size
-//       of the events table, its indexes and TOAST included).
-//
-// Every figure is the median over rounds (min and max beside it) after one unrecorded warm-up
-// round; ratios pair runs of the same round, in an order that rotates from round to round.
-// Results go to bench/results-postgres.json (or BENCH_OUT). Settings: BENCH_PG_ROUNDS,
-// BENCH_PG_BATCHES, BENCH_PG_PROCS, BENCH_PG_SESSIONS, BENCH_PG_SECONDS, BENCH_PG_BIG,
-// BENCH_PG_PACE_MS, BENCH_PG_BUSY_PACE_MS, BENCH_PG_SMALL, BENCH_PG_OPEN_ROUNDS.
-import { fork, type ChildProcess } from 'node:child_process'
-import * as fs from 'node:fs'
-import os from 'node:os'
-import { fileURLToPath } from 'node:url'
+// The PostgreSQL store through the public API (npm run bench:postgres): openStore({ storage:
+// 'postgres', url }) with its defaults (worker, strict) on a throwaway cluster on 127.0.0.1 (fsync on).
+//   (1) batched durable appends (batches of 100 events of ~300 B, each awaited), through the worker and
+//       worker: false, against the same rows inserted with the same driver (`postgres`) into a plain
+//       events table of the same shape, one transaction per batch. Diagnostics: the adapter alone,
+//       storage 'memory'.
+//   (2) 8 child processes × 50 sessions appending while observing another process's 50: aggregate
+//       events/s and ack → subscriber time across processes; again paced (one append per 4 s, 2 s).
+//   (3) cold open of a 100,000-event session against a 1,000-event one, both checkpointed; bytes on
+//       disk per event.
+// Ratios pair runs of the same round (rotating), after a warm-up round. Settings: BENCH_PG_ROUNDS,
+// _BATCHES, _PROCS, _SESSIONS, _SECONDS, _BIG, _PACE_MS, _BUSY_PACE_MS, _SMALL, _OPEN_ROUNDS.
 import postgres from 'postgres'
 import { createPostgresAdapter } from '../src/backends/postgres'
 import { HEADER_VERSION } from '../src/core/limits'
 import { openStore, type EventInput, type SessionView, type Store } from '../src/index-node'
 import { encodeEventInput } from '../src/core/validate'
 import { startCluster, type PgCluster } from '../test/support/postgres'
-import { messageInput, rotate, runRounds, sourceState } from './common'
-import { checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, printTable, resultsPath, summarize } from './stats'
+import { runConcurrent } from './support/pg-concurrent'
+import { messageInput, rotate, runBatched, runRounds, sourceState } from './common'
+import { checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, summarize, type Summary } from './stats'
 
 const CONFIG = {
   eventBytes: 300,
@@ -84,192 +64,9 @@ const log = (s: string) => process.stderr.write(`${s}\n`)
 const now = () => performance.timeOrigin + performance.now()
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-// ---- (2) the child process ----------------------------------------------------------------
-
-type ToChild =
-  | { kind: 'create'; url: string; schema: string; me: number; sessions: number }
-  | { kind: 'observe'; ids: string[] }
-  | { kind: 'go'; until: number; paceMs: number }
-  | { kind: 'close' }
-type FromChild =
-  | { kind: 'ready' }
-  | { kind: 'done'; acks: [string, number, number][]; seen: [string, number, number][]; events: number; ms: number; cpuMs: number }
-
-async function child(): Promise<void> {
-  let store: Store | undefined
-  const writers: Awaited<ReturnType<Store['createSession']>>[] = []
-  const views: SessionView[] = []
-  /** [session, seq, wall ms] of every acked append and of every snapshot an observer got. */
-  const acks: [string, number, number][] = []
-  const seen: [string, number, number][] = []
-  const send = (m: FromChild) => process.send!(m)
-  process.on('message', async (m: ToChild) => {
-    try {
-      if (m.kind === 'create') {
-        store = await openStore({ storage: 'postgres', url: m.url, schema: m.schema })
-        for (let j = 0; j < m.sessions; j++) writers.push(await store.createSession({ id: `p${m.me}-s${j}` }))
-        send({ kind: 'ready' })
-      } else if (m.kind === 'observe') {
-        for (const id of m.ids) {
-          const view = await store!.observe(id)
-          view.projections.subscribe((snap) => seen.push([id, snap.asOfSeq, now()]))
-          views.push(view)
-        }
-        send({ kind: 'ready' })
-      } else if (m.kind === 'go') {
-        const t0 = now()
-        const cpu0 = process.cpuUsage()
-        let events = 0
-        await Promise.all(writers.map(async (w) => {
-          // Paced: one append every paceMs per session, the sessions spread over the interval.
-          let next = t0 + Math.random() * m.paceMs
-          while (now() < m.until) {
-            if (m.paceMs > 0) {
-              if (next >= m.until) break
-              const wait = next - now()
-              if (wait > 0) await sleep(wait)
-              next += m.paceMs
-            }
-            const r = await w.append({ type: 'message/assistant', data: { sentAt: now(), text: 'the agent read the file and proposed a patch' } })
-            acks.push([w.id, r.lastSeq, now()])
-            events++
-          }
-        }))
-        const ms = now() - t0
-        const cpu = process.cpuUsage(cpu0)
-        const cpuMs = (cpu.user + cpu.system) / 1000
-        // Give the observers time to hear the last appends before reporting.
-        await sleep(1500)
-        send({ kind: 'done', acks, seen, events, ms, cpuMs })
-      } else if (m.kind === 'close') {
-        for (const v of views) await v.close()
-        for (const w of writers) await w.close()
-        await store?.close()
-        process.exit(0)
-      }
-    } catch (err) {
-      console.error(err)
-      process.exit(1)
-    }
-  })
-}
-
-interface Concurrent {
-  eventsPerSecond: number
-  events: number
-  /** ms from an append's ack in its writer's process until an observer in another process had it. */
-  latency: { n: number; p50: number; p90: number; p99: number; max: number; unmatched: number }
-  /** CPU while appending: of the 8 node processes (all threads), and of the whole machine (the server's included), µs per event. */
-  cpu: { nodeUsPerEvent: number; machineUsPerEvent: number; machineBusyPercent: number }
-}
-
-/** Busy and total jiffies of the whole machine (/proc/stat), undefined where there is none. */
-function machineTicks(): { busy: number; total: number } | undefined {
-  try {
-    // user nice system idle iowait irq softirq steal (guest time is inside user already)
-    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number)
-    const total = f.reduce((a, b) => a + b, 0)
-    return { busy: total - f[3]! - f[4]! - (f[7] ?? 0), total }
-  } catch {
-    return undefined
-  }
-}
-
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
-
-/** `paceMs` 0: every session appends as fast as it can; else one append per session every paceMs. */
-async function runConcurrent(url: string, schema: string, observe: boolean, paceMs = 0): Promise<Concurrent> {
-  const file = fileURLToPath(import.meta.url)
-  const kids: ChildProcess[] = []
-  const waitAll = <T extends FromChild['kind']>(kind: T) => Promise.all(kids.map((k) => new Promise<Extract<FromChild, { kind: T }>>((resolve, reject) => {
-    const onMessage = (m: FromChild) => {
-      if (m.kind !== kind) return
-      k.off('message', onMessage)
-      resolve(m as Extract<FromChild, { kind: T }>)
-    }
-    k.on('message', onMessage)
-    k.once('exit', (code) => reject(new Error(`a child exited (${code}) while waiting for ${kind}`)))
-  })))
-  try {
-    for (let i = 0; i < CONFIG.procs; i++) {
-      kids.push(fork(file, ['--child'], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_PG_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PG_CPU_PROF}`] : [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }))
-    }
-    let ready = waitAll('ready')
-    kids.forEach((k, i) => k.send({ kind: 'create', url, schema, me: i, sessions: CONFIG.sessions } satisfies ToChild))
-    await ready
-    if (observe) {
-      ready = waitAll('ready')
-      const ids = (p: number) => Array.from({ length: CONFIG.sessions }, (_, j) => `p${p}-s${j}`)
-      kids.forEach((k, i) => k.send({ kind: 'observe', ids: ids((i + 1) % CONFIG.procs) } satisfies ToChild))
-      await ready
-    }
-    const done = waitAll('done')
-    const until = now() + 300 + CONFIG.seconds * 1000
-    for (const k of kids) k.send({ kind: 'go', until, paceMs } satisfies ToChild)
-    await sleep(until - CONFIG.seconds * 1000 - now())
-    const ticks0 = machineTicks()
-    await sleep(until - now())
-    const ticks1 = machineTicks()
-    const results = await done
-    const exited = kids.map((k) => new Promise((r) => k.once('exit', r)))
-    for (const k of kids) k.send({ kind: 'close' } satisfies ToChild)
-    await Promise.all(exited)
-    // Events over the longest child's appending time (they start and stop on the same clock).
-    const events = results.reduce((n, r) => n + r.events, 0)
-    const ms = Math.max(...results.map((r) => r.ms))
-    // Per session, the snapshots its observer got, in order; each ack matched to the first at or past its seq.
-    const seenBy = new Map<string, [number, number][]>()
-    for (const r of results) for (const [id, seq, t] of r.seen) (seenBy.get(id) ?? seenBy.set(id, []).get(id)!).push([seq, t])
-    const lat: number[] = []
-    const slow: [number, number, string][] = []
-    let unmatched = 0
-    for (const r of results) {
-      for (const [id, seq, t] of r.acks) {
-        if (!observe) continue
-        const hit = seenBy.get(id)?.find(([s]) => s >= seq)
-        if (!hit) {
-          unmatched++
-          continue
-        }
-        lat.push(hit[1] - t)
-        if (process.env.BENCH_PG_DEBUG && hit[1] - t > 50) slow.push([t - (until - CONFIG.seconds * 1000), hit[1] - t, id])
-      }
-    }
-    lat.sort((a, b) => a - b)
-    if (process.env.BENCH_PG_DEBUG) log(`slow (>50 ms), [ms after start, latency, session]: ${JSON.stringify(slow.sort((a, b) => a[0] - b[0]).map(([a, b, c]) => [Math.round(a), Math.round(b), c]))}`)
-    const cores = os.cpus().length
-    const machineMs = ticks0 && ticks1 ? ((ticks1.busy - ticks0.busy) / (ticks1.total - ticks0.total)) * cores * CONFIG.seconds * 1000 : NaN
-    const nodeMs = results.reduce((n, r) => n + r.cpuMs, 0)
-    return {
-      cpu: {
-        nodeUsPerEvent: (nodeMs / events) * 1000,
-        machineUsPerEvent: (machineMs / events) * 1000,
-        machineBusyPercent: ticks0 && ticks1 ? (100 * (ticks1.busy - ticks0.busy)) / (ticks1.total - ticks0.total) : NaN,
-      },
-      eventsPerSecond: (events / ms) * 1000,
-      events,
-      latency: { n: lat.length, p50: quantile(lat, 0.5), p90: quantile(lat, 0.9), p99: quantile(lat, 0.99), max: lat[lat.length - 1]!, unmatched },
-    }
-  } finally {
-    for (const k of kids) if (k.exitCode === null) k.kill()
-  }
-}
-
 // ---- (1) batched appends ------------------------------------------------------------------
 
 let runs = 0
-
-/** `batches` appended one after another to a new session (created before the clock starts); events/s. */
-async function runBatched(store: Store, batches: readonly EventInput[][]): Promise<number> {
-  const session = await store.createSession()
-  const t0 = performance.now()
-  for (const b of batches) await session.append(b)
-  const ms = performance.now() - t0
-  const events = batches.length * batches[0]!.length
-  await session.close()
-  await store.deleteSession(session.id)
-  return (events / ms) * 1000
-}
 
 // ---- main ---------------------------------------------------------------------------------
 
@@ -345,16 +142,16 @@ async function main(): Promise<void> {
 
     // ---- (2) ----
     log(`concurrent: ${CONFIG.procs} processes × ${CONFIG.sessions} sessions for ${CONFIG.seconds} s`)
-    const concurrent = await runConcurrent(url, 'bench_procs', true)
+    const concurrent = await runConcurrent(CONFIG, url, 'bench_procs', true)
     // The same writers with nobody observing: what following 400 sessions from 8 engines costs the writers.
-    const writersOnly = await runConcurrent(url, 'bench_procs_solo', false)
+    const writersOnly = await runConcurrent(CONFIG, url, 'bench_procs_solo', false)
     log(`concurrent, no observers: ${fmt(writersOnly.eventsPerSecond, 0)} events/s`)
     // Latency under a given load rather than at saturation (where it is the length of the queue):
     // the same writers and observers, each session appending once every paceMs, then busyPaceMs.
     const paceMs = CONFIG.paceMs
-    const paced = await runConcurrent(url, 'bench_procs_paced', true, paceMs)
+    const paced = await runConcurrent(CONFIG, url, 'bench_procs_paced', true, paceMs)
     const pacedRate = (CONFIG.procs * CONFIG.sessions * 1000) / paceMs
-    const busy = await runConcurrent(url, 'bench_procs_busy', true, CONFIG.busyPaceMs)
+    const busy = await runConcurrent(CONFIG, url, 'bench_procs_busy', true, CONFIG.busyPaceMs)
     log(`concurrent, paced at ${fmt(pacedRate, 0)} events/s: ${fmt(paced.eventsPerSecond, 0)} events/s, ack → other process p50 ${fmt(paced.latency.p50, 1)} ms, p99 ${fmt(paced.latency.p99, 1)} ms`)
     log(`concurrent: ${fmt(concurrent.eventsPerSecond, 0)} events/s, ack → other process p50 ${fmt(concurrent.latency.p50, 1)} ms, p99 ${fmt(concurrent.latency.p99, 1)} ms`)
 
@@ -436,75 +233,18 @@ async function main(): Promise<void> {
         LAYER.worker, `time at ${fmt(CONFIG.big, 0)} ÷ time at ${fmt(CONFIG.small, 0)}`, oS.big, oS.small, { atMost: TARGETS.coldOpen }),
     ]
 
-    console.log('')
-    console.log("sessionfold PostgreSQL benchmark: openStore({ storage: 'postgres' }) with its defaults (worker, strict)")
-    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}); PostgreSQL ${serverVersion} on 127.0.0.1 (${settings})`)
-    if (source.commit) console.log(`source: commit ${source.commit}${source.dirty?.length ? `, with uncommitted changes to ${source.dirty.join(', ')}` : ''}`)
-    console.log('figures: median (min–max) over rounds; ratios are per round, median (min–max)')
-    console.log('')
-    console.log(`(1) Batched durable appends, events/s: ${CONFIG.batches} batches of ${CONFIG.batch} events (${fmt(bodyBytes, 0)} bytes per body), each awaited; ${CONFIG.rounds} rounds`)
-    printTable(['variant', 'layer', 'events/s median (min–max)'], BATCHED.map((x) => [x.label, x.layer, fmtSummary(bS.get(x.key)!, 0)]), ['left', 'left', 'right'])
-    console.log('')
-    console.log("Where a batch's time goes (ms per batch of 100, from the medians above)")
-    printTable(['part', 'ms per batch'], breakdown.rows.map(([k, v]) => [k, fmt(v, 3)]), ['left', 'right'])
-    console.log(`  floor: driver ÷ (adapter + client and engine without a database): in this thread ${fmt(breakdown.floorThread, 2)}, through the worker ${fmt(breakdown.floorWorker, 2)}`)
-    console.log('')
-    console.log(`(2) ${CONFIG.procs} processes × ${CONFIG.sessions} sessions, single-event appends (each session's awaited one after another) for ${CONFIG.seconds} s, each process observing another's ${CONFIG.sessions}`)
-    printTable(['figure', 'value'], [
-      ['aggregate events/s', fmt(concurrent.eventsPerSecond, 0)],
-      ['events appended', fmt(concurrent.events, 0)],
-      ['(diagnostic) aggregate events/s, the same writers with no observers', fmt(writersOnly.eventsPerSecond, 0)],
-      ['ack → observer in another process, p50 ms', fmt(concurrent.latency.p50, 1)],
-      ['p90 ms', fmt(concurrent.latency.p90, 1)],
-      ['p99 ms', fmt(concurrent.latency.p99, 1)],
-      ['max ms', fmt(concurrent.latency.max, 1)],
-      ['acks matched (unmatched)', `${fmt(concurrent.latency.n, 0)} (${concurrent.latency.unmatched})`],
-      ['CPU per event: the node processes, the whole machine (µs); machine busy', `${fmt(concurrent.cpu.nodeUsPerEvent, 0)}, ${fmt(concurrent.cpu.machineUsPerEvent, 0)}; ${fmt(concurrent.cpu.machineBusyPercent, 0)} %`],
-      ['(no observers) CPU per event: node, machine (µs); busy', `${fmt(writersOnly.cpu.nodeUsPerEvent, 0)}, ${fmt(writersOnly.cpu.machineUsPerEvent, 0)}; ${fmt(writersOnly.cpu.machineBusyPercent, 0)} %`],
-      ...([[paced, paceMs], [busy, CONFIG.busyPaceMs]] as const).flatMap(([r, every]) => [
-        [`paced: every session one append per ${fmt(every, 0)} ms, events/s`, fmt(r.eventsPerSecond, 0)],
-        ['  ack → observer in another process, p50 / p90 / p99 / max ms', `${fmt(r.latency.p50, 1)} / ${fmt(r.latency.p90, 1)} / ${fmt(r.latency.p99, 1)} / ${fmt(r.latency.max, 1)}`],
-        ['  acks matched (unmatched)', `${fmt(r.latency.n, 0)} (${r.latency.unmatched})`],
-        ['  CPU per event: node, machine (µs); machine busy', `${fmt(r.cpu.nodeUsPerEvent, 0)}, ${fmt(r.cpu.machineUsPerEvent, 0)}; ${fmt(r.cpu.machineBusyPercent, 0)} %`],
-      ]),
-    ], ['left', 'right'])
     const followPass = paced.latency.p99 <= TARGETS.followP99Ms
-    console.log(`  follow p99, every session one append per ${fmt(paceMs, 0)} ms: ${fmt(paced.latency.p99, 1)} ms, target ≤ ${TARGETS.followP99Ms} ms: ${followPass ? 'PASS' : 'MISS'}`)
-    console.log('')
-    console.log(`(3) Cold open, ms from store.observe(id) until its first snapshot; a new store per round; ${CONFIG.openRounds} rounds`)
-    printTable(['session', 'ms median (min–max)'], [[`${fmt(CONFIG.big, 0)} events, checkpointed`, fmtSummary(oS.big, 1)], [`${fmt(CONFIG.small, 0)} events, checkpointed`, fmtSummary(oS.small, 1)]], ['left', 'right'])
-    console.log(`  on disk: events table (heap, primary key, TOAST) ${fmt(onDisk.eventsTable / 2 ** 20, 1)} MiB for ${fmt(rowCount, 0)} events: ${fmt(bytesPerEvent, 0)} B per event (body ${fmt(bodyBytes, 0)} B); ${fmt(bytesPerEvent * 100_000 / 2 ** 20, 1)} MiB per 100k events`)
-    console.log('')
-    console.log('Headline figures')
-    printTable(
-      ['figure', 'layer', 'ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
-      headline.map((x) => [x.figure, x.layer, x.ratio, fmtSummary(x.perRound, 2), fmt(x.ofMedians, 2), x.target || '(information)', x.result]),
-      ['left', 'left', 'left', 'right', 'right', 'right', 'left'],
-    )
-    for (const x of headline) {
-      if (x.pass !== false) continue
-      if (x.id === 'pg-batched-worker') {
-        console.log(`  ${x.id} MISS: per batch, the driver takes ${fmt(msPerBatch('raw'), 2)} ms; the adapter ${fmt(msPerBatch('adapter'), 2)} ms (one statement: the INSERT, and the session row's lock and update, the lease check and the NOTIFY beside it);` +
-          ` the client and engine ${fmt(msPerBatch('memWorker'), 2)} ms through the worker, ${fmt(msPerBatch('memThread'), 2)} ms in this thread;` +
-          ` with checkpoints pushed past the run the store takes ${fmt(msPerBatch('deferred'), 2)} ms against ${fmt(msPerBatch('worker'), 2)} ms.`)
-      } else if (x.id === 'pg-cold-open') {
-        console.log(`  ${x.id} MISS: ${fmt(oS.big.median, 1)} ms against ${fmt(oS.small.median, 1)} ms (medians); the fastest opens took ${fmt(oS.big.min, 1)} and ${fmt(oS.small.min, 1)} ms,` +
-          ` and the per-round ratios ranged ${fmt(x.perRound.min, 2)}–${fmt(x.perRound.max, 2)}: when they spread this wide, the load on the machine decides the median; rerun on a quiet machine.`)
-      }
-    }
-    const totalSeconds = (performance.now() - started) / 1000
-    console.log('')
-    console.log(`total ${fmt(totalSeconds, 1)} s`)
-
-    const results = {
-      benchmark: 'postgres',
-      date: new Date().toISOString(),
-      source,
-      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, postgres: serverVersion, settings },
-      config: CONFIG,
-      targets: TARGETS,
-      layers: LAYER,
-      headline,
+    const one = (x: number) => summarize([x])
+    finishBench('postgres', `sessionfold PostgreSQL benchmark: openStore({ storage: 'postgres' }) with its defaults (worker, strict); PostgreSQL ${serverVersion} (${settings})`, [
+      ...BATCHED.map((x): Figure => [`${x.label} (${x.layer})`, bS.get(x.key)!, 'events/s', 0]),
+      [`${CONFIG.procs} processes × ${CONFIG.sessions} sessions appending while observing, aggregate`, one(concurrent.eventsPerSecond), 'events/s', 0],
+      ['(diagnostic) the same writers, no observers', one(writersOnly.eventsPerSecond), 'events/s', 0],
+      ['ack → observer in another process, p50', one(concurrent.latency.p50), 'ms', 1], ['the same, p99', one(concurrent.latency.p99), 'ms', 1],
+      ...([[paced, paceMs], [busy, CONFIG.busyPaceMs]] as const).map(([r, every]): Figure => [`paced (one append per ${fmt(every, 0)} ms per session): ack → observer p99`, one(r.latency.p99), 'ms', 1]),
+      [`cold open, ${fmt(CONFIG.big, 0)} events`, oS.big, 'ms', 1], [`cold open, ${fmt(CONFIG.small, 0)} events`, oS.small, 'ms', 1],
+      ['events table on disk per event', one(bytesPerEvent), 'B', 0],
+    ], [...headline, { name: `follow p99, one append per ${fmt(paceMs, 0)} ms per session, ms`, perRound: one(paced.latency.p99), target: `≤ ${TARGETS.followP99Ms}`, result: followPass ? 'PASS' : 'MISS' }], {
+      source, postgres: serverVersion, settings, config: CONFIG, targets: TARGETS, layers: LAYER, headline,
       batched: { unit: 'events/s', bodyBytes, breakdown, variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })) },
       concurrent,
       writersOnly: { eventsPerSecond: writersOnly.eventsPerSecond, events: writersOnly.events, cpu: writersOnly.cpu },
@@ -512,11 +252,8 @@ async function main(): Promise<void> {
       busy: { ...busy, paceMs: CONFIG.busyPaceMs, askedEventsPerSecond: (CONFIG.procs * CONFIG.sessions * 1000) / CONFIG.busyPaceMs },
       coldOpen: { unit: 'ms', buildSeconds, big: oS.big, small: oS.small },
       onDisk: { ...onDisk, bytesPerEvent },
-      totalSeconds,
-    }
-    const out = resultsPath('postgres')
-    fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
-    console.log(`results written to ${out}`)
+      totalSeconds: (performance.now() - started) / 1000,
+    })
   } finally {
     for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
     for (const s of sqls) await s.end({ timeout: 5 }).catch(() => {})
@@ -524,11 +261,7 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--child')) {
-  void child()
-} else {
-  main().catch((err) => {
-    console.error(err)
-    process.exitCode = 1
-  })
-}
+main().catch((err) => {
+  console.error(err)
+  process.exitCode = 1
+})

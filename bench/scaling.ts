@@ -1,30 +1,15 @@
-// Scaling benchmark (part of npm run bench; alone: npm run bench:scaling): how cost grows with the
-// length of a session, in Node on the fs adapter.
-//
-//   (1) cold open: the time to the first projection value of a session that is not open, from a
-//       new engine and adapter (an app that starts and shows one session: Engine.coldRead, which
-//       restores the checkpoint and folds the events after it, or folds them all), for logs of
-//       1k, 10k, 100k and 1M events, with a checkpoint 200 events behind the log's end and
-//       without one (a full refold). The peer, in the same rounds: better-sqlite3 (WAL) holding
-//       the same events in one table, opened anew, every event of the session selected in seq
-//       order and the catalog and timing folded by app code (bench/sqlite-peer.ts). The logs
-//       hold turns of 200 events and ~300-byte app events; their 3 catalog facts come in the first
-//       1,000 events, so the projection state is the same size at every length: what grows is
-//       the log alone.
-//   (2) memory held by the engine: the heap a live session adds (open for writing, with its
-//       projection states, log state and the adapter's bookkeeping) with 1k, 10k and 100k events
-//       appended through Engine.append (BENCH_HEAP_SIZES), and the heap per live session of
-//       300 small sessions (20 events each) open at once.
-//
-// The logs are written straight through the fs adapter with durability 'relaxed' in batches of
-// 10,000 (the checkpoint row from folding the same events), which writes the same file format a
-// strict append does, in seconds. The machine is shared and noisy: every figure is the median
-// of several rounds with min and max, after one unrecorded warm-up round, every comparison a
-// ratio of runs made in the same round (the sizes and variants take turns in an order that
-// rotates). Results go to bench/results-scaling.json. Settings: BENCH_COLD_SIZES (comma list),
+// Scaling benchmark (npm run bench:scaling): how cost grows with the length of a session, in Node on
+// the fs adapter.
+//   (1) cold open: the time to the first projection values from a new engine and adapter
+//       (Engine.coldRead) at 1k, 10k, 100k and 1M events, with a checkpoint 200 events behind the
+//       end and by full refold; against better-sqlite3 (WAL, bench/sqlite-peer.ts) opened anew, every
+//       event selected in seq order and folded by app code. The projection state is the same size
+//       at every length: what grows is the log.
+//   (2) memory: the heap a live session adds at 1k, 10k and 100k events (BENCH_HEAP_SIZES), and per
+//       live session with 300 small sessions open at once.
+// Ratios pair runs of the same round (rotating), after a warm-up round. Settings: BENCH_COLD_SIZES,
 // BENCH_COLD_ROUNDS, BENCH_HEAP_SIZES, BENCH_HEAP_ROUNDS, BENCH_SESSIONS.
 import * as fs from 'node:fs'
-import os from 'node:os'
 import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -39,7 +24,7 @@ import { encodeEvent, type EncodedEvent } from '../src/core/validate'
 import { Engine } from '../src/engine'
 import { checkpointRowOf, foldEvent, initSlots } from '../src/engine/units'
 import { openSqlitePeer, type AppFold } from './sqlite-peer'
-import { benchRoot, fmt, pairRatios, printTable, resultsPath, summarize, type Summary } from './stats'
+import { benchRoot, finishBench, fmt, pairRatios, summarize, type Figure, type Summary } from './stats'
 
 const list = (name: string, fallback: number[]): number[] => {
   const v = process.env[name]
@@ -89,8 +74,6 @@ const TARGETS = {
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
 
-// ---- gc -----------------------------------------------------------------------------------
-
 function getGc(): () => void {
   const exposed = (globalThis as { gc?: () => void }).gc
   if (typeof exposed === 'function') return exposed
@@ -107,8 +90,6 @@ function heapUsed(): number {
 
 const eventAt = logModel(CONFIG)
 const header = rootHeader
-
-// ---- (1) cold open ------------------------------------------------------------------------
 
 interface ColdLog {
   size: number
@@ -281,8 +262,6 @@ function sqliteCheck(c: ColdLog): AppFold {
   return f
 }
 
-// ---- (2) memory ---------------------------------------------------------------------------
-
 /** Heap a live session of `events` events adds to an engine (fs adapter). */
 /** Lets the checkpoint an append started finish, so the heap holds the session at rest, not a write in flight. */
 const settle = () => new Promise<void>((resolve) => setTimeout(resolve, 150))
@@ -359,8 +338,6 @@ async function benchHeap(root: string) {
   }
 }
 
-// ---- main ---------------------------------------------------------------------------------
-
 async function main(): Promise<void> {
   const started = performance.now()
   const { root, cleanup } = await benchRoot('sessionfold-bench-scaling-')
@@ -373,56 +350,23 @@ async function main(): Promise<void> {
     const targets = [
       {
         name: `cold open with checkpoint: ${fmt(CONFIG.coldSizes.at(-1)!, 0)} events / ${fmt(CONFIG.coldSizes[0]!, 0)} events`,
-        perRound: cold.largestOverSmallest, target: `<= ${TARGETS.checkpointLargestVsSmallest}`,
+        perRound: cold.largestOverSmallest, target: `≤ ${TARGETS.checkpointLargestVsSmallest}`,
         result: cold.largestOverSmallest.median <= TARGETS.checkpointLargestVsSmallest ? 'PASS' : 'MISS',
       },
       ...(at100k ? [{
         name: 'full refold / cold open with checkpoint, 100,000 events', perRound: at100k.refoldOverCheckpoint,
-        target: `>= ${TARGETS.refoldVsCheckpoint100k}`, result: at100k.refoldOverCheckpoint.median >= TARGETS.refoldVsCheckpoint100k ? 'PASS' : 'MISS',
+        target: `≥ ${TARGETS.refoldVsCheckpoint100k}`, result: at100k.refoldOverCheckpoint.median >= TARGETS.refoldVsCheckpoint100k ? 'PASS' : 'MISS',
       }] : []),
     ]
 
-    const ms = (s: Summary) => [fmt(s.median, 2), fmt(s.min, 2), fmt(s.max, 2)]
-    console.log('')
-    console.log('sessionfold scaling benchmark: fs adapter, new engine + adapter per cold open')
-    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus, temp dir under ${os.tmpdir()}`)
-    console.log('')
-    console.log('Cold open: ms to the first projection values (median, min, max of the rounds)')
-    printTable(
-      ['events', 'MiB', 'with checkpoint', 'min', 'max', 'full refold', 'min', 'max', 'sqlite peer', 'min', 'max', 'refold/ckpt', 'sqlite/ckpt'],
-      cold.bySize.map((x) => [fmt(x.size, 0), fmt(x.logBytes / 2 ** 20, 1), ...ms(x.checkpoint), ...ms(x.refold), ...ms(x.sqlite),
-        fmt(x.refoldOverCheckpoint.median, 1), fmt(x.sqliteOverCheckpoint.median, 1)]),
-    )
-    console.log(`  with checkpoint: the row is ${CONFIG.behind} events behind the end; each round's figure is the median of ${CONFIG.checkpointRepeats} opens.`)
-    console.log('  sqlite peer: better-sqlite3 opened anew, SELECT of the session\'s events in seq order, catalog + timing folded by app code.')
-    console.log('')
-    console.log('Memory held by the engine (heapUsed after gc)')
-    printTable(
-      ['live session', 'KiB median', 'min', 'max', 'bytes per event'],
-      [
-        ...heap.bySize.map((x) => [`${fmt(x.events, 0)} events`, fmt(x.bytes.median / 1024, 1), fmt(x.bytes.min / 1024, 1), fmt(x.bytes.max / 1024, 1), fmt(x.bytes.median / x.events, 2)]),
-        [`per session, ${fmt(CONFIG.sessions, 0)} sessions of ${CONFIG.eventsPerSmallSession} events`, fmt(heap.perLiveSession.median / 1024, 1), fmt(heap.perLiveSession.min / 1024, 1), fmt(heap.perLiveSession.max / 1024, 1), ''],
-      ],
-    )
-    console.log('')
-    console.log('Targets')
-    printTable(['ratio', 'per round median (min–max)', 'target', 'result'],
-      targets.map((t) => [t.name, `${fmt(t.perRound.median, 2)} (${fmt(t.perRound.min, 2)}–${fmt(t.perRound.max, 2)})`, t.target, t.result]))
-    const totalS = (performance.now() - started) / 1000
-    console.log(`total ${fmt(totalS, 1)} s`)
-
-    const out = resultsPath('scaling')
-    fs.writeFileSync(out, `${JSON.stringify({
-      benchmark: 'scaling',
-      date: new Date().toISOString(),
-      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
-      config: CONFIG,
-      cold: { unit: 'ms', ...cold },
-      heap: { unit: 'bytes', ...heap },
-      targets,
-      totalSeconds: totalS,
-    }, null, 2)}\n`)
-    console.log(`results written to ${out}`)
+    finishBench('scaling', 'sessionfold scaling benchmark: fs adapter, new engine + adapter per cold open', [
+      ...cold.bySize.flatMap((x): Figure[] => [[`cold open, ${fmt(x.size, 0)} events, with checkpoint`, x.checkpoint, 'ms', 2],
+        [`the same, full refold`, x.refold, 'ms', 1], ['the same, better-sqlite3 + app fold', x.sqlite, 'ms', 1]]),
+      ...heap.bySize.map((x): Figure => [`heap of a live session of ${fmt(x.events, 0)} events`, x.bytes, 'bytes', 0]),
+      [`heap per live session, ${fmt(CONFIG.sessions, 0)} of ${CONFIG.eventsPerSmallSession} events`, heap.perLiveSession, 'bytes', 0],
+    ], [...targets, ...cold.bySize.map((x) => ({ name: `cold open at ${fmt(x.size, 0)} events: sqlite / checkpoint`, perRound: x.sqliteOverCheckpoint }))], {
+      config: CONFIG, cold: { unit: 'ms', ...cold }, heap: { unit: 'bytes', ...heap }, targets, totalSeconds: (performance.now() - started) / 1000,
+    })
   } finally {
     cleanup()
   }

@@ -1,6 +1,8 @@
 // Small helpers shared by the benchmarks: summaries of repeated samples and a plain-text table.
 // Machines that run these are shared and noisy, so every figure is reported as the median of
 // several runs with its min and max, and comparisons are ratios measured within one run.
+import * as fs from 'node:fs'
+import os from 'node:os'
 
 export interface Summary {
   /** Number of samples. */
@@ -132,6 +134,14 @@ export function headlineRatio(
   }
 }
 
+/** `h` judged "unchanged within noise": its per-round median no further from 1 than `tolerance`, or than the control's (`noise`) when that is further. */
+export function nearOne(h: HeadlineRatio, judge?: { tolerance: number; noise: Summary }): HeadlineRatio {
+  if (judge === undefined) return h
+  const band = Math.max(judge.tolerance, Math.abs(judge.noise.median - 1))
+  const pass = h.perRound.median >= 1 - band && h.perRound.median <= 1 + band
+  return { ...h, target: `≈ 1 (${fmt(1 - band, 2)}–${fmt(1 + band, 2)})`, pass, result: pass ? 'PASS' : 'MISS' }
+}
+
 export function checkSettings(config: Record<string, unknown>): void {
   for (const [k, v] of Object.entries(config)) {
     if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
@@ -158,4 +168,49 @@ export async function settlesWithin<T>(promise: Promise<T>, what: string, ms: nu
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** A ratio of two summaries taken in the same rounds, judged on its per-round median. */
+export interface Ratio {
+  name: string
+  perRound: Summary
+  ofMedians: number
+  /** '≥ 0.7', '≤ 2', or '' (for information). */
+  target: string
+  result: 'PASS' | 'MISS' | ''
+}
+
+/** `a` ÷ `b` round by round (the rounds both ran in), judged against `target` when there is one. */
+export function ratio(name: string, a: Summary, b: Summary, target?: { atLeast?: number; atMost?: number }): Ratio {
+  const n = Math.min(a.samples.length, b.samples.length)
+  const perRound = summarize(pairRatios(a.samples.slice(0, n), b.samples.slice(0, n)))
+  const pass = target?.atLeast !== undefined ? perRound.median >= target.atLeast : target?.atMost !== undefined ? perRound.median <= target.atMost : undefined
+  return {
+    name, perRound, ofMedians: a.median / b.median,
+    target: target?.atLeast !== undefined ? `≥ ${target.atLeast}` : target?.atMost !== undefined ? `≤ ${target.atMost}` : '',
+    result: pass === undefined ? '' : pass ? 'PASS' : 'MISS',
+  }
+}
+
+/** A measured figure for the printed summary: its label, its summary over the rounds, its unit. */
+export type Figure = [label: string, s: Summary, unit: string, digits?: number]
+
+/**
+ * The end of every benchmark: its figures and its ratios as two tables on stdout, then
+ * `results` (with the date and the machine added) written to resultsPath(name).
+ */
+export function finishBench(
+  name: string, title: string, figures: readonly Figure[],
+  ratios: readonly { name?: string; figure?: string; layer?: string; perRound: Summary; target?: string; result?: string }[], results: object,
+): void {
+  console.log(`\n${title}\nnode ${process.version}, ${os.cpus().length} cpus; figures: median (min–max) over the rounds; ratios: per round, median (min–max)\n`)
+  if (figures.length > 0) {
+    printTable(['figure', 'runs', 'median (min–max)', 'unit'], figures.map(([label, s, unit, d]) => [label, String(s.n), fmtSummary(s, d), unit]))
+    console.log('')
+  }
+  printTable(['ratio', 'per round: median (min–max)', 'target', 'result'], ratios.map((r) => [r.name ?? `${r.figure} (${r.layer})`, fmtSummary(r.perRound), r.target ?? '', r.result ?? '']))
+  const out = resultsPath(name)
+  const environment = { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() }
+  fs.writeFileSync(out, `${JSON.stringify({ benchmark: name, date: new Date().toISOString(), environment, ...results }, null, 2)}\n`)
+  console.log(`\nresults written to ${out}`)
 }

@@ -38,7 +38,7 @@ import type { EventInput, Replication, Session, SessionView, Store } from '../sr
 import { startDemoSyncServer, type DemoSyncServer } from '../examples/sync-server'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../test/support/chromium'
 import { messageInput, sourceState } from './common'
-import { checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, printTable, summarize, type Summary } from './stats'
+import { checkSettings, env, finishBench, fmt, headlineRatio, type HeadlineRatio, summarize, type Summary } from './stats'
 
 const CONFIG = {
   eventBytes: 200,
@@ -337,51 +337,21 @@ async function main(): Promise<void> {
       headlineRatio('sync-browser-latency-p99', 'Chromium: the same, p99', LAYER, what, lat.syncP99, lat.tabP99),
     ]
 
-    console.log('\nsessionfold HTTP sync in Chromium: two devices (persistent contexts) through the demo sync server on 127.0.0.1')
-    console.log(`node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}); Chromium ${chromiumVersion}`)
-    if (source.commit) console.log(`source: commit ${source.commit}${source.dirty?.length ? `, with uncommitted changes to ${source.dirty.join(', ')}` : ''}`)
-    console.log('figures: median (min–max) over rounds; ratios are per round, median (min–max)')
-    console.log(`\nLatency, ms from A's append call until a subscriber has it: ${CONFIG.appends} appends of ~${CONFIG.eventBytes} B, ${CONFIG.gapMs} ms apart; ${CONFIG.rounds} rounds`)
-    printTable(['path', 'p50 ms', 'p99 ms'], [
-      ['A (tab 1, IndexedDB, connect live) → server (fs) → B (another profile, connect live), B observing', fmtSummary(lat.syncP50, 1), fmtSummary(lat.syncP99, 1)],
-      ["baseline: A's second tab (same profile and database, its own worker), observing", fmtSummary(lat.tabP50, 1), fmtSummary(lat.tabP99, 1)],
-      ["(diagnostic) A's append call → resolved (durable on A)", fmtSummary(lat.ackP50, 1), fmtSummary(lat.ackP99, 1)],
-      ["(diagnostic) A's append call → an observer on the server's store has it", fmtSummary(lat.serverP50, 1), fmtSummary(lat.serverP99, 1)],
-      ["(diagnostic) the server's observer has it → B's subscriber has it", fmtSummary(lat.serverToBP50, 1), fmtSummary(lat.serverToBP99, 1)],
-      ['(diagnostic) a new session on A → listed on B', fmtSummary(lat.arrivalMs, 0), ''],
-    ], ['left', 'right', 'right'])
-    console.log(`  A's pushes per round: ${fmtSummary(lat.pushesPerRound, 0)}, each answered by the server in ${fmtSummary(lat.pushServerMs, 1)} ms, ` +
-      `one begun every ${fmtSummary(lat.pushGapMs, 1)} ms (medians per round); CORS preflights in all rounds: ${lat.preflights}`)
-    console.log('\nPer round')
-    printTable(['round', 'B p50', 'tab p50', 'ratio p50', 'B p99', 'tab p99', 'ratio p99'], rounds.map((x, i) => {
-      const [s50, t50, s99, t99] = [quantile(x.sync, 0.5), quantile(x.tab, 0.5), quantile(x.sync, 0.99), quantile(x.tab, 0.99)]
-      return [String(i + 1), fmt(s50, 1), fmt(t50, 1), fmt(s50 / t50, 2), fmt(s99, 1), fmt(t99, 1), fmt(s99 / t99, 2)]
-    }))
-    const clockLine = (c: typeof clocksBefore) => Object.entries(c).map(([k, v]) => `${k} ${fmt(v.offsetMs, 2)} ± ${fmt(v.rttMs / 2, 2)}`).join(', ')
-    console.log(`\npage clocks minus this process's, ms (taken out per round): before ${clockLine(clocksBefore)}; after ${clockLine(clocksAfter)}`)
-    console.log(`live streams open on the server at the end: ${liveStreams} (one per device expected: A's tabs share one)`)
-    console.log(`replications at the end: ${Object.entries(replication).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join('; ')}`)
     const allProblems = devices.flatMap((d) => d.problems.map((p) => `${d.name}: ${p}`))
-    if (allProblems.length > 0) console.log(`page problems: ${allProblems.join(' | ')}`)
-    console.log('\nHeadline figures')
-    printTable(['figure', 'layer', 'ratio', 'per round median (min–max)', 'of medians'],
-      headline.map((x) => [x.figure, x.layer, x.ratio, fmtSummary(x.perRound, 2), fmt(x.ofMedians, 2)]), ['left', 'left', 'left', 'right', 'right'])
-    const totalSeconds = (performance.now() - started) / 1000
-    console.log(`\ntotal ${fmt(totalSeconds, 1)} s`)
-
-    const out = process.env.BENCH_OUT
-    if (out) {
-      const q = (xs: number[]) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: xs.at(-1) })
-      const results = {
-        benchmark: 'sync-browser', date: new Date().toISOString(), source,
-        environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, chromium: chromiumVersion },
-        config: CONFIG, headline, latency: lat,
-        rounds: rounds.map((x) => ({ sync: q(x.sync), tab: q(x.tab), ack: q(x.ack), server: q(x.server), serverToB: q(x.serverToB), arrivalMs: x.arrivalMs, pushes: x.pushes })),
-        clocks: { before: clocksBefore, after: clocksAfter }, visibility, liveStreams, replication, problems: allProblems, totalSeconds,
-      }
-      fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
-      console.log(`results written to ${out}`)
-    }
+    if (allProblems.length > 0) log(`page problems: ${allProblems.join(' | ')}`)
+    log(`live streams open on the server at the end: ${liveStreams} (one per device expected); CORS preflights: ${lat.preflights}`)
+    const q = (xs: number[]) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: xs.at(-1) })
+    finishBench('sync-browser', `sessionfold HTTP sync in Chromium ${chromiumVersion}: two devices (persistent contexts) through the demo sync server on 127.0.0.1`, [
+      ['A → server (fs) → B, B observing: p50', lat.syncP50, 'ms', 1], ['the same, p99', lat.syncP99, 'ms', 1],
+      ["baseline: A's second tab, observing: p50", lat.tabP50, 'ms', 1], ['the same, p99', lat.tabP99, 'ms', 1],
+      ["(diagnostic) A's append call → resolved, p50", lat.ackP50, 'ms', 1], ["(diagnostic) A's append → the server's observer, p50", lat.serverP50, 'ms', 1],
+      ["(diagnostic) the server's observer → B's subscriber, p50", lat.serverToBP50, 'ms', 1], ['(diagnostic) a new session on A → listed on B', lat.arrivalMs, 'ms', 0],
+    ], headline, {
+      source, chromium: chromiumVersion, config: CONFIG, headline, latency: lat,
+      rounds: rounds.map((x) => ({ sync: q(x.sync), tab: q(x.tab), ack: q(x.ack), server: q(x.server), serverToB: q(x.serverToB), arrivalMs: x.arrivalMs, pushes: x.pushes })),
+      clocks: { before: clocksBefore, after: clocksAfter }, visibility, liveStreams, replication, problems: allProblems,
+      totalSeconds: (performance.now() - started) / 1000,
+    })
   } finally {
     unsubscribeChannel('http.server.request.start', onRequestStart)
     unsubscribeChannel('http.server.response.finish', onResponseFinish)

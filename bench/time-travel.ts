@@ -25,12 +25,11 @@
 // BENCH_TT_ROUNDS, BENCH_TT_POINTS, BENCH_TT_REFOLD_POINTS, BENCH_TT_LARGE_EVENTS,
 // BENCH_TT_EXTERNAL_EVERY, BENCH_TT_LARGE_POINTS, BENCH_TT_SEED.
 import * as fs from 'node:fs'
-import os from 'node:os'
 import { join } from 'node:path'
 import { HISTORY_DIR, CHECKPOINT_FILE, LOG_FILE, sessionDir, sessionsDir } from '../src/backends/fs/layout'
 import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
 import { rotate, sourceState } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, printTable, resultsPath, summarize, type Summary, settlesWithin } from './stats'
+import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, summarize, type Summary, settlesWithin, finishBench } from './stats'
 
 const CONFIG = {
   /** Events of the long session, and of the short one. */
@@ -302,56 +301,22 @@ async function main(): Promise<void> {
     const folds = summarize(all.map((s) => s.fold))
     const allMs = summarize(all.map((s) => s.ms))
 
-    const mib = (b: number) => `${fmt(b / 2 ** 20, 1)} MiB`
-    console.log('')
-    console.log(`sessionfold time travel through openStore() (worker, fs, strict): store.observe(id, { at }); source ${source.commit ?? '?'}${source.dirty?.length ? ` (+${source.dirty.length} uncommitted files)` : ''}`)
-    console.log('')
-    console.log('Writing (information): session.append(batch) of 1,000 events, each awaited')
-    printTable(['session', 'events', 'seconds', 'events/s', 'events.log', 'B/event', 'checkpoint.json', 'history rows', 'history bytes', 'history ÷ log'], [
-      [IDS.big, fmt(CONFIG.events, 0), fmt(big.seconds, 1), fmt(CONFIG.events / big.seconds, 0), mib(disk.big.logBytes), fmt(disk.big.logBytes / CONFIG.events, 0), fmt(disk.big.checkpointBytes, 0), String(disk.big.positions.length), fmt(disk.big.historyBytes, 0), fmt(disk.big.ratio, 5)],
-      [IDS.small, fmt(CONFIG.small, 0), '', '', mib(disk.small.logBytes), fmt(disk.small.logBytes / CONFIG.small, 0), fmt(disk.small.checkpointBytes, 0), String(disk.small.positions.length), fmt(disk.small.historyBytes, 0), fmt(disk.small.ratio, 5)],
-      [`${IDS.large} (${fmt(large.children, 0)} children)`, fmt(CONFIG.largeEvents, 0), fmt(large.seconds, 1), fmt(CONFIG.largeEvents / large.seconds, 0), mib(disk.large.logBytes), fmt(disk.large.logBytes / CONFIG.largeEvents, 0), fmt(disk.large.checkpointBytes, 0), String(disk.large.positions.length), fmt(disk.large.historyBytes, 0), fmt(disk.large.ratio, 5)],
-    ])
-    console.log(`history positions of ${IDS.big} (${disk.big.positions.length}; gaps ${fmtSummary(disk.big.gaps, 0)}): ${disk.big.positions.join(', ')}`)
-    console.log(`history positions of ${IDS.large} (${disk.large.positions.length}): ${disk.large.positions.join(', ')}; its last ${fmt(CONFIG.largeEvents - (disk.large.positions.at(-1) ?? 0), 0)} events have none ` +
-      `(its checkpoint row grew ${fmt(disk.large.checkpointBytes / CONFIG.largeEvents, 1)} B per event; a history row may take 1/20 of the log's ${fmt(disk.large.logBytes / CONFIG.largeEvents, 0)} B per event)`)
-    console.log('')
-    console.log(`Reading: per round the median ms of observe → snapshot over its points; ${CONFIG.rounds} rounds after a warm-up`)
-    printTable(['read', 'points per round', 'ms: median (min–max) over rounds'], [
-      [`${IDS.big}, ${fmt(CONFIG.events, 0)} events, history rows present`, String(CONFIG.points), fmtSummary(S.history, 2)],
-      [`${IDS.small}, ${fmt(CONFIG.small, 0)} events`, String(CONFIG.points), fmtSummary(S.small, 2)],
-      [`${IDS.big} in the copy without history or checkpoint rows (folds from seq 0)`, String(CONFIG.refoldPoints), fmtSummary(S.refold, 1)],
-      [`(information) ${IDS.large}, ${fmt(CONFIG.largeEvents, 0)} events, ${fmt(large.children, 0)} children`, String(CONFIG.largePoints), fmtSummary(S.large, 2)],
-    ], ['left', 'right', 'right'])
-    console.log(`every read of ${IDS.big} (${all.length}): ${fmtSummary(allMs, 2)} ms; events folded after the nearest history row: ${fmtSummary(folds, 0)}`)
-    console.log(`slowest: ${slowest.map((s) => `at ${s.at}: ${fmt(s.ms, 1)} ms (${s.fold} events after a row)`).join('; ')}`)
-    console.log('')
-    console.log('Headline figures')
-    printTable(['figure', 'ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
-      headline.map((x) => [x.figure, x.ratio, fmtSummary(x.perRound, 3), fmt(x.ofMedians, 3), x.target, x.result]),
-      ['left', 'left', 'right', 'right', 'right', 'left'])
-    const totalSeconds = (performance.now() - started) / 1000
-    console.log('')
-    console.log(`total ${fmt(totalSeconds, 1)} s`)
-
-    const results = {
-      benchmark: 'time-travel',
-      date: new Date().toISOString(),
-      source,
-      environment: { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
-      config: CONFIG,
-      targets: TARGETS,
-      layer: LAYER,
-      headline,
+    log(`history rows of ${IDS.big}: ${disk.big.positions.length}, of ${IDS.large}: ${disk.large.positions.length}; events folded after the nearest row: ${fmtSummary(folds, 0)}; ` +
+      `slowest reads: ${slowest.map((x) => `at ${x.at}: ${fmt(x.ms, 1)} ms (${x.fold} after a row)`).join('; ')}`)
+    finishBench('time-travel', 'sessionfold time travel through openStore() (worker, fs, strict): store.observe(id, { at })', [
+      [`observe at random points, ${fmt(CONFIG.events, 0)} events, history rows present`, S.history, 'ms', 2],
+      [`observe at random points, ${fmt(CONFIG.small, 0)} events`, S.small, 'ms', 2],
+      [`the ${fmt(CONFIG.events, 0)} events without history or checkpoint rows (folds from seq 0)`, S.refold, 'ms', 1],
+      [`(information) ${fmt(CONFIG.largeEvents, 0)} events, ${fmt(large.children, 0)} children`, S.large, 'ms', 2],
+      [`writing ${fmt(CONFIG.events, 0)} events in batches of ${fmt(CONFIG.batch, 0)}`, summarize([CONFIG.events / big.seconds]), 'events/s', 0],
+    ], headline, {
+      source, config: CONFIG, targets: TARGETS, layer: LAYER, headline,
       write: { big: { seconds: big.seconds, eventsPerSecond: CONFIG.events / big.seconds }, large: { seconds: large.seconds, eventsPerSecond: CONFIG.largeEvents / large.seconds, children: large.children } },
       disk,
       observe: { unit: 'ms, per round the median over its points', ...S },
       reads: { all: allMs, foldDistance: folds, slowest },
-      totalSeconds,
-    }
-    const out = resultsPath('time-travel')
-    fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`)
-    console.log(`results written to ${out}`)
+      totalSeconds: (performance.now() - started) / 1000,
+    })
   } finally {
     for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
     cleanup()

@@ -1,41 +1,15 @@
-// Browser benchmark (npm run bench:browser): sessionfold on real IndexedDB in headless
-// Chromium (Debian's /usr/bin/chromium, a persistent context so IndexedDB lives on disk),
-// against raw idb and Dexie in the same page. Vite serves bench/browser/ (index.html +
-// bench.ts, which takes the samples); this file starts it, drives the page, and reports.
-//
-//   1. Appends of 10,000 events of ~300 bytes in batches of 100: sessionfold (openStore with
-//      its worker, durability 'strict', session.append(array)) against raw idb puts of the same
-//      objects (one strict readwrite transaction per batch, awaiting tx.done). Target:
-//      sessionfold >= 0.8 of raw idb's events/s (issue 14). For reference (no target): sessionfold with
-//      checkpoints deferred past the run; and one more run through
-//      bench/browser/counting-worker.ts that counts the engine's transactions.
-//   2. Append-to-subscriber latency of the catalog projection at 100 and 10,000 events already
-//      in the session (1 in 100 of them a catalog fact, the rest ~300-byte messages): one
-//      catalog fact per sample, until `subscribe('subagentCatalog')` on the writing handle and
-//      on an observer handle (store.observe) sees the new count; against a Dexie liveQuery that
-//      recomputes the catalog from every event of the session (Dexie's default cache, which
-//      shows the entry optimistically before its commit, and cache 'disabled', which queries
-//      again after the commit). Target: sessionfold >= 10x faster than Dexie at 10,000 events,
-//      checked against both Dexie settings. For reference: an observer in a second store (its
-//      own worker, as another tab), raw idb commit floors (one put; the shape of sessionfold's
-//      append transaction), a catalog-heavy session (10,000 catalog facts: every push carries
-//      a 10,000-entry view), and what one pushed frame costs the page to check and clone.
-//   3. Issue 14's catalog figure, through the page's openStore() (the engine in its Web Worker,
-//      IndexedDB, strict): a catalog fact (session.recordExternal({ childId })) appended to a
-//      session whose catalog already holds 10,000 entries against one holding 100, from the call
-//      until the writer's own mirror (session.projections.get('subagentCatalog')) holds it. The
-//      catalogs are filled with recordExternal calls, 250 at once (untimed); per run the median
-//      of its samples, per round the ratio of the two runs. Target: 10,000 / 100 <= 2. (Not the
-//      same as 2.'s 'catalog-heavy' scenario or its 100/10,000 *events*.)
-//
-// The machine is shared and noisy: figures are medians with min and max; comparisons are
-// ratios within one round (the systems run back to back, in an order that changes each round),
-// after an unrecorded warm-up round. Results also go to bench/results-browser.json.
-// Settings: BENCH_PHASES (comma-separated, default appends,catalog,latency), BENCH_EVENTS,
-// BENCH_APPEND_ROUNDS, BENCH_SETTLE_MS, BENCH_LAT_ROUNDS, BENCH_LAT_SAMPLES, BENCH_LAT_GAP_MS,
-// BENCH_SIZES (comma-separated prefill sizes), BENCH_HEAVY (0: skip the catalog-heavy
-// scenario), BENCH_CATALOG_SMALL, BENCH_CATALOG_LARGE, BENCH_CATALOG_SAMPLES,
-// BENCH_CATALOG_ROUNDS, CHROMIUM_PATH.
+// Browser benchmark (npm run bench:browser): sessionfold on real IndexedDB in headless Chromium (a
+// persistent context, IndexedDB on disk) against raw idb and Dexie in the same page. Vite serves
+// bench/browser/ (bench.ts takes the samples); this file drives the page and reports.
+//   1. Appends (10,000 events of ~300 B, batches of 100) through openStore() against raw idb puts of
+//      the same objects, one strict transaction per batch. Reference: checkpoints deferred.
+//   2. Append-to-subscriber latency of the catalog at 100 and 10,000 events: a catalog fact per
+//      sample until subscribe('subagentCatalog') on the writer and an observer sees it, against a
+//      Dexie liveQuery recomputing the catalog (default cache, and cache 'disabled').
+//   3. A catalog fact (recordExternal) at 10,000 entries against 100, until the writer's mirror holds it.
+// Ratios are per round (the systems back to back, the order changing), after a warm-up round.
+// Settings: BENCH_PHASES, BENCH_EVENTS, BENCH_APPEND_ROUNDS, BENCH_SETTLE_MS, BENCH_LAT_ROUNDS,
+// BENCH_LAT_SAMPLES, BENCH_LAT_GAP_MS, BENCH_SIZES, BENCH_HEAVY, BENCH_CATALOG_*, CHROMIUM_PATH.
 import * as fs from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -45,8 +19,7 @@ import { createServer, type ViteDevServer } from 'vite'
 import { fmt, fmtSummary, median, pairRatios, printTable, resultsPath, summarize, type Summary } from '../stats'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../test/support/chromium'
 import {
-  BENCH_PHASES, LATENCY_SYSTEMS, type BenchEntry, type BenchPhase, type BrowserBenchConfig, type BrowserBenchResults, type CatalogResult, type LatencySystem,
-  type TxCount,
+  BENCH_PHASES, LATENCY_SYSTEMS, type BenchEntry, type BenchPhase, type BrowserBenchConfig, type BrowserBenchResults, type CatalogResult, type LatencySystem
 } from './types'
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
@@ -235,7 +208,6 @@ function report(results: BrowserBenchResults, chromiumVersion: string, elapsedMs
       frameCost: sc.frameCost, samples: pooled, roundMedians: perRound,
     })),
     ...(catalog ? { catalog: catalog.json } : {}),
-    ...(results.diagnostics ? { diagnostics: results.diagnostics } : {}),
     ratios: [...(appends?.ratios ?? []), ...(catalog ? [catalog.ratio] : []), ...latency.flatMap((l) => l.ratios)].map((r) => ({
       name: r.name, perRound: r.perRound, ofMedians: r.ofMedians, target: r.target ?? null, ...(r.atMost ? { atMost: true } : {}),
       result: r.target === undefined ? 'reference' : r.pass ? 'PASS' : 'MISS',
@@ -268,34 +240,6 @@ function reportAppends(results: BrowserBenchResults) {
     ],
   )
   console.log(`  no target, to show what checkpoints cost the append path; per round, / raw idb: (ref 1) ${fmtSummary(deferredRatio.perRound, 2)}`)
-  console.log('  (the adapter commits checkpoint transactions \'relaxed\' already: they are a cache, rebuilt from the log if lost)')
-  console.log('  sessionfold\'s time includes validation and encoding in the page, the worker hop, its meta row per')
-  console.log('  batch, folding, checkpoints and the push back to the handle (append resolves once reflected).')
-  const d = results.diagnostics
-  if (d) {
-    console.log('')
-    console.log(`Diagnostics: one more sessionfold run (not in the ratio) through bench/browser/counting-worker.ts, ${n0(d.events)} events in ${n0(d.runMs)} ms`)
-    const each = (t: TxCount, k: 'ms' | 'waitMs' | 'putMs') => (t.count > 0 && t[k] !== undefined ? fmt(t[k]! / t.count, 2) : '')
-    printTable(
-      ['IndexedDB transactions made by the worker', 'count', 'per 100 events', 'ms total', 'ms each', 'waited to start, ms each', 'in put(), ms each'],
-      [
-        ...Object.entries(d.tx).sort((x, y) => y[1].ms - x[1].ms).map(([kind, t]) => [
-          kind, n0(t.count), fmt((t.count / d.events) * 100, 2), n0(t.ms), each(t, 'ms'), each(t, 'waitMs'), each(t, 'putMs'),
-        ]),
-        ...(d.appends ? ([['behindCheckpoint', 'made while a checkpoint tx was running'], ['alone', 'made with no checkpoint tx running']] as const).map(([k, label]) => {
-          const t = d.appends![k]
-          return [`  appends ${label}`, n0(t.count), '', n0(t.ms), each(t, 'ms'), each(t, 'waitMs'), each(t, 'putMs')]
-        }) : []),
-      ],
-    )
-    console.log('  ms: creation to complete; waited: creation to its first answer (a readwrite tx waits for a running one whose scope overlaps);')
-    console.log('  transactions overlap (a checkpoint runs beside the next append), so times do not add up.')
-    if (d.appends) {
-      console.log(`  between one append tx's complete and the next one's creation (the answer to the page, its next call, validation, the hop, the fold): ` +
-        `${fmt(d.appends.gapMs / Math.max(1, d.appends.gaps), 2)} ms on average, ${n0(d.appends.gapMs)} ms in all; the run took ${fmt(d.runMs / (d.events / CONFIG.batch), 2)} ms per batch.`)
-    }
-    console.log(`  raw idb makes ${n0(CONFIG.events / CONFIG.batch)} transactions per run (events readwrite, strict).`)
-  }
   return {
     target,
     ratios: [target, deferredRatio],
@@ -374,11 +318,6 @@ function reportLatency(results: BrowserBenchResults) {
     )
   }
   console.log(`  samples: ${CONFIG.latencyRounds} rounds x ${CONFIG.samplesPerBlock} per system, ${CONFIG.gapMs} ms idle after each; one catalog fact each.`)
-  console.log('  Writer and observer hear the same append; * the 2nd store is sampled in a block of its own (BroadcastChannel notice,')
-  console.log('  then its worker reads the event from IndexedDB). Dexie\'s default cache shows the entry before its transaction commits;')
-  console.log('  with cache \'disabled\' the liveQuery reads every event of the session again after the commit. Both Dexie databases')
-  console.log('  use chromeTransactionDurability \'strict\', like sessionfold. The raw idb rows are commit floors in the page,')
-  console.log('  no subscriber: the append-shaped one is the transaction sessionfold\'s adapter makes for each append.')
 
   console.log('')
   console.log('Latency ratios (Dexie time / sessionfold time, per round medians)')

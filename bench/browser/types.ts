@@ -1,34 +1,6 @@
 // What bench/browser/run.ts (Node) and bench/browser/bench.ts (the page) exchange: the
 // settings going in, the raw samples coming out. Statistics are computed in Node.
 
-/** Transactions of one kind (stores, mode, durability) made by the counting worker. */
-export interface TxCount {
-  count: number
-  /** Sum of creation-to-complete times, ms. */
-  ms: number
-  /** Sum of creation-to-first-answer times, ms: how long each waited to start (absent in old results). */
-  waitMs?: number
-  /** Sum of the time spent inside put()/add() calls, ms: their synchronous structured clone (absent in old results). */
-  putMs?: number
-}
-
-/** What bench/browser/counting-worker.ts reports. */
-export interface TxReport {
-  /** Transactions by kind: stores, mode, durability. */
-  kinds: Record<string, TxCount>
-  appends: {
-    /** Append transactions made while a checkpoint transaction was still running, and the others. */
-    behindCheckpoint: TxCount
-    alone: TxCount
-    /** Sum of the times from one append transaction's complete to the next one's creation, ms, over `gaps` gaps. */
-    gapMs: number
-    gaps: number
-  }
-}
-
-/** Where bench/browser/counting-worker.ts answers 'report' (and 'reset'). */
-export const COUNTS_CHANNEL = 'sessionfold-bench-counts'
-
 export interface BrowserBenchConfig {
   /** Events per append run, sessionfold and raw idb. */
   events: number
@@ -52,7 +24,7 @@ export interface BrowserBenchConfig {
   prefillBatch: number
   /** Unique suffix for database names. */
   stamp: string
-  /** Which parts run (all by default): 'appends' (with its counted diagnostics run), 'catalog', 'latency'. */
+  /** Which parts run (all by default): 'appends', 'catalog', 'latency'. */
   phases: BenchPhase[]
   /** The catalog figure: a catalog fact at two catalog sizes (see CatalogResult). */
   catalog: CatalogConfig
@@ -148,15 +120,6 @@ export interface BrowserBenchResults {
   latency: LatencyScenarioResult[]
   /** The catalog figure, when that phase ran. */
   catalog?: CatalogResult
-  /** One untimed-for-the-ratio append run through bench/browser/counting-worker.ts (with the appends phase). */
-  diagnostics?: {
-    events: number
-    runMs: number
-    /** Transactions the worker made during the run, by kind. */
-    tx: Record<string, TxCount>
-    /** The append transactions, behind a checkpoint or not, and the gaps between them. */
-    appends?: TxReport['appends']
-  }
   /** console.warn/error seen in the page during the run. */
   warnings: string[]
 }

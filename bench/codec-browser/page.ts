@@ -185,43 +185,6 @@ async function interleaved(samples: number, fns: readonly (() => unknown)[]): Pr
   return times.map(median)
 }
 
-/** `bytes` through a (de)compression stream's own writer and reader, without the Blob and Response the codec's compressor uses. */
-async function pump(bytes: Uint8Array, stream: CompressionStream | DecompressionStream): Promise<Uint8Array> {
-  const writer = stream.writable.getWriter()
-  const written = writer.write(bytes as Uint8Array<ArrayBuffer>).then(() => writer.close())
-  const reader = stream.readable.getReader()
-  const chunks: Uint8Array[] = []
-  let n = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    chunks.push(value)
-    n += value.length
-  }
-  await written
-  if (chunks.length === 1) return chunks[0]!
-  const out = new Uint8Array(n)
-  let o = 0
-  for (const c of chunks) {
-    out.set(c, o)
-    o += c.length
-  }
-  return out
-}
-
-function btoaBase64(bytes: Uint8Array): string {
-  let s = ''
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
-  return btoa(s)
-}
-
-function atobBytes(text: string): Uint8Array {
-  const s = atob(text)
-  const out = new Uint8Array(s.length)
-  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i)
-  return out
-}
-
 const api: CodecPage = {
   info: () => ({ userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated: globalThis.crossOriginIsolated === true }),
 
@@ -398,25 +361,6 @@ const api: CodecPage = {
       const c = codecs[k]!
       await time(`${k}: whole seal (UnitCodec.seal + toBase64)`, async () => toBase64(await c.seal(aad, bytes)))
       await time(`${k}: whole open (fromBase64 + UnitCodec.open)`, () => c.open(aad, fromBase64(units[k])!))
-    }
-    // Where the stream's time goes, and what else the platform offers (none of it is what the codec does).
-    const tiny = bytes.subarray(0, 16)
-    const tinyZ = await compressor.deflate(tiny)
-    await time('(alt) deflate of 16 B, as the codec does it (the per-call floor)', () => compressor.deflate(tiny))
-    await time('(alt) inflate to 16 B, as the codec does it', () => compressor.inflate(tinyZ))
-    await time('(alt) Blob.stream() → Response.arrayBuffer() of the frame, no compression', () => new Response(new Blob([bytes]).stream()).arrayBuffer())
-    const zDirect = await pump(bytes, new CompressionStream('deflate-raw'))
-    if (decoder.decode(await pump(zDirect, new DecompressionStream('deflate-raw'))) !== text) throw new Error('primitives: the direct stream does not round-trip')
-    await time('(alt) deflate, CompressionStream through its writer and reader (no Blob, no Response)', () => pump(bytes, new CompressionStream('deflate-raw')))
-    await time('(alt) inflate, DecompressionStream through its writer and reader', () => pump(z, new DecompressionStream('deflate-raw')))
-    await time(`(alt) btoa(String.fromCharCode(...)), sealed raw unit (${rawBytes.length} B)`, () => btoaBase64(rawBytes))
-    await time(`(alt) atob + charCodeAt, sealed raw unit (${units.sealedRaw.length} chars)`, () => atobBytes(units.sealedRaw))
-    const native = Uint8Array as unknown as { fromBase64?: (s: string) => Uint8Array; prototype: { toBase64?: () => string } }
-    if (typeof native.prototype.toBase64 === 'function' && typeof native.fromBase64 === 'function') {
-      const toB64 = (b: Uint8Array) => (b as unknown as { toBase64(): string }).toBase64()
-      if (toB64(rawBytes) !== units.sealedRaw) throw new Error('primitives: Uint8Array.prototype.toBase64 differs from toBase64')
-      await time(`(alt) Uint8Array.prototype.toBase64 (native), sealed raw unit (${rawBytes.length} B)`, () => toB64(rawBytes))
-      await time(`(alt) Uint8Array.fromBase64 (native), sealed raw unit (${units.sealedRaw.length} chars)`, () => native.fromBase64!(units.sealedRaw))
     }
     return {
       frame: { events, jsonBytes: bytes.length, deflatedBytes: z.length, unitBase64: Object.fromEntries(KEYS.map((k) => [k, units[k].length])) as Record<VariantKey, number> },
