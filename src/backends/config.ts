@@ -15,7 +15,11 @@ import { POSTGRES_OPTIONS, postgresConfig, type PostgresConfig, type PostgresOpt
 export type StoreConfig = MemoryConfig | IndexedDbConfig | FsConfig | PostgresConfig
 
 /** Where a store keeps its sessions: IndexedDB (browsers), files (Node), PostgreSQL (Node) or memory (nothing kept). */
-export type StorageKind = StoreConfig['storage']
+export type StorageKind = 'indexeddb' | 'fs' | 'memory' | 'postgres'
+
+/** Fails to compile when StorageKind and the backends' configs name different storages. */
+const KINDS_AGREE: [StorageKind, StoreConfig['storage']] extends [StoreConfig['storage'], StorageKind] ? true : never = true
+void KINDS_AGREE
 
 /** The options of openStore that say which store: `storage`, and the options of each backend. */
 export interface StoreOptions extends IndexedDbOptions, FsOptions, PostgresOptions {
