@@ -285,7 +285,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       lives.delete(id)
     },
     ...(inner.feed ? { feed: inner.feed } : {}),
-    ...(inner.replaceRecords ? { replaceRecords: inner.replaceRecords.bind(inner) } : {}),
+    // No replaceRecords: records are replaced under the codec by rotateKey (reseal.ts), never above it.
     close: () => inner.close(),
   }
   // Checkpoint and history rows, meta and the engine's records: written once over the sealed records.
