@@ -289,12 +289,14 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     close: () => inner.close(),
   }
   // Checkpoint and history rows, meta and the engine's records: written once over the sealed records.
-  const composed = composeStorage(log, sealedRecords(records, codec), {
+  const { history, ...composed } = composeStorage(log, sealedRecords(records, codec), {
     exists: async (id) => (await inner.getSession(id)) !== undefined,
     checkValue: checkSealedValue,
   })
   const storage: SealedStorage = {
     ...composed,
+    // History rows where the storage has them (a read-only command's has none: it refolds).
+    ...(inner.history ? { history } : {}),
     get encrypted() {
       return codec.encrypted
     },
