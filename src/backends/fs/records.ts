@@ -14,11 +14,13 @@ import { CHECKPOINT_PART, HISTORY_PART, META_PART, positionOf, positionPart } fr
 import type { KeyValueStore, PutDurability, RecordKey } from '../../storage/types'
 import { replaceDurable, writeDurable } from './durable'
 import { errno } from './errors'
-import { CHECKPOINT_FILE, HISTORY_DIR, metaDir, partsOfRecordName, recordName, recordsDir, sessionDir, sessionRecordsDir, tmpDir } from './layout'
+import { CHECKPOINT_FILE, HISTORY_DIR, metaDir, partsOfRecordName, recordName, recordsDir, scratchName, sessionDir, sessionRecordsDir, tmpDir } from './layout'
 import type { FsSettings } from './options'
 
 const ROW_NAME = /^([1-9]\d{0,15})\.json$/
 const META_NAME = /^[A-Za-z0-9_-]{1,128}$/
+/** History folders whose listing is kept (sessions read as of a point lately). */
+const MAX_LISTED = 256
 
 export function createRecordFiles(
   { fs, root }: Pick<FsSettings, 'fs' | 'root'>,
@@ -26,15 +28,38 @@ export function createRecordFiles(
   idsAfter: (after: SessionId | undefined) => Promise<SessionId[]>,
 ): KeyValueStore {
   /** The folder and file name of a key: a session's key in its folder, without its first two parts. */
-  const placeOf = (key: RecordKey): { dir: string; name: string; owner?: SessionId } => {
+  const placeOf = (key: RecordKey): { dir: string; name: string; owner?: SessionId; row?: true } => {
     const owner = sessionOfKey(key)
     if (owner === undefined) {
       return key.length === 2 && key[0] === META_PART ? { dir: metaDir(root), name: key[1]! } : { dir: recordsDir(root), name: recordName(key) }
     }
-    if (key.length === 3 && key[2] === CHECKPOINT_PART) return { dir: sessionDir(root, owner), name: CHECKPOINT_FILE, owner }
+    if (key.length === 3 && key[2] === CHECKPOINT_PART) return { dir: sessionDir(root, owner), name: CHECKPOINT_FILE, owner, row: true }
     const at = key.length === 4 && key[2] === HISTORY_PART ? positionOf(key[3]) : undefined
-    if (at !== undefined) return { dir: join(sessionDir(root, owner), HISTORY_DIR), name: `${at}.json`, owner }
+    if (at !== undefined) return { dir: join(sessionDir(root, owner), HISTORY_DIR), name: `${at}.json`, owner, row: true }
     return { dir: sessionRecordsDir(root, owner), name: recordName(key.slice(2)), owner }
+  }
+
+  /**
+   * History folders' listings as last read, by their mtime: a read of a long log's history
+   * stats the folder rather than list its hundreds of rows (a put or delete here forgets it).
+   */
+  const listed = new Map<string, { mtimeMs: number; names: string[] }>()
+  async function historyNames(dir: string): Promise<string[]> {
+    let mtimeMs: number
+    try {
+      mtimeMs = (await fs.stat(dir)).mtimeMs
+    } catch (err) {
+      if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw err
+      listed.delete(dir)
+      return []
+    }
+    const known = listed.get(dir)
+    if (known && known.mtimeMs === mtimeMs) return known.names
+    const found = await names(dir)
+    listed.delete(dir)
+    if (listed.size >= MAX_LISTED) listed.delete(listed.keys().next().value!)
+    listed.set(dir, { mtimeMs, names: found })
+    return found
   }
 
   const names = async (dir: string): Promise<string[]> => {
@@ -63,7 +88,7 @@ export function createRecordFiles(
       if ((await names(sessionDir(root, id))).includes(CHECKPOINT_FILE)) keys.push(flat(['session', id, CHECKPOINT_PART]))
     }
     if (part === undefined || part === HISTORY_PART) {
-      for (const name of await names(join(sessionDir(root, id), HISTORY_DIR))) {
+      for (const name of await historyNames(join(sessionDir(root, id), HISTORY_DIR))) {
         const m = ROW_NAME.exec(name)
         if (m) keys.push(flat(['session', id, HISTORY_PART, positionPart(Number(m[1]))]))
       }
@@ -99,9 +124,10 @@ export function createRecordFiles(
     },
     async put(key, value, options) {
       assertKey(key)
-      const { dir, name, owner } = placeOf(key)
+      const { dir, name, owner, row } = placeOf(key)
       if (owner !== undefined && !(await sessionExists(owner))) throw notFoundForKey(owner, key)
-      const tmp = join(tmpDir(root), `rec.${randomBytes(6).toString('hex')}`)
+      // A row's temp file is named as the session's checkpoint in the making (layout.ts).
+      const tmp = join(tmpDir(root), row ? scratchName(owner!, 'ckpt') : `rec.${randomBytes(6).toString('hex')}`)
       try {
         // A session's folders are made inside its folder only while that folder is there (not recursively:
         // that would make a deleted session's folder again).
@@ -109,6 +135,7 @@ export function createRecordFiles(
           if (errno(err) !== 'EEXIST') throw err
         })
         await write(tmp, join(dir, name), value, options?.durability ?? 'cache')
+        listed.delete(dir)
       } catch (err) {
         await fs.rm(tmp, { force: true }).catch(() => {})
         throw owner !== undefined && errno(err) === 'ENOENT' ? notFoundForKey(owner, key) : err
@@ -117,6 +144,7 @@ export function createRecordFiles(
     async delete(key) {
       assertKey(key)
       const { dir, name } = placeOf(key)
+      listed.delete(dir)
       try {
         await fs.unlink(join(dir, name))
       } catch (err) {
