@@ -109,7 +109,9 @@ export interface ChangeFeed {
  * A key of the store's own records ({@link StorageAdapter.kv}): 1-6 parts, each 1-128
  * characters of `[A-Za-z0-9_-]`. A key of 3 parts or more whose first part is `'session'` and
  * whose second is a session id belongs to that session: it can be written only while the
- * session is there, and deleting the session deletes it (with the session, at once).
+ * session is there, and deleting the session deletes it (with the session, at once). Keys
+ * whose first part is `'_meta'`, or whose third (of a session's key) is `'_checkpoint'` or
+ * `'_history'`, hold the store's own rows: `StorageAdapter.kv` refuses them and lists without them.
  */
 export type RecordKey = readonly string[]
 
@@ -222,7 +224,9 @@ export interface LogStore {
 /**
  * The storage contract. It stores sessions, event ranges and checkpoint rows, and knows
  * nothing of projections or folding: sequence rules beyond "continue the stored seq" and
- * checkpoint policy live in the engine.
+ * checkpoint policy live in the engine. Every adapter of this package is a {@link LogStore}
+ * and a {@link KeyValueStore} composed (`composeStorage`, src/storage/records): its checkpoint
+ * rows, history rows and meta records are key-value records.
  *
  * Every method rejects with a `SessionfoldError`: INVALID_ARGUMENT for a bad id,
  * SESSION_NOT_FOUND, SESSION_EXISTS, SEQ_CONFLICT, CORRUPT_LOG, STORAGE_UNAVAILABLE,
