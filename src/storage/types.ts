@@ -109,7 +109,9 @@ export interface ChangeFeed {
  * A key of the store's own records ({@link StorageAdapter.kv}): 1-6 parts, each 1-128
  * characters of `[A-Za-z0-9_-]`. A key of 3 parts or more whose first part is `'session'` and
  * whose second is a session id belongs to that session: it can be written only while the
- * session is there, and deleting the session deletes it (with the session, at once).
+ * session is there, and deleting the session deletes it (with the session, at once). Keys
+ * whose first part is `'_meta'`, or whose third (of a session's key) is `'_checkpoint'` or
+ * `'_history'`, hold the store's own rows: `StorageAdapter.kv` refuses them and lists without them.
  */
 export type RecordKey = readonly string[]
 
@@ -119,6 +121,19 @@ export interface KeyRange {
   after?: RecordKey
   /** At most this many (default 1000, at most 10,000). */
   limit?: number
+}
+
+/**
+ * How a {@link KeyValueStore.put} outlives a crash of the machine. 'cache' (the default): it may
+ * be lost, or found damaged, and readers check what they read. 'whole': it may be lost, never
+ * found damaged (the old value or the new one). 'durable': on disk once the put resolves.
+ */
+export type PutDurability = 'cache' | 'whole' | 'durable'
+
+/** Options of {@link KeyValueStore.put}. */
+export interface PutOptions {
+  /** Default 'cache'. */
+  durability?: PutDurability
 }
 
 /**
@@ -132,7 +147,7 @@ export interface KeyValueStore {
   /** The value, or undefined when there is none. */
   get(key: RecordKey): Promise<string | undefined>
   /** Stores `value` (at most MAX_RECORD_VALUE characters) under `key`; SESSION_NOT_FOUND for a session's key without the session. */
-  put(key: RecordKey, value: string): Promise<void>
+  put(key: RecordKey, value: string, options?: PutOptions): Promise<void>
   /** Removes the value under `key`, if any. */
   delete(key: RecordKey): Promise<void>
   /** The keys that start with `prefix` and are longer than it, in order (part by part, each by UTF-16 code units). */
@@ -152,15 +167,16 @@ export interface RecordReplacement {
 }
 
 /**
- * The storage contract. It stores sessions, event ranges and checkpoint rows, and knows
- * nothing of projections or folding: sequence rules beyond "continue the stored seq" and
- * checkpoint policy live in the engine.
+ * The narrow half of the storage contract that every backend implements: sessions' logs and the
+ * change feed. Beside it a backend has a {@link KeyValueStore}; checkpoint rows, history rows and
+ * meta records are written once over the two (src/storage/records), which make the whole
+ * {@link StorageAdapter}.
  *
  * Every method rejects with a `SessionfoldError`: INVALID_ARGUMENT for a bad id,
  * SESSION_NOT_FOUND, SESSION_EXISTS, SEQ_CONFLICT, CORRUPT_LOG, STORAGE_UNAVAILABLE,
  * STORAGE_QUOTA_EXCEEDED, CLOSED after `close()`.
  */
-export interface StorageAdapter {
+export interface LogStore {
   /** Short name for messages: 'memory', 'fs', 'indexeddb'. */
   readonly kind: string
   /**
@@ -185,24 +201,10 @@ export interface StorageAdapter {
    * damaged is listed here (and skipped by `listSessions`), so `verify` can report it.
    */
   listIds(options?: { after?: SessionId; limit?: number }): Promise<SessionId[]>
-  /** Deletes the session, its events, its checkpoint and history rows, and its records in `kv`. Absent: resolves quietly. */
+  /** Deletes the session, its events, and its key-value records (the store's rows of it among them). Absent: resolves quietly. */
   deleteSession(id: SessionId): Promise<void>
-  /** The stored row as read back, unvalidated: the engine decides whether to trust it. */
-  getCheckpoint(id: SessionId): Promise<unknown>
-  /** Replaces the session's checkpoint row, whole (a crash leaves the old row or the new one). */
-  putCheckpoint(id: SessionId, row: CheckpointRow): Promise<void>
-  /** Removes the session's checkpoint row, if any. */
-  deleteCheckpoint(id: SessionId): Promise<void>
-  /** The sessions' history rows (every adapter of this package has them; without them `observe({ at })` refolds from 0). Deleting a session deletes them. */
-  readonly history?: HistoryRows
   /** The store's change feed (every adapter of this package has one; a custom one may not). */
   readonly feed?: ChangeFeed
-  /** The store's own records by key (every adapter of this package has them; without them sync recomputes what they cache). */
-  readonly kv?: KeyValueStore
-  /** A small record of the store's own (a replication's cursors), by key; undefined when unset. */
-  getMeta?(key: string): Promise<string | undefined>
-  /** Stores `value` under `key`, durably, replacing what was there (a crash leaves one or the other). */
-  putMeta?(key: string, value: string): Promise<void>
   /**
    * Replaces stored records of a session, and (given) its header, in place: same seqs, same
    * encoded lengths, so the log's length, offsets and change feed stay as they are. All or
@@ -217,6 +219,34 @@ export interface StorageAdapter {
   replaceRecords?(id: SessionId, replacement: RecordReplacement): Promise<void>
   /** Waits for pending writes, then releases files or connections. Later calls: CLOSED. */
   close(): Promise<void>
+}
+
+/**
+ * The storage contract. It stores sessions, event ranges and checkpoint rows, and knows
+ * nothing of projections or folding: sequence rules beyond "continue the stored seq" and
+ * checkpoint policy live in the engine. Every adapter of this package is a {@link LogStore}
+ * and a {@link KeyValueStore} composed (`composeStorage`, src/storage/records): its checkpoint
+ * rows, history rows and meta records are key-value records.
+ *
+ * Every method rejects with a `SessionfoldError`: INVALID_ARGUMENT for a bad id,
+ * SESSION_NOT_FOUND, SESSION_EXISTS, SEQ_CONFLICT, CORRUPT_LOG, STORAGE_UNAVAILABLE,
+ * STORAGE_QUOTA_EXCEEDED, CLOSED after `close()`.
+ */
+export interface StorageAdapter extends LogStore {
+  /** The stored row as read back, unvalidated: the engine decides whether to trust it. */
+  getCheckpoint(id: SessionId): Promise<unknown>
+  /** Replaces the session's checkpoint row, whole (a crash leaves the old row or the new one). */
+  putCheckpoint(id: SessionId, row: CheckpointRow): Promise<void>
+  /** Removes the session's checkpoint row, if any. */
+  deleteCheckpoint(id: SessionId): Promise<void>
+  /** The sessions' history rows (every adapter of this package has them; without them `observe({ at })` refolds from 0). Deleting a session deletes them. */
+  readonly history?: HistoryRows
+  /** The store's own records by key (every adapter of this package has them; without them sync recomputes what they cache). */
+  readonly kv?: KeyValueStore
+  /** A small record of the store's own (a replication's cursors), by key; undefined when unset. */
+  getMeta?(key: string): Promise<string | undefined>
+  /** Stores `value` under `key`, durably, replacing what was there (a crash leaves one or the other). */
+  putMeta?(key: string, value: string): Promise<void>
 }
 
 export const DEFAULT_LIST_LIMIT = 100

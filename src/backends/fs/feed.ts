@@ -18,12 +18,12 @@ import { join } from 'node:path'
 import type { FileHandle } from 'node:fs/promises'
 import type { SessionId } from '../../core/model'
 import { SessionfoldError } from '../../core/errors'
-import { assertMeta, newFeedId } from '../../storage/guard'
+import { newFeedId } from '../../storage/guard'
 import type { ChangeFeed, FeedEntry } from '../../storage/types'
 import { replaceDurable, syncDir, writeDurable } from './durable'
 import { errno } from './errors'
 import { bootIdentity, sameBoot } from './boot'
-import { FEED_BOOT_FILE, FEED_FILE, FEED_ID_FILE, metaDir, tmpDir } from './layout'
+import { FEED_BOOT_FILE, FEED_FILE, FEED_ID_FILE, tmpDir } from './layout'
 import type { FsSettings } from './options'
 
 const RECORD = /^([A-Za-z0-9_-]{1,128}) (\d{1,15}) (\d{1,15})\.$/
@@ -33,8 +33,6 @@ const CHUNK = 256 * 1024
 export interface FeedFile extends ChangeFeed {
   /** Writes records for these writes (to the page cache, see above): call before writing their events. */
   record(writes: readonly { id: SessionId; from: number; to: number }[]): Promise<void>
-  getMeta(key: string): Promise<string | undefined>
-  putMeta(key: string, value: string): Promise<void>
   close(): Promise<void>
 }
 
@@ -199,18 +197,6 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
       let done = 0
       while (done < buf.length) done += fs.writeSync(fh.fd, buf, done, buf.length - done)
       dirty = true
-    },
-    async getMeta(key) {
-      assertMeta(key)
-      return readOptional(join(metaDir(root), key))
-    },
-    async putMeta(key, value) {
-      assertMeta(key, value)
-      const dir = metaDir(root)
-      await fs.mkdir(dir).catch((err: unknown) => {
-        if (errno(err) !== 'EEXIST') throw err
-      })
-      await replaceDurable(fs, join(tmpDir(root), `meta-${key}-${newFeedId()}`), join(dir, key), value)
     },
     async close() {
       const h = handle

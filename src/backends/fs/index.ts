@@ -10,14 +10,13 @@
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionId } from '../../core/model'
 import { writing } from './log'
-import { assertHeader, assertPosition, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../../storage/guard'
-import type { SessionInfo, StorageAdapter } from '../../storage/types'
-import { createCheckpointFile } from './checkpoint-file'
+import { assertHeader, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../../storage/guard'
+import { composeStorage } from '../../storage/records'
+import type { KeyValueStore, LogStore, SessionInfo, StorageAdapter } from '../../storage/types'
 import { storageError } from './errors'
 import { createFeedFile } from './feed'
 import { createFolders } from './folders'
 import { createGroupCommit } from './group-commit'
-import { createHistoryFiles } from './history-files'
 import { createLogCache } from './log-cache'
 import { createOffsetIndex } from './offset-index'
 import { createRecordFiles } from './records'
@@ -28,11 +27,11 @@ import { createWriterHandles } from './writer-handles'
 
 export type { FsAdapterOptions, FsPromises } from './options'
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, LogStore, PutDurability, PutOptions, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
 export type { EncodedEvent } from '../../core/validate'
 
 /** Operations (names given to run()) that change the store. */
-const WRITES = new Set(['create', 'append', 'delete', 'checkpoint write', 'checkpoint delete', 'history write', 'history delete', 'meta write', 'replace', 'record write', 'record delete'])
+const WRITES = new Set(['create', 'append', 'delete', 'replace', 'record write', 'record delete'])
 
 /**
  * A storage adapter on plain files (Node): one folder per session under `dir`, each event a
@@ -49,8 +48,6 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const logs = createLogCache(settings, index, handles.drop)
   const feed = createFeedFile(settings)
   const folders = createFolders(settings, logs.isRemoving, feed)
-  const checkpoints = createCheckpointFile(settings, folders.has)
-  const history = createHistoryFiles(settings, folders.has)
   const records = createRecordFiles(settings, folders.has, folders.idsAfter)
   const commit = createGroupCommit(settings, handles, index, feed)
   const eventsOf = createEventReader(settings, index, guard)
@@ -81,7 +78,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     return log
   }
 
-  return {
+  const log: LogStore = {
     kind: 'fs',
 
     createSession: (header, seed = []) => run('create', undefined, async () => {
@@ -121,25 +118,6 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
     }),
 
     deleteSession: (id) => onSession('delete', id, () => logs.remove(id, () => folders.remove(id))),
-    getCheckpoint: (id) => onSession('checkpoint read', id, () => checkpoints.read(id)),
-    putCheckpoint: (id, row) => onSession('checkpoint write', id, () => checkpoints.write(id, row)),
-    deleteCheckpoint: (id) => onSession('checkpoint delete', id, () => checkpoints.remove(id)),
-    history: {
-      put: (id, at, row) => onSession('history write', id, async () => {
-        assertPosition(id, at)
-        await history.put(id, at, row)
-      }),
-      get: (id, at) => onSession('history read', id, async () => {
-        assertPosition(id, at, 0)
-        return history.get(id, at)
-      }),
-      list: (id) => onSession('history read', id, () => history.list(id)),
-      remove: (id, at) => onSession('history delete', id, async () => {
-        for (const p of at) assertPosition(id, p)
-        await history.remove(id, at)
-      }),
-    },
-
     feed: {
       id: () => run('feed read', undefined, () => feed.id()),
       head: () => run('feed read', undefined, async () => {
@@ -149,14 +127,6 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       }),
       read: (after, limit) => run('feed read', undefined, () => feed.read(after, limit)),
     },
-    kv: {
-      get: (key) => run('record read', undefined, () => records.get(key)),
-      put: (key, value) => run('record write', undefined, () => records.put(key, value)),
-      delete: (key) => run('record delete', undefined, () => records.delete(key)),
-      list: (prefix, range) => run('record read', undefined, () => records.list(prefix, range)),
-    },
-    getMeta: (key) => run('meta read', undefined, () => feed.getMeta(key)),
-    putMeta: (key, value) => run('meta write', undefined, () => feed.putMeta(key, value)),
 
     replaceRecords: (id, replacement) => onSession('replace', id, async () => {
       const log = await logOf(id)
@@ -178,4 +148,11 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       logs.clear()
     }),
   }
+  const kv: KeyValueStore = {
+    get: (key) => run('record read', undefined, () => records.get(key)),
+    put: (key, value, options) => run('record write', undefined, () => records.put(key, value, options)),
+    delete: (key) => run('record delete', undefined, () => records.delete(key)),
+    list: (prefix, range) => run('record read', undefined, () => records.list(prefix, range)),
+  }
+  return composeStorage(log, kv, { exists: (id) => run('read', id, () => folders.has(id)) })
 }

@@ -1,17 +1,26 @@
-// Key-value records on files (StorageAdapter.kv): one file per key, exactly its value, written
-// to a temp file and renamed into place (not synced: records are caches, see KeyValueStore), so
-// a reader finds the old value or the new one. A session's records are in its folder's kv/, so
-// deleting the session (its folder renamed to the trash at once) takes them with it; the store's
-// own are in <root>/kv/.
+// Key-value records on files (StorageAdapter.kv and the store's rows over it): one file per key,
+// exactly its value, written to a temp file and renamed into place (synced first for a 'whole'
+// put, and its folder after for a 'durable' one), so a reader finds the old value or the new
+// one. A session's records are in its folder's kv/, so deleting the session (its folder renamed
+// to the trash at once) takes them with it; the store's own are in <root>/kv/. The store's rows
+// (src/storage/records) stay where stores of 0.1 keep them: a session's checkpoint row in its
+// checkpoint.json, its history rows in history/<at>.json, meta records in <root>/meta/<key>.
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { compareIds } from '../../storage/types'
 import type { SessionId } from '../../core/model'
-import { assertKey, assertValue, flat, notFoundForKey, resolveKeyRange, sessionOfKey, takeRange } from '../../storage/kv'
-import type { KeyValueStore, RecordKey } from '../../storage/types'
+import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, takeRange } from '../../storage/kv'
+import { CHECKPOINT_PART, HISTORY_PART, META_PART, positionOf, positionPart } from '../../storage/records/keys'
+import type { KeyValueStore, PutDurability, RecordKey } from '../../storage/types'
+import { replaceDurable, writeDurable } from './durable'
 import { errno } from './errors'
-import { partsOfRecordName, recordName, recordsDir, sessionRecordsDir, tmpDir } from './layout'
+import { CHECKPOINT_FILE, HISTORY_DIR, metaDir, partsOfRecordName, recordName, recordsDir, scratchName, sessionDir, sessionRecordsDir, tmpDir } from './layout'
 import type { FsSettings } from './options'
+
+const ROW_NAME = /^([1-9]\d{0,15})\.json$/
+const META_NAME = /^[A-Za-z0-9_-]{1,128}$/
+/** History folders whose listing is kept (sessions read as of a point lately). */
+const MAX_LISTED = 256
 
 export function createRecordFiles(
   { fs, root }: Pick<FsSettings, 'fs' | 'root'>,
@@ -19,28 +28,87 @@ export function createRecordFiles(
   idsAfter: (after: SessionId | undefined) => Promise<SessionId[]>,
 ): KeyValueStore {
   /** The folder and file name of a key: a session's key in its folder, without its first two parts. */
-  const placeOf = (key: RecordKey): { dir: string; name: string; owner?: SessionId } => {
+  const placeOf = (key: RecordKey): { dir: string; name: string; owner?: SessionId; row?: true } => {
     const owner = sessionOfKey(key)
-    return owner === undefined
-      ? { dir: recordsDir(root), name: recordName(key) }
-      : { dir: sessionRecordsDir(root, owner), name: recordName(key.slice(2)), owner }
+    if (owner === undefined) {
+      return key.length === 2 && key[0] === META_PART ? { dir: metaDir(root), name: key[1]! } : { dir: recordsDir(root), name: recordName(key) }
+    }
+    if (key.length === 3 && key[2] === CHECKPOINT_PART) return { dir: sessionDir(root, owner), name: CHECKPOINT_FILE, owner, row: true }
+    const at = key.length === 4 && key[2] === HISTORY_PART ? positionOf(key[3]) : undefined
+    if (at !== undefined) return { dir: join(sessionDir(root, owner), HISTORY_DIR), name: `${at}.json`, owner, row: true }
+    return { dir: sessionRecordsDir(root, owner), name: recordName(key.slice(2)), owner }
+  }
+
+  /**
+   * History folders' listings as last read, by their mtime: a read of a long log's history
+   * stats the folder rather than list its hundreds of rows (a put or delete here forgets it).
+   */
+  const listed = new Map<string, { mtimeMs: number; names: string[] }>()
+  async function historyNames(dir: string): Promise<string[]> {
+    let mtimeMs: number
+    try {
+      mtimeMs = (await fs.stat(dir)).mtimeMs
+    } catch (err) {
+      if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw err
+      listed.delete(dir)
+      return []
+    }
+    const known = listed.get(dir)
+    if (known && known.mtimeMs === mtimeMs) return known.names
+    const found = await names(dir)
+    listed.delete(dir)
+    if (listed.size >= MAX_LISTED) listed.delete(listed.keys().next().value!)
+    listed.set(dir, { mtimeMs, names: found })
+    return found
+  }
+
+  const names = async (dir: string): Promise<string[]> => {
+    try {
+      return await fs.readdir(dir)
+    } catch (err) {
+      if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') return []
+      throw err
+    }
   }
 
   /** The keys stored in `dir`, `base` being the parts its names leave out. */
   async function keysIn(dir: string, base: readonly string[]): Promise<string[]> {
-    let names: string[]
-    try {
-      names = await fs.readdir(dir)
-    } catch (err) {
-      if (errno(err) === 'ENOENT') return []
-      throw err
-    }
     const keys: string[] = []
-    for (const name of names) {
+    for (const name of await names(dir)) {
       const parts = partsOfRecordName(name)
       if (parts) keys.push(flat([...base, ...parts]))
     }
     return keys
+  }
+
+  /** Session `id`'s keys (those under `part`, its third, when given): its records, checkpoint and history rows. */
+  async function sessionKeys(id: SessionId, part: string | undefined): Promise<string[]> {
+    const keys = part === undefined || (part !== CHECKPOINT_PART && part !== HISTORY_PART) ? await keysIn(sessionRecordsDir(root, id), ['session', id]) : []
+    if (part === undefined || part === CHECKPOINT_PART) {
+      if ((await names(sessionDir(root, id))).includes(CHECKPOINT_FILE)) keys.push(flat(['session', id, CHECKPOINT_PART]))
+    }
+    if (part === undefined || part === HISTORY_PART) {
+      for (const name of await historyNames(join(sessionDir(root, id), HISTORY_DIR))) {
+        const m = ROW_NAME.exec(name)
+        if (m) keys.push(flat(['session', id, HISTORY_PART, positionPart(Number(m[1]))]))
+      }
+    }
+    return keys
+  }
+
+  async function write(tmp: string, path: string, value: string, durability: PutDurability): Promise<void> {
+    if (durability === 'durable') return replaceDurable(fs, tmp, path, value)
+    if (durability === 'whole') {
+      await writeDurable(fs, tmp, value)
+    } else {
+      const fh = await fs.open(tmp, 'w')
+      try {
+        await fh.writeFile(value)
+      } finally {
+        await fh.close()
+      }
+    }
+    await fs.rename(tmp, path)
   }
 
   return {
@@ -54,25 +122,20 @@ export function createRecordFiles(
         throw err
       }
     },
-    async put(key, value) {
+    async put(key, value, options) {
       assertKey(key)
-      assertValue(key, value)
-      const { dir, name, owner } = placeOf(key)
+      const { dir, name, owner, row } = placeOf(key)
       if (owner !== undefined && !(await sessionExists(owner))) throw notFoundForKey(owner, key)
-      const tmp = join(tmpDir(root), `rec.${randomBytes(6).toString('hex')}`)
+      // A row's temp file is named as the session's checkpoint in the making (layout.ts).
+      const tmp = join(tmpDir(root), row ? scratchName(owner!, 'ckpt') : `rec.${randomBytes(6).toString('hex')}`)
       try {
-        // A session's kv/ is made inside its folder only while that folder is there (not recursively:
+        // A session's folders are made inside its folder only while that folder is there (not recursively:
         // that would make a deleted session's folder again).
         await fs.mkdir(dir, { recursive: owner === undefined }).catch((err: unknown) => {
           if (errno(err) !== 'EEXIST') throw err
         })
-        const fh = await fs.open(tmp, 'w')
-        try {
-          await fh.writeFile(value)
-        } finally {
-          await fh.close()
-        }
-        await fs.rename(tmp, join(dir, name))
+        await write(tmp, join(dir, name), value, options?.durability ?? 'cache')
+        listed.delete(dir)
       } catch (err) {
         await fs.rm(tmp, { force: true }).catch(() => {})
         throw owner !== undefined && errno(err) === 'ENOENT' ? notFoundForKey(owner, key) : err
@@ -81,6 +144,7 @@ export function createRecordFiles(
     async delete(key) {
       assertKey(key)
       const { dir, name } = placeOf(key)
+      listed.delete(dir)
       try {
         await fs.unlink(join(dir, name))
       } catch (err) {
@@ -92,12 +156,15 @@ export function createRecordFiles(
       const owner = prefix.length >= 2 ? sessionOfKey([...prefix.slice(0, 2), 'x']) : undefined
       let keys: string[]
       if (owner !== undefined) {
-        keys = await keysIn(sessionRecordsDir(root, owner), ['session', owner])
+        keys = await sessionKeys(owner, prefix[2])
       } else {
-        // A prefix that names no one session: the store's records and every session's.
+        // A prefix that names no one session: the store's records and meta, and every session's.
         keys = await keysIn(recordsDir(root), [])
+        if (prefix.length === 0 || prefix[0] === META_PART) {
+          for (const name of await names(metaDir(root))) if (META_NAME.test(name)) keys.push(flat([META_PART, name]))
+        }
         if (prefix.length === 0 || prefix[0] === 'session') {
-          for (const id of await idsAfter(undefined)) keys.push(...await keysIn(sessionRecordsDir(root, id), ['session', id]))
+          for (const id of await idsAfter(undefined)) keys.push(...await sessionKeys(id, undefined))
         }
       }
       return takeRange(keys.sort(compareIds), r)

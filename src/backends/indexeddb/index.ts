@@ -7,21 +7,22 @@
  *
  * @module sessionfold/adapters/indexeddb
  */
-import { wrap, type IDBPObjectStore } from 'idb'
+import { wrap } from 'idb'
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionEvent, SessionId } from '../../core/model'
 import { utf8Length, type EncodedEvent } from '../../core/validate'
 import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
-  platformErrorCode, resolveList, resolveRange, toStorageError, assertMeta, assertPosition, feedAfter, newFeedId,
+  platformErrorCode, resolveList, resolveRange, toStorageError, feedAfter, newFeedId,
   checkReplacement, sameLength,
 } from '../../storage/guard'
-import { isNamed, quiet, type Db, type Schema, type StoreName, type Tx } from './schema'
+import { isNamed, quiet, type Db, type StoreName, type Tx } from './schema'
 import { createIdbRecords, deleteRecordsOf } from './records'
-import { READ_PAGE, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
+import { composeStorage } from '../../storage/records'
+import { READ_PAGE, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, LogStore, PutDurability, PutOptions, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
 export type { EncodedEvent } from '../../core/validate'
 
 /** Options of {@link createIndexedDbAdapter}. */
@@ -160,23 +161,6 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
   const putEvents = (tx: Tx<'readwrite'>, id: SessionId, batch: readonly EncodedEvent[]) =>
     batch.map((e) => quiet(tx.objectStore('events').put(e.event, [id, e.event.seq])))
 
-  // Checkpoint calls check the session in the same transaction: no row outlives its session.
-  // Rows are a cache written only after their events are durable, so they commit 'relaxed':
-  // a crash can lose one (a cold read then refolds), never put one ahead of its log, and a
-  // strict flush per checkpoint cost a quarter of append throughput (bench:browser).
-  const withCheckpoints = <M extends IDBTransactionMode, T>(
-    op: string, id: SessionId, mode: M,
-    body: (store: IDBPObjectStore<Schema, StoreName[], 'checkpoints', M>) => Promise<T>,
-  ): Promise<T> =>
-    withDb(op, id, (db) => inTx(db, ['sessions', 'checkpoints'], mode, async (tx) => {
-      if ((await tx.objectStore('sessions').getKey(id)) === undefined) throw notFound(id)
-      const request = body(tx.objectStore('checkpoints'))
-      // Its one request is made: commit now (as append does), so the next append's transaction,
-      // which waits for this one (both write the sessions store's scope), waits one round trip less.
-      tx.commit()
-      return request
-    }, 'relaxed'))
-
   // Group commit: appends (to any session) that arrive while a transaction is committing wait,
   // and go together in the next one: one commit for all of them, as the fs adapter's group
   // shares one fdatasync. Each still succeeds or fails on its own (its session gone, a seq that
@@ -249,7 +233,7 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       return meta && { header: meta.header, length: meta.length }
     }))
 
-  return {
+  const log: LogStore = {
     kind: 'indexeddb',
     createSession: (header, seed = []) => guard.run(async () => {
       assertHeader(header)
@@ -309,35 +293,9 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
           deleteRecordsOf(tx, id),
           quiet(tx.objectStore('sessions').delete(id)),
           quiet(tx.objectStore('events').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
-          quiet(tx.objectStore('checkpoints').delete(id)),
-          quiet(tx.objectStore('checkpoints').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
         ])
       }))
     }),
-    getCheckpoint: (id) => forSession(id, () => withCheckpoints('read checkpoint of', id, 'readonly', (store) => store.get(id))),
-    putCheckpoint: (id, row) => forSession(id, async () => {
-      await withCheckpoints('write checkpoint of', id, 'readwrite', (store) => store.put(row, id))
-    }),
-    deleteCheckpoint: (id) => forSession(id, async () => {
-      await withCheckpoints('delete checkpoint of', id, 'readwrite', (store) => store.delete(id))
-    }),
-    history: {
-      put: (id, at, row) => forSession(id, async () => {
-        assertPosition(id, at)
-        await withCheckpoints('write history of', id, 'readwrite', (store) => store.put(row, [id, at]))
-      }),
-      get: (id, at) => forSession(id, async () => {
-        assertPosition(id, at, 0)
-        const last = at < 1 ? undefined : await withCheckpoints('read history of', id, 'readonly', (store) => store.openCursor(IDBKeyRange.bound([id, 1], [id, at]), 'prev'))
-        return last ? { at: (last.key as [SessionId, number])[1], row: last.value as unknown } : undefined
-      }),
-      list: (id) => forSession(id, async () => (await withCheckpoints('read history of', id, 'readonly', (store) =>
-        store.getAllKeys(IDBKeyRange.bound([id, 1], [id, Infinity])))).map((k) => (k as [SessionId, number])[1])),
-      remove: (id, at) => forSession(id, async () => {
-        for (const p of at) assertPosition(id, p)
-        await withCheckpoints('delete history of', id, 'readwrite', (store) => Promise.all(at.map((p) => quiet(store.delete([id, p])))))
-      }),
-    },
     feed: {
       id: () => guard.run(() => withDb('read the feed of', undefined, (db) => inTx(db, ['meta'], 'readonly', async (tx) => {
         const id = await tx.objectStore('meta').get(FEED_ID_KEY)
@@ -357,15 +315,6 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
         }))
       }),
     },
-    kv: createIdbRecords({ run: (op, id, body) => guard.run(() => withDb(op, id, body)), inTx }),
-    getMeta: (key) => guard.run(async () => {
-      assertMeta(key)
-      return withDb('read meta of', undefined, (db) => inTx(db, ['meta'], 'readonly', (tx) => tx.objectStore('meta').get(key)))
-    }),
-    putMeta: (key, value) => guard.run(async () => {
-      assertMeta(key, value)
-      await withDb('write meta of', undefined, (db) => inTx(db, ['meta'], 'readwrite', (tx) => tx.objectStore('meta').put(value, key)))
-    }),
     // In one transaction: every record and the header, or nothing.
     replaceRecords: (id, replacement) => forSession(id, () => withDb('replace records of', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
       const [meta, events] = [await tx.objectStore('sessions').get(id), tx.objectStore('events')]
@@ -383,4 +332,8 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       if (p) (await p.catch(() => undefined))?.close()
     }),
   }
+  const kv = createIdbRecords({ run: (op, id, body) => guard.run(() => withDb(op, id, body)), inTx, durability })
+  return composeStorage(log, kv, {
+    exists: (id) => forSession(id, () => withDb('read', id, (db) => inTx(db, ['sessions'], 'readonly', async (tx) => (await tx.objectStore('sessions').getKey(id)) !== undefined))),
+  })
 }

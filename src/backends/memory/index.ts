@@ -12,21 +12,19 @@ import {
   alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
   resolveList, resolveRange,
 } from '../../storage/guard'
-import { assertMeta, assertPosition, checkReplacement, feedAfter, newFeedId, sameLength } from '../../storage/guard'
-import { assertKey, assertValue, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange } from '../../storage/kv'
-import { READ_PAGE, compareIds, type CheckpointRow, type FeedEntry, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
+import { checkReplacement, feedAfter, newFeedId, sameLength } from '../../storage/guard'
+import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange } from '../../storage/kv'
+import { composeStorage } from '../../storage/records'
+import { READ_PAGE, compareIds, type FeedEntry, type KeyValueStore, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, LogStore, PutDurability, PutOptions, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
 export type { EncodedEvent } from '../../core/validate'
 
 interface Stored {
   header: SessionHeader
   /** Encoded events: every read parses afresh, so callers never share or mutate stored data. */
   events: string[]
-  checkpoint?: string
-  /** History rows by position, as JSON. */
-  history: Map<number, string>
 }
 
 /**
@@ -40,8 +38,7 @@ export function createMemoryAdapter(): StorageAdapter {
   /** The change feed: entry i is at position String(i + 1). */
   const feed: Omit<FeedEntry, 'at'>[] = []
   const feedId = newFeedId()
-  const meta = new Map<string, string>()
-  /** Key-value records by flat key (kv.ts). */
+  /** Key-value records by flat key (kv.ts): the store's rows (checkpoints, history, meta) among them. */
   const records = new Map<string, string>()
 
   const get = (id: SessionId): Stored => {
@@ -53,13 +50,13 @@ export function createMemoryAdapter(): StorageAdapter {
   const idsAfter = (after: SessionId | undefined, limit: number): SessionId[] =>
     [...sessions.keys()].filter((id) => after === undefined || id > after).sort(compareIds).slice(0, limit)
 
-  return {
+  const log: LogStore = {
     kind: 'memory',
     createSession: (header, seed = []) => guard.run(async () => {
       assertHeader(header)
       assertSeed(header, seed)
       if (sessions.has(header.id)) throw alreadyExists(header.id)
-      sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json), history: new Map() })
+      sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json) })
       feed.push({ id: header.id, from: 0, to: seed.length })
     }),
     append: (id, batch: readonly EncodedEvent[]) => guard.run(async () => {
@@ -98,35 +95,6 @@ export function createMemoryAdapter(): StorageAdapter {
       const own = sessionPrefix(id)
       for (const k of [...records.keys()]) if (k.startsWith(own)) records.delete(k)
     }),
-    getCheckpoint: (id) => guard.run(async () => {
-      const s = get(id)
-      return s.checkpoint === undefined ? undefined : (JSON.parse(s.checkpoint) as unknown)
-    }),
-    putCheckpoint: (id, row: CheckpointRow) => guard.run(async () => {
-      get(id).checkpoint = JSON.stringify(row)
-    }),
-    deleteCheckpoint: (id) => guard.run(async () => {
-      delete get(id).checkpoint
-    }),
-    history: {
-      put: (id, at, row) => guard.run(async () => {
-        const s = get(id)
-        assertPosition(id, at)
-        s.history.set(at, JSON.stringify(row))
-      }),
-      get: (id, at) => guard.run(async () => {
-        const s = get(id)
-        assertPosition(id, at, 0)
-        let best = -1
-        for (const p of s.history.keys()) if (p <= at && p > best) best = p
-        return best < 0 ? undefined : { at: best, row: JSON.parse(s.history.get(best)!) as unknown }
-      }),
-      list: (id) => guard.run(async () => [...get(id).history.keys()].sort((a, b) => a - b)),
-      remove: (id, positions) => guard.run(async () => {
-        const s = get(id)
-        for (const p of positions) s.history.delete(p)
-      }),
-    },
     feed: {
       id: () => guard.run(async () => feedId),
       head: () => guard.run(async () => (feed.length === 0 ? '' : String(feed.length))),
@@ -135,35 +103,6 @@ export function createMemoryAdapter(): StorageAdapter {
         return feed.slice(start, start + limit).map((e, i) => ({ ...e, at: String(start + i + 1) }))
       }),
     },
-    kv: {
-      get: (key) => guard.run(async () => {
-        assertKey(key)
-        return records.get(flat(key))
-      }),
-      put: (key, value) => guard.run(async () => {
-        assertKey(key)
-        assertValue(key, value)
-        const owner = sessionOfKey(key)
-        if (owner !== undefined && !sessions.has(owner)) throw notFoundForKey(owner, key)
-        records.set(flat(key), value)
-      }),
-      delete: (key) => guard.run(async () => {
-        assertKey(key)
-        records.delete(flat(key))
-      }),
-      list: (prefix, range) => guard.run(async () => {
-        const r = resolveKeyRange(prefix, range)
-        return takeRange([...records.keys()].sort(), r)
-      }),
-    },
-    getMeta: (key) => guard.run(async () => {
-      assertMeta(key)
-      return meta.get(key)
-    }),
-    putMeta: (key, value) => guard.run(async () => {
-      assertMeta(key, value)
-      meta.set(key, value)
-    }),
     replaceRecords: (id, replacement) => guard.run(async () => {
       const s = get(id)
       const header = checkReplacement(id, replacement, { header: s.header, length: s.events.length })
@@ -173,4 +112,25 @@ export function createMemoryAdapter(): StorageAdapter {
     }),
     close: () => guard.close(),
   }
+  const kv: KeyValueStore = {
+    get: (key) => guard.run(async () => {
+      assertKey(key)
+      return records.get(flat(key))
+    }),
+    put: (key, value) => guard.run(async () => {
+      assertKey(key)
+      const owner = sessionOfKey(key)
+      if (owner !== undefined && !sessions.has(owner)) throw notFoundForKey(owner, key)
+      records.set(flat(key), value)
+    }),
+    delete: (key) => guard.run(async () => {
+      assertKey(key)
+      records.delete(flat(key))
+    }),
+    list: (prefix, range) => guard.run(async () => {
+      const r = resolveKeyRange(prefix, range)
+      return takeRange([...records.keys()].sort(), r)
+    }),
+  }
+  return composeStorage(log, kv, { exists: async (id) => sessions.has(id) })
 }

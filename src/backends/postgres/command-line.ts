@@ -16,7 +16,9 @@ import { createPostgresAdapter } from './index'
 import { DRIVER_OPTIONS } from './driver-types'
 import { redact, storageError } from './errors'
 import { passwordOf } from './options'
-import type { StorageAdapter } from '../../storage/types'
+import type { KeyValueStore, LogStore, RecordKey, StorageAdapter } from '../../storage/types'
+import { composeStorage, recordsOf, rowKind } from '../../storage/records'
+import { sessionOfKey } from '../../storage/kv'
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionId } from '../../core/model'
 import type { PostgresConfig } from './config'
@@ -96,13 +98,17 @@ export async function openForCommandLine(target: PgTarget, mode: 'read' | 'write
   return { storage: mode === 'read' ? readOnly(adapter, target) : adapter, locks: mode === 'read' ? readOnlyPgLocks(locks) : locks, end }
 }
 
-/** The adapter with its writes refused before any SQL (the server would refuse them too). */
+/**
+ * The adapter with its writes refused before any SQL (the server would refuse them too): its
+ * log's and its key-value records' (the store's rows among them: read, never written).
+ */
 function readOnly(adapter: StorageAdapter, target: PgTarget): StorageAdapter {
   const refuse = (op: string, id: unknown) => {
     const sessionId = typeof id === 'string' ? (id as SessionId) : undefined
     return Promise.reject(new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${sessionId === undefined ? 'the store' : where(sessionId)} refused: the store in schema "${target.schema}" at ${shownUrl(target.url)} is open read-only`, { sessionId }))
   }
-  return {
+  const records = recordsOf(adapter)!
+  const log: LogStore = {
     kind: adapter.kind,
     createSession: (header) => refuse('create', header?.id),
     append: (id) => refuse('append', id),
@@ -111,15 +117,18 @@ function readOnly(adapter: StorageAdapter, target: PgTarget): StorageAdapter {
     listSessions: (o) => adapter.listSessions(o),
     listIds: (o) => adapter.listIds(o),
     deleteSession: (id) => refuse('delete', id),
-    getCheckpoint: (id) => adapter.getCheckpoint(id),
-    putCheckpoint: (id) => refuse('checkpoint write', id),
-    deleteCheckpoint: (id) => refuse('checkpoint delete', id),
-    // The store's own records (an encrypted store's key record): read, never written.
-    ...(adapter.getMeta ? { getMeta: (key: string) => adapter.getMeta!(key), putMeta: (key: string) => refuse('meta write', key) } : {}),
-    // Key-value records (chain marks): read, never written.
-    ...(adapter.kv ? { kv: { get: (key) => adapter.kv!.get(key), list: (prefix, range) => adapter.kv!.list(prefix, range), put: (key) => refuse('record write', key?.[1]), delete: (key) => refuse('record delete', key?.[1]) } satisfies NonNullable<StorageAdapter['kv']> } : {}),
     close: () => adapter.close(),
   }
+  const write = (what: string, key: RecordKey | undefined) => refuse(`${rowKind(key ?? []) ?? 'record'} ${what}`, key && sessionOfKey(key))
+  const kv: KeyValueStore = {
+    get: (key) => records.get(key),
+    list: (prefix, range) => records.list(prefix, range),
+    put: (key) => write('write', key),
+    delete: (key) => write('delete', key),
+  }
+  // As before the seam: no history rows (a read refolds) and no feed.
+  const { history: _history, ...storage } = composeStorage(log, kv)
+  return storage
 }
 
 /** Locks for a read-only command: asks who holds a lease, takes none. */

@@ -14,14 +14,13 @@ import type { SessionEvent, SessionId } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
 import {
   alreadyExists, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound, resolveList, resolveRange,
-  assertMeta,
 } from '../../storage/guard'
 import { isCount } from '../../core/limits'
-import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
+import { composeStorage } from '../../storage/records'
+import { READ_PAGE, type KeyValueStore, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
 import { createAppender } from './append'
 import { growthChannelOf } from './channel'
 import { DRIVER_OPTIONS } from './driver-types'
-import { createPgHistory } from './history'
 import { codeOf, corrupt, redact, storageError } from './errors'
 import { settingsOf, type PgSettings, type PostgresAdapterOptions, type PostgresClient } from './options'
 import { readHeaders, readIds, readInfo, readPage } from './read'
@@ -33,7 +32,7 @@ export type { PostgresAdapterOptions, PostgresClient } from './options'
 export { SCHEMA_VERSION } from './schema'
 export { DRIVER_OPTIONS, type DriverOptions, type DriverType } from './driver-types'
 // The storage contract, for code that uses an adapter directly.
-export type { CheckpointRow, CheckpointUnitRow, HistoryRow, HistoryRows, KeyRange, KeyValueStore, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type { CheckpointRow, CheckpointUnitRow, HistoryRow, HistoryRows, KeyRange, KeyValueStore, LogStore, PutDurability, PutOptions, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
 export type { EncodedEvent } from '../../core/validate'
 
 /** A pool of our own: the driver loaded on first use, so that importing this module needs no driver. */
@@ -136,7 +135,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
 
   const getInfo = async (sql: PostgresClient, id: SessionId): Promise<SessionInfo | undefined> => readInfo(sql, n, id, settings.prepare)
 
-  return {
+  const log: LogStore = {
     kind: 'postgres',
 
     createSession: (header, seed: readonly EncodedEvent[] = []) => run('create', typeof header?.id === 'string' ? header.id : undefined, async () => {
@@ -218,7 +217,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
 
     // One transaction: the row first (it waits for an append holding it, and appends after it
     // find no session), then its events; checkpoint and history rows go with the row (ON DELETE
-    // CASCADE). Events have no key to the row since schema version 5 (schema.ts).
+    // CASCADE), and the key-value records too. Events have no key to the row since schema version 5 (schema.ts).
     deleteSession: (id) => onSession('delete', id, async (sql) => {
       // Its growth channel is told, with the commit: engines following it look, and find it gone.
       await sql.begin((tx: PostgresClient) => [
@@ -227,52 +226,6 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
         tx.unsafe(`SELECT pg_notify($1, $2)`, [growthChannelOf(n.bare, id), `${id}:deleted`]),
       ])
     }),
-
-    getCheckpoint: (id) => onSession('checkpoint read', id, async (sql) => {
-      const rows = await sql.unsafe(`SELECT c.row FROM ${n.sessions} s LEFT JOIN ${n.checkpoints} c ON c.session_id = s.id WHERE s.id = $1`, [id]) as { row: string | null }[]
-      if (rows.length === 0) throw notFound(id)
-      const text = rows[0]!.row
-      if (text === null) return undefined
-      try {
-        return JSON.parse(text) as unknown
-      } catch {
-        throw corrupt(id, 'its checkpoint is not JSON')
-      }
-    }),
-
-    putCheckpoint: (id, row: CheckpointRow) => onSession('checkpoint write', id, async (sql) => {
-      let text: string
-      try {
-        text = JSON.stringify(row)
-      } catch (err) {
-        throw new SessionfoldError('INVALID_ARGUMENT', `checkpoint of ${where(id)} is not JSON: ${(err as Error).message}`, { sessionId: id })
-      }
-      try {
-        // Written only when the session is there; replaced whole. A checkpoint is a cache (a
-        // crash that loses it leaves the row before, which an open checks and folds past), so
-        // it commits without waiting for its WAL flush: it does not take a synchronous commit
-        // from the appends beside it. The appends' own commits flush it soon after anyway.
-        const done = await sql.unsafe(
-          `INSERT INTO ${n.checkpoints} (session_id, row) SELECT s.id, $2 FROM ${n.sessions} s, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed WHERE s.id = $1 ON CONFLICT (session_id) DO UPDATE SET row = EXCLUDED.row RETURNING 1 AS ok`,
-          [id, text],
-          { prepare: settings.prepare },
-        ) as unknown[]
-        if (done.length === 0) throw notFound(id)
-      } catch (err) {
-        if (codeOf(err) === '23503') throw notFound(id) // deleted between the check and the insert
-        throw err
-      }
-    }),
-
-    deleteCheckpoint: (id) => onSession('checkpoint delete', id, async (sql) => {
-      const [row] = await sql.unsafe(
-        `WITH s AS (SELECT id FROM ${n.sessions} WHERE id = $1), d AS (DELETE FROM ${n.checkpoints} WHERE session_id IN (SELECT id FROM s)) SELECT count(*)::int AS n FROM s`,
-        [id],
-      ) as { n: number }[]
-      if (!row || row.n === 0) throw notFound(id)
-    }),
-
-    history: createPgHistory(onSession, n, settings.prepare),
 
     feed: {
       id: () => run('feed read', undefined, async () => {
@@ -298,16 +251,6 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
         return rows.map((r) => ({ at: `${r.x}:${r.p}`, id: r.id, from: Number(r.f), to: Number(r.t) }))
       }),
     },
-    kv: createPgRecords((op, body) => run(op, undefined, async () => body(await db())), n, settings.prepare),
-    getMeta: (key) => run('meta read', undefined, async () => {
-      assertMeta(key)
-      const [row] = await (await db()).unsafe(`SELECT value FROM ${n.meta} WHERE key = $1`, [key]) as { value: string }[]
-      return row?.value
-    }),
-    putMeta: (key, value) => run('meta write', undefined, async () => {
-      assertMeta(key, value)
-      await (await db()).unsafe(`INSERT INTO ${n.meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value])
-    }),
 
     replaceRecords: (id, replacement) => onSession('replace', id, (sql) => replaceRecords(sql, n, id, replacement)),
 
@@ -317,4 +260,8 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
       if (appendPool) await (await appendPool.catch(() => undefined))?.end({ timeout: 5 })
     }),
   }
+  const kv: KeyValueStore = createPgRecords((op, body) => run(op, undefined, async () => body(await db())), n, settings.prepare)
+  return composeStorage(log, kv, {
+    exists: (id) => onSession('read', id, async (sql) => (await sql.unsafe(`SELECT 1 FROM ${n.sessions} WHERE id = $1`, [id], { prepare: settings.prepare }) as unknown[]).length > 0),
+  })
 }

@@ -1,10 +1,13 @@
-// Key-value records in PostgreSQL (StorageAdapter.kv, schema version 7): the store's own in
-// `records`, a session's in `session_records`, keyed (session_id, the key's parts after the id)
-// and deleted with their session by its foreign key. Keys are their flat form (kv.ts) in the
-// "C" collation, so the database orders them as the parts sort. Like history rows they are a
-// cache: a put commits without waiting for its WAL flush.
+// Key-value records in PostgreSQL (the public kv and the store's rows over it, schema version 7):
+// the store's own in `records`, a session's in `session_records`, keyed (session_id, the key's
+// parts after the id) and deleted with their session by its foreign key. Keys are their flat
+// form (kv.ts) in the "C" collation, so the database orders them as the parts sort. The store's
+// rows (src/storage/records) stay in the tables stores of 0.1 keep them in: a session's
+// checkpoint row in `checkpoints`, its history rows in `history` (by position), meta records in
+// `meta`. A put commits without waiting for its WAL flush, unless it is 'durable'.
 import type { SessionId } from '../../core/model'
-import { assertKey, assertValue, flat, notFoundForKey, resolveKeyRange, sessionOfKey, SEPARATOR, unflat } from '../../storage/kv'
+import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, SEPARATOR, unflat } from '../../storage/kv'
+import { CHECKPOINT_PART, HISTORY_PART, META_PART, positionOf } from '../../storage/records/keys'
 import type { KeyValueStore, RecordKey } from '../../storage/types'
 import { codeOf } from './errors'
 import type { PostgresClient } from './options'
@@ -12,55 +15,82 @@ import type { Names } from './schema'
 
 type Run = <T>(op: string, body: (sql: PostgresClient) => Promise<T>) => Promise<T>
 
-/** The row a key is stored in: its table's columns. */
-const rowOf = (key: RecordKey): { owner?: SessionId; key: string } => {
-  const owner = sessionOfKey(key)
-  return owner === undefined ? { key: flat(key) } : { owner, key: flat(key.slice(2)) }
+/** The row a key is stored in: its table, its key columns (with their types) and values, its value column. */
+interface Place {
+  table: string
+  owner?: SessionId
+  cols: [string, string][]
+  vals: unknown[]
+  value: string
 }
+
+const S = SEPARATOR
 
 export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueStore {
   const q = (sql: PostgresClient, text: string, params: unknown[]) => sql.unsafe(text, params as never[], { prepare }) as Promise<Record<string, string>[]>
+
+  const placeOf = (key: RecordKey): Place => {
+    const owner = sessionOfKey(key)
+    if (owner === undefined) {
+      return key.length === 2 && key[0] === META_PART
+        ? { table: n.meta, cols: [['key', 'text']], vals: [key[1]], value: 'value' }
+        : { table: n.records, cols: [['key', 'text']], vals: [flat(key)], value: 'value' }
+    }
+    if (key.length === 3 && key[2] === CHECKPOINT_PART) return { table: n.checkpoints, owner, cols: [['session_id', 'text']], vals: [owner], value: 'row' }
+    const at = key.length === 4 && key[2] === HISTORY_PART ? positionOf(key[3]) : undefined
+    if (at !== undefined) return { table: n.history, owner, cols: [['session_id', 'text'], ['at', 'int8']], vals: [owner, at], value: 'row' }
+    return { table: n.sessionRecords, owner, cols: [['session_id', 'text'], ['key', 'text']], vals: [owner, flat(key.slice(2))], value: 'value' }
+  }
+  const where = (p: Place) => p.cols.map(([c, t], i) => `${c} = $${i + 1}::${t}`).join(' AND ')
+
   return {
     get: (key) => run('record read', async (sql) => {
       assertKey(key)
-      const r = rowOf(key)
-      const rows = r.owner === undefined
-        ? await q(sql, `SELECT value FROM ${n.records} WHERE key = $1`, [r.key])
-        : await q(sql, `SELECT value FROM ${n.sessionRecords} WHERE session_id = $1 AND key = $2`, [r.owner, r.key])
-      return rows[0]?.value
+      const p = placeOf(key)
+      const rows = await q(sql, `SELECT ${p.value} AS v FROM ${p.table} WHERE ${where(p)}`, p.vals)
+      return rows[0]?.v
     }),
-    put: (key, value) => run('record write', async (sql) => {
+    put: (key, value, options) => run('record write', async (sql) => {
       assertKey(key)
-      assertValue(key, value)
-      const r = rowOf(key)
-      const relaxed = `(SELECT set_config('synchronous_commit', 'off', true)) AS relaxed`
-      if (r.owner === undefined) {
-        await q(sql, `INSERT INTO ${n.records} (key, value) SELECT $1, $2 FROM ${relaxed} ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [r.key, value])
+      const p = placeOf(key)
+      const cols = p.cols.map(([c]) => c).join(', ')
+      const params = p.cols.map(([, t], i) => `$${i + 1}::${t}`)
+      const v = `$${p.cols.length + 1}::text`
+      const relaxed = options?.durability === 'durable' ? '' : `, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed`
+      const upsert = `ON CONFLICT (${cols}) DO UPDATE SET ${p.value} = EXCLUDED.${p.value}`
+      if (p.owner === undefined) {
+        await q(sql, `INSERT INTO ${p.table} (${cols}, ${p.value}) SELECT ${params.join(', ')}, ${v} FROM (SELECT 1) AS one${relaxed} ${upsert}`, [...p.vals, value])
         return
       }
       try {
+        // Written only while the session is there.
         const done = await q(sql,
-          `INSERT INTO ${n.sessionRecords} (session_id, key, value) SELECT s.id, $2, $3 FROM ${n.sessions} s, ${relaxed} WHERE s.id = $1
-           ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value RETURNING 1 AS ok`, [r.owner, r.key, value])
-        if (done.length === 0) throw notFoundForKey(r.owner, key)
+          `INSERT INTO ${p.table} (${cols}, ${p.value}) SELECT s.id, ${[...params.slice(1), v].join(', ')} FROM ${n.sessions} s${relaxed} WHERE s.id = $1::text ${upsert} RETURNING 1 AS ok`,
+          [...p.vals, value])
+        if (done.length === 0) throw notFoundForKey(p.owner, key)
       } catch (err) {
-        if (codeOf(err) === '23503') throw notFoundForKey(r.owner, key) // deleted between the select and the insert
+        if (codeOf(err) === '23503') throw notFoundForKey(p.owner, key) // deleted between the select and the insert
         throw err
       }
     }),
     delete: (key) => run('record delete', async (sql) => {
       assertKey(key)
-      const r = rowOf(key)
-      if (r.owner === undefined) await q(sql, `DELETE FROM ${n.records} WHERE key = $1`, [r.key])
-      else await q(sql, `DELETE FROM ${n.sessionRecords} WHERE session_id = $1 AND key = $2`, [r.owner, r.key])
+      const p = placeOf(key)
+      await q(sql, `DELETE FROM ${p.table} WHERE ${where(p)}`, p.vals)
     }),
     list: (prefix, range) => run('record read', async (sql) => {
       const r = resolveKeyRange(prefix, range)
       const owner = prefix.length >= 2 ? sessionOfKey([...prefix.slice(0, 2), 'x']) : undefined
       // Every key as its flat form, filtered and ordered in the "C" collation: the order of the parts.
-      const all = owner === undefined
-        ? `SELECT key AS k FROM ${n.records} UNION ALL SELECT 'session${SEPARATOR}' || session_id || '${SEPARATOR}' || key FROM ${n.sessionRecords}`
-        : `SELECT 'session${SEPARATOR}' || session_id || '${SEPARATOR}' || key AS k FROM ${n.sessionRecords} WHERE session_id = $4`
+      const only = owner === undefined ? '' : ' WHERE session_id = $4'
+      const sessions = [
+        `SELECT 'session${S}' || session_id || '${S}' || key AS k FROM ${n.sessionRecords}${only}`,
+        `SELECT 'session${S}' || session_id || '${S}${CHECKPOINT_PART}' FROM ${n.checkpoints}${only}`,
+        `SELECT 'session${S}' || session_id || '${S}${HISTORY_PART}${S}' || lpad(at::text, 16, '0') FROM ${n.history}${only}`,
+      ]
+      const all = owner !== undefined
+        ? sessions.join(' UNION ALL ')
+        : [`SELECT key AS k FROM ${n.records}`, `SELECT '${META_PART}${S}' || key FROM ${n.meta} WHERE key ~ '^[A-Za-z0-9_-]{1,128}$'`, ...sessions].join(' UNION ALL ')
       const rows = await q(sql,
         `SELECT k FROM (${all}) AS flat WHERE starts_with(k, $1) AND ($2::text IS NULL OR k COLLATE "C" > $2::text COLLATE "C") ORDER BY k COLLATE "C" LIMIT $3`,
         owner === undefined ? [r.prefix, r.after ?? null, r.limit] : [r.prefix, r.after ?? null, r.limit, owner])

@@ -1,13 +1,18 @@
-// The record codec over key-value records (StorageAdapter.kv): each value stored as "p" and
-// the value as it is, or as "s" and its sealed unit in base64 (compressed when worth it, and
-// encrypted when the store is), with the key bound into the unit so that a value moved to
-// another key does not open. An encrypted store refuses a value that is not sealed.
-import { SessionfoldError } from '../../core/errors'
-import { assertKey, assertValue, flat } from '../kv'
+// The record codec over key-value records (src/storage/records: the engine's records and the
+// store's rows alike). An app's or the engine's value is stored as "p" and the value as it is,
+// or as "s" and its sealed unit in base64 (compressed when worth it, and encrypted when the
+// store is), with the key bound into the unit so that a value moved to another key does not
+// open; an encrypted store refuses a value that is not sealed. A checkpoint or history row (its
+// JSON) is stored as it is, or as `{"sealed":…}` bound to the row it is (as stores of 0.1 sealed
+// rows); a row that does not open is handed up as an unusable row (rows are caches: the engine
+// rebuilds, and verify reports it). Meta records (the key record among them) are not sealed.
+import { SessionfoldError, isSessionfoldError } from '../../core/errors'
+import { flat } from '../kv'
+import { rowKind } from '../records'
 import { MAX_RECORD_VALUE, type KeyValueStore, type RecordKey } from '../types'
 import { describe, utf8Length } from '../../core/validate'
 import { fromBase64, toBase64 } from './base64'
-import type { UnitCodec } from './seal'
+import { Unreadable, type UnitCodec } from './seal'
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
@@ -18,15 +23,53 @@ const decoder = new TextDecoder()
  */
 export const MAX_SEALED_VALUE_BYTES = Math.floor((MAX_RECORD_VALUE - 64) / 4) * 3
 
+/** INVALID_ARGUMENT for a value of an app's record too long to be stored sealed. */
+export function checkSealedValue(key: RecordKey, value: string): void {
+  if (utf8Length(value) > MAX_SEALED_VALUE_BYTES) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `the value of record ${flat(key)} must be at most ${MAX_SEALED_VALUE_BYTES} bytes of UTF-8 in a store with a record codec, got ${describe(value.length)} characters`)
+  }
+}
+
+/** What a row's unit is bound to: `checkpoint <id>`, `history <id> <at>`. */
+export const rowAad = (key: RecordKey): string =>
+  key.length === 3 ? `checkpoint ${key[1]}` : `history ${key[1]} ${Number(key[3])}`
+
 export function sealedRecords(inner: KeyValueStore, codec: UnitCodec): KeyValueStore {
   const aad = (key: RecordKey) => `record ${flat(key)}`
   const unreadable = (key: RecordKey, why: string) =>
     new SessionfoldError('CORRUPT_LOG', `record ${flat(key)} of the store does not open: ${why}`)
+
+  async function sealRow(key: RecordKey, json: string): Promise<string> {
+    if (!codec.encrypted && !codec.compresses(json.length)) return json
+    return JSON.stringify({ sealed: toBase64(await codec.seal(rowAad(key), encoder.encode(json))) })
+  }
+
+  async function openRow(key: RecordKey, stored: string): Promise<string> {
+    let row: { sealed?: unknown } | null
+    try {
+      row = JSON.parse(stored) as { sealed?: unknown } | null
+    } catch {
+      return stored // not JSON: the rows above report it
+    }
+    if (row === null) return stored
+    const sealed = row.sealed
+    if (sealed === undefined) return codec.encrypted ? JSON.stringify({ unusable: 'a row that is not encrypted, in an encrypted store' }) : stored
+    try {
+      const bytes = typeof sealed === 'string' ? fromBase64(sealed) : undefined
+      if (!bytes) throw new Unreadable('not base64')
+      return decoder.decode(await codec.open(rowAad(key), bytes))
+    } catch (err) {
+      return JSON.stringify({ unusable: (err as Error).message })
+    }
+  }
+
   return {
     async get(key) {
-      assertKey(key)
       const stored = await inner.get(key)
       if (stored === undefined) return undefined
+      const kind = rowKind(key)
+      if (kind === 'meta') return stored
+      if (kind !== undefined) return openRow(key, stored)
       if (stored[0] === 'p' && !codec.encrypted) return stored.slice(1)
       if (stored[0] !== 's') throw unreadable(key, codec.encrypted ? 'it is not encrypted, in an encrypted store' : 'it is not a record of this codec')
       const bytes = fromBase64(stored.slice(1))
@@ -34,19 +77,16 @@ export function sealedRecords(inner: KeyValueStore, codec: UnitCodec): KeyValueS
       try {
         return decoder.decode(await codec.open(aad(key), bytes))
       } catch (err) {
-        if (err instanceof SessionfoldError && err.code === 'KEY_REJECTED') throw err
+        if (isSessionfoldError(err, 'KEY_REJECTED')) throw err
         throw unreadable(key, (err as Error).message)
       }
     },
-    async put(key, value) {
-      // Checked here: what goes down is a stand-in for the value.
-      assertKey(key)
-      assertValue(key, value)
-      if (utf8Length(value) > MAX_SEALED_VALUE_BYTES) {
-        throw new SessionfoldError('INVALID_ARGUMENT', `the value of record ${flat(key)} must be at most ${MAX_SEALED_VALUE_BYTES} bytes of UTF-8 in a store with a record codec, got ${describe(value.length)} characters`)
-      }
-      if (!codec.encrypted && !codec.compresses(value.length)) return inner.put(key, `p${value}`)
-      return inner.put(key, `s${toBase64(await codec.seal(aad(key), encoder.encode(value)))}`)
+    async put(key, value, options) {
+      const kind = rowKind(key)
+      if (kind === 'meta') return inner.put(key, value, options)
+      if (kind !== undefined) return inner.put(key, await sealRow(key, value), options)
+      if (!codec.encrypted && !codec.compresses(value.length)) return inner.put(key, `p${value}`, options)
+      return inner.put(key, `s${toBase64(await codec.seal(aad(key), encoder.encode(value)))}`, options)
     },
     delete: (key) => inner.delete(key),
     list: (prefix, range) => inner.list(prefix, range),

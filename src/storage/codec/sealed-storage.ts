@@ -8,17 +8,19 @@
 // adapter's own rules stay as they are. Those records have type '' (no app event can have it);
 // a frame's record holds the unit (base64) in `data` and its event count in `time`.
 // Headers keep their id, createdAt and seedLength readable (the adapter lists and checks by
-// them); the rest is sealed. Checkpoint and history rows are sealed whole.
+// them); the rest is sealed. Checkpoint and history rows, meta records and the engine's records
+// are the key-value records' (sealed-records.ts), composed over the sealed log once (src/storage/records).
 import { SessionfoldError, isSessionfoldError, where } from '../../core/errors'
 import { safeParse, sessionHeaderSchema } from '../../core/schemas'
 import { describe } from '../../core/validate'
 import type { SessionEvent, SessionHeader, SessionId } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
-import { READ_PAGE, type CheckpointRow, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
+import { READ_PAGE, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
+import { composeStorage, recordsOf } from '../records'
 import { fromBase64, toBase64 } from './base64'
 import { CODEC_META_KEY, type EncryptionKey, type Keyring } from './keyring'
 import { resealSession, type ResealReport } from './reseal'
-import { sealedRecords } from './sealed-records'
+import { checkSealedValue, sealedRecords } from './sealed-records'
 import { Unreadable, type UnitCodec } from './seal'
 
 /** The id of warmUp's units (never stored). */
@@ -84,6 +86,8 @@ export interface SealedStorage extends StorageAdapter {
 }
 
 export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: UnitCodec): SealedStorage {
+  const records = recordsOf(inner)
+  if (!records) throw new SessionfoldError('INVALID_ARGUMENT', `the record codec needs storage made by composeStorage (the ${inner.kind} adapter is not)`)
   /** createdAt per session (bound into each frame): a frame of an earlier life does not open. */
   const lives = new Map<SessionId, number>()
   /** Per session, the last append's turn to go down to the inner adapter. */
@@ -233,11 +237,8 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     if (out.length > 0) yield out
   }
 
-  const storage: SealedStorage = {
+  const log: LogStore = {
     kind: inner.kind,
-    get encrypted() {
-      return codec.encrypted
-    },
     async createSession(header, seed = []) {
       const stored = await sealHeader(header)
       const records = await encodeEvents(header.id, header.createdAt, seed)
@@ -283,20 +284,26 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       await inner.deleteSession(id)
       lives.delete(id)
     },
-    async getCheckpoint(id) {
-      return openRow(id, `checkpoint ${id}`, await inner.getCheckpoint(id))
+    ...(inner.feed ? { feed: inner.feed } : {}),
+    // No replaceRecords: records are replaced under the codec by rotateKey (reseal.ts), never above it.
+    close: () => inner.close(),
+  }
+  // Checkpoint and history rows, meta and the engine's records: written once over the sealed records.
+  const { history, ...composed } = composeStorage(log, sealedRecords(records, codec), {
+    exists: async (id) => (await inner.getSession(id)) !== undefined,
+    checkValue: checkSealedValue,
+  })
+  const storage: SealedStorage = {
+    ...composed,
+    // History rows where the storage has them (a read-only command's has none: it refolds).
+    ...(inner.history ? { history } : {}),
+    get encrypted() {
+      return codec.encrypted
     },
-    async putCheckpoint(id, row) {
-      await inner.putCheckpoint(id, await sealRow(`checkpoint ${id}`, row) as CheckpointRow)
-    },
-    deleteCheckpoint: (id) => inner.deleteCheckpoint(id),
-    feed: inner.feed,
-    ...(inner.kv ? { kv: sealedRecords(inner.kv, codec) } : {}),
-    getMeta: inner.getMeta && ((key) => inner.getMeta!(key)),
-    putMeta: inner.putMeta && (async (key, value) => {
+    putMeta: async (key, value) => {
       if (key === CODEC_META_KEY) throw new SessionfoldError('INVALID_ARGUMENT', `meta key ${key} is the store's own`)
-      await inner.putMeta!(key, value)
-    }),
+      await composed.putMeta!(key, value)
+    },
     checkKey: (key) => keyring.check(key),
     rotateKey: async (newKey) => {
       if (!inner.replaceRecords) throw new SessionfoldError('INVALID_ARGUMENT', `rotateKey: the ${inner.kind} adapter has no replaceRecords`)
@@ -308,51 +315,16 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     dropOldKeys: (gen) => keyring.dropOldKeys(inner, gen),
     refreshKeys: () => keyring.refresh(),
     warmUp,
-    close: () => inner.close(),
   }
-  const history = inner.history
-  if (history) {
-    ;(storage as { history?: StorageAdapter['history'] }).history = {
-      put: async (id, at, row) => history.put(id, at, await sealRow(`history ${id} ${at}`, row) as CheckpointRow),
-      get: async (id, at) => {
-        const found = await history.get(id, at)
-        return found && { at: found.at, row: await openRow(id, `history ${id} ${found.at}`, found.row) }
-      },
-      list: (id) => history.list(id),
-      remove: (id, positions) => history.remove(id, positions),
-    }
-  }
-
-  /** A row as stored: sealed when the store is encrypted or the row is worth compressing. */
-  async function sealRow(aad: string, row: unknown): Promise<unknown> {
-    const json = JSON.stringify(row)
-    if (!codec.encrypted && !codec.compresses(json.length)) return row
-    return { sealed: toBase64(await codec.seal(aad, utf8(json))) }
-  }
-
   async function warmUp(): Promise<void> {
     if (!codec.encrypted) return
     const header: SessionHeader = { version: 1, id: WARM_UP_ID, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' }
     try {
       await openHeader(await sealHeader(header))
-      await openRow(WARM_UP_ID, `checkpoint ${WARM_UP_ID}`, await sealRow(`checkpoint ${WARM_UP_ID}`, { warmUp: true }))
+      const aad = `checkpoint ${WARM_UP_ID}`
+      await codec.open(aad, await codec.seal(aad, utf8('{"warmUp":true}')))
     } finally {
       lives.delete(WARM_UP_ID)
-    }
-  }
-
-  /**
-   * A row as the engine reads it. A row that does not open is handed up as what it is, an
-   * unusable row (rows are caches: the engine rebuilds, and verify reports it).
-   */
-  async function openRow(id: SessionId, aad: string, stored: unknown): Promise<unknown> {
-    if (stored === undefined || stored === null) return stored
-    const sealed = (stored as { sealed?: unknown }).sealed
-    if (sealed === undefined) return codec.encrypted ? { unusable: 'a row that is not encrypted, in an encrypted store' } : stored
-    try {
-      return JSON.parse(decoder.decode(await openUnit(id, aad, sealed, 'a row')))
-    } catch (err) {
-      return { unusable: (err as Error).message }
     }
   }
 
