@@ -16,7 +16,7 @@ import * as fs from 'node:fs'
 import { join } from 'node:path'
 import { diskBytes, loadCorpus, type CorpusFile } from './support/corpus'
 import { fileURLToPath } from 'node:url'
-import { FRAME_BYTES, FRAME_EVENTS } from '../src/storage/codec/sealed-storage'
+import { BLOCK_BYTES, BLOCK_EVENTS } from '../src/storage/codec/sealed-storage'
 import { COMPRESS_FROM } from '../src/storage/codec/seal'
 import { nodeCompressor } from '../src/storage/codec/node'
 import { CHECKPOINT_FILE, LOG_FILE, sessionDir } from '../src/backends/fs/layout'
@@ -143,7 +143,7 @@ function deflateFloor(events: readonly SessionEvent[]): { frames: number; deflat
     for (let i = 0; i < jsons.length;) {
       let j = i
       let bytes = 0
-      while (j < jsons.length && j - i < FRAME_EVENTS && (j === i || bytes + jsons[j]!.length <= FRAME_BYTES)) bytes += jsons[j++]!.length + 1
+      while (j < jsons.length && j - i < BLOCK_EVENTS && (j === i || bytes + jsons[j]!.length <= BLOCK_BYTES)) bytes += jsons[j++]!.length + 1
       const z = nodeCompressor.deflate(Buffer.from(jsons.slice(i, j).join('\n'))).length
       frames++
       deflated += z
@@ -347,7 +347,7 @@ async function main(): Promise<void> {
     ], headline, {
       source, config: CONFIG, targets: TARGETS, layer: LAYER,
       variants: VARIANTS.map((v) => ({ key: v.key, label: v.label })),
-      codec: { frameEvents: FRAME_EVENTS, frameBytes: FRAME_BYTES, compressFrom: COMPRESS_FROM },
+      codec: { frameEvents: BLOCK_EVENTS, frameBytes: BLOCK_BYTES, compressFrom: COMPRESS_FROM },
       headline,
       size: {
         corpus: { files: corpus.files.length, candidates: corpus.candidates, textBytes: corpusBytes, digest: corpus.digest },

@@ -7,7 +7,7 @@
 import { openStore, type EventInput, type OpenStoreOptions, type Store } from 'sessionfold'
 import { openSealed } from '../../src/storage/codec'
 import { fromBase64, toBase64 } from '../../src/storage/codec/base64'
-import { UnitCodec, type DataKeys } from '../../src/storage/codec/seal'
+import { EnvelopeCodec, type DataKeys } from '../../src/storage/codec/seal'
 import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
 import { streamCompressor } from '../../src/backends/browser'
 
@@ -322,11 +322,11 @@ const api: CodecPage = {
     const key = await globalThis.crypto.subtle.importKey('raw', KEY, 'AES-GCM', false, ['encrypt', 'decrypt'])
     const keys: DataKeys = { current: { gen: 1, key }, get: (gen) => (gen === 1 ? key : undefined) }
     const storeId = 'ab'.repeat(16)
-    const codecs: Record<VariantKey, UnitCodec | undefined> = {
+    const codecs: Record<VariantKey, EnvelopeCodec | undefined> = {
       plain: undefined,
-      deflate: new UnitCodec(storeId, undefined, compressor, compressor),
-      sealed: new UnitCodec(storeId, keys, compressor, compressor),
-      sealedRaw: new UnitCodec(storeId, keys, undefined, compressor),
+      deflate: new EnvelopeCodec(storeId, undefined, compressor, compressor),
+      sealed: new EnvelopeCodec(storeId, keys, compressor, compressor),
+      sealedRaw: new EnvelopeCodec(storeId, keys, undefined, compressor),
     }
     const aad = `events codec-read 1700000000000 10000 ${events}`
     const z = await compressor.deflate(bytes)
@@ -359,8 +359,8 @@ const api: CodecPage = {
     await time('TextDecoder + split + JSON.parse of the frame (open side)', () => decoder.decode(bytes).split('\n').map((l) => JSON.parse(l) as unknown))
     for (const k of ['deflate', 'sealed', 'sealedRaw'] as const) {
       const c = codecs[k]!
-      await time(`${k}: whole seal (UnitCodec.seal + toBase64)`, async () => toBase64(await c.seal(aad, bytes)))
-      await time(`${k}: whole open (fromBase64 + UnitCodec.open)`, () => c.open(aad, fromBase64(units[k])!))
+      await time(`${k}: whole seal (EnvelopeCodec.seal + toBase64)`, async () => toBase64(await c.seal(aad, bytes)))
+      await time(`${k}: whole open (fromBase64 + EnvelopeCodec.open)`, () => c.open(aad, fromBase64(units[k])!))
     }
     return {
       frame: { events, jsonBytes: bytes.length, deflatedBytes: z.length, unitBase64: Object.fromEntries(KEYS.map((k) => [k, units[k].length])) as Record<VariantKey, number> },

@@ -1,5 +1,5 @@
-// Base64 for stored frames: Node's Buffer where there is one (fastest), else a table-driven
-// version for browsers. Frames travel inside JSON strings, and base64 needs no escaping there.
+// Base64 for stored blocks: Node's Buffer where there is one (fastest), else a table-driven
+// version for browsers. Blocks travel inside JSON strings, and base64 needs no escaping there.
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
 const DECODE = new Int16Array(128).fill(-1)
 for (let i = 0; i < ALPHABET.length; i++) DECODE[ALPHABET.charCodeAt(i)] = i

@@ -1,8 +1,8 @@
 // The record codec, opened over an adapter: `openSealed(inner, options)` reads (or makes) the
-// store's key record, checks the key, and returns the adapter that seals and opens units.
+// store's key record, checks the key, and returns the adapter that seals and opens envelopes.
 import type { StorageAdapter } from '../types'
 import { Keyring, type EncryptionKey, type KeyAdvice, type RecordLock } from './keyring'
-import { UnitCodec, type Cipher, type Compressor } from './seal'
+import { EnvelopeCodec, type Cipher, type Compressor } from './seal'
 import { sealedStorage, type SealedStorage } from './sealed-storage'
 
 export { importKey, CODEC_META_KEY, type EncryptionKey, type KeyAdvice, type RecordLock } from './keyring'
@@ -13,7 +13,7 @@ export type { SealedStorage } from './sealed-storage'
 export interface CodecOptions {
   /** The store's key; absent: the store must not be encrypted. */
   key?: EncryptionKey
-  /** 'deflate' (default) compresses units worth it; 'none' writes them as they are (both read both). */
+  /** 'deflate' (default) compresses envelopes worth it; 'none' writes them as they are (both read both). */
   compression?: 'deflate' | 'none'
   /** The platform's deflate (see worker/platform). */
   compressor: Compressor
@@ -34,7 +34,7 @@ export interface CodecOptions {
 export async function openSealed(inner: StorageAdapter, options: CodecOptions): Promise<SealedStorage> {
   try {
     const keyring = await Keyring.open(inner, options.key, options.readOnly, options.lock, options.advice)
-    const codec = new UnitCodec(keyring.storeId, keyring.dataKeys, options.compression === 'none' ? undefined : options.compressor, options.compressor, options.cipher)
+    const codec = new EnvelopeCodec(keyring.storeId, keyring.dataKeys, options.compression === 'none' ? undefined : options.compressor, options.compressor, options.cipher)
     const storage = sealedStorage(inner, keyring, codec)
     // While the store opens: the first read of a session would otherwise pay for the first use
     // of the data key and of the codec's read path (in Chromium, about 1 ms of a 7 ms cold observe).

@@ -1,5 +1,5 @@
 // The store's key record (meta `sessionfold-codec`): whether the store is encrypted, its
-// identity (bound into every unit), and its data keys, each wrapped (AES-GCM) under the key
+// identity (bound into every envelope), and its data keys, each wrapped (AES-GCM) under the key
 // the app holds. The app's key never encrypts data itself: rotating it re-wraps the data keys
 // and replaces this one record, which the adapter does atomically, so a crash leaves the old
 // record or the new one, and the store opens with the old key or the new one, whole.
@@ -224,7 +224,7 @@ export class Keyring {
   }
 
   /**
-   * Reads the key record again (a unit of a key generation not known here: another process
+   * Reads the key record again (an envelope of a key generation not known here: another process
    * rotated the key). KEY_REJECTED when the key this store was opened with no longer opens it.
    */
   async refresh(): Promise<void> {
@@ -243,10 +243,10 @@ export class Keyring {
 
   /**
    * Replaces the app's key: every data key is wrapped under `newKey` and a fresh data key is
-   * made for units written from now on, in one atomic write of the key record (first checked
+   * made for envelopes written from now on, in one atomic write of the key record (first checked
    * unchanged since it was read here: KEY_REJECTED when another process rotated it). After
    * it, the old key opens nothing. Resolves with the generation of the data key now current:
-   * the caller re-encrypts every unit under it, then drops the others (`dropOldKeys`).
+   * the caller re-encrypts every envelope under it, then drops the others (`dropOldKeys`).
    * `newKey` being the key the store already has (a rotation a crash interrupted, run again)
    * writes nothing and makes no data key: the caller completes that rotation.
    */
@@ -258,7 +258,7 @@ export class Keyring {
    * Drops every data key but generation `gen` (the current one) from the record, in one more
    * atomic, tagged write checked like a rotation's (KEY_REJECTED when the record changed since
    * it was read here, or `gen` is no longer current: another rotation ran meanwhile). The
-   * caller has re-encrypted every unit under `gen`.
+   * caller has re-encrypted every envelope under `gen`.
    */
   dropOldKeys(storage: StorageAdapter, gen: number): Promise<void> {
     return this.#serial(async () => {

@@ -1,7 +1,7 @@
-// The stored unit's codec: compress, then encrypt (AES-256-GCM: WebCrypto, or the platform's), and the reverse.
-// A sealed unit is `[flags][key generation][12-byte nonce, when encrypted][payload]`; the first
+// The stored envelope's codec: compress, then encrypt (AES-256-GCM: WebCrypto, or the platform's), and the reverse.
+// A sealed envelope is `[flags][key generation][12-byte nonce, when encrypted][payload]`; the first
 // two bytes and the nonce are bound into the authentication with the caller's associated data
-// (the store, the session, the position), so a unit moved anywhere else fails to open.
+// (the store, the session, the position), so an envelope moved anywhere else fails to open.
 
 /** The platform's deflate (raw): `node:zlib` in Node, `CompressionStream` in browsers. */
 export interface Compressor {
@@ -13,7 +13,7 @@ export interface Compressor {
  * AES-256-GCM on a data key, the tag after the ciphertext (WebCrypto's layout): WebCrypto by
  * default; Node's platform gives node:crypto's, on the calling thread with the same keys and
  * bytes (WebCrypto in Node runs every call as a job on the thread pool, about 0.1 ms each).
- * `decrypt` throws when the unit does not authenticate.
+ * `decrypt` throws when the envelope does not authenticate.
  */
 export interface Cipher {
   encrypt(key: CryptoKey, iv: Uint8Array, aad: Uint8Array, plain: Uint8Array): Uint8Array | Promise<Uint8Array>
@@ -30,15 +30,15 @@ export const webCipher: Cipher = {
   )),
 }
 
-/** The data keys of an encrypted store: the one new units use, and every one units may carry. */
+/** The data keys of an encrypted store: the one new envelopes use, and every one envelopes may carry. */
 export interface DataKeys {
   readonly current: { gen: number; key: CryptoKey }
   get(gen: number): CryptoKey | undefined
-  /** Reads the store's keys again (a unit of a generation not known here); KEY_REJECTED when they no longer open. */
+  /** Reads the store's keys again (an envelope of a generation not known here); KEY_REJECTED when they no longer open. */
   refresh?(): Promise<void>
 }
 
-/** Units at least this large are compressed (when compression is on and it saves bytes). */
+/** Envelopes at least this large are compressed (when compression is on and it saves bytes). */
 export const COMPRESS_FROM = 512
 
 const FORMAT = 0x10
@@ -46,15 +46,15 @@ const COMPRESSED = 0x01
 const ENCRYPTED = 0x02
 const NONCE = 12
 
-/** A unit that does not open: its reason, for a CORRUPT_LOG message. */
+/** An envelope that does not open: its reason, for a CORRUPT_LOG message. */
 export class Unreadable extends Error {}
 
 const encoder = new TextEncoder()
 
-export class UnitCodec {
+export class EnvelopeCodec {
   /**
-   * `storeId` binds every unit to this store; `keys` undefined: not encrypted; `compressor`
-   * undefined: compression 'none' (compressed units already stored still open).
+   * `storeId` binds every envelope to this store; `keys` undefined: not encrypted; `compressor`
+   * undefined: compression 'none' (compressed envelopes already stored still open).
    */
   constructor(
     readonly storeId: string,
@@ -68,7 +68,7 @@ export class UnitCodec {
     return this.keys !== undefined
   }
 
-  /** True when `plain` of this size is worth a unit even in a store that is not encrypted. */
+  /** True when `plain` of this size is worth an envelope even in a store that is not encrypted. */
   compresses(size: number): boolean {
     return this.compressor !== undefined && size >= COMPRESS_FROM
   }
@@ -93,39 +93,39 @@ export class UnitCodec {
     return this.#encrypt(flags | ENCRYPTED, keys.current, aad, payload)
   }
 
-  /** The plain bytes of a unit sealed with `aad`; Unreadable when it does not open. */
-  async open(aad: string, unit: Uint8Array): Promise<Uint8Array> {
-    const flags = unit[0] ?? 0
-    if ((flags & 0xf0) !== FORMAT || unit.length < 2) throw new Unreadable('not a unit of a known format')
+  /** The plain bytes of an envelope sealed with `aad`; Unreadable when it does not open. */
+  async open(aad: string, envelope: Uint8Array): Promise<Uint8Array> {
+    const flags = envelope[0] ?? 0
+    if ((flags & 0xf0) !== FORMAT || envelope.length < 2) throw new Unreadable('not an envelope of a known format')
     const encrypted = (flags & ENCRYPTED) !== 0
-    if (this.keys && !encrypted) throw new Unreadable('a unit that is not encrypted, in an encrypted store')
+    if (this.keys && !encrypted) throw new Unreadable('an envelope that is not encrypted, in an encrypted store')
     let payload: Uint8Array
     if (encrypted) {
-      payload = await this.#decrypt(aad, unit)
+      payload = await this.#decrypt(aad, envelope)
     } else {
-      payload = unit.subarray(2)
+      payload = envelope.subarray(2)
     }
     if ((flags & COMPRESSED) === 0) return payload
     try {
       return await this.inflater.inflate(payload)
     } catch {
-      throw new Unreadable('a compressed unit that does not inflate')
+      throw new Unreadable('a compressed envelope that does not inflate')
     }
   }
 
   /**
-   * `unit` (sealed with `aad`) under the current data key, with a fresh nonce: its payload as
+   * `envelope` (sealed with `aad`) under the current data key, with a fresh nonce: its payload as
    * it was (not compressed again), so it keeps its length. Undefined when it is under the
    * current key already, or the store is not encrypted. Unreadable when it does not open.
    */
-  async reseal(aad: string, unit: Uint8Array): Promise<Uint8Array | undefined> {
+  async reseal(aad: string, envelope: Uint8Array): Promise<Uint8Array | undefined> {
     const current = this.keys?.current
     if (!current) return undefined
-    const flags = unit[0] ?? 0
-    if ((flags & 0xf0) !== FORMAT || (flags & ENCRYPTED) === 0) throw new Unreadable('not an encrypted unit of a known format')
-    if (unit[1] === current.gen) return undefined
-    const out = await this.#encrypt(flags, current, aad, await this.#decrypt(aad, unit))
-    if (out.length !== unit.length) throw new Unreadable('a unit that did not seal to its length')
+    const flags = envelope[0] ?? 0
+    if ((flags & 0xf0) !== FORMAT || (flags & ENCRYPTED) === 0) throw new Unreadable('not an encrypted envelope of a known format')
+    if (envelope[1] === current.gen) return undefined
+    const out = await this.#encrypt(flags, current, aad, await this.#decrypt(aad, envelope))
+    if (out.length !== envelope.length) throw new Unreadable('an envelope that did not seal to its length')
     return out
   }
 
@@ -142,20 +142,20 @@ export class UnitCodec {
     return out
   }
 
-  /** The payload of an encrypted unit (its key found by its generation); Unreadable when it does not open. */
-  async #decrypt(aad: string, unit: Uint8Array): Promise<Uint8Array> {
-    if (!this.keys) throw new Unreadable('an encrypted unit, in a store opened without a key')
-    let key = this.keys.get(unit[1]!)
+  /** The payload of an encrypted envelope (its key found by its generation); Unreadable when it does not open. */
+  async #decrypt(aad: string, envelope: Uint8Array): Promise<Uint8Array> {
+    if (!this.keys) throw new Unreadable('an encrypted envelope, in a store opened without a key')
+    let key = this.keys.get(envelope[1]!)
     if (!key && this.keys.refresh) {
       // Another process rotated the key: its new data key is in the record.
       await this.keys.refresh()
-      key = this.keys.get(unit[1]!)
+      key = this.keys.get(envelope[1]!)
     }
-    if (!key || unit.length < 2 + NONCE + 16) throw new Unreadable(key ? 'a unit cut short' : `a unit of an unknown key generation ${unit[1]}`)
+    if (!key || envelope.length < 2 + NONCE + 16) throw new Unreadable(key ? 'an envelope cut short' : `an envelope of an unknown key generation ${envelope[1]}`)
     try {
-      return await this.cipher.decrypt(key, unit.subarray(2, 2 + NONCE), this.#aad(unit.subarray(0, 2), aad), unit.subarray(2 + NONCE))
+      return await this.cipher.decrypt(key, envelope.subarray(2, 2 + NONCE), this.#aad(envelope.subarray(0, 2), aad), envelope.subarray(2 + NONCE))
     } catch {
-      throw new Unreadable('a unit that fails authentication (changed, moved, or sealed with another key)')
+      throw new Unreadable('an envelope that fails authentication (changed, moved, or sealed with another key)')
     }
   }
 

@@ -1,7 +1,7 @@
 // The record codec over key-value records (src/storage/records: the engine's records and the
 // store's rows alike). An app's or the engine's value is stored as "p" and the value as it is,
-// or as "s" and its sealed unit in base64 (compressed when worth it, and encrypted when the
-// store is), with the key bound into the unit so that a value moved to another key does not
+// or as "s" and its sealed envelope in base64 (compressed when worth it, and encrypted when the
+// store is), with the key bound into the envelope so that a value moved to another key does not
 // open; an encrypted store refuses a value that is not sealed. A checkpoint or history row (its
 // JSON) is stored as it is, or as `{"sealed":…}` bound to the row it is (as stores of 0.1 sealed
 // rows); a row that does not open is handed up as an unusable row (rows are caches: the engine
@@ -12,14 +12,14 @@ import { rowKind } from '../records'
 import { MAX_RECORD_VALUE, type KeyValueStore, type RecordKey } from '../types'
 import { describe, utf8Length } from '../../core/validate'
 import { fromBase64, toBase64 } from './base64'
-import { Unreadable, type UnitCodec } from './seal'
+import { Unreadable, type EnvelopeCodec } from './seal'
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
 /**
  * The longest value (UTF-8 bytes) whose sealed form the adapter still takes: base64 makes 4 of
- * 3 bytes, and a unit adds its flags, generation, nonce and tag.
+ * 3 bytes, and an envelope adds its flags, generation, nonce and tag.
  */
 export const MAX_SEALED_VALUE_BYTES = Math.floor((MAX_RECORD_VALUE - 64) / 4) * 3
 
@@ -30,11 +30,11 @@ export function checkSealedValue(key: RecordKey, value: string): void {
   }
 }
 
-/** What a row's unit is bound to: `checkpoint <id>`, `history <id> <at>`. */
+/** What a row's envelope is bound to: `checkpoint <id>`, `history <id> <at>`. */
 export const rowAad = (key: RecordKey): string =>
   key.length === 3 ? `checkpoint ${key[1]}` : `history ${key[1]} ${Number(key[3])}`
 
-export function sealedRecords(inner: KeyValueStore, codec: UnitCodec): KeyValueStore {
+export function sealedRecords(inner: KeyValueStore, codec: EnvelopeCodec): KeyValueStore {
   const aad = (key: RecordKey) => `record ${flat(key)}`
   const unreadable = (key: RecordKey, why: string) =>
     new SessionfoldError('CORRUPT_LOG', `record ${flat(key)} of the store does not open: ${why}`)

@@ -1,12 +1,12 @@
 // The record codec below the engine: a StorageAdapter around any other, which stores what the
-// engine writes as sealed units (compressed, and encrypted when the store has a key) and opens
+// engine writes as sealed envelopes (compressed, and encrypted when the store has a key) and opens
 // them on the way up. Every adapter gets it the same way (fs, IndexedDB, PostgreSQL, memory).
 //
-// Events: an append's events are cut into frames (at most FRAME_EVENTS events, FRAME_BYTES of
-// JSON); a frame is one unit, stored as the record of its first seq, and each later seq of the
-// frame gets a small record naming that first seq, so lengths, seqs, the feed and the inner
+// Events: an append's events are cut into blocks (at most BLOCK_EVENTS events, BLOCK_BYTES of
+// JSON); a block is one envelope, stored as the record of its first seq, and each later seq of the
+// block gets a small record naming that first seq, so lengths, seqs, the feed and the inner
 // adapter's own rules stay as they are. Those records have type '' (no app event can have it);
-// a frame's record holds the unit (base64) in `data` and its event count in `time`.
+// a block's record holds the envelope (base64) in `data` and its event count in `time`.
 // Headers keep their id, createdAt and seedLength readable (the adapter lists and checks by
 // them); the rest is sealed. Checkpoint and history rows, meta records and the engine's records
 // are the key-value records' (sealed-records.ts), composed over the sealed log once (src/storage/records).
@@ -21,14 +21,14 @@ import { fromBase64, toBase64 } from './base64'
 import { CODEC_META_KEY, type EncryptionKey, type Keyring } from './keyring'
 import { resealSession, type ResealReport } from './reseal'
 import { checkSealedValue, sealedRecords } from './sealed-records'
-import { Unreadable, type UnitCodec } from './seal'
+import { Unreadable, type EnvelopeCodec } from './seal'
 
-/** The id of warmUp's units (never stored). */
+/** The id of warmUp's envelopes (never stored). */
 const WARM_UP_ID = 'sessionfold-warm-up'
 
-/** Events per frame, and JSON bytes per frame: a read of one event opens at most one frame. */
-export const FRAME_EVENTS = 256
-export const FRAME_BYTES = 256 * 1024
+/** Events per block, and JSON bytes per block: a read of one event opens at most one block. */
+export const BLOCK_EVENTS = 256
+export const BLOCK_BYTES = 256 * 1024
 
 /** A stored header whose fields but its id, createdAt and seedLength are sealed. */
 export interface SealedHeader extends SessionHeader {
@@ -39,7 +39,7 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
 /**
- * A record of the inner adapter: the frame's unit (data: base64), or a pointer to its first
+ * A record of the inner adapter: the block's envelope (data: base64), or a pointer to its first
  * seq. Its JSON is written out: integers and base64 need no escaping, and a batch makes one
  * record per event (JSON.stringify took 0.2 µs each, a tenth of that here).
  */
@@ -50,8 +50,8 @@ function record(seq: number, data: string | number, count = 0): EncodedEvent {
 
 /**
  * The UTF-8 bytes of `text`. encodeInto into a buffer of the text's length first (agent JSON
- * is mostly ASCII; Node's TextEncoder.encode took 43 µs for a 30 KB frame, this 2 µs), and
- * into one of three bytes a unit when that did not hold it all.
+ * is mostly ASCII; Node's TextEncoder.encode took 43 µs for a 30 KB block, this 2 µs), and
+ * into one of three bytes an envelope when that did not hold it all.
  */
 function utf8(text: string): Uint8Array {
   const out = new Uint8Array(text.length)
@@ -85,10 +85,10 @@ export interface SealedStorage extends StorageAdapter {
   readonly encrypted: boolean
 }
 
-export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: UnitCodec): SealedStorage {
+export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: EnvelopeCodec): SealedStorage {
   const records = recordsOf(inner)
   if (!records) throw new SessionfoldError('INVALID_ARGUMENT', `the record codec needs storage made by composeStorage (the ${inner.kind} adapter is not)`)
-  /** createdAt per session (bound into each frame): a frame of an earlier life does not open. */
+  /** createdAt per session (bound into each block): a block of an earlier life does not open. */
   const lives = new Map<SessionId, number>()
   /** Per session, the last append's turn to go down to the inner adapter. */
   const issuing = new Map<SessionId, Promise<void>>()
@@ -96,7 +96,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
   const corrupt = (id: SessionId, what: string, err: unknown, seq?: number) =>
     new SessionfoldError('CORRUPT_LOG', `${where(id, seq)}: ${what} does not open: ${(err as Error).message}`, { sessionId: id, seq })
 
-  async function openUnit(id: SessionId, aad: string, text: unknown, what: string, seq?: number): Promise<Uint8Array> {
+  async function openEnvelope(id: SessionId, aad: string, text: unknown, what: string, seq?: number): Promise<Uint8Array> {
     const bytes = typeof text === 'string' ? fromBase64(text) : undefined
     try {
       if (!bytes) throw new Unreadable('not base64')
@@ -112,8 +112,8 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     // Checked here: the stored form the inner adapter checks is a stand-in.
     const parsed = safeParse(sessionHeaderSchema, header)
     if (!parsed.success) throw new SessionfoldError('INVALID_ARGUMENT', `header for session ${describe((header as { id?: unknown } | null)?.id)} is malformed: ${parsed.error.issues.map((i) => i.message).join('; ')}`)
-    const unit = await codec.seal(`header ${header.id} ${header.createdAt}`, encoder.encode(JSON.stringify(header)))
-    const stored: SealedHeader = { version: 1, id: header.id, createdAt: header.createdAt, seedLength: header.seedLength, delegationDepth: 0, origin: 'root', sealed: toBase64(unit) }
+    const envelope = await codec.seal(`header ${header.id} ${header.createdAt}`, encoder.encode(JSON.stringify(header)))
+    const stored: SealedHeader = { version: 1, id: header.id, createdAt: header.createdAt, seedLength: header.seedLength, delegationDepth: 0, origin: 'root', sealed: toBase64(envelope) }
     return stored
   }
 
@@ -124,7 +124,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       if (codec.encrypted) throw new SessionfoldError('CORRUPT_LOG', `${where(stored.id)}: its header is not encrypted, in an encrypted store`, { sessionId: stored.id })
       return stored
     }
-    const plain = await openUnit(stored.id, `header ${stored.id} ${stored.createdAt}`, sealed, 'its header')
+    const plain = await openEnvelope(stored.id, `header ${stored.id} ${stored.createdAt}`, sealed, 'its header')
     let header: SessionHeader
     try {
       header = JSON.parse(decoder.decode(plain)) as SessionHeader
@@ -146,7 +146,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     return info.header.createdAt
   }
 
-  /** The inner records of `events` (first seq `from`): frames when sealing is due, else as given. */
+  /** The inner records of `events` (first seq `from`): blocks when sealing is due, else as given. */
   async function encodeEvents(id: SessionId, createdAt: number, events: readonly EncodedEvent[]): Promise<readonly EncodedEvent[]> {
     if (events.length === 0) return events
     // A batch that is not contiguous is refused here (nothing of it goes down, plain or not).
@@ -161,40 +161,40 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     for (let i = 0; i < events.length;) {
       let j = i
       let bytes = 0
-      while (j < events.length && j - i < FRAME_EVENTS && (j === i || bytes + events[j]!.json.length <= FRAME_BYTES)) bytes += events[j++]!.json.length + 1
+      while (j < events.length && j - i < BLOCK_EVENTS && (j === i || bytes + events[j]!.json.length <= BLOCK_BYTES)) bytes += events[j++]!.json.length + 1
       const from = events[i]!.event.seq
       const n = j - i
       const text = events.slice(i, j).map((e) => e.json).join('\n')
-      const unit = await codec.seal(`events ${id} ${createdAt} ${from} ${n}`, utf8(text))
-      out.push(record(from, toBase64(unit), n))
+      const envelope = await codec.seal(`events ${id} ${createdAt} ${from} ${n}`, utf8(text))
+      out.push(record(from, toBase64(envelope), n))
       for (let k = 1; k < n; k++) out.push(record(from + k, from))
       i = j
     }
     return out
   }
 
-  /** The inner record at `seq` (the first of a frame read from its middle). */
+  /** The inner record at `seq` (the first of a block read from its middle). */
   async function recordAt(id: SessionId, seq: number, signal: AbortSignal | undefined): Promise<SessionEvent | undefined> {
     for await (const page of inner.readEvents(id, { from: seq, to: seq + 1, signal })) return page[0]
     return undefined
   }
 
-  /** The events of the frame whose first record is `head`, checked against the seqs it stands for. */
-  async function openFrame(id: SessionId, createdAt: number, head: SessionEvent | undefined, seq: number): Promise<SessionEvent[]> {
+  /** The events of the block whose first record is `head`, checked against the seqs it stands for. */
+  async function openBlock(id: SessionId, createdAt: number, head: SessionEvent | undefined, seq: number): Promise<SessionEvent[]> {
     if (head?.type !== '' || typeof head.data !== 'string' || !Number.isInteger(head.time) || head.time < 1) {
-      throw corrupt(id, 'a frame record', new Error('the frame it belongs to is missing or malformed'), seq)
+      throw corrupt(id, 'a block record', new Error('the block it belongs to is missing or malformed'), seq)
     }
     const from = head.seq
     const n = head.time
-    const plain = await openUnit(id, `events ${id} ${createdAt} ${from} ${n}`, head.data, `the frame of events from seq ${from}`, from)
+    const plain = await openEnvelope(id, `events ${id} ${createdAt} ${from} ${n}`, head.data, `the block of events from seq ${from}`, from)
     let events: SessionEvent[]
     try {
       events = decoder.decode(plain).split('\n').map((l) => JSON.parse(l) as SessionEvent)
     } catch (err) {
-      throw corrupt(id, `the frame from seq ${from}`, err, seq)
+      throw corrupt(id, `the block from seq ${from}`, err, seq)
     }
     if (events.length !== n || events.some((e, i) => e?.seq !== from + i) || from + n <= seq) {
-      throw corrupt(id, `the frame from seq ${from}`, new Error('its events are not the seqs it stands for'), seq)
+      throw corrupt(id, `the block from seq ${from}`, new Error('its events are not the seqs it stands for'), seq)
     }
     return events
   }
@@ -203,13 +203,13 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
     const to = range?.to
     const createdAt = codec.encrypted ? await lifeOf(id) : 0
     let covered = range?.from ?? 0 // seqs below this were given out
-    let head = -1 // the first seq of the frame opened last
+    let head = -1 // the first seq of the block opened last
     let out: SessionEvent[] = []
     for await (const page of inner.readEvents(id, range)) {
       for (const e of page) {
         if (e.seq < covered) {
-          // A pointer of the frame opened last: checked, so verify sees a damaged one.
-          if (e.type !== '' || e.data !== head) throw corrupt(id, 'a frame record', new Error(`it does not point to the frame from seq ${head} it lies in`), e.seq)
+          // A pointer of the block opened last: checked, so verify sees a damaged one.
+          if (e.type !== '' || e.data !== head) throw corrupt(id, 'a block record', new Error(`it does not point to the block from seq ${head} it lies in`), e.seq)
           continue
         }
         if (e.type !== '') {
@@ -220,14 +220,14 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
         }
         let first: SessionEvent | undefined = e
         if (typeof e.data === 'number') {
-          // The range starts inside a frame: its first record is before the range.
-          if (!Number.isInteger(e.data) || e.data < 0 || e.data >= e.seq) throw corrupt(id, 'a frame record', new Error('it names no frame'), e.seq)
+          // The range starts inside a block: its first record is before the range.
+          if (!Number.isInteger(e.data) || e.data < 0 || e.data >= e.seq) throw corrupt(id, 'a block record', new Error('it names no block'), e.seq)
           first = await recordAt(id, e.data, range?.signal)
         }
-        const frame = await openFrame(id, createdAt, first, e.seq)
-        head = frame[0]!.seq
-        for (const ev of frame) if (ev.seq >= e.seq && (to === undefined || ev.seq < to)) out.push(ev)
-        covered = frame[frame.length - 1]!.seq + 1
+        const block = await openBlock(id, createdAt, first, e.seq)
+        head = block[0]!.seq
+        for (const ev of block) if (ev.seq >= e.seq && (to === undefined || ev.seq < to)) out.push(ev)
+        covered = block[block.length - 1]!.seq + 1
       }
       if (out.length >= READ_PAGE) {
         yield out
@@ -246,7 +246,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: Un
       lives.set(header.id, header.createdAt)
     },
     append(id, batch) {
-      // Frames are sealed concurrently, but go down in the order the appends were called: the
+      // Blocks are sealed concurrently, but go down in the order the appends were called: the
       // inner adapter takes them as a queue (the fs adapter's group commit, for one).
       const records = (codec.encrypted ? lifeOf(id) : Promise.resolve(0)).then((createdAt) => encodeEvents(id, createdAt, batch))
       const before = issuing.get(id)
