@@ -76,7 +76,7 @@ const esmOnly = ['testing']
 /** Leaves out of a .d.cts build the declarations of the entries that have no CJS. */
 const noCjsDeclarations = () => ({
   name: 'no-cjs-declarations',
-  generateBundle(options, bundle) {
+  generateBundle(_options, bundle) {
     for (const name of esmOnly) if (`${name}.d.cts` in bundle) delete bundle[`${name}.d.cts`]
   },
 })
@@ -91,7 +91,10 @@ const readAlikeInEveryResolution = () => ({
   name: 'read-alike-in-every-resolution',
   renderChunk(code, chunk) {
     const merge = /^\s*declare module\s+(['"][^'"]*['"])/m.exec(code)
-    if (merge) this.error(`${chunk.fileName}: \`declare module ${merge[1]}\` reaches its module only under some moduleResolution settings; declare the members on the interface itself`)
+    if (merge)
+      this.error(
+        `${chunk.fileName}: \`declare module ${merge[1]}\` reaches its module only under some moduleResolution settings; declare the members on the interface itself`,
+      )
     return null
   },
 })
@@ -110,7 +113,11 @@ const oneDeclarationOfEachClass = () => {
     generateBundle(options, bundle) {
       const dir = options.dir ?? dirname(options.file)
       for (const chunk of Object.values(bundle)) {
-        if (chunk.type === 'chunk') classesOf.set(`${dir}/${chunk.fileName}`, [...chunk.code.matchAll(/^(?:export )?declare (?:abstract )?class (\w+)/gm)].map((m) => m[1]))
+        if (chunk.type === 'chunk')
+          classesOf.set(
+            `${dir}/${chunk.fileName}`,
+            [...chunk.code.matchAll(/^(?:export )?declare (?:abstract )?class (\w+)/gm)].map((m) => m[1]),
+          )
       }
       const where = new Map() // 'Store .d.ts' → the files of that format declaring it
       for (const [file, names] of classesOf) {
@@ -146,10 +153,25 @@ export default [
   // (The CJS client spawns the ESM worker entry beside it: a worker needs no require.)
   // The conformance suite: ESM only.
   ...['es', 'cjs'].map((format) => ({
-    input: { index: 'src/index-node.ts', ...adapters, ...react, ...server, worker: 'src/host/entry/serve-node.ts', 'adapters/fs': 'src/backends/fs/index.ts', 'adapters/postgres': 'src/backends/postgres/index.ts', ...(format === 'es' ? { 'worker-entry.node': 'src/host/entry/node.ts', ...testing } : {}) },
+    input: {
+      index: 'src/index-node.ts',
+      ...adapters,
+      ...react,
+      ...server,
+      worker: 'src/host/entry/serve-node.ts',
+      'adapters/fs': 'src/backends/fs/index.ts',
+      'adapters/postgres': 'src/backends/postgres/index.ts',
+      ...(format === 'es' ? { 'worker-entry.node': 'src/host/entry/node.ts', ...testing } : {}),
+    },
     external,
     plugins: [typescript(), format === 'es' && copy('src/client/node-boot.mjs', 'node-boot.mjs')],
-    output: { dir: 'dist/node', format, entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`, chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`, sourcemap: true },
+    output: {
+      dir: 'dist/node',
+      format,
+      entryFileNames: `[name].${format === 'es' ? 'js' : 'cjs'}`,
+      chunkFileNames: `chunks/[name]-[hash].${format === 'es' ? 'js' : 'cjs'}`,
+      sourcemap: true,
+    },
   })),
   // The `sessionfold` command line (package.json "bin"): one executable ESM file for Node.
   {
@@ -176,8 +198,18 @@ export default [
   {
     input: declarations,
     external,
-    plugins: [emptyFirst('dist/types'), dts({ respectExternal: false, compilerOptions: { paths: {} } }), readAlikeInEveryResolution(), noCjsDeclarations(), classes],
-    output: ['d.ts', 'd.cts'].map((ext) => ({ dir: 'dist/types', format: 'es', entryFileNames: `[name].${ext}`, chunkFileNames: `chunks/[name]-[hash].${ext}` })),
+    plugins: [
+      emptyFirst('dist/types'),
+      dts({ respectExternal: false, compilerOptions: { paths: {} } }),
+      readAlikeInEveryResolution(),
+      noCjsDeclarations(),
+      classes,
+    ],
+    output: ['d.ts', 'd.cts'].map((ext) => ({
+      dir: 'dist/types',
+      format: 'es',
+      entryFileNames: `[name].${ext}`,
+      chunkFileNames: `chunks/[name]-[hash].${ext}`,
+    })),
   },
 ]
-

@@ -11,7 +11,6 @@ const alias = (platform: 'node' | 'browser') => ({
   sessionfold: here(`./src/index-${platform}.ts`),
 })
 
-
 export default defineConfig({
   server: { host: '127.0.0.1' },
   test: {

@@ -53,18 +53,26 @@ const RUNS: Run[] = [
   { name: 'storage', file: 'bench/storage.ts', env: {} },
   { name: 'projections', file: 'bench/projections.ts', gc: true, env: { BENCH_APPEND_ROUNDS: '7', BENCH_READ_ROUNDS: '7', BENCH_HEAP_ROUNDS: '3' } },
   { name: 'scaling', file: 'bench/scaling.ts', gc: true, env: {} },
-  ...CHILDREN_SIZES.map((n): Run => ({
-    name: `children-${n}`,
-    file: 'bench/children.ts',
-    size: n,
-    // Building 10,000 children costs about a minute (each child's files are fsynced): fewer rounds there.
-    // At 10,000 the listing without checkpoints (every child refolded, about 8 s a run) is left out.
-    env: {
-      BENCH_CHILDREN: String(n), BENCH_ROUNDS: n >= 10_000 ? '3' : n >= 1_000 ? '7' : '9', BENCH_BUILD_CONCURRENCY: '16',
-      ...(n >= 10_000 ? { BENCH_REFOLD: '0', BENCH_CLOSE_LIVE: '0' } : {}),
-    },
-  })),
-  { name: 'client', file: 'bench/client.ts', env: { BENCH_LAT_APPENDS: '5000', BENCH_LAT_ROUNDS: '3', BENCH_PACED_APPENDS: '200', BENCH_NOOP_ROUNDS: '5', BENCH_TP_ROUNDS: '5' } },
+  ...CHILDREN_SIZES.map(
+    (n): Run => ({
+      name: `children-${n}`,
+      file: 'bench/children.ts',
+      size: n,
+      // Building 10,000 children costs about a minute (each child's files are fsynced): fewer rounds there.
+      // At 10,000 the listing without checkpoints (every child refolded, about 8 s a run) is left out.
+      env: {
+        BENCH_CHILDREN: String(n),
+        BENCH_ROUNDS: n >= 10_000 ? '3' : n >= 1_000 ? '7' : '9',
+        BENCH_BUILD_CONCURRENCY: '16',
+        ...(n >= 10_000 ? { BENCH_REFOLD: '0', BENCH_CLOSE_LIVE: '0' } : {}),
+      },
+    }),
+  ),
+  {
+    name: 'client',
+    file: 'bench/client.ts',
+    env: { BENCH_LAT_APPENDS: '5000', BENCH_LAT_ROUNDS: '3', BENCH_PACED_APPENDS: '200', BENCH_NOOP_ROUNDS: '5', BENCH_TP_ROUNDS: '5' },
+  },
   { name: 'browser', file: 'bench/browser/run.ts', env: { BENCH_SIZES: '100,1000,10000', BENCH_APPEND_ROUNDS: '7', BENCH_LAT_ROUNDS: '5' } },
 ]
 
@@ -106,8 +114,11 @@ function main(): void {
     process.stderr.write('BENCHMARKS.md and bench/charts/*.svg written from bench/results.json\n')
     return
   }
-  const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',')
-  const previous: SuiteResults | undefined = only && fs.existsSync(RESULTS) ? JSON.parse(fs.readFileSync(RESULTS, 'utf8')) as SuiteResults : undefined
+  const only = process.argv
+    .find((a) => a.startsWith('--only='))
+    ?.slice(7)
+    .split(',')
+  const previous: SuiteResults | undefined = only && fs.existsSync(RESULTS) ? (JSON.parse(fs.readFileSync(RESULTS, 'utf8')) as SuiteResults) : undefined
   // A prefix selects the children runs (--only=children); --only=sync is sync alone, not sync-browser too.
   const selected = RUNS.filter((r) => !only || only.some((o) => r.name === o || (r.size !== undefined && r.name.startsWith(`${o}-`))))
   if (selected.length === 0) throw new Error(`--only matched no run (runs: ${RUNS.map((r) => r.name).join(', ')})`)
@@ -120,7 +131,11 @@ function main(): void {
   for (const run of selected) {
     const out = join(TMP, `results-${run.name}.json`)
     fs.rmSync(out, { force: true })
-    process.stderr.write(`\n=== ${run.name}: ${run.file} ${Object.entries(run.env).map(([k, v]) => `${k}=${v}`).join(' ')}\n`)
+    process.stderr.write(
+      `\n=== ${run.name}: ${run.file} ${Object.entries(run.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}\n`,
+    )
     const t0 = performance.now()
     const r = spawnSync(process.execPath, [...(run.gc ? ['--expose-gc'] : []), '--import', 'tsx', run.file], {
       cwd: REPO,
@@ -162,7 +177,15 @@ function main(): void {
     machine: machine(pick('browser') as { environment?: { chromium?: string } } | undefined),
     settings,
     seconds,
-    runs: { ...later, storage: pick('storage'), projections: pick('projections'), children, client: pick('client'), browser: pick('browser'), scaling: pick('scaling') },
+    runs: {
+      ...later,
+      storage: pick('storage'),
+      projections: pick('projections'),
+      children,
+      client: pick('client'),
+      browser: pick('browser'),
+      scaling: pick('scaling'),
+    },
   }
   fs.writeFileSync(RESULTS, `${JSON.stringify(results, null, 1)}\n`)
   writeReport(results)

@@ -20,7 +20,7 @@ import { encodeEventInput } from '../src/core/validate'
 import { encodeBatch } from '../src/backends/fs/record-format'
 import { runJsonFloor, runJsonFloorWorker } from './support/floor'
 import { messageInput, rawWriteFsync, rotate, runBatched, runRounds, sourceState } from './common'
-import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, median, summarize, type Summary, settlesWithin } from './stats'
+import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, median, summarize, settlesWithin } from './stats'
 
 const CONFIG = {
   eventBytes: 300,
@@ -84,7 +84,7 @@ async function runAdapter(adapter: StorageAdapter, batches: readonly EventInput[
   for (const b of encoded) await adapter.append(id, b)
   const ms = performance.now() - t0
   await adapter.deleteSession(id)
-  return (encoded.length * encoded[0]!.length / ms) * 1000
+  return ((encoded.length * encoded[0]!.length) / ms) * 1000
 }
 
 /** The raw limit: the same record bytes, writeSync + fsyncSync per batch, into one new file; events/s. */
@@ -223,14 +223,55 @@ async function main(): Promise<void> {
     let rawRuns = 0
     let floorRuns = 0
     const BATCHED = [
-      { key: 'raw', label: 'raw: writeSync + fsyncSync of the same record bytes per batch, one new file', layer: LAYER.raw, run: async () => runRaw(rawDir, rawBufs, events, rawRuns++) },
-      { key: 'worker', label: 'openStore({ dir }): session.append(batch), each awaited', layer: LAYER.worker, run: () => runBatched(worker, batches, CONFIG.stallMs) },
-      { key: 'thread', label: 'openStore({ dir, worker: false }): session.append(batch), each awaited', layer: LAYER.thread, run: () => runBatched(thread, batches, CONFIG.stallMs) },
-      { key: 'jsonFloor', label: '(diagnostic) a JSON log\'s own work, no store: validate, stringify, parse (encodeEventInput), CRC-32 records, writeSync + fdatasyncSync', layer: 'diagnostic (floor)', run: async () => runJsonFloor(rawDir, batches, floorRuns++) },
-      { key: 'jsonFloorWorker', label: '(diagnostic) the same across a worker, no store: encodeEventBody here, the bodies posted to a worker_threads worker that parses, writes and fdatasyncs', layer: 'diagnostic (floor)', run: () => runJsonFloorWorker(rawDir, batches, floorRuns++, CONFIG.stallMs) },
-      { key: 'adapter', label: '(diagnostic) the fs adapter alone, strict: append(events already numbered and encoded)', layer: 'diagnostic (adapter level)', run: () => runAdapter(adapter, batches, now) },
-      { key: 'memWorker', label: '(diagnostic) openStore({ storage: \'memory\' }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memWorker, batches, CONFIG.stallMs) },
-      { key: 'memThread', label: '(diagnostic) openStore({ storage: \'memory\', worker: false }): the same calls, no disk', layer: 'diagnostic (no disk)', run: () => runBatched(memThread, batches, CONFIG.stallMs) },
+      {
+        key: 'raw',
+        label: 'raw: writeSync + fsyncSync of the same record bytes per batch, one new file',
+        layer: LAYER.raw,
+        run: async () => runRaw(rawDir, rawBufs, events, rawRuns++),
+      },
+      {
+        key: 'worker',
+        label: 'openStore({ dir }): session.append(batch), each awaited',
+        layer: LAYER.worker,
+        run: () => runBatched(worker, batches, CONFIG.stallMs),
+      },
+      {
+        key: 'thread',
+        label: 'openStore({ dir, worker: false }): session.append(batch), each awaited',
+        layer: LAYER.thread,
+        run: () => runBatched(thread, batches, CONFIG.stallMs),
+      },
+      {
+        key: 'jsonFloor',
+        label: "(diagnostic) a JSON log's own work, no store: validate, stringify, parse (encodeEventInput), CRC-32 records, writeSync + fdatasyncSync",
+        layer: 'diagnostic (floor)',
+        run: async () => runJsonFloor(rawDir, batches, floorRuns++),
+      },
+      {
+        key: 'jsonFloorWorker',
+        label:
+          '(diagnostic) the same across a worker, no store: encodeEventBody here, the bodies posted to a worker_threads worker that parses, writes and fdatasyncs',
+        layer: 'diagnostic (floor)',
+        run: () => runJsonFloorWorker(rawDir, batches, floorRuns++, CONFIG.stallMs),
+      },
+      {
+        key: 'adapter',
+        label: '(diagnostic) the fs adapter alone, strict: append(events already numbered and encoded)',
+        layer: 'diagnostic (adapter level)',
+        run: () => runAdapter(adapter, batches, now),
+      },
+      {
+        key: 'memWorker',
+        label: "(diagnostic) openStore({ storage: 'memory' }): the same calls, no disk",
+        layer: 'diagnostic (no disk)',
+        run: () => runBatched(memWorker, batches, CONFIG.stallMs),
+      },
+      {
+        key: 'memThread',
+        label: "(diagnostic) openStore({ storage: 'memory', worker: false }): the same calls, no disk",
+        layer: 'diagnostic (no disk)',
+        run: () => runBatched(memThread, batches, CONFIG.stallMs),
+      },
     ]
     // Each round runs A B C C B A (the order rotating from round to round), and a round's figure
     // for each is its two runs together (events over their summed time): a load that rises or
@@ -242,8 +283,20 @@ async function main(): Promise<void> {
     const SINGLES = [
       { key: 'workerConcurrent', label: `openStore({ dir }): ${CONFIG.singles} at once (Promise.all)`, layer: LAYER.worker, store: worker, concurrent: true },
       { key: 'workerSequential', label: `openStore({ dir }): ${CONFIG.singles} one after another`, layer: LAYER.worker, store: worker, concurrent: false },
-      { key: 'threadConcurrent', label: `openStore({ dir, worker: false }): ${CONFIG.singles} at once (Promise.all)`, layer: LAYER.thread, store: thread, concurrent: true },
-      { key: 'threadSequential', label: `openStore({ dir, worker: false }): ${CONFIG.singles} one after another`, layer: LAYER.thread, store: thread, concurrent: false },
+      {
+        key: 'threadConcurrent',
+        label: `openStore({ dir, worker: false }): ${CONFIG.singles} at once (Promise.all)`,
+        layer: LAYER.thread,
+        store: thread,
+        concurrent: true,
+      },
+      {
+        key: 'threadSequential',
+        label: `openStore({ dir, worker: false }): ${CONFIG.singles} one after another`,
+        layer: LAYER.thread,
+        store: thread,
+        concurrent: false,
+      },
     ]
     const singlesRuns = new Map<string, number[]>(SINGLES.map((x) => [x.key, []]))
     for (let r = 0; r <= CONFIG.singlesRounds; r++) {
@@ -281,7 +334,9 @@ async function main(): Promise<void> {
       { key: 'largeObserver', size: 'large', handle: 'observer' },
     ] as const
     /** Per round, the median of each run's samples: the writer's, and in observer runs the observer's and the writer's beside it. */
-    const catRuns = new Map<string, number[]>(['smallWriter', 'largeWriter', 'smallObserver', 'largeObserver', 'smallWriterObserved', 'largeWriterObserved'].map((k) => [k, []]))
+    const catRuns = new Map<string, number[]>(
+      ['smallWriter', 'largeWriter', 'smallObserver', 'largeObserver', 'smallWriterObserved', 'largeWriterObserved'].map((k) => [k, []]),
+    )
     const lengths = { small: [] as number[], large: [] as number[] }
     for (let r = 0; r <= CONFIG.catalogRounds; r++) {
       const warmUp = r === 0
@@ -327,7 +382,7 @@ async function main(): Promise<void> {
     const breakdown = {
       rows: [
         ['raw write + fsync (the baseline)', msPerBatch('raw')],
-        ['a JSON log\'s own work, no store (validate, stringify, parse, CRC-32, write, fdatasync)', msPerBatch('jsonFloor')],
+        ["a JSON log's own work, no store (validate, stringify, parse, CRC-32, write, fdatasync)", msPerBatch('jsonFloor')],
         ['the same with the parse, CRC-32, write and fdatasync in a worker, no store', msPerBatch('jsonFloorWorker')],
         ['storage layer: the fs adapter alone (encode, write, fdatasync)', msPerBatch('adapter')],
         ['client + engine in this thread, no disk (validate, stringify, parse, fold, views)', msPerBatch('memThread')],
@@ -343,18 +398,58 @@ async function main(): Promise<void> {
     const small = fmt(CONFIG.catalogSmall, 0)
     const big = fmt(CONFIG.catalogLarge, 0)
     const headline: HeadlineRatio[] = [
-      headlineRatio('batched-worker', `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
-        LAYER.worker, 'openStore({ dir }) events/s ÷ raw events/s', bS.get('worker')!, bS.get('raw')!, { atLeast: TARGETS.batchedWorker }),
-      headlineRatio('batched-thread', `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
-        LAYER.thread, 'openStore({ dir, worker: false }) events/s ÷ raw events/s', bS.get('thread')!, bS.get('raw')!, { atLeast: TARGETS.batchedThread }),
-      headlineRatio('group-commit-worker', `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
-        LAYER.worker, 'concurrent events/s ÷ sequential events/s', sS.get('workerConcurrent')!, sS.get('workerSequential')!, { atLeast: TARGETS.groupCommit }),
-      headlineRatio('group-commit-thread', `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
-        LAYER.thread, 'concurrent events/s ÷ sequential events/s', sS.get('threadConcurrent')!, sS.get('threadSequential')!),
-      headlineRatio('catalog-writer', `a catalog fact (recordExternal) until the writer's mirror holds it: catalog of ${big} vs ${small} entries`,
-        LAYER.worker, `time at ${big} ÷ time at ${small}`, cS.get('largeWriter')!, cS.get('smallWriter')!, { atMost: TARGETS.catalog }),
-      headlineRatio('catalog-observer', `a catalog fact (recordExternal) until an observer's subscribe listener hears it: catalog of ${big} vs ${small} entries`,
-        LAYER.worker, `time at ${big} ÷ time at ${small}`, cS.get('largeObserver')!, cS.get('smallObserver')!),
+      headlineRatio(
+        'batched-worker',
+        `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
+        LAYER.worker,
+        'openStore({ dir }) events/s ÷ raw events/s',
+        bS.get('worker')!,
+        bS.get('raw')!,
+        { atLeast: TARGETS.batchedWorker },
+      ),
+      headlineRatio(
+        'batched-thread',
+        `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
+        LAYER.thread,
+        'openStore({ dir, worker: false }) events/s ÷ raw events/s',
+        bS.get('thread')!,
+        bS.get('raw')!,
+        { atLeast: TARGETS.batchedThread },
+      ),
+      headlineRatio(
+        'group-commit-worker',
+        `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
+        LAYER.worker,
+        'concurrent events/s ÷ sequential events/s',
+        sS.get('workerConcurrent')!,
+        sS.get('workerSequential')!,
+        { atLeast: TARGETS.groupCommit },
+      ),
+      headlineRatio(
+        'group-commit-thread',
+        `${CONFIG.singles} single appends at once (Promise.all) vs ${CONFIG.singles} one after another`,
+        LAYER.thread,
+        'concurrent events/s ÷ sequential events/s',
+        sS.get('threadConcurrent')!,
+        sS.get('threadSequential')!,
+      ),
+      headlineRatio(
+        'catalog-writer',
+        `a catalog fact (recordExternal) until the writer's mirror holds it: catalog of ${big} vs ${small} entries`,
+        LAYER.worker,
+        `time at ${big} ÷ time at ${small}`,
+        cS.get('largeWriter')!,
+        cS.get('smallWriter')!,
+        { atMost: TARGETS.catalog },
+      ),
+      headlineRatio(
+        'catalog-observer',
+        `a catalog fact (recordExternal) until an observer's subscribe listener hears it: catalog of ${big} vs ${small} entries`,
+        LAYER.worker,
+        `time at ${big} ÷ time at ${small}`,
+        cS.get('largeObserver')!,
+        cS.get('smallObserver')!,
+      ),
     ]
     const catalogRows = [
       { key: 'smallWriter', label: `catalog of ${small}: writer's mirror (session.projections.get)` },
@@ -365,22 +460,41 @@ async function main(): Promise<void> {
       { key: 'largeWriterObserved', label: `(reference) catalog of ${big}: writer's mirror, observer open` },
     ]
 
-    finishBench('api', 'sessionfold public-API benchmark: the headline figures through openStore() with its Node defaults (fs, strict)', [
-      ...BATCHED.map((x): Figure => [`${x.label} (${x.layer})`, bS.get(x.key)!, 'events/s', 0]),
-      ...SINGLES.map((x): Figure => [`${x.label} (${x.layer})`, sS.get(x.key)!, 'events/s', 0]),
-      ...catalogRows.map((x): Figure => [x.label, cS.get(x.key)!, 'ms', 3]),
-    ], headline, {
-      source, config: CONFIG, targets: TARGETS, layers: LAYER, headline,
-      batched: { unit: 'events/s', recordBytes, breakdown, variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })) },
-      singles: { unit: 'events/s', variants: SINGLES.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: sS.get(x.key) })) },
-      catalog: {
-        unit: 'ms (median of a run\'s samples)', fillSeconds, lengths,
-        variants: catalogRows.map((x) => ({ key: x.key, label: x.label, layer: LAYER.worker, summary: cS.get(x.key) })),
+    finishBench(
+      'api',
+      'sessionfold public-API benchmark: the headline figures through openStore() with its Node defaults (fs, strict)',
+      [
+        ...BATCHED.map((x): Figure => [`${x.label} (${x.layer})`, bS.get(x.key)!, 'events/s', 0]),
+        ...SINGLES.map((x): Figure => [`${x.label} (${x.layer})`, sS.get(x.key)!, 'events/s', 0]),
+        ...catalogRows.map((x): Figure => [x.label, cS.get(x.key)!, 'ms', 3]),
+      ],
+      headline,
+      {
+        source,
+        config: CONFIG,
+        targets: TARGETS,
+        layers: LAYER,
+        headline,
+        batched: {
+          unit: 'events/s',
+          recordBytes,
+          breakdown,
+          variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })),
+        },
+        singles: { unit: 'events/s', variants: SINGLES.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: sS.get(x.key) })) },
+        catalog: {
+          unit: "ms (median of a run's samples)",
+          fillSeconds,
+          lengths,
+          variants: catalogRows.map((x) => ({ key: x.key, label: x.label, layer: LAYER.worker, summary: cS.get(x.key) })),
+        },
+        totalSeconds: (performance.now() - started) / 1000,
       },
-      totalSeconds: (performance.now() - started) / 1000,
-    })
-    log(`floor of the batched ratio: ${fmt(breakdown.floorThread, 2)} in this thread, ${fmt(breakdown.floorWorker, 2)} through the worker; ` +
-      `ceiling (a JSON log's own work): ${fmt(breakdown.ceiling, 2)}, ${fmt(breakdown.ceilingWorker, 2)} across a worker`)
+    )
+    log(
+      `floor of the batched ratio: ${fmt(breakdown.floorThread, 2)} in this thread, ${fmt(breakdown.floorWorker, 2)} through the worker; ` +
+        `ceiling (a JSON log's own work): ${fmt(breakdown.ceiling, 2)}, ${fmt(breakdown.ceilingWorker, 2)} across a worker`,
+    )
   } finally {
     for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
     cleanup()

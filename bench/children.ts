@@ -177,10 +177,12 @@ function diagnosticOf(c: Counts, parentId: SessionId, ids: readonly SessionId[],
   const zero: IdCounts = { getSession: 0, getCheckpoint: 0, readEvents: 0, events: 0 }
   const keys = Object.keys(zero) as (keyof IdCounts)[]
   const per = ids.map((id) => c.perId.get(id) ?? zero)
-  const perChild = Object.fromEntries(keys.map((k) => {
-    const v = per.map((x) => x[k])
-    return [k, { min: Math.min(...v), max: Math.max(...v), mean: v.reduce((a, b) => a + b, 0) / v.length }]
-  })) as Diagnostic['perChild']
+  const perChild = Object.fromEntries(
+    keys.map((k) => {
+      const v = per.map((x) => x[k])
+      return [k, { min: Math.min(...v), max: Math.max(...v), mean: v.reduce((a, b) => a + b, 0) / v.length }]
+    }),
+  ) as Diagnostic['perChild']
   const known = new Set([parentId, ...ids])
   const d: Diagnostic = {
     children: ids.length,
@@ -229,7 +231,7 @@ async function main(): Promise<void> {
     const t0 = performance.now()
     let coldIds: SessionId[]
     let buildColdMs: number
-    const cached = fs.existsSync(marker) ? JSON.parse(fs.readFileSync(marker, 'utf8')) as { key: string; ids: SessionId[]; ms: number } : undefined
+    const cached = fs.existsSync(marker) ? (JSON.parse(fs.readFileSync(marker, 'utf8')) as { key: string; ids: SessionId[]; ms: number }) : undefined
     if (cached?.key === cacheKey) {
       coldIds = cached.ids
       buildColdMs = cached.ms
@@ -282,31 +284,46 @@ async function main(): Promise<void> {
 
     // ---- rounds ----
     const allSteps: [Scenario, () => Promise<number>][] = [
-      ['coldFresh', async () => {
-        const { ms, rows } = await listFresh(coldDir, COLD_PARENT)
-        check(rows, coldSet, 'inactive', 'cold, fresh engine')
-        return ms
-      }],
-      ['refoldFresh', async () => {
-        const { ms, rows } = await listFresh(refoldDir, COLD_PARENT)
-        check(rows, coldSet, 'inactive', 'refold, fresh engine')
-        return ms
-      }],
-      ['coldWarm', async () => {
-        const { ms, rows } = await listWarm(coldWarmEngine, COLD_PARENT)
-        check(rows, coldSet, 'inactive', 'cold, warm engine')
-        return ms
-      }],
-      ['refoldWarm', async () => {
-        const { ms, rows } = await listWarm(refoldWarmEngine, COLD_PARENT)
-        check(rows, coldSet, 'inactive', 'refold, warm engine')
-        return ms
-      }],
-      ['live', async () => {
-        const { ms, rows } = await listWarm(engineL, LIVE_PARENT)
-        check(rows, liveSet, 'running', 'live')
-        return ms
-      }],
+      [
+        'coldFresh',
+        async () => {
+          const { ms, rows } = await listFresh(coldDir, COLD_PARENT)
+          check(rows, coldSet, 'inactive', 'cold, fresh engine')
+          return ms
+        },
+      ],
+      [
+        'refoldFresh',
+        async () => {
+          const { ms, rows } = await listFresh(refoldDir, COLD_PARENT)
+          check(rows, coldSet, 'inactive', 'refold, fresh engine')
+          return ms
+        },
+      ],
+      [
+        'coldWarm',
+        async () => {
+          const { ms, rows } = await listWarm(coldWarmEngine, COLD_PARENT)
+          check(rows, coldSet, 'inactive', 'cold, warm engine')
+          return ms
+        },
+      ],
+      [
+        'refoldWarm',
+        async () => {
+          const { ms, rows } = await listWarm(refoldWarmEngine, COLD_PARENT)
+          check(rows, coldSet, 'inactive', 'refold, warm engine')
+          return ms
+        },
+      ],
+      [
+        'live',
+        async () => {
+          const { ms, rows } = await listWarm(engineL, LIVE_PARENT)
+          check(rows, liveSet, 'running', 'live')
+          return ms
+        },
+      ],
     ]
     const steps = allSteps.filter(([name]) => withRefold || (name !== 'refoldFresh' && name !== 'refoldWarm'))
     const samples: Record<Scenario, number[]> = { coldFresh: [], refoldFresh: [], coldWarm: [], refoldWarm: [], live: [] }
@@ -353,17 +370,52 @@ async function main(): Promise<void> {
     const eventsPerChild = 1 + CONFIG.appEvents + 2
 
     const checks = [
-      { name: 'checkpointed cold child: 1 checkpoint read, 0 event reads', pass: coldDiag.perChild.getCheckpoint.min === 1 && coldDiag.perChild.getCheckpoint.max === 1 && coldDiag.perChild.readEvents.max === 0 && coldDiag.perChild.events.max === 0 },
-      ...(refoldDiag ? [{ name: `refold cold child: reads its ${eventsPerChild} events once`, pass: refoldDiag.perChild.readEvents.min === 1 && refoldDiag.perChild.readEvents.max === 1 && refoldDiag.perChild.events.min === eventsPerChild && refoldDiag.perChild.events.max === eventsPerChild }] : []),
-      { name: 'live child: 0 reads', pass: liveDiag.perChild.getSession.max === 0 && liveDiag.perChild.getCheckpoint.max === 0 && liveDiag.perChild.readEvents.max === 0 && liveDiag.parent.getSession === 0 },
-      { name: 'listing writes nothing, never enumerates the store', pass: [coldDiag, refoldDiag, liveDiag].filter((d) => d !== undefined).every((d) => d.writes === 0 && d.listSessions === 0 && d.others === 0) },
+      {
+        name: 'checkpointed cold child: 1 checkpoint read, 0 event reads',
+        pass:
+          coldDiag.perChild.getCheckpoint.min === 1 &&
+          coldDiag.perChild.getCheckpoint.max === 1 &&
+          coldDiag.perChild.readEvents.max === 0 &&
+          coldDiag.perChild.events.max === 0,
+      },
+      ...(refoldDiag
+        ? [
+            {
+              name: `refold cold child: reads its ${eventsPerChild} events once`,
+              pass:
+                refoldDiag.perChild.readEvents.min === 1 &&
+                refoldDiag.perChild.readEvents.max === 1 &&
+                refoldDiag.perChild.events.min === eventsPerChild &&
+                refoldDiag.perChild.events.max === eventsPerChild,
+            },
+          ]
+        : []),
+      {
+        name: 'live child: 0 reads',
+        pass:
+          liveDiag.perChild.getSession.max === 0 &&
+          liveDiag.perChild.getCheckpoint.max === 0 &&
+          liveDiag.perChild.readEvents.max === 0 &&
+          liveDiag.parent.getSession === 0,
+      },
+      {
+        name: 'listing writes nothing, never enumerates the store',
+        pass: [coldDiag, refoldDiag, liveDiag].filter((d) => d !== undefined).every((d) => d.writes === 0 && d.listSessions === 0 && d.others === 0),
+      },
     ]
     const labels: Record<Scenario, string> = {
-      coldFresh: 'cold, fresh checkpoints, fresh engine', refoldFresh: 'cold, no checkpoints (refold), fresh engine',
-      coldWarm: 'cold, fresh checkpoints, warm engine', refoldWarm: 'cold, no checkpoints (refold), warm engine', live: 'live (open for writing in the spawning engine)',
+      coldFresh: 'cold, fresh checkpoints, fresh engine',
+      refoldFresh: 'cold, no checkpoints (refold), fresh engine',
+      coldWarm: 'cold, fresh checkpoints, warm engine',
+      refoldWarm: 'cold, no checkpoints (refold), warm engine',
+      live: 'live (open for writing in the spawning engine)',
     }
-    finishBench('children', `sessionfold listChildren benchmark: fs adapter, ${fmt(N, 0)} children of one parent, ${eventsPerChild} events each`,
-      (Object.keys(labels) as Scenario[]).map((k): Figure => [labels[k], s[k], 'ms', 2]), Object.values(ratios), {
+    finishBench(
+      'children',
+      `sessionfold listChildren benchmark: fs adapter, ${fmt(N, 0)} children of one parent, ${eventsPerChild} events each`,
+      (Object.keys(labels) as Scenario[]).map((k): Figure => [labels[k], s[k], 'ms', 2]),
+      Object.values(ratios),
+      {
         config: { ...CONFIG, eventsPerChild },
         build: { coldMs: buildColdMs, coldDurability: 'relaxed', copyAndDeleteCheckpointsMs: copyMs, liveMs: buildLiveMs, liveDurability: 'strict' },
         listings: { unit: 'ms', ...s },
@@ -371,7 +423,8 @@ async function main(): Promise<void> {
         diagnostics: { cold: coldDiag, refold: refoldDiag, live: liveDiag },
         checks: checks.map((c) => ({ name: c.name, result: c.pass ? 'PASS' : 'FAIL' })),
         totalSeconds: (performance.now() - started) / 1000,
-      })
+      },
+    )
     for (const c of checks) console.log(`check: ${c.name}: ${c.pass ? 'PASS' : 'FAIL'}`)
     if (checks.some((c) => !c.pass)) process.exitCode = 1
   } finally {
@@ -381,10 +434,13 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => {
-  // An engine left open keeps timers: end the process (results are written).
-  if (!CONFIG.closeLive) process.exit(process.exitCode ?? 0)
-}, (err) => {
-  console.error(err)
-  process.exit(1)
-})
+main().then(
+  () => {
+    // An engine left open keeps timers: end the process (results are written).
+    if (!CONFIG.closeLive) process.exit(process.exitCode ?? 0)
+  },
+  (err) => {
+    console.error(err)
+    process.exit(1)
+  },
+)

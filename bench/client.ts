@@ -19,7 +19,7 @@ import type { AppendResult } from '../src/core/protocol'
 import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
 import { LATENCY_VARIANTS, mean, progress, quantile, runLatency, type LatencyRun } from './support/latency'
 import { messageInput, rotate, sourceState } from './common'
-import { benchRoot, checkSettings, env, finishBench, fmt, ratio, summarize, type Figure, type Ratio, type Summary } from './stats'
+import { benchRoot, checkSettings, env, finishBench, fmt, ratio, summarize, type Figure, type Ratio } from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -69,7 +69,10 @@ function processAffinity(): { pin(): void; restore(): void } | undefined {
   let mask: string
   try {
     // "pid 123's current affinity mask: 3"
-    mask = execFileSync('taskset', ['-p', pid], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split(/\s+/).at(-1)!
+    mask = execFileSync('taskset', ['-p', pid], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+      .trim()
+      .split(/\s+/)
+      .at(-1)!
   } catch {
     return undefined
   }
@@ -210,8 +213,18 @@ async function main(): Promise<void> {
       { key: 'listFs', label: 'store.listSessions({ limit: 1 }), empty fs store', call: () => fsEmpty.listSessions({ limit: 1 }), check: isEmpty },
       { key: 'listMemory', label: 'store.listSessions({ limit: 1 }), empty memory store', call: () => memEmpty.listSessions({ limit: 1 }), check: isEmpty },
       { key: 'listChildren', label: 'session.listChildren(), open session, no children', call: () => parent.listChildren(), check: isEmpty },
-      { key: 'internal', label: '(internal) Store._call of the host\'s cancel(0)', call: () => fsEmpty._call((api) => api.cancel(0)), check: (v) => v === undefined },
-      { key: 'threadListFs', label: '(worker: false) listSessions({ limit: 1 }), empty fs', call: () => threadFsEmpty.listSessions({ limit: 1 }), check: isEmpty },
+      {
+        key: 'internal',
+        label: "(internal) Store._call of the host's cancel(0)",
+        call: () => fsEmpty._call((api) => api.cancel(0)),
+        check: (v) => v === undefined,
+      },
+      {
+        key: 'threadListFs',
+        label: '(worker: false) listSessions({ limit: 1 }), empty fs',
+        call: () => threadFsEmpty.listSessions({ limit: 1 }),
+        check: isEmpty,
+      },
     ]
     // Each round measures the calls as the OS schedules the threads, then with every thread of
     // the process on one CPU: here a round trip to a worker that sleeps on the other vCPU costs
@@ -261,15 +274,21 @@ async function main(): Promise<void> {
     // Each pair (worker, in this thread) runs A B B A within a round (B A A B the next round), and a
     // round's figure for each is its two runs together (events over their summed time): a load
     // that rises or falls during the round weighs on both sides alike.
-    const tpPairs = [[TP[0]!, TP[1]!], [TP[2]!, TP[3]!]] as const
+    const tpPairs = [
+      [TP[0]!, TP[1]!],
+      [TP[2]!, TP[3]!],
+    ] as const
     const tpRuns = new Map<string, number[]>(TP.map((x) => [x.key, []]))
     for (let r = 0; r <= CONFIG.throughputRounds; r++) {
       const warmUp = r === 0
       const line: string[] = []
       for (const pair of r % 2 === 0 ? tpPairs : [...tpPairs].reverse()) {
         const [a, b] = r % 2 === 0 ? pair : [pair[1], pair[0]]
-        const ms = new Map<string, number>([[a.key, 0], [b.key, 0]])
-        for (const x of [a, b, b, a]) ms.set(x.key, ms.get(x.key)! + CONFIG.throughputEvents / (await runThroughput(x.store, batches)) * 1000)
+        const ms = new Map<string, number>([
+          [a.key, 0],
+          [b.key, 0],
+        ])
+        for (const x of [a, b, b, a]) ms.set(x.key, ms.get(x.key)! + (CONFIG.throughputEvents / (await runThroughput(x.store, batches))) * 1000)
         for (const x of [a, b]) {
           const v = ((2 * CONFIG.throughputEvents) / ms.get(x.key)!) * 1000
           if (!warmUp) tpRuns.get(x.key)!.push(v)
@@ -298,7 +317,10 @@ async function main(): Promise<void> {
       return { v, s }
     })
     const noopS = new Map(
-      [...noopRuns].map(([k, runs]) => [k, { median: summarize(runs.map((y) => y.median)), mean: summarize(runs.map((y) => y.mean)), p99: summarize(runs.map((y) => y.p99)) }]),
+      [...noopRuns].map(([k, runs]) => [
+        k,
+        { median: summarize(runs.map((y) => y.median)), mean: summarize(runs.map((y) => y.mean)), p99: summarize(runs.map((y) => y.p99)) },
+      ]),
     )
     const nm = (mode: NoopMode, key: string) => noopS.get(`${mode}:${key}`)!.median
     const modeName = (m: NoopMode) => (m === 'free' ? 'as scheduled' : 'one CPU')
@@ -327,27 +349,45 @@ async function main(): Promise<void> {
     ]
 
     const primary = latRows.filter((x) => x.v.primary)
-    const latTargets = primary.flatMap(({ v, s }) => [
-      { name: `(1) ${v.durability}: median to observer listener, ms`, perRound: s.obsMedian },
-      { name: `(1) ${v.durability}: median to same-handle listener, ms`, perRound: s.sameMedian },
-    ]).map((x) => ({ ...x, summary: x.perRound, target: `< ${TARGETS.latencyMedianMs}`, result: x.perRound.median < TARGETS.latencyMedianMs ? 'PASS' : 'MISS' }))
-    finishBench('client', 'sessionfold client benchmark: openStore() through worker_threads against raw comlink and worker: false', [
-      ...latRows.map(({ v, s }): Figure => [`${v.primary ? '' : '(ref) '}${v.label}: append to observer listener, median`, s.obsMedian, 'ms', 3]),
-      ...modes.flatMap((m) => NOOPS.map((x): Figure => [`${x.label}, ${modeName(m)}`, noopS.get(`${m}:${x.key}`)!.median, 'µs/call', 1])),
-      ...TP.map((x): Figure => [`batched appends, ${x.label}`, tpS.get(x.key)!, 'events/s', 0]),
-    ], [...latTargets, ...latRefs, ...noopRatios, ...noopRefs, ...tpRatios], {
-      source, config: CONFIG, targets: TARGETS,
-      latency: { unit: 'ms', variants: latRows.map(({ v, s }) => ({ ...v, summary: s, runs: latRuns.get(v.key) })), reference: latRefs },
-      noop: {
-        unit: 'µs per call',
-        modes: { free: 'threads where the OS puts them', pinned: 'every thread of the process pinned to one CPU (taskset -a)' },
-        calls: modes.flatMap((m) => NOOPS.map((x) => ({ mode: m, key: x.key, label: x.label, ...noopS.get(`${m}:${x.key}`), runs: noopRuns.get(`${m}:${x.key}`) }))),
-        ratios: noopRatios, reference: noopRefs,
+    const latTargets = primary
+      .flatMap(({ v, s }) => [
+        { name: `(1) ${v.durability}: median to observer listener, ms`, perRound: s.obsMedian },
+        { name: `(1) ${v.durability}: median to same-handle listener, ms`, perRound: s.sameMedian },
+      ])
+      .map((x) => ({
+        ...x,
+        summary: x.perRound,
+        target: `< ${TARGETS.latencyMedianMs}`,
+        result: x.perRound.median < TARGETS.latencyMedianMs ? 'PASS' : 'MISS',
+      }))
+    finishBench(
+      'client',
+      'sessionfold client benchmark: openStore() through worker_threads against raw comlink and worker: false',
+      [
+        ...latRows.map(({ v, s }): Figure => [`${v.primary ? '' : '(ref) '}${v.label}: append to observer listener, median`, s.obsMedian, 'ms', 3]),
+        ...modes.flatMap((m) => NOOPS.map((x): Figure => [`${x.label}, ${modeName(m)}`, noopS.get(`${m}:${x.key}`)!.median, 'µs/call', 1])),
+        ...TP.map((x): Figure => [`batched appends, ${x.label}`, tpS.get(x.key)!, 'events/s', 0]),
+      ],
+      [...latTargets, ...latRefs, ...noopRatios, ...noopRefs, ...tpRatios],
+      {
+        source,
+        config: CONFIG,
+        targets: TARGETS,
+        latency: { unit: 'ms', variants: latRows.map(({ v, s }) => ({ ...v, summary: s, runs: latRuns.get(v.key) })), reference: latRefs },
+        noop: {
+          unit: 'µs per call',
+          modes: { free: 'threads where the OS puts them', pinned: 'every thread of the process pinned to one CPU (taskset -a)' },
+          calls: modes.flatMap((m) =>
+            NOOPS.map((x) => ({ mode: m, key: x.key, label: x.label, ...noopS.get(`${m}:${x.key}`), runs: noopRuns.get(`${m}:${x.key}`) })),
+          ),
+          ratios: noopRatios,
+          reference: noopRefs,
+        },
+        throughput: { unit: 'events/s', variants: TP.map((x) => ({ key: x.key, label: x.label, summary: tpS.get(x.key) })), ratios: tpRatios },
+        latencyTargets: latTargets.map(({ perRound: _, ...x }) => x),
+        totalSeconds: (performance.now() - started) / 1000,
       },
-      throughput: { unit: 'events/s', variants: TP.map((x) => ({ key: x.key, label: x.label, summary: tpS.get(x.key) })), ratios: tpRatios },
-      latencyTargets: latTargets.map(({ perRound: _, ...x }) => x),
-      totalSeconds: (performance.now() - started) / 1000,
-    })
+    )
   } finally {
     clearInterval(watchdog)
     await closeAll().catch((err) => log(`closing stores: ${err}`))

@@ -22,7 +22,20 @@ import { createServer, type ViteDevServer } from 'vite'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../test/support/chromium'
 import type { AdapterProbe, CodecPage, ColdOpen, PrimitiveResult, VariantKey, WriteResult } from './codec-browser/page'
 import { messageInput, rotate, runRounds, sourceState } from './common'
-import { checkSettings, env, finishBench, fmt, headlineRatio, nearOne, type Figure, type HeadlineRatio, pairRatios, summarize, type Summary, settlesWithin } from './stats'
+import {
+  checkSettings,
+  env,
+  finishBench,
+  fmt,
+  headlineRatio,
+  nearOne,
+  type Figure,
+  type HeadlineRatio,
+  pairRatios,
+  summarize,
+  type Summary,
+  settlesWithin,
+} from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -78,10 +91,13 @@ const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWith
 /** Calls window.codecBench[name](...args) in the page (page.ts); the timing happens there. */
 async function call<K extends keyof CodecPage>(page: Page, name: K, ...args: Parameters<CodecPage[K]>): Promise<Awaited<ReturnType<CodecPage[K]>>> {
   // An inline function only: tsx's __name helper is not in the page.
-  const result = page.evaluate(({ name, args }) => {
-    const api = (window as unknown as { codecBench: Record<string, (...a: unknown[]) => unknown> }).codecBench
-    return api[name]!(...args)
-  }, { name: name as string, args: args as unknown[] })
+  const result = page.evaluate(
+    ({ name, args }) => {
+      const api = (window as unknown as { codecBench: Record<string, (...a: unknown[]) => unknown> }).codecBench
+      return api[name]!(...args)
+    },
+    { name: name as string, args: args as unknown[] },
+  )
   return (await within(result, `the page's ${String(name)}()`)) as Awaited<ReturnType<CodecPage[K]>>
 }
 
@@ -110,7 +126,13 @@ const OPENS = [
 async function measure(page: Page, chromiumVersion: string, problems: string[]): Promise<Measured> {
   const info = await call(page, 'info')
   const input = messageInput(CONFIG.eventBytes)
-  await call(page, 'setup', { stamp: Date.now().toString(36), inputJson: JSON.stringify(input), batch: CONFIG.batch, batches: CONFIG.batches, settleMs: CONFIG.settleMs })
+  await call(page, 'setup', {
+    stamp: Date.now().toString(36),
+    inputJson: JSON.stringify(input),
+    batch: CONFIG.batch,
+    batches: CONFIG.batches,
+    settleMs: CONFIG.settleMs,
+  })
   const openMs = await call(page, 'openAll')
   log(`stores opened (ms): ${VARIANTS.map((v) => `${v.key} ${fmt(openMs[v.key], 0)}`).join(', ')}`)
 
@@ -119,7 +141,9 @@ async function measure(page: Page, chromiumVersion: string, problems: string[]):
   for (const v of VARIANTS) {
     const w = await call(page, 'writeRead', v.key, CONFIG.readEvents)
     writes.set(v.key, w)
-    log(`wrote the ${fmt(CONFIG.readEvents, 0)}-event read session in ${v.key} in ${fmt(w.ms / 1000, 1)} s; storage usage +${fmt((w.after.usage - w.before.usage) / 1024, 0)} KiB`)
+    log(
+      `wrote the ${fmt(CONFIG.readEvents, 0)}-event read session in ${v.key} in ${fmt(w.ms / 1000, 1)} s; storage usage +${fmt((w.after.usage - w.before.usage) / 1024, 0)} KiB`,
+    )
   }
 
   // ---- (2) full reads ----
@@ -128,7 +152,8 @@ async function measure(page: Page, chromiumVersion: string, problems: string[]):
     const order = rotate(VARIANTS, r)
     const ms = new Map<VariantKey, number>(VARIANTS.map((v) => [v.key, 0]))
     for (let k = 0; k < CONFIG.readRepeats; k++) {
-      for (const v of [...order, ...[...order].reverse()]) ms.set(v.key, ms.get(v.key)! + (CONFIG.readEvents / (await call(page, 'readRun', v.key, CONFIG.readEvents))) * 1000)
+      for (const v of [...order, ...[...order].reverse()])
+        ms.set(v.key, ms.get(v.key)! + (CONFIG.readEvents / (await call(page, 'readRun', v.key, CONFIG.readEvents))) * 1000)
     }
     const line: string[] = []
     for (const v of VARIANTS) {
@@ -146,7 +171,8 @@ async function measure(page: Page, chromiumVersion: string, problems: string[]):
     const order = rotate(OPENS, r)
     const got = new Map<string, ColdOpen[]>(OPENS.map((x) => [x.key, []]))
     for (let k = 0; k < CONFIG.opens; k++) {
-      for (const x of [...order, ...[...order].reverse()]) got.get(x.key)!.push(await call(page, 'coldOpen', x.db, x.options, CONFIG.reobserves, CONFIG.readEvents))
+      for (const x of [...order, ...[...order].reverse()])
+        got.get(x.key)!.push(await call(page, 'coldOpen', x.db, x.options, CONFIG.reobserves, CONFIG.readEvents))
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
     const line: string[] = []
@@ -171,7 +197,13 @@ async function measure(page: Page, chromiumVersion: string, problems: string[]):
   const reopenMs = await call(page, 'openAll')
   log(`stores opened again (ms): ${VARIANTS.map((v) => `${v.key} ${fmt(reopenMs[v.key], 0)}`).join(', ')}`)
   const appendEvents = CONFIG.batches * CONFIG.batch
-  const appendRuns = await runRounds(VARIANTS.map((v) => ({ key: v.key, run: () => call(page, 'appendRun', v.key) })), CONFIG.appendRounds, appendEvents, log, fmt)
+  const appendRuns = await runRounds(
+    VARIANTS.map((v) => ({ key: v.key, run: () => call(page, 'appendRun', v.key) })),
+    CONFIG.appendRounds,
+    appendEvents,
+    log,
+    fmt,
+  )
   await call(page, 'closeAll')
 
   // ---- (diagnostic) the codec's steps on one frame ----
@@ -264,35 +296,119 @@ function report(m: Measured, source: ReturnType<typeof sourceState>, totalSecond
   const readFigure = `Chromium: full read of a ${fmt(CONFIG.readEvents, 0)}-event session (view.events() on store.observe(id)), events/s`
   const openFigure = `Chromium: cold store.observe(id) of a ${fmt(CONFIG.readEvents, 0)}-event session with its checkpoint row, in a freshly opened store`
   const headline: HeadlineRatio[] = [
-    headlineRatio('browser-append-sealed', `${appendFigure}: encryption + deflate vs neither`, LAYER, 'sealed events/s ÷ plain events/s', aS.get('sealed')!, aS.get('plain')!, { atLeast: TARGETS.append }),
-    headlineRatio('browser-append-deflate', `${appendFigure}: deflate only vs neither`, LAYER, 'deflate events/s ÷ plain events/s', aS.get('deflate')!, aS.get('plain')!),
-    headlineRatio('browser-append-sealed-raw', `${appendFigure}: encryption only (diagnostic) vs neither`, LAYER, 'sealedRaw events/s ÷ plain events/s', aS.get('sealedRaw')!, aS.get('plain')!),
-    headlineRatio('browser-read-sealed', `${readFigure}: encryption + deflate vs neither`, LAYER, 'sealed events/s ÷ plain events/s', rS.get('sealed')!, rS.get('plain')!, { atLeast: TARGETS.read }),
-    headlineRatio('browser-read-deflate', `${readFigure}: deflate only vs neither`, LAYER, 'deflate events/s ÷ plain events/s', rS.get('deflate')!, rS.get('plain')!),
-    headlineRatio('browser-read-sealed-raw', `${readFigure}: encryption only (diagnostic) vs neither`, LAYER, 'sealedRaw events/s ÷ plain events/s', rS.get('sealedRaw')!, rS.get('plain')!),
-    near('browser-open-sealed', `${openFigure}: encryption + deflate vs neither`, 'time sealed ÷ time plain', oS.get('sealed')!, oS.get('plain')!, { tolerance: TARGETS.openTolerance, noise: control }),
-    near('browser-open-control', `${openFigure}: the plain database again vs itself (control: the noise)`, 'time plain ÷ time plain', oS.get('control')!, oS.get('plain')!),
-    near('browser-open-again-sealed', `(information) store.observe(id) again in the same fresh store, ${CONFIG.reobserves} times after the first (median): encryption + deflate vs neither`,
-      'time sealed ÷ time plain', againS.get('sealed')!, againS.get('plain')!),
+    headlineRatio(
+      'browser-append-sealed',
+      `${appendFigure}: encryption + deflate vs neither`,
+      LAYER,
+      'sealed events/s ÷ plain events/s',
+      aS.get('sealed')!,
+      aS.get('plain')!,
+      { atLeast: TARGETS.append },
+    ),
+    headlineRatio(
+      'browser-append-deflate',
+      `${appendFigure}: deflate only vs neither`,
+      LAYER,
+      'deflate events/s ÷ plain events/s',
+      aS.get('deflate')!,
+      aS.get('plain')!,
+    ),
+    headlineRatio(
+      'browser-append-sealed-raw',
+      `${appendFigure}: encryption only (diagnostic) vs neither`,
+      LAYER,
+      'sealedRaw events/s ÷ plain events/s',
+      aS.get('sealedRaw')!,
+      aS.get('plain')!,
+    ),
+    headlineRatio(
+      'browser-read-sealed',
+      `${readFigure}: encryption + deflate vs neither`,
+      LAYER,
+      'sealed events/s ÷ plain events/s',
+      rS.get('sealed')!,
+      rS.get('plain')!,
+      { atLeast: TARGETS.read },
+    ),
+    headlineRatio(
+      'browser-read-deflate',
+      `${readFigure}: deflate only vs neither`,
+      LAYER,
+      'deflate events/s ÷ plain events/s',
+      rS.get('deflate')!,
+      rS.get('plain')!,
+    ),
+    headlineRatio(
+      'browser-read-sealed-raw',
+      `${readFigure}: encryption only (diagnostic) vs neither`,
+      LAYER,
+      'sealedRaw events/s ÷ plain events/s',
+      rS.get('sealedRaw')!,
+      rS.get('plain')!,
+    ),
+    near('browser-open-sealed', `${openFigure}: encryption + deflate vs neither`, 'time sealed ÷ time plain', oS.get('sealed')!, oS.get('plain')!, {
+      tolerance: TARGETS.openTolerance,
+      noise: control,
+    }),
+    near(
+      'browser-open-control',
+      `${openFigure}: the plain database again vs itself (control: the noise)`,
+      'time plain ÷ time plain',
+      oS.get('control')!,
+      oS.get('plain')!,
+    ),
+    near(
+      'browser-open-again-sealed',
+      `(information) store.observe(id) again in the same fresh store, ${CONFIG.reobserves} times after the first (median): encryption + deflate vs neither`,
+      'time sealed ÷ time plain',
+      againS.get('sealed')!,
+      againS.get('plain')!,
+    ),
   ]
 
   const issues = [...m.problems, ...m.warnings.filter((w) => !m.problems.some((p2) => p2.includes(w.replace(/^(warn|error): /, ''))))]
   for (const w of issues.slice(0, 10)) log(`page: ${w}`)
-  finishBench('codec-browser', `sessionfold record codec in Chromium ${m.chromium}: ${LAYER}`, [
-    ...VARIANTS.map((v): Figure => [`batched appends, ${v.label}`, aS.get(v.key)!, 'events/s', 0]),
-    ...VARIANTS.map((v): Figure => [`full read, ${v.label}`, rS.get(v.key)!, 'events/s', 0]),
-    ...OPENS.map((x): Figure => [`cold observe in a fresh store, ${x.label}`, oS.get(x.key)!, 'ms', 2]),
-  ], headline, {
-    source, chromium: m.chromium, userAgent: m.info.userAgent, pageCores: m.info.hardwareConcurrency, crossOriginIsolated: m.info.crossOriginIsolated,
-    config: CONFIG, targets: TARGETS, layer: LAYER, variants: VARIANTS.map((v) => ({ key: v.key, label: v.label })), headline,
-    append: { unit: 'events/s', events: CONFIG.batches * CONFIG.batch, ...Object.fromEntries(aS) },
-    read: { unit: 'events/s', events: CONFIG.readEvents, writeMs: Object.fromEntries([...m.writes].map(([k, w]) => [k, w.ms])), ...Object.fromEntries(rS) },
-    coldOpen: { unit: 'ms', observe: Object.fromEntries(oS), again: Object.fromEntries(againS), openStore: Object.fromEntries(openS), control, firstOpenMs: m.openMs, adapterProbe: Object.fromEntries(m.probes) },
-    storage: { unit: 'bytes', note: 'navigator.storage.estimate() before and after writing each read session', ...Object.fromEntries([...m.writes].map(([k, w]) => [k, { before: w.before, after: w.after }])) },
-    primitives: m.primitives,
-    warnings: issues,
-    totalSeconds,
-  })
+  finishBench(
+    'codec-browser',
+    `sessionfold record codec in Chromium ${m.chromium}: ${LAYER}`,
+    [
+      ...VARIANTS.map((v): Figure => [`batched appends, ${v.label}`, aS.get(v.key)!, 'events/s', 0]),
+      ...VARIANTS.map((v): Figure => [`full read, ${v.label}`, rS.get(v.key)!, 'events/s', 0]),
+      ...OPENS.map((x): Figure => [`cold observe in a fresh store, ${x.label}`, oS.get(x.key)!, 'ms', 2]),
+    ],
+    headline,
+    {
+      source,
+      chromium: m.chromium,
+      userAgent: m.info.userAgent,
+      pageCores: m.info.hardwareConcurrency,
+      crossOriginIsolated: m.info.crossOriginIsolated,
+      config: CONFIG,
+      targets: TARGETS,
+      layer: LAYER,
+      variants: VARIANTS.map((v) => ({ key: v.key, label: v.label })),
+      headline,
+      append: { unit: 'events/s', events: CONFIG.batches * CONFIG.batch, ...Object.fromEntries(aS) },
+      read: { unit: 'events/s', events: CONFIG.readEvents, writeMs: Object.fromEntries([...m.writes].map(([k, w]) => [k, w.ms])), ...Object.fromEntries(rS) },
+      coldOpen: {
+        unit: 'ms',
+        observe: Object.fromEntries(oS),
+        again: Object.fromEntries(againS),
+        openStore: Object.fromEntries(openS),
+        control,
+        firstOpenMs: m.openMs,
+        adapterProbe: Object.fromEntries(m.probes),
+      },
+      storage: {
+        unit: 'bytes',
+        note: 'navigator.storage.estimate() before and after writing each read session',
+        ...Object.fromEntries([...m.writes].map(([k, w]) => [k, { before: w.before, after: w.after }])),
+      },
+      primitives: m.primitives,
+      warnings: issues,
+      totalSeconds,
+    },
+  )
 }
 
 main().catch((err) => {

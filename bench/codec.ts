@@ -22,7 +22,22 @@ import { nodeCompressor } from '../src/storage/codec/node'
 import { CHECKPOINT_FILE, LOG_FILE, sessionDir } from '../src/backends/fs/layout'
 import { openStore, type AppendResult, type EventInput, type OpenStoreOptions, type SessionEvent, type Store } from '../src/index-node'
 import { messageInput, rotate, runBatched, runRounds, sourceState } from './common'
-import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, nearOne, type Figure, type HeadlineRatio, median, pairRatios, summarize, type Summary, settlesWithin } from './stats'
+import {
+  benchRoot,
+  checkSettings,
+  env,
+  finishBench,
+  fmt,
+  headlineRatio,
+  nearOne,
+  type Figure,
+  type HeadlineRatio,
+  median,
+  pairRatios,
+  summarize,
+  type Summary,
+  settlesWithin,
+} from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -121,7 +136,8 @@ async function sizeRun(dir: string, options: OpenStoreOptions, corpus: readonly 
   if (events.length !== corpus.length) throw new Error(`corpus read back: ${events.length} events, expected ${corpus.length}`)
   events.forEach((e, i) => {
     const d = e.data as { path?: unknown; text?: unknown } | null
-    if (e.seq !== i || e.type !== 'tool/output' || d?.path !== corpus[i]!.path || d?.text !== corpus[i]!.text) throw new Error(`corpus read back: event ${i} differs from the file it was made of`)
+    if (e.seq !== i || e.type !== 'tool/output' || d?.path !== corpus[i]!.path || d?.text !== corpus[i]!.text)
+      throw new Error(`corpus read back: event ${i} differs from the file it was made of`)
   })
   const jsonBytes = events.reduce((n, e) => n + utf8(JSON.stringify(e)), 0)
   const stored = diskBytes(dir)
@@ -140,7 +156,7 @@ function deflateFloor(events: readonly SessionEvent[]): { frames: number; deflat
   let base64 = 0
   for (let b = 0; b < events.length; b += CONFIG.batch) {
     const jsons = events.slice(b, b + CONFIG.batch).map((e) => JSON.stringify(e))
-    for (let i = 0; i < jsons.length;) {
+    for (let i = 0; i < jsons.length; ) {
       let j = i
       let bytes = 0
       while (j < jsons.length && j - i < BLOCK_EVENTS && (j === i || bytes + jsons[j]!.length <= BLOCK_BYTES)) bytes += jsons[j++]!.length + 1
@@ -221,14 +237,18 @@ async function main(): Promise<void> {
     const t0 = performance.now()
     const corpus = loadCorpus(repo, CONFIG.files, CONFIG)
     const corpusBytes = corpus.files.reduce((n, f) => n + utf8(f.text), 0)
-    log(`corpus: ${fmt(corpus.files.length, 0)} of ${fmt(corpus.candidates, 0)} files under node_modules, ${fmt(corpusBytes / 2 ** 20, 1)} MiB of text, loaded in ${fmt((performance.now() - t0) / 1000, 1)} s (digest ${corpus.digest})`)
+    log(
+      `corpus: ${fmt(corpus.files.length, 0)} of ${fmt(corpus.candidates, 0)} files under node_modules, ${fmt(corpusBytes / 2 ** 20, 1)} MiB of text, loaded in ${fmt((performance.now() - t0) / 1000, 1)} s (digest ${corpus.digest})`,
+    )
     const sizes = new Map<VariantKey, SizeRun>()
     let plainEvents: SessionEvent[] = []
     for (const v of VARIANTS) {
       const { run, events } = await sizeRun(dirOf('size', v.key), v.options, corpus.files)
       if (events.length > 0) plainEvents = events
       sizes.set(v.key, run)
-      log(`size ${v.key}: ${fmt(run.stored.total / 2 ** 20, 2)} MiB stored of ${fmt(run.jsonBytes / 2 ** 20, 2)} MiB of JSON (${fmt(run.ratio * 100, 1)} %), appended in ${fmt(run.appendSeconds, 2)} s, read in ${fmt(run.readSeconds, 2)} s`)
+      log(
+        `size ${v.key}: ${fmt(run.stored.total / 2 ** 20, 2)} MiB stored of ${fmt(run.jsonBytes / 2 ** 20, 2)} MiB of JSON (${fmt(run.ratio * 100, 1)} %), appended in ${fmt(run.appendSeconds, 2)} s, read in ${fmt(run.readSeconds, 2)} s`,
+      )
       fs.rmSync(dirOf('size', v.key), { recursive: true, force: true })
     }
     const plainSize = sizes.get('plain')!
@@ -242,7 +262,13 @@ async function main(): Promise<void> {
     const input = messageInput(CONFIG.eventBytes)
     const batches = Array.from({ length: CONFIG.batches }, () => Array.from({ length: CONFIG.batch }, () => input))
     const appendEvents = CONFIG.batches * CONFIG.batch
-    const appendRuns = await runRounds(VARIANTS.map((v) => ({ key: v.key, run: () => runBatched(storeOf(v.key), batches, CONFIG.stallMs) })), CONFIG.appendRounds, appendEvents, log, fmt)
+    const appendRuns = await runRounds(
+      VARIANTS.map((v) => ({ key: v.key, run: () => runBatched(storeOf(v.key), batches, CONFIG.stallMs) })),
+      CONFIG.appendRounds,
+      appendEvents,
+      log,
+      fmt,
+    )
     const aS = new Map(VARIANTS.map((v) => [v.key, summarize(appendRuns.get(v.key)!)]))
 
     // ---- (3) full reads ----
@@ -266,16 +292,23 @@ async function main(): Promise<void> {
     }
     const rS = new Map(VARIANTS.map((v) => [v.key, summarize(readRuns.get(v.key)!)]))
     for (const s of stores.splice(0)) await s.close()
-    const readDisk = new Map(VARIANTS.map((v) => {
-      const folder = sessionDir(dirOf('store', v.key), READ_ID)
-      if (!fs.existsSync(join(folder, CHECKPOINT_FILE))) throw new Error(`${v.key}: the closed session has no ${CHECKPOINT_FILE}`)
-      return [v.key, { logBytes: fs.statSync(join(folder, LOG_FILE)).size, checkpointBytes: fs.statSync(join(folder, CHECKPOINT_FILE)).size }]
-    }))
+    const readDisk = new Map(
+      VARIANTS.map((v) => {
+        const folder = sessionDir(dirOf('store', v.key), READ_ID)
+        if (!fs.existsSync(join(folder, CHECKPOINT_FILE))) throw new Error(`${v.key}: the closed session has no ${CHECKPOINT_FILE}`)
+        return [v.key, { logBytes: fs.statSync(join(folder, LOG_FILE)).size, checkpointBytes: fs.statSync(join(folder, CHECKPOINT_FILE)).size }]
+      }),
+    )
 
     // ---- (4) cold opens ----
     // deflate and sealedRaw are left out: each cold open starts a worker (about two seconds), and sealedRaw's rows open as sealed's do.
     const OPENS = [
-      ...VARIANTS.filter((v) => v.key === 'plain' || v.key === 'sealed').map((v) => ({ key: v.key as string, label: v.label as string, dir: dirOf('store', v.key), options: v.options as OpenStoreOptions })),
+      ...VARIANTS.filter((v) => v.key === 'plain' || v.key === 'sealed').map((v) => ({
+        key: v.key as string,
+        label: v.label as string,
+        dir: dirOf('store', v.key),
+        options: v.options as OpenStoreOptions,
+      })),
       { key: 'control', label: '(control) the plain store again', dir: dirOf('store', 'plain'), options: VARIANTS[0].options as OpenStoreOptions },
     ]
     const observeRuns = new Map<string, number[]>(OPENS.map((x) => [x.key, []]))
@@ -313,7 +346,17 @@ async function main(): Promise<void> {
     // ---- report ----
     const once = (id: string, figure: string, what: string, value: number, target?: number): HeadlineRatio => {
       const pass = target === undefined ? undefined : value <= target
-      return { id, figure, layer: LAYER, ratio: what, perRound: summarize([value]), ofMedians: value, target: target === undefined ? '' : `≤ ${target}`, pass, result: pass === undefined ? '' : pass ? 'PASS' : 'MISS' }
+      return {
+        id,
+        figure,
+        layer: LAYER,
+        ratio: what,
+        perRound: summarize([value]),
+        ofMedians: value,
+        target: target === undefined ? '' : `≤ ${target}`,
+        pass,
+        result: pass === undefined ? '' : pass ? 'PASS' : 'MISS',
+      }
     }
     const near = (id: string, figure: string, what: string, a: Summary, b: Summary, judge?: { tolerance: number; noise: Summary }): HeadlineRatio =>
       nearOne(headlineRatio(id, figure, LAYER, what, a, b), judge)
@@ -323,41 +366,109 @@ async function main(): Promise<void> {
     const readFigure = `full read of a ${fmt(CONFIG.readEvents, 0)}-event session (view.events() on store.observe(id)), events/s`
     const openFigure = `cold store.observe(id) of a ${fmt(CONFIG.readEvents, 0)}-event session with its checkpoint row, in a freshly opened store`
     const headline: HeadlineRatio[] = [
-      once('size-deflate', `stored size, ${corpusFigure}: compression 'deflate' (the default), no key`, 'stored bytes ÷ JSON bytes', sizes.get('deflate')!.ratio, TARGETS.size),
+      once(
+        'size-deflate',
+        `stored size, ${corpusFigure}: compression 'deflate' (the default), no key`,
+        'stored bytes ÷ JSON bytes',
+        sizes.get('deflate')!.ratio,
+        TARGETS.size,
+      ),
       once('size-sealed', `stored size, the same: encryption + deflate`, 'stored bytes ÷ JSON bytes', sizes.get('sealed')!.ratio),
       once('size-none', `stored size, the same: compression 'none', no key (reference)`, 'stored bytes ÷ JSON bytes', plainSize.ratio),
       once('size-sealed-raw', `stored size, the same: encryption, compression 'none' (diagnostic)`, 'stored bytes ÷ JSON bytes', sizes.get('sealedRaw')!.ratio),
-      headlineRatio('append-sealed', `${appendFigure}: encryption + deflate vs neither`, LAYER, 'sealed events/s ÷ plain events/s', aS.get('sealed')!, aS.get('plain')!, { atLeast: TARGETS.append }),
-      headlineRatio('append-deflate', `${appendFigure}: deflate only vs neither`, LAYER, 'deflate events/s ÷ plain events/s', aS.get('deflate')!, aS.get('plain')!),
-      headlineRatio('append-sealed-raw', `${appendFigure}: encryption only (diagnostic) vs neither`, LAYER, 'sealedRaw events/s ÷ plain events/s', aS.get('sealedRaw')!, aS.get('plain')!),
-      headlineRatio('read-sealed', `${readFigure}: encryption + deflate vs neither`, LAYER, 'sealed events/s ÷ plain events/s', rS.get('sealed')!, rS.get('plain')!, { atLeast: TARGETS.read }),
+      headlineRatio(
+        'append-sealed',
+        `${appendFigure}: encryption + deflate vs neither`,
+        LAYER,
+        'sealed events/s ÷ plain events/s',
+        aS.get('sealed')!,
+        aS.get('plain')!,
+        { atLeast: TARGETS.append },
+      ),
+      headlineRatio(
+        'append-deflate',
+        `${appendFigure}: deflate only vs neither`,
+        LAYER,
+        'deflate events/s ÷ plain events/s',
+        aS.get('deflate')!,
+        aS.get('plain')!,
+      ),
+      headlineRatio(
+        'append-sealed-raw',
+        `${appendFigure}: encryption only (diagnostic) vs neither`,
+        LAYER,
+        'sealedRaw events/s ÷ plain events/s',
+        aS.get('sealedRaw')!,
+        aS.get('plain')!,
+      ),
+      headlineRatio(
+        'read-sealed',
+        `${readFigure}: encryption + deflate vs neither`,
+        LAYER,
+        'sealed events/s ÷ plain events/s',
+        rS.get('sealed')!,
+        rS.get('plain')!,
+        { atLeast: TARGETS.read },
+      ),
       headlineRatio('read-deflate', `${readFigure}: deflate only vs neither`, LAYER, 'deflate events/s ÷ plain events/s', rS.get('deflate')!, rS.get('plain')!),
-      headlineRatio('read-sealed-raw', `${readFigure}: encryption only (diagnostic) vs neither`, LAYER, 'sealedRaw events/s ÷ plain events/s', rS.get('sealedRaw')!, rS.get('plain')!),
-      near('open-sealed', `${openFigure}: encryption + deflate vs neither`, 'time sealed ÷ time plain', oS.get('sealed')!, oS.get('plain')!, { tolerance: TARGETS.openTolerance, noise: control }),
-      near('open-control', `${openFigure}: the plain store again vs itself (control: the noise)`, 'time plain ÷ time plain', oS.get('control')!, oS.get('plain')!),
-      near('open-again-sealed', `(information) store.observe(id) again in the same fresh store, ${CONFIG.reobserves} times after the first (median): encryption + deflate vs neither`,
-        'time sealed ÷ time plain', againS.get('sealed')!, againS.get('plain')!),
+      headlineRatio(
+        'read-sealed-raw',
+        `${readFigure}: encryption only (diagnostic) vs neither`,
+        LAYER,
+        'sealedRaw events/s ÷ plain events/s',
+        rS.get('sealedRaw')!,
+        rS.get('plain')!,
+      ),
+      near('open-sealed', `${openFigure}: encryption + deflate vs neither`, 'time sealed ÷ time plain', oS.get('sealed')!, oS.get('plain')!, {
+        tolerance: TARGETS.openTolerance,
+        noise: control,
+      }),
+      near(
+        'open-control',
+        `${openFigure}: the plain store again vs itself (control: the noise)`,
+        'time plain ÷ time plain',
+        oS.get('control')!,
+        oS.get('plain')!,
+      ),
+      near(
+        'open-again-sealed',
+        `(information) store.observe(id) again in the same fresh store, ${CONFIG.reobserves} times after the first (median): encryption + deflate vs neither`,
+        'time sealed ÷ time plain',
+        againS.get('sealed')!,
+        againS.get('plain')!,
+      ),
     ]
 
-    finishBench('codec', 'sessionfold record codec through openStore() (worker, fs, strict): compression and encryption', [
-      ...VARIANTS.map((v): Figure => [`stored ÷ JSON bytes, ${v.label}`, summarize([sizes.get(v.key)!.ratio]), '', 3]),
-      ...VARIANTS.map((v): Figure => [`batched appends, ${v.label}`, aS.get(v.key)!, 'events/s', 0]),
-      ...VARIANTS.map((v): Figure => [`full read, ${v.label}`, rS.get(v.key)!, 'events/s', 0]),
-      ...OPENS.map((x): Figure => [`cold observe in a fresh store, ${x.label}`, oS.get(x.key)!, 'ms', 2]),
-    ], headline, {
-      source, config: CONFIG, targets: TARGETS, layer: LAYER,
-      variants: VARIANTS.map((v) => ({ key: v.key, label: v.label })),
-      codec: { frameEvents: BLOCK_EVENTS, frameBytes: BLOCK_BYTES, compressFrom: COMPRESS_FROM },
+    finishBench(
+      'codec',
+      'sessionfold record codec through openStore() (worker, fs, strict): compression and encryption',
+      [
+        ...VARIANTS.map((v): Figure => [`stored ÷ JSON bytes, ${v.label}`, summarize([sizes.get(v.key)!.ratio]), '', 3]),
+        ...VARIANTS.map((v): Figure => [`batched appends, ${v.label}`, aS.get(v.key)!, 'events/s', 0]),
+        ...VARIANTS.map((v): Figure => [`full read, ${v.label}`, rS.get(v.key)!, 'events/s', 0]),
+        ...OPENS.map((x): Figure => [`cold observe in a fresh store, ${x.label}`, oS.get(x.key)!, 'ms', 2]),
+      ],
       headline,
-      size: {
-        corpus: { files: corpus.files.length, candidates: corpus.candidates, textBytes: corpusBytes, digest: corpus.digest },
-        variants: Object.fromEntries(sizes), plainLogRecordBytes: logRecords, deflateFloor: floor,
+      {
+        source,
+        config: CONFIG,
+        targets: TARGETS,
+        layer: LAYER,
+        variants: VARIANTS.map((v) => ({ key: v.key, label: v.label })),
+        codec: { frameEvents: BLOCK_EVENTS, frameBytes: BLOCK_BYTES, compressFrom: COMPRESS_FROM },
+        headline,
+        size: {
+          corpus: { files: corpus.files.length, candidates: corpus.candidates, textBytes: corpusBytes, digest: corpus.digest },
+          variants: Object.fromEntries(sizes),
+          plainLogRecordBytes: logRecords,
+          deflateFloor: floor,
+        },
+        append: { unit: 'events/s', events: appendEvents, ...Object.fromEntries(aS) },
+        read: { unit: 'events/s', events: CONFIG.readEvents, disk: Object.fromEntries(readDisk), ...Object.fromEntries(rS) },
+        coldOpen: { unit: 'ms', observe: Object.fromEntries(oS), again: Object.fromEntries(againS), openStore: Object.fromEntries(openS), control },
+        totalSeconds: (performance.now() - started) / 1000,
       },
-      append: { unit: 'events/s', events: appendEvents, ...Object.fromEntries(aS) },
-      read: { unit: 'events/s', events: CONFIG.readEvents, disk: Object.fromEntries(readDisk), ...Object.fromEntries(rS) },
-      coldOpen: { unit: 'ms', observe: Object.fromEntries(oS), again: Object.fromEntries(againS), openStore: Object.fromEntries(openS), control },
-      totalSeconds: (performance.now() - started) / 1000,
-    })
+    )
   } finally {
     for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
     cleanup()

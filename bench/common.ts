@@ -13,7 +13,9 @@ export function sourceState(): { commit?: string; dirty?: string[] } {
     const cwd = fileURLToPath(new URL('..', import.meta.url))
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8' }).trim()
     const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'worker', 'adapters'], { cwd, encoding: 'utf8' })
-      .split('\n').filter(Boolean).map((l) => l.slice(3))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.slice(3))
     return { commit, dirty }
   } catch {
     return {}

@@ -1,23 +1,23 @@
-// HTTP sync through the public API (npm run bench:sync): store.connect(url) and createSyncHandler
-// (served by node:http through toNodeListener on 127.0.0.1) against moving the same changes without HTTP.
-//   (1) latency: device A (fs, connected live) appends ~200 B events ~20 ms apart; device B (fs,
-//       connected live to the same server) observes the session. Per append, the ms until B's
-//       subscriber has it, p50 and p99 per round, against a second openStore on A's own folder (the
-//       Node stand-in for another tab). Diagnostics: A's ack, a round with a short pollMs, first sync.
-//   (2) initial sync of 100 sessions × 1,000 events to a fresh device, connect() → whenSynced(),
-//       against a direct changesSince → applyChanges loop between the same stores.
-//   (3) push: 50 clients at once POSTing batches to a server in a child process (fs, then
-//       PostgreSQL on a throwaway cluster), against 50 concurrent applyChanges chains in-process.
-// Ratios pair runs of the same round (order rotating), after a warm-up. Settings: BENCH_SYNC_* below
-// (BENCH_SYNC_PARTS='1,2,3', BENCH_SYNC_PG=0 for no PostgreSQL).
-import { join } from 'node:path'
 import type { ChangeBatch, ChangeCursor } from '../src/core/changes'
 import { openStore, type Store } from '../src/index-node'
 import { SYNC_PROTOCOL } from '../src/sync/server/index'
 import { Resources, countEvents, pushTemplates, serve, startServerProcess, type ServerProcess } from './support/sync-server'
 import { startCluster, postgresBin } from '../test/support/postgres'
 import { messageInput, runRounds, sourceState } from './common'
-import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, settlesWithin, type Figure, type HeadlineRatio, median, summarize, type Summary } from './stats'
+import {
+  benchRoot,
+  checkSettings,
+  env,
+  finishBench,
+  fmt,
+  headlineRatio,
+  settlesWithin,
+  type Figure,
+  type HeadlineRatio,
+  median,
+  summarize,
+  type Summary,
+} from './stats'
 
 // ---- configuration ------------------------------------------------------------------------
 
@@ -98,8 +98,13 @@ async function latencyRound(a: Store, b: Store, tab: Store, round: string): Prom
   const seenTab: [number, number][] = []
   const unsubB = viewB.projections.subscribe((snap) => seenB.push([snap.asOfSeq, now()]))
   const unsubTab = viewTab.projections.subscribe((snap) => seenTab.push([snap.asOfSeq, now()]))
-  await until(`round ${round}: both observers to hold the first event`, () => seenB.some(([s]) => s >= 0) && seenTab.some(([s]) => s >= 0))
-    .catch((err: Error) => { throw new Error(`${err.message} (B saw ${JSON.stringify(seenB.map(([s]) => s))}, the second store on A's folder ${JSON.stringify(seenTab.map(([s]) => s))})`) })
+  await until(`round ${round}: both observers to hold the first event`, () => seenB.some(([s]) => s >= 0) && seenTab.some(([s]) => s >= 0)).catch(
+    (err: Error) => {
+      throw new Error(
+        `${err.message} (B saw ${JSON.stringify(seenB.map(([s]) => s))}, the second store on A's folder ${JSON.stringify(seenTab.map(([s]) => s))})`,
+      )
+    },
+  )
   const sent: [number, number, number][] = [] // [seq, call time, ack time]
   const t0 = now()
   for (let i = 0; i < CONFIG.appends; i++) {
@@ -140,14 +145,18 @@ async function partLatency(res: Resources) {
     Promise.all([replA.whenSynced(), replB.whenSynced()]).then(() => performance.now() - firstSyncStart),
     sleep(CONFIG.firstSyncWaitMs).then(() => undefined),
   ])
-  log(`whenSynced() of two live replications with nothing to sync: ${firstSync === undefined ? `not resolved after ${fmt(CONFIG.firstSyncWaitMs, 0)} ms (not waited for further)` : `${fmt(firstSync, 0)} ms`}`)
+  log(
+    `whenSynced() of two live replications with nothing to sync: ${firstSync === undefined ? `not resolved after ${fmt(CONFIG.firstSyncWaitMs, 0)} ms (not waited for further)` : `${fmt(firstSync, 0)} ms`}`,
+  )
   await until('devices A and B to be online', () => replA.status === 'online' && replB.status === 'online')
   const rounds: LatencyRound[] = []
   for (let r = 0; r <= CONFIG.latencyRounds; r++) {
     const x = await latencyRound(devA, devB, tab, String(r))
     if (r > 0) rounds.push(x)
-    log(`latency ${r === 0 ? 'warm-up' : `round ${r}/${CONFIG.latencyRounds}`}: through the server p50 ${fmt(quantile(x.sync, 0.5), 1)} ms, p99 ${fmt(quantile(x.sync, 0.99), 1)} ms;` +
-      ` second store on A's folder p50 ${fmt(quantile(x.tab, 0.5), 1)} ms, p99 ${fmt(quantile(x.tab, 0.99), 1)} ms; A's ack p50 ${fmt(quantile(x.ack, 0.5), 1)} ms`)
+    log(
+      `latency ${r === 0 ? 'warm-up' : `round ${r}/${CONFIG.latencyRounds}`}: through the server p50 ${fmt(quantile(x.sync, 0.5), 1)} ms, p99 ${fmt(quantile(x.sync, 0.99), 1)} ms;` +
+        ` second store on A's folder p50 ${fmt(quantile(x.tab, 0.5), 1)} ms, p99 ${fmt(quantile(x.tab, 0.99), 1)} ms; A's ack p50 ${fmt(quantile(x.ack, 0.5), 1)} ms`,
+    )
   }
   // Diagnostic: A connected with a short pollMs: how much of the latency is A's wait for its next push.
   let fastPoll: { p50: number; p99: number } | undefined
@@ -195,12 +204,14 @@ async function partInitialSync(res: Resources) {
     await s.close()
   }
   const held = await countEvents(serverStore)
-  if (held.events !== total || held.sessions !== CONFIG.sessions) throw new Error(`the server store holds ${held.sessions} sessions, ${held.events} events; expected ${CONFIG.sessions}, ${total}`)
+  if (held.events !== total || held.sessions !== CONFIG.sessions)
+    throw new Error(`the server store holds ${held.sessions} sessions, ${held.events} events; expected ${CONFIG.sessions}, ${total}`)
   log(`built ${fmt(total, 0)} events in ${fmt((performance.now() - buildStart) / 1000, 1)} s`)
   /** Checks a device after a run (untimed): every session and event arrived. */
   const check = async (device: Store, what: string) => {
     const got = await countEvents(device)
-    if (got.events !== total || got.sessions !== CONFIG.sessions) throw new Error(`${what}: the device holds ${got.sessions} sessions, ${got.events} events; expected ${CONFIG.sessions}, ${total}`)
+    if (got.events !== total || got.sessions !== CONFIG.sessions)
+      throw new Error(`${what}: the device holds ${got.sessions} sessions, ${got.events} events; expected ${CONFIG.sessions}, ${total}`)
   }
   let runs = 0
   const notes: string[] = []
@@ -267,7 +278,9 @@ async function partPush(res: Resources) {
   const events = CONFIG.clients * perClient
   const requests = templates.reduce((n, t) => n + t.length, 0)
   const bodyBytes = templates.flat().reduce((n, b) => n + Buffer.byteLength(JSON.stringify(b)), 0) / requests
-  log(`(3) push throughput: ${CONFIG.clients} clients at once, ${fmt(requests, 0)} pushes of ${fmt(bodyBytes / 1024, 1)} KiB on average, ${fmt(events, 0)} events per run`)
+  log(
+    `(3) push throughput: ${CONFIG.clients} clients at once, ${fmt(requests, 0)} pushes of ${fmt(bodyBytes / 1024, 1)} KiB on average, ${fmt(events, 0)} events per run`,
+  )
   let run = 0
   const renamed = (): ChangeBatch[][] => {
     const r = run++
@@ -290,18 +303,24 @@ async function partPush(res: Resources) {
     const bodies = renamed().map((bs) => bs.map((b) => JSON.stringify(b)))
     const cpu0 = await server.cpuUs()
     const t0 = performance.now()
-    await Promise.all(bodies.map(async (bs) => {
-      let copied = 0
-      for (const body of bs) {
-        const response = await fetch(`${server.url}/push`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'sessionfold-sync': SYNC_PROTOCOL } })
-        const text = await response.text()
-        if (!response.ok) throw new Error(`push answered ${response.status}: ${text}`)
-        const result = JSON.parse(text) as { copiedEvents: number; conflicts: unknown[]; skipped: unknown[] }
-        if (result.conflicts.length > 0 || result.skipped.length > 0) throw new Error(`a push left sessions behind: ${text.slice(0, 500)}`)
-        copied += result.copiedEvents
-      }
-      if (copied !== perClient) throw new Error(`a client's pushes copied ${copied} events, expected ${perClient}`)
-    }))
+    await Promise.all(
+      bodies.map(async (bs) => {
+        let copied = 0
+        for (const body of bs) {
+          const response = await fetch(`${server.url}/push`, {
+            method: 'POST',
+            body,
+            headers: { 'content-type': 'application/json', 'sessionfold-sync': SYNC_PROTOCOL },
+          })
+          const text = await response.text()
+          if (!response.ok) throw new Error(`push answered ${response.status}: ${text}`)
+          const result = JSON.parse(text) as { copiedEvents: number; conflicts: unknown[]; skipped: unknown[] }
+          if (result.conflicts.length > 0 || result.skipped.length > 0) throw new Error(`a push left sessions behind: ${text.slice(0, 500)}`)
+          copied += result.copiedEvents
+        }
+        if (copied !== perClient) throw new Error(`a client's pushes copied ${copied} events, expected ${perClient}`)
+      }),
+    )
     const ms = performance.now() - t0
     cpu[which]!.push((await server.cpuUs()) - cpu0)
     return (events / ms) * 1000
@@ -309,35 +328,45 @@ async function partPush(res: Resources) {
   const runApply = (store: Store) => async (): Promise<number> => {
     const batches = renamed()
     const t0 = performance.now()
-    await Promise.all(batches.map(async (bs) => {
-      let copied = 0
-      for (const b of bs) {
-        const result = await store.applyChanges(b)
-        if (result.conflicts.length > 0 || result.skipped.length > 0) throw new Error(`applyChanges left sessions behind: ${JSON.stringify(result).slice(0, 500)}`)
-        copied += result.copiedEvents
-      }
-      if (copied !== perClient) throw new Error(`a client's applyChanges copied ${copied} events, expected ${perClient}`)
-    }))
+    await Promise.all(
+      batches.map(async (bs) => {
+        let copied = 0
+        for (const b of bs) {
+          const result = await store.applyChanges(b)
+          if (result.conflicts.length > 0 || result.skipped.length > 0)
+            throw new Error(`applyChanges left sessions behind: ${JSON.stringify(result).slice(0, 500)}`)
+          copied += result.copiedEvents
+        }
+        if (copied !== perClient) throw new Error(`a client's applyChanges copied ${copied} events, expected ${perClient}`)
+      }),
+    )
     return (events / (performance.now() - t0)) * 1000
   }
   const variants = [
     { key: 'httpFs', label: 'POST /push, server in a child process, fs store', run: runHttp('fs') },
     { key: 'directFs', label: 'store.applyChanges(batch) straight into an fs store, this process', run: runApply(directFs) },
-    ...(withPg ? [
-      { key: 'httpPg', label: 'POST /push, server in a child process, PostgreSQL store', run: runHttp('pg') },
-      { key: 'directPg', label: 'store.applyChanges(batch) straight into a PostgreSQL store, this process', run: runApply(directPg!) },
-    ] : []),
+    ...(withPg
+      ? [
+          { key: 'httpPg', label: 'POST /push, server in a child process, PostgreSQL store', run: runHttp('pg') },
+          { key: 'directPg', label: 'store.applyChanges(batch) straight into a PostgreSQL store, this process', run: runApply(directPg!) },
+        ]
+      : []),
   ]
   const by = await runRounds(variants, CONFIG.pushRounds, events, log, fmt)
   // Server CPU µs per event, median over the recorded runs (two per round; the warm-up's left out).
-  const cpuPerEvent = (which: 'fs' | 'pg') => cpu[which]!.length <= 2 ? undefined : median(cpu[which]!.slice(2)) / events
+  const cpuPerEvent = (which: 'fs' | 'pg') => (cpu[which]!.length <= 2 ? undefined : median(cpu[which]!.slice(2)) / events)
   for (const s of Object.values(servers)) await res.closeServer(s)
   if (directPg) await res.closeStore(directPg)
   await res.closeStore(directFs)
   await res.cluster?.stop()
   res.cluster = undefined
   return {
-    unit: 'events/s', events, requests, bodyBytes, withPg, postgresVersion,
+    unit: 'events/s',
+    events,
+    requests,
+    bodyBytes,
+    withPg,
+    postgresVersion,
     serverCpuUsPerEvent: { fs: cpuPerEvent('fs'), pg: withPg ? cpuPerEvent('pg') : undefined },
     variants: variants.map((x) => ({ key: x.key, label: x.label, summary: summarize(by.get(x.key)!) })),
   }
@@ -361,29 +390,82 @@ async function main(): Promise<void> {
     const of = (p: { variants: { key: string; summary: Summary }[] }, key: string) => p.variants.find((x) => x.key === key)!.summary
     if (lat) {
       headline.push(
-        headlineRatio('sync-latency-p50', `append on A → subscriber on B, p50 (${CONFIG.appends} appends ${CONFIG.gapMs} ms apart)`, 'fs → HTTP live → fs',
-          'through the server ÷ second store on the same folder', lat.syncP50, lat.tabP50),
-        headlineRatio('sync-latency-p99', 'the same, p99', 'fs → HTTP live → fs', 'through the server ÷ second store on the same folder', lat.syncP99, lat.tabP99),
+        headlineRatio(
+          'sync-latency-p50',
+          `append on A → subscriber on B, p50 (${CONFIG.appends} appends ${CONFIG.gapMs} ms apart)`,
+          'fs → HTTP live → fs',
+          'through the server ÷ second store on the same folder',
+          lat.syncP50,
+          lat.tabP50,
+        ),
+        headlineRatio(
+          'sync-latency-p99',
+          'the same, p99',
+          'fs → HTTP live → fs',
+          'through the server ÷ second store on the same folder',
+          lat.syncP99,
+          lat.tabP99,
+        ),
       )
     }
     if (init) {
-      headline.push(headlineRatio('sync-initial', `initial sync of ${fmt(init.events, 0)} events (${CONFIG.sessions} sessions × ${fmt(CONFIG.eventsPerSession, 0)}, ~${CONFIG.eventBytes} B) to a fresh fs store`,
-        'store.connect(url, { live: true })', 'connect events/s ÷ direct loop events/s', of(init, 'connect'), of(init, 'direct'), { atLeast: TARGETS.initialSync }))
+      headline.push(
+        headlineRatio(
+          'sync-initial',
+          `initial sync of ${fmt(init.events, 0)} events (${CONFIG.sessions} sessions × ${fmt(CONFIG.eventsPerSession, 0)}, ~${CONFIG.eventBytes} B) to a fresh fs store`,
+          'store.connect(url, { live: true })',
+          'connect events/s ÷ direct loop events/s',
+          of(init, 'connect'),
+          of(init, 'direct'),
+          { atLeast: TARGETS.initialSync },
+        ),
+      )
     }
     if (push) {
-      headline.push(headlineRatio('sync-push-fs', `push throughput, ${CONFIG.clients} clients at once, fs server store`, 'createSyncHandler (child process)', 'HTTP events/s ÷ direct applyChanges events/s', of(push, 'httpFs'), of(push, 'directFs')))
-      if (push.withPg) headline.push(headlineRatio('sync-push-pg', `push throughput, ${CONFIG.clients} clients at once, PostgreSQL server store`, 'createSyncHandler (child process)', 'HTTP events/s ÷ direct applyChanges events/s', of(push, 'httpPg'), of(push, 'directPg')))
+      headline.push(
+        headlineRatio(
+          'sync-push-fs',
+          `push throughput, ${CONFIG.clients} clients at once, fs server store`,
+          'createSyncHandler (child process)',
+          'HTTP events/s ÷ direct applyChanges events/s',
+          of(push, 'httpFs'),
+          of(push, 'directFs'),
+        ),
+      )
+      if (push.withPg)
+        headline.push(
+          headlineRatio(
+            'sync-push-pg',
+            `push throughput, ${CONFIG.clients} clients at once, PostgreSQL server store`,
+            'createSyncHandler (child process)',
+            'HTTP events/s ÷ direct applyChanges events/s',
+            of(push, 'httpPg'),
+            of(push, 'directPg'),
+          ),
+        )
     }
 
     const figures: Figure[] = []
     if (lat) {
-      figures.push(['append on A → subscriber on B through the server, p50', lat.syncP50, 'ms', 1], ['the same, p99', lat.syncP99, 'ms', 1],
-        ["baseline: a second openStore on A's folder, p50", lat.tabP50, 'ms', 1], ['the same, p99', lat.tabP99, 'ms', 1], ["(diagnostic) A's append → ack, p50", lat.ackP50, 'ms', 1])
+      figures.push(
+        ['append on A → subscriber on B through the server, p50', lat.syncP50, 'ms', 1],
+        ['the same, p99', lat.syncP99, 'ms', 1],
+        ["baseline: a second openStore on A's folder, p50", lat.tabP50, 'ms', 1],
+        ['the same, p99', lat.tabP99, 'ms', 1],
+        ["(diagnostic) A's append → ack, p50", lat.ackP50, 'ms', 1],
+      )
     }
     for (const x of init?.variants ?? []) figures.push([`initial sync: ${x.label}`, x.summary, 'events/s', 0])
     for (const x of push?.variants ?? []) figures.push([`push: ${x.label}`, x.summary, 'events/s', 0])
     finishBench('http-sync', 'sessionfold HTTP sync benchmark: store.connect(url) and createSyncHandler on 127.0.0.1', figures, headline, {
-      source, postgres: push?.postgresVersion, config: CONFIG, targets: TARGETS, headline, latency: lat, initialSync: init, push,
+      source,
+      postgres: push?.postgresVersion,
+      config: CONFIG,
+      targets: TARGETS,
+      headline,
+      latency: lat,
+      initialSync: init,
+      push,
       totalSeconds: (performance.now() - started) / 1000,
     })
   } finally {

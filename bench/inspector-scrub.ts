@@ -27,12 +27,19 @@ async function main(): Promise<void> {
   if (!fs.existsSync(CHROMIUM_PATH)) throw new Error(`no Chromium at ${CHROMIUM_PATH} (set CHROMIUM_PATH)`)
   const { server, base } = await serveExample('inspector', 'inspector-bench')
   const profile = await mkdtemp(join(os.tmpdir(), 'sessionfold-inspector-bench-'))
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 820 } })
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1400, height: 820 },
+  })
   try {
     const page = await context.newPage()
     await page.goto(`${base}/`)
     await page.waitForSelector('body[data-ready="true"]', { timeout: 60_000 })
-    type W = { inspector: { makeSample(n: number): Promise<string>; open(id: string): Promise<void>; scrubTo(at: number): Promise<number>; current: { length: number } } }
+    type W = {
+      inspector: { makeSample(n: number): Promise<string>; open(id: string): Promise<void>; scrubTo(at: number): Promise<number>; current: { length: number } }
+    }
     const seeded = performance.now()
     const id = await page.evaluate((n) => (window as unknown as W).inspector.makeSample(n), EVENTS)
     log(`sample session of ${EVENTS} events written in ${fmt((performance.now() - seeded) / 1000, 1)} s`)

@@ -25,11 +25,13 @@ export function rootHeader(id: SessionId): SessionHeader {
 export function logModel(shape: LogShape): (seq: number) => SessionEvent {
   const { turnLength, catalogEvery, catalogUntil = Infinity } = shape
   // Per app type, the text that makes an event with a 5-digit seq encode to `eventBytes` of JSON.
-  const pads = new Map(APP_TYPES.map((type) => {
-    const base = JSON.stringify({ seq: 10_000, type, time: TIME0, data: { role: 'agent', text: '' } }).length
-    const n = shape.eventBytes - base
-    return [type, WORDS.repeat(Math.ceil(n / WORDS.length)).slice(0, n)]
-  }))
+  const pads = new Map(
+    APP_TYPES.map((type) => {
+      const base = JSON.stringify({ seq: 10_000, type, time: TIME0, data: { role: 'agent', text: '' } }).length
+      const n = shape.eventBytes - base
+      return [type, WORDS.repeat(Math.ceil(n / WORDS.length)).slice(0, n)]
+    }),
+  )
   return (seq) => {
     const time = TIME0 + seq * 10
     const inTurn = seq % turnLength

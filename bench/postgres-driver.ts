@@ -37,7 +37,9 @@ async function postgresJs(url: string): Promise<Driver> {
 
 /** The little of `pg` used here (it is not a dependency: typed by hand, loaded when installed). */
 interface PgModule {
-  Client: new (options: { connectionString: string }) => {
+  Client: new (options: {
+    connectionString: string
+  }) => {
     connect(): Promise<void>
     query(text: string, values?: unknown[]): Promise<unknown>
     end(): Promise<void>
@@ -70,14 +72,24 @@ async function nodePostgres(url: string): Promise<Driver | undefined> {
   }
 }
 
-const body = (id: string, seq: number) => JSON.stringify({ seq, type: 'tool/call', time: 1_700_000_000_000 + seq, data: { session: id, tool: 'read_file', args: { path: `/work/src/file-${seq}.ts` }, note: 'x'.repeat(120) } })
+const body = (id: string, seq: number) =>
+  JSON.stringify({
+    seq,
+    type: 'tool/call',
+    time: 1_700_000_000_000 + seq,
+    data: { session: id, tool: 'read_file', args: { path: `/work/src/file-${seq}.ts` }, note: 'x'.repeat(120) },
+  })
 
 async function run(driver: Driver, session: string): Promise<number[]> {
   const ms: number[] = []
   for (let t = 0; t < TX; t++) {
     const seqs = Array.from({ length: ROWS }, (_, i) => t * ROWS + i)
     const started = performance.now()
-    await driver.insert(seqs.map(() => session), seqs, seqs.map((s) => body(session, s)))
+    await driver.insert(
+      seqs.map(() => session),
+      seqs,
+      seqs.map((s) => body(session, s)),
+    )
     ms.push(performance.now() - started)
   }
   return ms
@@ -96,12 +108,14 @@ try {
   // Warm-up (prepared statements, connections), then rounds alternating the drivers.
   for (const d of drivers) await run(d, `warm-${d.name}`)
   for (let round = 0; round < ROUNDS; round++) {
-    for (const d of drivers) results.get(d.name)!.push(...await run(d, `r${round}-${d.name}`))
+    for (const d of drivers) results.get(d.name)!.push(...(await run(d, `r${round}-${d.name}`)))
   }
   console.log(`${TX * ROUNDS} transactions of ${ROWS} rows (~${body('s', 0).length} B each) per driver, fsync ${FSYNC}, one connection, 127.0.0.1`)
   for (const [name, ms] of results) {
     const total = ms.reduce((a, b) => a + b, 0)
-    console.log(`${name.padEnd(16)} median ${median(ms).toFixed(2)} ms/tx, p95 ${p95(ms).toFixed(2)} ms, ${Math.round((ms.length * ROWS) / (total / 1000))} rows/s`)
+    console.log(
+      `${name.padEnd(16)} median ${median(ms).toFixed(2)} ms/tx, p95 ${p95(ms).toFixed(2)} ms, ${Math.round((ms.length * ROWS) / (total / 1000))} rows/s`,
+    )
   }
   await Promise.all(drivers.map((d) => d.close()))
 } finally {

@@ -13,12 +13,12 @@
 import postgres from 'postgres'
 import { createPostgresAdapter } from '../src/backends/postgres'
 import { HEADER_VERSION } from '../src/core/limits'
-import { openStore, type EventInput, type SessionView, type Store } from '../src/index-node'
+import { openStore, type EventInput, type Store } from '../src/index-node'
 import { encodeEventInput } from '../src/core/validate'
 import { startCluster, type PgCluster } from '../test/support/postgres'
 import { runConcurrent } from './support/pg-concurrent'
 import { messageInput, rotate, runBatched, runRounds, sourceState } from './common'
-import { checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, summarize, type Summary } from './stats'
+import { checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, summarize } from './stats'
 
 const CONFIG = {
   eventBytes: 300,
@@ -61,8 +61,6 @@ const LAYER = {
 } as const
 
 const log = (s: string) => process.stderr.write(`${s}\n`)
-const now = () => performance.timeOrigin + performance.now()
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 // ---- (1) batched appends ------------------------------------------------------------------
 
@@ -81,7 +79,11 @@ async function main(): Promise<void> {
   try {
     const url = await cluster.createDatabase('bench')
     const serverVersion = (await cluster.psql('SHOW server_version')).trim()
-    const settings = (await cluster.psql("SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings WHERE name IN ('fsync','synchronous_commit','wal_sync_method','shared_buffers')")).trim()
+    const settings = (
+      await cluster.psql(
+        "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings WHERE name IN ('fsync','synchronous_commit','wal_sync_method','shared_buffers')",
+      )
+    ).trim()
     log(`PostgreSQL ${serverVersion}: ${settings}`)
 
     // ---- (1) ----
@@ -96,7 +98,9 @@ async function main(): Promise<void> {
     const adapter = createPostgresAdapter({ url, schema: 'bench_adapter' })
     const sql = postgres(url, { max: 1, onnotice: () => {} })
     sqls.push(sql)
-    await sql.unsafe('CREATE SCHEMA bench_raw; CREATE TABLE bench_raw.events (session_id text NOT NULL, seq bigint NOT NULL, body text NOT NULL, PRIMARY KEY (session_id, seq))')
+    await sql.unsafe(
+      'CREATE SCHEMA bench_raw; CREATE TABLE bench_raw.events (session_id text NOT NULL, seq bigint NOT NULL, body text NOT NULL, PRIMARY KEY (session_id, seq))',
+    )
     const input = messageInput(CONFIG.eventBytes)
     const events = CONFIG.batches * CONFIG.batch
     const batches: EventInput[][] = Array.from({ length: CONFIG.batches }, () => Array.from({ length: CONFIG.batch }, () => input))
@@ -110,7 +114,13 @@ async function main(): Promise<void> {
       const seqs = bodies.map((b, i) => b.map((_, j) => i * CONFIG.batch + j))
       const t0 = performance.now()
       for (let i = 0; i < bodies.length; i++) {
-        await sql.begin((tx) => [tx.unsafe('INSERT INTO bench_raw.events (session_id, seq, body) SELECT * FROM unnest($1::text[], $2::int8[], $3::text[])', [ids, seqs[i]!, bodies[i]!])])
+        await sql.begin((tx) => [
+          tx.unsafe('INSERT INTO bench_raw.events (session_id, seq, body) SELECT * FROM unnest($1::text[], $2::int8[], $3::text[])', [
+            ids,
+            seqs[i]!,
+            bodies[i]!,
+          ]),
+        ])
       }
       const ms = performance.now() - t0
       await sql.unsafe('DELETE FROM bench_raw.events WHERE session_id = $1', [id])
@@ -128,12 +138,37 @@ async function main(): Promise<void> {
     }
     const BATCHED = [
       { key: 'raw', label: 'postgres driver: one transaction per batch, INSERT … unnest into a plain events table', layer: LAYER.raw, run: runRaw },
-      { key: 'worker', label: "openStore({ storage: 'postgres' }): session.append(batch), each awaited", layer: LAYER.worker, run: () => runBatched(worker, batches) },
+      {
+        key: 'worker',
+        label: "openStore({ storage: 'postgres' }): session.append(batch), each awaited",
+        layer: LAYER.worker,
+        run: () => runBatched(worker, batches),
+      },
       { key: 'thread', label: "openStore({ storage: 'postgres', worker: false }): the same", layer: LAYER.thread, run: () => runBatched(thread, batches) },
-      { key: 'deferred', label: "(diagnostic) openStore({ storage: 'postgres', checkpoint: { everyEvents: 1e9 } }): checkpoints pushed past the run", layer: 'diagnostic (public API, checkpoints deferred)', run: () => runBatched(deferred, batches) },
-      { key: 'adapter', label: '(diagnostic) the postgres adapter alone, strict: append(events already numbered and encoded)', layer: 'diagnostic (adapter level)', run: runAdapter },
-      { key: 'memWorker', label: "(diagnostic) openStore({ storage: 'memory' }): the same calls, no database", layer: 'diagnostic (no database)', run: () => runBatched(memWorker, batches) },
-      { key: 'memThread', label: "(diagnostic) openStore({ storage: 'memory', worker: false }): the same calls", layer: 'diagnostic (no database)', run: () => runBatched(memThread, batches) },
+      {
+        key: 'deferred',
+        label: "(diagnostic) openStore({ storage: 'postgres', checkpoint: { everyEvents: 1e9 } }): checkpoints pushed past the run",
+        layer: 'diagnostic (public API, checkpoints deferred)',
+        run: () => runBatched(deferred, batches),
+      },
+      {
+        key: 'adapter',
+        label: '(diagnostic) the postgres adapter alone, strict: append(events already numbered and encoded)',
+        layer: 'diagnostic (adapter level)',
+        run: runAdapter,
+      },
+      {
+        key: 'memWorker',
+        label: "(diagnostic) openStore({ storage: 'memory' }): the same calls, no database",
+        layer: 'diagnostic (no database)',
+        run: () => runBatched(memWorker, batches),
+      },
+      {
+        key: 'memThread',
+        label: "(diagnostic) openStore({ storage: 'memory', worker: false }): the same calls",
+        layer: 'diagnostic (no database)',
+        run: () => runBatched(memThread, batches),
+      },
     ]
     const batchedRuns = await runRounds(BATCHED, CONFIG.rounds, events, log, fmt)
     const bS = new Map(BATCHED.map((x) => [x.key, summarize(batchedRuns.get(x.key)!)]))
@@ -152,8 +187,12 @@ async function main(): Promise<void> {
     const paced = await runConcurrent(CONFIG, url, 'bench_procs_paced', true, paceMs)
     const pacedRate = (CONFIG.procs * CONFIG.sessions * 1000) / paceMs
     const busy = await runConcurrent(CONFIG, url, 'bench_procs_busy', true, CONFIG.busyPaceMs)
-    log(`concurrent, paced at ${fmt(pacedRate, 0)} events/s: ${fmt(paced.eventsPerSecond, 0)} events/s, ack → other process p50 ${fmt(paced.latency.p50, 1)} ms, p99 ${fmt(paced.latency.p99, 1)} ms`)
-    log(`concurrent: ${fmt(concurrent.eventsPerSecond, 0)} events/s, ack → other process p50 ${fmt(concurrent.latency.p50, 1)} ms, p99 ${fmt(concurrent.latency.p99, 1)} ms`)
+    log(
+      `concurrent, paced at ${fmt(pacedRate, 0)} events/s: ${fmt(paced.eventsPerSecond, 0)} events/s, ack → other process p50 ${fmt(paced.latency.p50, 1)} ms, p99 ${fmt(paced.latency.p99, 1)} ms`,
+    )
+    log(
+      `concurrent: ${fmt(concurrent.eventsPerSecond, 0)} events/s, ack → other process p50 ${fmt(concurrent.latency.p50, 1)} ms, p99 ${fmt(concurrent.latency.p99, 1)} ms`,
+    )
 
     // ---- (3) ----
     const build = await openStore({ storage: 'postgres', url, schema: 'bench_open' })
@@ -172,7 +211,9 @@ async function main(): Promise<void> {
     }
     const buildSeconds = (performance.now() - buildStart) / 1000
     await stores.pop()!.close()
-    const checkpoints = Number((await cluster.psql(`SELECT count(*) FROM bench_open.checkpoints WHERE session_id IN ('${ids.big}', '${ids.small}')`, 'bench')).trim())
+    const checkpoints = Number(
+      (await cluster.psql(`SELECT count(*) FROM bench_open.checkpoints WHERE session_id IN ('${ids.big}', '${ids.small}')`, 'bench')).trim(),
+    )
     if (checkpoints !== 2) throw new Error(`expected a checkpoint row for both sessions, found ${checkpoints}`)
     const rowCount = Number((await cluster.psql('SELECT count(*) FROM bench_open.events', 'bench')).trim())
     const onDisk = {
@@ -182,7 +223,9 @@ async function main(): Promise<void> {
       bodyBytes,
     }
     const bytesPerEvent = onDisk.eventsTable / rowCount
-    log(`built ${fmt(rowCount, 0)} events in ${fmt(buildSeconds, 1)} s; events table ${fmt(onDisk.eventsTable / 2 ** 20, 1)} MiB, ${fmt(bytesPerEvent, 0)} B/event`)
+    log(
+      `built ${fmt(rowCount, 0)} events in ${fmt(buildSeconds, 1)} s; events table ${fmt(onDisk.eventsTable / 2 ** 20, 1)} MiB, ${fmt(bytesPerEvent, 0)} B/event`,
+    )
 
     const openRuns = { big: [] as number[], small: [] as number[] }
     for (let r = 0; r <= CONFIG.openRounds; r++) {
@@ -227,33 +270,74 @@ async function main(): Promise<void> {
     }
     const what = `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs the same rows inserted with the driver, one transaction per batch`
     const headline: HeadlineRatio[] = [
-      headlineRatio('pg-batched-worker', what, LAYER.worker, 'openStore events/s ÷ driver events/s', bS.get('worker')!, bS.get('raw')!, { atLeast: TARGETS.batchedWorker }),
+      headlineRatio('pg-batched-worker', what, LAYER.worker, 'openStore events/s ÷ driver events/s', bS.get('worker')!, bS.get('raw')!, {
+        atLeast: TARGETS.batchedWorker,
+      }),
       headlineRatio('pg-batched-thread', what, LAYER.thread, 'openStore events/s ÷ driver events/s', bS.get('thread')!, bS.get('raw')!),
-      headlineRatio('pg-cold-open', `cold open (new store, observe → first snapshot) of a ${fmt(CONFIG.big, 0)}-event session vs a ${fmt(CONFIG.small, 0)}-event one, both checkpointed`,
-        LAYER.worker, `time at ${fmt(CONFIG.big, 0)} ÷ time at ${fmt(CONFIG.small, 0)}`, oS.big, oS.small, { atMost: TARGETS.coldOpen }),
+      headlineRatio(
+        'pg-cold-open',
+        `cold open (new store, observe → first snapshot) of a ${fmt(CONFIG.big, 0)}-event session vs a ${fmt(CONFIG.small, 0)}-event one, both checkpointed`,
+        LAYER.worker,
+        `time at ${fmt(CONFIG.big, 0)} ÷ time at ${fmt(CONFIG.small, 0)}`,
+        oS.big,
+        oS.small,
+        { atMost: TARGETS.coldOpen },
+      ),
     ]
 
     const followPass = paced.latency.p99 <= TARGETS.followP99Ms
     const one = (x: number) => summarize([x])
-    finishBench('postgres', `sessionfold PostgreSQL benchmark: openStore({ storage: 'postgres' }) with its defaults (worker, strict); PostgreSQL ${serverVersion} (${settings})`, [
-      ...BATCHED.map((x): Figure => [`${x.label} (${x.layer})`, bS.get(x.key)!, 'events/s', 0]),
-      [`${CONFIG.procs} processes × ${CONFIG.sessions} sessions appending while observing, aggregate`, one(concurrent.eventsPerSecond), 'events/s', 0],
-      ['(diagnostic) the same writers, no observers', one(writersOnly.eventsPerSecond), 'events/s', 0],
-      ['ack → observer in another process, p50', one(concurrent.latency.p50), 'ms', 1], ['the same, p99', one(concurrent.latency.p99), 'ms', 1],
-      ...([[paced, paceMs], [busy, CONFIG.busyPaceMs]] as const).map(([r, every]): Figure => [`paced (one append per ${fmt(every, 0)} ms per session): ack → observer p99`, one(r.latency.p99), 'ms', 1]),
-      [`cold open, ${fmt(CONFIG.big, 0)} events`, oS.big, 'ms', 1], [`cold open, ${fmt(CONFIG.small, 0)} events`, oS.small, 'ms', 1],
-      ['events table on disk per event', one(bytesPerEvent), 'B', 0],
-    ], [...headline, { name: `follow p99, one append per ${fmt(paceMs, 0)} ms per session, ms`, perRound: one(paced.latency.p99), target: `≤ ${TARGETS.followP99Ms}`, result: followPass ? 'PASS' : 'MISS' }], {
-      source, postgres: serverVersion, settings, config: CONFIG, targets: TARGETS, layers: LAYER, headline,
-      batched: { unit: 'events/s', bodyBytes, breakdown, variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })) },
-      concurrent,
-      writersOnly: { eventsPerSecond: writersOnly.eventsPerSecond, events: writersOnly.events, cpu: writersOnly.cpu },
-      paced: { ...paced, paceMs, askedEventsPerSecond: pacedRate, targetP99Ms: TARGETS.followP99Ms, result: followPass ? 'PASS' : 'MISS' },
-      busy: { ...busy, paceMs: CONFIG.busyPaceMs, askedEventsPerSecond: (CONFIG.procs * CONFIG.sessions * 1000) / CONFIG.busyPaceMs },
-      coldOpen: { unit: 'ms', buildSeconds, big: oS.big, small: oS.small },
-      onDisk: { ...onDisk, bytesPerEvent },
-      totalSeconds: (performance.now() - started) / 1000,
-    })
+    finishBench(
+      'postgres',
+      `sessionfold PostgreSQL benchmark: openStore({ storage: 'postgres' }) with its defaults (worker, strict); PostgreSQL ${serverVersion} (${settings})`,
+      [
+        ...BATCHED.map((x): Figure => [`${x.label} (${x.layer})`, bS.get(x.key)!, 'events/s', 0]),
+        [`${CONFIG.procs} processes × ${CONFIG.sessions} sessions appending while observing, aggregate`, one(concurrent.eventsPerSecond), 'events/s', 0],
+        ['(diagnostic) the same writers, no observers', one(writersOnly.eventsPerSecond), 'events/s', 0],
+        ['ack → observer in another process, p50', one(concurrent.latency.p50), 'ms', 1],
+        ['the same, p99', one(concurrent.latency.p99), 'ms', 1],
+        ...(
+          [
+            [paced, paceMs],
+            [busy, CONFIG.busyPaceMs],
+          ] as const
+        ).map(([r, every]): Figure => [`paced (one append per ${fmt(every, 0)} ms per session): ack → observer p99`, one(r.latency.p99), 'ms', 1]),
+        [`cold open, ${fmt(CONFIG.big, 0)} events`, oS.big, 'ms', 1],
+        [`cold open, ${fmt(CONFIG.small, 0)} events`, oS.small, 'ms', 1],
+        ['events table on disk per event', one(bytesPerEvent), 'B', 0],
+      ],
+      [
+        ...headline,
+        {
+          name: `follow p99, one append per ${fmt(paceMs, 0)} ms per session, ms`,
+          perRound: one(paced.latency.p99),
+          target: `≤ ${TARGETS.followP99Ms}`,
+          result: followPass ? 'PASS' : 'MISS',
+        },
+      ],
+      {
+        source,
+        postgres: serverVersion,
+        settings,
+        config: CONFIG,
+        targets: TARGETS,
+        layers: LAYER,
+        headline,
+        batched: {
+          unit: 'events/s',
+          bodyBytes,
+          breakdown,
+          variants: BATCHED.map((x) => ({ key: x.key, label: x.label, layer: x.layer, summary: bS.get(x.key) })),
+        },
+        concurrent,
+        writersOnly: { eventsPerSecond: writersOnly.eventsPerSecond, events: writersOnly.events, cpu: writersOnly.cpu },
+        paced: { ...paced, paceMs, askedEventsPerSecond: pacedRate, targetP99Ms: TARGETS.followP99Ms, result: followPass ? 'PASS' : 'MISS' },
+        busy: { ...busy, paceMs: CONFIG.busyPaceMs, askedEventsPerSecond: (CONFIG.procs * CONFIG.sessions * 1000) / CONFIG.busyPaceMs },
+        coldOpen: { unit: 'ms', buildSeconds, big: oS.big, small: oS.small },
+        onDisk: { ...onDisk, bytesPerEvent },
+        totalSeconds: (performance.now() - started) / 1000,
+      },
+    )
   } finally {
     for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
     for (const s of sqls) await s.end({ timeout: 5 }).catch(() => {})

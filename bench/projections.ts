@@ -12,7 +12,7 @@ import { runInNewContext } from 'node:vm'
 import { createFsAdapter } from '../src/backends/fs'
 import { createMemoryAdapter } from '../src/backends/memory'
 import type { Json, SessionId } from '../src/core/model'
-import { logModel, rootHeader } from './log-model'
+import { logModel } from './log-model'
 import { BUILTIN_PROJECTIONS } from '../src/core/units'
 import type { CatalogState } from '../src/core/units/catalog'
 import { CATALOG } from '../src/core/units/payloads'
@@ -92,8 +92,6 @@ function heapAll(): NodeJS.MemoryUsage {
 
 // ---- events -------------------------------------------------------------------------------
 
-const header = rootHeader
-
 /** The fact of (a), as the brief gives it. */
 const FACT = { type: CATALOG, data: { v: 2, childId: 'c123', childCreatedAt: 1, mode: 'one-shot' } } satisfies { type: string; data: Json }
 
@@ -119,7 +117,10 @@ const POLICIES: Record<Policy, EngineOptions['checkpoint']> = {
 async function prefilled(engine: Engine, id: SessionId, d: number): Promise<void> {
   await engine.createSession({ id })
   for (let done = 0; done < d; done += CONFIG.prefillBatch) {
-    await engine.append(id, Array.from({ length: Math.min(CONFIG.prefillBatch, d - done) }, () => FACT))
+    await engine.append(
+      id,
+      Array.from({ length: Math.min(CONFIG.prefillBatch, d - done) }, () => FACT),
+    )
   }
   await appendRun(engine, id, CONFIG.appendsPerRun)
 }
@@ -157,8 +158,12 @@ async function benchAppends(): Promise<AppendResults> {
       const total = { small: 0, large: 0 }
       for (let k = 0; k < sessions; k++) {
         await alternate(r + k, [
-          async () => { total.small += await appendRun(engine, `small-${k}`, n) },
-          async () => { total.large += await appendRun(engine, `large-${k}`, n) },
+          async () => {
+            total.small += await appendRun(engine, `small-${k}`, n)
+          },
+          async () => {
+            total.large += await appendRun(engine, `large-${k}`, n)
+          },
         ])
       }
       await engine.close()
@@ -236,10 +241,13 @@ async function heapRound(dir: string, id: SessionId, events: number): Promise<He
   const live = m1.heapUsed
 
   // The states themselves: `stateCopies` copies restored from their row, measured together.
-  const { row } = checkpointRowOf(head, (['subagent', 'subagentCatalog', 'subagentTiming'] as const).map((key) => {
-    const def = BUILTIN_PROJECTIONS.find((d) => d.key === key)!
-    return { def, state: engine.liveState(id, key)!.state, seq: events - 1 }
-  }))
+  const { row } = checkpointRowOf(
+    head,
+    (['subagent', 'subagentCatalog', 'subagentTiming'] as const).map((key) => {
+      const def = BUILTIN_PROJECTIONS.find((d) => d.key === key)!
+      return { def, state: engine.liveState(id, key)!.state, seq: events - 1 }
+    }),
+  )
   const rowJson = JSON.stringify(row)
   const h0 = heapUsed()
   const copies: unknown[][] = []
@@ -258,7 +266,15 @@ async function heapRound(dir: string, id: SessionId, events: number): Promise<He
   const closed = heapUsed()
   const session = live - before
   return {
-    events, before, half, live, released, closed, session, statesHeap, rowJsonBytes: rowJson.length,
+    events,
+    before,
+    half,
+    live,
+    released,
+    closed,
+    session,
+    statesHeap,
+    rowJsonBytes: rowJson.length,
     retained: session - statesHeap,
     perEventSecondHalf: (live - half) / (events / 2),
     externalDelta: m1.external - m0.external,
@@ -284,9 +300,11 @@ async function benchHeap(root: string): Promise<HeapResults> {
   for (let r = 1; r <= CONFIG.heapRounds; r++) {
     const h = await heapRound(dir, `heap-${r}`, CONFIG.heapEvents)
     rounds.push(h)
-    log(`heap round ${r}/${CONFIG.heapRounds}: ${fmt(h.events, 0)} events appended in ${fmt(h.appendMs, 0)} ms; session ${kib(h.session)}, ` +
-      `states ${kib(h.statesHeap)} (row ${kib(h.rowJsonBytes)} of JSON), retained beyond states ${kib(h.retained)}; ` +
-      `after release ${kib(h.released - h.before)}, after close ${kib(h.closed - h.before)} vs before`)
+    log(
+      `heap round ${r}/${CONFIG.heapRounds}: ${fmt(h.events, 0)} events appended in ${fmt(h.appendMs, 0)} ms; session ${kib(h.session)}, ` +
+        `states ${kib(h.statesHeap)} (row ${kib(h.rowJsonBytes)} of JSON), retained beyond states ${kib(h.retained)}; ` +
+        `after release ${kib(h.released - h.before)}, after close ${kib(h.closed - h.before)} vs before`,
+    )
   }
   const retained = summarize(rounds.map((h) => h.retained))
   return {
@@ -317,20 +335,39 @@ async function main(): Promise<void> {
     if (appends) {
       const { us } = appends
       for (const p of ['default', 'off'] as const) {
-        figures.push([`append, D=${CONFIG.catalogSmall}, checkpoints ${p}`, us[p].small, 'µs'], [`append, D=${fmt(CONFIG.catalogLarge, 0)}, checkpoints ${p}`, us[p].large, 'µs'])
+        figures.push(
+          [`append, D=${CONFIG.catalogSmall}, checkpoints ${p}`, us[p].small, 'µs'],
+          [`append, D=${fmt(CONFIG.catalogLarge, 0)}, checkpoints ${p}`, us[p].large, 'µs'],
+        )
       }
       ratios.push(appends.ratios.appendDefault, appends.ratios.appendOff)
     }
     if (reads) {
-      for (const k of READERS) figures.push([`cold read with checkpoint, ${READER_LABELS[k]}`, reads.ms.checkpoint[k], 'ms', 2], [`full refold, ${READER_LABELS[k]}`, reads.ms.refold[k], 'ms', 1])
+      for (const k of READERS)
+        figures.push(
+          [`cold read with checkpoint, ${READER_LABELS[k]}`, reads.ms.checkpoint[k], 'ms', 2],
+          [`full refold, ${READER_LABELS[k]}`, reads.ms.refold[k], 'ms', 1],
+        )
       figures.push(['raw: readFileSync + recordAt (crc) + JSON.parse', reads.ms.raw, 'ms', 1])
       ratios.push(reads.ratios.cold.new, reads.ratios.cold.ready, reads.ratios.cold.warm, reads.ratios.throughput, reads.ratios.throughputNoCrc)
     }
-    const heapTarget = heap && { name: '(d) heap retained beyond states', median: heap.retained.median, target: `< ${TARGETS.retainedBytes}`, result: heap.pass ? 'PASS' : 'MISS' }
-    if (heap) figures.push(['heap of the live session', heap.session, 'bytes'], ['heap of its states', heap.statesHeap, 'bytes'], ['retained beyond the states', heap.retained, 'bytes'])
+    const heapTarget = heap && {
+      name: '(d) heap retained beyond states',
+      median: heap.retained.median,
+      target: `< ${TARGETS.retainedBytes}`,
+      result: heap.pass ? 'PASS' : 'MISS',
+    }
+    if (heap)
+      figures.push(
+        ['heap of the live session', heap.session, 'bytes'],
+        ['heap of its states', heap.statesHeap, 'bytes'],
+        ['retained beyond the states', heap.retained, 'bytes'],
+      )
     const pr = heap ? [...ratios, { name: heapTarget!.name, perRound: heap.retained, target: heapTarget!.target, result: heapTarget!.result }] : ratios
     finishBench('projections', 'sessionfold projections benchmark (engine level)', figures, pr, {
-      config: { ...CONFIG, ...READ_CONFIG }, appends, reads,
+      config: { ...CONFIG, ...READ_CONFIG },
+      appends,
+      reads,
       heap: heap && { unit: 'bytes', ...heap, target: TARGETS.retainedBytes, result: heap.pass ? 'PASS' : 'MISS' },
       targets: [...ratios, ...(heapTarget ? [heapTarget] : [])],
       totalSeconds: (performance.now() - started) / 1000,

@@ -9,7 +9,7 @@ import { renderChart, type Chart } from './svg'
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- results.json is read back as the benches wrote it */
+// biome-ignore lint/suspicious/noExplicitAny: results.json is read back as the benches wrote it
 type Any = any
 
 export interface SuiteResults {
@@ -25,7 +25,14 @@ export interface SuiteResults {
 }
 
 /** One line of a part's table: a ratio measured within one run (per round, or once). */
-interface Row { what: string; ratio: string; perRound: Summary | number; target: string; result: string; col?: string }
+interface Row {
+  what: string
+  ratio: string
+  perRound: Summary | number
+  target: string
+  result: string
+  col?: string
+}
 
 interface Part {
   key: string
@@ -46,74 +53,191 @@ const target = (t: unknown, atMost?: boolean): string =>
 const verdict = (x: Any): string => (x.result === 'PASS' || x.result === 'MISS' ? x.result : '')
 
 /** Rows of a `headline` list (the parts through the public API; the part's text says through what). */
-const headline = (r: Any): Row[] => (r.headline as Any[]).map((h) => ({ what: h.figure, ratio: h.ratio, perRound: h.perRound, target: h.target, result: verdict(h) }))
+const headline = (r: Any): Row[] =>
+  (r.headline as Any[]).map((h) => ({ what: h.figure, ratio: h.ratio, perRound: h.perRound, target: h.target, result: verdict(h) }))
 /** A headline list as a matrix: a row per figure (each says what it is against), a column per layer. */
-const byLayer = (r: Any): Row[] => (r.headline as Any[]).map((h) => ({ what: h.figure, col: h.layer, ratio: '', perRound: h.perRound, target: h.target, result: verdict(h) }))
+const byLayer = (r: Any): Row[] =>
+  (r.headline as Any[]).map((h) => ({ what: h.figure, col: h.layer, ratio: '', perRound: h.perRound, target: h.target, result: verdict(h) }))
 /** Rows of `{ name, perRound | summary, target, result }` lists (the component benches). */
-const named = (list: Any[] | undefined, prefix = ''): Row[] => (list ?? []).map((x) => ({
-  what: prefix + x.name, ratio: '', perRound: x.perRound ?? x.summary ?? x.median, target: target(x.target, x.atMost), result: verdict(x),
-}))
+const named = (list: Any[] | undefined, prefix = ''): Row[] =>
+  (list ?? []).map((x) => ({
+    what: prefix + x.name,
+    ratio: '',
+    perRound: x.perRound ?? x.summary ?? x.median,
+    target: target(x.target, x.atMost),
+    result: verdict(x),
+  }))
 
 /** The codec's headline ids are `<measure>-<variant>`: a matrix of measures by variant. */
 const CODEC: Record<string, string> = {
-  size: 'stored bytes ÷ JSON bytes', append: 'batched appends: events/s ÷ plain events/s', read: 'full read: events/s ÷ plain events/s',
-  open: 'cold observe in a fresh store: ms ÷ plain ms', 'open-again': 'observe again in that store: ms ÷ plain ms',
-  sealed: 'encryption + deflate', deflate: "deflate (the default), no key", 'sealed-raw': "encryption, compression 'none'", none: "compression 'none', no key", control: 'plain again (the noise)',
+  size: 'stored bytes ÷ JSON bytes',
+  append: 'batched appends: events/s ÷ plain events/s',
+  read: 'full read: events/s ÷ plain events/s',
+  open: 'cold observe in a fresh store: ms ÷ plain ms',
+  'open-again': 'observe again in that store: ms ÷ plain ms',
+  sealed: 'encryption + deflate',
+  deflate: 'deflate (the default), no key',
+  'sealed-raw': "encryption, compression 'none'",
+  none: "compression 'none', no key",
+  control: 'plain again (the noise)',
 }
-const codec = (r: Any): Row[] => (r.headline as Any[]).map((h) => {
-  const [, measure, variant] = /^(?:browser-)?(size|append|read|open-again|open)-(.+)$/.exec(h.id)!
-  return { what: `${CODEC[measure!]}: ${CODEC[variant!]}`, ratio: '', perRound: h.perRound, target: h.target, result: verdict(h) }
-})
+const codec = (r: Any): Row[] =>
+  (r.headline as Any[]).map((h) => {
+    const [, measure, variant] = /^(?:browser-)?(size|append|read|open-again|open)-(.+)$/.exec(h.id)!
+    return { what: `${CODEC[measure!]}: ${CODEC[variant!]}`, ratio: '', perRound: h.perRound, target: h.target, result: verdict(h) }
+  })
 
 const PARTS: Part[] = [
-  { key: 'api', title: 'Through the public API (Node)', script: 'bench:api', rows: () => [], matrix: byLayer,
-    about: '`openStore()` with its Node defaults (worker, fs, strict) and with `worker: false`: batched appends against `writeSync` + `fsyncSync` of the same bytes; ' +
-      '100 appends at once against 100 in turn; a catalog fact at 10,000 entries against 100. What an app gets; later parts measure layers below.' },
-  { key: 'postgres', title: 'PostgreSQL through the public API (Node)', script: 'bench:postgres', rows: () => [], matrix: byLayer,
-    figures: (r) => `Ack → subscriber in another process: p50 ${fmt(r.concurrent.latency.p50, 1)} ms, p99 ${fmt(r.concurrent.latency.p99, 0)} ms with ` +
+  {
+    key: 'api',
+    title: 'Through the public API (Node)',
+    script: 'bench:api',
+    rows: () => [],
+    matrix: byLayer,
+    about:
+      '`openStore()` with its Node defaults (worker, fs, strict) and with `worker: false`: batched appends against `writeSync` + `fsyncSync` of the same bytes; ' +
+      '100 appends at once against 100 in turn; a catalog fact at 10,000 entries against 100. What an app gets; later parts measure layers below.',
+  },
+  {
+    key: 'postgres',
+    title: 'PostgreSQL through the public API (Node)',
+    script: 'bench:postgres',
+    rows: () => [],
+    matrix: byLayer,
+    figures: (r) =>
+      `Ack → subscriber in another process: p50 ${fmt(r.concurrent.latency.p50, 1)} ms, p99 ${fmt(r.concurrent.latency.p99, 0)} ms with ` +
       `${r.config.procs} × ${r.config.sessions} sessions flat out (${fmt(r.concurrent.eventsPerSecond, 0)} events/s); p99 ${fmt(r.paced.latency.p99, 1)} ms ` +
       `at one append per ${r.paced.paceMs % 1000 === 0 ? `${r.paced.paceMs / 1000} s` : `${r.paced.paceMs} ms`} a session (target ≤ ${r.paced.targetP99Ms} ms: **${r.paced.result}**).`,
-    about: "`openStore({ storage: 'postgres' })` on a throwaway cluster: batched appends against the same rows inserted with the `postgres` driver; " +
-      'a cold open at 100,000 events against 1,000.' },
-  { key: 'sync', title: 'HTTP sync through the public API (Node)', script: 'bench:sync', rows: headline,
-    figures: (r) => `Through the server: p50 ${fmt(r.latency.syncP50.median, 1)} ms, p99 ${fmt(r.latency.syncP99.median, 0)} ms; initial sync ` +
+    about:
+      "`openStore({ storage: 'postgres' })` on a throwaway cluster: batched appends against the same rows inserted with the `postgres` driver; " +
+      'a cold open at 100,000 events against 1,000.',
+  },
+  {
+    key: 'sync',
+    title: 'HTTP sync through the public API (Node)',
+    script: 'bench:sync',
+    rows: headline,
+    figures: (r) =>
+      `Through the server: p50 ${fmt(r.latency.syncP50.median, 1)} ms, p99 ${fmt(r.latency.syncP99.median, 0)} ms; initial sync ` +
       `${fmt((r.initialSync.variants as Any[]).find((v) => v.key === 'connect').summary.median, 0)} events/s.`,
-    about: '`store.connect(url, { live: true })` to `createSyncHandler` on 127.0.0.1: append-to-subscriber latency against a second store on the same folder; ' +
-      'initial sync and 50 clients pushing against the same changes moved without HTTP.' },
-  { key: 'sync-browser', title: 'HTTP sync in Chromium', script: 'bench:sync-browser', rows: headline,
-    about: "Two Chromium devices (the demo sync page) through its server: an append on A to a subscriber on B, against A's other tab." },
-  { key: 'time-travel', title: 'Time travel through the public API', script: 'bench:time-travel', rows: headline,
-    about: '`store.observe(id, { at })` at random points of 1,000,000 events against 1,000, and against a refold from seq 0; history rows on disk against the log.' },
-  { key: 'inspector', title: "Time travel in Chromium: the inspector's timeline", script: 'bench:inspector',
-    rows: (r) => [{ what: `a timeline move to a random point of ${fmt(r.config.events, 0)} events vs a move to the live end`, ratio: 'median ms ÷ median ms', perRound: r.ratio, target: '', result: '' }],
-    about: 'The inspector page in Chromium: a timeline move to a random point against a move back to the live end.' },
-  { key: 'codec', title: 'Compression and encryption through the public API', script: 'bench:codec', rows: () => [], matrix: codec,
-    about: "`openStore()` with `compression` and an encryption key against a plain store: stored size of real text against its JSON; " +
-      'appends, a full read and a cold open against plain.' },
-  { key: 'codec-browser', title: 'Compression and encryption in Chromium', script: 'bench:codec-browser', rows: () => [], matrix: codec,
-    about: "The same through the page's `openStore()` in Chromium (IndexedDB, WebCrypto, `CompressionStream`)." },
-  { key: 'storage', title: 'Durable appends and range reads: the fs adapter (diagnostic)', script: 'bench:storage',
+    about:
+      '`store.connect(url, { live: true })` to `createSyncHandler` on 127.0.0.1: append-to-subscriber latency against a second store on the same folder; ' +
+      'initial sync and 50 clients pushing against the same changes moved without HTTP.',
+  },
+  {
+    key: 'sync-browser',
+    title: 'HTTP sync in Chromium',
+    script: 'bench:sync-browser',
+    rows: headline,
+    about: "Two Chromium devices (the demo sync page) through its server: an append on A to a subscriber on B, against A's other tab.",
+  },
+  {
+    key: 'time-travel',
+    title: 'Time travel through the public API',
+    script: 'bench:time-travel',
+    rows: headline,
+    about:
+      '`store.observe(id, { at })` at random points of 1,000,000 events against 1,000, and against a refold from seq 0; history rows on disk against the log.',
+  },
+  {
+    key: 'inspector',
+    title: "Time travel in Chromium: the inspector's timeline",
+    script: 'bench:inspector',
+    rows: (r) => [
+      {
+        what: `a timeline move to a random point of ${fmt(r.config.events, 0)} events vs a move to the live end`,
+        ratio: 'median ms ÷ median ms',
+        perRound: r.ratio,
+        target: '',
+        result: '',
+      },
+    ],
+    about: 'The inspector page in Chromium: a timeline move to a random point against a move back to the live end.',
+  },
+  {
+    key: 'codec',
+    title: 'Compression and encryption through the public API',
+    script: 'bench:codec',
+    rows: () => [],
+    matrix: codec,
+    about:
+      '`openStore()` with `compression` and an encryption key against a plain store: stored size of real text against its JSON; ' +
+      'appends, a full read and a cold open against plain.',
+  },
+  {
+    key: 'codec-browser',
+    title: 'Compression and encryption in Chromium',
+    script: 'bench:codec-browser',
+    rows: () => [],
+    matrix: codec,
+    about: "The same through the page's `openStore()` in Chromium (IndexedDB, WebCrypto, `CompressionStream`).",
+  },
+  {
+    key: 'storage',
+    title: 'Durable appends and range reads: the fs adapter (diagnostic)',
+    script: 'bench:storage',
     rows: (r) => [...named(r.ratios), ...named([r.reference]), ...named(r.peerReference)],
-    about: 'The fs adapter alone against the raw disk limit (`writeSync` + `fsyncSync` of the same bytes) and better-sqlite3 (WAL, `synchronous` FULL; NORMAL against relaxed); ' +
-      'a range read of the last 100 of 100,000 events against a full read.' },
-  { key: 'projections', title: 'Projections: the engine (diagnostic)', script: 'bench:projections', rows: (r) => named(r.targets),
-    about: 'The engine alone: a catalog append at 10,000 children against 10; cold read with a checkpoint against a refold of 100,000 events; refold against raw read + `JSON.parse`; heap.' },
-  { key: 'scaling', title: 'Cold open and memory: the engine (diagnostic)', script: 'bench:scaling',
-    rows: (r) => named(r.targets), matrix: (r) => (r.cold.bySize as Any[]).map((c) => ({
-      what: `cold open, better-sqlite3 + app fold ms ÷ the engine's with a checkpoint: ${fmt(c.size, 0)} events`, ratio: '', perRound: c.sqliteOverCheckpoint, target: '', result: '' })),
-    about: 'Time to the first projection values at 1,000 to 1,000,000 events, with a checkpoint and by refold, against better-sqlite3 + an app-code fold; heap per live session.' },
-  { key: 'children', title: 'listChildren: the engine (diagnostic)', script: 'bench:children',
-    rows: () => [], matrix: (r) => Object.keys(r).sort((a, b) => Number(a) - Number(b)).flatMap((n) => named(r[n].ratios).map((x) => ({ ...x, what: `${x.what}: ${fmt(Number(n), 0)} children` }))),
-    about: '`listChildren`: cold children (fresh or warm engine) against live ones, and without checkpoints against with.' },
-  { key: 'client', title: 'The worker hop (Node)', script: 'bench:client',
+    about:
+      'The fs adapter alone against the raw disk limit (`writeSync` + `fsyncSync` of the same bytes) and better-sqlite3 (WAL, `synchronous` FULL; NORMAL against relaxed); ' +
+      'a range read of the last 100 of 100,000 events against a full read.',
+  },
+  {
+    key: 'projections',
+    title: 'Projections: the engine (diagnostic)',
+    script: 'bench:projections',
+    rows: (r) => named(r.targets),
+    about:
+      'The engine alone: a catalog append at 10,000 children against 10; cold read with a checkpoint against a refold of 100,000 events; refold against raw read + `JSON.parse`; heap.',
+  },
+  {
+    key: 'scaling',
+    title: 'Cold open and memory: the engine (diagnostic)',
+    script: 'bench:scaling',
+    rows: (r) => named(r.targets),
+    matrix: (r) =>
+      (r.cold.bySize as Any[]).map((c) => ({
+        what: `cold open, better-sqlite3 + app fold ms ÷ the engine's with a checkpoint: ${fmt(c.size, 0)} events`,
+        ratio: '',
+        perRound: c.sqliteOverCheckpoint,
+        target: '',
+        result: '',
+      })),
+    about:
+      'Time to the first projection values at 1,000 to 1,000,000 events, with a checkpoint and by refold, against better-sqlite3 + an app-code fold; heap per live session.',
+  },
+  {
+    key: 'children',
+    title: 'listChildren: the engine (diagnostic)',
+    script: 'bench:children',
+    rows: () => [],
+    matrix: (r) =>
+      Object.keys(r)
+        .sort((a, b) => Number(a) - Number(b))
+        .flatMap((n) => named(r[n].ratios).map((x) => ({ ...x, what: `${x.what}: ${fmt(Number(n), 0)} children` }))),
+    about: '`listChildren`: cold children (fresh or warm engine) against live ones, and without checkpoints against with.',
+  },
+  {
+    key: 'client',
+    title: 'The worker hop (Node)',
+    script: 'bench:client',
     rows: (r) => [...named(r.latencyTargets), ...named(r.throughput.ratios)],
     matrix: (r) => named(r.noop.ratios).map((x) => ({ ...x, what: x.what.replace(/^(.+), ([^,]+)$/, '$1: $2') })),
-    about: 'Append-to-listener latency across `worker_threads` (ms); a store call against a raw comlink no-op; batched appends through the worker against `worker: false`.' },
-  { key: 'browser', title: 'Chromium: appends, a catalog fact, subscribers against Dexie', script: 'bench:browser',
+    about:
+      'Append-to-listener latency across `worker_threads` (ms); a store call against a raw comlink no-op; batched appends through the worker against `worker: false`.',
+  },
+  {
+    key: 'browser',
+    title: 'Chromium: appends, a catalog fact, subscribers against Dexie',
+    script: 'bench:browser',
     rows: (r) => named(r.ratios).filter((x) => !x.what.includes('Dexie')),
-    matrix: (r) => named(r.ratios).filter((x) => x.what.includes('Dexie')).map((x) => ({ ...x, what: x.what.replace(/^(.+?): (.+)$/, '$2: $1') })),
-    about: "Chromium through the page's `openStore()`: appends against raw `idb`; a catalog fact at 10,000 entries against 100; append-to-subscriber time against Dexie `liveQuery` " +
-      "(default cache, and `cache: 'disabled'`) at 100 to 10,000 events." },
+    matrix: (r) =>
+      named(r.ratios)
+        .filter((x) => x.what.includes('Dexie'))
+        .map((x) => ({ ...x, what: x.what.replace(/^(.+?): (.+)$/, '$2: $1') })),
+    about:
+      "Chromium through the page's `openStore()`: appends against raw `idb`; a catalog fact at 10,000 entries against 100; append-to-subscriber time against Dexie `liveQuery` " +
+      "(default cache, and `cache: 'disabled'`) at 100 to 10,000 events.",
+  },
 ]
 
 const cell = (s: string) => s.replace(/\|/g, '\\|')
@@ -122,12 +246,18 @@ const figure = (v: Summary | number) => (typeof v === 'number' ? `${num(v)} (onc
 
 /** Rows as a matrix: a row per `what`, a column per `col` (or "what: col", split at the last ": "). */
 function matrix(rows: Row[]): string {
-  const split = rows.map((r) => (r.col !== undefined ? { r, a: r.what, b: r.col }
-    : { r, a: r.what.slice(0, r.what.lastIndexOf(': ')), b: r.what.slice(r.what.lastIndexOf(': ') + 2) }))
+  const split = rows.map((r) =>
+    r.col !== undefined ? { r, a: r.what, b: r.col } : { r, a: r.what.slice(0, r.what.lastIndexOf(': ')), b: r.what.slice(r.what.lastIndexOf(': ') + 2) },
+  )
   const cols = [...new Set(split.map((x) => x.b))]
   const lines = [`| per round: median (min–max) | ${cols.join(' | ')} |`, `| :-- | ${cols.map(() => '--:').join(' | ')} |`]
   for (const a of new Set(split.map((x) => x.a))) {
-    lines.push(`| ${a} | ${cols.map((b) => split.find((x) => x.a === a && x.b === b)?.r).map((r) => r ? `${figure(r.perRound)}${r.result ? ` **${r.result}** (${r.target})` : ''}` : '').join(' | ')} |`)
+    lines.push(
+      `| ${a} | ${cols
+        .map((b) => split.find((x) => x.a === a && x.b === b)?.r)
+        .map((r) => (r ? `${figure(r.perRound)}${r.result ? ` **${r.result}** (${r.target})` : ''}` : ''))
+        .join(' | ')} |`,
+    )
   }
   return lines.join('\n')
 }
@@ -136,11 +266,17 @@ function matrix(rows: Row[]): string {
 function table(rows: Row[]): string {
   const cols: [string, (r: Row, i: number) => string][] = [
     ['measured', (r) => r.what],
-    ['ratio', (r) => r.ratio], ['per round: median (min–max)', (r) => figure(r.perRound)], ['target', (r) => r.target], ['result', (r) => (r.result ? `**${r.result}**` : '')],
+    ['ratio', (r) => r.ratio],
+    ['per round: median (min–max)', (r) => figure(r.perRound)],
+    ['target', (r) => r.target],
+    ['result', (r) => (r.result ? `**${r.result}**` : '')],
   ]
   const used = cols.filter(([, f]) => rows.some((r, i) => f(r, i) !== ''))
-  return [`| ${used.map(([h]) => h).join(' | ')} |`, `| ${used.map(([h]) => (h === 'measured' || h === 'ratio' ? ':--' : '--:')).join(' | ')} |`,
-    ...rows.map((r, i) => `| ${used.map(([, f]) => cell(f(r, i))).join(' | ')} |`)].join('\n')
+  return [
+    `| ${used.map(([h]) => h).join(' | ')} |`,
+    `| ${used.map(([h]) => (h === 'measured' || h === 'ratio' ? ':--' : '--:')).join(' | ')} |`,
+    ...rows.map((r, i) => `| ${used.map(([, f]) => cell(f(r, i))).join(' | ')} |`),
+  ].join('\n')
 }
 
 const pt = (x: number, s: Summary, scale = 1) => ({ x, y: s.median * scale, min: s.min * scale, max: s.max * scale })
@@ -149,43 +285,134 @@ const pt = (x: number, s: Summary, scale = 1) => ({ x, y: s.median * scale, min:
 export function chartsOf(res: SuiteResults): { file: string; chart: Chart }[] {
   const { scaling, children, browser } = res.runs
   const out: { file: string; chart: Chart }[] = []
-  const series = (rows: Any[], x: (r: Any) => number, y: (r: Any) => Summary, label: string, scale?: number) =>
-    ({ label, points: rows.map((r) => pt(x(r), y(r), scale)) })
+  const series = (rows: Any[], x: (r: Any) => number, y: (r: Any) => Summary, label: string, scale?: number) => ({
+    label,
+    points: rows.map((r) => pt(x(r), y(r), scale)),
+  })
   if (scaling) {
     const cold = scaling.cold.bySize as Any[]
-    out.push({ file: 'cold-open.svg', chart: { title: 'Cold open: time to the first projection values (Node, fs; engine level)', xLabel: 'events in the session', yLabel: 'ms', series: [
-      series(cold, (c) => c.size, (c) => c.checkpoint, 'sessionfold, with checkpoint'),
-      series(cold, (c) => c.size, (c) => c.refold, 'sessionfold, full refold (no checkpoint)'),
-      series(cold, (c) => c.size, (c) => c.sqlite, 'better-sqlite3 + app fold')] } })
-    out.push({ file: 'memory.svg', chart: { title: 'Heap held by a live session (Node, engine + fs adapter)', xLabel: 'events in the session', yLabel: 'KiB',
-      series: [series(scaling.heap.bySize, (h) => h.events, (h) => h.bytes, 'heapUsed added by the session', 1 / 1024)] } })
+    out.push({
+      file: 'cold-open.svg',
+      chart: {
+        title: 'Cold open: time to the first projection values (Node, fs; engine level)',
+        xLabel: 'events in the session',
+        yLabel: 'ms',
+        series: [
+          series(
+            cold,
+            (c) => c.size,
+            (c) => c.checkpoint,
+            'sessionfold, with checkpoint',
+          ),
+          series(
+            cold,
+            (c) => c.size,
+            (c) => c.refold,
+            'sessionfold, full refold (no checkpoint)',
+          ),
+          series(
+            cold,
+            (c) => c.size,
+            (c) => c.sqlite,
+            'better-sqlite3 + app fold',
+          ),
+        ],
+      },
+    })
+    out.push({
+      file: 'memory.svg',
+      chart: {
+        title: 'Heap held by a live session (Node, engine + fs adapter)',
+        xLabel: 'events in the session',
+        yLabel: 'KiB',
+        series: [
+          series(
+            scaling.heap.bySize,
+            (h) => h.events,
+            (h) => h.bytes,
+            'heapUsed added by the session',
+            1 / 1024,
+          ),
+        ],
+      },
+    })
   }
   if (children) {
-    const sizes = Object.keys(children).map(Number).sort((a, b) => a - b).map((n) => ({ n, l: children[String(n)].listings }))
-    const ch = (key: string, label: string) => series(sizes, (s) => s.n, (s) => s.l[key], label)
-    out.push({ file: 'list-children.svg', chart: { title: 'listChildren (Node, fs; engine level)', xLabel: 'children', yLabel: 'ms', series: [
-      ch('live', 'live children'), ch('coldFresh', 'cold, checkpointed, fresh engine'), ch('coldWarm', 'cold, checkpointed, warm engine'), ch('refoldFresh', 'cold, no checkpoints, fresh engine')] } })
+    const sizes = Object.keys(children)
+      .map(Number)
+      .sort((a, b) => a - b)
+      .map((n) => ({ n, l: children[String(n)].listings }))
+    const ch = (key: string, label: string) =>
+      series(
+        sizes,
+        (s) => s.n,
+        (s) => s.l[key],
+        label,
+      )
+    out.push({
+      file: 'list-children.svg',
+      chart: {
+        title: 'listChildren (Node, fs; engine level)',
+        xLabel: 'children',
+        yLabel: 'ms',
+        series: [
+          ch('live', 'live children'),
+          ch('coldFresh', 'cold, checkpointed, fresh engine'),
+          ch('coldWarm', 'cold, checkpointed, warm engine'),
+          ch('refoldFresh', 'cold, no checkpoints, fresh engine'),
+        ],
+      },
+    })
   }
   if (browser) {
     const lat = (browser.latency as Any[]).filter((l) => l.catalogEvery !== 1).sort((a, b) => a.prefill - b.prefill)
-    const ls = (key: string, label: string) => series(lat, (l) => l.prefill, (l) => l.samples[key], label)
-    out.push({ file: 'subscriber-latency.svg', chart: { title: 'Append to subscriber update (Chromium, IndexedDB, via openStore())', xLabel: 'events in the session', yLabel: 'ms', series: [
-      ls('sfWriter', 'sessionfold, writing handle'), ls('sfObserver', 'sessionfold, observer handle'), ls('dexie', 'Dexie liveQuery, default cache'), ls('dexieNoCache', "Dexie liveQuery, cache 'disabled'")] } })
+    const ls = (key: string, label: string) =>
+      series(
+        lat,
+        (l) => l.prefill,
+        (l) => l.samples[key],
+        label,
+      )
+    out.push({
+      file: 'subscriber-latency.svg',
+      chart: {
+        title: 'Append to subscriber update (Chromium, IndexedDB, via openStore())',
+        xLabel: 'events in the session',
+        yLabel: 'ms',
+        series: [
+          ls('sfWriter', 'sessionfold, writing handle'),
+          ls('sfObserver', 'sessionfold, observer handle'),
+          ls('dexie', 'Dexie liveQuery, default cache'),
+          ls('dexieNoCache', "Dexie liveQuery, cache 'disabled'"),
+        ],
+      },
+    })
   }
   return out
 }
 
 export function renderMarkdown(res: SuiteResults, charts: string[]): string {
-  const L: string[] = ['# Benchmarks', '', '<!-- Generated by bench/report.ts from bench/results.json (npm run bench). Do not edit: rerun. -->', '',
+  const L: string[] = [
+    '# Benchmarks',
+    '',
+    '<!-- Generated by bench/report.ts from bench/results.json (npm run bench). Do not edit: rerun. -->',
+    '',
     'What sessionfold costs beside what an app would use instead: the raw disk (`writeSync` + `fsyncSync`), better-sqlite3, raw `idb`, Dexie, the `postgres` driver, ' +
-    'a second store, a refold. Each ratio pairs runs of the same round in one process (the order rotating, so drift falls on both sides): ' +
-    'the median (min–max) over the rounds. Targets are the project\'s own lines; rows without one are for information.', '',
-    `Measured ${res.date.slice(0, 10)} (${fmt(res.durationSeconds / 60, 1)} min) on ${Object.entries(res.machine).map(([k, v]) => `${k} ${v}`).join('; ')}.`, '',
-    '## How to run', '',
+      'a second store, a refold. Each ratio pairs runs of the same round in one process (the order rotating, so drift falls on both sides): ' +
+      "the median (min–max) over the rounds. Targets are the project's own lines; rows without one are for information.",
+    '',
+    `Measured ${res.date.slice(0, 10)} (${fmt(res.durationSeconds / 60, 1)} min) on ${Object.entries(res.machine)
+      .map(([k, v]) => `${k} ${v}`)
+      .join('; ')}.`,
+    '',
+    '## How to run',
+    '',
     '`npm run bench` runs every part, each in its own process (~10 minutes on 2 cores), and writes `bench/results.json`, this page and `bench/charts/*.svg`; ' +
-    '`npm run bench -- --only=storage,scaling` reruns some parts and keeps the rest, `npm run bench:report` rewrites the page from `bench/results.json`. ' +
-    'Each part runs alone too (its script is under its heading), prints its figures and ratios and writes `bench/results-<part>.json`; ' +
-    'the `BENCH_*` variables at the top of its file size it. These come from a shared machine: rerun on a quiet one.', '']
+      '`npm run bench -- --only=storage,scaling` reruns some parts and keeps the rest, `npm run bench:report` rewrites the page from `bench/results.json`. ' +
+      'Each part runs alone too (its script is under its heading), prints its figures and ratios and writes `bench/results-<part>.json`; ' +
+      'the `BENCH_*` variables at the top of its file size it. These come from a shared machine: rerun on a quiet one.',
+    '',
+  ]
   for (const part of PARTS) {
     const r = part.key === 'children' ? (Object.keys(res.runs.children ?? {}).length ? res.runs.children : undefined) : res.runs[part.key]
     L.push(`## ${part.title}`, '', `${part.about} \`npm run ${part.script}\`.`, '')
@@ -206,5 +433,11 @@ export function writeReport(res: SuiteResults): void {
   fs.mkdirSync(here('./charts'), { recursive: true })
   const charts = chartsOf(res)
   for (const { file, chart } of charts) fs.writeFileSync(here(`./charts/${file}`), renderChart(chart))
-  fs.writeFileSync(here('../BENCHMARKS.md'), renderMarkdown(res, charts.map((c) => c.file)))
+  fs.writeFileSync(
+    here('../BENCHMARKS.md'),
+    renderMarkdown(
+      res,
+      charts.map((c) => c.file),
+    ),
+  )
 }

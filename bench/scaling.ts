@@ -24,7 +24,7 @@ import { encodeEvent, type EncodedEvent } from '../src/core/validate'
 import { Engine } from '../src/engine'
 import { checkpointRowOf, foldEvent, initSlots } from '../src/engine/units'
 import { openSqlitePeer, type AppFold } from './sqlite-peer'
-import { benchRoot, finishBench, fmt, pairRatios, summarize, type Figure, type Summary } from './stats'
+import { benchRoot, finishBench, fmt, pairRatios, summarize, type Figure } from './stats'
 
 const list = (name: string, fallback: number[]): number[] => {
   const v = process.env[name]
@@ -107,7 +107,12 @@ interface ColdLog {
  */
 const CACHE = new URL('./.tmp/scaling/', import.meta.url).pathname
 const CACHE_KEY = JSON.stringify({
-  format: 1, behind: CONFIG.behind, eventBytes: CONFIG.eventBytes, turnLength: CONFIG.turnLength, catalogEvery: CONFIG.catalogEvery, catalogUntil: CONFIG.catalogUntil,
+  format: 1,
+  behind: CONFIG.behind,
+  eventBytes: CONFIG.eventBytes,
+  turnLength: CONFIG.turnLength,
+  catalogEvery: CONFIG.catalogEvery,
+  catalogUntil: CONFIG.catalogUntil,
 })
 
 async function coldLog(size: number): Promise<ColdLog> {
@@ -126,7 +131,9 @@ async function coldLog(size: number): Promise<ColdLog> {
   fs.mkdirSync(dir, { recursive: true })
   const c = await buildColdLog(dir, size)
   fs.writeFileSync(ready, JSON.stringify({ key: CACHE_KEY, log: c }))
-  log(`built a ${fmt(size, 0)}-event log (${fmt(c.logBytes / 2 ** 20, 1)} MiB, checkpoint row ${fmt(JSON.stringify(c.row).length / 1024, 1)} KiB) and its sqlite copy in ${fmt(c.buildMs, 0)} ms`)
+  log(
+    `built a ${fmt(size, 0)}-event log (${fmt(c.logBytes / 2 ** 20, 1)} MiB, checkpoint row ${fmt(JSON.stringify(c.row).length / 1024, 1)} KiB) and its sqlite copy in ${fmt(c.buildMs, 0)} ms`,
+  )
   return c
 }
 
@@ -207,24 +214,30 @@ async function benchCold() {
       const s = samples.get(c.size)!
       const a = createFsAdapter({ dir: c.dir })
       const variants: [ColdVariant, () => Promise<number>][] = [
-        ['checkpoint', async () => {
-          await a.putCheckpoint(c.id, c.row)
-          const runs: number[] = []
-          let last: ProjectionSnapshot | undefined
-          for (let k = 0; k < CONFIG.checkpointRepeats; k++) {
+        [
+          'checkpoint',
+          async () => {
+            await a.putCheckpoint(c.id, c.row)
+            const runs: number[] = []
+            let last: ProjectionSnapshot | undefined
+            for (let k = 0; k < CONFIG.checkpointRepeats; k++) {
+              const x = await coldOpen(c)
+              runs.push(x.ms)
+              last = x.snapshot
+            }
+            checkSame(last!, sqliteCheck(c), `cold open with checkpoint, ${c.size}`)
+            return summarize(runs).median
+          },
+        ],
+        [
+          'refold',
+          async () => {
+            await a.deleteCheckpoint(c.id)
             const x = await coldOpen(c)
-            runs.push(x.ms)
-            last = x.snapshot
-          }
-          checkSame(last!, sqliteCheck(c), `cold open with checkpoint, ${c.size}`)
-          return summarize(runs).median
-        }],
-        ['refold', async () => {
-          await a.deleteCheckpoint(c.id)
-          const x = await coldOpen(c)
-          checkSame(x.snapshot, sqliteCheck(c), `full refold, ${c.size}`)
-          return x.ms
-        }],
+            checkSame(x.snapshot, sqliteCheck(c), `full refold, ${c.size}`)
+            return x.ms
+          },
+        ],
         ['sqlite', async () => sqliteOpen(c).ms],
       ]
       const k = r % variants.length
@@ -241,8 +254,13 @@ async function benchCold() {
   const bySize = logs.map((c) => {
     const s = samples.get(c.size)!
     return {
-      size: c.size, logBytes: c.logBytes, buildMs: c.buildMs, checkpointRowBytes: JSON.stringify(c.row).length,
-      checkpoint: summarize(s.checkpoint), refold: summarize(s.refold), sqlite: summarize(s.sqlite),
+      size: c.size,
+      logBytes: c.logBytes,
+      buildMs: c.buildMs,
+      checkpointRowBytes: JSON.stringify(c.row).length,
+      checkpoint: summarize(s.checkpoint),
+      refold: summarize(s.refold),
+      sqlite: summarize(s.sqlite),
       refoldOverCheckpoint: summarize(pairRatios(s.refold, s.checkpoint)),
       sqliteOverCheckpoint: summarize(pairRatios(s.sqlite, s.checkpoint)),
       sqliteOverRefold: summarize(pairRatios(s.sqlite, s.refold)),
@@ -350,23 +368,43 @@ async function main(): Promise<void> {
     const targets = [
       {
         name: `cold open with checkpoint: ${fmt(CONFIG.coldSizes.at(-1)!, 0)} events / ${fmt(CONFIG.coldSizes[0]!, 0)} events`,
-        perRound: cold.largestOverSmallest, target: `≤ ${TARGETS.checkpointLargestVsSmallest}`,
+        perRound: cold.largestOverSmallest,
+        target: `≤ ${TARGETS.checkpointLargestVsSmallest}`,
         result: cold.largestOverSmallest.median <= TARGETS.checkpointLargestVsSmallest ? 'PASS' : 'MISS',
       },
-      ...(at100k ? [{
-        name: 'full refold / cold open with checkpoint, 100,000 events', perRound: at100k.refoldOverCheckpoint,
-        target: `≥ ${TARGETS.refoldVsCheckpoint100k}`, result: at100k.refoldOverCheckpoint.median >= TARGETS.refoldVsCheckpoint100k ? 'PASS' : 'MISS',
-      }] : []),
+      ...(at100k
+        ? [
+            {
+              name: 'full refold / cold open with checkpoint, 100,000 events',
+              perRound: at100k.refoldOverCheckpoint,
+              target: `≥ ${TARGETS.refoldVsCheckpoint100k}`,
+              result: at100k.refoldOverCheckpoint.median >= TARGETS.refoldVsCheckpoint100k ? 'PASS' : 'MISS',
+            },
+          ]
+        : []),
     ]
 
-    finishBench('scaling', 'sessionfold scaling benchmark: fs adapter, new engine + adapter per cold open', [
-      ...cold.bySize.flatMap((x): Figure[] => [[`cold open, ${fmt(x.size, 0)} events, with checkpoint`, x.checkpoint, 'ms', 2],
-        [`the same, full refold`, x.refold, 'ms', 1], ['the same, better-sqlite3 + app fold', x.sqlite, 'ms', 1]]),
-      ...heap.bySize.map((x): Figure => [`heap of a live session of ${fmt(x.events, 0)} events`, x.bytes, 'bytes', 0]),
-      [`heap per live session, ${fmt(CONFIG.sessions, 0)} of ${CONFIG.eventsPerSmallSession} events`, heap.perLiveSession, 'bytes', 0],
-    ], [...targets, ...cold.bySize.map((x) => ({ name: `cold open at ${fmt(x.size, 0)} events: sqlite / checkpoint`, perRound: x.sqliteOverCheckpoint }))], {
-      config: CONFIG, cold: { unit: 'ms', ...cold }, heap: { unit: 'bytes', ...heap }, targets, totalSeconds: (performance.now() - started) / 1000,
-    })
+    finishBench(
+      'scaling',
+      'sessionfold scaling benchmark: fs adapter, new engine + adapter per cold open',
+      [
+        ...cold.bySize.flatMap((x): Figure[] => [
+          [`cold open, ${fmt(x.size, 0)} events, with checkpoint`, x.checkpoint, 'ms', 2],
+          [`the same, full refold`, x.refold, 'ms', 1],
+          ['the same, better-sqlite3 + app fold', x.sqlite, 'ms', 1],
+        ]),
+        ...heap.bySize.map((x): Figure => [`heap of a live session of ${fmt(x.events, 0)} events`, x.bytes, 'bytes', 0]),
+        [`heap per live session, ${fmt(CONFIG.sessions, 0)} of ${CONFIG.eventsPerSmallSession} events`, heap.perLiveSession, 'bytes', 0],
+      ],
+      [...targets, ...cold.bySize.map((x) => ({ name: `cold open at ${fmt(x.size, 0)} events: sqlite / checkpoint`, perRound: x.sqliteOverCheckpoint }))],
+      {
+        config: CONFIG,
+        cold: { unit: 'ms', ...cold },
+        heap: { unit: 'bytes', ...heap },
+        targets,
+        totalSeconds: (performance.now() - started) / 1000,
+      },
+    )
   } finally {
     cleanup()
   }

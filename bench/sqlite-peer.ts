@@ -55,9 +55,11 @@ export function openSqlitePeer(path: string, synchronous: Synchronous): SqlitePe
         if (type === CATALOG) {
           const e = JSON.parse(row[1]) as SessionEvent
           const d = e.data as { childId: string; childCreatedAt: number; mode: string; label?: string }
-          out.catalog.push(d.label === undefined
-            ? { id: d.childId, createdAt: d.childCreatedAt, mode: d.mode, seq: e.seq }
-            : { id: d.childId, createdAt: d.childCreatedAt, mode: d.mode, label: d.label, seq: e.seq })
+          out.catalog.push(
+            d.label === undefined
+              ? { id: d.childId, createdAt: d.childCreatedAt, mode: d.mode, seq: e.seq }
+              : { id: d.childId, createdAt: d.childCreatedAt, mode: d.mode, label: d.label, seq: e.seq },
+          )
         } else if (type === TURN_START) {
           if (t.runningSince === null) {
             const e = JSON.parse(row[1]) as SessionEvent

@@ -123,14 +123,26 @@ export interface HeadlineRatio {
 
 /** `a` ÷ `b` per round, judged on its median against `target` when there is one. */
 export function headlineRatio(
-  id: string, figure: string, layer: string, what: string, a: Summary, b: Summary, target?: { atLeast?: number; atMost?: number },
+  id: string,
+  figure: string,
+  layer: string,
+  what: string,
+  a: Summary,
+  b: Summary,
+  target?: { atLeast?: number; atMost?: number },
 ): HeadlineRatio {
   const perRound = summarize(pairRatios(a.samples, b.samples))
   const pass = target?.atLeast !== undefined ? perRound.median >= target.atLeast : target?.atMost !== undefined ? perRound.median <= target.atMost : undefined
   return {
-    id, figure, layer, ratio: what, perRound, ofMedians: a.median / b.median,
+    id,
+    figure,
+    layer,
+    ratio: what,
+    perRound,
+    ofMedians: a.median / b.median,
     target: target?.atLeast !== undefined ? `≥ ${target.atLeast}` : target?.atMost !== undefined ? `≤ ${target.atMost}` : '',
-    pass, result: pass === undefined ? '' : pass ? 'PASS' : 'MISS',
+    pass,
+    result: pass === undefined ? '' : pass ? 'PASS' : 'MISS',
   }
 }
 
@@ -186,7 +198,9 @@ export function ratio(name: string, a: Summary, b: Summary, target?: { atLeast?:
   const perRound = summarize(pairRatios(a.samples.slice(0, n), b.samples.slice(0, n)))
   const pass = target?.atLeast !== undefined ? perRound.median >= target.atLeast : target?.atMost !== undefined ? perRound.median <= target.atMost : undefined
   return {
-    name, perRound, ofMedians: a.median / b.median,
+    name,
+    perRound,
+    ofMedians: a.median / b.median,
     target: target?.atLeast !== undefined ? `≥ ${target.atLeast}` : target?.atMost !== undefined ? `≤ ${target.atMost}` : '',
     result: pass === undefined ? '' : pass ? 'PASS' : 'MISS',
   }
@@ -200,17 +214,33 @@ export type Figure = [label: string, s: Summary, unit: string, digits?: number]
  * `results` (with the date and the machine added) written to resultsPath(name).
  */
 export function finishBench(
-  name: string, title: string, figures: readonly Figure[],
-  ratios: readonly { name?: string; figure?: string; layer?: string; perRound: Summary; target?: string; result?: string }[], results: object,
+  name: string,
+  title: string,
+  figures: readonly Figure[],
+  ratios: readonly { name?: string; figure?: string; layer?: string; perRound: Summary; target?: string; result?: string }[],
+  results: object,
 ): void {
   console.log(`\n${title}\nnode ${process.version}, ${os.cpus().length} cpus; figures: median (min–max) over the rounds; ratios: per round, median (min–max)\n`)
   if (figures.length > 0) {
-    printTable(['figure', 'runs', 'median (min–max)', 'unit'], figures.map(([label, s, unit, d]) => [label, String(s.n), fmtSummary(s, d), unit]))
+    printTable(
+      ['figure', 'runs', 'median (min–max)', 'unit'],
+      figures.map(([label, s, unit, d]) => [label, String(s.n), fmtSummary(s, d), unit]),
+    )
     console.log('')
   }
-  printTable(['ratio', 'per round: median (min–max)', 'target', 'result'], ratios.map((r) => [r.name ?? `${r.figure} (${r.layer})`, fmtSummary(r.perRound), r.target ?? '', r.result ?? '']))
+  printTable(
+    ['ratio', 'per round: median (min–max)', 'target', 'result'],
+    ratios.map((r) => [r.name ?? `${r.figure} (${r.layer})`, fmtSummary(r.perRound), r.target ?? '', r.result ?? '']),
+  )
   const out = resultsPath(name)
-  const environment = { node: process.version, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() }
+  const environment = {
+    node: process.version,
+    platform: os.platform(),
+    arch: os.arch(),
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    tmpdir: os.tmpdir(),
+  }
   fs.writeFileSync(out, `${JSON.stringify({ benchmark: name, date: new Date().toISOString(), environment, ...results }, null, 2)}\n`)
   console.log(`\nresults written to ${out}`)
 }

@@ -7,7 +7,6 @@
 import * as fs from 'node:fs'
 import * as fsp from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { createFsAdapter } from '../src/backends/fs'
 import { LOG_FILE, sessionDir } from '../src/backends/fs/layout'
 import { encodeBatch } from '../src/backends/fs/record-format'
@@ -106,21 +105,29 @@ async function adapterRun(ctx: WriteContext, tag: string, count: number, body: (
 /** (a) batches of `batch` events, awaited one after another. */
 function runBatched(ctx: WriteContext, count: number): Promise<number> {
   const batches = ctx.batches.slice(0, count / CONFIG.batch)
-  return adapterRun(ctx, 'a', count, async (id) => { for (const b of batches) await ctx.adapter.append(id, b) })
+  return adapterRun(ctx, 'a', count, async (id) => {
+    for (const b of batches) await ctx.adapter.append(id, b)
+  })
 }
 
 /** (b) one event per append from `concurrency` callers sharing a seq counter (taken at call time, so appends queue in seq order). */
 function runConcurrent(ctx: WriteContext, count: number): Promise<number> {
   let counter = 0
-  return adapterRun(ctx, 'b', count, (id) => Promise.all(Array.from({ length: CONFIG.concurrency }, async () => {
-    while (counter < count) await ctx.adapter.append(id, [ctx.events[counter++]!])
-  })))
+  return adapterRun(ctx, 'b', count, (id) =>
+    Promise.all(
+      Array.from({ length: CONFIG.concurrency }, async () => {
+        while (counter < count) await ctx.adapter.append(id, [ctx.events[counter++]!])
+      }),
+    ),
+  )
 }
 
 /** (c) one event per append, each awaited. */
 function runSequential(ctx: WriteContext, count: number): Promise<number> {
   const singles = ctx.events.slice(0, count).map((e) => [e])
-  return adapterRun(ctx, 'c', count, async (id) => { for (const x of singles) await ctx.adapter.append(id, x) })
+  return adapterRun(ctx, 'c', count, async (id) => {
+    for (const x of singles) await ctx.adapter.append(id, x)
+  })
 }
 
 /** The raw limit: the same bytes, writeSync + fsyncSync per batch of 100, into one new file. */
@@ -231,8 +238,15 @@ async function main(): Promise<void> {
     log(`events: ${fmt(jsonBytes, 1)} bytes of JSON each on average, ${fmt(recordBytes, 1)} bytes per record; temp dir ${root}`)
 
     const samples = {
-      raw: [] as number[], rawAsync: [] as number[], a: [] as number[], b: [] as number[], c: [] as number[],
-      sqliteFull: [] as number[], sqliteSingle: [] as number[], aRelaxed: [] as number[], sqliteNormal: [] as number[],
+      raw: [] as number[],
+      rawAsync: [] as number[],
+      a: [] as number[],
+      b: [] as number[],
+      c: [] as number[],
+      sqliteFull: [] as number[],
+      sqliteSingle: [] as number[],
+      aRelaxed: [] as number[],
+      sqliteNormal: [] as number[],
     }
     // Round 0 is a warm-up (JIT, file system, page cache) and is not recorded.
     for (let r = 0; r <= CONFIG.writeRounds; r++) {
@@ -267,7 +281,6 @@ async function main(): Promise<void> {
     await ctx.relaxed.close()
     ctx.sqliteFull.close()
     ctx.sqliteNormal.close()
-
 
     // ---- reads ----
     const readDir = join(root, 'reads')
@@ -338,7 +351,6 @@ async function main(): Promise<void> {
       cold: summarize(cold),
       warm: summarize(warm),
     }
-    const fullRate = summarize(full.map((ms) => (L / ms) * 1000))
     const refRatio = ratio('(a) batched / (ref) raw async', s.a, s.rawAsync)
     // For reference (no target): the other pairs with the peer.
     const peerRatios = [
@@ -355,26 +367,59 @@ async function main(): Promise<void> {
       ratio('full read / range read, warm adapter', s.full, s.warm, { atLeast: TARGETS.rangeVsFull }),
     ]
     const appends = {
-      batched: s.a, raw: s.raw, rawAsync: s.rawAsync, concurrent: s.b, sequential: { ...s.c, eventsPerRun: CONFIG.sequentialEvents },
-      sqliteFullBatched: s.sqliteFull, sqliteFullSingles: { ...s.sqliteSingle, eventsPerRun: CONFIG.sequentialEvents },
-      relaxedBatched: s.aRelaxed, sqliteNormalBatched: s.sqliteNormal,
+      batched: s.a,
+      raw: s.raw,
+      rawAsync: s.rawAsync,
+      concurrent: s.b,
+      sequential: { ...s.c, eventsPerRun: CONFIG.sequentialEvents },
+      sqliteFullBatched: s.sqliteFull,
+      sqliteFullSingles: { ...s.sqliteSingle, eventsPerRun: CONFIG.sequentialEvents },
+      relaxedBatched: s.aRelaxed,
+      sqliteNormalBatched: s.sqliteNormal,
     }
     const labels: Record<keyof typeof appends, string> = {
-      batched: '(a) fs adapter, batches of 100', raw: 'raw: writeSync + fsyncSync per 100', rawAsync: '(ref) raw: FileHandle.write + datasync per 100',
-      concurrent: '(b) 1 per append, 100 concurrent callers', sequential: '(c) 1 per append, sequential', sqliteFullBatched: 'better-sqlite3 WAL FULL, 1 tx per 100',
-      sqliteFullSingles: 'better-sqlite3 WAL FULL, 1 tx per event', relaxedBatched: "fs adapter, batches of 100, 'relaxed'", sqliteNormalBatched: 'better-sqlite3 WAL NORMAL, 1 tx per 100',
+      batched: '(a) fs adapter, batches of 100',
+      raw: 'raw: writeSync + fsyncSync per 100',
+      rawAsync: '(ref) raw: FileHandle.write + datasync per 100',
+      concurrent: '(b) 1 per append, 100 concurrent callers',
+      sequential: '(c) 1 per append, sequential',
+      sqliteFullBatched: 'better-sqlite3 WAL FULL, 1 tx per 100',
+      sqliteFullSingles: 'better-sqlite3 WAL FULL, 1 tx per event',
+      relaxedBatched: "fs adapter, batches of 100, 'relaxed'",
+      sqliteNormalBatched: 'better-sqlite3 WAL NORMAL, 1 tx per 100',
     }
-    finishBench('storage', `sessionfold storage benchmark: fs adapter, durability '${CONFIG.durability}'`, [
-      ...(Object.keys(labels) as (keyof typeof appends)[]).map((k): Figure => [labels[k], appends[k], 'events/s', 0]),
-      ['full read (readEvents from 0)', s.full, 'ms', 1], [`last ${CONFIG.tail}, fresh adapter`, s.cold, 'ms', 3], [`last ${CONFIG.tail}, warm adapter`, s.warm, 'ms', 3],
-    ], [...ratios, refRatio, ...peerRatios], {
-      config: CONFIG, eventJsonBytes: jsonBytes, eventRecordBytes: recordBytes,
-      appends: { unit: 'events/s', ...appends },
-      reads: { unit: 'ms', logEvents: L, logBytes, buildMs, full: s.full, fullEventsPerSecond: summarize(full.map((ms) => (L / ms) * 1000)), rangeFresh: s.cold, rangeWarm: s.warm },
-      ratios, reference: refRatio, peerReference: peerRatios,
-      sqlite: { version: openSqliteVersion(), journal: 'WAL', strict: 'synchronous=FULL', relaxed: 'synchronous=NORMAL' },
-      totalSeconds: (performance.now() - started) / 1000,
-    })
+    finishBench(
+      'storage',
+      `sessionfold storage benchmark: fs adapter, durability '${CONFIG.durability}'`,
+      [
+        ...(Object.keys(labels) as (keyof typeof appends)[]).map((k): Figure => [labels[k], appends[k], 'events/s', 0]),
+        ['full read (readEvents from 0)', s.full, 'ms', 1],
+        [`last ${CONFIG.tail}, fresh adapter`, s.cold, 'ms', 3],
+        [`last ${CONFIG.tail}, warm adapter`, s.warm, 'ms', 3],
+      ],
+      [...ratios, refRatio, ...peerRatios],
+      {
+        config: CONFIG,
+        eventJsonBytes: jsonBytes,
+        eventRecordBytes: recordBytes,
+        appends: { unit: 'events/s', ...appends },
+        reads: {
+          unit: 'ms',
+          logEvents: L,
+          logBytes,
+          buildMs,
+          full: s.full,
+          fullEventsPerSecond: summarize(full.map((ms) => (L / ms) * 1000)),
+          rangeFresh: s.cold,
+          rangeWarm: s.warm,
+        },
+        ratios,
+        reference: refRatio,
+        peerReference: peerRatios,
+        sqlite: { version: openSqliteVersion(), journal: 'WAL', strict: 'synchronous=FULL', relaxed: 'synchronous=NORMAL' },
+        totalSeconds: (performance.now() - started) / 1000,
+      },
+    )
   } finally {
     cleanup()
   }

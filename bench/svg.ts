@@ -35,7 +35,11 @@ const r2 = (v: number) => Math.round(v * 100) / 100
 
 /** "1k", "10k", "1M", "0.1", "20" … for tick labels. */
 export function tickLabel(v: number): string {
-  const units: [number, string][] = [[1e9, 'G'], [1e6, 'M'], [1e3, 'k']]
+  const units: [number, string][] = [
+    [1e9, 'G'],
+    [1e6, 'M'],
+    [1e3, 'k'],
+  ]
   for (const [u, s] of units) if (v >= u) return `${+(v / u).toPrecision(3)}${s}`
   return `${+v.toPrecision(3)}`
 }
@@ -54,7 +58,9 @@ export function renderChart(chart: Chart): string {
   const px = (x: number) => M.left + ((Math.log10(x) - xLo) / Math.max(1, xHi - xLo)) * pw
   const py = (y: number) => M.top + ph - ((Math.log10(y) - yLo) / (yHi - yLo)) * ph
   const out: string[] = []
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`)
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+  )
   out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`)
   out.push(`<text x="${W / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${esc(chart.title)}</text>`)
   // grid and ticks: decades, with 2 and 5 as minor lines
@@ -87,8 +93,10 @@ export function renderChart(chart: Chart): string {
       const first = p[0]!
       const last = p.at(-1)!
       const yEnd = first.y * (last.x / first.x)
-      out.push(`<line clip-path="url(#plot)" x1="${r2(px(first.x))}" y1="${r2(py(first.y))}" x2="${r2(px(last.x))}" y2="${r2(py(yEnd))}" ` +
-        `stroke="${color}" stroke-opacity="0.45" stroke-dasharray="5 4"/>`)
+      out.push(
+        `<line clip-path="url(#plot)" x1="${r2(px(first.x))}" y1="${r2(py(first.y))}" x2="${r2(px(last.x))}" y2="${r2(py(yEnd))}" ` +
+          `stroke="${color}" stroke-opacity="0.45" stroke-dasharray="5 4"/>`,
+      )
     }
     for (const q of p) {
       if (q.min !== undefined && q.max !== undefined && q.min > 0 && q.max > 0) {
@@ -115,7 +123,9 @@ export function renderChart(chart: Chart): string {
   })
   if (chart.linearGuides !== false) {
     const rows = Math.ceil(chart.series.length / 2)
-    out.push(`<text x="${M.left}" y="${legendTop + rows * 18 + 4}" fill="#555555">dashed: linear cost (O(n)) from each series' first point; bars: min–max of the runs</text>`)
+    out.push(
+      `<text x="${M.left}" y="${legendTop + rows * 18 + 4}" fill="#555555">dashed: linear cost (O(n)) from each series' first point; bars: min–max of the runs</text>`,
+    )
   }
   out.push('</svg>')
   return `${out.join('\n')}\n`

@@ -71,11 +71,18 @@ interface Win {
   __obs?: { view: SessionView; unsubscribe: (() => void) | null; seen: (number | null)[]; max: number }
 }
 
-interface Device { name: string; page: Page; problems: string[] }
+interface Device {
+  name: string
+  page: Page
+  problems: string[]
+}
 
 interface Round {
   /** Sorted ms from A's append call until B's subscriber had it (sync), A's tab 2's (tab), the call resolved (ack), the server's observer had it. */
-  sync: number[]; tab: number[]; ack: number[]; server: number[]
+  sync: number[]
+  tab: number[]
+  ack: number[]
+  server: number[]
   /** Sorted ms from the server's observer having it until B's subscriber had it. */
   serverToB: number[]
   /** ms from the session's creation on A until B listed it. */
@@ -101,8 +108,12 @@ const onResponseFinish = (m: unknown) => {
 
 function pushesBetween(from: number, to: number): Round['pushes'] {
   const within = pushLog.filter(([start]) => start >= from && start <= to)
-  return { count: within.length, serverMs: med(within.map(([s, f]) => f - s)), gapMs: med(within.slice(1).map(([start], i) => start - within[i]![0])),
-    preflights: preflightLog.filter((t) => t >= from && t <= to).length }
+  return {
+    count: within.length,
+    serverMs: med(within.map(([s, f]) => f - s)),
+    gapMs: med(within.slice(1).map(([start], i) => start - within[i]![0])),
+    preflights: preflightLog.filter((t) => t >= from && t <= to).length,
+  }
 }
 
 // ---- pages --------------------------------------------------------------------------------
@@ -163,24 +174,32 @@ async function round(a: Device, tab: Device, b: Device, server: Store, id: strin
   // Each page's clock against this process's: every page time below is moved onto this process's clock.
   const [offA, offTab, offB] = [(await clockOffset(a.page)).offsetMs, (await clockOffset(tab.page)).offsetMs, (await clockOffset(b.page)).offsetMs]
   // The event goes to the pages as JSON text (its recursive type is too deep for evaluate's).
-  const created = (await a.page.evaluate(async ({ id, json }) => {
-    const w = window as unknown as Win
-    const t = performance.timeOrigin + performance.now()
-    const session = await w.demo.store.createSession({ id })
-    await session.append(JSON.parse(json) as EventInput)
-    w.__writer = session
-    return t
-  }, { id, json })) - offA
+  const created =
+    (await a.page.evaluate(
+      async ({ id, json }) => {
+        const w = window as unknown as Win
+        const t = performance.timeOrigin + performance.now()
+        const session = await w.demo.store.createSession({ id })
+        await session.append(JSON.parse(json) as EventInput)
+        w.__writer = session
+        return t
+      },
+      { id, json },
+    )) - offA
   // B has the session once A pushed it and the server streamed it to B.
-  const listed = (await b.page.evaluate(async ({ id, stallMs }) => {
-    const w = window as unknown as Win
-    const t0 = performance.now()
-    for (;;) {
-      if ((await w.demo.store.listSessions({ limit: 1000 })).some((h) => h.id === id)) return performance.timeOrigin + performance.now()
-      if (performance.now() - t0 > stallMs) throw new Error(`session ${id} did not reach device B in ${stallMs} ms`)
-      await new Promise((r) => setTimeout(r, 5))
-    }
-  }, { id, stallMs: CONFIG.stallMs })) - offB
+  const listed =
+    (await b.page.evaluate(
+      async ({ id, stallMs }) => {
+        const w = window as unknown as Win
+        const t0 = performance.now()
+        for (;;) {
+          if ((await w.demo.store.listSessions({ limit: 1000 })).some((h) => h.id === id)) return performance.timeOrigin + performance.now()
+          if (performance.now() - t0 > stallMs) throw new Error(`session ${id} did not reach device B in ${stallMs} ms`)
+          await new Promise((r) => setTimeout(r, 5))
+        }
+      },
+      { id, stallMs: CONFIG.stallMs },
+    )) - offB
   await observe(b.page, id)
   await observe(tab.page, id)
   const serverView = await server.observe(id)
@@ -193,20 +212,25 @@ async function round(a: Device, tab: Device, b: Device, server: Store, id: strin
   })
   await heard(b, 0)
   await heard(tab, 0)
-  const sent = (await a.page.evaluate(async ({ json, n, gap }) => {
-    const session = (window as unknown as Win).__writer!
-    const input = JSON.parse(json) as EventInput
-    const out: [number, number, number][] = [] // [seq, call, resolved]
-    const t0 = performance.timeOrigin + performance.now()
-    for (let i = 0; i < n; i++) {
-      const wait = t0 + i * gap - (performance.timeOrigin + performance.now())
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait))
-      const call = performance.timeOrigin + performance.now()
-      const r = await session.append(input)
-      out.push([r.lastSeq, call, performance.timeOrigin + performance.now()])
-    }
-    return out
-  }, { json, n: CONFIG.appends, gap: CONFIG.gapMs })).map(([seq, call, done]) => [seq, call - offA, done - offA] as const)
+  const sent = (
+    await a.page.evaluate(
+      async ({ json, n, gap }) => {
+        const session = (window as unknown as Win).__writer!
+        const input = JSON.parse(json) as EventInput
+        const out: [number, number, number][] = [] // [seq, call, resolved]
+        const t0 = performance.timeOrigin + performance.now()
+        for (let i = 0; i < n; i++) {
+          const wait = t0 + i * gap - (performance.timeOrigin + performance.now())
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+          const call = performance.timeOrigin + performance.now()
+          const r = await session.append(input)
+          out.push([r.lastSeq, call, performance.timeOrigin + performance.now()])
+        }
+        return out
+      },
+      { json, n: CONFIG.appends, gap: CONFIG.gapMs },
+    )
+  ).map(([seq, call, done]) => [seq, call - offA, done - offA] as const)
   const last = sent.at(-1)![0]
   const pushes = pushesBetween(sent[0]![1], sent.at(-1)![2])
   await heard(b, last)
@@ -224,8 +248,13 @@ async function round(a: Device, tab: Device, b: Device, server: Store, id: strin
   }
   const match = (seen: readonly (number | null | undefined)[], who: string) => sorted(sent.map(([seq, call]) => at(seen, seq, who) - call))
   return {
-    sync: match(seenB, 'device B'), tab: match(seenTab, "A's second tab"), ack: sorted(sent.map(([, call, done]) => done - call)), server: match(seenServer, "the server's observer"),
-    serverToB: sorted(sent.map(([seq]) => at(seenB, seq, 'device B') - at(seenServer, seq, "the server's observer"))), arrivalMs: listed - created, pushes,
+    sync: match(seenB, 'device B'),
+    tab: match(seenTab, "A's second tab"),
+    ack: sorted(sent.map(([, call, done]) => done - call)),
+    server: match(seenServer, "the server's observer"),
+    serverToB: sorted(sent.map(([seq]) => at(seenB, seq, 'device B') - at(seenServer, seq, "the server's observer"))),
+    arrivalMs: listed - created,
+    pushes,
   }
 }
 
@@ -256,8 +285,13 @@ async function main(): Promise<void> {
   try {
     sync = await startDemoSyncServer({ dir: join(tmp, 'server'), pollMs: CONFIG.serverPollMs })
     // No file watching: source edited while the benchmark runs must not reload its pages.
-    vite = await createServer({ configFile: join(REPO, 'examples/demo-page/vite.config.ts'), cacheDir: join(tmp, 'vite'), logLevel: 'warn', clearScreen: false,
-      server: { host: '127.0.0.1', port: 0, hmr: false, watch: null } })
+    vite = await createServer({
+      configFile: join(REPO, 'examples/demo-page/vite.config.ts'),
+      cacheDir: join(tmp, 'vite'),
+      logLevel: 'warn',
+      clearScreen: false,
+      server: { host: '127.0.0.1', port: 0, hmr: false, watch: null },
+    })
     await vite.listen()
     const base = `http://127.0.0.1:${(vite.httpServer!.address() as AddressInfo).port}`
     log(`sync server ${sync.url}, vite ${base}, temp folder ${tmp}`)
@@ -268,7 +302,12 @@ async function main(): Promise<void> {
       if (!context) {
         const profile = join(tmp, `profile-${device}`)
         fs.mkdirSync(profile, { recursive: true })
-        context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1000, height: 560 } })
+        context = await chromium.launchPersistentContext(profile, {
+          executablePath: CHROMIUM_PATH,
+          headless: true,
+          args: CHROMIUM_ARGS,
+          viewport: { width: 1000, height: 560 },
+        })
         context.setDefaultTimeout(CONFIG.stallMs)
         contexts.push(context)
         contextOf.set(device, context)
@@ -308,32 +347,65 @@ async function main(): Promise<void> {
       const x = await round(a, tab, b, sync.store, `u1-lat-${stamp}-${r === 0 ? 'w' : `r${r}`}`, json)
       if (r > 0) rounds.push(x)
       const q = (xs: number[]) => `p50 ${fmt(quantile(xs, 0.5), 1)}, p99 ${fmt(quantile(xs, 0.99), 1)}`
-      log(`${r === 0 ? 'warm-up' : `round ${r}/${CONFIG.rounds}`} (ms): B ${q(x.sync)}; A's tab 2 ${q(x.tab)}; A's ack ${q(x.ack)}; A → server ${q(x.server)}; server → B ${q(x.serverToB)}; ` +
-        `${x.pushes.count} pushes (${fmt(x.pushes.serverMs, 1)} ms each, ${fmt(x.pushes.gapMs, 1)} ms apart); new session on B after ${fmt(x.arrivalMs, 0)}`)
+      log(
+        `${r === 0 ? 'warm-up' : `round ${r}/${CONFIG.rounds}`} (ms): B ${q(x.sync)}; A's tab 2 ${q(x.tab)}; A's ack ${q(x.ack)}; A → server ${q(x.server)}; server → B ${q(x.serverToB)}; ` +
+          `${x.pushes.count} pushes (${fmt(x.pushes.serverMs, 1)} ms each, ${fmt(x.pushes.gapMs, 1)} ms apart); new session on B after ${fmt(x.arrivalMs, 0)}`,
+      )
     }
     const clocksAfter = await clocks()
     const liveStreams = sync.liveStreams()
-    const replication = Object.fromEntries(await Promise.all(devices.map(async (d) => [d.name, await d.page.evaluate(() => {
-      const s = (window as unknown as Win).demo.replication.state
-      return { status: s.status, pending: s.pending, pushed: s.pushed, pulled: s.pulled, conflicts: s.conflicts.length, ...(s.error ? { error: s.error.message } : {}) }
-    })] as const)))
+    const replication = Object.fromEntries(
+      await Promise.all(
+        devices.map(
+          async (d) =>
+            [
+              d.name,
+              await d.page.evaluate(() => {
+                const s = (window as unknown as Win).demo.replication.state
+                return {
+                  status: s.status,
+                  pending: s.pending,
+                  pushed: s.pushed,
+                  pulled: s.pulled,
+                  conflicts: s.conflicts.length,
+                  ...(s.error ? { error: s.error.message } : {}),
+                }
+              }),
+            ] as const,
+        ),
+      ),
+    )
 
     // ---- report ----
     const of = (pick: (x: Round) => number[], q: number): Summary => summarize(rounds.map((x) => quantile(pick(x), q)))
     const lat = {
       unit: 'ms',
-      syncP50: of((x) => x.sync, 0.5), syncP99: of((x) => x.sync, 0.99),
-      tabP50: of((x) => x.tab, 0.5), tabP99: of((x) => x.tab, 0.99),
-      ackP50: of((x) => x.ack, 0.5), ackP99: of((x) => x.ack, 0.99),
-      serverP50: of((x) => x.server, 0.5), serverP99: of((x) => x.server, 0.99),
-      serverToBP50: of((x) => x.serverToB, 0.5), serverToBP99: of((x) => x.serverToB, 0.99),
+      syncP50: of((x) => x.sync, 0.5),
+      syncP99: of((x) => x.sync, 0.99),
+      tabP50: of((x) => x.tab, 0.5),
+      tabP99: of((x) => x.tab, 0.99),
+      ackP50: of((x) => x.ack, 0.5),
+      ackP99: of((x) => x.ack, 0.99),
+      serverP50: of((x) => x.server, 0.5),
+      serverP99: of((x) => x.server, 0.99),
+      serverToBP50: of((x) => x.serverToB, 0.5),
+      serverToBP99: of((x) => x.serverToB, 0.99),
       arrivalMs: summarize(rounds.map((x) => x.arrivalMs)),
-      pushesPerRound: summarize(rounds.map((x) => x.pushes.count)), pushServerMs: summarize(rounds.map((x) => x.pushes.serverMs)), pushGapMs: summarize(rounds.map((x) => x.pushes.gapMs)),
+      pushesPerRound: summarize(rounds.map((x) => x.pushes.count)),
+      pushServerMs: summarize(rounds.map((x) => x.pushes.serverMs)),
+      pushGapMs: summarize(rounds.map((x) => x.pushes.gapMs)),
       preflights: rounds.reduce((n, x) => n + x.pushes.preflights, 0),
     }
     const what = "through the server ÷ A's other tab"
     const headline: HeadlineRatio[] = [
-      headlineRatio('sync-browser-latency-p50', `Chromium: append on A → subscriber on B, p50 (${CONFIG.appends} appends ${CONFIG.gapMs} ms apart)`, LAYER, what, lat.syncP50, lat.tabP50),
+      headlineRatio(
+        'sync-browser-latency-p50',
+        `Chromium: append on A → subscriber on B, p50 (${CONFIG.appends} appends ${CONFIG.gapMs} ms apart)`,
+        LAYER,
+        what,
+        lat.syncP50,
+        lat.tabP50,
+      ),
       headlineRatio('sync-browser-latency-p99', 'Chromium: the same, p99', LAYER, what, lat.syncP99, lat.tabP99),
     ]
 
@@ -341,17 +413,43 @@ async function main(): Promise<void> {
     if (allProblems.length > 0) log(`page problems: ${allProblems.join(' | ')}`)
     log(`live streams open on the server at the end: ${liveStreams} (one per device expected); CORS preflights: ${lat.preflights}`)
     const q = (xs: number[]) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: xs.at(-1) })
-    finishBench('sync-browser', `sessionfold HTTP sync in Chromium ${chromiumVersion}: two devices (persistent contexts) through the demo sync server on 127.0.0.1`, [
-      ['A → server (fs) → B, B observing: p50', lat.syncP50, 'ms', 1], ['the same, p99', lat.syncP99, 'ms', 1],
-      ["baseline: A's second tab, observing: p50", lat.tabP50, 'ms', 1], ['the same, p99', lat.tabP99, 'ms', 1],
-      ["(diagnostic) A's append call → resolved, p50", lat.ackP50, 'ms', 1], ["(diagnostic) A's append → the server's observer, p50", lat.serverP50, 'ms', 1],
-      ["(diagnostic) the server's observer → B's subscriber, p50", lat.serverToBP50, 'ms', 1], ['(diagnostic) a new session on A → listed on B', lat.arrivalMs, 'ms', 0],
-    ], headline, {
-      source, chromium: chromiumVersion, config: CONFIG, headline, latency: lat,
-      rounds: rounds.map((x) => ({ sync: q(x.sync), tab: q(x.tab), ack: q(x.ack), server: q(x.server), serverToB: q(x.serverToB), arrivalMs: x.arrivalMs, pushes: x.pushes })),
-      clocks: { before: clocksBefore, after: clocksAfter }, visibility, liveStreams, replication, problems: allProblems,
-      totalSeconds: (performance.now() - started) / 1000,
-    })
+    finishBench(
+      'sync-browser',
+      `sessionfold HTTP sync in Chromium ${chromiumVersion}: two devices (persistent contexts) through the demo sync server on 127.0.0.1`,
+      [
+        ['A → server (fs) → B, B observing: p50', lat.syncP50, 'ms', 1],
+        ['the same, p99', lat.syncP99, 'ms', 1],
+        ["baseline: A's second tab, observing: p50", lat.tabP50, 'ms', 1],
+        ['the same, p99', lat.tabP99, 'ms', 1],
+        ["(diagnostic) A's append call → resolved, p50", lat.ackP50, 'ms', 1],
+        ["(diagnostic) A's append → the server's observer, p50", lat.serverP50, 'ms', 1],
+        ["(diagnostic) the server's observer → B's subscriber, p50", lat.serverToBP50, 'ms', 1],
+        ['(diagnostic) a new session on A → listed on B', lat.arrivalMs, 'ms', 0],
+      ],
+      headline,
+      {
+        source,
+        chromium: chromiumVersion,
+        config: CONFIG,
+        headline,
+        latency: lat,
+        rounds: rounds.map((x) => ({
+          sync: q(x.sync),
+          tab: q(x.tab),
+          ack: q(x.ack),
+          server: q(x.server),
+          serverToB: q(x.serverToB),
+          arrivalMs: x.arrivalMs,
+          pushes: x.pushes,
+        })),
+        clocks: { before: clocksBefore, after: clocksAfter },
+        visibility,
+        liveStreams,
+        replication,
+        problems: allProblems,
+        totalSeconds: (performance.now() - started) / 1000,
+      },
+    )
   } finally {
     unsubscribeChannel('http.server.request.start', onRequestStart)
     unsubscribeChannel('http.server.response.finish', onResponseFinish)

@@ -29,7 +29,20 @@ import { join } from 'node:path'
 import { HISTORY_DIR, CHECKPOINT_FILE, LOG_FILE, sessionDir, sessionsDir } from '../src/backends/fs/layout'
 import { openStore, type EventInput, type Session, type Store } from '../src/index-node'
 import { rotate, sourceState } from './common'
-import { benchRoot, checkSettings, env, fmt, fmtSummary, headlineRatio, type HeadlineRatio, median, summarize, type Summary, settlesWithin, finishBench } from './stats'
+import {
+  benchRoot,
+  checkSettings,
+  env,
+  fmt,
+  fmtSummary,
+  headlineRatio,
+  type HeadlineRatio,
+  median,
+  summarize,
+  type Summary,
+  settlesWithin,
+  finishBench,
+} from './stats'
 
 const CONFIG = {
   /** Events of the long session, and of the short one. */
@@ -88,7 +101,8 @@ const within = <T>(promise: Promise<T>, what: string): Promise<T> => settlesWith
 
 const WORDS = 'the agent read the file, ran the tests and proposed a patch to the parser so that they pass again; '
 /** app/msg text long enough for a stored record ({"seq","type","time","data"}) of about CONFIG.eventBytes. */
-const TEXT_CHARS = CONFIG.eventBytes - JSON.stringify({ seq: 500_000, type: 'app/msg', time: 1_700_000_000_000, data: { role: 'assistant', n: 500_000, text: '' } }).length
+const TEXT_CHARS =
+  CONFIG.eventBytes - JSON.stringify({ seq: 500_000, type: 'app/msg', time: 1_700_000_000_000, data: { role: 'assistant', n: 500_000, text: '' } }).length
 
 function eventAt(pos: number): EventInput {
   const k = pos % CONFIG.turnEvery
@@ -152,14 +166,18 @@ interface OnDisk {
 function historyPositions(dir: string, id: string): number[] {
   const h = join(sessionDir(dir, id), HISTORY_DIR)
   if (!fs.existsSync(h)) return []
-  return fs.readdirSync(h).flatMap((n) => /^(\d+)\.json$/.exec(n)?.[1] ?? []).map(Number).sort((a, b) => a - b)
+  return fs
+    .readdirSync(h)
+    .flatMap((n) => /^(\d+)\.json$/.exec(n)?.[1] ?? [])
+    .map(Number)
+    .sort((a, b) => a - b)
 }
 
 /** Waits until the count of history rows has not changed for CONFIG.settleMs (the writer is closed: it should not). */
 async function settled(dir: string, id: string): Promise<number> {
   const t0 = performance.now()
   let count = historyPositions(dir, id).length
-  for (let quiet = performance.now(); performance.now() - quiet < CONFIG.settleMs;) {
+  for (let quiet = performance.now(); performance.now() - quiet < CONFIG.settleMs; ) {
     await sleep(100)
     const now = historyPositions(dir, id).length
     if (now !== count) [count, quiet] = [now, performance.now()]
@@ -175,7 +193,12 @@ function onDisk(dir: string, id: string, events: number): OnDisk {
   const historyBytes = positions.reduce((n, at) => n + size(join(folder, HISTORY_DIR, `${at}.json`)), 0)
   const logBytes = size(join(folder, LOG_FILE))
   return {
-    events, logBytes, checkpointBytes: size(join(folder, CHECKPOINT_FILE)), historyBytes, ratio: historyBytes / logBytes, positions,
+    events,
+    logBytes,
+    checkpointBytes: size(join(folder, CHECKPOINT_FILE)),
+    historyBytes,
+    ratio: historyBytes / logBytes,
+    positions,
     gaps: summarize(positions.map((p, i) => p - (positions[i - 1] ?? 0))),
   }
 }
@@ -191,7 +214,11 @@ function strippedCopy(from: string, to: string): void {
 
 // ---- reading at a point -------------------------------------------------------------------
 
-interface Sample { at: number; ms: number; values: string }
+interface Sample {
+  at: number
+  ms: number
+  values: string
+}
 
 /** observe(id, { at }) → the view's snapshot: the ms it took; the view closed after (untimed). */
 async function observeAt(store: Store, id: string, at: number, keep: boolean): Promise<Sample> {
@@ -230,7 +257,9 @@ async function main(): Promise<void> {
   const bareDir = join(root, 'stripped')
   const stores: Store[] = []
   try {
-    log(`writing ${fmt(CONFIG.events, 0)} + ${fmt(CONFIG.small, 0)} events, and ${fmt(CONFIG.largeEvents, 0)} with a recordExternal every ${CONFIG.externalEvery}, to ${dir}`)
+    log(
+      `writing ${fmt(CONFIG.events, 0)} + ${fmt(CONFIG.small, 0)} events, and ${fmt(CONFIG.largeEvents, 0)} with a recordExternal every ${CONFIG.externalEvery}, to ${dir}`,
+    )
     const writer = await openStore({ dir })
     stores.push(writer)
     const big = await write(writer, IDS.big, CONFIG.events)
@@ -249,12 +278,19 @@ async function main(): Promise<void> {
     const bare = await openStore({ dir: bareDir })
     stores.push(store, bare)
     const runs = {
-      history: [] as Sample[][], small: [] as Sample[][], refold: [] as Sample[][], large: [] as Sample[][],
+      history: [] as Sample[][],
+      small: [] as Sample[][],
+      refold: [] as Sample[][],
+      large: [] as Sample[][],
     }
     const perRound = { history: [] as number[], small: [] as number[], refold: [] as number[], large: [] as number[] }
     let mismatches = 0
     for (let r = 0; r <= CONFIG.rounds; r++) {
-      const pts = { history: pointsIn(CONFIG.events, CONFIG.points), small: pointsIn(CONFIG.small, CONFIG.points), large: pointsIn(CONFIG.largeEvents, CONFIG.largePoints) }
+      const pts = {
+        history: pointsIn(CONFIG.events, CONFIG.points),
+        small: pointsIn(CONFIG.small, CONFIG.points),
+        large: pointsIn(CONFIG.largeEvents, CONFIG.largePoints),
+      }
       const refoldPts = pts.history.slice(0, CONFIG.refoldPoints)
       const variants = [
         { key: 'history' as const, run: () => observeAll(store, IDS.big, pts.history, true) },
@@ -283,40 +319,86 @@ async function main(): Promise<void> {
     const S = { history: summarize(perRound.history), small: summarize(perRound.small), refold: summarize(perRound.refold), large: summarize(perRound.large) }
     const once = (id: string, figure: string, what: string, value: number): HeadlineRatio => {
       const pass = value <= TARGETS.size
-      return { id, figure, layer: LAYER, ratio: what, perRound: summarize([value]), ofMedians: value, target: `≤ ${TARGETS.size}`, pass, result: pass ? 'PASS' : 'MISS' }
+      return {
+        id,
+        figure,
+        layer: LAYER,
+        ratio: what,
+        perRound: summarize([value]),
+        ofMedians: value,
+        target: `≤ ${TARGETS.size}`,
+        pass,
+        result: pass ? 'PASS' : 'MISS',
+      }
     }
     const headline: HeadlineRatio[] = [
-      headlineRatio('flat', `observe(id, { at }) at random points: ${fmt(CONFIG.events, 0)}-event session (history rows present) vs ${fmt(CONFIG.small, 0)}-event session`,
-        LAYER, `time at ${fmt(CONFIG.events, 0)} ÷ time at ${fmt(CONFIG.small, 0)}`, S.history, S.small, { atMost: TARGETS.flat }),
-      headlineRatio('refold', `observe(id, { at }) at random points of ${fmt(CONFIG.events, 0)} events: with history rows vs a store without history rows or checkpoints (folds from seq 0)`,
-        LAYER, 'time with history ÷ time without', S.history, S.refold, { atMost: TARGETS.refold }),
+      headlineRatio(
+        'flat',
+        `observe(id, { at }) at random points: ${fmt(CONFIG.events, 0)}-event session (history rows present) vs ${fmt(CONFIG.small, 0)}-event session`,
+        LAYER,
+        `time at ${fmt(CONFIG.events, 0)} ÷ time at ${fmt(CONFIG.small, 0)}`,
+        S.history,
+        S.small,
+        { atMost: TARGETS.flat },
+      ),
+      headlineRatio(
+        'refold',
+        `observe(id, { at }) at random points of ${fmt(CONFIG.events, 0)} events: with history rows vs a store without history rows or checkpoints (folds from seq 0)`,
+        LAYER,
+        'time with history ÷ time without',
+        S.history,
+        S.refold,
+        { atMost: TARGETS.refold },
+      ),
       once('size', `history rows on disk, ${fmt(CONFIG.events, 0)}-event session`, 'bytes of history/*.json ÷ bytes of events.log', disk.big.ratio),
-      once('size-large', `history rows on disk, large state: ${fmt(CONFIG.largeEvents, 0)} events, ${fmt(large.children, 0)} catalog entries (recordExternal every ${CONFIG.externalEvery} events)`,
-        'bytes of history/*.json ÷ bytes of events.log', disk.large.ratio),
+      once(
+        'size-large',
+        `history rows on disk, large state: ${fmt(CONFIG.largeEvents, 0)} events, ${fmt(large.children, 0)} catalog entries (recordExternal every ${CONFIG.externalEvery} events)`,
+        'bytes of history/*.json ÷ bytes of events.log',
+        disk.large.ratio,
+      ),
     ]
 
     // The slowest reads of the long session, and how far each was from a history row.
     const all = runs.history.flat().map((s) => ({ ...s, fold: foldDistance(s.at, disk.big.positions, CONFIG.events) }))
-    const slowest = [...all].sort((a, b) => b.ms - a.ms).slice(0, 5).map(({ at, ms, fold }) => ({ at, ms, fold }))
+    const slowest = [...all]
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 5)
+      .map(({ at, ms, fold }) => ({ at, ms, fold }))
     const folds = summarize(all.map((s) => s.fold))
     const allMs = summarize(all.map((s) => s.ms))
 
-    log(`history rows of ${IDS.big}: ${disk.big.positions.length}, of ${IDS.large}: ${disk.large.positions.length}; events folded after the nearest row: ${fmtSummary(folds, 0)}; ` +
-      `slowest reads: ${slowest.map((x) => `at ${x.at}: ${fmt(x.ms, 1)} ms (${x.fold} after a row)`).join('; ')}`)
-    finishBench('time-travel', 'sessionfold time travel through openStore() (worker, fs, strict): store.observe(id, { at })', [
-      [`observe at random points, ${fmt(CONFIG.events, 0)} events, history rows present`, S.history, 'ms', 2],
-      [`observe at random points, ${fmt(CONFIG.small, 0)} events`, S.small, 'ms', 2],
-      [`the ${fmt(CONFIG.events, 0)} events without history or checkpoint rows (folds from seq 0)`, S.refold, 'ms', 1],
-      [`(information) ${fmt(CONFIG.largeEvents, 0)} events, ${fmt(large.children, 0)} children`, S.large, 'ms', 2],
-      [`writing ${fmt(CONFIG.events, 0)} events in batches of ${fmt(CONFIG.batch, 0)}`, summarize([CONFIG.events / big.seconds]), 'events/s', 0],
-    ], headline, {
-      source, config: CONFIG, targets: TARGETS, layer: LAYER, headline,
-      write: { big: { seconds: big.seconds, eventsPerSecond: CONFIG.events / big.seconds }, large: { seconds: large.seconds, eventsPerSecond: CONFIG.largeEvents / large.seconds, children: large.children } },
-      disk,
-      observe: { unit: 'ms, per round the median over its points', ...S },
-      reads: { all: allMs, foldDistance: folds, slowest },
-      totalSeconds: (performance.now() - started) / 1000,
-    })
+    log(
+      `history rows of ${IDS.big}: ${disk.big.positions.length}, of ${IDS.large}: ${disk.large.positions.length}; events folded after the nearest row: ${fmtSummary(folds, 0)}; ` +
+        `slowest reads: ${slowest.map((x) => `at ${x.at}: ${fmt(x.ms, 1)} ms (${x.fold} after a row)`).join('; ')}`,
+    )
+    finishBench(
+      'time-travel',
+      'sessionfold time travel through openStore() (worker, fs, strict): store.observe(id, { at })',
+      [
+        [`observe at random points, ${fmt(CONFIG.events, 0)} events, history rows present`, S.history, 'ms', 2],
+        [`observe at random points, ${fmt(CONFIG.small, 0)} events`, S.small, 'ms', 2],
+        [`the ${fmt(CONFIG.events, 0)} events without history or checkpoint rows (folds from seq 0)`, S.refold, 'ms', 1],
+        [`(information) ${fmt(CONFIG.largeEvents, 0)} events, ${fmt(large.children, 0)} children`, S.large, 'ms', 2],
+        [`writing ${fmt(CONFIG.events, 0)} events in batches of ${fmt(CONFIG.batch, 0)}`, summarize([CONFIG.events / big.seconds]), 'events/s', 0],
+      ],
+      headline,
+      {
+        source,
+        config: CONFIG,
+        targets: TARGETS,
+        layer: LAYER,
+        headline,
+        write: {
+          big: { seconds: big.seconds, eventsPerSecond: CONFIG.events / big.seconds },
+          large: { seconds: large.seconds, eventsPerSecond: CONFIG.largeEvents / large.seconds, children: large.children },
+        },
+        disk,
+        observe: { unit: 'ms, per round the median over its points', ...S },
+        reads: { all: allMs, foldDistance: folds, slowest },
+        totalSeconds: (performance.now() - started) / 1000,
+      },
+    )
   } finally {
     for (const s of stores.splice(0)) await s.close().catch((err) => log(`closing a store: ${err}`))
     cleanup()

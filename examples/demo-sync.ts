@@ -6,7 +6,11 @@ import { fileURLToPath } from 'node:url'
 import { createServer } from 'vite'
 import { startDemoSyncServer } from './sync-server'
 
-const server = await startDemoSyncServer({ dir: '.sessionfold-server', port: Number(process.env.SYNC_PORT ?? 8787), controlPort: Number(process.env.CONTROL_PORT ?? 8788) })
+const server = await startDemoSyncServer({
+  dir: '.sessionfold-server',
+  port: Number(process.env.SYNC_PORT ?? 8787),
+  controlPort: Number(process.env.CONTROL_PORT ?? 8788),
+})
 const vite = await createServer({ configFile: fileURLToPath(new URL('./demo-page/vite.config.ts', import.meta.url)), server: { host: '127.0.0.1' } })
 await vite.listen()
 const base = vite.resolvedUrls?.local[0] ?? 'http://127.0.0.1:5173/'

@@ -8,10 +8,12 @@ const parent = await store.createSession({ cwd: process.cwd() })
 console.log(`session ${parent.id} (store: .sessionfold/)`)
 
 const stops: (() => void)[] = []
-stops.push(parent.projections.subscribe('subagentCatalog', (catalog, { seq }) => {
-  const rows = (catalog ?? []).map((c) => `${c.label ?? c.id.slice(0, 8)} (${c.mode})`)
-  console.log(`  [parent @${seq}] catalog: ${rows.length ? rows.join(', ') : 'no children yet'}`)
-}))
+stops.push(
+  parent.projections.subscribe('subagentCatalog', (catalog, { seq }) => {
+    const rows = (catalog ?? []).map((c) => `${c.label ?? c.id.slice(0, 8)} (${c.mode})`)
+    console.log(`  [parent @${seq}] catalog: ${rows.length ? rows.join(', ') : 'no children yet'}`)
+  }),
+)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -33,9 +35,11 @@ const plans = [
 const children: Session[] = []
 for (const plan of plans) {
   const child = await parent.spawn({ mode: plan.mode, label: plan.label })
-  stops.push(child.projections.subscribe('subagentTiming', (t) => {
-    if (t) console.log(`  [${plan.label}] turns ${t.turns}, settled ${t.settledMs.toFixed(0)} ms${t.runningSince ? ', running' : ''}`)
-  }))
+  stops.push(
+    child.projections.subscribe('subagentTiming', (t) => {
+      if (t) console.log(`  [${plan.label}] turns ${t.turns}, settled ${t.settledMs.toFixed(0)} ms${t.runningSince ? ', running' : ''}`)
+    }),
+  )
   children.push(child)
 }
 await Promise.all(children.map((c, i) => runAgent(c, plans[i]!.turns)))

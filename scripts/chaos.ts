@@ -29,7 +29,9 @@ if (!Number.isFinite(seconds) || seconds <= 0 || !Number.isInteger(seed) || !['f
 const json = args.includes('--json')
 const dump = flag('dump')
 const result = await runChaos({
-  seed, seconds, server,
+  seed,
+  seconds,
+  server,
   ...(restartEvery ? { restartEveryMs: Number(restartEvery) } : {}),
   ...(dump ? { dump } : {}),
   settleMs: Math.max(90_000, seconds * 500),

@@ -45,12 +45,15 @@ const LONG_EVENTS = 2600
 const keyBytes = () => Uint8Array.from(FIXTURE_KEY_HEX.match(/../g)!.map((h) => parseInt(h, 16)))
 
 /** Data with keys JSON can hold but an object literal cannot write as own keys. */
-const oddKeys = JSON.parse('{"__proto__":{"polluted":true},"constructor":"c","prototype":[],"":"empty key","ключ":"значение","a.b":{"c/d":1}}') as Record<string, unknown>
+const oddKeys = JSON.parse('{"__proto__":{"polluted":true},"constructor":"c","prototype":[],"":"empty key","ключ":"значение","a.b":{"c/d":1}}') as Record<
+  string,
+  unknown
+>
 
 /** Deterministic words for the long log (a small LCG: the same text every run). */
 function words(seed: number, n: number): string {
   const vocab = ['read', 'file', 'grep', 'Straße', 'naïve', '函数', 'résumé', 'ok', 'diff', 'test', '🚀', 'λ', 'patch', 'build']
-  let x = seed * 2654435761 % 4294967296
+  let x = (seed * 2654435761) % 4294967296
   const out: string[] = []
   for (let i = 0; i < n; i++) {
     x = (x * 1664525 + 1013904223) % 4294967296
@@ -66,19 +69,45 @@ async function populate(store: Store): Promise<void> {
   const root = await store.createSession({ id: 'root', cwd: '/home/ana/projekte/weltkarte-🌍' })
   await root.append({ type: 'turn/start', data: { prompt: 'Zeig mir die Karte — 地図を見せて', user: 'ana' }, time: time() })
   await root.append([
-    { type: 'app/message', data: { role: 'user', parts: [{ type: 'text', text: 'Grüße! 👩🏽‍💻 مرحبا e\u0301 "quoted" back\\slash\nline\ttab \u2028 \u0000 end' }] }, time: time() },
-    { type: 'app/tool-call', data: { id: 'call-1', name: 'search', args: { q: 'karte', filters: { lang: ['de', 'ja'], depth: 3, exact: false, extra: null }, nested: { a: { b: { c: { d: [1, [2, [3, [4, []]]]] } } } } } }, time: time() },
-    { type: 'app/tool-result', data: { callId: 'call-1', ok: true, rows: [{ x: 1.5, y: -0.25, big: 9007199254740991, tiny: 5e-324, e: 1e21 }], secret: MARKER }, time: time() },
+    {
+      type: 'app/message',
+      data: { role: 'user', parts: [{ type: 'text', text: 'Grüße! 👩🏽‍💻 مرحبا e\u0301 "quoted" back\\slash\nline\ttab \u2028 \u0000 end' }] },
+      time: time(),
+    },
+    {
+      type: 'app/tool-call',
+      data: {
+        id: 'call-1',
+        name: 'search',
+        args: { q: 'karte', filters: { lang: ['de', 'ja'], depth: 3, exact: false, extra: null }, nested: { a: { b: { c: { d: [1, [2, [3, [4, []]]]] } } } } },
+      },
+      time: time(),
+    },
+    {
+      type: 'app/tool-result',
+      data: { callId: 'call-1', ok: true, rows: [{ x: 1.5, y: -0.25, big: 9007199254740991, tiny: 5e-324, e: 1e21 }], secret: MARKER },
+      time: time(),
+    },
     { type: 'app/odd-keys', data: oddKeys as never, time: time() },
   ])
   await root.append({ type: 'turn/end', data: { ok: true, tokens: { in: 1234, out: 567 } }, time: time() })
 
   // A continuable subagent with a one-shot child of its own.
   const helper = await root.spawn({
-    id: 'root-helper', mode: 'continuable', label: 'helper ✨ Suche',
-    events: [{ type: 'turn/start', data: { task: 'finde die Dateien' }, time: time() }, { type: 'app/message', data: { role: 'assistant', text: 'Ich suche…' }, time: time() }],
+    id: 'root-helper',
+    mode: 'continuable',
+    label: 'helper ✨ Suche',
+    events: [
+      { type: 'turn/start', data: { task: 'finde die Dateien' }, time: time() },
+      { type: 'app/message', data: { role: 'assistant', text: 'Ich suche…' }, time: time() },
+    ],
   })
-  const grep = await helper.spawn({ id: 'root-helper-grep', mode: 'one-shot', label: 'grep', events: [{ type: 'app/tool-call', data: { name: 'grep', args: { pattern: 'Karte|地図' } }, time: time() }] })
+  const grep = await helper.spawn({
+    id: 'root-helper-grep',
+    mode: 'one-shot',
+    label: 'grep',
+    events: [{ type: 'app/tool-call', data: { name: 'grep', args: { pattern: 'Karte|地図' } }, time: time() }],
+  })
   await grep.append({ type: 'app/tool-result', data: { matches: ['src/karte.ts:12', 'docs/地図.md:3'] }, time: time() })
   await grep.close()
   await helper.append({ type: 'turn/end', data: { found: 2 }, time: time() })
@@ -88,7 +117,12 @@ async function populate(store: Store): Promise<void> {
   const once = await root.spawn({ id: 'root-oneshot', mode: 'one-shot', events: [{ type: 'app/message', data: { text: 'einmal' }, time: time() }] })
   await once.close()
   await root.recordExternal({ childId: 'ext-ci-run-42', label: 'CI run #42' })
-  const doomed = await root.spawn({ id: 'root-doomed', mode: 'one-shot', label: 'doomed', events: [{ type: 'app/message', data: { text: 'gleich weg' }, time: time() }] })
+  const doomed = await root.spawn({
+    id: 'root-doomed',
+    mode: 'one-shot',
+    label: 'doomed',
+    events: [{ type: 'app/message', data: { text: 'gleich weg' }, time: time() }],
+  })
   await doomed.close()
   await store.deleteSession('root-doomed')
 
@@ -120,7 +154,12 @@ async function populate(store: Store): Promise<void> {
     await long.append(batch)
     n += batch.length
     if (turn === 30) {
-      const child = await long.spawn({ id: 'long-worker', mode: 'continuable', label: 'worker', events: [{ type: 'turn/start', data: { from: 'long' }, time: T0 + 10 * n }] })
+      const child = await long.spawn({
+        id: 'long-worker',
+        mode: 'continuable',
+        label: 'worker',
+        events: [{ type: 'turn/start', data: { from: 'long' }, time: T0 + 10 * n }],
+      })
       await child.append({ type: 'turn/end', data: { done: true }, time: T0 + 10 * n + 5 })
       await child.close()
       n += 1 // the catalog fact
@@ -169,7 +208,10 @@ async function manifestOf(store: Store, storage: string): Promise<unknown> {
       entry.events = events
     }
     const at: Record<string, unknown> = {}
-    const extra = id === 'long' ? [1023, 1024, 1025, 2047, 2048, 2049, 2100, ...catalogSeqs(events).flatMap((s) => [s, s + 1])] : catalogSeqs(events).flatMap((s) => [s, s + 1])
+    const extra =
+      id === 'long'
+        ? [1023, 1024, 1025, 2047, 2048, 2049, 2100, ...catalogSeqs(events).flatMap((s) => [s, s + 1])]
+        : catalogSeqs(events).flatMap((s) => [s, s + 1])
     for (const point of pointsOf(events.length, extra)) {
       const then = await store.observe(id, { at: point })
       at[point] = { values: then.projections.snapshot(), children: await then.listChildren({ recursive: true }) }
@@ -195,7 +237,7 @@ async function manifestOf(store: Store, storage: string): Promise<unknown> {
  * code must go on from it, sending every later write.
  */
 async function feedHeadOf(store: Store): Promise<unknown> {
-  for (let cursor: ChangeCursor | null = null; ;) {
+  for (let cursor: ChangeCursor | null = null; ; ) {
     const changes = await store.changesSince(cursor)
     cursor = changes.cursor
     if (changes.done) return cursor
@@ -327,10 +369,38 @@ async function makePostgres(out: string): Promise<void> {
     const version = await cluster.psql('SELECT version FROM sessionfold.schema_version', 'fixture')
     if (version !== '6') throw new Error(`expected schema version 6, got ${version}`)
     const file = join(out, 'postgres.sql')
-    await run(join(bin, 'pg_dump'), ['-h', '127.0.0.1', '-p', String(cluster.port), '-U', 'postgres', '-d', 'fixture', '--schema=sessionfold', '--no-owner', '--no-privileges', '-f', file])
+    await run(join(bin, 'pg_dump'), [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(cluster.port),
+      '-U',
+      'postgres',
+      '-d',
+      'fixture',
+      '--schema=sessionfold',
+      '--no-owner',
+      '--no-privileges',
+      '-f',
+      file,
+    ])
     // The manifest from a restored copy, so its reads cannot change what was dumped.
     const copy = await cluster.createDatabase('fixture_read')
-    await run(join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(cluster.port), '-U', 'postgres', '-d', 'fixture_read', '-v', 'ON_ERROR_STOP=1', '-q', '-f', file])
+    await run(join(bin, 'psql'), [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(cluster.port),
+      '-U',
+      'postgres',
+      '-d',
+      'fixture_read',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-q',
+      '-f',
+      file,
+    ])
     const reader = await openStore({ storage: 'postgres', url: copy, worker: false })
     await writeFile(join(out, 'postgres.manifest.json'), json(await manifestOf(reader, 'postgres')))
     await reader.close()

@@ -18,7 +18,7 @@ export function nodeResolve() {
       const sub = rest.length ? `./${rest.join('/')}` : '.'
       const exp = pkg.exports?.[sub] ?? (sub === '.' ? pkg.exports : undefined)
       const pick = (e) => (typeof e === 'string' ? e : e && (pick(e.browser) ?? pick(e.import) ?? pick(e.module) ?? pick(e.default)))
-      const target = pick(exp) ?? (sub === '.' ? pkg.module ?? pkg.main : sub)
+      const target = pick(exp) ?? (sub === '.' ? (pkg.module ?? pkg.main) : sub)
       return target ? join(root, target) : null
     },
   }

@@ -130,17 +130,21 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
   let appends = 0
   let eventsWritten = 0
 
-  log(`soak: ${roots} sessions, ${writerCount} writers, ${seconds} s, strict fs store in ${dir}, engine ${openOptions.worker ? 'in worker_threads' : 'in this thread'}${gc ? '' : ' (no --expose-gc: heap readings without gc)'}`)
+  log(
+    `soak: ${roots} sessions, ${writerCount} writers, ${seconds} s, strict fs store in ${dir}, engine ${openOptions.worker ? 'in worker_threads' : 'in this thread'}${gc ? '' : ' (no --expose-gc: heap readings without gc)'}`,
+  )
   let store: Store = await openStore(openOptions)
 
   // ---- setup: the root sessions ----------------------------------------------------------
   const setupStart = performance.now()
   for (let i = 0; i < roots; i += 50) {
-    await Promise.all(rootIds.slice(i, i + 50).map(async (id) => {
-      const s = await store.createSession({ id })
-      await s.close()
-      tracked.set(id, { len: 0, seedLength: 0, child: false, children: 0, forks: 0 })
-    }))
+    await Promise.all(
+      rootIds.slice(i, i + 50).map(async (id) => {
+        const s = await store.createSession({ id })
+        await s.close()
+        tracked.set(id, { len: 0, seedLength: 0, child: false, children: 0, forks: 0 })
+      }),
+    )
   }
   log(`setup: ${roots} sessions created in ${((performance.now() - setupStart) / 1000).toFixed(1)} s`)
 
@@ -215,21 +219,25 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
     log(`t=${r.t}s events=${r.events} appends=${appends} sessions=${tracked.size} heapUsed=${r.heapUsedMB}MB rss=${r.rssMB}MB`)
   }, intervalMs)
   const stopAt = setTimeout(() => (stopping = true), seconds * 1000)
-  await Promise.all(Array.from({ length: writerCount }, async () => {
-    while (!stopping) {
-      try {
-        await stint()
-      } catch (err) {
-        problems.push(`writer failed: ${(err as Error).message}`)
-        await new Promise((r) => setTimeout(r, 10))
+  await Promise.all(
+    Array.from({ length: writerCount }, async () => {
+      while (!stopping) {
+        try {
+          await stint()
+        } catch (err) {
+          problems.push(`writer failed: ${(err as Error).message}`)
+          await new Promise((r) => setTimeout(r, 10))
+        }
       }
-    }
-  }))
+    }),
+  )
   clearTimeout(stopAt)
   clearInterval(timer)
   const elapsed = (performance.now() - started) / 1000
   const after = reading()
-  log(`timed phase: ${elapsed.toFixed(1)} s, ${appends} appends, ${eventsWritten} events written (${Math.round(eventsWritten / elapsed)} events/s), ${tracked.size} sessions; heap after (handles closed, gc) ${after.heapUsedMB} MB`)
+  log(
+    `timed phase: ${elapsed.toFixed(1)} s, ${appends} appends, ${eventsWritten} events written (${Math.round(eventsWritten / elapsed)} events/s), ${tracked.size} sessions; heap after (handles closed, gc) ${after.heapUsedMB} MB`,
+  )
 
   // Heap: the last reading under load against the first (after one interval of warm-up).
   const first = heap[0]
@@ -283,9 +291,10 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
     for (let seq = 0; seq < events.length; seq++) {
       const want = await expectedAt(id, seq)
       const got = events[seq]!
-      const same = 'seq' in want
-        ? JSON.stringify(got) === JSON.stringify(want)
-        : got.type === want.type && (want.childId === undefined || (got.data as { childId?: string }).childId === want.childId)
+      const same =
+        'seq' in want
+          ? JSON.stringify(got) === JSON.stringify(want)
+          : got.type === want.type && (want.childId === undefined || (got.data as { childId?: string }).childId === want.childId)
       if (!same) {
         problems.push(`${id} seq ${seq}: stored ${JSON.stringify(got).slice(0, 200)}, expected ${JSON.stringify(want).slice(0, 200)}`)
         break
@@ -294,7 +303,9 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
     const view = await store.observe(id)
     const full = await refold(adapter, id)
     if (JSON.stringify(view.projections.snapshot()) !== JSON.stringify(full)) {
-      problems.push(`${id}: cold projections ${JSON.stringify(view.projections.snapshot()).slice(0, 200)} differ from a refold ${JSON.stringify(full).slice(0, 200)}`)
+      problems.push(
+        `${id}: cold projections ${JSON.stringify(view.projections.snapshot()).slice(0, 200)} differ from a refold ${JSON.stringify(full).slice(0, 200)}`,
+      )
     }
     await view.close()
     cold++
@@ -303,7 +314,9 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
   await adapter.close()
   await store.close()
   const verifySeconds = Math.round((performance.now() - checkStart) / 100) / 10
-  log(`check: verify() ${report.sessions} sessions, ${report.events} events, ${report.damaged.length} damaged; ${cold} sessions read event by event and cold against a refold, in ${verifySeconds} s`)
+  log(
+    `check: verify() ${report.sessions} sessions, ${report.events} events, ${report.damaged.length} damaged; ${cold} sessions read event by event and cold against a refold, in ${verifySeconds} s`,
+  )
   if (!options.keep && !options.dir) await rm(dir, { recursive: true, force: true })
 
   const values = [...tracked.values()]
@@ -346,8 +359,12 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const dirAt = args.indexOf('--dir')
   const json = args.includes('--json')
   const result = await runSoak({
-    seconds: num('seconds'), sessions: num('sessions'), writers: num('writers'), interval: num('interval'),
-    worker: args.includes('--worker'), keep: args.includes('--keep'),
+    seconds: num('seconds'),
+    sessions: num('sessions'),
+    writers: num('writers'),
+    interval: num('interval'),
+    worker: args.includes('--worker'),
+    keep: args.includes('--keep'),
     dir: dirAt >= 0 ? args[dirAt + 1] : undefined,
     log: json ? (line) => console.error(line) : undefined,
   })

@@ -11,7 +11,18 @@ export { deriveKey } from './core/derive-key'
 export type { SyncOptions, SyncResult } from './sync/between-stores'
 export { Replication } from './sync/connect'
 export type { ConnectOptions, ReplicationState, ReplicationStatus, ReplicationStore } from './sync/connect'
-export type { ApplyResult, ChangeBatch, ChangeCursor, ChangeEntry, Changes, ChangesOptions, FeedCursor, SessionMapCursor, SyncConflict, SyncSkip } from './core/changes'
+export type {
+  ApplyResult,
+  ChangeBatch,
+  ChangeCursor,
+  ChangeEntry,
+  Changes,
+  ChangesOptions,
+  FeedCursor,
+  SessionMapCursor,
+  SyncConflict,
+  SyncSkip,
+} from './core/changes'
 export { ProjectionMapView } from './client/projection-view'
 export type { ChangeMeta, ProjectionKey } from './client/projection-view'
 export { SessionfoldError, isSessionfoldError, ERROR_CODES } from './core/errors'

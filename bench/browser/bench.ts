@@ -2,13 +2,10 @@
 // which describes the scenarios): real IndexedDB on disk in headless Chromium. It takes raw
 // samples only; run.ts summarises and reports. The latency scenarios are in ./latency.ts.
 import { openDB, type IDBPDatabase } from 'idb'
-import { openStore, type EventInput, type Session, type SessionView, type Store } from 'sessionfold'
+import { openStore, type Session, type Store } from 'sessionfold'
 import { latencyScenario } from './latency'
-import { CATALOG, TIME0, catalogFact, catalogLength, chunk, jsonBytes, log, message, now, padFor, sleep, stored, untilCatalogLength, warnings } from './page-common'
-import {
-  LATENCY_SYSTEMS, type BenchEntry, type BrowserBenchConfig, type BrowserBenchResults, type CatalogResult,
-  type LatencyScenarioConfig, type LatencyScenarioResult, type LatencySystem,
-} from './types'
+import { catalogLength, chunk, jsonBytes, log, message, now, padFor, sleep, stored, untilCatalogLength, warnings } from './page-common'
+import type { BenchEntry, BrowserBenchConfig, BrowserBenchResults, CatalogResult } from './types'
 
 // ---- 1. appends ---------------------------------------------------------------------------
 
@@ -17,7 +14,10 @@ async function appendPhase(cfg: BrowserBenchConfig, raw: IDBPDatabase): Promise<
   const inputs = Array.from({ length: cfg.events }, (_, seq) => message(seq, pad))
   const batches = chunk(inputs, cfg.batch)
   // The objects sessionfold stores (it parses each event back from its JSON: { seq, type, time, data }).
-  const rawBatches = chunk(inputs.map((e, seq) => stored(seq, e)), cfg.batch)
+  const rawBatches = chunk(
+    inputs.map((e, seq) => stored(seq, e)),
+    cfg.batch,
+  )
   const eventJsonBytes = jsonBytes(rawBatches.flat())
   log(`appends: ${cfg.events} events of ${eventJsonBytes.toFixed(1)} bytes of JSON, batches of ${cfg.batch}`)
 
@@ -25,7 +25,9 @@ async function appendPhase(cfg: BrowserBenchConfig, raw: IDBPDatabase): Promise<
   // For reference: the same with checkpoints pushed past the run (they are a cache of the
   // fold; the log alone is the truth), to show what they cost the append path.
   const deferred = await openStore({
-    name: `bench-appends-deferred-${cfg.stamp}`, worker: true, durability: 'strict',
+    name: `bench-appends-deferred-${cfg.stamp}`,
+    worker: true,
+    durability: 'strict',
     checkpoint: { everyEvents: 1_000_000_000, everyMs: 3_600_000 },
   })
   let next = 0

@@ -4,10 +4,10 @@
 // Dexie liveQuery with its default cache and with cache 'disabled', and raw idb commit floors.
 import Dexie, { liveQuery, type Table } from 'dexie'
 import type { IDBPDatabase } from 'idb'
-import { openStore, type EventInput, type Session, type SessionView, type Store } from 'sessionfold'
+import { openStore, type Session, type SessionView, type Store } from 'sessionfold'
 import { frameProblem } from '../../src/client/answer-checks'
 import { LATENCY_SYSTEMS, type BrowserBenchConfig, type LatencyScenarioConfig, type LatencyScenarioResult, type LatencySystem } from './types'
-import { CATALOG, TIME0, Watcher, catalogFact, chunk, jsonBytes, log, medianTime, message, now, padFor, sleep, stored, type DexieEvent, type StoredEvent } from './page-common'
+import { CATALOG, TIME0, Watcher, catalogFact, chunk, jsonBytes, log, medianTime, message, now, padFor, sleep, stored, type DexieEvent } from './page-common'
 
 type CatalogDb = Dexie & { events: Table<DexieEvent, [string, number]> }
 
@@ -33,9 +33,11 @@ function catalogQuery(db: CatalogDb, sessionId: string) {
     for (const e of events) {
       if (e.type !== CATALOG) continue
       const d = e.data as { childId: string; childCreatedAt: number; mode: string; label?: string }
-      entries.push(d.label === undefined
-        ? { id: d.childId, createdAt: d.childCreatedAt, mode: d.mode, seq: e.seq }
-        : { id: d.childId, createdAt: d.childCreatedAt, mode: d.mode, label: d.label, seq: e.seq })
+      entries.push(
+        d.label === undefined
+          ? { id: d.childId, createdAt: d.childCreatedAt, mode: d.mode, seq: e.seq }
+          : { id: d.childId, createdAt: d.childCreatedAt, mode: d.mode, label: d.label, seq: e.seq },
+      )
     }
     return entries
   })
@@ -47,8 +49,7 @@ const emptyRound = (): Record<LatencySystem, number[]> =>
 export async function latencyScenario(sc: LatencyScenarioConfig, cfg: BrowserBenchConfig, raw: IDBPDatabase): Promise<LatencyScenarioResult> {
   const pad = padFor(cfg.eventBytes)
   const sessionId = 'lat'
-  const prefill = Array.from({ length: sc.prefill }, (_, i) =>
-    (i + 1) % sc.catalogEvery === 0 ? catalogFact(`pre-${i}`, TIME0 + i) : message(i, pad))
+  const prefill = Array.from({ length: sc.prefill }, (_, i) => ((i + 1) % sc.catalogEvery === 0 ? catalogFact(`pre-${i}`, TIME0 + i) : message(i, pad)))
   const catalogAtStart = prefill.filter((e) => e.type === CATALOG).length
   const prefillEventBytes = jsonBytes(prefill.map((e, seq) => stored(seq, e)))
   log(`latency ${sc.name}: ${sc.prefill} events (${prefillEventBytes.toFixed(0)} bytes of JSON on average) with ${catalogAtStart} catalog facts`)
@@ -74,7 +75,10 @@ export async function latencyScenario(sc: LatencyScenarioConfig, cfg: BrowserBen
   const dxn = openDexie(`${name}-dexie-nocache`, 'disabled')
   const rows = prefill.map((e, seq): DexieEvent => ({ sessionId, ...stored(seq, e) }))
   const prefillMs = { sessionfold: sfPrefillMs, dexie: 0, dexieNoCache: 0 }
-  for (const [db, key] of [[dx, 'dexie'], [dxn, 'dexieNoCache']] as const) {
+  for (const [db, key] of [
+    [dx, 'dexie'],
+    [dxn, 'dexieNoCache'],
+  ] as const) {
     t0 = now()
     for (const b of chunk(rows, cfg.prefillBatch)) await db.events.bulkAdd(b)
     prefillMs[key] = now() - t0
@@ -211,9 +215,11 @@ export async function latencyScenario(sc: LatencyScenarioConfig, cfg: BrowserBen
     const n = r === 0 ? Math.min(3, cfg.samplesPerBlock) : cfg.samplesPerBlock
     for (const b of order) await b.run(n, into)
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN
-    log(`latency ${sc.name} ${r === 0 ? 'warm-up' : `round ${r}/${cfg.latencyRounds}`}: ` +
-      `writer ${med(into.sfWriter).toFixed(1)}, observer ${med(into.sfObserver).toFixed(1)}, other store ${med(into.sfOtherStore).toFixed(1)}, ` +
-      `Dexie ${med(into.dexie).toFixed(1)}, Dexie no cache ${med(into.dexieNoCache).toFixed(1)}, idb put ${med(into.idbPut).toFixed(1)}, idb append tx ${med(into.idbAppendTx).toFixed(1)} ms (medians)`)
+    log(
+      `latency ${sc.name} ${r === 0 ? 'warm-up' : `round ${r}/${cfg.latencyRounds}`}: ` +
+        `writer ${med(into.sfWriter).toFixed(1)}, observer ${med(into.sfObserver).toFixed(1)}, other store ${med(into.sfOtherStore).toFixed(1)}, ` +
+        `Dexie ${med(into.dexie).toFixed(1)}, Dexie no cache ${med(into.dexieNoCache).toFixed(1)}, idb put ${med(into.idbPut).toFixed(1)}, idb append tx ${med(into.idbAppendTx).toFixed(1)} ms (medians)`,
+    )
     if (r > 0) rounds.push(into)
   }
 
@@ -241,5 +247,15 @@ export async function latencyScenario(sc: LatencyScenarioConfig, cfg: BrowserBen
   await store.close()
   dx.close()
   dxn.close()
-  return { name: sc.name, prefill: sc.prefill, catalogEvery: sc.catalogEvery, reference: sc.reference, catalogAtStart, prefillEventBytes, prefillMs, rounds, frameCost }
+  return {
+    name: sc.name,
+    prefill: sc.prefill,
+    catalogEvery: sc.catalogEvery,
+    reference: sc.reference,
+    catalogAtStart,
+    prefillEventBytes,
+    prefillMs,
+    rounds,
+    frameCost,
+  }
 }

@@ -19,7 +19,14 @@ import { createServer, type ViteDevServer } from 'vite'
 import { fmt, fmtSummary, median, pairRatios, printTable, resultsPath, summarize, type Summary } from '../stats'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../test/support/chromium'
 import {
-  BENCH_PHASES, LATENCY_SYSTEMS, type BenchEntry, type BenchPhase, type BrowserBenchConfig, type BrowserBenchResults, type CatalogResult, type LatencySystem
+  BENCH_PHASES,
+  LATENCY_SYSTEMS,
+  type BenchEntry,
+  type BenchPhase,
+  type BrowserBenchConfig,
+  type BrowserBenchResults,
+  type CatalogResult,
+  type LatencySystem,
 } from './types'
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
@@ -66,7 +73,6 @@ const TARGETS = { appendsVsIdb: 0.8, latencyVsDexie: 10, catalogLargeVsSmall: 2 
 /** How the catalog figure is measured: named on its row here and in BENCHMARKS.md. */
 const CATALOG_LAYER = "through the page's openStore() (engine in its Web Worker, IndexedDB, strict)"
 
-
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
 
 interface Ratio {
@@ -103,7 +109,8 @@ async function main(): Promise<void> {
   for (const [k, v] of [...Object.entries(CONFIG), ...Object.entries(CONFIG.catalog).map(([k, v]) => [`catalog.${k}`, v] as const)]) {
     if (typeof v === 'number' && !(Number.isSafeInteger(v) && v > 0)) throw new Error(`bad setting ${k}=${v}`)
   }
-  if (PHASES.length === 0 || PHASES.some((p) => !BENCH_PHASES.includes(p))) throw new Error(`bad BENCH_PHASES ${process.env.BENCH_PHASES} (of ${BENCH_PHASES.join(',')})`)
+  if (PHASES.length === 0 || PHASES.some((p) => !BENCH_PHASES.includes(p)))
+    throw new Error(`bad BENCH_PHASES ${process.env.BENCH_PHASES} (of ${BENCH_PHASES.join(',')})`)
   if (SIZES.some((n) => !(Number.isSafeInteger(n) && n > 0))) throw new Error(`bad BENCH_SIZES ${process.env.BENCH_SIZES}`)
   if (CONFIG.events % CONFIG.batch !== 0) throw new Error('BENCH_EVENTS must be a multiple of 100')
   const executablePath = CHROMIUM_PATH
@@ -154,7 +161,8 @@ async function main(): Promise<void> {
     page.on('console', (m) => {
       const text = m.text()
       if (text.startsWith('[bench] ')) log(text.slice(8))
-      else if ((m.type() === 'error' || m.type() === 'warning') && !m.location().url.endsWith('/favicon.ico')) log(`page ${m.type()}: ${text} (${m.location().url})`)
+      else if ((m.type() === 'error' || m.type() === 'warning') && !m.location().url.endsWith('/favicon.ico'))
+        log(`page ${m.type()}: ${text} (${m.location().url})`)
     })
     page.on('pageerror', (err) => log(`page error: ${err.message}`))
     log(`vite on ${url}, Chromium profile (IndexedDB on disk) in ${profile}`)
@@ -177,10 +185,16 @@ function report(results: BrowserBenchResults, chromiumVersion: string, elapsedMs
   const catalog = results.catalog && reportCatalog(results.catalog)
   const latency = reportLatency(results)
 
-  const targetRatios = [...(appends ? [appends.target] : []), ...(catalog ? [catalog.ratio] : []), ...latency.flatMap((l) => l.ratios.filter((r) => r.target !== undefined))]
+  const targetRatios = [
+    ...(appends ? [appends.target] : []),
+    ...(catalog ? [catalog.ratio] : []),
+    ...latency.flatMap((l) => l.ratios.filter((r) => r.target !== undefined)),
+  ]
   console.log('')
-  console.log(`Targets (issue 14: sessionfold >= ${TARGETS.appendsVsIdb} of raw idb appends; a catalog fact at ${n0(CONFIG.catalog.large)} entries <= ` +
-    `${TARGETS.catalogLargeVsSmall}x the time at ${n0(CONFIG.catalog.small)}; >= ${TARGETS.latencyVsDexie}x faster than Dexie liveQuery at 10,000 events, against both Dexie settings)`)
+  console.log(
+    `Targets (issue 14: sessionfold >= ${TARGETS.appendsVsIdb} of raw idb appends; a catalog fact at ${n0(CONFIG.catalog.large)} entries <= ` +
+      `${TARGETS.catalogLargeVsSmall}x the time at ${n0(CONFIG.catalog.small)}; >= ${TARGETS.latencyVsDexie}x faster than Dexie liveQuery at 10,000 events, against both Dexie settings)`,
+  )
   printTable(
     ['ratio', 'per round median (min–max)', 'of medians', 'target', 'result'],
     targetRatios.map((r) => [r.name, fmtSummary(r.perRound, 2), fmt(r.ofMedians, 2), `${r.atMost ? '<=' : '>='} ${r.target}`, r.pass ? 'PASS' : 'MISS']),
@@ -198,18 +212,39 @@ function report(results: BrowserBenchResults, chromiumVersion: string, elapsedMs
   const json = {
     benchmark: 'browser',
     date: new Date().toISOString(),
-    environment: { node: process.version, chromium: chromiumVersion, userAgent: results.userAgent, platform: os.platform(), arch: os.arch(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, tmpdir: os.tmpdir() },
+    environment: {
+      node: process.version,
+      chromium: chromiumVersion,
+      userAgent: results.userAgent,
+      platform: os.platform(),
+      arch: os.arch(),
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      tmpdir: os.tmpdir(),
+    },
     config: CONFIG,
     targets: TARGETS,
     ...(appends ? { appends: appends.json } : {}),
     latency: latency.map(({ sc, pooled, perRound }) => ({
-      unit: 'ms', name: sc.name, prefill: sc.prefill, catalogEvery: sc.catalogEvery, reference: sc.reference,
-      catalogAtStart: sc.catalogAtStart, prefillEventBytes: sc.prefillEventBytes, prefillMs: sc.prefillMs,
-      frameCost: sc.frameCost, samples: pooled, roundMedians: perRound,
+      unit: 'ms',
+      name: sc.name,
+      prefill: sc.prefill,
+      catalogEvery: sc.catalogEvery,
+      reference: sc.reference,
+      catalogAtStart: sc.catalogAtStart,
+      prefillEventBytes: sc.prefillEventBytes,
+      prefillMs: sc.prefillMs,
+      frameCost: sc.frameCost,
+      samples: pooled,
+      roundMedians: perRound,
     })),
     ...(catalog ? { catalog: catalog.json } : {}),
     ratios: [...(appends?.ratios ?? []), ...(catalog ? [catalog.ratio] : []), ...latency.flatMap((l) => l.ratios)].map((r) => ({
-      name: r.name, perRound: r.perRound, ofMedians: r.ofMedians, target: r.target ?? null, ...(r.atMost ? { atMost: true } : {}),
+      name: r.name,
+      perRound: r.perRound,
+      ofMedians: r.ofMedians,
+      target: r.target ?? null,
+      ...(r.atMost ? { atMost: true } : {}),
       result: r.target === undefined ? 'reference' : r.pass ? 'PASS' : 'MISS',
     })),
     warnings: results.warnings,
@@ -259,20 +294,49 @@ function reportCatalog(c: CatalogResult) {
   console.log(`Catalog fact (issue 14), ${CATALOG_LAYER}: session.recordExternal({ childId }) until session.projections.get('subagentCatalog') holds it`)
   printTable(
     ['catalog before the sample', 'runs', 'ms, median of run medians', 'min', 'max', 'all samples: median', 'p90'],
-    ([['small', cfg.small, small], ['large', cfg.large, large]] as const).map(([k, n, s]) => [
+    (
+      [
+        ['small', cfg.small, small],
+        ['large', cfg.large, large],
+      ] as const
+    ).map(([k, n, s]) => [
       `${n0(n)} entries (${n0(Math.min(...c.lengths[k]))}–${n0(Math.max(...c.lengths[k]) + cfg.samples - 1)} over the runs)`,
-      String(s.n), fmt(s.median, 2), fmt(s.min, 2), fmt(s.max, 2), fmt(pooled[k].median, 2), fmt(p90(pooled[k]), 2),
+      String(s.n),
+      fmt(s.median, 2),
+      fmt(s.min, 2),
+      fmt(s.max, 2),
+      fmt(pooled[k].median, 2),
+      fmt(p90(pooled[k]), 2),
     ]),
   )
-  console.log(`  ${cfg.samples} samples per run, ${cfg.paceMs} ms pause after each; ${cfg.rounds} rounds (the two sizes back to back, order alternating) after a warm-up.`)
-  console.log(`  the ${n0(cfg.large)}-entry catalog was filled once with recordExternal, ${cfg.fillChunk} at once, in ${fmt(c.fillMs / 1000, 1)} s; each ${n0(cfg.small)}-entry run has a new session.`)
-  console.log(`  ratio ${n0(cfg.large)} / ${n0(cfg.small)} per round: ${fmtSummary(r.perRound, 2)}, target <= ${TARGETS.catalogLargeVsSmall}: ${r.pass ? 'PASS' : 'MISS'}`)
+  console.log(
+    `  ${cfg.samples} samples per run, ${cfg.paceMs} ms pause after each; ${cfg.rounds} rounds (the two sizes back to back, order alternating) after a warm-up.`,
+  )
+  console.log(
+    `  the ${n0(cfg.large)}-entry catalog was filled once with recordExternal, ${cfg.fillChunk} at once, in ${fmt(c.fillMs / 1000, 1)} s; each ${n0(cfg.small)}-entry run has a new session.`,
+  )
+  console.log(
+    `  ratio ${n0(cfg.large)} / ${n0(cfg.small)} per round: ${fmtSummary(r.perRound, 2)}, target <= ${TARGETS.catalogLargeVsSmall}: ${r.pass ? 'PASS' : 'MISS'}`,
+  )
   return {
     ratio: r,
     json: {
-      unit: "ms (median of a run's samples)", layer: CATALOG_LAYER, small: { entries: cfg.small, ...small }, large: { entries: cfg.large, ...large },
-      samples: pooled, lengths: c.lengths, fillMs: c.fillMs, order: c.order,
-      headline: { name, ratio: `time at ${n0(cfg.large)} ÷ time at ${n0(cfg.small)}`, perRound: r.perRound, ofMedians: r.ofMedians, target: `≤ ${TARGETS.catalogLargeVsSmall}`, result: r.pass ? 'PASS' : 'MISS' },
+      unit: "ms (median of a run's samples)",
+      layer: CATALOG_LAYER,
+      small: { entries: cfg.small, ...small },
+      large: { entries: cfg.large, ...large },
+      samples: pooled,
+      lengths: c.lengths,
+      fillMs: c.fillMs,
+      order: c.order,
+      headline: {
+        name,
+        ratio: `time at ${n0(cfg.large)} ÷ time at ${n0(cfg.small)}`,
+        perRound: r.perRound,
+        ofMedians: r.ofMedians,
+        target: `≤ ${TARGETS.catalogLargeVsSmall}`,
+        result: r.pass ? 'PASS' : 'MISS',
+      },
     },
   }
 }
@@ -301,12 +365,16 @@ function reportLatency(results: BrowserBenchResults) {
 
   for (const { sc, pooled } of latency) {
     console.log('')
-    console.log(`Append-to-subscriber latency, ${sc.name}${sc.reference ? ' (reference)' : ''}: ${n0(sc.prefill)} events in the session ` +
-      `(${fmt(sc.prefillEventBytes, 0)} bytes of JSON on average), ${n0(sc.catalogAtStart)} catalog entries at the start; ` +
-      `prefill ${n0(sc.prefillMs.sessionfold)} ms sessionfold, ${n0(sc.prefillMs.dexie)} ms Dexie bulkAdd`)
+    console.log(
+      `Append-to-subscriber latency, ${sc.name}${sc.reference ? ' (reference)' : ''}: ${n0(sc.prefill)} events in the session ` +
+        `(${fmt(sc.prefillEventBytes, 0)} bytes of JSON on average), ${n0(sc.catalogAtStart)} catalog entries at the start; ` +
+        `prefill ${n0(sc.prefillMs.sessionfold)} ms sessionfold, ${n0(sc.prefillMs.dexie)} ms Dexie bulkAdd`,
+    )
     const fc = sc.frameCost
-    console.log(`  one pushed frame of this session's values costs the page ${fmt(fc.validateMs, 3)} ms to check (frameProblem) and ` +
-      `${fmt(fc.cloneMs, 3)} ms to structured-clone (${n0(fc.catalogEntries)} catalog entries at the end)`)
+    console.log(
+      `  one pushed frame of this session's values costs the page ${fmt(fc.validateMs, 3)} ms to check (frameProblem) and ` +
+        `${fmt(fc.cloneMs, 3)} ms to structured-clone (${n0(fc.catalogEntries)} catalog entries at the end)`,
+    )
     printTable(
       ['system', 'samples', 'ms median', 'min', 'max', 'p90'],
       LATENCY_SYSTEMS.map((s) => {
@@ -323,7 +391,9 @@ function reportLatency(results: BrowserBenchResults) {
   console.log('Latency ratios (Dexie time / sessionfold time, per round medians)')
   printTable(
     ['ratio', 'per round median (min–max)', 'of medians', 'target'],
-    latency.flatMap((l) => l.ratios).map((r) => [r.name, fmtSummary(r.perRound, 2), fmt(r.ofMedians, 2), r.target === undefined ? 'reference' : `>= ${r.target}`]),
+    latency
+      .flatMap((l) => l.ratios)
+      .map((r) => [r.name, fmtSummary(r.perRound, 2), fmt(r.ofMedians, 2), r.target === undefined ? 'reference' : `>= ${r.target}`]),
   )
   return latency
 }

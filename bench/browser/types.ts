@@ -146,4 +146,3 @@ export interface CatalogResult {
   /** The order of each recorded round. */
   order: string[]
 }
-

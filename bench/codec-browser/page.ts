@@ -186,7 +186,11 @@ async function interleaved(samples: number, fns: readonly (() => unknown)[]): Pr
 }
 
 const api: CodecPage = {
-  info: () => ({ userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated: globalThis.crossOriginIsolated === true }),
+  info: () => ({
+    userAgent: navigator.userAgent,
+    hardwareConcurrency: navigator.hardwareConcurrency,
+    crossOriginIsolated: globalThis.crossOriginIsolated === true,
+  }),
 
   setup(c) {
     cfg = c
@@ -213,7 +217,8 @@ const api: CodecPage = {
     for (let pos = 0; pos < events; pos += c.batch) {
       await session.append(Array.from({ length: Math.min(c.batch, events - pos) }, () => input!))
     }
-    if (session.projections.asOfSeq !== events - 1) throw new Error(`${key}: the read session holds ${session.projections.asOfSeq + 1} events, expected ${events}`)
+    if (session.projections.asOfSeq !== events - 1)
+      throw new Error(`${key}: the read session holds ${session.projections.asOfSeq + 1} events, expected ${events}`)
     await session.close()
     const ms = now() - t0
     await sleep(c.settleMs)
@@ -297,12 +302,15 @@ const api: CodecPage = {
         checkpointChars: JSON.stringify(row).length,
         headerSealed: isSealed(info.header),
         checkpointSealed: isSealed(row),
-        ...await (async () => {
+        ...(await (async () => {
           const [ig, sg, ic, sc] = await interleaved(samples, [
-            () => inner.getSession(READ_ID), () => sealed.getSession(READ_ID), () => inner.getCheckpoint(READ_ID), () => sealed.getCheckpoint(READ_ID),
+            () => inner.getSession(READ_ID),
+            () => sealed.getSession(READ_ID),
+            () => inner.getCheckpoint(READ_ID),
+            () => sealed.getCheckpoint(READ_ID),
           ])
           return { inner: { getSession: ig!, getCheckpoint: ic! }, codec: { getSession: sg!, getCheckpoint: sc! } }
-        })(),
+        })()),
       }
     } finally {
       await sealed.close()
@@ -356,14 +364,24 @@ const api: CodecPage = {
     await time(`fromBase64, sealed+deflated unit (${units.sealed.length} chars)`, () => fromBase64(units.sealed))
     await time(`toBase64, sealed raw unit (${rawBytes.length} B)`, () => toBase64(rawBytes))
     await time(`fromBase64, sealed raw unit (${units.sealedRaw.length} chars)`, () => fromBase64(units.sealedRaw))
-    await time('TextDecoder + split + JSON.parse of the frame (open side)', () => decoder.decode(bytes).split('\n').map((l) => JSON.parse(l) as unknown))
+    await time('TextDecoder + split + JSON.parse of the frame (open side)', () =>
+      decoder
+        .decode(bytes)
+        .split('\n')
+        .map((l) => JSON.parse(l) as unknown),
+    )
     for (const k of ['deflate', 'sealed', 'sealedRaw'] as const) {
       const c = codecs[k]!
       await time(`${k}: whole seal (EnvelopeCodec.seal + toBase64)`, async () => toBase64(await c.seal(aad, bytes)))
       await time(`${k}: whole open (fromBase64 + EnvelopeCodec.open)`, () => c.open(aad, fromBase64(units[k])!))
     }
     return {
-      frame: { events, jsonBytes: bytes.length, deflatedBytes: z.length, unitBase64: Object.fromEntries(KEYS.map((k) => [k, units[k].length])) as Record<VariantKey, number> },
+      frame: {
+        events,
+        jsonBytes: bytes.length,
+        deflatedBytes: z.length,
+        unitBase64: Object.fromEntries(KEYS.map((k) => [k, units[k].length])) as Record<VariantKey, number>,
+      },
       steps,
     }
   },

@@ -8,9 +8,15 @@ import { Worker } from 'node:worker_threads'
 
 const w = new Worker(new URL('./worker.mjs', import.meta.url))
 const WORDS = 'the agent read the file and proposed a patch to the parser so that the tests pass again '
-const bodies = Array.from({ length: 100 }, (_, i) => JSON.stringify({ type: 'message/assistant', time: 1, data: { role: 'assistant', text: WORDS.repeat(4).slice(0, 220) + i } }))
+const bodies = Array.from({ length: 100 }, (_, i) =>
+  JSON.stringify({ type: 'message/assistant', time: 1, data: { role: 'assistant', text: WORDS.repeat(4).slice(0, 220) + i } }),
+)
 const enc = new TextEncoder()
-const roundTrip = (m, transfer) => new Promise((resolve) => { w.once('message', resolve); w.postMessage(m, transfer) })
+const roundTrip = (m, transfer) =>
+  new Promise((resolve) => {
+    w.once('message', resolve)
+    w.postMessage(m, transfer)
+  })
 const N = 2000
 for (let round = 0; round < 5; round++) {
   let t0 = performance.now()
@@ -22,6 +28,7 @@ for (let round = 0; round < 5; round++) {
     await roundTrip({ kind: 'buf', buf, lens: bodies.map((b) => b.length) }, [buf.buffer])
   }
   const buffer = ((performance.now() - t0) / N) * 1000
-  if (round > 0) console.log(`round ${round}: 100 strings ${strings.toFixed(1)} µs, one transferred buffer ${buffer.toFixed(1)} µs, ratio ${(buffer / strings).toFixed(2)}`)
+  if (round > 0)
+    console.log(`round ${round}: 100 strings ${strings.toFixed(1)} µs, one transferred buffer ${buffer.toFixed(1)} µs, ratio ${(buffer / strings).toFixed(2)}`)
 }
 await w.terminate()

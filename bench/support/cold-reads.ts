@@ -197,8 +197,10 @@ export async function benchReads(root: string): Promise<ReadResults> {
       log('read warm-up done')
     } else {
       const last = (xs: Record<Reader, number[]>, d: number) => READERS.map((k) => fmt(xs[k].at(-1)!, d)).join(' / ')
-      log(`read round ${r}/${CONFIG.readRounds}: with checkpoint ${last(ms.checkpoint, 2)} ms, refold ${last(ms.refold, 0)} ms (new / ready / warm); ` +
-        `raw ${fmt(ms.raw.at(-1)!, 0)} ms (${fmt(ms.rawNoCrc.at(-1)!, 0)} without crc)`)
+      log(
+        `read round ${r}/${CONFIG.readRounds}: with checkpoint ${last(ms.checkpoint, 2)} ms, refold ${last(ms.refold, 0)} ms (new / ready / warm); ` +
+          `raw ${fmt(ms.raw.at(-1)!, 0)} ms (${fmt(ms.rawNoCrc.at(-1)!, 0)} without crc)`,
+      )
     }
   }
   await admin.putCheckpoint(id, row)
@@ -209,10 +211,17 @@ export async function benchReads(root: string): Promise<ReadResults> {
   const rate = (xs: number[]) => summarize(xs.map((x) => (L / x) * 1000))
   const s = { checkpoint: summaries(ms.checkpoint), refold: summaries(ms.refold), raw: summarize(ms.raw), rawNoCrc: summarize(ms.rawNoCrc) }
   const eps = { refold: { new: rate(ms.refold.new), ready: rate(ms.refold.ready), warm: rate(ms.refold.warm) }, raw: rate(ms.raw), rawNoCrc: rate(ms.rawNoCrc) }
-  const cold = (reader: Reader) => ratio(`(b) full refold / cold read with checkpoint, ${READER_LABELS[reader]}`, s.refold[reader], s.checkpoint[reader],
-    { atLeast: TARGETS.refoldVsCheckpoint })
+  const cold = (reader: Reader) =>
+    ratio(`(b) full refold / cold read with checkpoint, ${READER_LABELS[reader]}`, s.refold[reader], s.checkpoint[reader], {
+      atLeast: TARGETS.refoldVsCheckpoint,
+    })
   return {
-    logBytes, buildMs, checkpointBytes, catalogEntries, ms: s, eventsPerSecond: eps,
+    logBytes,
+    buildMs,
+    checkpointBytes,
+    catalogEntries,
+    ms: s,
+    eventsPerSecond: eps,
     ratios: {
       cold: { new: cold('new'), ready: cold('ready'), warm: cold('warm') },
       throughput: ratio('(c) full refold events/s (new adapter) / raw read+parse events/s', eps.refold.new, eps.raw, { atLeast: TARGETS.refoldVsRaw }),

@@ -4,10 +4,17 @@ import { createHash } from 'node:crypto'
 import * as fs from 'node:fs'
 import { basename, extname, join, relative, sep } from 'node:path'
 
-export interface CorpusFile { path: string; text: string }
+export interface CorpusFile {
+  path: string
+  text: string
+}
 
 /** Every candidate under node_modules in path order (symlinks not followed), then `n` taken at even steps. */
-export function loadCorpus(repo: string, n: number, CONFIG: { extensions: readonly string[]; minFileBytes: number; maxFileBytes: number }): { files: CorpusFile[]; candidates: number; digest: string } {
+export function loadCorpus(
+  repo: string,
+  n: number,
+  CONFIG: { extensions: readonly string[]; minFileBytes: number; maxFileBytes: number },
+): { files: CorpusFile[]; candidates: number; digest: string } {
   const exts = new Set(CONFIG.extensions)
   const found: string[] = []
   const walk = (dir: string) => {
@@ -52,7 +59,8 @@ export function diskBytes(dir: string): { total: number; byKind: Record<string, 
       else if (e.isFile()) {
         const size = fs.statSync(p).size
         const rel = relative(dir, p).split(sep)
-        const kind = rel[0] === 'sessions' ? (rel.includes('history') ? 'history' : basename(p)) : rel[0] === 'meta' || rel[0] === 'locks' ? rel[0] : basename(p)
+        const kind =
+          rel[0] === 'sessions' ? (rel.includes('history') ? 'history' : basename(p)) : rel[0] === 'meta' || rel[0] === 'locks' ? rel[0] : basename(p)
         byKind[kind] = (byKind[kind] ?? 0) + size
         total += size
         files++

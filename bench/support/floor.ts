@@ -45,13 +45,18 @@ export function runJsonFloor(dir: string, batches: readonly EventInput[][], n: n
 export async function runJsonFloorWorker(dir: string, batches: readonly EventInput[][], n: number, stallMs: number): Promise<number> {
   const path = join(dir, `floor-worker-${n}.log`)
   // Started as the store starts a TypeScript worker: through tsx (src/client/node-boot.mjs).
-  const worker = new Worker(new URL('../../src/client/node-boot.mjs', import.meta.url), { workerData: { entry: new URL('../floor-worker.ts', import.meta.url).href, path } })
-  let failed: unknown
-  worker.on('error', (err) => { failed = err })
-  const answer = () => new Promise<unknown>((resolve, reject) => {
-    if (failed) reject(failed)
-    worker.once('message', resolve)
+  const worker = new Worker(new URL('../../src/client/node-boot.mjs', import.meta.url), {
+    workerData: { entry: new URL('../floor-worker.ts', import.meta.url).href, path },
   })
+  let failed: unknown
+  worker.on('error', (err) => {
+    failed = err
+  })
+  const answer = () =>
+    new Promise<unknown>((resolve, reject) => {
+      if (failed) reject(failed)
+      worker.once('message', resolve)
+    })
   try {
     if ((await settlesWithin(answer(), 'the floor worker', stallMs)) !== 'ready') throw new Error('the floor worker did not start')
     let events = 0

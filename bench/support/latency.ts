@@ -53,15 +53,87 @@ export interface LatencyVariant {
 }
 
 export const LATENCY_VARIANTS: LatencyVariant[] = [
-  { key: 'worker-strict', label: 'worker, fs strict, turn events, key subscribe', worker: true, durability: 'strict', kind: 'turn', pacing: 'stream', primary: true },
-  { key: 'worker-relaxed', label: 'worker, fs relaxed, turn events, key subscribe', worker: true, durability: 'relaxed', kind: 'turn', pacing: 'stream', primary: true },
-  { key: 'worker-strict-msg', label: 'worker, fs strict, 300 B messages, map subscribe', worker: true, durability: 'strict', kind: 'message', pacing: 'stream', primary: false },
-  { key: 'worker-relaxed-msg', label: 'worker, fs relaxed, 300 B messages, map subscribe', worker: true, durability: 'relaxed', kind: 'message', pacing: 'stream', primary: false },
-  { key: 'thread-strict', label: 'in this thread, fs strict, turn events, key subscribe', worker: false, durability: 'strict', kind: 'turn', pacing: 'stream', primary: false },
-  { key: 'thread-relaxed', label: 'in this thread, fs relaxed, turn events, key subscribe', worker: false, durability: 'relaxed', kind: 'turn', pacing: 'stream', primary: false },
-  { key: 'worker-relaxed-lockstep', label: 'worker, fs relaxed, turn events, lockstep*', worker: true, durability: 'relaxed', kind: 'turn', pacing: 'lockstep', primary: false },
-  { key: 'worker-strict-paced', label: 'worker, fs strict, turn events, paced*', worker: true, durability: 'strict', kind: 'turn', pacing: 'paced', primary: false },
-  { key: 'worker-relaxed-paced', label: 'worker, fs relaxed, turn events, paced*', worker: true, durability: 'relaxed', kind: 'turn', pacing: 'paced', primary: false },
+  {
+    key: 'worker-strict',
+    label: 'worker, fs strict, turn events, key subscribe',
+    worker: true,
+    durability: 'strict',
+    kind: 'turn',
+    pacing: 'stream',
+    primary: true,
+  },
+  {
+    key: 'worker-relaxed',
+    label: 'worker, fs relaxed, turn events, key subscribe',
+    worker: true,
+    durability: 'relaxed',
+    kind: 'turn',
+    pacing: 'stream',
+    primary: true,
+  },
+  {
+    key: 'worker-strict-msg',
+    label: 'worker, fs strict, 300 B messages, map subscribe',
+    worker: true,
+    durability: 'strict',
+    kind: 'message',
+    pacing: 'stream',
+    primary: false,
+  },
+  {
+    key: 'worker-relaxed-msg',
+    label: 'worker, fs relaxed, 300 B messages, map subscribe',
+    worker: true,
+    durability: 'relaxed',
+    kind: 'message',
+    pacing: 'stream',
+    primary: false,
+  },
+  {
+    key: 'thread-strict',
+    label: 'in this thread, fs strict, turn events, key subscribe',
+    worker: false,
+    durability: 'strict',
+    kind: 'turn',
+    pacing: 'stream',
+    primary: false,
+  },
+  {
+    key: 'thread-relaxed',
+    label: 'in this thread, fs relaxed, turn events, key subscribe',
+    worker: false,
+    durability: 'relaxed',
+    kind: 'turn',
+    pacing: 'stream',
+    primary: false,
+  },
+  {
+    key: 'worker-relaxed-lockstep',
+    label: 'worker, fs relaxed, turn events, lockstep*',
+    worker: true,
+    durability: 'relaxed',
+    kind: 'turn',
+    pacing: 'lockstep',
+    primary: false,
+  },
+  {
+    key: 'worker-strict-paced',
+    label: 'worker, fs strict, turn events, paced*',
+    worker: true,
+    durability: 'strict',
+    kind: 'turn',
+    pacing: 'paced',
+    primary: false,
+  },
+  {
+    key: 'worker-relaxed-paced',
+    label: 'worker, fs relaxed, turn events, paced*',
+    worker: true,
+    durability: 'relaxed',
+    kind: 'turn',
+    pacing: 'paced',
+    primary: false,
+  },
 ]
 
 export interface LatencyRun {
@@ -85,7 +157,13 @@ export const progress = { appends: 0 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-export async function runLatency(store: Store, kind: 'turn' | 'message', n: number, pacing: Pacing, cfg: { eventBytes: number; paceMs: number }): Promise<LatencyRun> {
+export async function runLatency(
+  store: Store,
+  kind: 'turn' | 'message',
+  n: number,
+  pacing: Pacing,
+  cfg: { eventBytes: number; paceMs: number },
+): Promise<LatencyRun> {
   const writer = await store.createSession()
   const observer = await store.observe(writer.id)
   const t0 = new Float64Array(n)
@@ -150,8 +228,13 @@ export async function runLatency(store: Store, kind: 'turn' | 'message', n: numb
   await writer.close()
   await store.deleteSession(writer.id)
   return {
-    appends: n, append: dist(appendMs), same: dist(sameMs), observer: dist(obsMs),
-    sameCalls: calls.same, observerCalls: calls.observer, stray, totalMs,
+    appends: n,
+    append: dist(appendMs),
+    same: dist(sameMs),
+    observer: dist(obsMs),
+    sameCalls: calls.same,
+    observerCalls: calls.observer,
+    stray,
+    totalMs,
   }
 }
-

@@ -6,7 +6,6 @@ import * as fs from 'node:fs'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { openStore, type SessionView, type Store } from '../../src/index-node'
-import { messageInput } from '../common'
 
 const log = (s: string) => process.stderr.write(`${s}\n`)
 const now = () => performance.timeOrigin + performance.now()
@@ -46,21 +45,23 @@ async function child(): Promise<void> {
         const t0 = now()
         const cpu0 = process.cpuUsage()
         let events = 0
-        await Promise.all(writers.map(async (w) => {
-          // Paced: one append every paceMs per session, the sessions spread over the interval.
-          let next = t0 + Math.random() * m.paceMs
-          while (now() < m.until) {
-            if (m.paceMs > 0) {
-              if (next >= m.until) break
-              const wait = next - now()
-              if (wait > 0) await sleep(wait)
-              next += m.paceMs
+        await Promise.all(
+          writers.map(async (w) => {
+            // Paced: one append every paceMs per session, the sessions spread over the interval.
+            let next = t0 + Math.random() * m.paceMs
+            while (now() < m.until) {
+              if (m.paceMs > 0) {
+                if (next >= m.until) break
+                const wait = next - now()
+                if (wait > 0) await sleep(wait)
+                next += m.paceMs
+              }
+              const r = await w.append({ type: 'message/assistant', data: { sentAt: now(), text: 'the agent read the file and proposed a patch' } })
+              acks.push([w.id, r.lastSeq, now()])
+              events++
             }
-            const r = await w.append({ type: 'message/assistant', data: { sentAt: now(), text: 'the agent read the file and proposed a patch' } })
-            acks.push([w.id, r.lastSeq, now()])
-            events++
-          }
-        }))
+          }),
+        )
         const ms = now() - t0
         const cpu = process.cpuUsage(cpu0)
         const cpuMs = (cpu.user + cpu.system) / 1000
@@ -104,21 +105,38 @@ function machineTicks(): { busy: number; total: number } | undefined {
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 
 /** `paceMs` 0: every session appends as fast as it can; else one append per session every paceMs. */
-export async function runConcurrent(CONFIG: { procs: number; sessions: number; seconds: number }, url: string, schema: string, observe: boolean, paceMs = 0): Promise<Concurrent> {
+export async function runConcurrent(
+  CONFIG: { procs: number; sessions: number; seconds: number },
+  url: string,
+  schema: string,
+  observe: boolean,
+  paceMs = 0,
+): Promise<Concurrent> {
   const file = fileURLToPath(import.meta.url)
   const kids: ChildProcess[] = []
-  const waitAll = <T extends FromChild['kind']>(kind: T) => Promise.all(kids.map((k) => new Promise<Extract<FromChild, { kind: T }>>((resolve, reject) => {
-    const onMessage = (m: FromChild) => {
-      if (m.kind !== kind) return
-      k.off('message', onMessage)
-      resolve(m as Extract<FromChild, { kind: T }>)
-    }
-    k.on('message', onMessage)
-    k.once('exit', (code) => reject(new Error(`a child exited (${code}) while waiting for ${kind}`)))
-  })))
+  const waitAll = <T extends FromChild['kind']>(kind: T) =>
+    Promise.all(
+      kids.map(
+        (k) =>
+          new Promise<Extract<FromChild, { kind: T }>>((resolve, reject) => {
+            const onMessage = (m: FromChild) => {
+              if (m.kind !== kind) return
+              k.off('message', onMessage)
+              resolve(m as Extract<FromChild, { kind: T }>)
+            }
+            k.on('message', onMessage)
+            k.once('exit', (code) => reject(new Error(`a child exited (${code}) while waiting for ${kind}`)))
+          }),
+      ),
+    )
   try {
     for (let i = 0; i < CONFIG.procs; i++) {
-      kids.push(fork(file, ['--child'], { execArgv: ['--import', 'tsx', ...(process.env.BENCH_PG_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PG_CPU_PROF}`] : [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }))
+      kids.push(
+        fork(file, ['--child'], {
+          execArgv: ['--import', 'tsx', ...(process.env.BENCH_PG_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PG_CPU_PROF}`] : [])],
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        }),
+      )
     }
     let ready = waitAll('ready')
     kids.forEach((k, i) => k.send({ kind: 'create', url, schema, me: i, sessions: CONFIG.sessions } satisfies ToChild))
@@ -162,7 +180,10 @@ export async function runConcurrent(CONFIG: { procs: number; sessions: number; s
       }
     }
     lat.sort((a, b) => a - b)
-    if (process.env.BENCH_PG_DEBUG) log(`slow (>50 ms), [ms after start, latency, session]: ${JSON.stringify(slow.sort((a, b) => a[0] - b[0]).map(([a, b, c]) => [Math.round(a), Math.round(b), c]))}`)
+    if (process.env.BENCH_PG_DEBUG)
+      log(
+        `slow (>50 ms), [ms after start, latency, session]: ${JSON.stringify(slow.sort((a, b) => a[0] - b[0]).map(([a, b, c]) => [Math.round(a), Math.round(b), c]))}`,
+      )
     const cores = os.cpus().length
     const machineMs = ticks0 && ticks1 ? ((ticks1.busy - ticks0.busy) / (ticks1.total - ticks0.total)) * cores * CONFIG.seconds * 1000 : NaN
     const nodeMs = results.reduce((n, r) => n + r.cpuMs, 0)

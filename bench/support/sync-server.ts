@@ -30,10 +30,11 @@ export async function serve(store: Store): Promise<Server> {
   const { port } = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve())
-      server.closeAllConnections()
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
   }
 }
 
@@ -44,9 +45,8 @@ async function serverChild(): Promise<void> {
   const [storage, where, schema] = process.argv.slice(process.argv.indexOf('--server') + 1)
   const send = (m: FromServer) => process.send!(m)
   try {
-    const store = storage === 'postgres'
-      ? await openStore({ storage: 'postgres', url: where!, schema: schema! })
-      : await openStore({ storage: 'fs', dir: where! })
+    const store =
+      storage === 'postgres' ? await openStore({ storage: 'postgres', url: where!, schema: schema! }) : await openStore({ storage: 'fs', dir: where! })
     const server = await serve(store)
     process.on('message', async (m: ToServer) => {
       if (m.kind === 'cpu') {
@@ -74,19 +74,23 @@ export interface ServerProcess {
 }
 
 export async function startServerProcess(args: string[]): Promise<ServerProcess> {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--server', ...args], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  const next = <K extends FromServer['kind']>(kind: K) => new Promise<Extract<FromServer, { kind: K }>>((resolve, reject) => {
-    const onMessage = (m: FromServer) => {
-      if (m.kind === 'error') reject(new Error(`the server process failed: ${m.message}`))
-      if (m.kind !== kind) return
-      child.off('message', onMessage)
-      child.off('exit', onExit)
-      resolve(m as Extract<FromServer, { kind: K }>)
-    }
-    const onExit = (code: number | null) => reject(new Error(`the server process exited (${code}) while waiting for ${kind}`))
-    child.on('message', onMessage)
-    child.once('exit', onExit)
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--server', ...args], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
+  const next = <K extends FromServer['kind']>(kind: K) =>
+    new Promise<Extract<FromServer, { kind: K }>>((resolve, reject) => {
+      const onMessage = (m: FromServer) => {
+        if (m.kind === 'error') reject(new Error(`the server process failed: ${m.message}`))
+        if (m.kind !== kind) return
+        child.off('message', onMessage)
+        child.off('exit', onExit)
+        resolve(m as Extract<FromServer, { kind: K }>)
+      }
+      const onExit = (code: number | null) => reject(new Error(`the server process exited (${code}) while waiting for ${kind}`))
+      child.on('message', onMessage)
+      child.once('exit', onExit)
+    })
   const ready = await next('ready').catch((err) => {
     if (child.exitCode === null) child.kill()
     throw err

@@ -76,9 +76,11 @@ async function readTree(): Promise<TreeRow[]> {
     out.push({ id: top.id, depth: 0, kind: top.kind, label: top.label, mode: top.kind, activity: top.open ? 'running' : 'inactive' })
     const view = await observe(top.id)
     for (const row of await view.listChildren({ recursive: true })) {
-      out.push(row.kind === 'child'
-        ? { id: row.id, depth: row.depth + 1, kind: 'child', label: row.label ?? row.id.slice(0, 8), mode: row.mode, activity: row.activity }
-        : { id: row.id, depth: row.depth + 1, kind: 'diagnostic', label: row.id.slice(0, 8), mode: '?', activity: row.reason })
+      out.push(
+        row.kind === 'child'
+          ? { id: row.id, depth: row.depth + 1, kind: 'child', label: row.label ?? row.id.slice(0, 8), mode: row.mode, activity: row.activity }
+          : { id: row.id, depth: row.depth + 1, kind: 'diagnostic', label: row.id.slice(0, 8), mode: '?', activity: row.reason },
+      )
     }
   }
   return out
@@ -154,10 +156,9 @@ async function simulate(): Promise<void> {
   await root.append({ type: 'turn/start', data: { prompt: 'Refactor the storage layer' } })
   await root.append({ type: 'user/message', data: { text: 'Refactor the storage layer, keep the tests green' } })
   await Promise.all([
-    continuable(root, 'planner', 2, (planner) => Promise.all([
-      continuable(planner, 'coder', 3, (coder) => oneShot(coder, 'grep', 1)),
-      oneShot(planner, 'test-run', 2),
-    ]).then(() => {})),
+    continuable(root, 'planner', 2, (planner) =>
+      Promise.all([continuable(planner, 'coder', 3, (coder) => oneShot(coder, 'grep', 1)), oneShot(planner, 'test-run', 2)]).then(() => {}),
+    ),
     continuable(root, 'researcher', 2, (researcher) => oneShot(researcher, undefined, 1)),
     oneShot(root, 'lint', 1),
   ])

@@ -60,31 +60,41 @@ async function refresh(): Promise<void> {
 
 function paint(tbody: HTMLTableSectionElement): void {
   const rows = [...views.values()].sort((a, b) => a.header.createdAt - b.header.createdAt)
-  tbody.replaceChildren(...rows.map((v) => {
-    const tr = document.createElement('tr')
-    tr.dataset.id = v.id
-    const cells = [v.id, (v.id.split('-')[1] ?? '?').toUpperCase(), String(v.projections.snapshot().asOfSeq + 1)]
-    for (const [i, text] of cells.entries()) {
-      const td = tr.insertCell()
-      td.className = ['id', 'device', 'n'][i]!
-      td.textContent = text
-    }
-    return tr
-  }))
+  tbody.replaceChildren(
+    ...rows.map((v) => {
+      const tr = document.createElement('tr')
+      tr.dataset.id = v.id
+      const cells = [v.id, (v.id.split('-')[1] ?? '?').toUpperCase(), String(v.projections.snapshot().asOfSeq + 1)]
+      for (const [i, text] of cells.entries()) {
+        const td = tr.insertCell()
+        td.className = ['id', 'device', 'n'][i]!
+        td.textContent = text
+      }
+      return tr
+    }),
+  )
 }
 
 let made = 0
-$('#new').addEventListener('click', () => void (async () => {
-  const session = await store.createSession({ id: `${prefix}${device}-${Date.now().toString(36)}-${made++}` })
-  await session.append({ type: 'demo/hello', data: { from: device, at: new Date().toISOString() } })
-  mine.push(session)
-  await refresh()
-})())
-$('#append').addEventListener('click', () => void (async () => {
-  const session = mine.at(-1)
-  if (!session) return
-  await session.append({ type: 'demo/more', data: { from: device } })
-})())
+$('#new').addEventListener(
+  'click',
+  () =>
+    void (async () => {
+      const session = await store.createSession({ id: `${prefix}${device}-${Date.now().toString(36)}-${made++}` })
+      await session.append({ type: 'demo/hello', data: { from: device, at: new Date().toISOString() } })
+      mine.push(session)
+      await refresh()
+    })(),
+)
+$('#append').addEventListener(
+  'click',
+  () =>
+    void (async () => {
+      const session = mine.at(-1)
+      if (!session) return
+      await session.append({ type: 'demo/more', data: { from: device } })
+    })(),
+)
 $('#away').addEventListener('click', () => void fetch(`${control}/away`, { method: 'POST' }))
 $('#back').addEventListener('click', () => void fetch(`${control}/back`, { method: 'POST' }))
 

@@ -67,11 +67,12 @@ export function linkStore(store: Store, port: Port, options: { everyMs?: number 
   })
   port.start?.()
 
-  const send = (batch: ChangeBatch) => new Promise<Message>((resolve) => {
-    const n = nextBatch++
-    replies.set(n, resolve)
-    port.postMessage({ kind: 'batch', n, batch } satisfies Message)
-  })
+  const send = (batch: ChangeBatch) =>
+    new Promise<Message>((resolve) => {
+      const n = nextBatch++
+      replies.set(n, resolve)
+      port.postMessage({ kind: 'batch', n, batch } satisfies Message)
+    })
 
   async function pushAll(): Promise<number> {
     let sent = 0

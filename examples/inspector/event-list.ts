@@ -105,12 +105,15 @@ export class EventList {
     }
     if (!page) {
       const length = this.#length
-      const loading = this.read(n * PAGE, Math.min(length, (n + 1) * PAGE)).then((events) => {
-        if (this.#pages.get(n) !== loading) return // reset meanwhile
-        this.#pages.set(n, events)
-        while (this.#pages.size > MAX_PAGES) this.#pages.delete(this.#pages.keys().next().value!)
-        this.#schedule()
-      }, () => void this.#pages.delete(n))
+      const loading = this.read(n * PAGE, Math.min(length, (n + 1) * PAGE)).then(
+        (events) => {
+          if (this.#pages.get(n) !== loading) return // reset meanwhile
+          this.#pages.set(n, events)
+          while (this.#pages.size > MAX_PAGES) this.#pages.delete(this.#pages.keys().next().value!)
+          this.#schedule()
+        },
+        () => void this.#pages.delete(n),
+      )
       this.#pages.set(n, loading)
     }
     return undefined

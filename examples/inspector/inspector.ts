@@ -37,19 +37,22 @@ async function listSessions(): Promise<void> {
   const headers = await store.listSessions({ limit: LISTED })
   const filter = $<HTMLInputElement>('#filter').value.trim()
   const shown = headers.filter((h) => h.id.includes(filter)).sort((a, b) => b.createdAt - a.createdAt)
-  $('#sessions').replaceChildren(...shown.map((h) => {
-    const li = document.createElement('li')
-    li.dataset.id = h.id
-    li.textContent = h.id
-    const kind = document.createElement('span')
-    kind.className = 'kind'
-    kind.textContent = h.origin === 'root' ? '' : h.origin
-    li.append(kind)
-    li.classList.toggle('current', h.id === current?.id)
-    li.addEventListener('click', () => void open(h.id))
-    return li
-  }))
-  $('#sessions-note').textContent = headers.length === LISTED ? `the first ${LISTED} sessions by id` : `${headers.length} session${headers.length === 1 ? '' : 's'}`
+  $('#sessions').replaceChildren(
+    ...shown.map((h) => {
+      const li = document.createElement('li')
+      li.dataset.id = h.id
+      li.textContent = h.id
+      const kind = document.createElement('span')
+      kind.className = 'kind'
+      kind.textContent = h.origin === 'root' ? '' : h.origin
+      li.append(kind)
+      li.classList.toggle('current', h.id === current?.id)
+      li.addEventListener('click', () => void open(h.id))
+      return li
+    }),
+  )
+  $('#sessions-note').textContent =
+    headers.length === LISTED ? `the first ${LISTED} sessions by id` : `${headers.length} session${headers.length === 1 ? '' : 's'}`
 }
 $('#filter').addEventListener('input', () => void listSessions())
 setInterval(() => void listSessions(), 2000)
@@ -87,7 +90,8 @@ async function open(id: string): Promise<void> {
   $('#empty').hidden = true
   $('#session').hidden = false
   $('#title').textContent = id
-  $('#origin').textContent = live.header.origin === 'root' ? 'root' : `${live.header.origin}${live.header.parentSession ? ` of ${live.header.parentSession}` : ''}`
+  $('#origin').textContent =
+    live.header.origin === 'root' ? 'root' : `${live.header.origin}${live.header.parentSession ? ` of ${live.header.parentSession}` : ''}`
   history.replaceState(null, '', `?${new URLSearchParams({ ...Object.fromEntries(params), session: id })}`)
   follow.checked = true
   events.reset(length, length)
@@ -175,31 +179,44 @@ follow.addEventListener('change', () => {
   }
 })
 
-$('#fork').addEventListener('click', () => void (async () => {
-  const c = current
-  if (!c) return
-  try {
-    // A fork needs its source open for writing (briefly): SESSION_LOCKED while another writer has it.
-    const source = await store.openSession(c.id)
-    const fork = await source.fork({ at: c.at, id: `${c.id.slice(0, 100)}-fork-${Date.now().toString(36)}` })
-    await source.close()
-    await fork.close()
-    await open(fork.id)
-    message(`Forked at ${c.at}: ${fork.id} continues from there.`)
-  } catch (err) {
-    const e = err as { code?: string; message?: string }
-    message(e.code === 'SESSION_LOCKED' ? `${c.id} is open for writing elsewhere; fork it from that writer, or once it is closed.` : `Fork failed: ${e.message ?? err}`, true)
-  }
-})())
+$('#fork').addEventListener(
+  'click',
+  () =>
+    void (async () => {
+      const c = current
+      if (!c) return
+      try {
+        // A fork needs its source open for writing (briefly): SESSION_LOCKED while another writer has it.
+        const source = await store.openSession(c.id)
+        const fork = await source.fork({ at: c.at, id: `${c.id.slice(0, 100)}-fork-${Date.now().toString(36)}` })
+        await source.close()
+        await fork.close()
+        await open(fork.id)
+        message(`Forked at ${c.at}: ${fork.id} continues from there.`)
+      } catch (err) {
+        const e = err as { code?: string; message?: string }
+        message(
+          e.code === 'SESSION_LOCKED'
+            ? `${c.id} is open for writing elsewhere; fork it from that writer, or once it is closed.`
+            : `Fork failed: ${e.message ?? err}`,
+          true,
+        )
+      }
+    })(),
+)
 
-$('#seed').addEventListener('click', () => void (async () => {
-  $<HTMLButtonElement>('#seed').disabled = true
-  try {
-    await open(await makeSample(store, Number(params.get('events') ?? 5000)))
-  } finally {
-    $<HTMLButtonElement>('#seed').disabled = false
-  }
-})())
+$('#seed').addEventListener(
+  'click',
+  () =>
+    void (async () => {
+      $<HTMLButtonElement>('#seed').disabled = true
+      try {
+        await open(await makeSample(store, Number(params.get('events') ?? 5000)))
+      } finally {
+        $<HTMLButtonElement>('#seed').disabled = false
+      }
+    })(),
+)
 
 function message(text?: string, bad = false): void {
   const p = $('#message')
@@ -222,5 +239,16 @@ async function scrubTo(at: number): Promise<number> {
 }
 
 // For tests, benchmarks and the curious.
-Object.assign(window, { inspector: { store, open, scrubTo, scrubTimes, makeSample: (n: number) => makeSample(store, n), get current() { return current } } })
+Object.assign(window, {
+  inspector: {
+    store,
+    open,
+    scrubTo,
+    scrubTimes,
+    makeSample: (n: number) => makeSample(store, n),
+    get current() {
+      return current
+    },
+  },
+})
 document.body.dataset.ready = 'true'

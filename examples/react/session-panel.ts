@@ -8,11 +8,19 @@ export function SessionPanel({ session }: { session: SessionView | null }) {
   const timing = useProjection(session, 'subagentTiming') // renders only when this value changes
   const { children, error } = useChildren(session, { recursive: true }) // listed again on each spawn
   if (!session) return h('p', null, 'opening…')
-  const rows = (children ?? []).map((row) => h('li', { key: row.id, style: { marginLeft: `${row.depth}em` } },
-    row.kind === 'child' ? `${row.label ?? row.id} (${row.mode}, ${row.activity})` : `${row.id}: ${row.reason}`))
-  return h('section', null,
+  const rows = (children ?? []).map((row) =>
+    h(
+      'li',
+      { key: row.id, style: { marginLeft: `${row.depth}em` } },
+      row.kind === 'child' ? `${row.label ?? row.id} (${row.mode}, ${row.activity})` : `${row.id}: ${row.reason}`,
+    ),
+  )
+  return h(
+    'section',
+    null,
     h('p', null, `${timing?.turns ?? 0} turns${timing?.runningSince != null ? ', running' : ''}`),
-    error ? h('p', { role: 'alert' }, error.message) : children ? h('ul', null, ...rows) : h('p', null, 'listing…'))
+    error ? h('p', { role: 'alert' }, error.message) : children ? h('ul', null, ...rows) : h('p', null, 'listing…'),
+  )
 }
 
 /** Follows a session read-only while mounted: the handle is opened here and closed on unmount. */

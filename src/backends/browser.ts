@@ -24,7 +24,10 @@ export function streamCompressor(): Compressor {
   const through = async (bytes: Uint8Array, stream: CompressionStream | DecompressionStream): Promise<Uint8Array> => {
     const writer = stream.writable.getWriter()
     // A failure (bytes that do not inflate) shows on the reading side, which rejects.
-    writer.write(bytes as Uint8Array<ArrayBuffer>).then(() => writer.close()).catch(() => {})
+    writer
+      .write(bytes as Uint8Array<ArrayBuffer>)
+      .then(() => writer.close())
+      .catch(() => {})
     const reader = stream.readable.getReader()
     const chunks: Uint8Array[] = []
     let size = 0

@@ -64,14 +64,22 @@ export function storeConfig(options: StoreOptions, defaultStorage: StorageKind, 
   }
   const durability = options.durability ?? 'strict'
   if (durability !== 'strict' && durability !== 'relaxed') throw bad(`durability must be 'strict' or 'relaxed', got ${describe(durability)}`)
-  for (const [k, v] of [['name', options.name], ['dir', options.dir]] as const) {
-    if (v !== undefined && (typeof v !== 'string' || v.length === 0 || v.includes('\0'))) throw bad(`${k} must be a non-empty string without NUL, got ${describe(v)}`)
+  for (const [k, v] of [
+    ['name', options.name],
+    ['dir', options.dir],
+  ] as const) {
+    if (v !== undefined && (typeof v !== 'string' || v.length === 0 || v.includes('\0')))
+      throw bad(`${k} must be a non-empty string without NUL, got ${describe(v)}`)
   }
   if (options.name !== undefined && storage !== 'indexeddb' && storage !== 'memory') {
-    throw bad(`name (the IndexedDB database's name) cannot apply to storage '${storage}': ${storage === 'fs' ? 'an fs store is the folder dir' : 'a PostgreSQL store is its url and schema'}`)
+    throw bad(
+      `name (the IndexedDB database's name) cannot apply to storage '${storage}': ${storage === 'fs' ? 'an fs store is the folder dir' : 'a PostgreSQL store is its url and schema'}`,
+    )
   }
   if (options.dir !== undefined && storage !== 'fs' && storage !== 'memory') {
-    throw bad(`dir (the folder of an fs store) cannot apply to storage '${storage}': ${storage === 'indexeddb' ? 'an IndexedDB store is the database name' : 'a PostgreSQL store is its url and schema'}`)
+    throw bad(
+      `dir (the folder of an fs store) cannot apply to storage '${storage}': ${storage === 'indexeddb' ? 'an IndexedDB store is the database name' : 'a PostgreSQL store is its url and schema'}`,
+    )
   }
   return backend.parse(options, durability)
 }

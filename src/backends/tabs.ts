@@ -55,7 +55,7 @@ function broadcastGrowth(store: string): GrowthChannel {
     listen(onGrow) {
       channel.onmessage = (event: MessageEvent) => {
         const { sessionId: id, length } = (event.data ?? {}) as { sessionId?: unknown; length?: unknown }
-        if (isSessionId(id)) onGrow(id, Number.isSafeInteger(length) && (length as number) >= 0 ? length as number : undefined)
+        if (isSessionId(id)) onGrow(id, Number.isSafeInteger(length) && (length as number) >= 0 ? (length as number) : undefined)
       }
     },
     close: () => channel.close(),

@@ -22,7 +22,14 @@ export function handOverLocks(locks: WriterLocks, held: ReadonlyMap<SessionId, u
   }
 }
 
-export async function deleteSessions(engine: Engine, out: Output, locks: WriterLocks, held: Map<SessionId, () => Promise<void>>, ids: SessionId[], tree: boolean): Promise<number> {
+export async function deleteSessions(
+  engine: Engine,
+  out: Output,
+  locks: WriterLocks,
+  held: Map<SessionId, () => Promise<void>>,
+  ids: SessionId[],
+  tree: boolean,
+): Promise<number> {
   try {
     // 1. Every named session exists (a damaged one can be deleted: that is one reason to).
     const targets = new Map<SessionId, SessionInfo | undefined>()
@@ -43,7 +50,8 @@ export async function deleteSessions(engine: Engine, out: Output, locks: WriterL
       try {
         held.set(id, await locks.acquire(id))
       } catch (err) {
-        if (isSessionfoldError(err, 'SESSION_LOCKED')) throw new SessionfoldError('SESSION_LOCKED', `${where(id)} is open for writing; nothing was deleted`, { sessionId: id })
+        if (isSessionfoldError(err, 'SESSION_LOCKED'))
+          throw new SessionfoldError('SESSION_LOCKED', `${where(id)} is open for writing; nothing was deleted`, { sessionId: id })
         throw err
       }
     }
@@ -54,7 +62,11 @@ export async function deleteSessions(engine: Engine, out: Output, locks: WriterL
         const found = await descendants(engine, id)
         const problem = found.problems[0]
         if (problem) {
-          throw new SessionfoldError('CORRUPT_LOG', `the tree under ${where(id)} cannot be read whole: ${problem.message}; nothing was deleted (delete sessions by id instead)`, { sessionId: problem.id })
+          throw new SessionfoldError(
+            'CORRUPT_LOG',
+            `the tree under ${where(id)} cannot be read whole: ${problem.message}; nothing was deleted (delete sessions by id instead)`,
+            { sessionId: problem.id },
+          )
         }
         for (const info of found.infos) {
           if (targets.has(info.header.id)) continue
@@ -71,7 +83,12 @@ export async function deleteSessions(engine: Engine, out: Output, locks: WriterL
     // "unavailable", as for any deleted child), and the same command run again finishes the
     // job. Parents first would leave orphans that no catalog reaches and no --tree finds.
     const readable = [...targets.values()].filter((i): i is SessionInfo => i !== undefined)
-    const order = [...parentsFirst(readable).map((i) => i.header.id).reverse(), ...[...targets].filter(([, i]) => !i).map(([id]) => id)]
+    const order = [
+      ...parentsFirst(readable)
+        .map((i) => i.header.id)
+        .reverse(),
+      ...[...targets].filter(([, i]) => !i).map(([id]) => id),
+    ]
     const deleted: SessionId[] = []
     for (const id of order) {
       await engine.deleteSession(id)

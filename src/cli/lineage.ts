@@ -34,11 +34,12 @@ export async function descendants(engine: Engine, id: SessionId): Promise<{ info
     if (row.kind === 'child') {
       if (info) infos.push(info)
     } else if (row.reason !== 'unavailable' || info) {
-      const why = row.reason === 'unsupported'
-        ? 'is named by a catalog fact whose mode was lost (unsupported)'
-        : row.reason === 'corrupt'
-          ? 'is not the session its parent spawned, or its own catalog is rejected (corrupt)'
-          : 'cannot be read (unavailable)'
+      const why =
+        row.reason === 'unsupported'
+          ? 'is named by a catalog fact whose mode was lost (unsupported)'
+          : row.reason === 'corrupt'
+            ? 'is not the session its parent spawned, or its own catalog is rejected (corrupt)'
+            : 'cannot be read (unavailable)'
       problems.push({ id: row.id, message: `${of}, ${why}` })
     }
   }

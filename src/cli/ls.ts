@@ -46,9 +46,19 @@ export async function ls(engine: Engine, out: Output, storage: ReadableStorage):
     await out.line('no sessions')
     return 0
   }
-  const table = rows.map((r) => r.header
-    ? [r.id, new Date(r.header.createdAt).toISOString(), r.header.origin, String(r.events), r.header.parentSession ?? r.header.forkedFrom ?? '', r.subagent?.label !== undefined ? JSON.stringify(r.subagent.label) : '', r.header.cwd ?? '']
-    : [r.id, '-', 'DAMAGED', '-', '', '', r.error!.message])
+  const table = rows.map((r) =>
+    r.header
+      ? [
+          r.id,
+          new Date(r.header.createdAt).toISOString(),
+          r.header.origin,
+          String(r.events),
+          r.header.parentSession ?? r.header.forkedFrom ?? '',
+          r.subagent?.label !== undefined ? JSON.stringify(r.subagent.label) : '',
+          r.header.cwd ?? '',
+        ]
+      : [r.id, '-', 'DAMAGED', '-', '', '', r.error!.message],
+  )
   await out.line(columns([['ID', 'CREATED', 'ORIGIN', 'EVENTS', 'PARENT', 'LABEL', 'CWD'], ...table]))
   await out.line(`${rows.length} session${rows.length === 1 ? '' : 's'}${damaged ? `, ${damaged} damaged` : ''}`)
   return damaged > 0 ? 1 : 0
@@ -57,5 +67,12 @@ export async function ls(engine: Engine, out: Output, storage: ReadableStorage):
 /** Text columns padded to their widest cell (the last one is not padded). */
 export function columns(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n')
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')
 }

@@ -28,7 +28,10 @@ import { cliAdvice, cliKey } from './key'
 export type { Io } from './output'
 
 class UsageError extends Error {
-  constructor(message: string, readonly command?: CommandName) {
+  constructor(
+    message: string,
+    readonly command?: CommandName,
+  ) {
     super(message)
   }
 }
@@ -78,7 +81,8 @@ export function parseArgs(argv: readonly string[]): Parsed {
   let schema: string | undefined
   for (let i = 0; i < rest.length; i++) {
     const token = rest[i]!
-    const [flag, inline] = token.startsWith('--') && token.includes('=') ? [token.slice(0, token.indexOf('=')), token.slice(token.indexOf('=') + 1)] : [token, undefined]
+    const [flag, inline] =
+      token.startsWith('--') && token.includes('=') ? [token.slice(0, token.indexOf('=')), token.slice(token.indexOf('=') + 1)] : [token, undefined]
     const value = () => {
       const v = inline ?? rest[++i]
       if (v === undefined || v === '') throw fail(`${flag} needs a value`)
@@ -95,7 +99,8 @@ export function parseArgs(argv: readonly string[]): Parsed {
     } else if (flag === '--url') url = value()
     else if (flag === '--schema') schema = value()
     else if (flag === '--key-file') args.keyFile = value()
-    else if (flag === '--key') throw fail('the key is never given as an argument (it would show in ps and in shell history): use --key-file <path> or SESSIONFOLD_KEY')
+    else if (flag === '--key')
+      throw fail('the key is never given as an argument (it would show in ps and in shell history): use --key-file <path> or SESSIONFOLD_KEY')
     else if (flag === '--json' && inline === undefined) args.json = true
     else if (!flag.startsWith('-')) args.ids.push(flag)
     else if (!Object.hasOwn(spec.options, flag)) throw fail(`${command} has no option ${flag}`)
@@ -159,9 +164,14 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const held = new Map<SessionId, () => Promise<void>>()
   try {
     const key = await cliKey(args.keyFile)
-    const open = (purpose: OpenPurpose, locks?: EngineSettings['locks']) => openEngine(nodePlatform, store, {
-      purpose, locks, encryption: key ? { key } : undefined, keyAdvice: cliAdvice(args.keyFile), onError: () => {},
-    })
+    const open = (purpose: OpenPurpose, locks?: EngineSettings['locks']) =>
+      openEngine(nodePlatform, store, {
+        purpose,
+        locks,
+        encryption: key ? { key } : undefined,
+        keyAdvice: cliAdvice(args.keyFile),
+        onError: () => {},
+      })
     if (command === 'import') {
       if (io.stdin.isTTY === true) throw new UsageError('import reads an export from stdin: sessionfold import < file', 'import')
       // All of the input is checked before the store is opened: bad input creates nothing.
@@ -197,12 +207,18 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
 /** The commands that only read, on either kind of store. */
 async function readCommand(engine: Engine, storage: ReadableStorage, out: Output, io: Io, args: Args): Promise<number> {
   switch (args.command) {
-    case 'ls': return await ls(engine, out, storage)
-    case 'show': return await show(engine, out, args.ids[0]!, args.at)
-    case 'tree': return await tree(engine, out, args.ids[0]!, args.at)
-    case 'events': return await events(engine, io, args.ids[0]!, args)
-    case 'verify': return await verify(engine, out, io)
-    case 'export': return await exportSessions(engine, out, args.ids, args.tree)
+    case 'ls':
+      return await ls(engine, out, storage)
+    case 'show':
+      return await show(engine, out, args.ids[0]!, args.at)
+    case 'tree':
+      return await tree(engine, out, args.ids[0]!, args.at)
+    case 'events':
+      return await events(engine, io, args.ids[0]!, args)
+    case 'verify':
+      return await verify(engine, out, io)
+    case 'export':
+      return await exportSessions(engine, out, args.ids, args.tree)
   }
   throw new Error(`no handler for ${args.command}`) // COMMANDS and this switch disagree: a bug
 }

@@ -11,7 +11,10 @@ export interface Io {
 
 /** Human text or JSON, on stdout; waits for the stream to drain so huge outputs stay bounded. */
 export class Output {
-  constructor(private readonly io: Io, readonly json: boolean) {}
+  constructor(
+    private readonly io: Io,
+    readonly json: boolean,
+  ) {}
 
   async line(text: string): Promise<void> {
     await write(this.io.stdout, `${text}\n`)

@@ -62,7 +62,11 @@ const BUILT_IN = new Set(['subagent', 'subagentCatalog', 'subagentTiming'])
 
 const time = (ms: number) => new Date(ms).toISOString()
 
-const indent = (text: string, by = 2) => text.split('\n').map((l) => `${' '.repeat(by)}${l}`).join('\n')
+const indent = (text: string, by = 2) =>
+  text
+    .split('\n')
+    .map((l) => `${' '.repeat(by)}${l}`)
+    .join('\n')
 
 function identity(v: SubagentView | undefined): string {
   if (!v) return 'none (not a subagent, or no descriptor of its own)'

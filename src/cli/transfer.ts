@@ -118,7 +118,15 @@ export async function checkImport(io: Io): Promise<CheckedImport> {
       } catch {
         throw bad(`${at()} is not JSON${lineNo === 1 ? ' (is this an export made by sessionfold export?)' : ''}`)
       }
-      const v = (isPlainObject(value) ? value : {}) as { kind?: unknown; header?: SessionHeader; length?: unknown; session?: unknown; event?: SessionEvent; sessions?: unknown; events?: unknown }
+      const v = (isPlainObject(value) ? value : {}) as {
+        kind?: unknown
+        header?: SessionHeader
+        length?: unknown
+        session?: unknown
+        event?: SessionEvent
+        sessions?: unknown
+        events?: unknown
+      }
       if (v.kind === 'session') {
         sessionDone()
         try {
@@ -133,13 +141,20 @@ export async function checkImport(io: Io): Promise<CheckedImport> {
       } else if (v.kind === 'event') {
         if (!current || v.session !== current.id) throw bad(`${at()}: an event outside its session's block`)
         // The event alone is checked here (the witness stands in: applyImport computes the real one).
-        check({ header: { version: HEADER_VERSION, id: current.id, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' }, from: current.next, events: [v.event!], chain: CHAIN_ZERO })
+        check({
+          header: { version: HEADER_VERSION, id: current.id, createdAt: 0, seedLength: 0, delegationDepth: 0, origin: 'root' },
+          from: current.next,
+          events: [v.event!],
+          chain: CHAIN_ZERO,
+        })
         current.next++
         eventLines++
       } else if (v.kind === 'end') {
         sessionDone()
         if (v.sessions !== seen.size || v.events !== eventLines) {
-          throw bad(`${at()}: the end line counts ${String(v.sessions)} sessions and ${String(v.events)} events, the import holds ${seen.size} and ${eventLines}`)
+          throw bad(
+            `${at()}: the end line counts ${String(v.sessions)} sessions and ${String(v.events)} events, the import holds ${seen.size} and ${eventLines}`,
+          )
         }
         ended = true
       } else {
@@ -150,9 +165,11 @@ export async function checkImport(io: Io): Promise<CheckedImport> {
     await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err ? reject(err) : resolve())))
     if (!ended) {
       sessionDone()
-      throw bad(seen.size === 0
-        ? 'the import is empty: it needs an export made by sessionfold export (which ends with an end line)'
-        : `the import stops at line ${lineNo} without the end line that export writes last: the file is cut off`)
+      throw bad(
+        seen.size === 0
+          ? 'the import is empty: it needs an export made by sessionfold export (which ends with an end line)'
+          : `the import stops at line ${lineNo} without the end line that export writes last: the file is cut off`,
+      )
     }
     return { file, sessions: seen.size, events: eventLines, dispose }
   } catch (err) {
@@ -220,8 +237,11 @@ export async function applyImport(open: () => Engine | Promise<Engine>, out: Out
   if (out.json) {
     await out.value(total)
   } else {
-    const lines = [`imported ${total.copiedSessions} new session${total.copiedSessions === 1 ? '' : 's'}, ${total.copiedEvents} event${total.copiedEvents === 1 ? '' : 's'}`]
-    for (const c of total.conflicts) lines.push(`  conflict  ${c.id}  ${c.reason === 'header' ? 'another session with this id is here' : `events differ at seq ${c.seq}`}; left as it was`)
+    const lines = [
+      `imported ${total.copiedSessions} new session${total.copiedSessions === 1 ? '' : 's'}, ${total.copiedEvents} event${total.copiedEvents === 1 ? '' : 's'}`,
+    ]
+    for (const c of total.conflicts)
+      lines.push(`  conflict  ${c.id}  ${c.reason === 'header' ? 'another session with this id is here' : `events differ at seq ${c.seq}`}; left as it was`)
     for (const s of total.skipped) lines.push(`  skipped   ${s.id}  ${s.reason}: ${s.detail}`)
     await out.line(lines.join('\n'))
   }

@@ -13,7 +13,9 @@ export async function tree(engine: Engine, out: Output, id: SessionId, at?: numb
     return 0
   }
   const info = await engine.reader.find(id)
-  const lines = [`${id}  ${info?.header.origin ?? ''}${(await engine.isRunning(id)) ? '  running' : ''}${at === undefined ? '' : `  (its children as of ${at} of ${info?.length ?? '?'} events)`}`]
+  const lines = [
+    `${id}  ${info?.header.origin ?? ''}${(await engine.isRunning(id)) ? '  running' : ''}${at === undefined ? '' : `  (its children as of ${at} of ${info?.length ?? '?'} events)`}`,
+  ]
   // Pre-order rows with depths: a row is the last of its siblings when no later row before
   // the next shallower one has its depth.
   const isLast = rows.map((r, i) => {

@@ -22,7 +22,8 @@ export const COMMANDS = {
     options: {},
     synopsis: 'ls',
     summary: 'sessions, newest first: origin, events, parent, label, cwd',
-    details: 'Lists every session of the store. PARENT is the spawning parent of a subagent or the session a\nfork was made from; LABEL is a subagent\'s own label (its descriptor). Damaged sessions are\nlisted as DAMAGED and make the exit status 1.',
+    details:
+      "Lists every session of the store. PARENT is the spawning parent of a subagent or the session a\nfork was made from; LABEL is a subagent's own label (its descriptor). Damaged sessions are\nlisted as DAMAGED and make the exit status 1.",
     example: 'sessionfold ls',
   },
   show: {
@@ -30,15 +31,17 @@ export const COMMANDS = {
     options: { '--at': 'N  the session as it was after its first N events (0 to its length)' },
     synopsis: 'show <id> [--at N]',
     summary: 'header, identity, timing, children and every projection value',
-    details: 'Folds the session from storage (its checkpoint, then the events after it) and shows its\nheader, its identity (mode and label), its turn timing, its subagent catalog as rows, any\nother projection value, and the faults of units that stopped folding. With --at N, all of it\nas it was after the first N events (from the nearest history row, at the same cost anywhere).',
+    details:
+      'Folds the session from storage (its checkpoint, then the events after it) and shows its\nheader, its identity (mode and label), its turn timing, its subagent catalog as rows, any\nother projection value, and the faults of units that stopped folding. With --at N, all of it\nas it was after the first N events (from the nearest history row, at the same cost anywhere).',
     example: 'sessionfold show agent-1 --at 120',
   },
   tree: {
     ids: 'one',
-    options: { '--at': 'N  the top session\'s children as its catalog listed them after its first N events' },
+    options: { '--at': "N  the top session's children as its catalog listed them after its first N events" },
     synopsis: 'tree <id> [--at N]',
     summary: 'the subagent tree: mode, label, activity, diagnostics',
-    details: 'Walks the parent-owned catalogs recursively. A child whose session cannot be read is shown\nas "! unavailable", one that is not the parent\'s own (or whose catalog is rejected) as\n"! corrupt". With --at N, the top session\'s catalog as it was after its first N events; each\nchild (and its own children) as it is now.',
+    details:
+      'Walks the parent-owned catalogs recursively. A child whose session cannot be read is shown\nas "! unavailable", one that is not the parent\'s own (or whose catalog is rejected) as\n"! corrupt". With --at N, the top session\'s catalog as it was after its first N events; each\nchild (and its own children) as it is now.',
     example: 'sessionfold tree agent-1 --at 120',
   },
   events: {
@@ -58,7 +61,8 @@ export const COMMANDS = {
     options: {},
     synopsis: 'verify',
     summary: 'read every log, checkpoint and history row; exit 1 on damage',
-    details: 'Reads and checks every log, checkpoint and history row of the store, with a progress bar on a terminal.\nEach damaged session is listed with its code and detail.',
+    details:
+      'Reads and checks every log, checkpoint and history row of the store, with a progress bar on a terminal.\nEach damaged session is listed with its code and detail.',
     example: 'sessionfold verify',
   },
   export: {
@@ -66,7 +70,8 @@ export const COMMANDS = {
     options: { '--tree': 'also every descendant of the given sessions (subagents, all levels)' },
     synopsis: 'export [<id>...] [--tree]',
     summary: 'sessions as NDJSON on stdout (all of them when no id is given)',
-    details: 'Writes sessions in the format `import` reads, parents before their children, and ends with\nan "end" line counting them (so a cut-off file is refused by import). With no id, every\nsession of the store. A session that cannot be read (a damaged one; with --tree, a\ndescendant whose catalog row cannot be followed) is left out and reported on stderr, and the\nexit status is 1; the rest is exported whole.',
+    details:
+      'Writes sessions in the format `import` reads, parents before their children, and ends with\nan "end" line counting them (so a cut-off file is refused by import). With no id, every\nsession of the store. A session that cannot be read (a damaged one; with --tree, a\ndescendant whose catalog row cannot be followed) is left out and reported on stderr, and the\nexit status is 1; the rest is exported whole.',
     example: 'sessionfold export agent-1 --tree > agent-1.ndjson',
   },
   import: {
@@ -74,7 +79,8 @@ export const COMMANDS = {
     options: {},
     synopsis: 'import < file',
     summary: 'an export, from stdin, into the store (created if needed)',
-    details: 'Checks the whole input before it creates or writes anything: bad input is an error\n(INVALID_ARGUMENT) and leaves the store, or its absence, as it was. Never overwrites: a\nsession that differs is reported as a conflict and left as it was; importing the same\nexport twice changes nothing.',
+    details:
+      'Checks the whole input before it creates or writes anything: bad input is an error\n(INVALID_ARGUMENT) and leaves the store, or its absence, as it was. Never overwrites: a\nsession that differs is reported as a conflict and left as it was; importing the same\nexport twice changes nothing.',
     example: 'sessionfold import --dir copy < agent-1.ndjson',
   },
   delete: {
@@ -82,14 +88,15 @@ export const COMMANDS = {
     options: { '--tree': 'also every descendant of the given sessions (subagents, all levels)' },
     synopsis: 'delete <id>... [--tree]',
     summary: 'delete sessions (with --tree, their descendants too)',
-    details: 'Checks every session first and deletes none unless all can go: a missing one is\nSESSION_NOT_FOUND, one open for writing (by any process) SESSION_LOCKED. On --url, a\nsession is open for writing while a process holds its write lease. Children are\ndeleted before their parents. Without --tree only the named sessions go: their subagents\nstay, and a deleted child shows as "! unavailable" in its parent\'s tree. With --tree, a\ndescendant whose catalog row cannot be followed refuses the whole delete (CORRUPT_LOG).',
+    details:
+      'Checks every session first and deletes none unless all can go: a missing one is\nSESSION_NOT_FOUND, one open for writing (by any process) SESSION_LOCKED. On --url, a\nsession is open for writing while a process holds its write lease. Children are\ndeleted before their parents. Without --tree only the named sessions go: their subagents\nstay, and a deleted child shows as "! unavailable" in its parent\'s tree. With --tree, a\ndescendant whose catalog row cannot be followed refuses the whole delete (CORRUPT_LOG).',
     example: 'sessionfold delete agent-1 --tree',
   },
   help: {
     ids: 'none',
     options: {},
     synopsis: 'help [<command>]',
-    summary: 'this text, or one command\'s options',
+    summary: "this text, or one command's options",
     details: 'Also: sessionfold --help, sessionfold <command> --help.',
     example: 'sessionfold help export',
   },
@@ -100,7 +107,7 @@ export type CommandName = keyof typeof COMMANDS
 export const isCommand = (name: string): name is CommandName => Object.hasOwn(COMMANDS, name)
 
 const GLOBAL_OPTIONS: [string, string][] = [
-  ['--dir <path>', 'the store\'s folder (default: .sessionfold)'],
+  ['--dir <path>', "the store's folder (default: .sessionfold)"],
   ['--url <url>', 'a PostgreSQL store instead: postgres://user:password@host:port/database'],
   ['--schema <name>', 'the schema of its tables, with --url (default: sessionfold)'],
   ['--key-file <path>', 'the key of an encrypted store (32 bytes: raw, hex or base64); or set SESSIONFOLD_KEY'],
@@ -127,7 +134,7 @@ export function generalUsage(): string {
     'Options of every command:',
     table(GLOBAL_OPTIONS),
     '',
-    'sessionfold --version prints the version; sessionfold help <command> a command\'s options.',
+    "sessionfold --version prints the version; sessionfold help <command> a command's options.",
     '',
     EXIT,
     '',

@@ -14,7 +14,7 @@ export async function verify(engine: Engine, out: Output, io: Io): Promise<numbe
     else if (!out.json) io.stderr.write(`verified ${done}/${total} events\n`)
   }
   progress(0)
-  for (let after: string | undefined; ;) {
+  for (let after: string | undefined; ; ) {
     const step = await engine.verifyStep(after, 20_000)
     report.sessions += step.sessions
     report.events += step.events
@@ -30,10 +30,12 @@ export async function verify(engine: Engine, out: Output, io: Io): Promise<numbe
     await out.line(`ok: ${report.sessions} sessions, ${report.events} events, no damage`)
   } else {
     const ids = new Set(report.damaged.map((d) => d.id))
-    await out.line([
-      `DAMAGED: ${ids.size} of ${report.sessions} sessions (${report.events} events read)`,
-      ...report.damaged.map((d) => `  ${d.id}  ${d.code}  ${d.detail}`),
-    ].join('\n'))
+    await out.line(
+      [
+        `DAMAGED: ${ids.size} of ${report.sessions} sessions (${report.events} events read)`,
+        ...report.damaged.map((d) => `  ${d.id}  ${d.code}  ${d.detail}`),
+      ].join('\n'),
+    )
   }
   return report.damaged.length > 0 ? 1 : 0
 }

@@ -8,7 +8,10 @@ import { fileURLToPath } from 'node:url'
 
 export async function packageVersion(from: string = import.meta.url): Promise<string> {
   for (let dir = dirname(fileURLToPath(from)); ; dir = dirname(dir)) {
-    const pkg = await readFile(join(dir, 'package.json'), 'utf8').then((t) => JSON.parse(t) as { name?: unknown; version?: unknown }, () => undefined)
+    const pkg = await readFile(join(dir, 'package.json'), 'utf8').then(
+      (t) => JSON.parse(t) as { name?: unknown; version?: unknown },
+      () => undefined,
+    )
     if (pkg?.name === 'sessionfold' && typeof pkg.version === 'string') return pkg.version
     if (dirname(dir) === dir) throw new Error('the package.json of sessionfold was not found beside the command')
   }

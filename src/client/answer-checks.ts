@@ -5,8 +5,18 @@
 // rather than zod, so the client loads no zod (its object schemas probe `new Function`, which a
 // strict Content-Security-Policy reports) and stays small; the rules they apply are in limits.ts.
 import {
-  CATALOG_MODES, HEADER_VERSION, SESSION_ORIGINS, SPAWN_MODES,
-  headerOriginProblems, isCount, isCwd, isLabel, isProjectionKey, isSessionId, isTime, type OriginFields,
+  CATALOG_MODES,
+  HEADER_VERSION,
+  SESSION_ORIGINS,
+  SPAWN_MODES,
+  headerOriginProblems,
+  isCount,
+  isCwd,
+  isLabel,
+  isProjectionKey,
+  isSessionId,
+  isTime,
+  type OriginFields,
 } from '../core/limits'
 import type { ProjectionSnapshot } from '../core/projection'
 import type { Frame, HandleInfo } from '../core/protocol'
@@ -26,8 +36,15 @@ function subagent(v: unknown): boolean {
 }
 
 function catalogEntry(e: unknown): boolean {
-  return isPlainObject(e) && only(e, ['id', 'createdAt', 'mode', 'label', 'seq']) &&
-    isSessionId(e.id) && isTime(e.createdAt) && oneOf(CATALOG_MODES, e.mode) && label(e.label) && isCount(e.seq)
+  return (
+    isPlainObject(e) &&
+    only(e, ['id', 'createdAt', 'mode', 'label', 'seq']) &&
+    isSessionId(e.id) &&
+    isTime(e.createdAt) &&
+    oneOf(CATALOG_MODES, e.mode) &&
+    label(e.label) &&
+    isCount(e.seq)
+  )
 }
 
 function catalog(v: unknown): boolean {
@@ -36,8 +53,13 @@ function catalog(v: unknown): boolean {
 
 function timing(v: unknown): boolean {
   if (v === null) return true
-  return isPlainObject(v) && only(v, ['turns', 'settledMs', 'runningSince']) && isCount(v.turns) && isTime(v.settledMs) &&
+  return (
+    isPlainObject(v) &&
+    only(v, ['turns', 'settledMs', 'runningSince']) &&
+    isCount(v.turns) &&
+    isTime(v.settledMs) &&
     (v.runningSince === null || (typeof v.runningSince === 'number' && Number.isFinite(v.runningSince)))
+  )
 }
 
 const BUILTIN_VIEWS: Record<string, (v: unknown) => boolean> = { subagent, subagentCatalog: catalog, subagentTiming: timing }
@@ -71,14 +93,16 @@ export function frameProblem(frame: unknown): string | undefined {
     if (problem) return problem
   }
   const { gone } = frame as Partial<Frame>
-  if (gone !== undefined && (!isPlainObject(gone) || gone.code !== 'SESSION_NOT_FOUND' || typeof gone.message !== 'string' || gone.message.length > 1000)) return 'bad gone'
+  if (gone !== undefined && (!isPlainObject(gone) || gone.code !== 'SESSION_NOT_FOUND' || typeof gone.message !== 'string' || gone.message.length > 1000))
+    return 'bad gone'
   const { grown } = frame as Partial<Frame>
   if (grown === undefined) return undefined
   if (!isPlainObject(grown)) return 'bad grown values'
   // A list that only grew: its new items alone are checked, as items of the list's shape.
   for (const [key, growth] of Object.entries(grown)) {
     if (Object.hasOwn(values, key)) return `${key} both set and grown`
-    if (!isPlainObject(growth) || !only(growth, ['from', 'items']) || !isCount(growth.from) || !Array.isArray(growth.items) || growth.items.length === 0) return `bad growth of ${key}`
+    if (!isPlainObject(growth) || !only(growth, ['from', 'items']) || !isCount(growth.from) || !Array.isArray(growth.items) || growth.items.length === 0)
+      return `bad growth of ${key}`
     const item = Object.hasOwn(BUILTIN_ITEMS, key) ? BUILTIN_ITEMS[key] : Object.hasOwn(BUILTIN_VIEWS, key) ? () => false : undefined
     const problem = valueProblem(key, growth.items, item && ((items) => (items as unknown[]).every(item)), 'new items')
     if (problem) return problem
@@ -103,7 +127,8 @@ export function headerProblem(h: unknown): string | undefined {
 export function handleProblem(info: unknown): string | undefined {
   if (!isPlainObject(info)) return 'not an object'
   const { handle, header, snapshot, parentSeq, followed, at } = info as Partial<HandleInfo>
-  if (!isCount(handle) || !optional(isCount)(parentSeq) || !optional(isCount)(at) || !(followed === undefined || typeof followed === 'boolean')) return 'bad handle'
+  if (!isCount(handle) || !optional(isCount)(parentSeq) || !optional(isCount)(at) || !(followed === undefined || typeof followed === 'boolean'))
+    return 'bad handle'
   const h = headerProblem(header)
   if (h) return `header: ${h}`
   if (!isPlainObject(snapshot)) return 'bad snapshot'
@@ -113,7 +138,8 @@ export function handleProblem(info: unknown): string | undefined {
 
 /** The reason an append's result from the worker is unacceptable, or undefined. */
 export function appendResultProblem(r: unknown): string | undefined {
-  if (!isPlainObject(r) || !only(r, ['firstSeq', 'lastSeq']) || !isCount(r.firstSeq) || !isCount(r.lastSeq) || (r.lastSeq as number) < (r.firstSeq as number)) return 'bad append result'
+  if (!isPlainObject(r) || !only(r, ['firstSeq', 'lastSeq']) || !isCount(r.firstSeq) || !isCount(r.lastSeq) || (r.lastSeq as number) < (r.firstSeq as number))
+    return 'bad append result'
   return undefined
 }
 
@@ -122,7 +148,8 @@ export function eventsPageProblem(page: unknown, from: number): string | undefin
   if (!isPlainObject(page) || !Array.isArray(page.events) || !isCount(page.to)) return 'bad page'
   for (let i = 0; i < page.events.length; i++) {
     const e: unknown = page.events[i]
-    if (!isPlainObject(e) || !only(e, ['seq', 'type', 'time', 'data']) || e.seq !== from + i || typeof e.type !== 'string' || !isTime(e.time)) return `bad event at seq ${from + i}`
+    if (!isPlainObject(e) || !only(e, ['seq', 'type', 'time', 'data']) || e.seq !== from + i || typeof e.type !== 'string' || !isTime(e.time))
+      return `bad event at seq ${from + i}`
     try {
       assertPlainJson(e.data, 'data')
     } catch {
@@ -136,12 +163,20 @@ export function eventsPageProblem(page: unknown, from: number): string | undefin
 export function childRowProblem(r: unknown): string | undefined {
   if (!isPlainObject(r) || !isSessionId(r.id) || !isSessionId(r.parentId) || !isCount(r.depth)) return 'bad row'
   if (r.kind === 'diagnostic') {
-    return only(r, ['kind', 'id', 'parentId', 'depth', 'reason']) && oneOf(['corrupt', 'unsupported', 'unavailable'], r.reason) ? undefined : 'bad diagnostic row'
+    return only(r, ['kind', 'id', 'parentId', 'depth', 'reason']) && oneOf(['corrupt', 'unsupported', 'unavailable'], r.reason)
+      ? undefined
+      : 'bad diagnostic row'
   }
   if (r.kind !== 'child' || !only(r, ['kind', 'id', 'parentId', 'depth', 'createdAt', 'activity', 'hasChildren', 'mode', 'label'])) return 'bad row'
   // A fact of mode 'unknown' is listed as a diagnostic row, never as a child.
-  return isTime(r.createdAt) && (r.activity === 'running' || r.activity === 'inactive') && typeof r.hasChildren === 'boolean' &&
-    r.mode !== 'unknown' && oneOf(CATALOG_MODES, r.mode) && label(r.label) ? undefined : 'bad child row'
+  return isTime(r.createdAt) &&
+    (r.activity === 'running' || r.activity === 'inactive') &&
+    typeof r.hasChildren === 'boolean' &&
+    r.mode !== 'unknown' &&
+    oneOf(CATALOG_MODES, r.mode) &&
+    label(r.label)
+    ? undefined
+    : 'bad child row'
 }
 
 /** Why verify's plan from the worker is unacceptable, or undefined. */
@@ -154,16 +189,26 @@ export function verifyStepProblem(step: unknown): string | undefined {
   if (!isPlainObject(step) || !isCount(step.sessions) || !isCount(step.events)) return 'bad counts'
   if (!(step.next === null || isSessionId(step.next))) return 'bad next'
   if (!Array.isArray(step.damaged)) return 'damaged is not an array'
-  const bad = step.damaged.find((d: unknown) => !(isPlainObject(d) && isSessionId(d.id) &&
-    (d.code === 'CORRUPT_LOG' || d.code === 'CORRUPT_CHECKPOINT') && typeof d.detail === 'string' && Object.keys(d).length === 3))
+  const bad = step.damaged.find(
+    (d: unknown) =>
+      !(
+        isPlainObject(d) &&
+        isSessionId(d.id) &&
+        (d.code === 'CORRUPT_LOG' || d.code === 'CORRUPT_CHECKPOINT') &&
+        typeof d.detail === 'string' &&
+        Object.keys(d).length === 3
+      ),
+  )
   return bad === undefined ? undefined : 'a damaged entry is not { id, code, detail }'
 }
 
 function cursorProblem(c: unknown): string | undefined {
   if (isPlainObject(c) && c.v === 2) {
-    const ok = typeof c.feed === 'string' && typeof c.at === 'string'
-      && (c.walk === undefined || (isPlainObject(c.walk) && (c.walk.after === undefined || isSessionId(c.walk.after))))
-      && (c.part === undefined || (Array.isArray(c.part) && c.part.length === 3 && isSessionId(c.part[0]) && typeof c.part[1] === 'number' && isCount(c.part[2])))
+    const ok =
+      typeof c.feed === 'string' &&
+      typeof c.at === 'string' &&
+      (c.walk === undefined || (isPlainObject(c.walk) && (c.walk.after === undefined || isSessionId(c.walk.after)))) &&
+      (c.part === undefined || (Array.isArray(c.part) && c.part.length === 3 && isSessionId(c.part[0]) && typeof c.part[1] === 'number' && isCount(c.part[2])))
     return ok ? undefined : 'bad cursor'
   }
   if (!isPlainObject(c) || c.v !== 1 || !isPlainObject(c.sessions) || (c.after !== undefined && !isSessionId(c.after))) return 'bad cursor'
@@ -185,7 +230,8 @@ export function changesProblem(c: unknown): string | undefined {
     if (header) return `bad header in the batch: ${header}`
     for (let i = 0; i < entry.events.length; i++) {
       const e: unknown = entry.events[i]
-      if (!isPlainObject(e) || e.seq !== (entry.from as number) + i || typeof e.type !== 'string' || typeof e.time !== 'number') return `bad event in the batch at seq ${(entry.from as number) + i}`
+      if (!isPlainObject(e) || e.seq !== (entry.from as number) + i || typeof e.type !== 'string' || typeof e.time !== 'number')
+        return `bad event in the batch at seq ${(entry.from as number) + i}`
       try {
         assertPlainJson(e.data, 'data')
       } catch {
@@ -198,9 +244,18 @@ export function changesProblem(c: unknown): string | undefined {
 
 /** The reason an answer to applyChanges is unacceptable, or undefined. */
 export function applyResultProblem(r: unknown): string | undefined {
-  if (!isPlainObject(r) || !isCount(r.copiedSessions) || !isCount(r.copiedEvents) || !Array.isArray(r.conflicts) || !Array.isArray(r.skipped)) return 'bad apply result'
+  if (!isPlainObject(r) || !isCount(r.copiedSessions) || !isCount(r.copiedEvents) || !Array.isArray(r.conflicts) || !Array.isArray(r.skipped))
+    return 'bad apply result'
   for (const c of r.conflicts as unknown[]) {
-    if (!isPlainObject(c) || !isSessionId(c.id) || !isCount(c.seq) || (c.reason !== 'header' && c.reason !== 'event') || !isPlainObject(c.source) || !isPlainObject(c.target)) return 'bad conflict'
+    if (
+      !isPlainObject(c) ||
+      !isSessionId(c.id) ||
+      !isCount(c.seq) ||
+      (c.reason !== 'header' && c.reason !== 'event') ||
+      !isPlainObject(c.source) ||
+      !isPlainObject(c.target)
+    )
+      return 'bad conflict'
   }
   for (const s of r.skipped as unknown[]) {
     if (!isPlainObject(s) || !isSessionId(s.id) || !oneOf(['locked', 'gap', 'damaged'], s.reason) || typeof s.detail !== 'string') return 'bad skipped entry'

@@ -47,15 +47,20 @@ export class AppendQueue {
     if (batch.length === 0) return
     this.#waiting = []
     this.#chars = 0
-    this.#calls.call((api) => api.appendMany(batch.map((w) => w.item))).then((outcomes) => {
-      if (!Array.isArray(outcomes) || outcomes.length !== batch.length) {
-        for (const w of batch) w.reject(badAnswer('list of append outcomes', 'not one outcome per append', w.sessionId))
-        return
-      }
-      batch.forEach((w, i) => settle(w, outcomes[i] as AppendOutcome))
-    }, (err: unknown) => {
-      for (const w of batch) w.reject(err)
-    })
+    this.#calls
+      .call((api) => api.appendMany(batch.map((w) => w.item)))
+      .then(
+        (outcomes) => {
+          if (!Array.isArray(outcomes) || outcomes.length !== batch.length) {
+            for (const w of batch) w.reject(badAnswer('list of append outcomes', 'not one outcome per append', w.sessionId))
+            return
+          }
+          batch.forEach((w, i) => settle(w, outcomes[i] as AppendOutcome))
+        },
+        (err: unknown) => {
+          for (const w of batch) w.reject(err)
+        },
+      )
   }
 }
 
@@ -67,4 +72,3 @@ function settle(w: Waiting, outcome: AppendOutcome): void {
     w.resolve(outcome as AppendResult)
   }
 }
-

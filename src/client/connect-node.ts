@@ -63,16 +63,22 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
  */
 function startWorker(entry: FileURL): Worker {
   const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'))
-  const start = (argv: string[]) => (entry.pathname.endsWith('.ts')
-    ? new Worker(new FileURL('./node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv: argv })
-    : new Worker(entry, { execArgv: argv }))
+  const start = (argv: string[]) =>
+    entry.pathname.endsWith('.ts')
+      ? new Worker(new FileURL('./node-boot.mjs', import.meta.url), { workerData: { entry: entry.href }, execArgv: argv })
+      : new Worker(entry, { execArgv: argv })
   try {
     return start(execArgv)
   } catch (err) {
     if ((err as { code?: string } | null)?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw err
     // Process-wide flags (V8's --expose-gc, --max-old-space-size...) are refused in a worker,
     // which names them: the worker runs without those, with the rest (--import tsx...).
-    const refused = new Set((err as Error).message.replace(/^[^:]*:\s*/, '').split(',').map((f) => f.trim()))
+    const refused = new Set(
+      (err as Error).message
+        .replace(/^[^:]*:\s*/, '')
+        .split(',')
+        .map((f) => f.trim()),
+    )
     return start(execArgv.filter((a) => !refused.has(a)))
   }
 }

@@ -19,11 +19,7 @@ export interface HasProjections {
  * @example
  * const stop = bind(session, 'subagentTiming', (t) => { el.textContent = `${t?.turns ?? 0} turns` })
  */
-export function bind<K extends ProjectionKey>(
-  view: HasProjections,
-  key: K,
-  render: (value: ProjectionMap[K] | null, meta: ChangeMeta) => void,
-): () => void {
+export function bind<K extends ProjectionKey>(view: HasProjections, key: K, render: (value: ProjectionMap[K] | null, meta: ChangeMeta) => void): () => void {
   let bound = true
   let rendered = false
   let last: ProjectionMap[K] | null = null

@@ -121,5 +121,9 @@ export class EngineCalls {
 
 /** PROJECTIONS_UNAVAILABLE for an answer of the worker that failed its check. */
 export function badAnswer(what: string, problem: string, sessionId?: SessionId): SessionfoldError {
-  return new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad ${what}${sessionId === undefined ? '' : ` for ${where(sessionId)}`}: ${problem}`, sessionId === undefined ? {} : { sessionId })
+  return new SessionfoldError(
+    'PROJECTIONS_UNAVAILABLE',
+    `the worker sent a bad ${what}${sessionId === undefined ? '' : ` for ${where(sessionId)}`}: ${problem}`,
+    sessionId === undefined ? {} : { sessionId },
+  )
 }

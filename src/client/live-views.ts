@@ -44,9 +44,12 @@ export class LiveViews {
       if (n !== this.#next) {
         // A frame missing, repeated or out of order: values after it cannot be trusted for any
         // session, so no handle of this store can follow its session from now on.
-        this.#broken = new SessionfoldError('PROJECTIONS_UNAVAILABLE', typeof n === 'number' && Number.isSafeInteger(n) && n >= 1
-          ? `the worker sent frame ${n} where frame ${this.#next} was due`
-          : 'the worker sent a frame without its place in order')
+        this.#broken = new SessionfoldError(
+          'PROJECTIONS_UNAVAILABLE',
+          typeof n === 'number' && Number.isSafeInteger(n) && n >= 1
+            ? `the worker sent frame ${n} where frame ${this.#next} was due`
+            : 'the worker sent a frame without its place in order',
+        )
         this.failAll(this.#broken)
         return
       }
@@ -63,8 +66,12 @@ export class LiveViews {
       // Values we cannot trust are not shown: the handles on that session stop following. A
       // frame that names no session could have been any session's: none can follow it (else
       // an append waiting to read its own write would wait forever).
-      const err = new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent a bad frame${named ? ` for ${where(sessionId)}` : ''}: ${problem}`, named ? { sessionId } : {})
-      for (const view of named ? this.#bySession.get(sessionId) ?? [] : this.#all()) view._fail(err)
+      const err = new SessionfoldError(
+        'PROJECTIONS_UNAVAILABLE',
+        `the worker sent a bad frame${named ? ` for ${where(sessionId)}` : ''}: ${problem}`,
+        named ? { sessionId } : {},
+      )
+      for (const view of named ? (this.#bySession.get(sessionId) ?? []) : this.#all()) view._fail(err)
       return
     }
     const views = this.#bySession.get(sessionId as string) ?? []

@@ -63,14 +63,14 @@ const KNOWN_OPTIONS = [...STORE_OPTIONS, 'worker', 'workerUrl', 'projections', '
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
-
 /** openStore of the platform whose `connectors` are given (see index-node.ts, index-browser.ts). */
 export async function openStoreWith(connectors: Connectors, options: OpenStoreOptions): Promise<Store> {
   const { host, worker } = checkOptions(options, connectors)
   const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
-  const connection = worker === false || !connectors.canStartWorker()
-    ? await connectors.inThread(options.projections ?? [])
-    : await connectors.inWorker({ url: options.workerUrl, shared: worker === 'shared', host })
+  const connection =
+    worker === false || !connectors.canStartWorker()
+      ? await connectors.inThread(options.projections ?? [])
+      : await connectors.inWorker({ url: options.workerUrl, shared: worker === 'shared', host })
   const store = new Store(connection, maxEventBytes)
   connection.onPush(store._push)
   try {
@@ -93,7 +93,10 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   for (const [k, v] of Object.entries(options.checkpoint ?? {})) {
     if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)) throw bad(`checkpoint.${k} must be a number > 0, got ${describe(v)}`)
   }
-  if (options.maxEventBytes !== undefined && (typeof options.maxEventBytes !== 'number' || !Number.isFinite(options.maxEventBytes) || options.maxEventBytes <= 0)) {
+  if (
+    options.maxEventBytes !== undefined &&
+    (typeof options.maxEventBytes !== 'number' || !Number.isFinite(options.maxEventBytes) || options.maxEventBytes <= 0)
+  ) {
     throw bad(`maxEventBytes must be a number > 0, got ${describe(options.maxEventBytes)}`)
   }
   if (options.encryption !== undefined) {
@@ -110,11 +113,18 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
     if (worker !== false) throw bad('projections run in the engine: pass them with worker: false, or to serveEngine() in your own worker file (workerUrl)')
   }
   if (options.workerUrl !== undefined) {
-    if (typeof options.workerUrl !== 'string' && !(options.workerUrl instanceof URL)) throw bad(`workerUrl must be a string or a URL, got ${describe(options.workerUrl)}`)
+    if (typeof options.workerUrl !== 'string' && !(options.workerUrl instanceof URL))
+      throw bad(`workerUrl must be a string or a URL, got ${describe(options.workerUrl)}`)
     // Without the app's worker file the engine would run without the app's units: refused,
     // never ignored.
-    if (worker === false) throw bad('workerUrl cannot apply with worker: false (the engine runs in this thread, not in your worker file): pass your units as projections, or drop worker: false')
-    if (!connectors.canStartWorker()) throw bad("workerUrl cannot apply here: no Worker can start in this context (a service worker, an extension's background), so the engine runs in this thread: pass worker: false with your units as projections")
+    if (worker === false)
+      throw bad(
+        'workerUrl cannot apply with worker: false (the engine runs in this thread, not in your worker file): pass your units as projections, or drop worker: false',
+      )
+    if (!connectors.canStartWorker())
+      throw bad(
+        "workerUrl cannot apply here: no Worker can start in this context (a service worker, an extension's background), so the engine runs in this thread: pass worker: false with your units as projections",
+      )
   }
   const host: HostOptions = {
     store,

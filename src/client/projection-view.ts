@@ -157,7 +157,13 @@ export class ProjectionMapView {
       const list = grownList(this.#values[key], from, items)
       if (!list) {
         const sessionId = frame.sessionId
-        this._fail(new SessionfoldError('PROJECTIONS_UNAVAILABLE', `the worker sent new items of ${key} for ${where(sessionId)} that do not continue the list held here`, { sessionId }))
+        this._fail(
+          new SessionfoldError(
+            'PROJECTIONS_UNAVAILABLE',
+            `the worker sent new items of ${key} for ${where(sessionId)} that do not continue the list held here`,
+            { sessionId },
+          ),
+        )
         return
       }
       if (list !== this.#values[key]) grown.push([key, list])

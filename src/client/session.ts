@@ -4,7 +4,7 @@ import type { SubagentListEntry, ListChildrenOptions } from '../core/children'
 import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
 import { appendResultProblem, childRowProblem, eventsPageProblem, handleProblem } from './answer-checks'
 import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
-import type { AppendItem, AppendResult, Frame, HandleInfo } from '../core/protocol'
+import type { AppendItem, AppendResult, HandleInfo } from '../core/protocol'
 import type { AppendQueue } from './append-queue'
 import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../core/validate'
 import { badAnswer, type EngineCalls } from './engine-calls'
@@ -96,7 +96,8 @@ export class SessionView {
    * call says so where it is made, even once a new session has taken its id.
    */
   protected _checkGone(): void {
-    if (this.projections.error?.code === 'SESSION_NOT_FOUND') throw new SessionfoldError('SESSION_NOT_FOUND', this.projections.error.message, { sessionId: this.id })
+    if (this.projections.error?.code === 'SESSION_NOT_FOUND')
+      throw new SessionfoldError('SESSION_NOT_FOUND', this.projections.error.message, { sessionId: this.id })
   }
 
   /**
@@ -114,8 +115,12 @@ export class SessionView {
     this._checkGone()
     const { from = 0, to, signal } = options
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad(`events signal for ${where(this.id)} must be an AbortSignal`)
-    for (const [k, v] of [['from', from], ['to', to]] as const) {
-      if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)) throw bad(`events of ${where(this.id)}: ${k} must be an integer >= 0, got ${describe(v)}`)
+    for (const [k, v] of [
+      ['from', from],
+      ['to', to],
+    ] as const) {
+      if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0))
+        throw bad(`events of ${where(this.id)}: ${k} must be an integer >= 0, got ${describe(v)}`)
     }
     let at = from
     // A view as of a point shows only the events before it.
@@ -123,7 +128,12 @@ export class SessionView {
     for (;;) {
       if (signal?.aborted) throw new SessionfoldError('CANCELLED', `reading events of ${where(this.id)} was cancelled`, { sessionId: this.id })
       if (end !== undefined && at >= end) return
-      const page = await this._scope.calls.checked('page of events', (api) => api.readEvents(this.id, at, end), (p) => eventsPageProblem(p, at), this.id)
+      const page = await this._scope.calls.checked(
+        'page of events',
+        (api) => api.readEvents(this.id, at, end),
+        (p) => eventsPageProblem(p, at),
+        this.id,
+      )
       end = page.to
       if (page.events.length === 0) return
       for (const e of page.events) yield e
@@ -149,8 +159,12 @@ export class SessionView {
     const { calls } = this._scope
     return calls.cancellable(signal, async (token) => {
       const asked = this.at === undefined ? rest : { ...rest, at: this.at }
-      const rows = await calls.checked('list of children', (api) => api.listChildren(this.id, asked, token), (list) =>
-        Array.isArray(list) ? list.map(childRowProblem).find((p) => p !== undefined) : 'not an array', this.id)
+      const rows = await calls.checked(
+        'list of children',
+        (api) => api.listChildren(this.id, asked, token),
+        (list) => (Array.isArray(list) ? list.map(childRowProblem).find((p) => p !== undefined) : 'not an array'),
+        this.id,
+      )
       if (signal?.aborted) throw cancelled()
       return rows
     })
@@ -193,9 +207,11 @@ export class SessionView {
     this.projections._onSubscribed?.(false)
     this.projections._onSubscribed = undefined
     this._scope.views.forget(this.id, this.projections)
-    await this._scope.calls.call((api) => api.closeHandle(this._handle)).catch((err) => {
-      if (!isSessionfoldError(err, 'CLOSED', 'WORKER_TERMINATED')) throw err
-    })
+    await this._scope.calls
+      .call((api) => api.closeHandle(this._handle))
+      .catch((err) => {
+        if (!isSessionfoldError(err, 'CLOSED', 'WORKER_TERMINATED')) throw err
+      })
   }
 }
 

@@ -43,7 +43,8 @@ function checkProgressOptions(options: unknown, what: string, fields: string[]):
   if (!isPlainObject(options)) throw bad(`${what} options must be an object, got ${describe(options)}`)
   const unknown = Object.keys(options).find((k) => !fields.includes(k))
   if (unknown !== undefined) throw bad(`${what} options have an unknown field ${describe(unknown)}`)
-  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw bad(`${what} onProgress must be a function, got ${describe(options.onProgress)}`)
+  if (options.onProgress !== undefined && typeof options.onProgress !== 'function')
+    throw bad(`${what} onProgress must be a function, got ${describe(options.onProgress)}`)
 }
 
 /**
@@ -154,8 +155,11 @@ export class Store {
    */
   async listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]> {
     assertOptions(options, 'listSessions', ['after', 'limit'])
-    return this.#calls.checked('session list', (api) => api.listSessions(options), (list) =>
-      Array.isArray(list) ? list.map(headerProblem).find((p) => p !== undefined) : 'not an array')
+    return this.#calls.checked(
+      'session list',
+      (api) => api.listSessions(options),
+      (list) => (Array.isArray(list) ? list.map(headerProblem).find((p) => p !== undefined) : 'not an array'),
+    )
   }
 
   /**
@@ -173,7 +177,7 @@ export class Store {
       const plan = await this.#calls.checked('verify plan', (api) => api.verifyPlan(), verifyPlanProblem)
       const report: VerifyReport = { sessions: 0, events: 0, damaged: [] }
       onProgress?.({ done: 0, total: plan.events })
-      for (let after: string | null = null; ;) {
+      for (let after: string | null = null; ; ) {
         if (signal?.aborted) throw cancelled()
         const step = await this.#calls.checked('verify step', (api) => api.verifyStep(after, VERIFY_BUDGET, token), verifyStepProblem)
         report.sessions += step.sessions

@@ -40,8 +40,11 @@ export class ChainState {
     for (let i = 0; i < 4; i++) {
       // Each word's bytes are least significant first in the hex form.
       const at = i * 8
-      this.#h[i] = parseInt(value.slice(at, at + 2), 16) | (parseInt(value.slice(at + 2, at + 4), 16) << 8) |
-        (parseInt(value.slice(at + 4, at + 6), 16) << 16) | (parseInt(value.slice(at + 6, at + 8), 16) << 24)
+      this.#h[i] =
+        parseInt(value.slice(at, at + 2), 16) |
+        (parseInt(value.slice(at + 2, at + 4), 16) << 8) |
+        (parseInt(value.slice(at + 4, at + 6), 16) << 16) |
+        (parseInt(value.slice(at + 6, at + 8), 16) << 24)
     }
   }
 

@@ -49,10 +49,7 @@ export class SessionfoldError extends Error {
 
   /** Errors are made by sessionfold; `details` carries the session, seq and cause involved. */
   constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
-    super(
-      message,
-      details.cause === undefined ? undefined : { cause: details.cause },
-    )
+    super(message, details.cause === undefined ? undefined : { cause: details.cause })
     this.code = code
     if (details.sessionId !== undefined) this.sessionId = details.sessionId
     if (details.seq !== undefined) this.seq = details.seq
@@ -60,21 +57,13 @@ export class SessionfoldError extends Error {
 }
 
 /** True when `err` is a SessionfoldError (optionally with one of the given codes). */
-export function isSessionfoldError(
-  err: unknown,
-  ...codes: ErrorCode[]
-): err is SessionfoldError {
-  return (
-    err instanceof SessionfoldError &&
-    (codes.length === 0 || codes.includes(err.code))
-  )
+export function isSessionfoldError(err: unknown, ...codes: ErrorCode[]): err is SessionfoldError {
+  return err instanceof SessionfoldError && (codes.length === 0 || codes.includes(err.code))
 }
 
 /** `session "x"` or `session "x" at seq 4`, for messages. */
 export function where(sessionId: string, seq?: number): string {
-  return seq === undefined
-    ? `session "${sessionId}"`
-    : `session "${sessionId}" at seq ${seq}`
+  return seq === undefined ? `session "${sessionId}"` : `session "${sessionId}" at seq ${seq}`
 }
 
 /**
@@ -98,12 +87,13 @@ export function toWireError(err: unknown): WireError {
 /** The error a wire error stands for: a SessionfoldError with its code, session and seq, else a plain Error. */
 export function fromWireError(wire: { code?: unknown; message?: unknown; sessionId?: unknown; seq?: unknown; stack?: unknown }): Error {
   const message = typeof wire.message === 'string' ? wire.message : 'unknown error in the sessionfold worker'
-  const err = typeof wire.code === 'string' && (ERROR_CODES as readonly string[]).includes(wire.code)
-    ? new SessionfoldError(wire.code as ErrorCode, message, {
-      sessionId: typeof wire.sessionId === 'string' ? wire.sessionId : undefined,
-      seq: typeof wire.seq === 'number' ? wire.seq : undefined,
-    })
-    : new Error(message)
+  const err =
+    typeof wire.code === 'string' && (ERROR_CODES as readonly string[]).includes(wire.code)
+      ? new SessionfoldError(wire.code as ErrorCode, message, {
+          sessionId: typeof wire.sessionId === 'string' ? wire.sessionId : undefined,
+          seq: typeof wire.seq === 'number' ? wire.seq : undefined,
+        })
+      : new Error(message)
   if (typeof wire.stack === 'string') err.stack = `${err.stack}\n    --- in the sessionfold worker ---\n${wire.stack}`
   return err
 }

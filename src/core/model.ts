@@ -4,13 +4,7 @@ import type { SessionOrigin } from './limits'
 export type { SessionOrigin }
 
 /** Plain JSON: what event data and projection values are made of. */
-export type Json =
-  | null
-  | boolean
-  | number
-  | string
-  | Json[]
-  | { [key: string]: Json }
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 
 /** 1-128 characters of `[A-Za-z0-9_-]`. */
 export type SessionId = string

@@ -1,8 +1,4 @@
-// The worker protocol: what the client asks of the engine host and what the host pushes
-// back. Types only; the same surface is served in-process (worker: false) and over comlink.
-import type { ApplyResult, Changes } from './changes'
 import type { WireError } from './errors'
-import type { SubagentListEntry } from './children'
 import type { Json, SessionEvent, SessionHeader } from './model'
 import type { ProjectionFault, ProjectionSnapshot } from './projection'
 
@@ -184,4 +180,3 @@ export interface ReplicationEvent {
   headersWanted?: number
   closed?: boolean
 }
-

@@ -4,10 +4,7 @@
 // Built with zod/mini, zod's functional API: a bundler keeps only the checks used, where
 // classic schemas pin every method and zod's JSON Schema converters into the browser worker.
 import { z } from 'zod/mini'
-import {
-  HEADER_VERSION, MAX_CWD_LENGTH, MAX_EVENT_TYPE_LENGTH, SESSION_ID_PATTERN, SESSION_ORIGINS,
-  headerOriginProblems, isCwd, isEventType,
-} from './limits'
+import { HEADER_VERSION, MAX_CWD_LENGTH, MAX_EVENT_TYPE_LENGTH, SESSION_ID_PATTERN, SESSION_ORIGINS, headerOriginProblems, isCwd, isEventType } from './limits'
 import type { Json, LifecycleWitness, SessionEvent, SessionHeader } from './model'
 
 /** Any zod 4 schema, classic (`zod`) or mini (`zod/mini`): both build on zod's core type. */
@@ -25,9 +22,10 @@ export function safeParse<O>(schema: AnySchema<O>, value: unknown): z.util.SafeP
 }
 
 /** A limits.ts rule as a zod check: each problem it finds becomes a custom issue. */
-export const ruleCheck = <T>(rule: (value: T) => string | string[] | undefined) => z.superRefine<T>((value, ctx) => {
-  for (const message of [rule(value) ?? []].flat()) ctx.addIssue({ code: 'custom', message })
-})
+export const ruleCheck = <T>(rule: (value: T) => string | string[] | undefined) =>
+  z.superRefine<T>((value, ctx) => {
+    for (const message of [rule(value) ?? []].flat()) ctx.addIssue({ code: 'custom', message })
+  })
 
 export const sessionIdSchema = z.string().check(z.regex(SESSION_ID_PATTERN))
 

@@ -20,7 +20,10 @@ export function registerErrorTransfer(): void {
     serialize(thrown) {
       const value = (thrown as { value?: unknown }).value
       if (value instanceof SessionfoldError) {
-        const wire: ThrownError = { isError: true, sessionfold: { code: value.code, message: value.message, sessionId: value.sessionId, seq: value.seq, stack: value.stack } }
+        const wire: ThrownError = {
+          isError: true,
+          sessionfold: { code: value.code, message: value.message, sessionId: value.sessionId, seq: value.seq, stack: value.stack },
+        }
         return [wire, []]
       }
       return original.serialize(thrown)

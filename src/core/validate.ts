@@ -21,10 +21,7 @@ export function describe(value: unknown): string {
 /** Throws INVALID_ARGUMENT unless `id` is a session id (limits.ts: isSessionId). */
 export function assertSessionId(id: unknown, what = 'session id'): asserts id is SessionId {
   if (!isSessionId(id)) {
-    throw new SessionfoldError(
-      'INVALID_ARGUMENT',
-      `${what} ${describe(id)} is not 1-${MAX_SESSION_ID_LENGTH} characters of [A-Za-z0-9_-]`,
-    )
+    throw new SessionfoldError('INVALID_ARGUMENT', `${what} ${describe(id)} is not 1-${MAX_SESSION_ID_LENGTH} characters of [A-Za-z0-9_-]`)
   }
 }
 
@@ -172,11 +169,7 @@ export interface EventInput {
  * `{"type":…,"time":…,"data":…}`: what crosses the worker boundary. INVALID_ARGUMENT for a bad
  * shape or non-JSON data, EVENT_TOO_LARGE when even the body is over `maxBytes`.
  */
-export function encodeEventBody(
-  input: unknown,
-  sessionId: SessionId,
-  options: { maxBytes?: number; now?: number; seq?: number } = {},
-): string {
+export function encodeEventBody(input: unknown, sessionId: SessionId, options: { maxBytes?: number; now?: number; seq?: number } = {}): string {
   const { seq } = options
   // Messages (and the closures that make them) are made only for an error: this runs for every event an app appends.
   if (!isPlainObject(input)) throw badEvent(sessionId, seq, (at) => `event for ${at} must be an object, got ${describe(input)}`)
@@ -190,7 +183,8 @@ export function encodeEventBody(
     throw unreadableEvent(sessionId, seq, 'event', err)
   }
   const { type, data = null, time = options.now ?? Date.now() } = fields
-  if (!isEventType(type)) throw badEvent(sessionId, seq, (at) => `event type for ${at} must be a string of 1-${MAX_EVENT_TYPE_LENGTH} characters, got ${describe(type)}`)
+  if (!isEventType(type))
+    throw badEvent(sessionId, seq, (at) => `event type for ${at} must be a string of 1-${MAX_EVENT_TYPE_LENGTH} characters, got ${describe(type)}`)
   if (!isTime(time)) throw badEvent(sessionId, seq, (at) => `event time for ${at} must be a finite number >= 0, got ${describe(time)}`)
   let problem: string | undefined
   try {
@@ -241,8 +235,16 @@ export function eventFromBody(body: string, seq: number, sessionId: SessionId, m
     throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is not valid JSON`, { sessionId, seq })
   }
   const keys = Object.keys(event)
-  if (keys.length !== 4 || keys[0] !== 'seq' || keys[1] !== 'type' || keys[2] !== 'time' || keys[3] !== 'data' || event.seq !== seq ||
-    !isEventType(event.type) || !isTime(event.time)) {
+  if (
+    keys.length !== 4 ||
+    keys[0] !== 'seq' ||
+    keys[1] !== 'type' ||
+    keys[2] !== 'time' ||
+    keys[3] !== 'data' ||
+    event.seq !== seq ||
+    !isEventType(event.type) ||
+    !isTime(event.time)
+  ) {
     throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is malformed`, { sessionId, seq })
   }
   // The chain (src/core/chain.ts) steps over this text as it is, and every copy of the event (a reader,
@@ -254,12 +256,7 @@ export function eventFromBody(body: string, seq: number, sessionId: SessionId, m
 }
 
 /** Validates one app-supplied event and encodes it with its seq (body, then seq). */
-export function encodeEventInput(
-  input: unknown,
-  seq: number,
-  sessionId: SessionId,
-  options: { maxBytes?: number; now?: number } = {},
-): EncodedEvent {
+export function encodeEventInput(input: unknown, seq: number, sessionId: SessionId, options: { maxBytes?: number; now?: number } = {}): EncodedEvent {
   return eventFromBody(encodeEventBody(input, sessionId, { ...options, seq }), seq, sessionId, options.maxBytes)
 }
 
@@ -268,11 +265,7 @@ function tooLarge(sessionId: SessionId, seq: number | undefined, maxBytes: numbe
 }
 
 /** Encodes an event that is already known to be well-formed, enforcing the size limit. */
-export function encodeEvent(
-  event: SessionEvent,
-  sessionId: SessionId,
-  maxBytes = DEFAULT_MAX_EVENT_BYTES,
-): EncodedEvent {
+export function encodeEvent(event: SessionEvent, sessionId: SessionId, maxBytes = DEFAULT_MAX_EVENT_BYTES): EncodedEvent {
   const ordered: SessionEvent = { seq: event.seq, type: event.type, time: event.time, data: event.data }
   const json = JSON.stringify(ordered)
   if (!fitsUtf8(json, maxBytes)) throw tooLarge(sessionId, event.seq, maxBytes)

@@ -76,7 +76,11 @@ export class AppendPipeline<S extends PipelineSession> {
     const id = session.header.id
     const inputs = Array.isArray(input) ? input : [input]
     const now = this.options.now()
-    return this.appendBodies(session, inputs.map((e) => encodeEventBody(e, id, { maxBytes: this.options.maxEventBytes, now })), options)
+    return this.appendBodies(
+      session,
+      inputs.map((e) => encodeEventBody(e, id, { maxBytes: this.options.maxEventBytes, now })),
+      options,
+    )
   }
 
   /**
@@ -87,15 +91,20 @@ export class AppendPipeline<S extends PipelineSession> {
   async appendBodies(session: S, bodies: unknown, options?: unknown): Promise<AppendResult> {
     const id = session.header.id
     const log = session.log
-    if (!Array.isArray(bodies) || bodies.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
-    if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `append options for ${where(id)} must be an object, got ${describe(options)}`, { sessionId: id })
+    if (!Array.isArray(bodies) || bodies.length === 0)
+      throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
+    if (options !== undefined && !isPlainObject(options))
+      throw new SessionfoldError('INVALID_ARGUMENT', `append options for ${where(id)} must be an object, got ${describe(options)}`, { sessionId: id })
     const expected = (options as { expectedSeq?: unknown } | undefined)?.expectedSeq
     if (expected !== undefined && !isCount(expected)) {
       throw new SessionfoldError('INVALID_ARGUMENT', `expectedSeq for ${where(id)} must be an integer >= 0, got ${describe(expected)}`, { sessionId: id })
     }
     while (log.inflightBytes > WRITE_BUFFER_BYTES) await log.folds // bounded write buffer
     if (expected !== undefined && expected !== log.nextSeq) {
-      throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id)} expected seq ${expected}, but the next seq is ${log.nextSeq}`, { sessionId: id, seq: expected })
+      throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id)} expected seq ${expected}, but the next seq is ${log.nextSeq}`, {
+        sessionId: id,
+        seq: expected,
+      })
     }
     const first = log.nextSeq
     const encoded = bodies.map((b: unknown, i) => eventFromBody(b as string, first + i, id, this.options.maxEventBytes))
@@ -107,7 +116,10 @@ export class AppendPipeline<S extends PipelineSession> {
     const first = encoded[0]?.event.seq
     if (first !== session.log.nextSeq) {
       const id = session.header.id
-      throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id, first)} conflicts: the next seq is ${session.log.nextSeq}`, { sessionId: id, seq: first })
+      throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id, first)} conflicts: the next seq is ${session.log.nextSeq}`, {
+        sessionId: id,
+        seq: first,
+      })
     }
     return this.write(session, encoded)
   }

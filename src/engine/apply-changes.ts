@@ -122,7 +122,10 @@ async function appendRest(writer: ImportWriter, rest: readonly EncodedEvent[], r
  */
 async function sameHistory(target: ImportTarget, entry: CheckedEntry, at: number, ours: string, result: ApplyResult): Promise<boolean> {
   const { header, from, events } = entry
-  const theirs = chainOver(entry.chain, events.slice(0, at - from).map((e) => e.json))
+  const theirs = chainOver(
+    entry.chain,
+    events.slice(0, at - from).map((e) => e.json),
+  )
   if (theirs === ours) return true
   let seq = from - 1
   if (from < at) {
@@ -142,7 +145,12 @@ async function sameHistory(target: ImportTarget, entry: CheckedEntry, at: number
   return false
 }
 
-async function withWriter(target: ImportTarget, id: SessionId, skip: (reason: 'locked', detail: string) => void, write: (writer: ImportWriter) => Promise<void>): Promise<void> {
+async function withWriter(
+  target: ImportTarget,
+  id: SessionId,
+  skip: (reason: 'locked', detail: string) => void,
+  write: (writer: ImportWriter) => Promise<void>,
+): Promise<void> {
   const outcome = await target.withWriter(id, write)
   if (outcome === 'locked') skip('locked', `${where(id)} is open for writing on this side, so its new events were not appended`)
 }

@@ -3,24 +3,23 @@
 //
 // A session's writer here keeps its chain value at the log's end (PrefixState), stepping it as
 // each append is folded, with the values at its last append ends (sends start there), and
-// stores a mark every MARK_EVERY events: the chain value there, kept in blocks of
-// MARKS_PER_BLOCK marks in the session's key-value records (`['session', id, 'chain', block]`),
+// stores a mark every MARK_EVERY events: the chain value there, kept in pages of
+// MARKS_PER_PAGE marks in the session's key-value records (`['session', id, 'chain', page]`),
 // written as its checkpoint rows are (not per append) and when the writer lets go. The value at
 // any position is then the mark at or below it and at most MARK_EVERY - 1 events read (more
 // just after a writer elsewhere appended, before it stored its marks). Marks are a cache like
 // checkpoints: checked (a sum, the session's life), rebuilt by the next writer when missing (a
 // store written before chains existed), never written by a reader, and checked by verify.
 import type { KeyValueStore } from '../storage/types'
-import { CHAIN_ZERO, ChainState, eventJson, isChain, murmur128 } from '../core/chain'
+import { CHAIN_ZERO, ChainState, eventJson } from '../core/chain'
 import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
 import type { EncodedEvent } from '../core/validate'
 import type { StoreReader } from './reader'
+import { MARK_EVERY, MARKS_PER_PAGE, PAGE_SPAN, decodePage, encodePage, markPosition, pageKey } from './chain-marks'
 
-/** Events between marks, and marks per stored block (a block covers 4,096 events, 2 KiB of marks). */
-export const MARK_EVERY = 64
-export const MARKS_PER_BLOCK = 64
-const BLOCK_SPAN = MARK_EVERY * MARKS_PER_BLOCK
+export { MARK_EVERY, decodePage, encodePage, storedMarks } from './chain-marks'
+
 /** Append ends whose values a writer keeps (a sync sends from where the last one ended). */
 const RECENT = 32
 /** Sessions not written here whose last computed value is kept (a server answering pulls). */
@@ -35,9 +34,9 @@ export interface PrefixState {
   known: boolean
   /** Values at recent append ends, oldest first. */
   recent: [position: number, value: string][]
-  /** The current block (the one the next mark goes in): its index, marks and how many are stored. */
-  block: { index: number; marks: string[]; stored: number }
-  /** Blocks being written, in order. */
+  /** The current page (the one the next mark goes in): its index, marks and how many are stored. */
+  page: { index: number; marks: string[]; stored: number }
+  /** Pages being written, in order. */
   writing: Promise<void>
   /** The catch-up under way, and its stop (a writer letting go stops it: the next one goes on from the marks stored). */
   catchingUp?: { done: Promise<void>; stop: AbortController }
@@ -50,68 +49,13 @@ export interface ChainSession {
   prefix?: PrefixState
 }
 
-const blockKey = (id: SessionId, index: number) => ['session', id, 'chain', String(index)]
-
-/** A stored block's value: its session's life, its marks (hex, concatenated) and a sum of both. */
-export function encodeBlock(createdAt: number, marks: readonly string[]): string {
-  const m = marks.join('')
-  return JSON.stringify({ v: 1, c: createdAt, m, s: sumOf(createdAt, m) })
-}
-
-const encoder = new TextEncoder()
-const sumOf = (createdAt: number, m: string) => murmur128(encoder.encode(`${createdAt}:${m}`)).slice(0, 16)
-
-/** A stored block's marks, or undefined when it is not one of this life's (or damaged). */
-export function decodeBlock(text: string | undefined, createdAt: number): string[] | undefined {
-  if (text === undefined) return undefined
-  try {
-    const b = JSON.parse(text) as { v?: unknown; c?: unknown; m?: unknown; s?: unknown }
-    if (b.v !== 1 || b.c !== createdAt || typeof b.m !== 'string' || b.m.length % 32 !== 0 || b.m.length > 32 * MARKS_PER_BLOCK || b.s !== sumOf(createdAt, b.m)) return undefined
-    const marks = b.m.match(/.{32}/g) ?? []
-    return marks.every(isChain) ? marks : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/**
- * Every mark stored for `header`'s session, by position, and what is wrong with the stored
- * blocks (verify): a block that does not open or is not this life's, or one with a gap below it.
- */
-export async function storedMarks(kv: Pick<KeyValueStore, 'get' | 'list'> | undefined, header: SessionHeader): Promise<{ values: Map<number, string>; problems: string[] }> {
-  const values = new Map<number, string>()
-  const problems: string[] = []
-  if (!kv) return { values, problems }
-  for (const key of await kv.list(['session', header.id, 'chain'], { limit: 10_000 })) {
-    const index = Number(key[3])
-    let text: string | undefined
-    try {
-      text = await kv.get(key)
-    } catch (err) {
-      if (!isSessionfoldError(err, 'CORRUPT_LOG')) throw err
-      problems.push(`block ${key[3]}: ${err.message}`)
-      continue
-    }
-    const marks = Number.isSafeInteger(index) && index >= 0 ? decodeBlock(text, header.createdAt) : undefined
-    if (!marks) {
-      problems.push(`block ${key[3]} is not a block of marks of this session (damaged, or of an earlier life of its id)`)
-      continue
-    }
-    marks.forEach((m, slot) => values.set(markPosition(index, slot), m))
-  }
-  return { values, problems }
-}
-
-/** The position of mark `slot` of block `index`. */
-const markPosition = (index: number, slot: number) => index * BLOCK_SPAN + (slot + 1) * MARK_EVERY
-
 export class ChainKeeper {
   /**
    * The last value computed for a session no writer keeps here: its life, position and value,
-   * and (kept by a writer that let go) the block the next mark goes in, so that the next writer
+   * and (kept by a writer that let go) the page the next mark goes in, so that the next writer
    * of a log nobody wrote since (an import's writer, a batch after a batch) starts without a read.
    */
-  readonly #cold = new Map<SessionId, { createdAt: number; at: number; value: string; block?: PrefixState['block'] }>()
+  readonly #cold = new Map<SessionId, { createdAt: number; at: number; value: string; page?: PrefixState['page'] }>()
 
   constructor(
     private readonly kv: KeyValueStore | undefined,
@@ -124,12 +68,19 @@ export class ChainKeeper {
     if (session.prefix) return
     const id = session.header.id
     const length = session.log.durable
-    const state: PrefixState = { at: 0, value: new ChainState(), known: false, recent: [], block: { index: 0, marks: [], stored: 0 }, writing: Promise.resolve() }
+    const state: PrefixState = {
+      at: 0,
+      value: new ChainState(),
+      known: false,
+      recent: [],
+      page: { index: 0, marks: [], stored: 0 },
+      writing: Promise.resolve(),
+    }
     const left = this.#cold.get(id)
-    if (left?.block && left.createdAt === session.header.createdAt && left.at === length) {
+    if (left?.page && left.createdAt === session.header.createdAt && left.at === length) {
       state.at = length
       state.value = new ChainState(left.value)
-      state.block = { ...left.block, marks: [...left.block.marks] }
+      state.page = { ...left.page, marks: [...left.page.marks] }
       state.known = true
       session.prefix = state
       return
@@ -137,7 +88,7 @@ export class ChainKeeper {
     const base = await this.#prepare(session.header, length)
     state.at = base.at
     state.value = new ChainState(base.value)
-    state.block = base.block
+    state.page = base.page
     session.prefix = state
     if (state.at < length) this.#catchUp(session, state)
     else state.known = true
@@ -145,16 +96,32 @@ export class ChainKeeper {
 
   /** A session created here (with a fork's seed): its chain from the start. */
   created(session: ChainSession, seed: readonly EncodedEvent[]): void {
-    const state: PrefixState = { at: 0, value: new ChainState(), known: true, recent: [], block: { index: 0, marks: [], stored: 0 }, writing: Promise.resolve() }
+    const state: PrefixState = {
+      at: 0,
+      value: new ChainState(),
+      known: true,
+      recent: [],
+      page: { index: 0, marks: [], stored: 0 },
+      writing: Promise.resolve(),
+    }
     session.prefix = state
-    this.#step(session, state, seed.map((e) => e.json))
+    this.#step(
+      session,
+      state,
+      seed.map((e) => e.json),
+    )
   }
 
   /** Events `encoded` were folded into a written session: step its chain (or catch up later). */
   appended(session: ChainSession, encoded: readonly EncodedEvent[]): void {
     const state = session.prefix
     if (!state) return
-    if (state.known && encoded[0]?.event.seq === state.at) this.#step(session, state, encoded.map((e) => e.json))
+    if (state.known && encoded[0]?.event.seq === state.at)
+      this.#step(
+        session,
+        state,
+        encoded.map((e) => e.json),
+      )
     else if (state.known) this.#catchUp(session, state) // cannot happen with one writer; recover rather than trust
   }
 
@@ -162,9 +129,9 @@ export class ChainKeeper {
   save(session: ChainSession): Promise<void> {
     const state = session.prefix
     if (!state || !this.kv) return Promise.resolve()
-    const block = state.block
-    if (block.stored === block.marks.length) return state.writing
-    return this.#write(session, state, block.index, [...block.marks])
+    const page = state.page
+    if (page.stored === page.marks.length) return state.writing
+    return this.#write(session, state, page.index, [...page.marks])
   }
 
   /** The writer let go: marks stored, its bookkeeping dropped (its end kept for cold lookups). */
@@ -176,7 +143,7 @@ export class ChainKeeper {
       await state.catchingUp.done
     }
     await this.save(session)
-    if (state.known && state.block.stored === state.block.marks.length) this.#remember(session.header, state.at, state.value.value, state.block)
+    if (state.known && state.page.stored === state.page.marks.length) this.#remember(session.header, state.at, state.value.value, state.page)
     session.prefix = undefined
   }
 
@@ -202,7 +169,7 @@ export class ChainKeeper {
     if (cold && cold.createdAt === header.createdAt && cold.at <= position) base = cold
     const mark = Math.floor(position / MARK_EVERY) * MARK_EVERY
     if (mark > base.at) {
-      const live = state && state.block.index === Math.floor((mark - 1) / BLOCK_SPAN) ? state.block.marks : undefined
+      const live = state && state.page.index === Math.floor((mark - 1) / PAGE_SPAN) ? state.page.marks : undefined
       const found = await this.#markAtOrBelow(header, mark, live)
       if (found.at > base.at) base = found
     }
@@ -214,7 +181,8 @@ export class ChainKeeper {
         at += page.length
       }
     }
-    if (at !== position) throw new SessionfoldError('CORRUPT_LOG', `${where(id, position)}: the log ends before the chain's position`, { sessionId: id, seq: position })
+    if (at !== position)
+      throw new SessionfoldError('CORRUPT_LOG', `${where(id, position)}: the log ends before the chain's position`, { sessionId: id, seq: position })
     const value = chain.value
     if (!state) this.#remember(header, position, value)
     return value
@@ -231,24 +199,31 @@ export class ChainKeeper {
     if (state.recent.length > RECENT) state.recent.shift()
   }
 
-  /** A mark at state.at, into its block; a full block is stored at once. */
+  /** A mark at state.at, into its page; a full page is stored at once. */
   #mark(session: ChainSession, state: PrefixState, value: string): void {
-    const index = Math.floor((state.at - 1) / BLOCK_SPAN)
-    if (index !== state.block.index) state.block = { index, marks: [], stored: 0 }
-    state.block.marks.push(value)
-    if (state.block.marks.length === MARKS_PER_BLOCK && this.kv) void this.#write(session, state, index, [...state.block.marks])
+    const index = Math.floor((state.at - 1) / PAGE_SPAN)
+    if (index !== state.page.index) state.page = { index, marks: [], stored: 0 }
+    state.page.marks.push(value)
+    if (state.page.marks.length === MARKS_PER_PAGE && this.kv) void this.#write(session, state, index, [...state.page.marks])
   }
 
-  /** Stores block `index` with `marks`, after the writes before it. */
+  /** Stores page `index` with `marks`, after the writes before it. */
   #write(session: ChainSession, state: PrefixState, index: number, marks: string[]): Promise<void> {
     const { id, createdAt } = session.header
     state.writing = state.writing.then(async () => {
       try {
-        await this.kv!.put(blockKey(id, index), encodeBlock(createdAt, marks))
-        if (state.block.index === index) state.block.stored = Math.max(state.block.stored, marks.length)
+        await this.kv!.put(pageKey(id, index), encodePage(createdAt, marks))
+        if (state.page.index === index) state.page.stored = Math.max(state.page.stored, marks.length)
       } catch (err) {
         if (isSessionfoldError(err, 'SESSION_NOT_FOUND') || isSessionfoldError(err, 'CLOSED')) return
-        this.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `chain marks of ${where(id)} were not stored: ${(err as Error)?.message ?? err}`, { sessionId: id, cause: err }))
+        this.onError(
+          err instanceof SessionfoldError
+            ? err
+            : new SessionfoldError('STORAGE_UNAVAILABLE', `chain marks of ${where(id)} were not stored: ${(err as Error)?.message ?? err}`, {
+                sessionId: id,
+                cause: err,
+              }),
+        )
       }
     })
     return state.writing
@@ -262,90 +237,103 @@ export class ChainKeeper {
     const stop = new AbortController()
     const done = (async () => {
       while (state.at < session.log.durable && !stop.signal.aborted) {
-        for await (const page of this.reader.pages(id, { from: state.at, to: session.log.durable, signal: stop.signal })) this.#step(session, state, page.map(eventJson))
+        for await (const page of this.reader.pages(id, { from: state.at, to: session.log.durable, signal: stop.signal }))
+          this.#step(session, state, page.map(eventJson))
       }
       if (stop.signal.aborted) return
       state.known = true // no await since the last check: the next fold continues from here
       await this.save(session) // a rebuild's marks stored now, not at the next row
-    })().catch((err: unknown) => {
-      if (stop.signal.aborted || isSessionfoldError(err, 'SESSION_NOT_FOUND') || isSessionfoldError(err, 'CLOSED')) return
-      this.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `the chain of ${where(id)} could not be rebuilt: ${(err as Error)?.message ?? err}`, { sessionId: id, cause: err }))
-    }).finally(() => {
-      state.catchingUp = undefined
-    })
+    })()
+      .catch((err: unknown) => {
+        if (stop.signal.aborted || isSessionfoldError(err, 'SESSION_NOT_FOUND') || isSessionfoldError(err, 'CLOSED')) return
+        this.onError(
+          err instanceof SessionfoldError
+            ? err
+            : new SessionfoldError('STORAGE_UNAVAILABLE', `the chain of ${where(id)} could not be rebuilt: ${(err as Error)?.message ?? err}`, {
+                sessionId: id,
+                cause: err,
+              }),
+        )
+      })
+      .finally(() => {
+        state.catchingUp = undefined
+      })
     state.catchingUp = { done, stop }
   }
 
   /**
    * Before a writer appends: stored marks beyond `length` go (they stand for events a machine
    * crash took back, and new events will take their seqs), and the highest mark left is where
-   * the chain goes on from, with the block the next mark goes in.
+   * the chain goes on from, with the page the next mark goes in.
    */
-  async #prepare(header: SessionHeader, length: number): Promise<{ at: number; value: string; block: PrefixState['block'] }> {
-    const start = { at: 0, value: CHAIN_ZERO, block: { index: 0, marks: [], stored: 0 } }
+  async #prepare(header: SessionHeader, length: number): Promise<{ at: number; value: string; page: PrefixState['page'] }> {
+    const start = { at: 0, value: CHAIN_ZERO, page: { index: 0, marks: [], stored: 0 } }
     if (!this.kv) return start
     const id = header.id
-    for (const index of (await this.#blocks(id)).reverse()) {
+    for (const index of (await this.#pages(id)).reverse()) {
       if (markPosition(index, 0) > length) {
-        await this.kv.delete(blockKey(id, index))
+        await this.kv.delete(pageKey(id, index))
         continue
       }
-      const marks = decodeBlock(await this.#get(id, index), header.createdAt)
+      const marks = decodePage(await this.#get(id, index), header.createdAt)
       if (!marks || marks.length === 0) continue // damaged or not this life's: rebuilt from below
-      const keep = Math.min(marks.length, Math.floor((length - index * BLOCK_SPAN) / MARK_EVERY))
+      const keep = Math.min(marks.length, Math.floor((length - index * PAGE_SPAN) / MARK_EVERY))
       const kept = marks.slice(0, keep)
-      if (keep < marks.length) await this.kv.put(blockKey(id, index), encodeBlock(header.createdAt, kept))
-      const block = keep === MARKS_PER_BLOCK ? { index: index + 1, marks: [], stored: 0 } : { index, marks: kept, stored: keep }
-      return { at: markPosition(index, keep - 1), value: kept[keep - 1]!, block }
+      if (keep < marks.length) await this.kv.put(pageKey(id, index), encodePage(header.createdAt, kept))
+      const page = keep === MARKS_PER_PAGE ? { index: index + 1, marks: [], stored: 0 } : { index, marks: kept, stored: keep }
+      return { at: markPosition(index, keep - 1), value: kept[keep - 1]!, page }
     }
     return start
   }
 
-  /** The mark at or below `position` (a multiple of MARK_EVERY): from `current` (a writer's block here) or storage, else the start. */
+  /** The mark at or below `position` (a multiple of MARK_EVERY): from `current` (a writer's page here) or storage, else the start. */
   async #markAtOrBelow(header: SessionHeader, position: number, current: readonly string[] | undefined): Promise<{ at: number; value: string }> {
-    let index = Math.floor((position - 1) / BLOCK_SPAN)
-    let slot = (position - index * BLOCK_SPAN) / MARK_EVERY - 1
+    let index = Math.floor((position - 1) / PAGE_SPAN)
+    let slot = (position - index * PAGE_SPAN) / MARK_EVERY - 1
     if (current && current.length > 0) {
       const s = Math.min(slot, current.length - 1)
       return { at: markPosition(index, s), value: current[s]! }
     }
     if (!this.kv) return { at: 0, value: CHAIN_ZERO }
-    // The block of the position first; below it only when it is missing (a writer elsewhere has not stored it yet).
-    for (let tries = 0; index >= 0 && tries < 2; index--, slot = MARKS_PER_BLOCK - 1, tries++) {
-      const marks = decodeBlock(await this.#get(header.id, index), header.createdAt)
+    // The page of the position first; below it only when it is missing (a writer elsewhere has not stored it yet).
+    for (let tries = 0; index >= 0 && tries < 2; index--, slot = MARKS_PER_PAGE - 1, tries++) {
+      const marks = decodePage(await this.#get(header.id, index), header.createdAt)
       if (marks && marks.length > 0) {
         const s = Math.min(slot, marks.length - 1)
         return { at: markPosition(index, s), value: marks[s]! }
       }
     }
-    // Further down: the highest block stored below.
-    for (const i of (await this.#blocks(header.id)).reverse()) {
+    // Further down: the highest page stored below.
+    for (const i of (await this.#pages(header.id)).reverse()) {
       if (i > index) continue
-      const marks = decodeBlock(await this.#get(header.id, i), header.createdAt)
+      const marks = decodePage(await this.#get(header.id, i), header.createdAt)
       if (marks && marks.length > 0) return { at: markPosition(i, marks.length - 1), value: marks[marks.length - 1]! }
     }
     return { at: 0, value: CHAIN_ZERO }
   }
 
-  /** A block as stored; undefined when it is missing or does not open (a cache: rebuilt). */
+  /** A page as stored; undefined when it is missing or does not open (a cache: rebuilt). */
   async #get(id: SessionId, index: number): Promise<string | undefined> {
     try {
-      return await this.kv!.get(blockKey(id, index))
+      return await this.kv!.get(pageKey(id, index))
     } catch (err) {
       if (isSessionfoldError(err, 'CORRUPT_LOG')) return undefined
       throw err
     }
   }
 
-  /** The indexes of the session's stored blocks, ascending. */
-  async #blocks(id: SessionId): Promise<number[]> {
+  /** The indexes of the session's stored pages, ascending. */
+  async #pages(id: SessionId): Promise<number[]> {
     const keys = await this.kv!.list(['session', id, 'chain'], { limit: 10_000 })
-    return keys.map((k) => Number(k[3])).filter((n) => Number.isSafeInteger(n) && n >= 0).sort((a, b) => a - b)
+    return keys
+      .map((k) => Number(k[3]))
+      .filter((n) => Number.isSafeInteger(n) && n >= 0)
+      .sort((a, b) => a - b)
   }
 
-  #remember(header: SessionHeader, at: number, value: string, block?: PrefixState['block']): void {
+  #remember(header: SessionHeader, at: number, value: string, page?: PrefixState['page']): void {
     this.#cold.delete(header.id)
-    this.#cold.set(header.id, { createdAt: header.createdAt, at, value, ...(block ? { block } : {}) })
+    this.#cold.set(header.id, { createdAt: header.createdAt, at, value, ...(page ? { page } : {}) })
     if (this.#cold.size > COLD_CACHE) this.#cold.delete(this.#cold.keys().next().value!)
   }
 }

@@ -12,7 +12,9 @@ const bad = (message: string, id?: SessionId, seq?: number) => new SessionfoldEr
 
 const envelopeSchema = z.strictObject({
   v: z.literal(1),
-  sessions: z.array(z.strictObject({ header: z.unknown(), from: countSchema, events: z.array(z.unknown()), chain: z.optional(z.string()), length: z.optional(countSchema) })),
+  sessions: z.array(
+    z.strictObject({ header: z.unknown(), from: countSchema, events: z.array(z.unknown()), chain: z.optional(z.string()), length: z.optional(countSchema) }),
+  ),
 })
 
 /** A batch entry checked whole, its events encoded for storage. */
@@ -29,7 +31,12 @@ export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[
   if (!isPlainObject(input)) throw bad(`applyChanges needs a batch made by changesSince, got ${describe(input)}`)
   const envelope = safeParse(envelopeSchema, input)
   if (!envelope.success) {
-    throw bad(`the change batch is malformed: ${envelope.error.issues.map((i) => `${i.path.join('.') || 'batch'}: ${i.message}`).slice(0, 3).join('; ')}`)
+    throw bad(
+      `the change batch is malformed: ${envelope.error.issues
+        .map((i) => `${i.path.join('.') || 'batch'}: ${i.message}`)
+        .slice(0, 3)
+        .join('; ')}`,
+    )
   }
   const seen = new Set<SessionId>()
   return envelope.data.sessions.map((raw, n) => {
@@ -43,7 +50,11 @@ export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[
     }
     // Past the start, the witness of the sender's prefix is what makes the entry safe to apply.
     if (from > 0 ? !isChain(raw.chain) : raw.chain !== undefined && raw.chain !== CHAIN_ZERO) {
-      throw bad(`the change batch's entry for ${where(id)} from seq ${from} ${from > 0 ? 'needs' : 'cannot have'} the chain value of the sender's events before it (32 hex digits; sessionfold before 0.2 did not send it)`, id, from)
+      throw bad(
+        `the change batch's entry for ${where(id)} from seq ${from} ${from > 0 ? 'needs' : 'cannot have'} the chain value of the sender's events before it (32 hex digits; sessionfold before 0.2 did not send it)`,
+        id,
+        from,
+      )
     }
     const events = raw.events.map((e, i) => checkEvent(e, from + i, id, maxEventBytes))
     return { header, from, events, chain: raw.chain ?? CHAIN_ZERO }
@@ -74,4 +85,3 @@ function checkEvent(e: unknown, seq: number, id: SessionId, maxEventBytes: numbe
     throw bad(`the change batch cannot be applied: ${(err as Error).message}`, id, seq)
   }
 }
-

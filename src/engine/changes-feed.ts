@@ -29,7 +29,11 @@ const PENDING_SCAN = 100_000
 
 export function parseFeedCursor(input: unknown): FeedCursor {
   const parsed = safeParse(feedCursorSchema, input)
-  if (!parsed.success) throw new SessionfoldError('INVALID_ARGUMENT', `changesSince cursor is not a cursor made by changesSince: ${parsed.error.issues[0]?.message ?? 'malformed'}`)
+  if (!parsed.success)
+    throw new SessionfoldError(
+      'INVALID_ARGUMENT',
+      `changesSince cursor is not a cursor made by changesSince: ${parsed.error.issues[0]?.message ?? 'malformed'}`,
+    )
   return parsed.data as FeedCursor
 }
 
@@ -41,7 +45,11 @@ class Batch {
   readonly failed: Changes['failed'] = []
   events = 0
   bytes = 0
-  constructor(readonly chainAt: ChainAt, readonly maxEvents: number, readonly maxBytes: number) {}
+  constructor(
+    readonly chainAt: ChainAt,
+    readonly maxEvents: number,
+    readonly maxBytes: number,
+  ) {}
   get full(): boolean {
     return this.events >= this.maxEvents || this.bytes >= this.maxBytes
   }
@@ -97,8 +105,13 @@ class Batch {
 
 /** A bounded batch after a feed cursor (or from nothing: `cursor` undefined). */
 export async function changesByFeed(
-  reader: Reader, chainAt: ChainAt, feed: ChangeFeed, cursor: FeedCursor | undefined,
-  only: ReadonlySet<SessionId> | undefined, maxEvents: number, maxBytes: number,
+  reader: Reader,
+  chainAt: ChainAt,
+  feed: ChangeFeed,
+  cursor: FeedCursor | undefined,
+  only: ReadonlySet<SessionId> | undefined,
+  maxEvents: number,
+  maxBytes: number,
 ): Promise<Changes> {
   const feedId = await feed.id()
   // No cursor, or one of another feed: walk every session, from the feed's head as it is now.
@@ -121,7 +134,12 @@ function finish(batch: Batch, cursor: FeedCursor, pending: number): Changes {
 }
 
 /** The first pass: every session in id order after `walk.after`, each from seq 0. */
-async function walk(reader: Reader, cursor: FeedCursor, only: ReadonlySet<SessionId> | undefined, batch: Batch): Promise<{ cursor: FeedCursor; pending: number }> {
+async function walk(
+  reader: Reader,
+  cursor: FeedCursor,
+  only: ReadonlySet<SessionId> | undefined,
+  batch: Batch,
+): Promise<{ cursor: FeedCursor; pending: number }> {
   const next: FeedCursor = { ...cursor, walk: { ...cursor.walk } }
   let pending = 0
   let stopped = false
@@ -169,7 +187,13 @@ async function walk(reader: Reader, cursor: FeedCursor, only: ReadonlySet<Sessio
 }
 
 /** Entries after `cursor.at`: each named session from the entry's first seq to its length now. */
-async function fromFeed(reader: Reader, feed: ChangeFeed, cursor: FeedCursor, only: ReadonlySet<SessionId> | undefined, batch: Batch): Promise<{ cursor: FeedCursor; pending: number }> {
+async function fromFeed(
+  reader: Reader,
+  feed: ChangeFeed,
+  cursor: FeedCursor,
+  only: ReadonlySet<SessionId> | undefined,
+  batch: Batch,
+): Promise<{ cursor: FeedCursor; pending: number }> {
   const next: FeedCursor = { ...cursor }
   /** Sessions of this batch: how far each was sent, for which life. */
   const sent = new Map<SessionId, { createdAt: number; reached: number }>()
@@ -184,7 +208,7 @@ async function fromFeed(reader: Reader, feed: ChangeFeed, cursor: FeedCursor, on
   let stopped = false
   let scanned = 0
   const maxScan = Math.max(FEED_PAGE, batch.maxEvents * 4)
-  for (let after = cursor.at; ;) {
+  for (let after = cursor.at; ; ) {
     const page = await feed.read(after, FEED_PAGE)
     for (const e of page) {
       if (stopped) {

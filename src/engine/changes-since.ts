@@ -34,7 +34,8 @@ const optionsSchema = z.strictObject({
 /** A bounded batch of this store's sessions and events after `cursor` (see src/core/changes.ts). */
 export async function changesSince(reader: Reader, chainAt: ChainAt, cursorInput: unknown, optionsInput: unknown): Promise<Changes> {
   const parsed = safeParse(optionsSchema, optionsInput ?? {})
-  if (!parsed.success) throw bad(`changesSince options are invalid: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'options'}: ${i.message}`).join('; ')}`)
+  if (!parsed.success)
+    throw bad(`changesSince options are invalid: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'options'}: ${i.message}`).join('; ')}`)
   const maxEvents = parsed.data.maxEvents ?? DEFAULT_BATCH_EVENTS
   const maxBytes = parsed.data.maxBytes ?? DEFAULT_BATCH_BYTES
   const until = parsed.data.until as SessionMapCursor | undefined
@@ -94,7 +95,7 @@ export async function changesSince(reader: Reader, chainAt: ChainAt, cursorInput
       if (from < to) {
         read: for await (const page of reader.pages(id, { from, to })) {
           for (const e of page) {
-            const mustTake = e.seq < header.seedLength || entry.events.length === 0 && entries.length === 0
+            const mustTake = e.seq < header.seedLength || (entry.events.length === 0 && entries.length === 0)
             if (!mustTake && bytes >= maxBytes) break read
             entry.events.push(e)
             bytes += utf8Length(JSON.stringify(e))
@@ -147,4 +148,3 @@ async function* idsOf(reader: Reader, only: readonly SessionId[] | undefined, st
 }
 
 const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
-

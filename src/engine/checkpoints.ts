@@ -125,7 +125,9 @@ export class CheckpointPolicy {
     const started = performance.now()
     const { row, skipped } = checkpointRowOf(session.header, session.slots)
     for (const key of skipped) {
-      this.options.onError(new SessionfoldError('INVALID_ARGUMENT', `state of projection "${key}" for ${where(id)} is not JSON; it will refold`, { sessionId: id }))
+      this.options.onError(
+        new SessionfoldError('INVALID_ARGUMENT', `state of projection "${key}" for ${where(id)} is not JSON; it will refold`, { sessionId: id }),
+      )
     }
     state.since = 0
     state.unsavedAt = undefined
@@ -134,11 +136,13 @@ export class CheckpointPolicy {
     state.writing = this.options.storage
       .putCheckpoint(id, row)
       .catch((err: unknown) => {
-        this.options.onError(new SessionfoldError(
-          err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
-          `checkpoint of ${where(id, row.witness ? session.log.asOfSeq : undefined)} was not written: ${(err as Error)?.message ?? err}`,
-          { sessionId: id, cause: err },
-        ))
+        this.options.onError(
+          new SessionfoldError(
+            err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
+            `checkpoint of ${where(id, row.witness ? session.log.asOfSeq : undefined)} was not written: ${(err as Error)?.message ?? err}`,
+            { sessionId: id, cause: err },
+          ),
+        )
       })
       .finally(() => {
         state.writing = undefined

@@ -100,7 +100,11 @@ export function follow<S extends FollowedSession>(session: S, context: FollowCon
   })
   log.folds = step.catch((err: unknown) => {
     if (isSessionfoldError(err, 'SESSION_NOT_FOUND')) return context.gone(session) // deleted while it was read
-    context.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `could not follow ${where(id)}: ${(err as Error)?.message ?? err}`, { sessionId: id, cause: err }))
+    context.onError(
+      err instanceof SessionfoldError
+        ? err
+        : new SessionfoldError('STORAGE_UNAVAILABLE', `could not follow ${where(id)}: ${(err as Error)?.message ?? err}`, { sessionId: id, cause: err }),
+    )
   })
   entry.step = log.folds
   queued.set(log, entry)

@@ -71,7 +71,10 @@ export class HistoryKeeper {
     if (at < HISTORY_EVERY / 2 || this.#closed || this.#rebuilds.has(session.header.id) || h.looking) return
     if (h.at === undefined) {
       h.looking = true
-      this.#track(session.header.id, this.#lookup(session, at).finally(() => (h.looking = false)))
+      this.#track(
+        session.header.id,
+        this.#lookup(session, at).finally(() => (h.looking = false)),
+      )
       return
     }
     const mark = session.log.mark
@@ -118,14 +121,18 @@ export class HistoryKeeper {
   /** Runs `write` after the session's earlier ones; a failure is told, not thrown (rows are a cache). */
   #track(id: SessionId, write: Promise<void>): void {
     const before = this.#writes.get(id) ?? Promise.resolve()
-    const done = before.then(() => write).catch((err: unknown) => {
-      if (this.#closed && isSessionfoldError(err, 'CLOSED')) return
-      this.onError(new SessionfoldError(
-        err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
-        `a history row of ${where(id)} was not written: ${(err as Error)?.message ?? err}`,
-        { sessionId: id, cause: err },
-      ))
-    })
+    const done = before
+      .then(() => write)
+      .catch((err: unknown) => {
+        if (this.#closed && isSessionfoldError(err, 'CLOSED')) return
+        this.onError(
+          new SessionfoldError(
+            err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
+            `a history row of ${where(id)} was not written: ${(err as Error)?.message ?? err}`,
+            { sessionId: id, cause: err },
+          ),
+        )
+      })
     this.#writes.set(id, done)
     void done.finally(() => {
       if (this.#writes.get(id) === done) this.#writes.delete(id)
@@ -138,11 +145,13 @@ export class HistoryKeeper {
     const done = this.#rebuildRows(session, from, to, stop.signal)
       .catch((err: unknown) => {
         if (stop.signal.aborted) return // stopped by close: the next writer goes on from the newest row
-        this.onError(new SessionfoldError(
-          err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
-          `history rows of ${where(id)} were not rebuilt: ${(err as Error)?.message ?? err}`,
-          { sessionId: id, cause: err },
-        ))
+        this.onError(
+          new SessionfoldError(
+            err instanceof SessionfoldError ? err.code : 'STORAGE_UNAVAILABLE',
+            `history rows of ${where(id)} were not rebuilt: ${(err as Error)?.message ?? err}`,
+            { sessionId: id, cause: err },
+          ),
+        )
       })
       .finally(() => this.#rebuilds.delete(id))
     this.#rebuilds.set(id, { stop, done })

@@ -13,7 +13,7 @@ import type { AppendResult, VerifyStep, VerifyTotals } from '../core/protocol'
 import { BUILTIN_PROJECTIONS } from '../core/units'
 import type { CatalogEntry } from '../core/units/catalog'
 import { DEFAULT_MAX_EVENT_BYTES } from '../core/limits'
-import { assertSessionId, describe, isPlainObject, type EncodedEvent } from '../core/validate'
+import { assertSessionId, isPlainObject, type EncodedEvent } from '../core/validate'
 import { createLocalLocks, type WriterLocks } from '../storage/locks'
 import { snapshotOf } from './units'
 import { AppendPipeline } from './append-pipeline'
@@ -35,7 +35,7 @@ export type { ChangeListener, ProjectionChange } from './watchers'
 export type { ColdRead } from './reader'
 export { newSessionId } from './lineage'
 export type { EngineOptions } from './options'
-import type { EngineOptions } from './options'
+import { positive, type EngineOptions } from './options'
 
 export class Engine {
   /** Told after each local write lands (appends, imports, creations): replications push at once. */
@@ -295,13 +295,18 @@ export class Engine {
   follow(id: SessionId, length?: number, tail?: FollowTail): Promise<void> {
     const live = this.sessions.get(id)
     if (!live || live.writer || this.isClosed) return Promise.resolve()
-    return follow(live, {
-      reader: this.reader,
-      isCurrent: (s) => this.sessions.isCurrent(s),
-      folded: (s) => notify(s, this.onError),
-      gone: (s) => this.sessions.gone(s, `${where(id)} was deleted by another client of the store`),
-      onError: this.onError,
-    }, length, tail)
+    return follow(
+      live,
+      {
+        reader: this.reader,
+        isCurrent: (s) => this.sessions.isCurrent(s),
+        folded: (s) => notify(s, this.onError),
+        gone: (s) => this.sessions.gone(s, `${where(id)} was deleted by another client of the store`),
+        onError: this.onError,
+      },
+      length,
+      tail,
+    )
   }
 
   /** How much `verify` will read: stored sessions and their events. */
@@ -340,7 +345,8 @@ export class Engine {
   /** The storage, once it is known to keep meta records. */
   private meta(): StorageAdapter {
     this.open()
-    if (!this.storage.getMeta || !this.storage.putMeta) throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${this.storage.kind} storage keeps no meta records`)
+    if (!this.storage.getMeta || !this.storage.putMeta)
+      throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${this.storage.kind} storage keeps no meta records`)
     return this.storage
   }
 
@@ -386,11 +392,3 @@ export class Engine {
     if (this.isClosed) throw new SessionfoldError('CLOSED', 'the engine is closed')
   }
 }
-
-function positive(n: number, name: string): number {
-  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `${name} must be a number > 0, got ${describe(n)}`)
-  }
-  return n
-}
-

@@ -6,7 +6,18 @@ import type { SessionInfo } from '../storage/types'
 import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
 import type { AppendResult } from '../core/protocol'
-import { CATALOG_VERSION, DESCRIPTOR_VERSION, HEADER_VERSION, MAX_CWD_LENGTH, MAX_LABEL_LENGTH, SPAWN_MODES, childLabelProblem, isCount, isCwd, isLabel } from '../core/limits'
+import {
+  CATALOG_VERSION,
+  DESCRIPTOR_VERSION,
+  HEADER_VERSION,
+  MAX_CWD_LENGTH,
+  MAX_LABEL_LENGTH,
+  SPAWN_MODES,
+  childLabelProblem,
+  isCount,
+  isCwd,
+  isLabel,
+} from '../core/limits'
 import { CATALOG, DESCRIPTOR } from '../core/units/payloads'
 import { assertSessionId, describe, encodeEvent, encodeEventBody, encodeEventInput, eventFromBody, isPlainObject, type EncodedEvent } from '../core/validate'
 import type { StoreReader } from './reader'
@@ -35,7 +46,10 @@ export function newSessionId(): SessionId {
 }
 
 /** Creates a root session and opens it for writing here. */
-export async function createRoot<S extends { header: SessionHeader; log: { nextSeq: number } }>(host: LineageHost<S>, options: unknown): Promise<SessionHeader> {
+export async function createRoot<S extends { header: SessionHeader; log: { nextSeq: number } }>(
+  host: LineageHost<S>,
+  options: unknown,
+): Promise<SessionHeader> {
   if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `createSession options must be an object, got ${describe(options)}`)
   const given = options as { id?: unknown; cwd?: unknown }
   const id = given.id === undefined ? newSessionId() : given.id // null is no id: INVALID_ARGUMENT
@@ -64,19 +78,30 @@ export async function createRoot<S extends { header: SessionHeader; log: { nextS
  * fact is stored, the child is deleted: a fact never names a child that is not there.
  */
 export async function spawn<S extends { header: SessionHeader; log: { nextSeq: number } }>(
-  host: LineageHost<S>, parentId: SessionId, options: unknown, bodies?: readonly string[],
+  host: LineageHost<S>,
+  parentId: SessionId,
+  options: unknown,
+  bodies?: readonly string[],
 ): Promise<SessionHeader> {
   const parent = host.writable(parentId)
-  if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn options for ${where(parentId)} must be an object, got ${describe(options)}`, { sessionId: parentId })
+  if (!isPlainObject(options))
+    throw new SessionfoldError('INVALID_ARGUMENT', `spawn options for ${where(parentId)} must be an object, got ${describe(options)}`, { sessionId: parentId })
   const { mode, label, events = [], id = newSessionId() } = options as { mode?: unknown; label?: unknown; events?: unknown; id?: unknown }
   for (const key of Object.keys(options)) {
-    if (!['mode', 'label', 'events', 'id'].includes(key)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn options for ${where(parentId)} have an unknown field ${describe(key)}`, { sessionId: parentId })
+    if (!['mode', 'label', 'events', 'id'].includes(key))
+      throw new SessionfoldError('INVALID_ARGUMENT', `spawn options for ${where(parentId)} have an unknown field ${describe(key)}`, { sessionId: parentId })
   }
   if (!SPAWN_MODES.includes(mode as never)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `spawn mode for ${where(parentId)} must be 'one-shot' or 'continuable', got ${describe(mode)}`, { sessionId: parentId })
+    throw new SessionfoldError('INVALID_ARGUMENT', `spawn mode for ${where(parentId)} must be 'one-shot' or 'continuable', got ${describe(mode)}`, {
+      sessionId: parentId,
+    })
   }
   if (label !== undefined && !isLabel(label)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `spawn label for ${where(parentId)} must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${describe(label)}`, { sessionId: parentId })
+    throw new SessionfoldError(
+      'INVALID_ARGUMENT',
+      `spawn label for ${where(parentId)} must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${describe(label)}`,
+      { sessionId: parentId },
+    )
   }
   if (childLabelProblem({ mode, label }) !== undefined) {
     throw new SessionfoldError('INVALID_ARGUMENT', `a continuable spawn of ${where(parentId)} needs a label`, { sessionId: parentId })
@@ -84,8 +109,13 @@ export async function spawn<S extends { header: SessionHeader; log: { nextSeq: n
   if (!Array.isArray(events)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn events for ${where(parentId)} must be an array`, { sessionId: parentId })
   assertSessionId(id, 'child id')
   const header: SessionHeader = {
-    version: HEADER_VERSION, id, createdAt: host.now(), parentSession: parentId, seedLength: 0,
-    delegationDepth: parent.header.delegationDepth + 1, origin: 'subagent',
+    version: HEADER_VERSION,
+    id,
+    createdAt: host.now(),
+    parentSession: parentId,
+    seedLength: 0,
+    delegationDepth: parent.header.delegationDepth + 1,
+    origin: 'subagent',
   }
   if (parent.header.cwd !== undefined) header.cwd = parent.header.cwd
   // Everything is validated and encoded before anything is written.
@@ -94,11 +124,13 @@ export async function spawn<S extends { header: SessionHeader; log: { nextSeq: n
   if (bodies !== undefined && (events as unknown[]).length > 0) {
     throw new SessionfoldError('INVALID_ARGUMENT', `spawn of ${where(parentId)} takes events or encoded bodies, not both`, { sessionId: parentId })
   }
-  const childEvents = [encode({ type: DESCRIPTOR, data: descriptor, time: header.createdAt }), ...(bodies ?? events.map(encode))]
-    .map((b, i) => eventFromBody(b, i, id, host.maxEventBytes))
-  const factData = label === undefined
-    ? { v: CATALOG_VERSION, childId: id, childCreatedAt: header.createdAt, mode }
-    : { v: CATALOG_VERSION, childId: id, childCreatedAt: header.createdAt, mode, label }
+  const childEvents = [encode({ type: DESCRIPTOR, data: descriptor, time: header.createdAt }), ...(bodies ?? events.map(encode))].map((b, i) =>
+    eventFromBody(b, i, id, host.maxEventBytes),
+  )
+  const factData =
+    label === undefined
+      ? { v: CATALOG_VERSION, childId: id, childCreatedAt: header.createdAt, mode }
+      : { v: CATALOG_VERSION, childId: id, childCreatedAt: header.createdAt, mode, label }
   encodeEventInput({ type: CATALOG, data: factData }, parent.log.nextSeq, parentId, { maxBytes: host.maxEventBytes })
 
   const child = await host.create(header, [])
@@ -114,18 +146,26 @@ export async function spawn<S extends { header: SessionHeader; log: { nextSeq: n
 
 /** Records in `parentId`'s catalog an execution outside this store (no local session). */
 export function recordExternal<S extends { header: SessionHeader; log: { nextSeq: number } }>(
-  host: LineageHost<S>, parentId: SessionId, options: unknown,
+  host: LineageHost<S>,
+  parentId: SessionId,
+  options: unknown,
 ): Promise<AppendResult> {
   host.writable(parentId)
-  if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `recordExternal options for ${where(parentId)} must be an object`, { sessionId: parentId })
+  if (!isPlainObject(options))
+    throw new SessionfoldError('INVALID_ARGUMENT', `recordExternal options for ${where(parentId)} must be an object`, { sessionId: parentId })
   const { childId, label } = options as { childId?: unknown; label?: unknown }
   assertSessionId(childId, `recordExternal on ${where(parentId)}: child id`)
   if (label !== undefined && !isLabel(label)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `external label for ${where(parentId)} must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${describe(label)}`, { sessionId: parentId })
+    throw new SessionfoldError(
+      'INVALID_ARGUMENT',
+      `external label for ${where(parentId)} must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${describe(label)}`,
+      { sessionId: parentId },
+    )
   }
-  const data = label === undefined
-    ? { v: CATALOG_VERSION, childId, childCreatedAt: host.now(), mode: 'external' }
-    : { v: CATALOG_VERSION, childId, childCreatedAt: host.now(), mode: 'external', label }
+  const data =
+    label === undefined
+      ? { v: CATALOG_VERSION, childId, childCreatedAt: host.now(), mode: 'external' }
+      : { v: CATALOG_VERSION, childId, childCreatedAt: host.now(), mode: 'external', label }
   return host.append(parentId, { type: CATALOG, data })
 }
 
@@ -135,7 +175,9 @@ export function recordExternal<S extends { header: SessionHeader; log: { nextSeq
  * children and no identity. Open for writing here.
  */
 export async function fork<S extends { header: SessionHeader; log: { nextSeq: number } }>(
-  host: LineageHost<S>, sourceId: SessionId, options: unknown,
+  host: LineageHost<S>,
+  sourceId: SessionId,
+  options: unknown,
 ): Promise<SessionHeader> {
   if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `fork options for ${where(sourceId)} must be an object`, { sessionId: sourceId })
   const { at: atOption, id = newSessionId() } = options as { at?: unknown; id?: unknown }
@@ -143,15 +185,22 @@ export async function fork<S extends { header: SessionHeader; log: { nextSeq: nu
   const info = await host.settled(sourceId)
   const at = atOption ?? info.length
   if (!isCount(at) || at > info.length) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `fork of ${where(sourceId)}: at must be an integer in 0..${info.length}, got ${describe(at)}`, { sessionId: sourceId })
+    throw new SessionfoldError('INVALID_ARGUMENT', `fork of ${where(sourceId)}: at must be an integer in 0..${info.length}, got ${describe(at)}`, {
+      sessionId: sourceId,
+    })
   }
   const seed: EncodedEvent[] = []
   for await (const page of host.reader.pages(sourceId, { from: 0, to: at })) {
     for (const e of page) seed.push(encodeEvent(e, id, Number.MAX_SAFE_INTEGER))
   }
   const header: SessionHeader = {
-    version: HEADER_VERSION, id, createdAt: host.now(), seedLength: at,
-    delegationDepth: info.header.delegationDepth, origin: 'fork', forkedFrom: sourceId,
+    version: HEADER_VERSION,
+    id,
+    createdAt: host.now(),
+    seedLength: at,
+    delegationDepth: info.header.delegationDepth,
+    origin: 'fork',
+    forkedFrom: sourceId,
   }
   if (info.header.cwd !== undefined) header.cwd = info.header.cwd
   await host.create(header, seed)

@@ -23,16 +23,19 @@ export function catalogEntries(slots: readonly UnitSlot[]): CatalogEntry[] | nul
 /** Cold reads in flight at once, across the whole walk. */
 export const MAX_CHILD_READS = 4
 
-type Probe =
-  | { ok: true; header: SessionHeader; entries: CatalogEntry[] | null; running: boolean }
-  | { ok: false }
+type Probe = { ok: true; header: SessionHeader; entries: CatalogEntry[] | null; running: boolean } | { ok: false }
 
 export async function listChildren(catalogs: CatalogReader, parentId: SessionId, options: unknown = {}): Promise<SubagentListEntry[]> {
   assertSessionId(parentId)
-  if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `listChildren options must be an object, got ${describe(options)}`, { sessionId: parentId })
+  if (!isPlainObject(options))
+    throw new SessionfoldError('INVALID_ARGUMENT', `listChildren options must be an object, got ${describe(options)}`, { sessionId: parentId })
   const { recursive = false, signal } = options as ListChildrenOptions
-  if (typeof recursive !== 'boolean') throw new SessionfoldError('INVALID_ARGUMENT', `listChildren of ${where(parentId)}: recursive must be a boolean, got ${describe(recursive)}`, { sessionId: parentId })
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new SessionfoldError('INVALID_ARGUMENT', `listChildren of ${where(parentId)}: signal must be an AbortSignal`, { sessionId: parentId })
+  if (typeof recursive !== 'boolean')
+    throw new SessionfoldError('INVALID_ARGUMENT', `listChildren of ${where(parentId)}: recursive must be a boolean, got ${describe(recursive)}`, {
+      sessionId: parentId,
+    })
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    throw new SessionfoldError('INVALID_ARGUMENT', `listChildren of ${where(parentId)}: signal must be an AbortSignal`, { sessionId: parentId })
 
   const check = () => {
     if (signal?.aborted) throw new SessionfoldError('CANCELLED', `listChildren of ${where(parentId)} was cancelled`, { sessionId: parentId })
@@ -76,20 +79,37 @@ export async function listChildren(catalogs: CatalogReader, parentId: SessionId,
       const entry = mine[i]!
       const base = { id: entry.id, parentId: parent.id, depth }
       if (entry.mode === 'external') {
-        rows.push({ kind: 'child', ...base, createdAt: entry.createdAt, activity: 'inactive', hasChildren: false, mode: 'external', ...(entry.label === undefined ? {} : { label: entry.label }) })
+        rows.push({
+          kind: 'child',
+          ...base,
+          createdAt: entry.createdAt,
+          activity: 'inactive',
+          hasChildren: false,
+          mode: 'external',
+          ...(entry.label === undefined ? {} : { label: entry.label }),
+        })
         continue
       }
       const p = await probes[i]!
-      const sameLife = p.ok && p.header.origin === 'subagent' && p.header.parentSession === parent.id &&
-        p.header.createdAt === entry.createdAt && p.header.delegationDepth === parent.delegationDepth + 1
+      const sameLife =
+        p.ok &&
+        p.header.origin === 'subagent' &&
+        p.header.parentSession === parent.id &&
+        p.header.createdAt === entry.createdAt &&
+        p.header.delegationDepth === parent.delegationDepth + 1
       const walkable = p.ok && sameLife && p.entries !== null
       if (entry.mode === 'unknown') rows.push({ kind: 'diagnostic', ...base, reason: 'unsupported' })
       else if (!p.ok) rows.push({ kind: 'diagnostic', ...base, reason: 'unavailable' })
       else if (!walkable) rows.push({ kind: 'diagnostic', ...base, reason: 'corrupt' })
       else {
         rows.push({
-          kind: 'child', ...base, createdAt: entry.createdAt, activity: p.running ? 'running' : 'inactive',
-          hasChildren: p.entries!.length > 0, mode: entry.mode, ...(entry.label === undefined ? {} : { label: entry.label }),
+          kind: 'child',
+          ...base,
+          createdAt: entry.createdAt,
+          activity: p.running ? 'running' : 'inactive',
+          hasChildren: p.entries!.length > 0,
+          mode: entry.mode,
+          ...(entry.label === undefined ? {} : { label: entry.label }),
         })
       }
       if (recursive && walkable) await walk(p.header, p.entries!, depth + 1)

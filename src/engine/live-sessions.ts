@@ -313,7 +313,11 @@ export class LiveSessions {
     try {
       await pipeline.remove(id)
     } catch (err) {
-      this.options.onError(err instanceof SessionfoldError ? err : new SessionfoldError('STORAGE_UNAVAILABLE', `could not delete the unpublished child ${where(id)}`, { sessionId: id, cause: err }))
+      this.options.onError(
+        err instanceof SessionfoldError
+          ? err
+          : new SessionfoldError('STORAGE_UNAVAILABLE', `could not delete the unpublished child ${where(id)}`, { sessionId: id, cause: err }),
+      )
     } finally {
       await live?.writer?.release()
     }

@@ -1,7 +1,8 @@
 // What an engine is built from: its storage, units, checkpoint policy, limits, locks, and the
 // hooks through which it tells others (other engines on the store, a host) what happened.
 import type { StorageAdapter } from '../storage/types'
-import type { SessionfoldError } from '../core/errors'
+import { SessionfoldError } from '../core/errors'
+import { describe } from '../core/validate'
 import type { SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
 import type { WriterLocks } from '../storage/locks'
@@ -28,4 +29,12 @@ export interface EngineOptions {
    */
   watchSession?: (sessionId: SessionId) => () => void
   now?: () => number
+}
+
+/** `n` when it is a number > 0; INVALID_ARGUMENT, naming the option, otherwise. */
+export function positive(n: number, name: string): number {
+  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) {
+    throw new SessionfoldError('INVALID_ARGUMENT', `${name} must be a number > 0, got ${describe(n)}`)
+  }
+  return n
 }

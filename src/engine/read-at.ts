@@ -29,11 +29,16 @@ const RECENT = 4
  * INVALID_ARGUMENT when `at` is not in `0..length`. Never writes.
  */
 export async function readAt(
-  { reader, history, defs, recent }: AtReader, id: SessionId, at: number, signal?: AbortSignal,
+  { reader, history, defs, recent }: AtReader,
+  id: SessionId,
+  at: number,
+  signal?: AbortSignal,
 ): Promise<{ header: SessionHeader; length: number; slots: UnitSlot[] }> {
   const info = await reader.info(id)
   if (!Number.isSafeInteger(at) || at < 0 || at > info.length) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `${where(id)} has ${info.length} events: at must be an integer in 0..${info.length}, got ${String(at)}`, { sessionId: id })
+    throw new SessionfoldError('INVALID_ARGUMENT', `${where(id)} has ${info.length} events: at must be an integer in 0..${info.length}, got ${String(at)}`, {
+      sessionId: id,
+    })
   }
   // A prefix of a log never changes while its session lives (the header says which life).
   const key = `${id}\n${at}`
@@ -70,7 +75,8 @@ export async function readAt(
 
 /** The `at` of observe's options: INVALID_ARGUMENT unless `{ at }` with a whole number `at >= 0` (readAt checks it against the log). */
 export function atOption(id: SessionId, options: unknown): number {
-  if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `observe options for ${where(id)} must be an object, got ${describe(options)}`, { sessionId: id })
+  if (!isPlainObject(options))
+    throw new SessionfoldError('INVALID_ARGUMENT', `observe options for ${where(id)} must be an object, got ${describe(options)}`, { sessionId: id })
   for (const key of Object.keys(options)) {
     if (key !== 'at') throw new SessionfoldError('INVALID_ARGUMENT', `observe has no option ${describe(key)}`, { sessionId: id })
   }

@@ -81,7 +81,7 @@ export class StoreReader {
 
   /** Every id of the store after `after`, in id order, read page by page. */
   async *ids(after?: SessionId): AsyncGenerator<SessionId> {
-    for (let from = after; ;) {
+    for (let from = after; ; ) {
       const page = await this.storage.listIds({ after: from, limit: ID_PAGE })
       yield* page
       if (page.length < ID_PAGE) return

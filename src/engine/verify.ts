@@ -19,15 +19,15 @@ const isCorrupt = (err: unknown): err is SessionfoldError => isSessionfoldError(
 
 /** JSON with sorted keys, to compare values built in different orders. */
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-    : v))
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  )
 }
 
 /** How much `verify` will read: stored sessions and their events (a moving target if written meanwhile). */
 export async function verifyPlan(reader: Reader): Promise<VerifyTotals> {
   const totals: VerifyTotals = { sessions: 0, events: 0 }
-  for (let after: SessionId | undefined; ;) {
+  for (let after: SessionId | undefined; ; ) {
     const ids = await reader.listIds({ after, limit: VERIFY_PAGE })
     const infos = await Promise.all(ids.map((id) => reader.find(id).catch(() => undefined)))
     totals.sessions += ids.length
@@ -41,7 +41,13 @@ export async function verifyPlan(reader: Reader): Promise<VerifyTotals> {
  * Verifies sessions in id order after `after`, until about `budget` events are read, and
  * says where to go on (`next: null` at the end).
  */
-export async function verifyStep(reader: Reader, defs: readonly ProjectionDefinition[], after: SessionId | undefined, budget: number, signal?: AbortSignal): Promise<VerifyStep> {
+export async function verifyStep(
+  reader: Reader,
+  defs: readonly ProjectionDefinition[],
+  after: SessionId | undefined,
+  budget: number,
+  signal?: AbortSignal,
+): Promise<VerifyStep> {
   const step: VerifyStep = { sessions: 0, events: 0, damaged: [], next: null }
   for (;;) {
     const ids = await reader.listIds({ after, limit: VERIFY_PAGE })
@@ -64,7 +70,12 @@ export async function verifyStep(reader: Reader, defs: readonly ProjectionDefini
  * checkpoint row (usable, and giving the same values as a full refold). Undefined when the
  * session is gone.
  */
-async function verifySession(reader: Reader, defs: readonly ProjectionDefinition[], id: SessionId, signal?: AbortSignal): Promise<{ events: number; damaged: VerifyDamage[] } | undefined> {
+async function verifySession(
+  reader: Reader,
+  defs: readonly ProjectionDefinition[],
+  id: SessionId,
+  signal?: AbortSignal,
+): Promise<{ events: number; damaged: VerifyDamage[] } | undefined> {
   const damaged: VerifyDamage[] = []
   let info
   try {
@@ -128,7 +139,8 @@ async function verifySession(reader: Reader, defs: readonly ProjectionDefinition
         if (marks.values.size > 0) {
           chain.push(eventJson(e))
           const mark = marks.values.get(next + 1)
-          if (mark !== undefined && mark !== chain.value) damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `chain mark ${next + 1} of ${where(id)} is not the chain value of the log there` })
+          if (mark !== undefined && mark !== chain.value)
+            damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `chain mark ${next + 1} of ${where(id)} is not the chain value of the log there` })
         }
         foldEvent(full, e)
         // Only a row that was used can disagree with the refold; foldEvent skips what it holds.

@@ -65,7 +65,12 @@ export function notifyGone(session: WatchedSession, message: string, onError: (e
     try {
       listener(change)
     } catch (err) {
-      onError(new SessionfoldError('INVALID_ARGUMENT', `a projection listener of ${where(session.header.id)} threw: ${(err as Error)?.message ?? err}`, { sessionId: session.header.id, cause: err }))
+      onError(
+        new SessionfoldError('INVALID_ARGUMENT', `a projection listener of ${where(session.header.id)} threw: ${(err as Error)?.message ?? err}`, {
+          sessionId: session.header.id,
+          cause: err,
+        }),
+      )
     }
   }
 }
@@ -102,7 +107,12 @@ export function notify(session: WatchedSession, onError: (err: SessionfoldError)
     try {
       listener(change)
     } catch (err) {
-      onError(new SessionfoldError('INVALID_ARGUMENT', `a projection listener of ${where(session.header.id)} threw: ${(err as Error)?.message ?? err}`, { sessionId: session.header.id, cause: err }))
+      onError(
+        new SessionfoldError('INVALID_ARGUMENT', `a projection listener of ${where(session.header.id)} threw: ${(err as Error)?.message ?? err}`, {
+          sessionId: session.header.id,
+          cause: err,
+        }),
+      )
     }
   }
 }

@@ -3,25 +3,38 @@
 // changes, batched per task of the event loop (and before the answer of the append that made
 // them), while some handle has it open; and the states of its replications, on the same channel.
 import type { ChangeBatch, ChangeCursor, ChangesOptions } from '../core/changes'
+import { framesOf, mergeChange, type PendingFrame } from './frames'
 import { nextTask } from './next-task'
 import type { OpenedEngine } from './open-engine'
 import { SessionfoldError, toWireError, where } from '../core/errors'
-import type { Json, SessionId } from '../core/model'
+import type { SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
-import { PUSH_MESSAGE, type AppendInput, type AppendItem, type CreateSessionInput, type ForkInput, type ListSessionsInput, type RecordExternalInput, type SpawnInput, type AppendOutcome, type AppendResult, type EventsPage, type Frame, type HandleInfo, type Push, type PushMessage, type ReplicationSpec, type RotationStart, type RotationStep } from '../core/protocol'
+import {
+  PUSH_MESSAGE,
+  type AppendInput,
+  type AppendItem,
+  type CreateSessionInput,
+  type ForkInput,
+  type ListSessionsInput,
+  type RecordExternalInput,
+  type SpawnInput,
+  type AppendOutcome,
+  type AppendResult,
+  type EventsPage,
+  type Frame,
+  type HandleInfo,
+  type Push,
+  type PushMessage,
+  type ReplicationSpec,
+  type RotationStart,
+  type RotationStep,
+} from '../core/protocol'
 import type { HostOptions } from './options'
 import { ReplicationHub } from '../sync/runs'
 import { assertSessionId, describe, isPlainObject } from '../core/validate'
 import type { Engine, ProjectionChange } from '../engine'
 import type { EngineSource } from './engine-source'
 import { finishRotation, rotationStep, startRotation, type KeyRotation } from './rotate-key'
-
-interface PendingFrame {
-  seq: number
-  values: Map<string, { value: Json | null; grownFrom: number | undefined }>
-  faults: Frame['faults']
-  gone?: Frame['gone']
-}
 
 /** The engine's pushes of one session to this host, and how many handles here take them. */
 interface Watch {
@@ -83,10 +96,12 @@ export class EngineHost {
       // Refused (an opaque origin refuses every lock): the host goes on without, and the
       // client's own request of it is refused alike, so it watches nothing.
       await new Promise<void>((held) => {
-        locks.request(options.aliveLock!, () => {
-          held()
-          return new Promise<void>((release) => (this.releaseAlive = release))
-        }).catch(() => held())
+        locks
+          .request(options.aliveLock!, () => {
+            held()
+            return new Promise<void>((release) => (this.releaseAlive = release))
+          })
+          .catch(() => held())
       })
     }
     this.opened = await this.source.open(options, this.projections)
@@ -127,24 +142,13 @@ export class EngineHost {
   }
 
   private queue(sessionId: SessionId, change: ProjectionChange): void {
-    let frame = this.pending.get(sessionId)
-    if (!frame) this.pending.set(sessionId, (frame = { seq: change.seq, values: new Map(), faults: change.faults }))
-    frame.seq = change.seq
-    frame.faults = change.faults
     if (change.gone) {
       // The last of it: its handles here end with the error, and a new handle of the id (a new
       // session of it, later) watches the new one.
-      frame.gone = { code: change.gone.code, message: change.gone.message, sessionId }
       for (const h of this.handles.values()) if (h.sessionId === sessionId) h.gone = true
       this.watching.delete(sessionId)
     }
-    for (const [key, value] of Object.entries(change.values)) {
-      const from = change.grown?.[key]
-      const before = frame.values.get(key)
-      // Grown since the last push: still grown from where the pending frame started.
-      const grownFrom = from === undefined ? undefined : before ? before.grownFrom : from
-      frame.values.set(key, { value, grownFrom })
-    }
+    mergeChange(this.pending, sessionId, change)
     if (!this.flushing) {
       this.flushing = true
       nextTask(() => this.flush())
@@ -159,21 +163,8 @@ export class EngineHost {
 
   /** The frames of every change not yet sent, numbered in order (see Frame.n); none are pending after. */
   protected takeFrames(): Frame[] {
-    if (this.pending.size === 0) return []
-    const frames: Frame[] = []
-    for (const [sessionId, { seq, values: changed, faults, gone }] of this.pending) {
-      const values: Frame['values'] = {}
-      let grown: Frame['grown']
-      for (const [key, { value, grownFrom }] of changed) {
-        // A list that only grew crosses as its new items, not the whole list.
-        if (grownFrom === undefined) values[key] = value
-        else (grown ??= {})[key] = { from: grownFrom, items: (value as Json[]).slice(grownFrom) }
-      }
-      const n = this.nextFrame++
-      const frame: Frame = grown ? { n, sessionId, seq, values, grown, faults } : { n, sessionId, seq, values, faults }
-      if (gone) frame.gone = gone
-      frames.push(frame)
-    }
+    const frames = framesOf(this.pending, this.nextFrame)
+    this.nextFrame += frames.length
     this.pending.clear()
     return frames
   }
@@ -222,14 +213,16 @@ export class EngineHost {
     if (!Array.isArray(items)) throw new SessionfoldError('INVALID_ARGUMENT', 'appendMany takes a list of appends')
     // Each started now, in order, as separate calls would be: they queue behind one another in
     // their session's pipeline and share its group commit.
-    const settled = await Promise.allSettled(items.map((item: unknown) => {
-      if (!isPlainObject(item)) return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `an append must be an object, got ${describe(item)}`))
-      const { kind, handle, bodies, options } = item as Partial<Record<'kind' | 'handle' | 'bodies' | 'options', unknown>>
-      if (typeof handle !== 'number') return Promise.reject(new SessionfoldError('CLOSED', 'this session handle is closed'))
-      if (kind === 'external') return this.recordExternal(handle, options as RecordExternalInput)
-      if (kind === 'append') return this.append(handle, bodies as string[], options as AppendInput | undefined)
-      return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `unknown kind of append ${describe(kind)}`))
-    }))
+    const settled = await Promise.allSettled(
+      items.map((item: unknown) => {
+        if (!isPlainObject(item)) return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `an append must be an object, got ${describe(item)}`))
+        const { kind, handle, bodies, options } = item as Partial<Record<'kind' | 'handle' | 'bodies' | 'options', unknown>>
+        if (typeof handle !== 'number') return Promise.reject(new SessionfoldError('CLOSED', 'this session handle is closed'))
+        if (kind === 'external') return this.recordExternal(handle, options as RecordExternalInput)
+        if (kind === 'append') return this.append(handle, bodies as string[], options as AppendInput | undefined)
+        return Promise.reject(new SessionfoldError('INVALID_ARGUMENT', `unknown kind of append ${describe(kind)}`))
+      }),
+    )
     return settled.map((s) => (s.status === 'fulfilled' ? s.value : { error: toWireError(s.reason) }))
   }
 
@@ -309,15 +302,14 @@ export class EngineHost {
     return this.engine.applyChanges(batch)
   }
 
-
-
   async verifyPlan() {
     return this.engine.verifyPlan()
   }
 
   async verifyStep(after: string | null, budget: number, cancelToken: number) {
     if (after !== null) assertSessionId(after)
-    if (!Number.isSafeInteger(budget) || budget < 1) throw new SessionfoldError('INVALID_ARGUMENT', `verify budget must be a positive integer, got ${describe(budget)}`)
+    if (!Number.isSafeInteger(budget) || budget < 1)
+      throw new SessionfoldError('INVALID_ARGUMENT', `verify budget must be a positive integer, got ${describe(budget)}`)
     const controller = new AbortController()
     this.cancels.set(cancelToken, controller)
     try {
@@ -354,7 +346,7 @@ export class EngineHost {
    * until it is closed; changes within one task go as one push.
    */
   private async pushStates(hub: ReplicationHub, id: number): Promise<void> {
-    for (let seen = 0; ;) {
+    for (let seen = 0; ; ) {
       const event = await hub.next(id, seen)
       this.post({ kind: 'replication', id, event })
       if (event.closed) return
@@ -364,9 +356,15 @@ export class EngineHost {
   }
 
   // The replication's calls, passed to the hub (src/sync/runs.ts).
-  async replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void> { this.hub.headers(id, ticket, headers) }
-  replicationSynced(id: number): Promise<void> { return this.hub.synced(id) }
-  async replicationOnline(id: number): Promise<void> { this.hub.online(id) }
+  async replicationHeaders(id: number, ticket: number, headers: Record<string, string> | { error: string }): Promise<void> {
+    this.hub.headers(id, ticket, headers)
+  }
+  replicationSynced(id: number): Promise<void> {
+    return this.hub.synced(id)
+  }
+  async replicationOnline(id: number): Promise<void> {
+    this.hub.online(id)
+  }
 
   async replicationClose(id: number): Promise<void> {
     this.replications.delete(id)

@@ -44,8 +44,12 @@ export async function openEngine(platform: Platform, store: StoreConfig, setting
   let storage: SealedStorage
   try {
     storage = await openSealed(parts.storage, {
-      key: settings.encryption?.key, compression: settings.compression, compressor: platform.compressor, cipher: platform.cipher,
-      readOnly: purpose === 'read', advice: settings.keyAdvice,
+      key: settings.encryption?.key,
+      compression: settings.compression,
+      compressor: platform.compressor,
+      cipher: platform.cipher,
+      readOnly: purpose === 'read',
+      advice: settings.keyAdvice,
       // Two engines making an encrypted store's key record at once: one of them makes it.
       lock: purpose === 'read' ? undefined : () => lockWithin(parts.locks, CODEC_META_KEY, 30_000),
     })
@@ -87,9 +91,12 @@ export async function openEngine(platform: Platform, store: StoreConfig, setting
 /** Which store `config` names (its place, not how it is opened): equal for two engines on one store. */
 export function storeKeyOf(config: StoreConfig): string {
   switch (config.storage) {
-    case 'fs': return JSON.stringify([config.storage, config.dir])
-    case 'postgres': return JSON.stringify([config.storage, config.url, config.schema])
-    default: return JSON.stringify([config.storage, config.name])
+    case 'fs':
+      return JSON.stringify([config.storage, config.dir])
+    case 'postgres':
+      return JSON.stringify([config.storage, config.url, config.schema])
+    default:
+      return JSON.stringify([config.storage, config.name])
   }
 }
 
@@ -103,7 +110,7 @@ function plainTail(tail: GrowthTail | undefined): GrowthTail | undefined {
 
 /** The lock `id` of `locks`, waiting while another holder has it, for at most `ms`. */
 export async function lockWithin(locks: WriterLocks, id: string, ms: number): Promise<() => Promise<void>> {
-  for (const end = Date.now() + ms; ;) {
+  for (const end = Date.now() + ms; ; ) {
     try {
       return await locks.acquire(id)
     } catch (err) {

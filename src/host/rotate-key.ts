@@ -31,7 +31,7 @@ export interface KeyRotation {
 export async function startRotation({ storage }: OpenedEngine, key: unknown): Promise<{ rotation: KeyRotation; answer: RotationStart }> {
   const gen = await storage.rotateKey(key as Uint8Array)
   let sessions = 0
-  for (let after: SessionId | undefined; ;) {
+  for (let after: SessionId | undefined; ; ) {
     const ids = await storage.listIds({ after, limit: 10_000 })
     sessions += ids.length
     if (ids.length < 10_000) break
@@ -70,7 +70,11 @@ export async function finishRotation({ storage }: OpenedEngine, rotation: KeyRot
   if (!rotation?.walked) throw notReady()
   const [first] = rotation.locked
   if (first !== undefined) {
-    throw new SessionfoldError('SESSION_LOCKED', `rotateKey: ${where(first)} (of ${rotation.locked.length}) stayed open for writing, under the old key: close it, run rotateKey again`, { sessionId: first })
+    throw new SessionfoldError(
+      'SESSION_LOCKED',
+      `rotateKey: ${where(first)} (of ${rotation.locked.length}) stayed open for writing, under the old key: close it, run rotateKey again`,
+      { sessionId: first },
+    )
   }
   await storage.dropOldKeys(rotation.gen)
 }

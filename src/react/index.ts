@@ -35,10 +35,7 @@ const idle = (): ChildrenResult => IDLE
  */
 export function useProjection<K extends ProjectionKey>(view: HasProjections | null | undefined, key: K): ProjectionMap[K] | null {
   const projections = view?.projections
-  const subscribe = useMemo(
-    () => (projections ? (onChange: () => void) => projections.subscribe(key, () => onChange()) : noSubscription),
-    [projections, key],
-  )
+  const subscribe = useMemo(() => (projections ? (onChange: () => void) => projections.subscribe(key, () => onChange()) : noSubscription), [projections, key])
   const get = useMemo(() => (projections ? () => projections.get(key) : nothing), [projections, key])
   // The handle holds its values synchronously: the server snapshot is the same read.
   return useSyncExternalStore(subscribe, get, get)
@@ -54,10 +51,7 @@ export function useProjection<K extends ProjectionKey>(view: HasProjections | nu
  */
 export function useSnapshot(view: HasProjections | null | undefined): ProjectionSnapshot<ProjectionMap> | null {
   const projections = view?.projections
-  const subscribe = useMemo(
-    () => (projections ? (onChange: () => void) => projections.subscribe(() => onChange()) : noSubscription),
-    [projections],
-  )
+  const subscribe = useMemo(() => (projections ? (onChange: () => void) => projections.subscribe(() => onChange()) : noSubscription), [projections])
   const get = useMemo(() => (projections ? () => projections.snapshot() : nothing), [projections])
   return useSyncExternalStore(subscribe, get, get)
 }

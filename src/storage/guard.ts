@@ -39,7 +39,11 @@ export function createGuard(kind: string): Guard {
     check,
     run(call, mapError) {
       if (isClosed) return Promise.reject(closed(kind))
-      const task = mapError ? call().catch((err: unknown) => { throw mapError(err) }) : call()
+      const task = mapError
+        ? call().catch((err: unknown) => {
+            throw mapError(err)
+          })
+        : call()
       inFlight.add(task)
       const settle = () => inFlight.delete(task)
       task.then(settle, settle)
@@ -87,10 +91,7 @@ export function assertHeader(header: unknown): asserts header is SessionHeader {
   const parsed = safeParse(storedHeaderSchema, header)
   if (!parsed.success) {
     const id = (header as { id?: unknown } | null)?.id
-    throw new SessionfoldError(
-      'INVALID_ARGUMENT',
-      `header for session ${describe(id)} is malformed: ${parsed.error.issues.map((i) => i.message).join('; ')}`,
-    )
+    throw new SessionfoldError('INVALID_ARGUMENT', `header for session ${describe(id)} is malformed: ${parsed.error.issues.map((i) => i.message).join('; ')}`)
   }
 }
 
@@ -113,11 +114,9 @@ export function assertContinues(id: SessionId, batch: readonly EncodedEvent[], l
 /** Seeds must be seqs 0..n-1 and match the header's seedLength. */
 export function assertSeed(header: SessionHeader, seed: readonly EncodedEvent[]): void {
   if (seed.length !== header.seedLength) {
-    throw new SessionfoldError(
-      'INVALID_ARGUMENT',
-      `${where(header.id)} has seedLength ${header.seedLength} but ${seed.length} seed events`,
-      { sessionId: header.id },
-    )
+    throw new SessionfoldError('INVALID_ARGUMENT', `${where(header.id)} has seedLength ${header.seedLength} but ${seed.length} seed events`, {
+      sessionId: header.id,
+    })
   }
   assertContinues(header.id, seed, 0)
 }
@@ -126,7 +125,10 @@ export function assertSeed(header: SessionHeader, seed: readonly EncodedEvent[])
 export function resolveRange(id: SessionId, range: ReadRange | undefined, length: number): { from: number; to: number } {
   const from = range?.from ?? 0
   const to = range?.to ?? length
-  for (const [name, v] of [['from', from], ['to', to]] as const) {
+  for (const [name, v] of [
+    ['from', from],
+    ['to', to],
+  ] as const) {
     if (!isCount(v)) {
       throw new SessionfoldError('INVALID_ARGUMENT', `read of ${where(id)}: ${name} must be an integer >= 0, got ${describe(v)}`, { sessionId: id })
     }
@@ -184,7 +186,8 @@ export function newFeedId(): string {
 export function feedAfter(after: string, length: number): number {
   if (after === '') return 0
   const n = Number(after)
-  if (!Number.isSafeInteger(n) || n < 0 || String(n) !== after) throw new SessionfoldError('INVALID_ARGUMENT', `feed position ${describe(after)} is not one of this store's`)
+  if (!Number.isSafeInteger(n) || n < 0 || String(n) !== after)
+    throw new SessionfoldError('INVALID_ARGUMENT', `feed position ${describe(after)} is not one of this store's`)
   return Math.min(n, length)
 }
 
@@ -202,12 +205,14 @@ export function assertPosition(id: SessionId, at: unknown, least = 1): asserts a
  * seedLength. Each record's length is checked by `sameLength`, where the adapter reads it.
  */
 export function checkReplacement(id: SessionId, replacement: RecordReplacement, stored: SessionInfo): SessionHeader | undefined {
-  const bad = (message: string, seq?: number) => new SessionfoldError('INVALID_ARGUMENT', `replaceRecords of ${where(id, seq)}: ${message}`, { sessionId: id, seq })
+  const bad = (message: string, seq?: number) =>
+    new SessionfoldError('INVALID_ARGUMENT', `replaceRecords of ${where(id, seq)}: ${message}`, { sessionId: id, seq })
   if (!Array.isArray(replacement?.records)) throw bad('not { records }')
   const seen = new Set<number>()
   for (const r of replacement.records) {
     const seq = (r as Partial<EncodedEvent> | null)?.event?.seq as number
-    if (typeof r?.json !== 'string' || !Number.isInteger(seq) || !(seq >= 0 && seq < stored.length) || seen.has(seq)) throw bad('a record not { event, json }, or of a seq not stored, or twice', seq)
+    if (typeof r?.json !== 'string' || !Number.isInteger(seq) || !(seq >= 0 && seq < stored.length) || seen.has(seq))
+      throw bad('a record not { event, json }, or of a seq not stored, or twice', seq)
     seen.add(seq)
   }
   const header = replacement.header
@@ -223,5 +228,10 @@ export function checkReplacement(id: SessionId, replacement: RecordReplacement, 
 /** INVALID_ARGUMENT unless a replacing record (its JSON) is exactly as long as the stored one. */
 export function sameLength(id: SessionId, seq: number, storedBytes: number | undefined, json: string): void {
   const given = utf8Length(json)
-  if (given !== storedBytes) throw new SessionfoldError(storedBytes === undefined ? 'CORRUPT_LOG' : 'INVALID_ARGUMENT', `replaceRecords of ${where(id, seq)}: ${given} bytes where ${storedBytes} are stored`, { sessionId: id, seq })
+  if (given !== storedBytes)
+    throw new SessionfoldError(
+      storedBytes === undefined ? 'CORRUPT_LOG' : 'INVALID_ARGUMENT',
+      `replaceRecords of ${where(id, seq)}: ${given} bytes where ${storedBytes} are stored`,
+      { sessionId: id, seq },
+    )
 }

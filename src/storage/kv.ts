@@ -61,7 +61,8 @@ export function resolveKeyRange(prefix: unknown, range: KeyRange | undefined): {
   const after = range?.after
   if (after !== undefined) assertKey(after, 'list cursor (after)')
   const limit = range?.limit ?? DEFAULT_KEY_LIST
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KEY_LIST) throw bad(`record list limit must be an integer in 1..${MAX_KEY_LIST}, got ${describe(limit)}`)
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KEY_LIST)
+    throw bad(`record list limit must be an integer in 1..${MAX_KEY_LIST}, got ${describe(limit)}`)
   return { prefix: prefix.length === 0 ? '' : flat(prefix) + SEPARATOR, after: after && flat(after), limit }
 }
 

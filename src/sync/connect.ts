@@ -76,10 +76,15 @@ export class Replication {
       throw bad('connect headers must be an object of strings or a function returning one')
     }
     if (live !== undefined && typeof live !== 'boolean' && live !== 'long-poll') throw bad("connect live must be true, false or 'long-poll'")
-    for (const [name, v] of [['pollMs', pollMs], ['maxBackoffMs', maxBackoffMs]] as const) {
-      if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 3_600_000)) throw bad(`connect ${name} must be a whole number of milliseconds in 1..3,600,000`)
+    for (const [name, v] of [
+      ['pollMs', pollMs],
+      ['maxBackoffMs', maxBackoffMs],
+    ] as const) {
+      if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 3_600_000))
+        throw bad(`connect ${name} must be a whole number of milliseconds in 1..3,600,000`)
     }
-    if (options.fetch !== undefined && (typeof options.fetch !== 'function' || !inThread)) throw bad('connect fetch is a function, and only with worker: false (a function cannot cross to the worker)')
+    if (options.fetch !== undefined && (typeof options.fetch !== 'function' || !inThread))
+      throw bad('connect fetch is a function, and only with worker: false (a function cannot cross to the worker)')
     this.#calls = calls
     this.#routes = routes
     this.#options = options
@@ -203,8 +208,9 @@ export class Replication {
     const h = this.#options.headers
     let headers: Record<string, string> | { error: string }
     try {
-      const given = typeof h === 'function' ? await h() : h ?? {}
-      headers = isPlainObject(given) && Object.values(given).every((v) => typeof v === 'string') ? { ...given } : { error: 'it did not return an object of strings' }
+      const given = typeof h === 'function' ? await h() : (h ?? {})
+      headers =
+        isPlainObject(given) && Object.values(given).every((v) => typeof v === 'string') ? { ...given } : { error: 'it did not return an object of strings' }
     } catch (err) {
       headers = { error: (err as Error)?.message ?? String(err) }
     }
@@ -224,7 +230,11 @@ export class Replication {
 
   #fail(err: unknown): void {
     const e = err as { code?: unknown; message?: unknown }
-    this.#publish({ ...this.#state, status: 'error', error: { code: typeof e?.code === 'string' ? e.code : 'WORKER_TERMINATED', message: typeof e?.message === 'string' ? e.message : String(err) } })
+    this.#publish({
+      ...this.#state,
+      status: 'error',
+      error: { code: typeof e?.code === 'string' ? e.code : 'WORKER_TERMINATED', message: typeof e?.message === 'string' ? e.message : String(err) },
+    })
   }
 }
 

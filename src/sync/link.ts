@@ -7,7 +7,11 @@ import type { LoopHost, ReplicationState } from './types'
 
 /** An answer of the server that was not 2xx. */
 export class HttpFailure extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message)
   }
 }

@@ -72,7 +72,10 @@ class Loop {
       const waiting = this.host.takeWaiting()
       try {
         await this.#pushAll()
-        if (this.host.options.live) live ??= this.#liveLoop().finally(() => { live = undefined })
+        if (this.host.options.live)
+          live ??= this.#liveLoop().finally(() => {
+            live = undefined
+          })
         else await this.#pullAll(0)
         if (this.#retryPull.size > 0) await this.#pullAgain()
         // Not `online` here: in live mode a round may send nothing (each request says so itself).
@@ -110,7 +113,7 @@ class Loop {
 
   async #headers(): Promise<Record<string, string>> {
     const h = this.host.options.headers
-    const given = typeof h === 'function' ? await h() : h ?? {}
+    const given = typeof h === 'function' ? await h() : (h ?? {})
     return { ...given, 'sessionfold-sync': SYNC_PROTOCOL }
   }
 
@@ -120,7 +123,7 @@ class Loop {
     const headers = { ...(await this.#headers()), ...(init.headers as Record<string, string> | undefined) }
     const response = await this.host.fetch(`${this.host.base}${path}`, { ...init, headers, signal })
     if (!response.ok) {
-      const body = await response.json().catch(() => undefined) as { error?: { code?: string; message?: string } } | undefined
+      const body = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined
       throw new HttpFailure(response.status, body?.error?.code ?? `HTTP_${response.status}`, body?.error?.message ?? `the server answered ${response.status}`)
     }
     this.#link.succeeded(lane)
@@ -179,7 +182,7 @@ class Loop {
         // Known here before it is sent: the live stream may carry it back before the answer.
         for (const e of batch.sessions) extend(this.#hereHas, e.header.id, e.header.createdAt, e.from + e.events.length)
         const response = await this.#request(SYNC_PATHS.push, { method: 'POST', body: JSON.stringify(batch), headers: { 'content-type': 'application/json' } })
-        const result = await response.json() as PushAnswer
+        const result = (await response.json()) as PushAnswer
         const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
         for (const s of result.skipped) this.#retryPush.add(s.id)
         this.#addConflicts(result.conflicts)
@@ -258,8 +261,12 @@ class Loop {
 
   async #pullAll(wait: number): Promise<void> {
     for (;;) {
-      const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait)
-      const answer = await response.json() as PullAnswer
+      const response = await this.#request(
+        `${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`,
+        { method: 'GET' },
+        REQUEST_TIMEOUT_MS + wait,
+      )
+      const answer = (await response.json()) as PullAnswer
       await this.#apply(answer)
       if (answer.done) return
     }
@@ -272,7 +279,7 @@ class Loop {
     let cursor: string | null = null // no cursor, these sessions only: each sent whole
     for (;;) {
       const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(cursor, ids)}`, { method: 'GET' })
-      const answer = await response.json() as PullAnswer
+      const answer = (await response.json()) as PullAnswer
       if (answer.batch.sessions.length > 0) {
         const result = await this.host.store.applyChanges(answer.batch)
         this.#addConflicts(result.conflicts)
@@ -292,15 +299,23 @@ class Loop {
         if (this.host.options.live === 'long-poll' || this.#sseUnavailable) {
           // Long-poll: the server holds each pull until something changes (or LONG_POLL_MS passes).
           const wait = this.#liveCaughtUp ? LONG_POLL_MS : 0
-          const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait, 'live')
-          const answer = await response.json() as PullAnswer
+          const response = await this.#request(
+            `${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`,
+            { method: 'GET' },
+            REQUEST_TIMEOUT_MS + wait,
+            'live',
+          )
+          const answer = (await response.json()) as PullAnswer
           await this.#apply(answer)
           this.#liveCaughtUp = answer.done
           if (this.#liveCaughtUp) for (const f of this.#liveWaiting.splice(0)) f()
           continue
         }
         const signal = stop
-        const response = await this.host.fetch(`${this.host.base}${SYNC_PATHS.live}${this.#pullQuery(this.#pullCursor, this.host.options.sessions)}`, { headers: await this.#headers(), signal })
+        const response = await this.host.fetch(`${this.host.base}${SYNC_PATHS.live}${this.#pullQuery(this.#pullCursor, this.host.options.sessions)}`, {
+          headers: await this.#headers(),
+          signal,
+        })
         if (response.ok && !(response.headers.get('content-type') ?? '').includes('text/event-stream')) {
           // Something between us and the server does not stream: long-poll from now on.
           await response.body?.cancel().catch(() => {})
@@ -308,8 +323,12 @@ class Loop {
           continue
         }
         if (!response.ok || !response.body) {
-          const body = await response.json().catch(() => undefined) as { error?: { code?: string; message?: string } } | undefined
-          throw new HttpFailure(response.status, body?.error?.code ?? `HTTP_${response.status}`, body?.error?.message ?? `the server answered ${response.status}`)
+          const body = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined
+          throw new HttpFailure(
+            response.status,
+            body?.error?.code ?? `HTTP_${response.status}`,
+            body?.error?.message ?? `the server answered ${response.status}`,
+          )
         }
         // Online at the first message, not at the headers: a server whose store fails answers
         // 200 and then an error event, and that is offline throughout.

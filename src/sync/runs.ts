@@ -50,7 +50,13 @@ class Run {
   /** The live loop's retry waits, ended when the network comes back. */
   readonly #online = new Set<() => void>()
 
-  constructor(readonly key: string, readonly spec: ReplicationSpec, private readonly engine: Engine, private readonly scope: string, private readonly fetchFn: typeof fetch | undefined) {}
+  constructor(
+    readonly key: string,
+    readonly spec: ReplicationSpec,
+    private readonly engine: Engine,
+    private readonly scope: string,
+    private readonly fetchFn: typeof fetch | undefined,
+  ) {}
 
   set(patch: Partial<ReplicationState>): void {
     const next = { ...this.state, ...patch }
@@ -209,11 +215,13 @@ class Run {
         }
       }
     }
-    this.done = locks.request(name, { signal: this.stop.signal }, async () => {
-      this.leading = true
-      for (const w of this.#followerWaits.splice(0)) this.waiting.push(w.resolve)
-      await runReplication(host).catch(failed)
-    }).catch(failed) // aborted while waiting for the lock (closed), or refused (an opaque origin)
+    this.done = locks
+      .request(name, { signal: this.stop.signal }, async () => {
+        this.leading = true
+        for (const w of this.#followerWaits.splice(0)) this.waiting.push(w.resolve)
+        await runReplication(host).catch(failed)
+      })
+      .catch(failed) // aborted while waiting for the lock (closed), or refused (an opaque origin)
   }
 
   async close(): Promise<void> {
@@ -233,7 +241,10 @@ export class ReplicationHub {
   readonly #clients = new Map<number, Client>()
   #next = 1
 
-  constructor(private readonly engine: Engine, private readonly scope: string) {
+  constructor(
+    private readonly engine: Engine,
+    private readonly scope: string,
+  ) {
     engine.written.add(() => {
       for (const run of this.#runs.values()) run.kick()
     })
@@ -257,11 +268,16 @@ export class ReplicationHub {
   next(id: number, seen: number): Promise<ReplicationEvent> {
     const client = this.#clients.get(id)
     if (!client) return Promise.resolve({ version: seen + 1, state: INITIAL, closed: true })
-    const untold = () => (client.asks ? client.run.asked ?? 0 : 0) > client.told
+    const untold = () => (client.asks ? (client.run.asked ?? 0) : 0) > client.told
     const answer = (): ReplicationEvent => {
       const asked = untold() ? client.run.asked : undefined
       if (asked !== undefined) client.told = asked
-      return { version: client.run.version, state: client.run.state, ...(asked !== undefined ? { headersWanted: asked } : {}), ...(this.#clients.has(id) ? {} : { closed: true }) }
+      return {
+        version: client.run.version,
+        state: client.run.state,
+        ...(asked !== undefined ? { headersWanted: asked } : {}),
+        ...(this.#clients.has(id) ? {} : { closed: true }),
+      }
     }
     if (client.run.version > seen || untold()) return Promise.resolve(answer())
     return new Promise((resolve) => {
@@ -279,7 +295,8 @@ export class ReplicationHub {
     for (const [n, t] of client.run.tickets) {
       if (n > ticket) continue
       client.run.tickets.delete(n)
-      if ('error' in headers && typeof headers.error === 'string' && Object.keys(headers).length === 1) t.reject(new Error(`the headers function failed: ${headers.error}`))
+      if ('error' in headers && typeof headers.error === 'string' && Object.keys(headers).length === 1)
+        t.reject(new Error(`the headers function failed: ${headers.error}`))
       else t.resolve(headers as Record<string, string>)
     }
   }

@@ -12,8 +12,26 @@ import { encodeEvent, type EncodedEvent } from '../core/validate'
  * letters, digits, `-` and `_` (docs/CONTRACT.md §2), or not strings.
  */
 export const BAD_IDS: readonly unknown[] = [
-  '', '../x', 'a/b', 'a\\b', '.', '..', 'x'.repeat(129), 'a\0b', 'a b', 'é', 'ａ', 'a.b',
-  'ｘ', 'a\u2215b', 'con:', 42, null, undefined, {}, ['a'],
+  '',
+  '../x',
+  'a/b',
+  'a\\b',
+  '.',
+  '..',
+  'x'.repeat(129),
+  'a\0b',
+  'a b',
+  'é',
+  'ａ',
+  'a.b',
+  'ｘ',
+  'a\u2215b',
+  'con:',
+  42,
+  null,
+  undefined,
+  {},
+  ['a'],
 ]
 
 export function rootHeader(id: SessionId, extra: Partial<SessionHeader> = {}): SessionHeader {
@@ -72,7 +90,7 @@ export async function snapshotStore(adapter: StorageAdapter): Promise<unknown> {
 export async function recordsOf(adapter: StorageAdapter): Promise<Record<string, string | undefined>> {
   const out: Record<string, string | undefined> = {}
   if (!adapter.kv) return out
-  for (let after: string[] | undefined; ;) {
+  for (let after: string[] | undefined; ; ) {
     const keys = await adapter.kv.list([], { after, limit: 1000 })
     for (const key of keys) out[key.join('/')] = await adapter.kv.get(key)
     if (keys.length < 1000) return out

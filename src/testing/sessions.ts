@@ -55,7 +55,6 @@ export function sessionTests(t: Group): void {
     expect(err.message).toContain('9')
   })
 
-
   t.test('reads ranges at every boundary', async ({ adapter }) => {
     await adapter.createSession(rootHeader('r'))
     const n = 1300 // spans several read pages and index blocks
@@ -63,7 +62,16 @@ export function sessionTests(t: Group): void {
     const seqs = async (from?: number, to?: number) => (await readAll(adapter, 'r', { from, to })).map((e) => e.seq)
     const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i)
     expect(await seqs()).toEqual(range(0, n))
-    for (const [from, to] of [[0, 1], [63, 65], [64, 128], [511, 513], [512, 1024], [1299, 1300], [700, 1300], [1, 1299]] as const) {
+    for (const [from, to] of [
+      [0, 1],
+      [63, 65],
+      [64, 128],
+      [511, 513],
+      [512, 1024],
+      [1299, 1300],
+      [700, 1300],
+      [1, 1299],
+    ] as const) {
       expect(await seqs(from, to), `[${from}, ${to})`).toEqual(range(from, to))
     }
     expect(await seqs(5, 5)).toEqual([])
@@ -85,12 +93,15 @@ export function sessionTests(t: Group): void {
     await adapter.append('c', evs('c', 0, 2000))
     const ac = new AbortController()
     const seen: number[] = []
-    await expectCode((async () => {
-      for await (const page of adapter.readEvents('c', { signal: ac.signal })) {
-        seen.push(...page.map((e) => e.seq))
-        ac.abort()
-      }
-    })(), 'CANCELLED')
+    await expectCode(
+      (async () => {
+        for await (const page of adapter.readEvents('c', { signal: ac.signal })) {
+          seen.push(...page.map((e) => e.seq))
+          ac.abort()
+        }
+      })(),
+      'CANCELLED',
+    )
     expect(seen.length).toBeGreaterThan(0)
     expect(seen.length).toBeLessThan(2000)
   })
@@ -106,7 +117,7 @@ export function sessionTests(t: Group): void {
     const [a, b] = await readAll(adapter, 'big')
     expect(a?.data).toEqual({ s: 'x'.repeat(1024 * 1024 - 64) })
     expect(JSON.stringify(b?.data)).toBe(JSON.stringify(odd))
-    expect(Object.prototype.hasOwnProperty.call(b?.data, '__proto__')).toBe(true)
+    expect(Object.hasOwn(b?.data as object, '__proto__')).toBe(true)
     expect(Object.getPrototypeOf(b?.data)).toBe(Object.prototype)
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
@@ -162,4 +173,5 @@ export function sessionTests(t: Group): void {
     expect(await adapter.getCheckpoint('d')).toBeUndefined()
     await adapter.append('d', [ev('d', 0)])
     expect((await adapter.listSessions()).map((h) => h.id)).toEqual(['d', 'keep'])
-  })}
+  })
+}

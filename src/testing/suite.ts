@@ -61,7 +61,11 @@ export interface Group {
 }
 
 const MEMBERS: Record<StorageCapability, readonly (keyof StorageAdapter)[]> = {
-  replaceRecords: ['replaceRecords'], history: ['history'], kv: ['kv'], feed: ['feed'], meta: ['getMeta', 'putMeta'],
+  replaceRecords: ['replaceRecords'],
+  history: ['history'],
+  kv: ['kv'],
+  feed: ['feed'],
+  meta: ['getMeta', 'putMeta'],
 }
 
 /** Fails, naming the option, when the adapter lacks a member the options do not excuse. @internal */
@@ -75,7 +79,8 @@ export function expectCapability(adapter: StorageAdapter, capability: StorageCap
 export function groupOf(setup: () => Promise<AdapterHarness>, options: StorageConformanceOptions): Group {
   const without = new Set(options.without ?? [])
   for (const c of without) {
-    if (!Object.hasOwn(MEMBERS, c)) throw new TypeError(`storageConformance: unknown capability ${JSON.stringify(c)} in "without" (one of ${Object.keys(MEMBERS).join(', ')})`)
+    if (!Object.hasOwn(MEMBERS, c))
+      throw new TypeError(`storageConformance: unknown capability ${JSON.stringify(c)} in "without" (one of ${Object.keys(MEMBERS).join(', ')})`)
   }
   const register = (name: string, needs: StorageCapability | undefined, fn: (ctx: TestContext) => Promise<void>) => {
     if (needs && without.has(needs)) it.skip(`${name} (without ${needs})`, fn)
@@ -84,15 +89,16 @@ export function groupOf(setup: () => Promise<AdapterHarness>, options: StorageCo
   return {
     setup,
     has: (capability) => !without.has(capability),
-    test: (name, fn, needs) => register(name, needs, async () => {
-      const h = await setup()
-      try {
-        if (needs) expectCapability(h.adapter, needs)
-        await fn(h)
-      } finally {
-        await h.teardown()
-      }
-    }),
+    test: (name, fn, needs) =>
+      register(name, needs, async () => {
+        const h = await setup()
+        try {
+          if (needs) expectCapability(h.adapter, needs)
+          await fn(h)
+        } finally {
+          await h.teardown()
+        }
+      }),
     own: (name, fn, needs) => register(name, needs, fn),
   }
 }

@@ -28,7 +28,8 @@ function countingFs(boot: { id: string }): { fs: FsPromises; syncs: Map<string, 
   const names = new Map<number, string>()
   const count = (name: string) => syncs.set(name, (syncs.get(name) ?? 0) + 1)
   const fs: FsPromises = {
-    ...nodeFs, writeSync,
+    ...nodeFs,
+    writeSync,
     readFile: (async (path: Parameters<typeof nodeFs.readFile>[0], options?: Parameters<typeof nodeFs.readFile>[1]) => {
       if (String(path) === BOOT_ID_FILE) return `${boot.id}\n`
       return nodeFs.readFile(path, options)
@@ -89,7 +90,7 @@ async function pump(a: Engine, b: Engine, cursor: ChangeCursor | null): Promise<
 }
 
 describe('fs change feed: records without a sync of their own', () => {
-  it('a lone append pays one fdatasync, its log\'s; the feed is marked with this boot once', async () => {
+  it("a lone append pays one fdatasync, its log's; the feed is marked with this boot once", async () => {
     const boot = { id: (await readFile(BOOT_ID_FILE, 'utf8').catch(() => 'test-boot')).trim() }
     const { fs, syncs } = countingFs(boot)
     const engine = new Engine({ storage: createFsAdapter({ dir, fs }) })
@@ -108,7 +109,7 @@ describe('fs change feed: records without a sync of their own', () => {
     }
   })
 
-  it('after a machine crash lost the feed\'s last records, a cursor made before it walks again and misses nothing', async () => {
+  it("after a machine crash lost the feed's last records, a cursor made before it walks again and misses nothing", async () => {
     const boot = { id: 'boot-1' }
     const source = () => new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
     const dest = new Engine({ storage: createMemoryAdapter() })
@@ -149,7 +150,7 @@ describe('fs change feed: records without a sync of their own', () => {
     }
   })
 
-  it('a process that died (the same boot) keeps the feed\'s identity; a feed of an older version, with no mark, keeps it too', async () => {
+  it("a process that died (the same boot) keeps the feed's identity; a feed of an older version, with no mark, keeps it too", async () => {
     const boot = { id: 'boot-1' }
     let a = new Engine({ storage: createFsAdapter({ dir, fs: countingFs(boot).fs }) })
     await a.createSession({ id: 's1' })
@@ -205,7 +206,7 @@ describe('fs change feed: records without a sync of their own', () => {
     }
   })
 
-  it('processes that make a new store\'s feed identity at once all name the one that stays', async () => {
+  it("processes that make a new store's feed identity at once all name the one that stays", async () => {
     // Each process finds no identity, makes one, and puts it in place; here the three puts wait
     // until all three are made, then go one by one, each process reading the file back before
     // the next puts its own. One put over another would leave them naming different ones.
@@ -213,7 +214,9 @@ describe('fs change feed: records without a sync of their own', () => {
     const N = 3
     let arrived = 0
     let release!: () => void
-    const all = new Promise<void>((resolve) => { release = resolve })
+    const all = new Promise<void>((resolve) => {
+      release = resolve
+    })
     const gated = (put: (from: string, to: string) => Promise<void>) => async (from: string, to: string) => {
       if (basename(String(to)) !== 'feed.id') return put(from, to)
       const turn = arrived++
@@ -224,7 +227,9 @@ describe('fs change feed: records without a sync of their own', () => {
     }
     const engines = Array.from({ length: N }, () => {
       const fs = countingFs(boot).fs
-      return new Engine({ storage: createFsAdapter({ dir, fs: { ...fs, rename: gated(fs.rename) as typeof fs.rename, link: gated(fs.link!) as typeof nodeFs.link } }) })
+      return new Engine({
+        storage: createFsAdapter({ dir, fs: { ...fs, rename: gated(fs.rename) as typeof fs.rename, link: gated(fs.link!) as typeof nodeFs.link } }),
+      })
     })
     try {
       const ids = await Promise.all(engines.map(feedOf))
@@ -240,7 +245,9 @@ describe('fs change feed: records without a sync of their own', () => {
     const boot = { id: 'boot-1' }
     const noLinks = (): FsPromises => ({
       ...countingFs(boot).fs,
-      link: (async () => { throw Object.assign(new Error('operation not permitted'), { code: 'EPERM' }) }) as typeof nodeFs.link,
+      link: (async () => {
+        throw Object.assign(new Error('operation not permitted'), { code: 'EPERM' })
+      }) as typeof nodeFs.link,
     })
     const a = new Engine({ storage: createFsAdapter({ dir, fs: noLinks() }) })
     const id = await feedOf(a)

@@ -91,7 +91,10 @@ describe('fs adapter: torn tails', () => {
     expect(repairs).toHaveLength(1)
     expect(repairs[0]).toMatchObject({ sessionId: 't', file: logPath('t') })
     expect(repairs[0]!.bytes).toBeGreaterThan(0)
-    expect((await readAll(a, 't', { from: 9 })).map((e) => [e.seq, e.data])).toEqual([[9, { n: 9 }], [10, 'after']])
+    expect((await readAll(a, 't', { from: 9 })).map((e) => [e.seq, e.data])).toEqual([
+      [9, { n: 9 }],
+      [10, 'after'],
+    ])
     await a.close()
     const b = createFsAdapter({ dir })
     expect((await b.getSession('t'))?.length).toBe(11)
@@ -195,12 +198,15 @@ describe('fs adapter: other processes and files', () => {
   })
 
   it('folder names round-trip every id and stay short and safe', () => {
-    fc.assert(fc.property(fc.stringMatching(/^[A-Za-z0-9_-]{1,128}$/), (id) => {
-      const name = folderOf(id)
-      expect(idOfFolder(name)).toBe(id)
-      expect(name.length).toBeLessThanOrEqual(163)
-      expect(name).toMatch(/^s-[a-z0-9_-]+(\.[0-9a-f]+)?$/)
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9_-]{1,128}$/), (id) => {
+        const name = folderOf(id)
+        expect(idOfFolder(name)).toBe(id)
+        expect(name.length).toBeLessThanOrEqual(163)
+        expect(name).toMatch(/^s-[a-z0-9_-]+(\.[0-9a-f]+)?$/)
+      }),
+      { numRuns: 2000 },
+    )
     expect(folderOf('Agent')).not.toBe(folderOf('agent'))
     for (const name of ['s-..', 'x-abc', 's-abc.0', 's-Abc', 's-abc.1.2', 's-1.1', '.', '..']) expect(idOfFolder(name)).toBeUndefined()
   })

@@ -129,7 +129,10 @@ describe('indexeddb adapter', () => {
 
     expect(await snapshotStore(a)).toEqual(before)
     // Not even the put issued before the failure survived (the meta row would hide it).
-    expect(await rawEventKeys(factory, 'quota')).toEqual([['q', 0], ['q', 1]])
+    expect(await rawEventKeys(factory, 'quota')).toEqual([
+      ['q', 0],
+      ['q', 1],
+    ])
     await a.append('q', evs('q', 2, 3))
     expect((await a.getSession('q'))?.length).toBe(5)
   })
@@ -176,8 +179,18 @@ describe('indexeddb adapter', () => {
     expect(appendTxs() - before).toBeLessThanOrEqual(5) // 100 appends
     for (const id of ids) expect((await readAll(a, id)).map((e) => e.seq)).toEqual([...Array(20).keys()])
     // In one group: an append that does not continue its log, and one to a session that is gone.
-    const results = await Promise.allSettled([a.append('g0', [ev('g0', 20)]), a.append('g1', [ev('g1', 99)]), a.append('nope', [ev('nope', 0)]), a.append('g2', [ev('g2', 20)])])
-    expect(results.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as { code: string }).code))).toEqual(['ok', 'SEQ_CONFLICT', 'SESSION_NOT_FOUND', 'ok'])
+    const results = await Promise.allSettled([
+      a.append('g0', [ev('g0', 20)]),
+      a.append('g1', [ev('g1', 99)]),
+      a.append('nope', [ev('nope', 0)]),
+      a.append('g2', [ev('g2', 20)]),
+    ])
+    expect(results.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as { code: string }).code))).toEqual([
+      'ok',
+      'SEQ_CONFLICT',
+      'SESSION_NOT_FOUND',
+      'ok',
+    ])
     expect((await a.getSession('g1'))?.length).toBe(20)
     expect((await a.getSession('g2'))?.length).toBe(21)
     spy.mockRestore()

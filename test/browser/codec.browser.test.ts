@@ -48,17 +48,19 @@ async function gensOf(name: string): Promise<{ units: { kind: string; gen: numbe
     r.onsuccess = () => resolve(r.result)
     r.onerror = () => reject(r.error)
   })
-  const all = (store: string) => new Promise<unknown[]>((resolve, reject) => {
-    const r = db.transaction(store).objectStore(store).getAll()
-    r.onsuccess = () => resolve(r.result)
-    r.onerror = () => reject(r.error)
-  })
+  const all = (store: string) =>
+    new Promise<unknown[]>((resolve, reject) => {
+      const r = db.transaction(store).objectStore(store).getAll()
+      r.onsuccess = () => resolve(r.result)
+      r.onerror = () => reject(r.error)
+    })
   try {
     const gen = (b64: unknown) => atob(String(b64)).charCodeAt(1)
     const units: { kind: string; gen: number }[] = []
-    for (const e of await all('events') as { type: string; data: unknown }[]) if (e.type === '' && typeof e.data === 'string') units.push({ kind: 'frame', gen: gen(e.data) })
-    for (const m of await all('sessions') as { header: { sealed: string } }[]) units.push({ kind: 'header', gen: gen(m.header.sealed) })
-    for (const row of await all('checkpoints') as { sealed: string }[]) units.push({ kind: 'row', gen: gen(row.sealed) })
+    for (const e of (await all('events')) as { type: string; data: unknown }[])
+      if (e.type === '' && typeof e.data === 'string') units.push({ kind: 'frame', gen: gen(e.data) })
+    for (const m of (await all('sessions')) as { header: { sealed: string } }[]) units.push({ kind: 'header', gen: gen(m.header.sealed) })
+    for (const row of (await all('checkpoints')) as { sealed: string }[]) units.push({ kind: 'row', gen: gen(row.sealed) })
     const record = (await all('meta')).find((v) => typeof v === 'string' && v.includes('aes-256-gcm')) as string
     return { units, keys: (JSON.parse(record) as { keys: { gen: number }[] }).keys.map((k) => k.gen) }
   } finally {
@@ -68,7 +70,10 @@ async function gensOf(name: string): Promise<{ units: { kind: string; gen: numbe
 
 async function fill(store: Store, marker: string): Promise<void> {
   const root = await store.createSession({ id: 'root', cwd: `/home/${marker}` })
-  await root.append([{ type: 'turn/start', data: { prompt: marker } }, { type: 'tool/output', data: { text: `${marker} `.repeat(300) } }])
+  await root.append([
+    { type: 'turn/start', data: { prompt: marker } },
+    { type: 'tool/output', data: { text: `${marker} `.repeat(300) } },
+  ])
   const kid = await root.spawn({ mode: 'continuable', id: 'kid', label: `label ${marker}`, events: [{ type: 'app/task', data: marker }] })
   await kid.append({ type: 'turn/end' })
   await root.append({ type: 'turn/end', data: marker })
@@ -113,9 +118,16 @@ describe('encryption at rest in Chromium (IndexedDB)', () => {
     await b.close()
     const before = [await rawValues(secretName), await rawValues(plainName)]
     const wrong = await deriveKey('wrong', new Uint8Array(16), { iterations: 1000 })
-    const tries: [string, OpenStoreOptions][] = [[secretName, {}], [secretName, { encryption: { key: wrong } }], [plainName, { encryption: { key } }]]
+    const tries: [string, OpenStoreOptions][] = [
+      [secretName, {}],
+      [secretName, { encryption: { key: wrong } }],
+      [plainName, { encryption: { key } }],
+    ]
     for (const [name, options] of tries) {
-      const err = await openStore({ name, ...options }).then(() => undefined, (e: unknown) => e)
+      const err = await openStore({ name, ...options }).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       expect((err as { code?: string })?.code).toBe('KEY_REJECTED')
     }
     expect([await rawValues(secretName), await rawValues(plainName)]).toEqual(before)
@@ -126,10 +138,13 @@ describe('encryption at rest in Chromium (IndexedDB)', () => {
     const first = await openStore({ name, worker: 'shared', encryption: { key } })
     await fill(first, 'm')
     for (const options of [{}, { encryption: { key: new Uint8Array(32).fill(1) } }] as OpenStoreOptions[]) {
-      const err = await openStore({ name, worker: 'shared', ...options }).then(async (s) => {
-        await s.close()
-        return undefined
-      }, (e: unknown) => e)
+      const err = await openStore({ name, worker: 'shared', ...options }).then(
+        async (s) => {
+          await s.close()
+          return undefined
+        },
+        (e: unknown) => e,
+      )
       expect((err as { code?: string })?.code).toBe('KEY_REJECTED')
     }
     const second = await openStore({ name, worker: 'shared', encryption: { key } })
@@ -147,37 +162,38 @@ describe('encryption at rest in Chromium (IndexedDB)', () => {
     await right.close()
   })
 
-  for (const worker of [true, false, 'shared'] as const) it(`rotateKey re-encrypts every unit; afterwards the new key opens it and the old one does not (worker: ${worker})`, async () => {
-    const name = dbName('rotate')
-    const s = await openStore({ name, worker, encryption: { key } })
-    await fill(s, 'm')
-    const next = await deriveKey('next', new Uint8Array(16).fill(9), { iterations: 1000 })
-    const before = await gensOf(name)
-    expect(new Set(before.units.map((u) => u.kind))).toEqual(new Set(['frame', 'header', 'row']))
-    expect([...new Set(before.units.map((u) => u.gen))]).toEqual([1])
-    const view = await s.observe('root')
-    const events = []
-    for await (const e of view.events()) events.push(e)
-    await view.close()
-    const progress: number[] = []
-    await s.rotateKey(next, { onProgress: (p) => progress.push(p.done) })
-    expect(progress).toEqual([0, 1, 2])
-    // Every frame, header and row re-encrypted under the new data key; the record lists it alone.
-    const after = await gensOf(name)
-    expect(after.units.map((u) => u.kind)).toEqual(before.units.map((u) => u.kind))
-    expect([...new Set(after.units.map((u) => u.gen))]).toEqual([2])
-    expect(after.keys).toEqual([2])
-    await s.close()
-    await expect(openStore({ name, encryption: { key } })).rejects.toMatchObject({ code: 'KEY_REJECTED' })
-    const again = await openStore({ name, worker, encryption: { key: next } })
-    expect((await again.verify()).damaged).toEqual([])
-    const read = await again.observe('root')
-    const eventsAfter = []
-    for await (const e of read.events()) eventsAfter.push(e)
-    await read.close()
-    expect(eventsAfter).toEqual(events)
-    await again.close()
-  })
+  for (const worker of [true, false, 'shared'] as const)
+    it(`rotateKey re-encrypts every unit; afterwards the new key opens it and the old one does not (worker: ${worker})`, async () => {
+      const name = dbName('rotate')
+      const s = await openStore({ name, worker, encryption: { key } })
+      await fill(s, 'm')
+      const next = await deriveKey('next', new Uint8Array(16).fill(9), { iterations: 1000 })
+      const before = await gensOf(name)
+      expect(new Set(before.units.map((u) => u.kind))).toEqual(new Set(['frame', 'header', 'row']))
+      expect([...new Set(before.units.map((u) => u.gen))]).toEqual([1])
+      const view = await s.observe('root')
+      const events = []
+      for await (const e of view.events()) events.push(e)
+      await view.close()
+      const progress: number[] = []
+      await s.rotateKey(next, { onProgress: (p) => progress.push(p.done) })
+      expect(progress).toEqual([0, 1, 2])
+      // Every frame, header and row re-encrypted under the new data key; the record lists it alone.
+      const after = await gensOf(name)
+      expect(after.units.map((u) => u.kind)).toEqual(before.units.map((u) => u.kind))
+      expect([...new Set(after.units.map((u) => u.gen))]).toEqual([2])
+      expect(after.keys).toEqual([2])
+      await s.close()
+      await expect(openStore({ name, encryption: { key } })).rejects.toMatchObject({ code: 'KEY_REJECTED' })
+      const again = await openStore({ name, worker, encryption: { key: next } })
+      expect((await again.verify()).damaged).toEqual([])
+      const read = await again.observe('root')
+      const eventsAfter = []
+      for await (const e of read.events()) eventsAfter.push(e)
+      await read.close()
+      expect(eventsAfter).toEqual(events)
+      await again.close()
+    })
 
   it('replaceRecords on IndexedDB: a record of another length is refused and nothing changes; one of the same length is replaced', async () => {
     const name = dbName('replace')
@@ -201,23 +217,27 @@ describe('encryption at rest in Chromium (IndexedDB)', () => {
   })
 })
 
-storageConformance('indexeddb (Chromium), encrypted and compressed', async () => {
-  const name = dbName('conformance')
-  const open = () => openSealed(createIndexedDbAdapter({ name }), { key, compressor: streamCompressor() })
-  let adapter: StorageAdapter = await open()
-  return {
-    adapter,
-    reopen: async () => {
-      await adapter.close()
-      adapter = await open()
-      return adapter
-    },
-    teardown: async () => {
-      await adapter.close()
-      await new Promise<void>((resolve) => {
-        const r = indexedDB.deleteDatabase(name)
-        r.onsuccess = r.onerror = r.onblocked = () => resolve()
-      })
-    },
-  }
-}, { without: ['replaceRecords'] }) // a sealed store has no replaceRecords of its own (rotateKey uses the inner adapter's)
+storageConformance(
+  'indexeddb (Chromium), encrypted and compressed',
+  async () => {
+    const name = dbName('conformance')
+    const open = () => openSealed(createIndexedDbAdapter({ name }), { key, compressor: streamCompressor() })
+    let adapter: StorageAdapter = await open()
+    return {
+      adapter,
+      reopen: async () => {
+        await adapter.close()
+        adapter = await open()
+        return adapter
+      },
+      teardown: async () => {
+        await adapter.close()
+        await new Promise<void>((resolve) => {
+          const r = indexedDB.deleteDatabase(name)
+          r.onsuccess = r.onerror = r.onblocked = () => resolve()
+        })
+      },
+    }
+  },
+  { without: ['replaceRecords'] },
+) // a sealed store has no replaceRecords of its own (rotateKey uses the inner adapter's)

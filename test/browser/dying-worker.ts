@@ -6,7 +6,10 @@ import { defineProjection } from '../../src/core/projection'
 import { serveEngine } from '../../src/host/entry/serve-browser'
 
 const tripwire = defineProjection({
-  key: 'tripwire', stateVersion: 1, stateSchema: z.number(), init: () => 0,
+  key: 'tripwire',
+  stateVersion: 1,
+  stateSchema: z.number(),
+  init: () => 0,
   apply: (n: number, e) => {
     if (e.type === 'app/die') (globalThis as unknown as { close(): void }).close()
     return n

@@ -38,10 +38,11 @@ async function checkpointAt(a: { getCheckpoint(id: string): Promise<unknown> }, 
   }
 }
 
-const deleteDb = (name: string) => new Promise<void>((resolve) => {
-  const r = indexedDB.deleteDatabase(name)
-  r.onsuccess = r.onerror = r.onblocked = () => resolve()
-})
+const deleteDb = (name: string) =>
+  new Promise<void>((resolve) => {
+    const r = indexedDB.deleteDatabase(name)
+    r.onsuccess = r.onerror = r.onblocked = () => resolve()
+  })
 
 describe('a full IndexedDB quota (Chromium)', () => {
   for (const worker of [true, false]) {
@@ -49,7 +50,12 @@ describe('a full IndexedDB quota (Chromium)', () => {
     it(`appends, spawns and forks reject with STORAGE_QUOTA_EXCEEDED, store nothing, and work again once the quota allows (worker: ${worker})`, async () => {
       const name = dbName()
       // No quiet-period checkpoints during the test; turn/end's row is still due (paced, §4).
-      const options: OpenStoreOptions = { name, worker, workerUrl: worker ? new URL('./quota-worker.ts', import.meta.url) : undefined, checkpoint: { everyMs: 600_000 } }
+      const options: OpenStoreOptions = {
+        name,
+        worker,
+        workerUrl: worker ? new URL('./quota-worker.ts', import.meta.url) : undefined,
+        checkpoint: { everyMs: 600_000 },
+      }
       const store = await openStore(options)
       const s = await store.createSession({ id: 's' })
       const acked: Json[] = []
@@ -63,7 +69,10 @@ describe('a full IndexedDB quota (Chromium)', () => {
       await s.append({ type: 'turn/end', data: 'end' })
       acked.push('end')
       const o = await store.createSession({ id: 'o' })
-      await o.append([{ type: 'app/o', data: 0 }, { type: 'app/o', data: 1 }])
+      await o.append([
+        { type: 'app/o', data: 0 },
+        { type: 'app/o', data: 1 },
+      ])
 
       const a = createIndexedDbAdapter({ name })
       const values = s.projections.snapshot()
@@ -75,8 +84,22 @@ describe('a full IndexedDB quota (Chromium)', () => {
       await setFull(context, true)
       const err = await expectCode(s.append({ type: 'app/lost' }), 'STORAGE_QUOTA_EXCEEDED')
       expect(err.message).toContain('"s"')
-      await expectCode(s.append([{ type: 'app/lost', data: 1 }, { type: 'app/lost', data: 2 }, { type: 'app/lost', data: 3 }]), 'STORAGE_QUOTA_EXCEEDED')
-      const together = await Promise.allSettled([0, 1, 2].map((k) => s.append([{ type: 'app/lost', data: k }, { type: 'app/lost', data: k }])))
+      await expectCode(
+        s.append([
+          { type: 'app/lost', data: 1 },
+          { type: 'app/lost', data: 2 },
+          { type: 'app/lost', data: 3 },
+        ]),
+        'STORAGE_QUOTA_EXCEEDED',
+      )
+      const together = await Promise.allSettled(
+        [0, 1, 2].map((k) =>
+          s.append([
+            { type: 'app/lost', data: k },
+            { type: 'app/lost', data: k },
+          ]),
+        ),
+      )
       for (const r of together) expect((r as PromiseRejectedResult).reason?.code).toBe('STORAGE_QUOTA_EXCEEDED')
       await expectCode(s.spawn({ mode: 'one-shot', id: 'orphan', events: [{ type: 'app/k' }] }), 'STORAGE_QUOTA_EXCEEDED')
       await expectCode(s.fork({ at: 5 }), 'STORAGE_QUOTA_EXCEEDED')

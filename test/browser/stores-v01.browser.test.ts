@@ -14,13 +14,17 @@ const fixture = async <T>(file: string): Promise<T> => JSON.parse(await commands
 
 describe('the IndexedDB store of 0.1 in Chromium (database version 2)', () => {
   const name = `v01-${crypto.randomUUID()}`
-  v01Suite(() => fixture<V01Manifest>('indexeddb.manifest.json'), () => openStore({ storage: 'indexeddb', name }), {
-    before: async () => {
-      await loadIdbDump(indexedDB, name, await fixture<IdbDump>('indexeddb.json'))
-      expect(await idbLayout(indexedDB, name)).toEqual({ version: 2, stores: ['checkpoints', 'events', 'feed', 'meta', 'sessions'] })
+  v01Suite(
+    () => fixture<V01Manifest>('indexeddb.manifest.json'),
+    () => openStore({ storage: 'indexeddb', name }),
+    {
+      before: async () => {
+        await loadIdbDump(indexedDB, name, await fixture<IdbDump>('indexeddb.json'))
+        expect(await idbLayout(indexedDB, name)).toEqual({ version: 2, stores: ['checkpoints', 'events', 'feed', 'meta', 'sessions'] })
+      },
+      after: async () => {
+        expect(await idbLayout(indexedDB, name)).toEqual({ version: 3, stores: ['checkpoints', 'events', 'feed', 'kv', 'meta', 'sessions'] })
+      },
     },
-    after: async () => {
-      expect(await idbLayout(indexedDB, name)).toEqual({ version: 3, stores: ['checkpoints', 'events', 'feed', 'kv', 'meta', 'sessions'] })
-    },
-  })
+  )
 })

@@ -9,7 +9,10 @@ import { expectNoSplice } from '../support/splice'
 let n = 0
 const db = () => `sync-${Date.now()}-${n++}`
 
-for (const [mode, worker] of [['module Web Worker', true], ['in the page', false]] as [string, OpenStoreOptions['worker']][]) {
+for (const [mode, worker] of [
+  ['module Web Worker', true],
+  ['in the page', false],
+] as [string, OpenStoreOptions['worker']][]) {
   it(`syncs both ways and applies a batch once, refusing a bad one whole (${mode})`, async () => {
     const a = await openStore({ name: db(), worker })
     const b = await openStore({ name: db(), worker })
@@ -43,7 +46,10 @@ for (const [mode, worker] of [['module Web Worker', true], ['in the page', false
 }
 
 // §13: a batch continues only the history it was made from, on real IndexedDB through real workers.
-for (const [mode, worker] of [['module Web Workers', true], ['in the page', false]] as [string, OpenStoreOptions['worker']][]) {
+for (const [mode, worker] of [
+  ['module Web Workers', true],
+  ['in the page', false],
+] as [string, OpenStoreOptions['worker']][]) {
   it(`the splice repro ends in reported conflicts with both logs unchanged (${mode})`, async () => {
     const s = await openStore({ name: db(), worker })
     const d = await openStore({ name: db(), worker })

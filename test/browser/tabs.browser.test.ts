@@ -37,10 +37,15 @@ describe('many tabs (Chromium)', () => {
     await expectCode(b.openSession('crash'), 'SESSION_LOCKED')
     // The worker closes itself while folding (its reply to that append may or may not get out);
     // browsers send no event, yet no call may hang: the next one gets WORKER_TERMINATED.
-    expect(await s.append({ type: 'app/die' }).then(() => 'durable', (e: { code?: string }) => e.code)).toMatch(/^(durable|WORKER_TERMINATED)$/)
+    expect(
+      await s.append({ type: 'app/die' }).then(
+        () => 'durable',
+        (e: { code?: string }) => e.code,
+      ),
+    ).toMatch(/^(durable|WORKER_TERMINATED)$/)
     await expectCode(s.append({ type: 'app/after' }), 'WORKER_TERMINATED')
     let reopened
-    for (const end = Date.now() + 5000; !reopened && Date.now() < end;) {
+    for (const end = Date.now() + 5000; !reopened && Date.now() < end; ) {
       reopened = await b.openSession('crash').catch(() => undefined)
       if (!reopened) await new Promise((r) => setTimeout(r, 20))
     }

@@ -53,7 +53,11 @@ async function files(path: string): Promise<Record<string, string>> {
 async function buildStore(path: string, options: { damaged?: boolean } = {}): Promise<void> {
   const s = await openStore({ dir: path, worker: false })
   const parent = await s.createSession({ id: 'parent', cwd: '/proj' })
-  await parent.append([{ type: 'turn/start', time: 1_000 }, { type: 'app/msg', data: { text: 'hi' } }, { type: 'turn/end', time: 13_300 }])
+  await parent.append([
+    { type: 'turn/start', time: 1_000 },
+    { type: 'app/msg', data: { text: 'hi' } },
+    { type: 'turn/end', time: 13_300 },
+  ])
   const helper = await parent.spawn({ mode: 'continuable', label: 'helper', id: 'helper', events: [{ type: 'app/task' }] })
   const grandkid = await helper.spawn({ mode: 'one-shot', label: 'gk', id: 'grandkid' })
   await (await grandkid.spawn({ mode: 'one-shot', id: 'ggkid', events: [{ type: 'app/deep' }] })).close()
@@ -88,7 +92,13 @@ async function holdWriter(path: string, id: string): Promise<ChildProcess> {
 const ids = async (path: string) => (JSON.parse((await run(['ls', '--dir', path, '--json'])).out) as { id: string }[]).map((r) => r.id).sort()
 
 /** The session lines of an export, in order. */
-const sessionLines = (ndjson: string) => ndjson.trim().split('\n').map((l) => JSON.parse(l) as { kind: string; header?: { id: string } }).filter((l) => l.kind === 'session').map((l) => l.header!.id)
+const sessionLines = (ndjson: string) =>
+  ndjson
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { kind: string; header?: { id: string } })
+    .filter((l) => l.kind === 'session')
+    .map((l) => l.header!.id)
 
 /** stderr is exactly one line, one JSON object `{ error: { code, message } }`; returns it. */
 function jsonError(r: CliResult): { code: string; message: string } {
@@ -127,8 +137,15 @@ describe('sessionfold --version and help', () => {
     expect(general.out).toContain('Exit status: 0 done, 1 damage found or the operation failed, 2 usage error.')
     // Each command with the options it must document (besides --dir, --json and --help).
     const expected: Record<string, string[]> = {
-      ls: [], show: [], tree: [], events: ['--from', '--to', '--follow'], verify: [],
-      export: ['--tree'], import: [], delete: ['--tree'], help: [],
+      ls: [],
+      show: [],
+      tree: [],
+      events: ['--from', '--to', '--follow'],
+      verify: [],
+      export: ['--tree'],
+      import: [],
+      delete: ['--tree'],
+      help: [],
     }
     const guide = await readFile(join(root, 'docs/guide/cli.md'), 'utf8')
     const commands = Object.keys(expected)
@@ -139,7 +156,8 @@ describe('sessionfold --version and help', () => {
       const one = helps[i]!
       expect(one.code, command).toBe(0)
       expect(one.out).toMatch(new RegExp(`^Usage: sessionfold ${command}\\b`))
-      for (const option of command === 'help' ? [] : [...options, '--dir', '--json', '--help']) expect(one.out, `${command} ${option}`).toMatch(new RegExp(`^ {2}(-h, )?${option}\\b`, 'm'))
+      for (const option of command === 'help' ? [] : [...options, '--dir', '--json', '--help'])
+        expect(one.out, `${command} ${option}`).toMatch(new RegExp(`^ {2}(-h, )?${option}\\b`, 'm'))
       expect(one.out).toMatch(new RegExp(`^ {2}\\$ sessionfold ${command}\\b`, 'm')) // an example
       if (command !== 'help') expect(flags[i]!.out, command).toBe(one.out)
       // The guide's list of commands shows the same example.
@@ -176,8 +194,15 @@ describe('ls and show, for people', () => {
     expect(row('forked').slice(2)).toEqual(['fork', '2', 'parent', '/proj'])
     expect(row('parent').slice(2)).toEqual(['root', '6', '/proj'])
     expect(row('broken').slice(1, 3)).toEqual(['-', 'DAMAGED'])
-    const json = JSON.parse((await run(['ls', '--dir', store, '--json'])).out) as { id: string; subagent?: unknown; header?: { origin: string; parentSession?: string } }[]
-    expect(json.find((j) => j.id === 'grandkid')).toMatchObject({ subagent: { mode: 'one-shot', label: 'gk', seq: 0 }, header: { origin: 'subagent', parentSession: 'helper' } })
+    const json = JSON.parse((await run(['ls', '--dir', store, '--json'])).out) as {
+      id: string
+      subagent?: unknown
+      header?: { origin: string; parentSession?: string }
+    }[]
+    expect(json.find((j) => j.id === 'grandkid')).toMatchObject({
+      subagent: { mode: 'one-shot', label: 'gk', seq: 0 },
+      header: { origin: 'subagent', parentSession: 'helper' },
+    })
     expect(json.find((j) => j.id === 'parent')).toMatchObject({ subagent: null })
   })
 
@@ -186,7 +211,9 @@ describe('ls and show, for people', () => {
     expect(r.code).toBe(0)
     expect(r.out).toContain('identity  none (not a subagent, or no descriptor of its own)')
     expect(r.out).toContain('timing    1 turn, 12.3 s in settled turns; no turn running')
-    expect(r.out).toMatch(/children {2}3\n {2}ID +MODE +LABEL +CREATED\n {2}helper +continuable +"helper" +\d{4}-\d\d-\d\dT[\d:.]+Z\n {2}gone +one-shot + \d{4}-.+Z\n {2}remote +external +"elsewhere" +\d{4}-.+Z\n/)
+    expect(r.out).toMatch(
+      /children {2}3\n {2}ID +MODE +LABEL +CREATED\n {2}helper +continuable +"helper" +\d{4}-\d\d-\d\dT[\d:.]+Z\n {2}gone +one-shot + \d{4}-.+Z\n {2}remote +external +"elsewhere" +\d{4}-.+Z\n/,
+    )
     expect(r.out).not.toMatch(/[[{]"/) // no raw JSON for people
     const helper = await run(['show', 'helper', '--dir', store])
     expect(helper.out).toContain('identity  continuable "helper" (descriptor at seq 0)')
@@ -233,7 +260,12 @@ describe('export and import', () => {
     expect(sessionLines(tree.out)).toEqual(['parent', 'helper', 'grandkid', 'ggkid'])
     expect(JSON.parse(tree.out.trim().split('\n').at(-1)!)).toEqual({ kind: 'end', sessions: 4, events: 6 + 3 + 2 + 2 })
     // Named children first: they still come after their parents (ggkid's parent is not taken).
-    expect(sessionLines((await run(['export', 'ggkid', 'grandkid', 'helper', 'parent', '--dir', store])).out)).toEqual(['parent', 'helper', 'grandkid', 'ggkid'])
+    expect(sessionLines((await run(['export', 'ggkid', 'grandkid', 'helper', 'parent', '--dir', store])).out)).toEqual([
+      'parent',
+      'helper',
+      'grandkid',
+      'ggkid',
+    ])
     expect(sessionLines((await run(['export', 'ggkid', 'helper', '--dir', store])).out)).toEqual(['ggkid', 'helper'])
 
     const copy = join(dir, 'tree-copy')
@@ -242,15 +274,17 @@ describe('export and import', () => {
     expect(JSON.parse(imported.out)).toMatchObject({ copiedSessions: 4, copiedEvents: 13, conflicts: [], skipped: [] })
     const copied = await run(['tree', 'parent', '--dir', copy])
     expect(copied.out).toBe((await run(['tree', 'parent', '--dir', store])).out)
-    expect(copied.out).toBe([
-      'parent  root',
-      '├─ helper  continuable  "helper"  inactive',
-      '│  └─ grandkid  one-shot  "gk"  inactive',
-      '│     └─ ggkid  one-shot  inactive',
-      '├─ gone  ! unavailable',
-      '└─ remote  external  "elsewhere"',
-      '',
-    ].join('\n'))
+    expect(copied.out).toBe(
+      [
+        'parent  root',
+        '├─ helper  continuable  "helper"  inactive',
+        '│  └─ grandkid  one-shot  "gk"  inactive',
+        '│     └─ ggkid  one-shot  inactive',
+        '├─ gone  ! unavailable',
+        '└─ remote  external  "elsewhere"',
+        '',
+      ].join('\n'),
+    )
     expect(await ids(copy)).toEqual(['ggkid', 'grandkid', 'helper', 'parent'])
 
     // Without --tree, only the parent travels: its children are unavailable in the copy.
@@ -265,7 +299,12 @@ describe('export and import', () => {
     expect(all.err).toMatch(/^sessionfold: warning: session "broken" is damaged and was not exported: .+ \(CORRUPT_LOG\)\n$/)
     const order = sessionLines(all.out)
     expect([...order].sort()).toEqual(['forked', 'ggkid', 'grandkid', 'helper', 'other', 'parent'])
-    for (const [parent, child] of [['parent', 'helper'], ['helper', 'grandkid'], ['grandkid', 'ggkid'], ['parent', 'forked']]) {
+    for (const [parent, child] of [
+      ['parent', 'helper'],
+      ['helper', 'grandkid'],
+      ['grandkid', 'ggkid'],
+      ['parent', 'forked'],
+    ]) {
       expect(order.indexOf(parent!), `${parent} before ${child}`).toBeLessThan(order.indexOf(child!))
     }
     const json = await run(['export', '--dir', store, '--json'])
@@ -292,14 +331,18 @@ describe('export and import', () => {
     const lines = good.trim().split('\n')
     const middle = Math.floor(lines.length / 2)
     const inputs: Record<string, string> = {
-      'garbage': 'hello, this is not an export\n',
+      garbage: 'hello, this is not an export\n',
       'binary garbage': '\u0000\u0001\u00ff{[\n',
       'JSON that is not an export': '{"kind":"nope"}\n[1,2,3]\n',
       'empty input': '',
       'cut inside a line': good.slice(0, Math.floor(good.length * 0.6)),
       'cut at a line boundary, inside a session': `${lines.slice(0, -2).join('\n')}\n`,
       'cut at a line boundary, between sessions': `${lines.slice(0, -1).join('\n')}\n`,
-      'a bad line in the middle': [...lines.slice(0, middle), '{"kind":"event","session":"helper","event":{"seq":1,"type":"","time":0,"data":null}}', ...lines.slice(middle + 1)].join('\n'),
+      'a bad line in the middle': [
+        ...lines.slice(0, middle),
+        '{"kind":"event","session":"helper","event":{"seq":1,"type":"","time":0,"data":null}}',
+        ...lines.slice(middle + 1),
+      ].join('\n'),
       'a line of non-JSON in the middle': [...lines.slice(0, middle), 'oops', ...lines.slice(middle + 1)].join('\n'),
       'an end line that miscounts': [...lines.slice(0, -1), '{"kind":"end","sessions":4,"events":12}'].join('\n'),
       'a line after the end': `${good}{"kind":"end","sessions":0,"events":0}\n`,
@@ -312,7 +355,12 @@ describe('export and import', () => {
     await buildStore(existing)
     const before = await files(existing)
     const cases = Object.entries(inputs)
-    const results = await runAll(cases.flatMap(([, input]) => [{ args: ['import', '--dir', fresh, '--json'], stdin: input }, { args: ['import', '--dir', existing], stdin: input }]))
+    const results = await runAll(
+      cases.flatMap(([, input]) => [
+        { args: ['import', '--dir', fresh, '--json'], stdin: input },
+        { args: ['import', '--dir', existing], stdin: input },
+      ]),
+    )
     for (const [i, [what]] of cases.entries()) {
       const [r, r2] = [results[2 * i]!, results[2 * i + 1]!]
       expect(r.code, what).toBe(1)
@@ -371,11 +419,16 @@ describe('delete', () => {
     const before = await files(join(path, 'sessions'))
     const refused = await run(['delete', 'parent', '--tree', '--dir', path, '--json'])
     expect(refused.code).toBe(1)
-    expect(jsonError(refused)).toMatchObject({ code: 'CORRUPT_LOG', message: expect.stringMatching(/tree under session "parent" cannot be read whole: session "grandkid", a subagent of "helper", cannot be read/) })
+    expect(jsonError(refused)).toMatchObject({
+      code: 'CORRUPT_LOG',
+      message: expect.stringMatching(/tree under session "parent" cannot be read whole: session "grandkid", a subagent of "helper", cannot be read/),
+    })
     expect(await files(join(path, 'sessions'))).toEqual(before)
     const exported = await run(['export', 'parent', '--tree', '--dir', path])
     expect(exported.code).toBe(1)
-    expect(exported.err).toMatch(/^sessionfold: warning: session "grandkid", a subagent of "helper", cannot be read: .+; it was not exported \(CORRUPT_LOG\)\n$/)
+    expect(exported.err).toMatch(
+      /^sessionfold: warning: session "grandkid", a subagent of "helper", cannot be read: .+; it was not exported \(CORRUPT_LOG\)\n$/,
+    )
     expect(sessionLines(exported.out)).toEqual(['parent', 'helper'])
     // By id, the damaged session itself can be deleted; then the tree is whole again.
     expect((await run(['delete', 'grandkid', '--dir', path])).code).toBe(0)
@@ -392,7 +445,11 @@ describe('delete', () => {
     const sessionFolders = async () => (await readdir(join(path, 'sessions'))).sort()
     const before = await others()
     const folders = await sessionFolders()
-    for (const args of [['other', 'grandkid'], ['parent', '--tree'], ['other', 'helper', '--tree']]) {
+    for (const args of [
+      ['other', 'grandkid'],
+      ['parent', '--tree'],
+      ['other', 'helper', '--tree'],
+    ]) {
       const r = await run(['delete', ...args, '--dir', path, '--json'])
       expect(r.code, args.join(' ')).toBe(1)
       expect(jsonError(r), args.join(' ')).toMatchObject({ code: 'SESSION_LOCKED', message: expect.stringContaining('"grandkid"') })

@@ -118,16 +118,23 @@ describe('sessionfold command line', () => {
   it('tree: the recursive children with mode, label, activity and diagnostics', async () => {
     const { code, out } = await run(['tree', 'parent', '--dir', store])
     expect(code).toBe(0)
-    expect(out).toBe([
-      'parent  root',
-      '├─ helper  continuable  "helper"  inactive',
-      '│  └─ grandkid  one-shot  inactive',
-      '├─ gone  ! unavailable',
-      '└─ remote  external  "elsewhere"',
-      '',
-    ].join('\n'))
+    expect(out).toBe(
+      [
+        'parent  root',
+        '├─ helper  continuable  "helper"  inactive',
+        '│  └─ grandkid  one-shot  inactive',
+        '├─ gone  ! unavailable',
+        '└─ remote  external  "elsewhere"',
+        '',
+      ].join('\n'),
+    )
     const json = JSON.parse((await run(['tree', 'parent', '--dir', store, '--json'])).out)
-    expect(json.map((r: { id: string; depth: number }) => [r.id, r.depth])).toEqual([['helper', 0], ['grandkid', 1], ['gone', 0], ['remote', 0]])
+    expect(json.map((r: { id: string; depth: number }) => [r.id, r.depth])).toEqual([
+      ['helper', 0],
+      ['grandkid', 1],
+      ['gone', 0],
+      ['remote', 0],
+    ])
     await until(() => lastSeq() >= 8) // the writer has spawned a child, open while it ran
     const live = await run(['tree', 'live', '--dir', store])
     // The writer holds "live" (running); its children are open only while being spawned.
@@ -144,12 +151,9 @@ describe('sessionfold command line', () => {
     expect(human.out).toContain('events    2 of 6: as it was after event seq 1')
     expect(human.out).toContain('children  0')
     const tree = await run(['tree', 'parent', '--at', '4', '--dir', store])
-    expect(tree.out).toBe([
-      'parent  root  (its children as of 4 of 6 events)',
-      '└─ helper  continuable  "helper"  inactive',
-      '   └─ grandkid  one-shot  inactive',
-      '',
-    ].join('\n'))
+    expect(tree.out).toBe(
+      ['parent  root  (its children as of 4 of 6 events)', '└─ helper  continuable  "helper"  inactive', '   └─ grandkid  one-shot  inactive', ''].join('\n'),
+    )
     const past = await run(['show', 'parent', '--at', '7', '--dir', store])
     expect(past.code).toBe(1)
     expect(past.err).toContain('INVALID_ARGUMENT')
@@ -163,8 +167,14 @@ describe('sessionfold command line', () => {
   it('events: NDJSON with --from and --to', async () => {
     const { code, out } = await run(['events', 'parent', '--from', '1', '--to', '3', '--dir', store])
     expect(code).toBe(0)
-    const lines = out.trim().split('\n').map((l) => JSON.parse(l))
-    expect(lines.map((e) => [e.seq, e.type])).toEqual([[1, 'app/msg'], [2, 'turn/end']])
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+    expect(lines.map((e) => [e.seq, e.type])).toEqual([
+      [1, 'app/msg'],
+      [2, 'turn/end'],
+    ])
     expect(lines[0].data).toEqual({ text: 'hi' })
   })
 
@@ -194,7 +204,8 @@ describe('sessionfold command line', () => {
 
   it('read-only commands change no file, take no lock and do not hold up the writer', async () => {
     // The live session's files, and the store's change feed (feed.log), which the writer's appends go on growing.
-    const ignoreLive = (f: Record<string, string>) => Object.fromEntries(Object.entries(f).filter(([k]) => !k.includes('s-live') && !k.startsWith('locks') && !k.startsWith('tmp') && k !== 'feed.log'))
+    const ignoreLive = (f: Record<string, string>) =>
+      Object.fromEntries(Object.entries(f).filter(([k]) => !k.includes('s-live') && !k.startsWith('locks') && !k.startsWith('tmp') && k !== 'feed.log'))
     const before = ignoreLive(await files(store))
     const seqBefore = lastSeq()
     for (const args of [['ls'], ['show', 'live'], ['show', 'parent'], ['tree', 'live'], ['events', 'live'], ['verify'], ['export', 'live', 'parent']]) {
@@ -208,7 +219,7 @@ describe('sessionfold command line', () => {
     await until(() => lastSeq() > Math.max(seqAfter, seqBefore) + 2)
   })
 
-  it('events --follow streams the other process\'s appends until SIGINT (exit 0)', async () => {
+  it("events --follow streams the other process's appends until SIGINT (exit 0)", async () => {
     const follower = spawn(process.execPath, ['--import', 'tsx', cliTs, 'events', 'live', '--follow', '--dir', store], { stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     follower.stdout.on('data', (c: Buffer) => (out += c.toString()))
@@ -217,7 +228,10 @@ describe('sessionfold command line', () => {
     follower.kill('SIGINT')
     const code = await new Promise((r) => follower.once('exit', r))
     expect(code).toBe(0)
-    const seqs = out.trim().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq)
+    const seqs = out
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { seq: number }).seq)
     expect(seqs).toEqual(seqs.map((_, i) => i)) // every event, in order, none twice
     expect(seqs.length).toBeGreaterThan(start + 10)
   })
@@ -253,7 +267,20 @@ describe('sessionfold command line', () => {
   })
 
   it('usage errors print usage and exit 2; the built executable runs', async () => {
-    for (const args of [[], ['bogus'], ['ls', 'extra'], ['show'], ['events', 'a', '--from', 'x'], ['events', 'a', '--to'], ['ls', '--follow'], ['show', '../etc'], ['export', '--tree'], ['delete'], ['delete', 'a', '--follow'], ['ls', '--json=1']]) {
+    for (const args of [
+      [],
+      ['bogus'],
+      ['ls', 'extra'],
+      ['show'],
+      ['events', 'a', '--from', 'x'],
+      ['events', 'a', '--to'],
+      ['ls', '--follow'],
+      ['show', '../etc'],
+      ['export', '--tree'],
+      ['delete'],
+      ['delete', 'a', '--follow'],
+      ['ls', '--json=1'],
+    ]) {
       const r = await run(args)
       expect(r.code, args.join(' ')).toBe(2)
       // The usage of the command given, or of them all.

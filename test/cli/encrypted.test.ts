@@ -33,7 +33,11 @@ async function files(path: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {}
   for (const name of (await readdir(path, { recursive: true })).sort()) {
     const st = await stat(join(path, name))
-    out[name] = st.isFile() ? `${createHash('sha256').update(await readFile(join(path, name))).digest('hex')} ${st.size}@${st.mtimeMs}` : `dir@${st.mtimeMs}`
+    out[name] = st.isFile()
+      ? `${createHash('sha256')
+          .update(await readFile(join(path, name)))
+          .digest('hex')} ${st.size}@${st.mtimeMs}`
+      : `dir@${st.mtimeMs}`
   }
   return out
 }
@@ -43,7 +47,10 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sessionfold-cli-key-'))
   sealed = join(dir, 'sealed')
   plain = join(dir, 'plain')
-  for (const [where, encryption] of [[sealed, { key }], [plain, undefined]] as const) {
+  for (const [where, encryption] of [
+    [sealed, { key }],
+    [plain, undefined],
+  ] as const) {
     const s = await openStore({ dir: where, worker: false, ...(encryption ? { encryption } : {}) })
     const parent = await s.createSession({ id: 'root' })
     await parent.append([{ type: 'turn/start' }, { type: 'app/msg', data: 'secret words' }, { type: 'turn/end' }])
@@ -62,8 +69,13 @@ afterAll(async () => {
 })
 
 const COMMANDS: [string, string[], string?][] = [
-  ['ls', ['ls']], ['show', ['show', 'root']], ['tree', ['tree', 'root']], ['events', ['events', 'root']],
-  ['verify', ['verify']], ['export', ['export', 'root']], ['delete', ['delete', 'kid']],
+  ['ls', ['ls']],
+  ['show', ['show', 'root']],
+  ['tree', ['tree', 'root']],
+  ['events', ['events', 'root']],
+  ['verify', ['verify']],
+  ['export', ['export', 'root']],
+  ['delete', ['delete', 'kid']],
 ]
 
 describe('the command line on an encrypted store without its key', () => {
@@ -92,7 +104,9 @@ describe('the command line on an encrypted store without its key', () => {
     delete env.SESSIONFOLD_KEY
     const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/sessionfold.ts'), 'ls', '--dir', sealed], { encoding: 'utf8', env })
     expect(r.status).toBe(1)
-    expect(r.stderr.trim()).toBe('sessionfold: this store is encrypted: give its key with --key-file <path> or the SESSIONFOLD_KEY environment variable (KEY_REJECTED)')
+    expect(r.stderr.trim()).toBe(
+      'sessionfold: this store is encrypted: give its key with --key-file <path> or the SESSIONFOLD_KEY environment variable (KEY_REJECTED)',
+    )
   })
 
   it('with its key, from SESSIONFOLD_KEY or --key-file, the same commands read it', async () => {
@@ -102,7 +116,7 @@ describe('the command line on an encrypted store without its key', () => {
     expect((await run(['ls', '--dir', sealed, '--key-file', file])).code).toBe(0)
   })
 
-  it('openStore keeps the API\'s message: encryption: { key }', async () => {
+  it("openStore keeps the API's message: encryption: { key }", async () => {
     const err = await expectCode(openStore({ dir: sealed, worker: false }), 'KEY_REJECTED')
     expect(err.message).toBe('this store is encrypted: open it with its key (encryption: { key })')
   })
@@ -113,7 +127,9 @@ describe('the command line on a plain store with a key', () => {
     const before = await files(plain)
     const env = await run(['ls', '--dir', plain, '--json'], { env: hex })
     expect(env.code).toBe(1)
-    expect(JSON.parse(env.err.trim())).toEqual({ error: { code: 'KEY_REJECTED', message: 'this store was created without encryption: it is read without a key (unset SESSIONFOLD_KEY)' } })
+    expect(JSON.parse(env.err.trim())).toEqual({
+      error: { code: 'KEY_REJECTED', message: 'this store was created without encryption: it is read without a key (unset SESSIONFOLD_KEY)' },
+    })
     const file = join(dir, 'key.bin')
     await writeFile(file, key)
     const flag = await run(['delete', 'kid', '--dir', plain, '--key-file', file])

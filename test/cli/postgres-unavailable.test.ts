@@ -40,8 +40,14 @@ afterEach(async () => {
 
 /** Every command, with what it needs; each on the store in schema main. */
 const COMMANDS: [string[], string?][] = [
-  [['ls']], [['show', 'a']], [['tree', 'a']], [['events', 'a']], [['verify']], [['export', 'a']],
-  [['delete', 'a']], [['import'], EXPORTED],
+  [['ls']],
+  [['show', 'a']],
+  [['tree', 'a']],
+  [['events', 'a']],
+  [['verify']],
+  [['export', 'a']],
+  [['delete', 'a']],
+  [['import'], EXPORTED],
 ]
 
 /** stderr is one JSON line `{ error: { code, message } }`; returns it. */
@@ -90,7 +96,9 @@ describe('every command on --url', () => {
 
 describe('events --follow on --url', () => {
   it('exits 1 with STORAGE_UNAVAILABLE when the connection under it is reset, and prints what it had', async () => {
-    const follower = spawn(cli.file, ['events', 'a', '--follow', '--url', proxy.url('cli'), '--schema', 'main', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const follower = spawn(cli.file, ['events', 'a', '--follow', '--url', proxy.url('cli'), '--schema', 'main', '--json'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     let err = ''
     follower.stdout!.on('data', (c: Buffer) => (out += c.toString()))

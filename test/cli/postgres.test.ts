@@ -33,7 +33,11 @@ const on = (schema: string) => ['--url', url, '--schema', schema]
 async function buildStore(schema: string): Promise<void> {
   const s = await openStore({ storage: 'postgres', url, schema, worker: false })
   const parent = await s.createSession({ id: 'parent', cwd: '/proj' })
-  await parent.append([{ type: 'turn/start', time: 1_000 }, { type: 'app/msg', data: { text: 'hi' } }, { type: 'turn/end', time: 13_300 }])
+  await parent.append([
+    { type: 'turn/start', time: 1_000 },
+    { type: 'app/msg', data: { text: 'hi' } },
+    { type: 'turn/end', time: 13_300 },
+  ])
   const helper = await parent.spawn({ mode: 'continuable', label: 'helper', id: 'helper', events: [{ type: 'app/task' }] })
   await (await helper.spawn({ mode: 'one-shot', label: 'gk', id: 'grandkid', events: [{ type: 'app/deep' }] })).close()
   await (await parent.spawn({ mode: 'one-shot', id: 'gone' })).close()
@@ -78,7 +82,11 @@ function jsonError(r: CliResult): { code: string; message: string } {
   return (JSON.parse(lines[0]!) as { error: { code: string; message: string } }).error
 }
 
-const parsed = (ndjson: string) => ndjson.trim().split('\n').map((l) => JSON.parse(l) as unknown)
+const parsed = (ndjson: string) =>
+  ndjson
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as unknown)
 
 const ids = async (schema: string) => (JSON.parse((await run(['ls', ...on(schema), '--json'])).out) as { id: string }[]).map((r) => r.id).sort()
 
@@ -101,7 +109,12 @@ describe('read-only commands on --url', () => {
     const before = await snapshot('main')
     const ls = await run(['ls', ...on('main'), '--json'])
     expect(ls.code, ls.err).toBe(0)
-    const rows = JSON.parse(ls.out) as { id: string; events: number; header: { parentSession?: string; forkedFrom?: string }; subagent: { label?: string } | null }[]
+    const rows = JSON.parse(ls.out) as {
+      id: string
+      events: number
+      header: { parentSession?: string; forkedFrom?: string }
+      subagent: { label?: string } | null
+    }[]
     expect(rows.map((r) => r.id).sort()).toEqual(['forked', 'grandkid', 'helper', 'other', 'parent', 'victim'])
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]))
     expect(byId.helper!.header.parentSession).toBe('parent')
@@ -126,18 +139,31 @@ describe('read-only commands on --url', () => {
 
     const events = await run(['events', 'parent', ...on('main')])
     expect(events.code, events.err).toBe(0)
-    const lines = events.out.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; type: string })
+    const lines = events.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { seq: number; type: string })
     expect(lines.map((e) => e.seq)).toEqual(lines.map((_, i) => i))
     expect(lines.slice(0, 3).map((e) => e.type)).toEqual(['turn/start', 'app/msg', 'turn/end'])
     const range = await run(['events', 'parent', '--from', '1', '--to', '2', ...on('main')])
-    expect(range.out.trim().split('\n').map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(['app/msg'])
+    expect(
+      range.out
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { type: string }).type),
+    ).toEqual(['app/msg'])
 
     const verify = await run(['verify', ...on('main')])
     expect(verify.code, verify.err + verify.out).toBe(0)
 
     const exported = await run(['export', 'parent', '--tree', ...on('main')])
     expect(exported.code, exported.err).toBe(0)
-    const sessions = exported.out.trim().split('\n').map((l) => JSON.parse(l) as { kind: string; header?: { id: string } }).filter((l) => l.kind === 'session').map((l) => l.header!.id)
+    const sessions = exported.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind: string; header?: { id: string } })
+      .filter((l) => l.kind === 'session')
+      .map((l) => l.header!.id)
     expect(sessions).toEqual(['parent', 'helper', 'grandkid'])
 
     expect(await snapshot('main')).toBe(before)
@@ -189,7 +215,10 @@ describe('events --follow on --url', () => {
   it('prints the appends another writer makes, in order, until SIGINT (exit 0)', async () => {
     const s = await openStore({ storage: 'postgres', url, schema: 'follow', worker: false })
     const live = await s.createSession({ id: 'live' })
-    await live.append([{ type: 'app/e', data: 0 }, { type: 'app/e', data: 1 }])
+    await live.append([
+      { type: 'app/e', data: 0 },
+      { type: 'app/e', data: 1 },
+    ])
     const follower = spawn(cli.file, ['events', 'live', '--follow', ...on('follow')], { stdio: ['ignore', 'pipe', 'pipe'] })
     holders.push(follower)
     let out = ''
@@ -207,7 +236,10 @@ describe('events --follow on --url', () => {
     await until(() => count() === 12)
     follower.kill('SIGINT')
     expect(await new Promise((r) => follower.once('exit', r))).toBe(0)
-    const seen = out.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; data: number })
+    const seen = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { seq: number; data: number })
     expect(seen.map((e) => [e.seq, e.data])).toEqual(seen.map((_, i) => [i, i]))
     await live.close()
     await s.close()

@@ -30,14 +30,20 @@ afterEach(async () => {
 })
 
 for (const [mode, options] of modes) {
-  clientConformance(mode, () => options(dir), mode.startsWith('fs') ? async (id: string) => {
-    const a = createFsAdapter({ dir })
-    try {
-      return (await readAll(a, id)).map((e) => e.data)
-    } finally {
-      await a.close()
-    }
-  } : undefined)
+  clientConformance(
+    mode,
+    () => options(dir),
+    mode.startsWith('fs')
+      ? async (id: string) => {
+          const a = createFsAdapter({ dir })
+          try {
+            return (await readAll(a, id)).map((e) => e.data)
+          } finally {
+            await a.close()
+          }
+        }
+      : undefined,
+  )
 }
 
 describe('client: workers and processes', () => {

@@ -30,7 +30,11 @@ const turns = async (n = 5) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 0))
 }
 
-interface Heard { kind: string; seq: number; error?: ErrorCode }
+interface Heard {
+  kind: string
+  seq: number
+  error?: ErrorCode
+}
 
 /**
  * Subscribes both ways to `handle` and, in the notification that carries an error, makes
@@ -82,14 +86,18 @@ describe('close(): the last notification carries the error', () => {
       listen('writer', store, s, heard, calls)
       listen('view', store, view, heard, calls)
       const first = [
-        { kind: 'writer key', seq: 1 }, { kind: 'writer snapshot', seq: 1 },
-        { kind: 'view key', seq: 1 }, { kind: 'view snapshot', seq: 1 },
+        { kind: 'writer key', seq: 1 },
+        { kind: 'writer snapshot', seq: 1 },
+        { kind: 'view key', seq: 1 },
+        { kind: 'view snapshot', seq: 1 },
       ]
       expect(heard).toEqual(first)
       await store.close()
       await until(() => heard.length === 8)
       await turns()
-      expect(heard.slice(4).sort((a, b) => a.kind.localeCompare(b.kind))).toEqual(first.map((h) => ({ ...h, error: 'CLOSED' })).sort((a, b) => a.kind.localeCompare(b.kind)))
+      expect(heard.slice(4).sort((a, b) => a.kind.localeCompare(b.kind))).toEqual(
+        first.map((h) => ({ ...h, error: 'CLOSED' })).sort((a, b) => a.kind.localeCompare(b.kind)),
+      )
       expect(calls).toHaveLength(4 * 5 - 2) // the observer has no append
       await refusedAtTheCall(calls, 'CLOSED')
       // A subscriber that comes later hears the stop at once.
@@ -129,7 +137,15 @@ describe('close(): the last notification carries the error', () => {
     await s.append({ type: 'app/die' }).catch(() => {})
     await until(() => heard.length === 4)
     await turns()
-    expect(heard.slice(2).map((h) => [h.kind, h.error]).sort()).toEqual([['writer key', 'WORKER_TERMINATED'], ['writer snapshot', 'WORKER_TERMINATED']])
+    expect(
+      heard
+        .slice(2)
+        .map((h) => [h.kind, h.error])
+        .sort(),
+    ).toEqual([
+      ['writer key', 'WORKER_TERMINATED'],
+      ['writer snapshot', 'WORKER_TERMINATED'],
+    ])
     await refusedAtTheCall(calls, 'WORKER_TERMINATED')
     await store.close()
     await turns()

@@ -25,10 +25,13 @@ afterAll(async () => {
 
 const modes: [string, () => Promise<OpenStoreOptions>][] = [
   ['in a worker', async () => ({ dir: storeDir, workerUrl: new URL('../fixtures/sync-count-worker.ts', import.meta.url) })],
-  ['in this thread', async () => {
-    await installSyncCounter(countFile, storeDir)
-    return { dir: storeDir, worker: false }
-  }],
+  [
+    'in this thread',
+    async () => {
+      await installSyncCounter(countFile, storeDir)
+      return { dir: storeDir, worker: false }
+    },
+  ],
 ]
 
 const seqsOf = async (s: Session) => {

@@ -151,15 +151,29 @@ describe('change pushes: lists that only grew', () => {
     await store.close()
   })
 
-  it('frames are applied in the host\'s order (Frame.n), as they come on its one channel; a frame out of order, repeated or without its place stops every handle', async () => {
+  it("frames are applied in the host's order (Frame.n), as they come on its one channel; a frame out of order, repeated or without its place stops every handle", async () => {
     const entry = (id: string, seq: number) => ({ id, createdAt: 1, mode: 'external', seq })
-    const frame = (n: number | undefined, seq: number, from: number, id: string) => ({ ...(n === undefined ? {} : { n }), sessionId: 'o', seq, values: {}, grown: { subagentCatalog: { from, items: [entry(id, seq)] } }, faults: {} })
-    for (const [what, wrong] of [['ahead of its turn', frame(4, 12, 2, 'c')], ['again', frame(2, 11, 1, 'b')], ['without its place', frame(undefined, 12, 2, 'c')]] as const) {
+    const frame = (n: number | undefined, seq: number, from: number, id: string) => ({
+      ...(n === undefined ? {} : { n }),
+      sessionId: 'o',
+      seq,
+      values: {},
+      grown: { subagentCatalog: { from, items: [entry(id, seq)] } },
+      faults: {},
+    })
+    for (const [what, wrong] of [
+      ['ahead of its turn', frame(4, 12, 2, 'c')],
+      ['again', frame(2, 11, 1, 'b')],
+      ['without its place', frame(undefined, 12, 2, 'c')],
+    ] as const) {
       const store = await openStore({ dir, worker: false })
       const s = await store.createSession({ id: 'o' })
       const push = (frames: unknown[]) => (store as unknown as { _push: (p: unknown) => void })._push({ kind: 'frames', frames })
       push([frame(1, 10, 0, 'a'), frame(2, 11, 1, 'b')])
-      expect(s.projections.get('subagentCatalog')!.map((e) => e.id), what).toEqual(['a', 'b'])
+      expect(
+        s.projections.get('subagentCatalog')!.map((e) => e.id),
+        what,
+      ).toEqual(['a', 'b'])
       expect(s.projections.error, what).toBeUndefined()
       push([wrong])
       expect(s.projections.error?.code, what).toBe('PROJECTIONS_UNAVAILABLE')

@@ -14,7 +14,19 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ERROR_CODES, isSessionfoldError, openStore, type ErrorCode, type Json, type OpenStoreOptions, type Session, type SessionEvent, type SessionHeader, type SessionView, type Store } from 'sessionfold'
+import {
+  ERROR_CODES,
+  isSessionfoldError,
+  openStore,
+  type ErrorCode,
+  type Json,
+  type OpenStoreOptions,
+  type Session,
+  type SessionEvent,
+  type SessionHeader,
+  type SessionView,
+  type Store,
+} from 'sessionfold'
 import { SESSION_ID_PATTERN } from '../../src/core/limits'
 import { safeParse } from '../../src/core/schemas'
 import { BUILTIN_PROJECTIONS } from '../../src/core/units'
@@ -27,9 +39,22 @@ const BAD_IDS = ['', '../a', 'a b', '\u0430', 'x'.repeat(129)]
 // ---- the model ---------------------------------------------------------------------------
 
 /** An event as the model expects it: `time` undefined when the store chose it (now). */
-interface MEvent { type: string; time?: number; data: unknown }
-interface MSession { id: string; events: MEvent[]; catalog: { id: string; mode: string; label?: string }[] }
-interface MHandle { id: string; writer: boolean; h: SessionView; closed: boolean }
+interface MEvent {
+  type: string
+  time?: number
+  data: unknown
+}
+interface MSession {
+  id: string
+  events: MEvent[]
+  catalog: { id: string; mode: string; label?: string }[]
+}
+interface MHandle {
+  id: string
+  writer: boolean
+  h: SessionView
+  closed: boolean
+}
 
 class Model {
   sessions = new Map<string, MSession>()
@@ -45,18 +70,25 @@ class Model {
 // ---- inputs ------------------------------------------------------------------------------
 
 const json = fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.parse(JSON.stringify(v)) as Json) // -0 is 0 in JSON
-const descriptor = fc.oneof(
-  fc.record({ v: fc.constant(2), mode: fc.constant('one-shot'), label: fc.option(fc.string({ minLength: 1, maxLength: 8 }), { nil: undefined }) }),
-  fc.record({ v: fc.constant(2), mode: fc.constant('continuable'), label: fc.string({ minLength: 1, maxLength: 8 }) }),
-  json,
-).map((d) => JSON.parse(JSON.stringify(d)) as Json)
-const goodEvent = fc.record({
-  // Now and then a reserved type with the app's data: a descriptor changes the child's identity,
-  // a catalog fact of the wrong shape rejects the catalog (listChildren says CORRUPT_LOG).
-  type: fc.oneof({ weight: 12, arbitrary: fc.constantFrom('app/a', 'app/b', 'turn/start', 'turn/end') }, { weight: 1, arbitrary: fc.constantFrom('subagent/descriptor', 'subagent/catalog') }),
-  time: fc.option(fc.nat(2_000_000_000_000), { nil: undefined }),
-  data: json,
-}).chain((e) => (e.type === 'subagent/descriptor' ? descriptor.map((data) => ({ ...e, data })) : fc.constant(e)))
+const descriptor = fc
+  .oneof(
+    fc.record({ v: fc.constant(2), mode: fc.constant('one-shot'), label: fc.option(fc.string({ minLength: 1, maxLength: 8 }), { nil: undefined }) }),
+    fc.record({ v: fc.constant(2), mode: fc.constant('continuable'), label: fc.string({ minLength: 1, maxLength: 8 }) }),
+    json,
+  )
+  .map((d) => JSON.parse(JSON.stringify(d)) as Json)
+const goodEvent = fc
+  .record({
+    // Now and then a reserved type with the app's data: a descriptor changes the child's identity,
+    // a catalog fact of the wrong shape rejects the catalog (listChildren says CORRUPT_LOG).
+    type: fc.oneof(
+      { weight: 12, arbitrary: fc.constantFrom('app/a', 'app/b', 'turn/start', 'turn/end') },
+      { weight: 1, arbitrary: fc.constantFrom('subagent/descriptor', 'subagent/catalog') },
+    ),
+    time: fc.option(fc.nat(2_000_000_000_000), { nil: undefined }),
+    data: json,
+  })
+  .chain((e) => (e.type === 'subagent/descriptor' ? descriptor.map((data) => ({ ...e, data })) : fc.constant(e)))
 
 /** Bad events, and the code each gets. */
 const BAD_EVENTS: [ErrorCode, () => unknown][] = [
@@ -79,33 +111,105 @@ const label = fc.oneof({ weight: 4, arbitrary: fc.string({ minLength: 1, maxLeng
 
 /** Arguments nobody should pass; any method, any of them. */
 const GARBAGE: (() => unknown)[] = [
-  () => undefined, () => null, () => 42, () => 'x', () => [], () => ({}), () => ({ bogus: 1 }), () => 1n, () => Symbol('s'), () => () => 1,
-  () => new Date(0), () => new Map(), () => ({ at: -1, from: 'x', mode: 7, childId: '..', expectedSeq: 1.5 }), () => JSON.parse('{"__proto__":{"x":1}}'),
+  () => undefined,
+  () => null,
+  () => 42,
+  () => 'x',
+  () => [],
+  () => ({}),
+  () => ({ bogus: 1 }),
+  () => 1n,
+  () => Symbol('s'),
+  () => () => 1,
+  () => new Date(0),
+  () => new Map(),
+  () => ({ at: -1, from: 'x', mode: 7, childId: '..', expectedSeq: 1.5 }),
+  () => JSON.parse('{"__proto__":{"x":1}}'),
 ]
 
 const action = fc.oneof(
   { weight: 3, arbitrary: fc.record({ t: fc.constant('create' as const), id: fc.option(anyId, { nil: undefined }) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('open' as const), id: anyId }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('observe' as const), id: anyId }) },
-  { weight: 10, arbitrary: fc.record({
-    t: fc.constant('append' as const), w: fc.nat(), batch: fc.boolean(), events: fc.array(eventInput, { minLength: 0, maxLength: 4 }),
-    expected: fc.oneof(fc.constant('none' as const), fc.constant('right' as const), fc.constant('past' as const), fc.constant('future' as const), fc.constant('bad' as const)),
-  }) },
-  { weight: 3, arbitrary: fc.record({
-    t: fc.constant('spawn' as const), w: fc.nat(), mode: fc.constantFrom('one-shot', 'continuable', 'sometimes'), label: fc.option(label, { nil: undefined }),
-    events: fc.array(eventInput, { maxLength: 2 }), id: fc.option(anyId, { nil: undefined, freq: 3 }),
-  }) },
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      t: fc.constant('append' as const),
+      w: fc.nat(),
+      batch: fc.boolean(),
+      events: fc.array(eventInput, { minLength: 0, maxLength: 4 }),
+      expected: fc.oneof(
+        fc.constant('none' as const),
+        fc.constant('right' as const),
+        fc.constant('past' as const),
+        fc.constant('future' as const),
+        fc.constant('bad' as const),
+      ),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant('spawn' as const),
+      w: fc.nat(),
+      mode: fc.constantFrom('one-shot', 'continuable', 'sometimes'),
+      label: fc.option(label, { nil: undefined }),
+      events: fc.array(eventInput, { maxLength: 2 }),
+      id: fc.option(anyId, { nil: undefined, freq: 3 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('external' as const), w: fc.nat(), childId: anyId, label: fc.option(label, { nil: undefined }) }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('fork' as const), w: fc.nat(), at: fc.option(fc.integer({ min: -2, max: 12 }), { nil: undefined }), id: fc.option(anyId, { nil: undefined, freq: 3 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('fork' as const),
+      w: fc.nat(),
+      at: fc.option(fc.integer({ min: -2, max: 12 }), { nil: undefined }),
+      id: fc.option(anyId, { nil: undefined, freq: 3 }),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('close' as const), h: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), id: anyId }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('children' as const), h: fc.nat(), recursive: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('events' as const), h: fc.nat(), from: fc.option(fc.integer({ min: -1, max: 12 }), { nil: undefined }), to: fc.option(fc.integer({ min: -1, max: 14 }), { nil: undefined }) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('list' as const), after: fc.option(anyId, { nil: undefined }), limit: fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }) }) },
-  { weight: 3, arbitrary: fc.record({
-    t: fc.constant('garbage' as const), h: fc.nat(), g: fc.nat(GARBAGE.length - 1),
-    method: fc.constantFrom('createSession', 'openSession', 'observe', 'deleteSession', 'listSessions', 'append', 'appendOptions', 'spawn', 'recordExternal', 'fork', 'events', 'listChildren'),
-  }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('events' as const),
+      h: fc.nat(),
+      from: fc.option(fc.integer({ min: -1, max: 12 }), { nil: undefined }),
+      to: fc.option(fc.integer({ min: -1, max: 14 }), { nil: undefined }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      t: fc.constant('list' as const),
+      after: fc.option(anyId, { nil: undefined }),
+      limit: fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant('garbage' as const),
+      h: fc.nat(),
+      g: fc.nat(GARBAGE.length - 1),
+      method: fc.constantFrom(
+        'createSession',
+        'openSession',
+        'observe',
+        'deleteSession',
+        'listSessions',
+        'append',
+        'appendOptions',
+        'spawn',
+        'recordExternal',
+        'fork',
+        'events',
+        'listChildren',
+      ),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ t: 'check' as const }) },
 )
 type Action = typeof action extends fc.Arbitrary<infer A> ? A : never
@@ -144,7 +248,11 @@ function refold(header: SessionHeader, events: SessionEvent[]): { values: Record
 const ANY = 'ANY' as ErrorCode
 const MAY_PASS = 'MAY_PASS' as ErrorCode
 
-interface Counts { calls: number; rejected: number; checks: number }
+interface Counts {
+  calls: number
+  rejected: number
+  checks: number
+}
 
 async function run(store: Store, model: Model, a: Action, counts: Counts): Promise<void> {
   const pick = <T>(list: T[], n: number): T | undefined => (list.length === 0 ? undefined : list[n % list.length])
@@ -224,15 +332,28 @@ async function run(store: Store, model: Model, a: Action, counts: Counts): Promi
       const m = model.sessions.get(w.id)!
       const badLabel = a.label !== undefined && (a.label.length === 0 || a.label.length > 256)
       const firstBad = a.events.find((e) => !e.good)
-      const code: ErrorCode | undefined = firstBad && !firstBad.good ? BAD_EVENTS[firstBad.i]![0]
-        : a.mode === 'sometimes' || badLabel || (a.mode === 'continuable' && a.label === undefined) ? 'INVALID_ARGUMENT' : taken(a.id)
-      const opts = { mode: a.mode as 'one-shot', ...(a.label === undefined ? {} : { label: a.label }), ...(a.id === undefined ? {} : { id: a.id }), events: a.events.map((e) => (e.good ? e.e : BAD_EVENTS[e.i]![1]())) as never }
+      const code: ErrorCode | undefined =
+        firstBad && !firstBad.good
+          ? BAD_EVENTS[firstBad.i]![0]
+          : a.mode === 'sometimes' || badLabel || (a.mode === 'continuable' && a.label === undefined)
+            ? 'INVALID_ARGUMENT'
+            : taken(a.id)
+      const opts = {
+        mode: a.mode as 'one-shot',
+        ...(a.label === undefined ? {} : { label: a.label }),
+        ...(a.id === undefined ? {} : { id: a.id }),
+        events: a.events.map((e) => (e.good ? e.e : BAD_EVENTS[e.i]![1]())) as never,
+      }
       const kid = await call(code, () => (w.h as Session).spawn(opts), `spawn from ${w.id}`)
       if (kid) {
         const descriptor = a.label === undefined ? { v: 2, mode: a.mode } : { v: 2, mode: a.mode, label: a.label }
         model.sessions.set(kid.id, {
-          id: kid.id, catalog: [],
-          events: [{ type: 'subagent/descriptor', time: kid.header.createdAt, data: descriptor }, ...a.events.map((e) => (e.good ? { type: e.e.type, time: e.e.time, data: e.e.data } : undefined)!)],
+          id: kid.id,
+          catalog: [],
+          events: [
+            { type: 'subagent/descriptor', time: kid.header.createdAt, data: descriptor },
+            ...a.events.map((e) => (e.good ? { type: e.e.type, time: e.e.time, data: e.e.data } : undefined)!),
+          ],
         })
         const fact = { v: 2, childId: kid.id, childCreatedAt: kid.header.createdAt, mode: a.mode, ...(a.label === undefined ? {} : { label: a.label }) }
         m.events.push({ type: 'subagent/catalog', data: fact })
@@ -247,10 +368,17 @@ async function run(store: Store, model: Model, a: Action, counts: Counts): Promi
       if (!w) break
       const m = model.sessions.get(w.id)!
       const code = idCode(a.childId) ?? (a.label !== undefined && (a.label.length === 0 || a.label.length > 256) ? 'INVALID_ARGUMENT' : undefined)
-      const r = await call(code, () => (w.h as Session).recordExternal({ childId: a.childId, ...(a.label === undefined ? {} : { label: a.label }) }), `recordExternal on ${w.id}`)
+      const r = await call(
+        code,
+        () => (w.h as Session).recordExternal({ childId: a.childId, ...(a.label === undefined ? {} : { label: a.label }) }),
+        `recordExternal on ${w.id}`,
+      )
       if (r) {
         expect(r).toEqual({ firstSeq: m.events.length, lastSeq: m.events.length })
-        m.events.push({ type: 'subagent/catalog', data: { v: 2, childId: a.childId, childCreatedAt: expect.any(Number), mode: 'external', ...(a.label === undefined ? {} : { label: a.label }) } })
+        m.events.push({
+          type: 'subagent/catalog',
+          data: { v: 2, childId: a.childId, childCreatedAt: expect.any(Number), mode: 'external', ...(a.label === undefined ? {} : { label: a.label }) },
+        })
         m.catalog.push({ id: a.childId, mode: 'external', ...(a.label === undefined ? {} : { label: a.label }) })
       }
       break
@@ -261,7 +389,11 @@ async function run(store: Store, model: Model, a: Action, counts: Counts): Promi
       const m = model.sessions.get(w.id)!
       const at = a.at ?? m.events.length
       const code = idCode(a.id) ?? (at < 0 || at > m.events.length ? 'INVALID_ARGUMENT' : taken(a.id))
-      const f = await call(code, () => (w.h as Session).fork({ ...(a.at === undefined ? {} : { at: a.at }), ...(a.id === undefined ? {} : { id: a.id }) }), `fork of ${w.id} at ${a.at} as ${a.id}`)
+      const f = await call(
+        code,
+        () => (w.h as Session).fork({ ...(a.at === undefined ? {} : { at: a.at }), ...(a.id === undefined ? {} : { id: a.id }) }),
+        `fork of ${w.id} at ${a.at} as ${a.id}`,
+      )
       if (f) {
         expect(f.header).toMatchObject({ origin: 'fork', forkedFrom: w.id, seedLength: at })
         // The copies are the stored events: what they hold exactly (times the store chose included).
@@ -337,11 +469,18 @@ async function run(store: Store, model: Model, a: Action, counts: Counts): Promi
       const h = pick(model.open(), a.h)
       const w = pick(writers(), a.h)
       const target: Record<string, (() => unknown) | undefined> = {
-        createSession: () => store.createSession(g as never), openSession: () => store.openSession(g as never), observe: () => store.observe(g as never),
-        deleteSession: () => store.deleteSession(g as never), listSessions: () => store.listSessions(g as never),
-        append: w && (() => (w.h as Session).append(g as never)), appendOptions: w && (() => (w.h as Session).append({ type: 'app/x' }, g as never)),
-        spawn: w && (() => (w.h as Session).spawn(g as never)), recordExternal: w && (() => (w.h as Session).recordExternal(g as never)),
-        fork: w && (() => (w.h as Session).fork(g as never)), events: h && (() => drain(h.h.events(g as never))), listChildren: h && (() => h.h.listChildren(g as never)),
+        createSession: () => store.createSession(g as never),
+        openSession: () => store.openSession(g as never),
+        observe: () => store.observe(g as never),
+        deleteSession: () => store.deleteSession(g as never),
+        listSessions: () => store.listSessions(g as never),
+        append: w && (() => (w.h as Session).append(g as never)),
+        appendOptions: w && (() => (w.h as Session).append({ type: 'app/x' }, g as never)),
+        spawn: w && (() => (w.h as Session).spawn(g as never)),
+        recordExternal: w && (() => (w.h as Session).recordExternal(g as never)),
+        fork: w && (() => (w.h as Session).fork(g as never)),
+        events: h && (() => drain(h.h.events(g as never))),
+        listChildren: h && (() => h.h.listChildren(g as never)),
       }
       const fn = target[a.method]
       // undefined or {} options are the defaults: such calls that would create or append are left out,
@@ -349,7 +488,11 @@ async function run(store: Store, model: Model, a: Action, counts: Counts): Promi
       const empty = typeof g === 'object' && g !== null && !Array.isArray(g) && Object.getPrototypeOf(g) === Object.prototype && Reflect.ownKeys(g).length === 0
       if (!fn || g === undefined || (empty && ['createSession', 'fork', 'appendOptions'].includes(a.method))) break
       const mayPass = (empty && ['listSessions', 'events', 'listChildren'].includes(a.method)) || (g === 'x' && a.method === 'deleteSession')
-      await call(mayPass ? MAY_PASS : ANY, fn, `${a.method}(${String(typeof g === 'symbol' ? 'symbol' : typeof g === 'bigint' ? 'bigint' : JSON.stringify(g))})`)
+      await call(
+        mayPass ? MAY_PASS : ANY,
+        fn,
+        `${a.method}(${String(typeof g === 'symbol' ? 'symbol' : typeof g === 'bigint' ? 'bigint' : JSON.stringify(g))})`,
+      )
       break
     }
     case 'check':
@@ -407,28 +550,33 @@ describe('fuzzing the client against a model', () => {
     it(`${config.name}: ${config.runs} runs of ${config.calls[0]}-${config.calls[1]} actions`, async () => {
       const counts: Counts = { calls: 0, rejected: 0, checks: 0 }
       let n = 0
-      await fc.assert(fc.asyncProperty(fc.array(action, { minLength: config.calls[0], maxLength: config.calls[1], size: 'max' }), async (actions) => {
-        const options: OpenStoreOptions = { storage: config.storage, dir: join(tmp, `run-${n++}`), worker: config.worker, maxEventBytes: MAX_EVENT_BYTES }
-        let store = await openStore(options)
-        const model = new Model()
-        try {
-          for (const a of actions) await run(store, model, a, counts)
-          await check(store, model, counts)
-        } finally {
-          await store.close()
-        }
-        if (config.storage === 'fs') {
-          // Cold: a new store on the same files reads the same events and the same values.
-          for (const h of model.handles) h.closed = true
-          store = await openStore(options)
+      await fc.assert(
+        fc.asyncProperty(fc.array(action, { minLength: config.calls[0], maxLength: config.calls[1], size: 'max' }), async (actions) => {
+          const options: OpenStoreOptions = { storage: config.storage, dir: join(tmp, `run-${n++}`), worker: config.worker, maxEventBytes: MAX_EVENT_BYTES }
+          let store = await openStore(options)
+          const model = new Model()
           try {
-            await check(store, model, counts, true)
+            for (const a of actions) await run(store, model, a, counts)
+            await check(store, model, counts)
           } finally {
             await store.close()
           }
-        }
-      }), { numRuns: config.runs * SCALE, seed: SEED + CONFIGS.indexOf(config), endOnFailure: true })
-      console.log(`fuzz ${config.name}: ${config.runs * SCALE} runs, ${counts.calls} calls (${counts.rejected} rejected as predicted), ${counts.checks} full checks`)
+          if (config.storage === 'fs') {
+            // Cold: a new store on the same files reads the same events and the same values.
+            for (const h of model.handles) h.closed = true
+            store = await openStore(options)
+            try {
+              await check(store, model, counts, true)
+            } finally {
+              await store.close()
+            }
+          }
+        }),
+        { numRuns: config.runs * SCALE, seed: SEED + CONFIGS.indexOf(config), endOnFailure: true },
+      )
+      console.log(
+        `fuzz ${config.name}: ${config.runs * SCALE} runs, ${counts.calls} calls (${counts.rejected} rejected as predicted), ${counts.checks} full checks`,
+      )
       expect(counts.calls).toBeGreaterThan(config.runs * 10)
       expect(counts.rejected).toBeGreaterThan(0)
     }, 120_000)

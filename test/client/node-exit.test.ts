@@ -49,10 +49,11 @@ function run(...args: string[]): Run {
   })
   return {
     exited,
-    printed: (line) => new Promise((resolve) => {
-      if (out.split('\n').includes(line)) resolve()
-      else waiting.push({ line, resolve })
-    }),
+    printed: (line) =>
+      new Promise((resolve) => {
+        if (out.split('\n').includes(line)) resolve()
+        else waiting.push({ line, resolve })
+      }),
     running: () => !done,
     kill: () => child.kill('SIGKILL'),
   }

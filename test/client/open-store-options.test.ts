@@ -44,7 +44,7 @@ async function refused(open: Promise<unknown>, words: string[]): Promise<void> {
 }
 
 describe('openStore: an option that cannot apply is refused, and nothing is created', () => {
-  it('workerUrl with worker: false (the engine would run here, without the worker file\'s units)', async () => {
+  it("workerUrl with worker: false (the engine would run here, without the worker file's units)", async () => {
     await refused(openStore({ dir, worker: false, workerUrl: notesWorker }), ['workerUrl', 'worker: false', 'projections'])
     await refused(openStore({ dir, worker: false, workerUrl: notesWorker.href }), ['workerUrl', 'worker: false'])
     await refused(openStore({ storage: 'memory', worker: false, workerUrl: notesWorker }), ['workerUrl', 'worker: false'])
@@ -52,7 +52,11 @@ describe('openStore: an option that cannot apply is refused, and nothing is crea
 
   it('workerUrl where no Worker can start (worker: true then means this thread)', async () => {
     for (const worker of [undefined, true, 'shared'] as const) {
-      await refused(openStoreWith(noWorkers, { dir, workerUrl: notesWorker, ...(worker === undefined ? {} : { worker }) }), ['workerUrl', 'no Worker can start', 'worker: false'])
+      await refused(openStoreWith(noWorkers, { dir, workerUrl: notesWorker, ...(worker === undefined ? {} : { worker }) }), [
+        'workerUrl',
+        'no Worker can start',
+        'worker: false',
+      ])
     }
   })
 
@@ -85,7 +89,7 @@ describe('openStore: an option that cannot apply is refused, and nothing is crea
 })
 
 describe('openStore: what does apply still opens', () => {
-  it('workerUrl with the engine in a worker: the worker file\'s units fold', async () => {
+  it("workerUrl with the engine in a worker: the worker file's units fold", async () => {
     const store = await openStore({ dir, workerUrl: notesWorker })
     const s = await store.createSession({ id: 'w' })
     await s.append({ type: 'app/note', data: { n: 1 } })

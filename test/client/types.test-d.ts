@@ -2,7 +2,16 @@
 // Type-level tests, checked by `tsc --noEmit` (part of npm test): keys of ProjectionMap type
 // `get` and `subscribe`, an app's own key merges in, a wrong key does not compile.
 import { expectTypeOf } from 'vitest'
-import type { CatalogEntry, ProjectionDefinition, ProjectionSnapshot, Session, SessionfoldError, SubagentListEntry, SubagentView, TimingView } from 'sessionfold'
+import type {
+  CatalogEntry,
+  ProjectionDefinition,
+  ProjectionSnapshot,
+  Session,
+  SessionfoldError,
+  SubagentListEntry,
+  SubagentView,
+  TimingView,
+} from 'sessionfold'
 import { defineProjection } from 'sessionfold'
 import { chunkedListSchema } from 'sessionfold/worker'
 import { z } from 'zod'

@@ -29,11 +29,30 @@ describe('plain JSON', () => {
     // biome-ignore lint/suspicious/noSparseArray: a hole is the bad input under test
     const holey = [1, , 3]
     const cases: [unknown, string][] = [
-      [() => 1, 'function at the top'], [{ a: undefined }, 'undefined at .a'], [NaN, 'NaN'], [{ x: [Infinity] }, 'Infinity at .x[0]'],
-      [-Infinity, '-Infinity'], [10n, '10n'], [Symbol('s'), 'symbol'], [{ d: new Date(0) }, 'Date at .d'], [new Map(), 'Map'],
-      [new Set(), 'Set'], [new Uint8Array(1), 'Uint8Array'], [new ArrayBuffer(1), 'ArrayBuffer'], [holey, 'a hole at [1]'],
-      [cyclic, 'a cycle at .list[0].back'], [{ [Symbol('k')]: 1 }, 'a symbol key'], [new (class Point { x = 1 })(), 'Point'],
-      [Object.create({ inherited: 1 }), 'Object'], [/re/, 'RegExp'], [new Error('e'), 'Error'],
+      [() => 1, 'function at the top'],
+      [{ a: undefined }, 'undefined at .a'],
+      [NaN, 'NaN'],
+      [{ x: [Infinity] }, 'Infinity at .x[0]'],
+      [-Infinity, '-Infinity'],
+      [10n, '10n'],
+      [Symbol('s'), 'symbol'],
+      [{ d: new Date(0) }, 'Date at .d'],
+      [new Map(), 'Map'],
+      [new Set(), 'Set'],
+      [new Uint8Array(1), 'Uint8Array'],
+      [new ArrayBuffer(1), 'ArrayBuffer'],
+      [holey, 'a hole at [1]'],
+      [cyclic, 'a cycle at .list[0].back'],
+      [{ [Symbol('k')]: 1 }, 'a symbol key'],
+      [
+        new (class Point {
+          x = 1
+        })(),
+        'Point',
+      ],
+      [Object.create({ inherited: 1 }), 'Object'],
+      [/re/, 'RegExp'],
+      [new Error('e'), 'Error'],
     ]
     for (const [value, where] of cases) {
       const err = await expectCode(() => assertPlainJson(value, 'event data'), 'INVALID_ARGUMENT')
@@ -65,7 +84,19 @@ describe('events', () => {
     expect(encodeEventInput({ type: 'x', time: 5 }, 0, 's').event).toEqual({ seq: 0, type: 'x', time: 5, data: null })
   })
   it('rejects bad shapes with INVALID_ARGUMENT naming the session and seq', async () => {
-    for (const input of [null, 'e', [], { type: '' }, { type: 1 }, { type: 'x'.repeat(257) }, { type: 't', time: -1 }, { type: 't', time: NaN }, { type: 't', time: '1' }, { type: 't', extra: 1 }, { data: 1 }]) {
+    for (const input of [
+      null,
+      'e',
+      [],
+      { type: '' },
+      { type: 1 },
+      { type: 'x'.repeat(257) },
+      { type: 't', time: -1 },
+      { type: 't', time: NaN },
+      { type: 't', time: '1' },
+      { type: 't', extra: 1 },
+      { data: 1 },
+    ]) {
       const err = await expectCode(() => encodeEventInput(input, 3, 'sess'), 'INVALID_ARGUMENT')
       expect(err.message).toContain('session "sess" at seq 3')
       expect((err as SessionfoldError).sessionId).toBe('sess')
@@ -83,9 +114,12 @@ describe('events', () => {
     expect(() => encodeEventInput({ type: 't', time: 1, data: 'e'.repeat(60) }, 0, 's', { maxBytes: 100 })).not.toThrow()
   })
   it('counts UTF-8 bytes exactly', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary' }), (s) => {
-      expect(utf8Length(s)).toBe(Buffer.byteLength(s))
-    }), { numRuns: 3000 })
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (s) => {
+        expect(utf8Length(s)).toBe(Buffer.byteLength(s))
+      }),
+      { numRuns: 3000 },
+    )
     expect(utf8Length('\ud800')).toBe(3)
     expect(utf8Length('😀')).toBe(4)
   })
@@ -97,10 +131,17 @@ describe('headers and witnesses', () => {
   it('accepts headers of each origin and rejects inconsistent ones', () => {
     for (const h of [rootHeader('r'), sub, fork]) expect(sessionHeaderSchema.parse(h)).toEqual(h)
     for (const bad of [
-      { ...sub, parentSession: undefined }, { ...rootHeader('r'), parentSession: 'p' }, { ...fork, forkedFrom: undefined },
-      { ...rootHeader('r'), seedLength: 2 }, { ...rootHeader('r'), delegationDepth: 1 }, { ...rootHeader('r'), createdAt: -1 },
-      { ...rootHeader('r'), id: '../x' }, { ...rootHeader('r'), version: 2 }, { ...rootHeader('r'), extra: true },
-    ]) expect(sessionHeaderSchema.safeParse(bad).success, JSON.stringify(bad)).toBe(false)
+      { ...sub, parentSession: undefined },
+      { ...rootHeader('r'), parentSession: 'p' },
+      { ...fork, forkedFrom: undefined },
+      { ...rootHeader('r'), seedLength: 2 },
+      { ...rootHeader('r'), delegationDepth: 1 },
+      { ...rootHeader('r'), createdAt: -1 },
+      { ...rootHeader('r'), id: '../x' },
+      { ...rootHeader('r'), version: 2 },
+      { ...rootHeader('r'), extra: true },
+    ])
+      expect(sessionHeaderSchema.safeParse(bad).success, JSON.stringify(bad)).toBe(false)
   })
   it('a witness matches its header and no other life of the same id', () => {
     expect(witnessOf(sub)).toEqual({ version: 1, id: 'c', createdAt: 2, parentSession: 'p', seedLength: 0, delegationDepth: 1 })
@@ -124,7 +165,21 @@ describe('SessionfoldError', () => {
     expect(isSessionfoldError(err, 'SEQ_CONFLICT')).toBe(true)
     expect(isSessionfoldError(err, 'CLOSED')).toBe(false)
     expect(isSessionfoldError(new Error('x'))).toBe(false)
-    expect(ERROR_CODES).toEqual(['INVALID_ARGUMENT', 'SESSION_NOT_FOUND', 'SESSION_EXISTS', 'SESSION_LOCKED', 'SEQ_CONFLICT', 'EVENT_TOO_LARGE',
-      'CORRUPT_LOG', 'STORAGE_QUOTA_EXCEEDED', 'STORAGE_UNAVAILABLE', 'CANCELLED', 'WORKER_TERMINATED', 'CLOSED', 'PROJECTIONS_UNAVAILABLE', 'KEY_REJECTED'])
+    expect(ERROR_CODES).toEqual([
+      'INVALID_ARGUMENT',
+      'SESSION_NOT_FOUND',
+      'SESSION_EXISTS',
+      'SESSION_LOCKED',
+      'SEQ_CONFLICT',
+      'EVENT_TOO_LARGE',
+      'CORRUPT_LOG',
+      'STORAGE_QUOTA_EXCEEDED',
+      'STORAGE_UNAVAILABLE',
+      'CANCELLED',
+      'WORKER_TERMINATED',
+      'CLOSED',
+      'PROJECTIONS_UNAVAILABLE',
+      'KEY_REJECTED',
+    ])
   })
 })

@@ -48,18 +48,28 @@ async function filesOf(root: string): Promise<string[]> {
 /** Every file of the folder and a hash of its bytes: equal before and after means nothing was written. */
 async function snapshotOf(root: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {}
-  for (const f of await filesOf(root)) out[f] = createHash('sha256').update(await readFile(f)).digest('hex')
+  for (const f of await filesOf(root))
+    out[f] = createHash('sha256')
+      .update(await readFile(f))
+      .digest('hex')
   return out
 }
 
 /** The same sessions, events and data (all but times, which differ from store to store). */
-const shape = async (st: Store) => JSON.stringify(Object.entries(await dumpStore(st)).map(([id, d]) => [id, d.header.cwd, d.events.map((e) => [e.seq, e.type, e.data])])).replace(/"childCreatedAt":\d+/g, '')
+const shape = async (st: Store) =>
+  JSON.stringify(Object.entries(await dumpStore(st)).map(([id, d]) => [id, d.header.cwd, d.events.map((e) => [e.seq, e.type, e.data])])).replace(
+    /"childCreatedAt":\d+/g,
+    '',
+  )
 
 /** A session with a child, a fork, data, labels and a cwd all holding `marker`. */
 async function fill(store: Store, marker: string): Promise<void> {
   const root = await store.createSession({ id: 'root', cwd: `/home/${marker}/work` })
   await root.append({ type: 'turn/start', data: { prompt: `my key is ${marker}` } })
-  await root.append([{ type: 'tool/output', data: { text: `${marker} `.repeat(400) } }, { type: 'app/small', data: marker }])
+  await root.append([
+    { type: 'tool/output', data: { text: `${marker} `.repeat(400) } },
+    { type: 'app/small', data: marker },
+  ])
   const kid = await root.spawn({ mode: 'continuable', id: 'kid', label: `helper ${marker}`, events: [{ type: 'app/task', data: marker }] })
   await kid.append({ type: 'turn/end' })
   await root.append({ type: 'turn/end' })
@@ -112,7 +122,10 @@ describe('encryption at rest through openStore (fs)', () => {
     ]
     for (const [where, options] of tries) {
       for (const worker of [false, true]) {
-        const err = await openStore({ storage: 'fs', dir: where, worker, ...options }).then(() => undefined, (e: unknown) => e)
+        const err = await openStore({ storage: 'fs', dir: where, worker, ...options }).then(
+          () => undefined,
+          (e: unknown) => e,
+        )
         expect((err as { code?: string })?.code, JSON.stringify({ where, worker })).toBe('KEY_REJECTED')
       }
     }
@@ -129,7 +142,10 @@ describe('encryption at rest through openStore (fs)', () => {
       { compression: 'gzip' },
     ]
     for (const options of bad) {
-      const err = await openStore({ storage: 'fs', dir: where, ...(options as OpenStoreOptions) }).then(() => undefined, (e: unknown) => e)
+      const err = await openStore({ storage: 'fs', dir: where, ...(options as OpenStoreOptions) }).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       expect((err as { code?: string })?.code, JSON.stringify(options)).toBe('INVALID_ARGUMENT')
     }
     await expect(stat(where)).rejects.toThrow()
@@ -143,7 +159,11 @@ describe('encryption at rest through openStore (fs)', () => {
     const again = await openStore({ storage: 'fs', dir: join(dir, 'p'), encryption: { key: await deriveKey('horse battery', salt, { iterations: 2000 }) } })
     expect(await eventsOf(again, 'kid')).toHaveLength(3)
     await again.close()
-    const other = await openStore({ storage: 'fs', dir: join(dir, 'p'), encryption: { key: await deriveKey('horse battery', new Uint8Array(16).fill(2), { iterations: 2000 }) } }).catch((e: { code: string }) => e.code)
+    const other = await openStore({
+      storage: 'fs',
+      dir: join(dir, 'p'),
+      encryption: { key: await deriveKey('horse battery', new Uint8Array(16).fill(2), { iterations: 2000 }) },
+    }).catch((e: { code: string }) => e.code)
     expect(other).toBe('KEY_REJECTED')
     await expect(deriveKey('', salt)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     await expect(deriveKey('x', new Uint8Array(2))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
@@ -257,7 +277,7 @@ describe('encryption at rest through openStore (fs)', () => {
     await again.close()
   })
 
-  it("a key record edited at rest (which key is current, which keys it lists) is KEY_REJECTED", async () => {
+  it('a key record edited at rest (which key is current, which keys it lists) is KEY_REJECTED', async () => {
     const where = join(dir, 'edited')
     const s = await openStore({ storage: 'fs', dir: where, encryption: { key } })
     await fill(s, 'm')
@@ -266,9 +286,14 @@ describe('encryption at rest through openStore (fs)', () => {
     const file = join(where, 'meta', 'sessionfold-codec')
     const text = await readFile(file, 'utf8')
     const record = JSON.parse(text) as { current: number; keys: { gen: number }[] }
-    for (const edit of [{ ...record, current: 1 }, { ...record, keys: record.keys.slice(0, 1), current: 1 }]) {
+    for (const edit of [
+      { ...record, current: 1 },
+      { ...record, keys: record.keys.slice(0, 1), current: 1 },
+    ]) {
       await writeFile(file, JSON.stringify(edit))
-      await expect(openStore({ storage: 'fs', dir: where, encryption: { key: otherKey } })).rejects.toMatchObject({ code: expect.stringMatching(/KEY_REJECTED|CORRUPT_LOG/) })
+      await expect(openStore({ storage: 'fs', dir: where, encryption: { key: otherKey } })).rejects.toMatchObject({
+        code: expect.stringMatching(/KEY_REJECTED|CORRUPT_LOG/),
+      })
     }
     await writeFile(file, text)
     const again = await openStore({ storage: 'fs', dir: where, encryption: { key: otherKey } })
@@ -290,7 +315,9 @@ describe('encryption at rest through openStore (fs)', () => {
     let last = 1
     let stoppedMidway = 0
     for (let round = 0; round < 6; round++) {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../fixtures/key-rotator.ts'), where, String(last)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../fixtures/key-rotator.ts'), where, String(last)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      })
       let seen = last
       let midway = 0 // the last rotation seen to have re-encrypted two sessions
       child.stdout.on('data', (b: Buffer) => {
@@ -303,7 +330,7 @@ describe('encryption at rest through openStore (fs)', () => {
           if (round % 2 === 1 && seen >= last + 1 && midway === seen + 1) {
             clearInterval(check)
             resolve()
-          } else if (round % 2 === 0 && seen >= last + 1 + round % 3) {
+          } else if (round % 2 === 0 && seen >= last + 1 + (round % 3)) {
             clearInterval(check)
             setTimeout(() => resolve(), Math.floor(Math.random() * 15))
           }
@@ -324,7 +351,8 @@ describe('encryption at rest through openStore (fs)', () => {
       if (round % 2 === 1) {
         // Killed mid-rotation (the old data keys still listed); run again with the key it opens
         // with, it completes the rotation: one data key left, the data the same.
-        const keys = async () => (JSON.parse(await readFile(join(where, 'meta', 'sessionfold-codec'), 'utf8')) as { keys: { gen: number }[] }).keys.map((k) => k.gen)
+        const keys = async () =>
+          (JSON.parse(await readFile(join(where, 'meta', 'sessionfold-codec'), 'utf8')) as { keys: { gen: number }[] }).keys.map((k) => k.gen)
         if ((await keys()).length > 1) stoppedMidway++
         await opened!.rotateKey(keyOf(last))
         expect((await keys()).length).toBe(1)
@@ -344,7 +372,11 @@ describe('compression through openStore', () => {
     for (const compression of ['deflate', 'none'] as const) {
       const s = await openStore({ storage: 'fs', dir: join(dir, compression), compression })
       const a = await s.createSession({ id: 'big' })
-      for (let i = 0; i < 20; i++) await a.append([{ type: 'tool/output', data: { i, text } }, { type: 'tool/output', data: { i, text: text.slice(i * 100) } }])
+      for (let i = 0; i < 20; i++)
+        await a.append([
+          { type: 'tool/output', data: { i, text } },
+          { type: 'tool/output', data: { i, text: text.slice(i * 100) } },
+        ])
       await s.close()
       sizes[compression] = (await stat(join(sessionDir(join(dir, compression), 'big'), LOG_FILE))).size
     }
@@ -364,7 +396,11 @@ function hostile(inner: StorageAdapter, change: (id: string, page: SessionEvent[
     ...inner,
     kind: inner.kind,
     readEvents: async function* (id, range) {
-      for await (const page of inner.readEvents(id, range)) yield change(id, page.map((e) => ({ ...e })))
+      for await (const page of inner.readEvents(id, range))
+        yield change(
+          id,
+          page.map((e) => ({ ...e })),
+        )
     },
   }
 }
@@ -372,88 +408,99 @@ function hostile(inner: StorageAdapter, change: (id: string, page: SessionEvent[
 // Units sealed with one AES-GCM implementation open with the other (Node's platform uses
 // node:crypto's, browsers WebCrypto's); a changed unit fails with either.
 for (const [ciphers, writeCipher, readCipher] of [
-  ['WebCrypto', undefined, undefined], ['node:crypto, read with WebCrypto', nodeCipher, undefined], ['WebCrypto, read with node:crypto', undefined, nodeCipher],
-] as const) describe(`the codec below the engine (memory adapter, hostile storage; ${ciphers})`, () => {
-  const events = (from: number, n: number, id: string) => Array.from({ length: n }, (_, i) => encodeEventInput({ type: 'app/e', data: { tag: id, i, pad: 'p'.repeat(100) } }, from + i, id))
-  const header = (id: string) => ({ version: 1 as const, id, createdAt: 1000, seedLength: 0, delegationDepth: 0, origin: 'root' as const })
+  ['WebCrypto', undefined, undefined],
+  ['node:crypto, read with WebCrypto', nodeCipher, undefined],
+  ['WebCrypto, read with node:crypto', undefined, nodeCipher],
+] as const)
+  describe(`the codec below the engine (memory adapter, hostile storage; ${ciphers})`, () => {
+    const events = (from: number, n: number, id: string) =>
+      Array.from({ length: n }, (_, i) => encodeEventInput({ type: 'app/e', data: { tag: id, i, pad: 'p'.repeat(100) } }, from + i, id))
+    const header = (id: string) => ({ version: 1 as const, id, createdAt: 1000, seedLength: 0, delegationDepth: 0, origin: 'root' as const })
 
-  async function sealedPair(change: (id: string, page: SessionEvent[]) => SessionEvent[]) {
-    const memory = createMemoryAdapter()
-    const writer = await openSealed(memory, { key, compressor, cipher: writeCipher })
-    for (const id of ['a', 'b']) {
-      await writer.createSession(header(id))
-      await writer.append(id, events(0, 3, id))
-      await writer.append(id, events(3, 3, id))
+    async function sealedPair(change: (id: string, page: SessionEvent[]) => SessionEvent[]) {
+      const memory = createMemoryAdapter()
+      const writer = await openSealed(memory, { key, compressor, cipher: writeCipher })
+      for (const id of ['a', 'b']) {
+        await writer.createSession(header(id))
+        await writer.append(id, events(0, 3, id))
+        await writer.append(id, events(3, 3, id))
+      }
+      const reader = await openSealed(hostile(memory, change), { key, compressor, cipher: readCipher })
+      const read = async (id: string, from = 0) => {
+        const out: SessionEvent[] = []
+        for await (const page of reader.readEvents(id, { from })) out.push(...page)
+        return out
+      }
+      return { read }
     }
-    const reader = await openSealed(hostile(memory, change), { key, compressor, cipher: readCipher })
-    const read = async (id: string, from = 0) => {
-      const out: SessionEvent[] = []
-      for await (const page of reader.readEvents(id, { from })) out.push(...page)
-      return out
-    }
-    return { read }
-  }
 
-  it('reads back what it wrote, from any seq', async () => {
-    const { read } = await sealedPair((_, p) => p)
-    expect((await read('a')).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5])
-    expect((await read('a', 4)).map((e) => [e.seq, (e.data as { tag: string }).tag])).toEqual([[4, 'a'], [5, 'a']])
-  })
-
-  it('reads back text of every width: accents, CJK, emoji, and escaped lone surrogates, in frames and checkpoint rows', async () => {
-    const memory = createMemoryAdapter()
-    const sealed = await openSealed(memory, { key, compressor, cipher: writeCipher })
-    const texts = ['héllo wörld', '日本語のテキスト', '🙂 emoji 👩‍💻', 'lone \ud800 and \udfff', 'x'.repeat(300)]
-    const batch = texts.map((text, i) => encodeEventInput({ type: 'app/e', data: { text, again: text.repeat(20) } }, i, 'w'))
-    await sealed.createSession(header('w'))
-    await sealed.append('w', batch)
-    const out: SessionEvent[] = []
-    for await (const page of sealed.readEvents('w')) out.push(...page)
-    expect(out).toEqual(batch.map((e) => e.event))
-    const row = { witness: header('w'), rows: { note: texts.join(' ').repeat(10) } }
-    await sealed.putCheckpoint('w', row as never)
-    expect(await sealed.getCheckpoint('w')).toEqual(row)
-  })
-
-  it('a flipped byte is CORRUPT_LOG, never data', async () => {
-    const { read } = await sealedPair((_, page) => page.map((e) => {
-      if (typeof e.data !== 'string') return e
-      const s = e.data
-      const at = Math.floor(s.length / 2)
-      return { ...e, data: s.slice(0, at) + (s[at] === 'A' ? 'B' : 'A') + s.slice(at + 1) }
-    }))
-    await expect(read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
-  })
-
-  it('a frame moved to another session, or to another position, does not open', async () => {
-    const framesOf: Record<string, SessionEvent[]> = {}
-    const { read: readSwapped } = await sealedPair((id, page) => {
-      framesOf[id] = page
-      return page
+    it('reads back what it wrote, from any seq', async () => {
+      const { read } = await sealedPair((_, p) => p)
+      expect((await read('a')).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5])
+      expect((await read('a', 4)).map((e) => [e.seq, (e.data as { tag: string }).tag])).toEqual([
+        [4, 'a'],
+        [5, 'a'],
+      ])
     })
-    await readSwapped('a')
-    await readSwapped('b')
-    const other = framesOf.b!
-    const bySession = await sealedPair((id, page) => (id === 'a' ? other.map((e) => ({ ...e })) : page))
-    await expect(bySession.read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
-    // Frames [0,3) and [3,6) swapped within one session (each relabelled to the other's seqs).
-    const byPosition = await sealedPair((_, page) => page.map((e) => {
-      const swap = page.find((x) => x.seq === (e.seq + 3) % 6)!
-      return typeof e.data === 'string' ? { ...e, data: swap.data } : e
-    }))
-    await expect(byPosition.read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
-  })
 
-  it('a damaged pointer record inside a frame is CORRUPT_LOG on a full read too (so verify sees it)', async () => {
-    const { read } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { ...e, data: 'garbage' } : e)))
-    await expect(read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
-  })
+    it('reads back text of every width: accents, CJK, emoji, and escaped lone surrogates, in frames and checkpoint rows', async () => {
+      const memory = createMemoryAdapter()
+      const sealed = await openSealed(memory, { key, compressor, cipher: writeCipher })
+      const texts = ['héllo wörld', '日本語のテキスト', '🙂 emoji 👩‍💻', 'lone \ud800 and \udfff', 'x'.repeat(300)]
+      const batch = texts.map((text, i) => encodeEventInput({ type: 'app/e', data: { text, again: text.repeat(20) } }, i, 'w'))
+      await sealed.createSession(header('w'))
+      await sealed.append('w', batch)
+      const out: SessionEvent[] = []
+      for await (const page of sealed.readEvents('w')) out.push(...page)
+      expect(out).toEqual(batch.map((e) => e.event))
+      const row = { witness: header('w'), rows: { note: texts.join(' ').repeat(10) } }
+      await sealed.putCheckpoint('w', row as never)
+      expect(await sealed.getCheckpoint('w')).toEqual(row)
+    })
 
-  it('a plain event slipped into an encrypted store is CORRUPT_LOG, never accepted', async () => {
-    const { read } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { seq: 1, type: 'app/forged', time: 1, data: 'x' } : e)))
-    await expect(read('a', 1)).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+    it('a flipped byte is CORRUPT_LOG, never data', async () => {
+      const { read } = await sealedPair((_, page) =>
+        page.map((e) => {
+          if (typeof e.data !== 'string') return e
+          const s = e.data
+          const at = Math.floor(s.length / 2)
+          return { ...e, data: s.slice(0, at) + (s[at] === 'A' ? 'B' : 'A') + s.slice(at + 1) }
+        }),
+      )
+      await expect(read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+    })
+
+    it('a frame moved to another session, or to another position, does not open', async () => {
+      const framesOf: Record<string, SessionEvent[]> = {}
+      const { read: readSwapped } = await sealedPair((id, page) => {
+        framesOf[id] = page
+        return page
+      })
+      await readSwapped('a')
+      await readSwapped('b')
+      const other = framesOf.b!
+      const bySession = await sealedPair((id, page) => (id === 'a' ? other.map((e) => ({ ...e })) : page))
+      await expect(bySession.read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+      // Frames [0,3) and [3,6) swapped within one session (each relabelled to the other's seqs).
+      const byPosition = await sealedPair((_, page) =>
+        page.map((e) => {
+          const swap = page.find((x) => x.seq === (e.seq + 3) % 6)!
+          return typeof e.data === 'string' ? { ...e, data: swap.data } : e
+        }),
+      )
+      await expect(byPosition.read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+    })
+
+    it('a damaged pointer record inside a frame is CORRUPT_LOG on a full read too (so verify sees it)', async () => {
+      const { read } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { ...e, data: 'garbage' } : e)))
+      await expect(read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+    })
+
+    it('a plain event slipped into an encrypted store is CORRUPT_LOG, never accepted', async () => {
+      const { read } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { seq: 1, type: 'app/forged', time: 1, data: 'x' } : e)))
+      await expect(read('a', 1)).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+    })
   })
-})
 
 describe('the command line on an encrypted store', () => {
   const run = (args: string[], env: { SESSIONFOLD_KEY?: string } = {}) => runCli(args, { key: env.SESSIONFOLD_KEY })

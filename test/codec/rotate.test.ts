@@ -53,7 +53,10 @@ const gensOf = (units: { gen: number }[]) => [...new Set(units.map((u) => u.gen)
 async function fillMany(store: Store): Promise<void> {
   const root = await store.createSession({ id: 'root', cwd: '/home/m/work' })
   await root.append({ type: 'turn/start', data: { prompt: 'hello' } })
-  await root.append([{ type: 'tool/output', data: { text: 'out '.repeat(400) } }, { type: 'app/small', data: 'm' }])
+  await root.append([
+    { type: 'tool/output', data: { text: 'out '.repeat(400) } },
+    { type: 'app/small', data: 'm' },
+  ])
   const kid = await root.spawn({ mode: 'continuable', id: 'kid', label: 'helper', events: [{ type: 'app/task', data: 'm' }] })
   await kid.append({ type: 'turn/end' })
   const fork = await root.fork({ at: 2, id: 'fork' })
@@ -62,7 +65,10 @@ async function fillMany(store: Store): Promise<void> {
   for (let b = 0; b < 22; b++) await long.append(Array.from({ length: 100 }, (_, i) => ({ type: 'app/n', data: { n: b * 100 + i, pad: 'p'.repeat(40) } })))
   for (let i = 0; i < 4; i++) {
     const s = await store.createSession({ id: `small-${i}` })
-    await s.append([{ type: 'app/a', data: i }, { type: 'app/b', data: 'x'.repeat(700) }])
+    await s.append([
+      { type: 'app/a', data: i },
+      { type: 'app/b', data: 'x'.repeat(700) },
+    ])
     await s.close()
   }
   for (const s of [root, kid, fork, long]) await s.close()
@@ -165,9 +171,13 @@ describe('rotateKey re-encrypts every unit (fs)', () => {
     const s = await openStore({ storage: 'fs', dir: where, worker: true, encryption: { key: keyOf(1) } })
     await fillMany(s)
     const before = await dumpStore(s)
-    await expect(s.rotateKey(keyOf(2), { onProgress: (p) => {
-      if (p.done === 3) throw new Error('stop here')
-    } })).rejects.toThrow('stop here')
+    await expect(
+      s.rotateKey(keyOf(2), {
+        onProgress: (p) => {
+          if (p.done === 3) throw new Error('stop here')
+        },
+      }),
+    ).rejects.toThrow('stop here')
     await s.close()
     expect(gensOf(await unitsOnDisk(where))).toEqual([1, 2])
     expect((await keyRecordOf(where)).keys.map((k) => k.gen)).toEqual([1, 2])
@@ -202,7 +212,10 @@ describe('replaceRecords on fs, as other processes see it', () => {
     const b = createFsAdapter({ dir })
     const data = (seq: number, c: string) => ({ text: `v${seq}-${c.repeat(6)}` })
     await a.createSession(rootHeader('s'))
-    await a.append('s', evs('s', 0, 3, (seq) => data(seq, 'a'))) // a's writer handle is open
+    await a.append(
+      's',
+      evs('s', 0, 3, (seq) => data(seq, 'a')),
+    ) // a's writer handle is open
     expect((await readAll(b, 's')).length).toBe(3) // b caches the log
     await b.append('s', [ev('s', 3, data(3, 'a'))]) // and holds a writer handle on it
     expect((await a.getSession('s'))?.length).toBe(4)

@@ -29,258 +29,313 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
       }
     }
 
-    it('creates, opens, observes, lists and deletes sessions', withStore(async (store) => {
-      const a = await store.createSession({ id: 'a', cwd: '/w' })
-      expect(a.header).toMatchObject({ id: 'a', cwd: '/w', origin: 'root', seedLength: 0, delegationDepth: 0, version: 1 })
-      expect(a.id).toBe('a')
-      const b = await store.createSession()
-      expect(b.id).toMatch(/^[0-9a-f]{32}$/)
-      await expectCode(store.createSession({ id: 'a' }), 'SESSION_EXISTS') // taken id first, though open for writing
-      await expectCode(store.openSession('a'), 'SESSION_LOCKED')
-      const view = await store.observe('a')
-      expect(view.header).toEqual(a.header)
-      await a.close()
-      const again = await store.openSession('a')
-      await expectCode(store.createSession({ id: 'a' }), 'SESSION_EXISTS') // taken id first, though open for writing
-      await again.close()
-      await expectCode(store.createSession({ id: 'a' }), 'SESSION_EXISTS')
-      expect((await store.listSessions()).map((h) => h.id).sort()).toEqual(['a', b.id].sort())
-      const [first, second] = ['a', b.id].sort()
-      expect((await store.listSessions({ after: first, limit: 5 })).map((h) => h.id)).toEqual([second])
-      expect(await store.listSessions({ limit: 1 })).toHaveLength(1)
-      await expectCode(store.deleteSession(b.id), 'SESSION_LOCKED')
-      await b.close()
-      await store.deleteSession(b.id)
-      expect((await store.listSessions()).map((h) => h.id)).toEqual(['a'])
-      await expectCode(store.openSession('ghost'), 'SESSION_NOT_FOUND')
-      await expectCode(store.observe('../etc'), 'INVALID_ARGUMENT')
-      await view.close()
-    }))
-
-    it('appends with expectedSeq and reads its own writes synchronously', withStore(async (store) => {
-      const s = await store.createSession({ id: 's' })
-      expect(s.projections.snapshot().asOfSeq).toBe(-1)
-      expect(await s.append({ type: 'turn/start', time: 1000 })).toEqual({ firstSeq: 0, lastSeq: 0 })
-      expect(s.projections.get('subagentTiming')).toEqual({ turns: 1, settledMs: 0, runningSince: 1000 })
-      expect(await s.append([{ type: 'app/x', data: { k: [1, 'two'] } }, { type: 'turn/end', time: 1500 }], { expectedSeq: 1 })).toEqual({ firstSeq: 1, lastSeq: 2 })
-      expect(s.projections.get('subagentTiming')).toEqual({ turns: 1, settledMs: 500, runningSince: null })
-      expect(s.projections.snapshot()).toMatchObject({ asOfSeq: 2, faults: {} })
-      const err = await expectCode(s.append({ type: 'x' }, { expectedSeq: 7 }), 'SEQ_CONFLICT')
-      expect(err.message).toContain('"s"')
-      expect((err as { sessionId?: string }).sessionId).toBe('s')
-      expect((err as { seq?: number }).seq).toBe(7)
-      const events = []
-      for await (const e of s.events()) events.push(e)
-      expect(events.map((e) => [e.seq, e.type])).toEqual([[0, 'turn/start'], [1, 'app/x'], [2, 'turn/end']])
-      expect(events[1]!.data).toEqual({ k: [1, 'two'] })
-    }))
-
-    it('rejects bad input at the client with its code and writes nothing', withStore(async (store) => {
-      const s = await store.createSession({ id: 'bad' })
-      await s.append({ type: 'ok' })
-      const cyclic: Record<string, unknown> = {}
-      cyclic.me = cyclic
-      for (const data of [cyclic, 1n, () => 1, { u: undefined }, NaN, Symbol('s'), new Date(0), new Map(), new Uint8Array(1)]) {
-        await expectCode(s.append({ type: 't', data } as never), 'INVALID_ARGUMENT')
-      }
-      await expectCode(s.append({ type: 't', data: 'x'.repeat(1024 * 1024) }), 'EVENT_TOO_LARGE')
-      await expectCode(s.append([]), 'INVALID_ARGUMENT')
-      await expectCode(s.append([{ type: 'fine' }, { type: 7 } as never]), 'INVALID_ARGUMENT')
-      await expectCode(s.spawn({ mode: 'continuable' }), 'INVALID_ARGUMENT')
-      await expectCode(s.spawn({ mode: 'sometimes' } as never), 'INVALID_ARGUMENT')
-      await expectCode(s.fork({ at: 5 }), 'INVALID_ARGUMENT')
-      await expectCode(openStore({ storage: 'floppy' } as never), 'INVALID_ARGUMENT')
-      await expectCode(openStore({ nope: 1 } as never), 'INVALID_ARGUMENT')
-      const events = []
-      for await (const e of s.events()) events.push(e.type)
-      expect(events).toEqual(['ok'])
-      expect((await store.listSessions()).map((h) => h.id)).toEqual(['bad'])
-    }))
-
-    it('observes a session as of a point: frozen values equal to the prefix, its events only, its catalog then; bad options write nothing', withStore(async (store) => {
-      const s = await store.createSession({ id: 'past' })
-      await s.append({ type: 'turn/start' })
-      const kid = await s.spawn({ mode: 'continuable', id: 'past-kid', label: 'early' })
-      const early = s.projections.snapshot()
-      // Far enough for history rows (one per 1,024 events or so).
-      for (let i = 0; i < 10; i++) await s.append(Array.from({ length: 500 }, (_, k) => ({ type: 'app/n', data: i * 500 + k })))
-      await s.spawn({ mode: 'one-shot', id: 'past-late', label: 'late' })
-      const mid = 3 + 2345
-      const frozen = await store.observe('past', { at: early.asOfSeq + 1 })
-      expect(frozen.at).toBe(early.asOfSeq + 1)
-      expect(frozen.projections.snapshot()).toEqual(early)
-      expect((await frozen.listChildren()).map((c) => c.id)).toEqual(['past-kid'])
-      const now = await store.observe('past')
-      expect((await now.listChildren()).map((c) => c.id)).toEqual(['past-kid', 'past-late'])
-      const at = await store.observe('past', { at: mid })
-      expect(at.projections.snapshot().asOfSeq).toBe(mid - 1)
-      let n = 0
-      for await (const e of at.events({ from: mid - 5, to: mid + 100 })) n += e.seq < mid ? 1 : 1000
-      expect(n).toBe(5)
-      let heard = 0
-      frozen.projections.subscribe(() => void heard++)
-      await s.append({ type: 'app/after' })
-      await kid.append({ type: 'app/kid' })
-      await tick()
-      expect(heard).toBe(1) // the current value, once: a frozen view hears no change
-      expect(frozen.projections.snapshot()).toEqual(early)
-      const last = await store.observe('past', { at: now.projections.asOfSeq + 1 })
-      expect(last.projections.snapshot()).toEqual(now.projections.snapshot())
-      await frozen.close()
-      await frozen.close()
-      const before = await store.listSessions()
-      for (const options of [{ at: 1e9 }, { at: -1 }, { at: 1.5 }, { at: '2' }, { at: 1, later: true }, 'x']) {
-        await expectCode(store.observe('past', options as never), 'INVALID_ARGUMENT')
-      }
-      await expectCode(store.observe('ghost', { at: 0 }), 'SESSION_NOT_FOUND')
-      expect(await store.listSessions()).toEqual(before)
-      await now.close()
-      await at.close()
-      await last.close()
-      await kid.close()
-    }))
-
-    it('reads event ranges and stops when the signal aborts', withStore(async (store) => {
-      const s = await store.createSession({ id: 'r' })
-      for (let i = 0; i < 5; i++) await s.append(Array.from({ length: 300 }, (_, k) => ({ type: 'e', data: i * 300 + k })))
-      const seqs = async (o: { from?: number; to?: number }) => {
-        const out: number[] = []
-        for await (const e of s.events(o)) out.push(e.seq)
-        return out
-      }
-      expect(await seqs({ from: 1495 })).toEqual([1495, 1496, 1497, 1498, 1499])
-      expect(await seqs({ from: 510, to: 514 })).toEqual([510, 511, 512, 513])
-      expect((await seqs({})).length).toBe(1500)
-      expect(await seqs({ from: 2000 })).toEqual([])
-      const ac = new AbortController()
-      let n = 0
-      await expectCode((async () => {
-        for await (const e of s.events({ signal: ac.signal })) {
-          n++
-          if (e.seq === 600) ac.abort()
-        }
-      })(), 'CANCELLED')
-      expect(n).toBeLessThan(1500)
-      await expectCode(seqs({ from: -1 }), 'INVALID_ARGUMENT')
-    }))
-
-    it('spawns, forks, records externals and lists the tree', withStore(async (store) => {
-      const root = await store.createSession({ id: 'root' })
-      const kid = await root.spawn({ mode: 'continuable', label: 'researcher', events: [{ type: 'turn/start' }] })
-      expect(root.projections.get('subagentCatalog')).toEqual([{ id: kid.id, createdAt: kid.header.createdAt, mode: 'continuable', label: 'researcher', seq: 0 }])
-      expect(kid.projections.get('subagent')).toEqual({ mode: 'continuable', label: 'researcher', seq: 0 })
-      expect(kid.header).toMatchObject({ origin: 'subagent', parentSession: 'root', delegationDepth: 1 })
-      const grand = await kid.spawn({ mode: 'one-shot' })
-      await root.recordExternal({ childId: 'ci-42', label: 'CI' })
-      await grand.close()
-      const rows = await root.listChildren({ recursive: true })
-      expect(rows.map((r) => [r.kind, r.id, r.depth, r.kind === 'child' && r.activity, r.kind === 'child' && r.hasChildren])).toEqual([
-        ['child', kid.id, 0, 'running', true],
-        ['child', grand.id, 1, 'inactive', false],
-        ['child', 'ci-42', 0, 'inactive', false],
-      ])
-      const fork = await root.fork()
-      expect(fork.header).toMatchObject({ origin: 'fork', forkedFrom: 'root', seedLength: 2 })
-      expect(fork.projections.get('subagentCatalog')).toEqual([])
-      expect(await fork.listChildren()).toEqual([])
-      const ac = new AbortController()
-      ac.abort()
-      await expectCode(root.listChildren({ signal: ac.signal }), 'CANCELLED')
-      await expectCode(store.observe('nobody').then((v) => v.listChildren()), 'SESSION_NOT_FOUND')
-    }))
-
-    it('pushes a burst of 10,000 appends to subscribers in order, ending at the last state', withStore(async (store) => {
-      const s = await store.createSession({ id: 'burst' })
-      const view = await store.observe('burst')
-      const seen: number[] = []
-      const snaps: number[] = []
-      const times: number[] = []
-      const stop = view.projections.subscribe('subagentTiming', (t) => {
-        seen.push(t?.turns ?? -1)
-        times.push(performance.now())
-      })
-      view.projections.subscribe((snap) => snaps.push(snap.asOfSeq))
-      const writes: Promise<unknown>[] = []
-      for (let i = 0; i < 5000; i++) {
-        writes.push(s.append([{ type: 'turn/start', time: i * 10 }, { type: 'turn/end', time: i * 10 + 3 }]))
-        if (i % 500 === 499) await Promise.all(writes.splice(0))
-      }
-      await Promise.all(writes)
-      // The writer's own handle is current; the observer follows with the next push.
-      expect(s.projections.get('subagentTiming')).toEqual({ turns: 5000, settledMs: 15000, runningSince: null })
-      await until(() => seen.at(-1) === 5000 && snaps.at(-1) === 9999)
-      expect(view.projections.get('subagentTiming')).toEqual({ turns: 5000, settledMs: 15000, runningSince: null })
-      expect(seen[0]).toBe(0) // the current value first
-      expect(seen.at(-1)).toBe(5000) // the final state is never missed
-      expect([...seen].sort((a, b) => a - b)).toEqual(seen) // in order
-      // Batched, not flooded: at most about one call per notify interval (1 ms) over the burst,
-      // however fast appends arrive (a burst faster than that merges). Counted over the whole
-      // burst, since browsers coarsen and jitter performance.now().
-      const span = times.at(-1)! - times[1]!
-      expect(times.length - 2).toBeLessThanOrEqual(span / 1 + 5)
-      expect(snaps.at(-1)).toBe(9999)
-      expect([...snaps].sort((a, b) => a - b)).toEqual(snaps)
-      stop()
-      const before = seen.length
-      await s.append({ type: 'turn/start' })
-      await until(() => snaps.at(-1) === 10000) // the other subscription still follows
-      expect(seen.length).toBe(before) // unsubscribed: no more calls
-    }))
-
-    it('fits useSyncExternalStore and the Svelte store contract', withStore(async (store) => {
-      const s = await store.createSession({ id: 'ui' })
-      // React: getSnapshot must return the same object until something changes.
-      const p = s.projections
-      const first = p.snapshot()
-      expect(p.snapshot()).toBe(first)
-      let notified = 0
-      const unsubscribe = p.subscribe(() => notified++)
-      expect(typeof unsubscribe).toBe('function')
-      await s.append({ type: 'turn/start' })
-      const second = p.snapshot()
-      expect(second).not.toBe(first)
-      expect(second.values.subagentTiming).toEqual({ turns: 1, settledMs: 0, runningSince: expect.any(Number) })
-      expect(p.snapshot()).toBe(second)
-      await until(() => notified >= 2)
-      unsubscribe()
-      // Svelte: subscribe(run) calls run at once with the current value and returns unsubscribe.
-      const svelteStore = { subscribe: (run: (v: unknown) => void) => p.subscribe('subagentTiming', run) }
-      const values: unknown[] = []
-      const stop = svelteStore.subscribe((v) => values.push(v))
-      expect(values).toEqual([{ turns: 1, settledMs: 0, runningSince: expect.any(Number) }])
-      stop()
-    }))
-
-    it('keeps error codes across the boundary', withStore(async (store) => {
-      const s = await store.createSession({ id: 'e' })
-      const err = await expectCode(store.openSession('e'), 'SESSION_LOCKED')
-      expect(err.name).toBe('SessionfoldError')
-      expect(err.message).toContain('"e"')
-      await s.close()
-      await expectCode(s.append({ type: 'x' }), 'CLOSED')
-    }))
-
-    it('verify reads every session and event, reports no damage on a sound store, and can be cancelled', withStore(async (store) => {
-      const root = await store.createSession({ id: 'v' })
-      await root.append(Array.from({ length: 30 }, (_, k) => ({ type: 'msg', data: { k } })))
-      const child = await root.spawn({ mode: 'one-shot', events: [{ type: 'msg' }] })
-      await (await root.fork({ at: 10 })).close()
-      const progress: { done: number; total: number }[] = []
-      const report = await store.verify({ onProgress: (p) => progress.push(p) })
-      let events = 0
-      for (const h of await store.listSessions()) {
-        const view = await store.observe(h.id)
-        events += view.projections.snapshot().asOfSeq + 1
+    it(
+      'creates, opens, observes, lists and deletes sessions',
+      withStore(async (store) => {
+        const a = await store.createSession({ id: 'a', cwd: '/w' })
+        expect(a.header).toMatchObject({ id: 'a', cwd: '/w', origin: 'root', seedLength: 0, delegationDepth: 0, version: 1 })
+        expect(a.id).toBe('a')
+        const b = await store.createSession()
+        expect(b.id).toMatch(/^[0-9a-f]{32}$/)
+        await expectCode(store.createSession({ id: 'a' }), 'SESSION_EXISTS') // taken id first, though open for writing
+        await expectCode(store.openSession('a'), 'SESSION_LOCKED')
+        const view = await store.observe('a')
+        expect(view.header).toEqual(a.header)
+        await a.close()
+        const again = await store.openSession('a')
+        await expectCode(store.createSession({ id: 'a' }), 'SESSION_EXISTS') // taken id first, though open for writing
+        await again.close()
+        await expectCode(store.createSession({ id: 'a' }), 'SESSION_EXISTS')
+        expect((await store.listSessions()).map((h) => h.id).sort()).toEqual(['a', b.id].sort())
+        const [first, second] = ['a', b.id].sort()
+        expect((await store.listSessions({ after: first, limit: 5 })).map((h) => h.id)).toEqual([second])
+        expect(await store.listSessions({ limit: 1 })).toHaveLength(1)
+        await expectCode(store.deleteSession(b.id), 'SESSION_LOCKED')
+        await b.close()
+        await store.deleteSession(b.id)
+        expect((await store.listSessions()).map((h) => h.id)).toEqual(['a'])
+        await expectCode(store.openSession('ghost'), 'SESSION_NOT_FOUND')
+        await expectCode(store.observe('../etc'), 'INVALID_ARGUMENT')
         await view.close()
-      }
-      expect(report).toEqual({ sessions: 3, events, damaged: [] })
-      expect(progress.at(-1)).toEqual({ done: events, total: events })
-      await child.close()
-      await root.close()
-      const controller = new AbortController()
-      controller.abort()
-      await expectCode(store.verify({ signal: controller.signal }), 'CANCELLED')
-    }))
+      }),
+    )
+
+    it(
+      'appends with expectedSeq and reads its own writes synchronously',
+      withStore(async (store) => {
+        const s = await store.createSession({ id: 's' })
+        expect(s.projections.snapshot().asOfSeq).toBe(-1)
+        expect(await s.append({ type: 'turn/start', time: 1000 })).toEqual({ firstSeq: 0, lastSeq: 0 })
+        expect(s.projections.get('subagentTiming')).toEqual({ turns: 1, settledMs: 0, runningSince: 1000 })
+        expect(
+          await s.append(
+            [
+              { type: 'app/x', data: { k: [1, 'two'] } },
+              { type: 'turn/end', time: 1500 },
+            ],
+            { expectedSeq: 1 },
+          ),
+        ).toEqual({ firstSeq: 1, lastSeq: 2 })
+        expect(s.projections.get('subagentTiming')).toEqual({ turns: 1, settledMs: 500, runningSince: null })
+        expect(s.projections.snapshot()).toMatchObject({ asOfSeq: 2, faults: {} })
+        const err = await expectCode(s.append({ type: 'x' }, { expectedSeq: 7 }), 'SEQ_CONFLICT')
+        expect(err.message).toContain('"s"')
+        expect((err as { sessionId?: string }).sessionId).toBe('s')
+        expect((err as { seq?: number }).seq).toBe(7)
+        const events = []
+        for await (const e of s.events()) events.push(e)
+        expect(events.map((e) => [e.seq, e.type])).toEqual([
+          [0, 'turn/start'],
+          [1, 'app/x'],
+          [2, 'turn/end'],
+        ])
+        expect(events[1]!.data).toEqual({ k: [1, 'two'] })
+      }),
+    )
+
+    it(
+      'rejects bad input at the client with its code and writes nothing',
+      withStore(async (store) => {
+        const s = await store.createSession({ id: 'bad' })
+        await s.append({ type: 'ok' })
+        const cyclic: Record<string, unknown> = {}
+        cyclic.me = cyclic
+        for (const data of [cyclic, 1n, () => 1, { u: undefined }, NaN, Symbol('s'), new Date(0), new Map(), new Uint8Array(1)]) {
+          await expectCode(s.append({ type: 't', data } as never), 'INVALID_ARGUMENT')
+        }
+        await expectCode(s.append({ type: 't', data: 'x'.repeat(1024 * 1024) }), 'EVENT_TOO_LARGE')
+        await expectCode(s.append([]), 'INVALID_ARGUMENT')
+        await expectCode(s.append([{ type: 'fine' }, { type: 7 } as never]), 'INVALID_ARGUMENT')
+        await expectCode(s.spawn({ mode: 'continuable' }), 'INVALID_ARGUMENT')
+        await expectCode(s.spawn({ mode: 'sometimes' } as never), 'INVALID_ARGUMENT')
+        await expectCode(s.fork({ at: 5 }), 'INVALID_ARGUMENT')
+        await expectCode(openStore({ storage: 'floppy' } as never), 'INVALID_ARGUMENT')
+        await expectCode(openStore({ nope: 1 } as never), 'INVALID_ARGUMENT')
+        const events = []
+        for await (const e of s.events()) events.push(e.type)
+        expect(events).toEqual(['ok'])
+        expect((await store.listSessions()).map((h) => h.id)).toEqual(['bad'])
+      }),
+    )
+
+    it(
+      'observes a session as of a point: frozen values equal to the prefix, its events only, its catalog then; bad options write nothing',
+      withStore(async (store) => {
+        const s = await store.createSession({ id: 'past' })
+        await s.append({ type: 'turn/start' })
+        const kid = await s.spawn({ mode: 'continuable', id: 'past-kid', label: 'early' })
+        const early = s.projections.snapshot()
+        // Far enough for history rows (one per 1,024 events or so).
+        for (let i = 0; i < 10; i++) await s.append(Array.from({ length: 500 }, (_, k) => ({ type: 'app/n', data: i * 500 + k })))
+        await s.spawn({ mode: 'one-shot', id: 'past-late', label: 'late' })
+        const mid = 3 + 2345
+        const frozen = await store.observe('past', { at: early.asOfSeq + 1 })
+        expect(frozen.at).toBe(early.asOfSeq + 1)
+        expect(frozen.projections.snapshot()).toEqual(early)
+        expect((await frozen.listChildren()).map((c) => c.id)).toEqual(['past-kid'])
+        const now = await store.observe('past')
+        expect((await now.listChildren()).map((c) => c.id)).toEqual(['past-kid', 'past-late'])
+        const at = await store.observe('past', { at: mid })
+        expect(at.projections.snapshot().asOfSeq).toBe(mid - 1)
+        let n = 0
+        for await (const e of at.events({ from: mid - 5, to: mid + 100 })) n += e.seq < mid ? 1 : 1000
+        expect(n).toBe(5)
+        let heard = 0
+        frozen.projections.subscribe(() => void heard++)
+        await s.append({ type: 'app/after' })
+        await kid.append({ type: 'app/kid' })
+        await tick()
+        expect(heard).toBe(1) // the current value, once: a frozen view hears no change
+        expect(frozen.projections.snapshot()).toEqual(early)
+        const last = await store.observe('past', { at: now.projections.asOfSeq + 1 })
+        expect(last.projections.snapshot()).toEqual(now.projections.snapshot())
+        await frozen.close()
+        await frozen.close()
+        const before = await store.listSessions()
+        for (const options of [{ at: 1e9 }, { at: -1 }, { at: 1.5 }, { at: '2' }, { at: 1, later: true }, 'x']) {
+          await expectCode(store.observe('past', options as never), 'INVALID_ARGUMENT')
+        }
+        await expectCode(store.observe('ghost', { at: 0 }), 'SESSION_NOT_FOUND')
+        expect(await store.listSessions()).toEqual(before)
+        await now.close()
+        await at.close()
+        await last.close()
+        await kid.close()
+      }),
+    )
+
+    it(
+      'reads event ranges and stops when the signal aborts',
+      withStore(async (store) => {
+        const s = await store.createSession({ id: 'r' })
+        for (let i = 0; i < 5; i++) await s.append(Array.from({ length: 300 }, (_, k) => ({ type: 'e', data: i * 300 + k })))
+        const seqs = async (o: { from?: number; to?: number }) => {
+          const out: number[] = []
+          for await (const e of s.events(o)) out.push(e.seq)
+          return out
+        }
+        expect(await seqs({ from: 1495 })).toEqual([1495, 1496, 1497, 1498, 1499])
+        expect(await seqs({ from: 510, to: 514 })).toEqual([510, 511, 512, 513])
+        expect((await seqs({})).length).toBe(1500)
+        expect(await seqs({ from: 2000 })).toEqual([])
+        const ac = new AbortController()
+        let n = 0
+        await expectCode(
+          (async () => {
+            for await (const e of s.events({ signal: ac.signal })) {
+              n++
+              if (e.seq === 600) ac.abort()
+            }
+          })(),
+          'CANCELLED',
+        )
+        expect(n).toBeLessThan(1500)
+        await expectCode(seqs({ from: -1 }), 'INVALID_ARGUMENT')
+      }),
+    )
+
+    it(
+      'spawns, forks, records externals and lists the tree',
+      withStore(async (store) => {
+        const root = await store.createSession({ id: 'root' })
+        const kid = await root.spawn({ mode: 'continuable', label: 'researcher', events: [{ type: 'turn/start' }] })
+        expect(root.projections.get('subagentCatalog')).toEqual([
+          { id: kid.id, createdAt: kid.header.createdAt, mode: 'continuable', label: 'researcher', seq: 0 },
+        ])
+        expect(kid.projections.get('subagent')).toEqual({ mode: 'continuable', label: 'researcher', seq: 0 })
+        expect(kid.header).toMatchObject({ origin: 'subagent', parentSession: 'root', delegationDepth: 1 })
+        const grand = await kid.spawn({ mode: 'one-shot' })
+        await root.recordExternal({ childId: 'ci-42', label: 'CI' })
+        await grand.close()
+        const rows = await root.listChildren({ recursive: true })
+        expect(rows.map((r) => [r.kind, r.id, r.depth, r.kind === 'child' && r.activity, r.kind === 'child' && r.hasChildren])).toEqual([
+          ['child', kid.id, 0, 'running', true],
+          ['child', grand.id, 1, 'inactive', false],
+          ['child', 'ci-42', 0, 'inactive', false],
+        ])
+        const fork = await root.fork()
+        expect(fork.header).toMatchObject({ origin: 'fork', forkedFrom: 'root', seedLength: 2 })
+        expect(fork.projections.get('subagentCatalog')).toEqual([])
+        expect(await fork.listChildren()).toEqual([])
+        const ac = new AbortController()
+        ac.abort()
+        await expectCode(root.listChildren({ signal: ac.signal }), 'CANCELLED')
+        await expectCode(
+          store.observe('nobody').then((v) => v.listChildren()),
+          'SESSION_NOT_FOUND',
+        )
+      }),
+    )
+
+    it(
+      'pushes a burst of 10,000 appends to subscribers in order, ending at the last state',
+      withStore(async (store) => {
+        const s = await store.createSession({ id: 'burst' })
+        const view = await store.observe('burst')
+        const seen: number[] = []
+        const snaps: number[] = []
+        const times: number[] = []
+        const stop = view.projections.subscribe('subagentTiming', (t) => {
+          seen.push(t?.turns ?? -1)
+          times.push(performance.now())
+        })
+        view.projections.subscribe((snap) => snaps.push(snap.asOfSeq))
+        const writes: Promise<unknown>[] = []
+        for (let i = 0; i < 5000; i++) {
+          writes.push(
+            s.append([
+              { type: 'turn/start', time: i * 10 },
+              { type: 'turn/end', time: i * 10 + 3 },
+            ]),
+          )
+          if (i % 500 === 499) await Promise.all(writes.splice(0))
+        }
+        await Promise.all(writes)
+        // The writer's own handle is current; the observer follows with the next push.
+        expect(s.projections.get('subagentTiming')).toEqual({ turns: 5000, settledMs: 15000, runningSince: null })
+        await until(() => seen.at(-1) === 5000 && snaps.at(-1) === 9999)
+        expect(view.projections.get('subagentTiming')).toEqual({ turns: 5000, settledMs: 15000, runningSince: null })
+        expect(seen[0]).toBe(0) // the current value first
+        expect(seen.at(-1)).toBe(5000) // the final state is never missed
+        expect([...seen].sort((a, b) => a - b)).toEqual(seen) // in order
+        // Batched, not flooded: at most about one call per notify interval (1 ms) over the burst,
+        // however fast appends arrive (a burst faster than that merges). Counted over the whole
+        // burst, since browsers coarsen and jitter performance.now().
+        const span = times.at(-1)! - times[1]!
+        expect(times.length - 2).toBeLessThanOrEqual(span / 1 + 5)
+        expect(snaps.at(-1)).toBe(9999)
+        expect([...snaps].sort((a, b) => a - b)).toEqual(snaps)
+        stop()
+        const before = seen.length
+        await s.append({ type: 'turn/start' })
+        await until(() => snaps.at(-1) === 10000) // the other subscription still follows
+        expect(seen.length).toBe(before) // unsubscribed: no more calls
+      }),
+    )
+
+    it(
+      'fits useSyncExternalStore and the Svelte store contract',
+      withStore(async (store) => {
+        const s = await store.createSession({ id: 'ui' })
+        // React: getSnapshot must return the same object until something changes.
+        const p = s.projections
+        const first = p.snapshot()
+        expect(p.snapshot()).toBe(first)
+        let notified = 0
+        const unsubscribe = p.subscribe(() => notified++)
+        expect(typeof unsubscribe).toBe('function')
+        await s.append({ type: 'turn/start' })
+        const second = p.snapshot()
+        expect(second).not.toBe(first)
+        expect(second.values.subagentTiming).toEqual({ turns: 1, settledMs: 0, runningSince: expect.any(Number) })
+        expect(p.snapshot()).toBe(second)
+        await until(() => notified >= 2)
+        unsubscribe()
+        // Svelte: subscribe(run) calls run at once with the current value and returns unsubscribe.
+        const svelteStore = { subscribe: (run: (v: unknown) => void) => p.subscribe('subagentTiming', run) }
+        const values: unknown[] = []
+        const stop = svelteStore.subscribe((v) => values.push(v))
+        expect(values).toEqual([{ turns: 1, settledMs: 0, runningSince: expect.any(Number) }])
+        stop()
+      }),
+    )
+
+    it(
+      'keeps error codes across the boundary',
+      withStore(async (store) => {
+        const s = await store.createSession({ id: 'e' })
+        const err = await expectCode(store.openSession('e'), 'SESSION_LOCKED')
+        expect(err.name).toBe('SessionfoldError')
+        expect(err.message).toContain('"e"')
+        await s.close()
+        await expectCode(s.append({ type: 'x' }), 'CLOSED')
+      }),
+    )
+
+    it(
+      'verify reads every session and event, reports no damage on a sound store, and can be cancelled',
+      withStore(async (store) => {
+        const root = await store.createSession({ id: 'v' })
+        await root.append(Array.from({ length: 30 }, (_, k) => ({ type: 'msg', data: { k } })))
+        const child = await root.spawn({ mode: 'one-shot', events: [{ type: 'msg' }] })
+        await (await root.fork({ at: 10 })).close()
+        const progress: { done: number; total: number }[] = []
+        const report = await store.verify({ onProgress: (p) => progress.push(p) })
+        let events = 0
+        for (const h of await store.listSessions()) {
+          const view = await store.observe(h.id)
+          events += view.projections.snapshot().asOfSeq + 1
+          await view.close()
+        }
+        expect(report).toEqual({ sessions: 3, events, damaged: [] })
+        expect(progress.at(-1)).toEqual({ done: events, total: events })
+        await child.close()
+        await root.close()
+        const controller = new AbortController()
+        controller.abort()
+        await expectCode(store.verify({ signal: controller.signal }), 'CANCELLED')
+      }),
+    )
 
     it('close waits for pending appends; calls after it reject with CLOSED', async () => {
       const store = await openStore(options())

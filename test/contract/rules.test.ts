@@ -8,11 +8,38 @@ import { describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
 import { frameProblem, headerProblem } from '../../src/client/answer-checks'
 import {
-  CATALOG_MODES, CATALOG_VERSIONS, DESCRIPTOR_VERSION, HEADER_VERSION, MAX_CWD_LENGTH, MAX_EVENT_TYPE_LENGTH,
-  MAX_LABEL_LENGTH, MAX_SESSION_ID_LENGTH, MODES_BY_VERSION, SESSION_ID_PATTERN, SESSION_ORIGINS, SPAWN_MODES,
-  catalogFactProblem, childLabelProblem, isCount, isCwd, isEventType, isLabel, isSessionId, isTime,
+  CATALOG_MODES,
+  CATALOG_VERSIONS,
+  DESCRIPTOR_VERSION,
+  HEADER_VERSION,
+  MAX_CWD_LENGTH,
+  MAX_EVENT_TYPE_LENGTH,
+  MAX_LABEL_LENGTH,
+  MAX_SESSION_ID_LENGTH,
+  MODES_BY_VERSION,
+  SESSION_ID_PATTERN,
+  SESSION_ORIGINS,
+  SPAWN_MODES,
+  catalogFactProblem,
+  childLabelProblem,
+  isCount,
+  isCwd,
+  isEventType,
+  isLabel,
+  isSessionId,
+  isTime,
 } from '../../src/core/limits'
-import { countSchema, cwdSchema, eventTypeSchema, safeParse, sessionEventSchema, sessionHeaderSchema, sessionIdSchema, timeSchema, type AnySchema } from '../../src/core/schemas'
+import {
+  countSchema,
+  cwdSchema,
+  eventTypeSchema,
+  safeParse,
+  sessionEventSchema,
+  sessionHeaderSchema,
+  sessionIdSchema,
+  timeSchema,
+  type AnySchema,
+} from '../../src/core/schemas'
 import { catalogViewSchema } from '../../src/core/units/catalog'
 import { catalogFactSchema, descriptorSchema, labelSchema } from '../../src/core/units/payloads'
 import { subagentViewSchema } from '../../src/core/units/subagent'
@@ -28,30 +55,38 @@ const RUNS = 2000
  */
 function agree<T>(inputs: fc.Arbitrary<T>, hand: (v: T) => boolean, zod: (v: T) => boolean): void {
   const seen = { accepted: 0, refused: 0 }
-  fc.assert(fc.property(inputs, (v) => {
-    const verdict = hand(v)
-    seen[verdict ? 'accepted' : 'refused']++
-    return verdict === zod(v)
-  }), { numRuns: RUNS })
+  fc.assert(
+    fc.property(inputs, (v) => {
+      const verdict = hand(v)
+      seen[verdict ? 'accepted' : 'refused']++
+      return verdict === zod(v)
+    }),
+    { numRuns: RUNS },
+  )
   expect(seen.accepted, 'inputs the rule accepts').toBeGreaterThan(RUNS / 20)
   expect(seen.refused, 'inputs the rule refuses').toBeGreaterThan(RUNS / 20)
 }
 
 const passes = (schema: AnySchema) => (v: unknown) => safeParse(schema, v).success
-const noThrow = <T>(fn: (v: T) => unknown) => (v: T) => {
-  try {
-    fn(v)
-    return true
-  } catch {
-    return false
+const noThrow =
+  <T>(fn: (v: T) => unknown) =>
+  (v: T) => {
+    try {
+      fn(v)
+      return true
+    } catch {
+      return false
+    }
   }
-}
 
 // ---- values ----------------------------------------------------------------------------------
 
 /** JSON-shaped values of the wrong type for any field here. */
 const wrongJson = fc.oneof(
-  fc.constant(null), fc.boolean(), fc.string({ maxLength: 3 }), fc.array(fc.integer(), { maxLength: 2 }),
+  fc.constant(null),
+  fc.boolean(),
+  fc.string({ maxLength: 3 }),
+  fc.array(fc.integer(), { maxLength: 2 }),
   fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }),
 )
 /** Any wrong type, `undefined` and a bigint included. */
@@ -64,15 +99,30 @@ const ODD = ['a', 'Z', '0', '_', '-', ' ', '.', '/', '\\', '\n', '\0', 'é', 'e\
 function aroundLength(max: number): fc.Arbitrary<string> {
   const half = Math.floor(max / 2)
   return fc.oneof(
-    fc.tuple(fc.constantFrom(0, 1, 2, half - 1, half, half + 1, max - 1, max, max + 1), fc.constantFrom(...ODD), fc.constantFrom('', ...ODD))
+    fc
+      .tuple(fc.constantFrom(0, 1, 2, half - 1, half, half + 1, max - 1, max, max + 1), fc.constantFrom(...ODD), fc.constantFrom('', ...ODD))
       .map(([n, c, tail]) => c.repeat(n) + tail),
     fc.string({ unit: 'binary', maxLength: 6 }),
   )
 }
 
 const EDGE_NUMBERS = [
-  0, -0, 1, -1, 0.5, 1.7e12, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, 2 ** 53 + 2, -Number.MAX_SAFE_INTEGER,
-  Number.MAX_VALUE, Number.MIN_VALUE, -Number.MIN_VALUE, Infinity, -Infinity, NaN,
+  0,
+  -0,
+  1,
+  -1,
+  0.5,
+  1.7e12,
+  Number.MAX_SAFE_INTEGER,
+  Number.MAX_SAFE_INTEGER + 1,
+  2 ** 53 + 2,
+  -Number.MAX_SAFE_INTEGER,
+  Number.MAX_VALUE,
+  Number.MIN_VALUE,
+  -Number.MIN_VALUE,
+  Infinity,
+  -Infinity,
+  NaN,
 ]
 const numbers = fc.oneof(fc.constantFrom(...EDGE_NUMBERS), fc.integer({ min: -3, max: 3 }), fc.nat(), fc.double(), fc.integer())
 const numberish = fc.oneof({ weight: 4, arbitrary: numbers }, { weight: 1, arbitrary: wrongType })
@@ -128,26 +178,47 @@ describe('one rule, one verdict: events', () => {
   const types = fc.oneof(aroundLength(MAX_EVENT_TYPE_LENGTH), wrongJson, fc.constant(undefined))
   const events = fc.record({ type: types, time: fc.oneof(numbers, wrongJson), data: fc.jsonValue({ maxDepth: 2 }) })
   it("the client's append check (encodeEventBody) agrees with sessionEventSchema", () => {
-    agree(events, noThrow((e) => encodeEventBody(e, 's')), (e) => sessionEventSchema.safeParse({ seq: 0, ...e }).success)
+    agree(
+      events,
+      noThrow((e) => encodeEventBody(e, 's')),
+      (e) => sessionEventSchema.safeParse({ seq: 0, ...e }).success,
+    )
   })
   it("the stored form's check (eventFromBody) agrees with sessionEventSchema on the same JSON", () => {
-    agree(events, noThrow((e) => eventFromBody(JSON.stringify(e), 0, 's')), (e) => sessionEventSchema.safeParse(JSON.parse(JSON.stringify({ seq: 0, ...e }))).success)
+    agree(
+      events,
+      noThrow((e) => eventFromBody(JSON.stringify(e), 0, 's')),
+      (e) => sessionEventSchema.safeParse(JSON.parse(JSON.stringify({ seq: 0, ...e }))).success,
+    )
   })
 })
 
 describe('one rule, one verdict: headers', () => {
   const HEADER_KEYS = ['version', 'id', 'createdAt', 'cwd', 'parentSession', 'seedLength', 'delegationDepth', 'origin', 'forkedFrom']
   /** Headers as the engine writes them: the origin decides the links. */
-  const written = fc.record({
-    id: validId, createdAt: fc.nat(), cwd: fc.option(fc.string({ maxLength: 8 }), { nil: undefined }),
-    origin: fc.constantFrom(...SESSION_ORIGINS), link: validId, seed: fc.nat(3), depth: fc.nat(3),
-  }).map(({ id, createdAt, cwd, origin, link, seed, depth }) => without({
-    version: HEADER_VERSION, id, createdAt, cwd, origin,
-    seedLength: origin === 'fork' ? seed : 0,
-    delegationDepth: origin === 'root' ? 0 : depth,
-    parentSession: origin === 'subagent' ? link : undefined,
-    forkedFrom: origin === 'fork' ? link : undefined,
-  }))
+  const written = fc
+    .record({
+      id: validId,
+      createdAt: fc.nat(),
+      cwd: fc.option(fc.string({ maxLength: 8 }), { nil: undefined }),
+      origin: fc.constantFrom(...SESSION_ORIGINS),
+      link: validId,
+      seed: fc.nat(3),
+      depth: fc.nat(3),
+    })
+    .map(({ id, createdAt, cwd, origin, link, seed, depth }) =>
+      without({
+        version: HEADER_VERSION,
+        id,
+        createdAt,
+        cwd,
+        origin,
+        seedLength: origin === 'fork' ? seed : 0,
+        delegationDepth: origin === 'root' ? 0 : depth,
+        parentSession: origin === 'subagent' ? link : undefined,
+        forkedFrom: origin === 'fork' ? link : undefined,
+      }),
+    )
   const values = fc.oneof(ids, cwds, numberish, fc.constantFrom(HEADER_VERSION, 2, '1', ...SESSION_ORIGINS, 'external', 'Root'))
   const headers = fc.oneof({ weight: 9, arbitrary: mutated(written, HEADER_KEYS, values) }, { weight: 1, arbitrary: wrongType })
 
@@ -162,21 +233,48 @@ describe('one rule, one verdict: subagent payloads and the views made of them', 
 
   it('catalog facts: the payload-version rules by hand agree with catalogFactSchema', () => {
     const KEYS = ['v', 'childId', 'childCreatedAt', 'mode', 'label']
-    const facts = mutated(fc.constantFrom(...CATALOG_VERSIONS).chain((v) => fc.record({
-      v: fc.constant(v), childId: validId, childCreatedAt: fc.nat(), mode: fc.constantFrom(...MODES_BY_VERSION[v]),
-      label: fc.option(validLabel, { nil: undefined }),
-    })).map(without), KEYS, values)
-    const byHand = (f: Record<string, unknown>) => isPlainObject(f) && only(f, KEYS) && oneOf(CATALOG_VERSIONS, f.v) && isSessionId(f.childId) &&
-      isTime(f.childCreatedAt) && oneOf(CATALOG_MODES, f.mode) && (f.label === undefined || isLabel(f.label)) &&
+    const facts = mutated(
+      fc
+        .constantFrom(...CATALOG_VERSIONS)
+        .chain((v) =>
+          fc.record({
+            v: fc.constant(v),
+            childId: validId,
+            childCreatedAt: fc.nat(),
+            mode: fc.constantFrom(...MODES_BY_VERSION[v]),
+            label: fc.option(validLabel, { nil: undefined }),
+          }),
+        )
+        .map(without),
+      KEYS,
+      values,
+    )
+    const byHand = (f: Record<string, unknown>) =>
+      isPlainObject(f) &&
+      only(f, KEYS) &&
+      oneOf(CATALOG_VERSIONS, f.v) &&
+      isSessionId(f.childId) &&
+      isTime(f.childCreatedAt) &&
+      oneOf(CATALOG_MODES, f.mode) &&
+      (f.label === undefined || isLabel(f.label)) &&
       catalogFactProblem(f as Parameters<typeof catalogFactProblem>[0]) === undefined
     agree(facts, byHand, passes(catalogFactSchema))
   })
 
   it('descriptors: the mode and label rules by hand agree with descriptorSchema', () => {
     const KEYS = ['v', 'mode', 'label']
-    const descriptors = mutated(fc.record({ v: fc.constant(DESCRIPTOR_VERSION), mode: fc.constantFrom(...SPAWN_MODES), label: fc.option(validLabel, { nil: undefined }) }).map(without), KEYS, values)
-    const byHand = (d: Record<string, unknown>) => isPlainObject(d) && only(d, KEYS) && d.v === DESCRIPTOR_VERSION && oneOf(SPAWN_MODES, d.mode) &&
-      (d.label === undefined || isLabel(d.label)) && childLabelProblem(d as { mode: unknown }) === undefined
+    const descriptors = mutated(
+      fc.record({ v: fc.constant(DESCRIPTOR_VERSION), mode: fc.constantFrom(...SPAWN_MODES), label: fc.option(validLabel, { nil: undefined }) }).map(without),
+      KEYS,
+      values,
+    )
+    const byHand = (d: Record<string, unknown>) =>
+      isPlainObject(d) &&
+      only(d, KEYS) &&
+      d.v === DESCRIPTOR_VERSION &&
+      oneOf(SPAWN_MODES, d.mode) &&
+      (d.label === undefined || isLabel(d.label)) &&
+      childLabelProblem(d as { mode: unknown }) === undefined
     agree(descriptors, byHand, passes(descriptorSchema))
   })
 
@@ -185,7 +283,8 @@ describe('one rule, one verdict: subagent payloads and the views made of them', 
   const jsonValues = values.filter((v) => v !== undefined && typeof v !== 'bigint')
   const viewPasses = (schema: AnySchema) => (v: unknown) => v === null || safeParse(schema, v).success
   const inFrame = (key: string) => (v: unknown) => frameProblem({ n: 1, sessionId: 's', seq: 0, values: { [key]: v }, faults: {} }) === undefined
-  const view = <T>(key: string, inputs: fc.Arbitrary<T>, schema: AnySchema) => agree(fc.oneof({ weight: 9, arbitrary: inputs }, { weight: 1, arbitrary: wrongJson }), inFrame(key), viewPasses(schema))
+  const view = <T>(key: string, inputs: fc.Arbitrary<T>, schema: AnySchema) =>
+    agree(fc.oneof({ weight: 9, arbitrary: inputs }, { weight: 1, arbitrary: wrongJson }), inFrame(key), viewPasses(schema))
 
   it("the client's check of the subagent view agrees with subagentViewSchema", () => {
     const identity = fc.record({ mode: fc.constantFrom(...SPAWN_MODES), label: fc.option(validLabel, { nil: undefined }), seq: fc.nat() }).map(without)
@@ -193,12 +292,23 @@ describe('one rule, one verdict: subagent payloads and the views made of them', 
   })
 
   it("the client's check of the subagentCatalog view agrees with catalogViewSchema", () => {
-    const entry = mutated(fc.record({
-      id: validId, createdAt: fc.nat(), mode: fc.constantFrom(...CATALOG_MODES), label: fc.option(validLabel, { nil: undefined }), seq: fc.nat(),
-    }).map(without), ['id', 'createdAt', 'mode', 'label', 'seq'], jsonValues)
+    const entry = mutated(
+      fc
+        .record({
+          id: validId,
+          createdAt: fc.nat(),
+          mode: fc.constantFrom(...CATALOG_MODES),
+          label: fc.option(validLabel, { nil: undefined }),
+          seq: fc.nat(),
+        })
+        .map(without),
+      ['id', 'createdAt', 'mode', 'label', 'seq'],
+      jsonValues,
+    )
     view('subagentCatalog', fc.array(entry, { maxLength: 3 }), catalogViewSchema)
     // A catalog that only grew crosses as its new entries: each checked like an entry of the list.
-    const grownBy = (items: unknown) => frameProblem({ n: 1, sessionId: 's', seq: 0, values: {}, grown: { subagentCatalog: { from: 0, items } }, faults: {} }) === undefined
+    const grownBy = (items: unknown) =>
+      frameProblem({ n: 1, sessionId: 's', seq: 0, values: {}, grown: { subagentCatalog: { from: 0, items } }, faults: {} }) === undefined
     agree(fc.array(entry, { minLength: 1, maxLength: 3 }), grownBy, viewPasses(catalogViewSchema))
   })
 

@@ -17,7 +17,7 @@ import type { StorageAdapter } from '../../src/storage/types'
 import { CHAIN_ZERO, chainOver, eventJson } from '../../src/core/chain'
 import type { SessionHeader } from '../../src/core/model'
 import { Engine } from '../../src/engine'
-import { MARK_EVERY, decodeBlock, encodeBlock } from '../../src/engine/chains'
+import { MARK_EVERY, decodePage, encodePage } from '../../src/engine/chains'
 import { instrument } from '../support/instrumented-adapter'
 import { readAll, recordsOf, snapshotStore, until } from '../support/helpers'
 
@@ -48,7 +48,11 @@ const shared = (storage: StorageAdapter): StorageAdapter => ({ ...storage, close
 async function writeLog(engine: Engine, id: string, batches: number[]): Promise<SessionHeader> {
   const header = await engine.createSession({ id })
   let n = 0
-  for (const size of batches) await engine.append(id, Array.from({ length: size }, () => ({ type: 'msg', data: { n: n++, text: 'é'.repeat(n % 7) } })))
+  for (const size of batches)
+    await engine.append(
+      id,
+      Array.from({ length: size }, () => ({ type: 'msg', data: { n: n++, text: 'é'.repeat(n % 7) } })),
+    )
   await engine.release(id, 'writer')
   return header
 }
@@ -63,7 +67,7 @@ for (const [name, make] of backends) {
       // Stored: one block of 64 marks per 4,096 events, each the log's chain value there.
       const blocks = Object.entries(await recordsOf(storage)).filter(([k]) => k.startsWith('session/long/chain/'))
       expect(blocks.map(([k]) => k)).toEqual(['session/long/chain/0'])
-      const marks = decodeBlock(blocks[0]![1], header.createdAt)!
+      const marks = decodePage(blocks[0]![1], header.createdAt)!
       expect(marks).toEqual(Array.from({ length: Math.floor((want.length - 1) / MARK_EVERY) }, (_, i) => want[(i + 1) * MARK_EVERY]))
       const inst = instrument(shared(storage))
       const other = new Engine({ storage: inst.adapter })
@@ -94,7 +98,7 @@ for (const [name, make] of backends) {
       expect(await recordsOf(storage)).toEqual({}) // a read never writes back
       // A writer opens it: the chain is rebuilt from the log, and its marks stored.
       await reader.openSession('old')
-      await until(async () => decodeBlock(await storage.kv!.get(['session', 'old', 'chain', '0']), header.createdAt)?.length === Math.floor(1300 / MARK_EVERY))
+      await until(async () => decodePage(await storage.kv!.get(['session', 'old', 'chain', '0']), header.createdAt)?.length === Math.floor(1300 / MARK_EVERY))
       await reader.release('old', 'writer')
       expect(await snapshotStore(storage)).not.toEqual(before)
       const fresh = new Engine({ storage: instrument(shared(storage)).adapter })
@@ -114,33 +118,48 @@ for (const [name, make] of backends) {
       const header = await writeLog(writer, 's', [200])
       await writer.close()
       const key = ['session', 's', 'chain', '0']
-      const marks = decodeBlock(await storage.kv!.get(key), header.createdAt)!
+      const marks = decodePage(await storage.kv!.get(key), header.createdAt)!
       expect(marks).toHaveLength(3)
       // Marks past the log, with a good sum: a machine crash took back the events they were made from.
       const stale = ['1'.repeat(32), '2'.repeat(32)]
-      await storage.kv!.put(key, encodeBlock(header.createdAt, [...marks, ...stale]))
+      await storage.kv!.put(key, encodePage(header.createdAt, [...marks, ...stale]))
       const checker = new Engine({ storage: shared(storage) })
       const before = await snapshotStore(storage)
       let report = await checker.verifyStep(undefined, 10_000)
-      expect(report.damaged).toEqual([256, 320].map((at) => expect.objectContaining({ id: 's', code: 'CORRUPT_CHECKPOINT', detail: expect.stringContaining(`chain mark ${at} of session "s" lies beyond`) })))
+      expect(report.damaged).toEqual(
+        [256, 320].map((at) =>
+          expect.objectContaining({ id: 's', code: 'CORRUPT_CHECKPOINT', detail: expect.stringContaining(`chain mark ${at} of session "s" lies beyond`) }),
+        ),
+      )
       expect(await snapshotStore(storage)).toEqual(before)
       // The next writer drops them before it appends: the marks there are its own events' values.
       await checker.openSession('s')
-      expect(decodeBlock(await storage.kv!.get(key), header.createdAt)).toEqual(marks)
-      await checker.append('s', Array.from({ length: 200 }, (_, n) => ({ type: 'other', data: { n } })))
+      expect(decodePage(await storage.kv!.get(key), header.createdAt)).toEqual(marks)
+      await checker.append(
+        's',
+        Array.from({ length: 200 }, (_, n) => ({ type: 'other', data: { n } })),
+      )
       await checker.release('s', 'writer')
       const want = await expectedChains(storage, 's')
-      expect(decodeBlock(await storage.kv!.get(key), header.createdAt)).toEqual([64, 128, 192, 256, 320, 384].map((at) => want[at]))
+      expect(decodePage(await storage.kv!.get(key), header.createdAt)).toEqual([64, 128, 192, 256, 320, 384].map((at) => want[at]))
       expect(await new Engine({ storage: shared(storage) }).chainAt(header, 320)).toBe(want[320])
       // Damaged marks (a flipped digit, the sum made to fit): verify says so, and nothing changes.
-      const flipped = decodeBlock(await storage.kv!.get(key), header.createdAt)!.map((m, i) => (i === 1 ? `${m[0] === '0' ? '1' : '0'}${m.slice(1)}` : m))
-      await storage.kv!.put(key, encodeBlock(header.createdAt, flipped))
+      const flipped = decodePage(await storage.kv!.get(key), header.createdAt)!.map((m, i) => (i === 1 ? `${m[0] === '0' ? '1' : '0'}${m.slice(1)}` : m))
+      await storage.kv!.put(key, encodePage(header.createdAt, flipped))
       report = await checker.verifyStep(undefined, 10_000)
-      expect(report.damaged).toEqual([expect.objectContaining({ id: 's', code: 'CORRUPT_CHECKPOINT', detail: expect.stringContaining('chain mark 128 of session "s" is not the chain value') })])
+      expect(report.damaged).toEqual([
+        expect.objectContaining({
+          id: 's',
+          code: 'CORRUPT_CHECKPOINT',
+          detail: expect.stringContaining('chain mark 128 of session "s" is not the chain value'),
+        }),
+      ])
       // A block that does not open (its sum no longer fits) is reported, and not used: values come from the log.
       await storage.kv!.put(key, (await storage.kv!.get(key))!.replace('"s":"', '"s":"0'))
       report = await checker.verifyStep(undefined, 10_000)
-      expect(report.damaged).toEqual([expect.objectContaining({ id: 's', code: 'CORRUPT_CHECKPOINT', detail: expect.stringContaining('block 0 is not a block of marks') })])
+      expect(report.damaged).toEqual([
+        expect.objectContaining({ id: 's', code: 'CORRUPT_CHECKPOINT', detail: expect.stringContaining('block 0 is not a block of marks') }),
+      ])
       expect(await new Engine({ storage: shared(storage) }).chainAt(header, 300)).toBe(want[300])
       await checker.close()
       await storage.close()

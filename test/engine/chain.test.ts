@@ -25,17 +25,17 @@ describe('the chain value', () => {
   })
 
   it('steps over the 16 bytes of the value before and the UTF-8 of the JSON, whatever the tail length or the characters', () => {
-    fc.assert(fc.property(
-      fc.array(fc.string({ unit: fc.constantFrom('a', 'é', '€', '\u{1F600}', '"', '\\', '\u0000'), maxLength: 70 }), { maxLength: 8 }),
-      (jsons) => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: fc.constantFrom('a', 'é', '€', '\u{1F600}', '"', '\\', '\u0000'), maxLength: 70 }), { maxLength: 8 }), (jsons) => {
         let expected = CHAIN_ZERO
         for (const json of jsons) expected = murmur128(new Uint8Array([...unhex(expected), ...utf8(json)]))
         expect(chainOver(CHAIN_ZERO, jsons)).toBe(expected)
         const state = new ChainState()
         for (const json of jsons) state.push(json)
         expect(state.value).toBe(expected)
-      },
-    ), { numRuns: 500 })
+      }),
+      { numRuns: 500 },
+    )
   })
 
   it('resumes from any value, large events included', () => {

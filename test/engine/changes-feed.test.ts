@@ -45,7 +45,14 @@ async function pump(a: Store, b: Store, cursor: ChangeCursor | null, maxEvents?:
 
 for (const storage of ['fs', 'memory', 'indexeddb'] as const) {
   describe(`feed cursors on ${storage}`, () => {
-    const open = (name: string) => openStore(storage === 'fs' ? { storage, dir: join(dir, name) } : storage === 'indexeddb' ? { storage, name: `${name}-${Math.random()}`, worker: false } : { storage, worker: false })
+    const open = (name: string) =>
+      openStore(
+        storage === 'fs'
+          ? { storage, dir: join(dir, name) }
+          : storage === 'indexeddb'
+            ? { storage, name: `${name}-${Math.random()}`, worker: false }
+            : { storage, worker: false },
+      )
 
     it('a first walk sends everything, then only what was written since, in bounded batches that converge', async () => {
       const a = await open('a')
@@ -75,7 +82,10 @@ for (const storage of ['fs', 'memory', 'indexeddb'] as const) {
         await root.append([{ type: 'app/late' }, { type: 'app/late2' }])
         await small[7]!.append({ type: 'app/late' })
         const c = await a.changesSince(idle.cursor)
-        expect(c.batch.sessions.map((e) => [e.header.id, e.from, e.events.length]).sort()).toEqual([['root', rootLength, 2], ['s07', 1, 1]])
+        expect(c.batch.sessions.map((e) => [e.header.id, e.from, e.events.length]).sort()).toEqual([
+          ['root', rootLength, 2],
+          ['s07', 1, 1],
+        ])
         await b.applyChanges(c.batch)
         expect(await dumpStore(b)).toEqual(await dumpStore(a))
         expect(JSON.stringify(c.cursor).length).toBeLessThan(200)
@@ -170,7 +180,9 @@ describe('feed cursors on fs: a session whose folder is on its way', () => {
     const gate = new Promise<void>((resolve) => (open = resolve))
     let hold = false
     const fs: FsPromises = {
-      ...nodeFs, writeSync, fdatasyncSync,
+      ...nodeFs,
+      writeSync,
+      fdatasyncSync,
       rename: async (from, to) => {
         if (hold && String(to).includes('sessions')) {
           hold = false

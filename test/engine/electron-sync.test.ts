@@ -22,7 +22,6 @@ async function drain(a: Side, b: Side): Promise<void> {
   throw new Error('the stores did not settle')
 }
 
-
 it('main (fs) and renderer (IndexedDB) end with equal logs, projections and trees', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'sessionfold-electron-'))
   const { port1, port2 } = new MessageChannel()

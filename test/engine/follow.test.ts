@@ -46,9 +46,12 @@ describe('follow', () => {
     expect(inst.counts.reads.map((r) => [r.from, r.to])).toEqual([[0, 3]])
     await writer.append(id, [{ type: 'turn/end' }])
     // A tail whose event says another seq: not trusted.
-    const wrong = { ...(await storedEvents(3))[0] as object, seq: 7 }
+    const wrong = { ...((await storedEvents(3))[0] as object), seq: 7 }
     await follower.follow(id, 4, { from: 3, events: [wrong] })
-    expect(inst.counts.reads.map((r) => [r.from, r.to])).toEqual([[0, 3], [3, 4]])
+    expect(inst.counts.reads.map((r) => [r.from, r.to])).toEqual([
+      [0, 3],
+      [3, 4],
+    ])
     expect(follower.snapshot(id)).toEqual(writer.snapshot(id))
   })
 

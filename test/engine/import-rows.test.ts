@@ -39,12 +39,16 @@ describe('imports and checkpoint rows', () => {
   it('an imported log gets its history rows where they are due, as an appended one does (DESIGN §9)', async () => {
     const source = new Engine({ storage: createMemoryAdapter() })
     await source.createSession({ id: 'long' })
-    for (let i = 0; i < 30; i++) await source.append('long', Array.from({ length: 100 }, (_, k) => ({ type: 'app/n', data: i * 100 + k })))
+    for (let i = 0; i < 30; i++)
+      await source.append(
+        'long',
+        Array.from({ length: 100 }, (_, k) => ({ type: 'app/n', data: i * 100 + k })),
+      )
     const storage = createMemoryAdapter()
     const target = new Engine({ storage })
     try {
       // In batches of 100, as a sync moves them.
-      for (let cursor: unknown = null; ;) {
+      for (let cursor: unknown = null; ; ) {
         const c = await source.changesSince(cursor, { maxEvents: 100 })
         await target.applyChanges(c.batch as ChangeBatch)
         cursor = c.cursor

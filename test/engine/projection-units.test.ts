@@ -51,7 +51,15 @@ describe('chunked list', () => {
     const full = Array.from({ length: 64 }, (_, i) => entry(i))
     expect(schema.safeParse([[entry(64)], full]).success).toBe(true)
     expect(schema.safeParse([]).success).toBe(true)
-    for (const bad of [[[]], [[...full, entry(64)]], [[entry(1)], [entry(0)]], [[{ ...entry(0), extra: 1 }]], [[{ ...entry(0), seq: -1 }]], [[entry(0)], 'x'], { chunks: [] }]) {
+    for (const bad of [
+      [[]],
+      [[...full, entry(64)]],
+      [[entry(1)], [entry(0)]],
+      [[{ ...entry(0), extra: 1 }]],
+      [[{ ...entry(0), seq: -1 }]],
+      [[entry(0)], 'x'],
+      { chunks: [] },
+    ]) {
       expect(schema.safeParse(bad).success, JSON.stringify(bad).slice(0, 80)).toBe(false)
     }
   })
@@ -66,7 +74,14 @@ describe('registry', () => {
     await expectCode(() => new ProjectionRegistry([subagentUnit, { ...subagentUnit, stateVersion: 99 }]), 'INVALID_ARGUMENT')
   })
   it('checks definitions when they are made', async () => {
-    for (const bad of [{ ...unit(1), key: '' }, { ...unit(1), key: '9x' }, { ...unit(1), stateVersion: -1 }, { ...unit(1), stateSchema: {} }, { ...unit(1), apply: 1 }, { ...unit(1), view: { view: () => 1 } }]) {
+    for (const bad of [
+      { ...unit(1), key: '' },
+      { ...unit(1), key: '9x' },
+      { ...unit(1), stateVersion: -1 },
+      { ...unit(1), stateSchema: {} },
+      { ...unit(1), apply: 1 },
+      { ...unit(1), view: { view: () => 1 } },
+    ]) {
       await expectCode(() => defineProjection(bad as never), 'INVALID_ARGUMENT')
     }
   })
@@ -181,7 +196,12 @@ describe('subagentTiming', () => {
 describe('a fork of a subagent', () => {
   it('inherits neither its identity nor its children', () => {
     const sub: SessionHeader = { version: 1, id: 's', createdAt: 1, parentSession: 'p', seedLength: 0, delegationDepth: 1, origin: 'subagent' }
-    const log = [e(0, 'subagent/descriptor', { v: 2, mode: 'continuable', label: 'worker' }), fact(1, 'grandchild'), e(2, 'turn/start', null, 10), e(3, 'turn/end', null, 30)]
+    const log = [
+      e(0, 'subagent/descriptor', { v: 2, mode: 'continuable', label: 'worker' }),
+      fact(1, 'grandchild'),
+      e(2, 'turn/start', null, 10),
+      e(3, 'turn/end', null, 30),
+    ]
     const original = initSlots([subagentUnit, subagentCatalogUnit, subagentTimingUnit], sub)
     log.forEach((ev) => foldEvent(original, ev))
     expect(snapshotOf(original, 3).values).toMatchObject({ subagent: { label: 'worker' }, subagentCatalog: [{ id: 'grandchild' }] })
@@ -209,7 +229,9 @@ describe('a list view that grew: only the new items meet its schema', () => {
       let checked = 0
       const item = z.number().refine(() => ++checked > 0)
       const list = defineProjection<number[], number[]>({
-        key: 'list', stateVersion: 1, stateSchema: z.array(z.number()),
+        key: 'list',
+        stateVersion: 1,
+        stateSchema: z.array(z.number()),
         init: () => [],
         apply: (s, ev) => (ev.type === 'app/n' ? [...s, ev.seq] : s),
         view: { schema: array(item), view: (s) => s },
@@ -226,7 +248,9 @@ describe('a list view that grew: only the new items meet its schema', () => {
 
   it('mini: a new item that fails its schema faults the unit, naming its index', () => {
     const list = defineProjection<number[], number[]>({
-      key: 'list', stateVersion: 1, stateSchema: zm.array(zm.number()),
+      key: 'list',
+      stateVersion: 1,
+      stateSchema: zm.array(zm.number()),
       init: () => [],
       apply: (s, ev) => (ev.type === 'app/n' ? [...s, ev.seq === 3 ? -1 : ev.seq] : s),
       view: { schema: zm.array(zm.number().check(zm.nonnegative())), view: (s) => s },

@@ -61,7 +61,10 @@ describe('sync', () => {
       const root = await target.observe('xroot')
       const tree = await root.listChildren({ recursive: true })
       expect(tree.map((r) => [r.kind, r.id, r.depth, r.kind === 'child' && r.mode])).toEqual([
-        ['child', 'xa', 0, 'one-shot'], ['child', 'xb', 0, 'continuable'], ['child', 'xc', 1, 'one-shot'], ['child', 'remote1', 0, 'external'],
+        ['child', 'xa', 0, 'one-shot'],
+        ['child', 'xb', 0, 'continuable'],
+        ['child', 'xc', 1, 'one-shot'],
+        ['child', 'remote1', 0, 'external'],
       ])
       await root.close()
       expect(await sync(source, target)).toEqual({ copiedSessions: 0, copiedEvents: 0, conflicts: [], skipped: [], failed: [] })
@@ -100,12 +103,14 @@ describe('sync', () => {
     const target = await openStore({ storage: 'memory', worker: false })
     const writers = await Promise.all(['w1', 'w2', 'w3'].map((id) => source.createSession({ id })))
     let writing = true
-    const load = Promise.all(writers.map(async (w, k) => {
-      for (let i = 0; writing; i++) {
-        await w.append({ type: 'app/tick', data: { k, i } })
-        if (i % 10 === 9) await w.spawn({ mode: 'one-shot', id: `${w.id}k${i}` }).then((c) => c.close())
-      }
-    }))
+    const load = Promise.all(
+      writers.map(async (w, k) => {
+        for (let i = 0; writing; i++) {
+          await w.append({ type: 'app/tick', data: { k, i } })
+          if (i % 10 === 9) await w.spawn({ mode: 'one-shot', id: `${w.id}k${i}` }).then((c) => c.close())
+        }
+      }),
+    )
     let rounds = 0
     for (; rounds < 5; rounds++) await sync(source, target, { maxEvents: 7 })
     writing = false
@@ -148,13 +153,23 @@ describe('sync', () => {
     const a = await openStore({ storage: 'memory', worker: false })
     const b = await openStore({ storage: 'fs', dir, worker: false })
     const first = await a.createSession({ id: 'same' })
-    await first.append([{ type: 'app/e', data: 0 }, { type: 'app/e', data: 1 }, { type: 'app/e', data: 2 }])
+    await first.append([
+      { type: 'app/e', data: 0 },
+      { type: 'app/e', data: 1 },
+      { type: 'app/e', data: 2 },
+    ])
     await first.close()
     await sync(a, b)
     // Both stores now write seq 3 of the same session, differently.
-    for (const [store, word] of [[a, 'left'], [b, 'right']] as const) {
+    for (const [store, word] of [
+      [a, 'left'],
+      [b, 'right'],
+    ] as const) {
       const s = await store.openSession('same')
-      await s.append([{ type: 'app/e', data: word, time: 5 }, { type: 'app/e', data: 4, time: 5 }])
+      await s.append([
+        { type: 'app/e', data: word, time: 5 },
+        { type: 'app/e', data: 4, time: 5 },
+      ])
       if (store === b) await s.append({ type: 'app/e', data: 5 }) // b is longer: still not copied back
       await s.close()
     }
@@ -165,7 +180,16 @@ describe('sync', () => {
     const beforeA = await dump(a)
     const beforeB = await dump(b)
     const result = await sync(a, b, { direction: 'both' })
-    expect(result.conflicts).toEqual([{ id: 'same', seq: 3, reason: 'event', source: expect.objectContaining({ id: 'same' }), target: expect.objectContaining({ id: 'same' }), chain: { at: expect.any(Number), source: expect.stringMatching(/^[0-9a-f]{32}$/), target: expect.stringMatching(/^[0-9a-f]{32}$/) } }])
+    expect(result.conflicts).toEqual([
+      {
+        id: 'same',
+        seq: 3,
+        reason: 'event',
+        source: expect.objectContaining({ id: 'same' }),
+        target: expect.objectContaining({ id: 'same' }),
+        chain: { at: expect.any(Number), source: expect.stringMatching(/^[0-9a-f]{32}$/), target: expect.stringMatching(/^[0-9a-f]{32}$/) },
+      },
+    ])
     expect(result.conflicts[0]!.chain!.source).not.toBe(result.conflicts[0]!.chain!.target)
     expect(result.conflicts[0]!.source.createdAt).toBe(beforeA.same!.header.createdAt)
     expect(result.conflicts[0]!.target.createdAt).toBe(beforeB.same!.header.createdAt)
@@ -186,7 +210,9 @@ describe('sync', () => {
     await (await a.createSession({ id: 'dup', cwd: '/a' })).append({ type: 'app/e' })
     await (await b.createSession({ id: 'dup', cwd: '/b' })).append({ type: 'app/e' })
     const result = await sync(a, b)
-    expect(result.conflicts).toEqual([{ id: 'dup', seq: 0, reason: 'header', source: expect.objectContaining({ cwd: '/a' }), target: expect.objectContaining({ cwd: '/b' }) }])
+    expect(result.conflicts).toEqual([
+      { id: 'dup', seq: 0, reason: 'header', source: expect.objectContaining({ cwd: '/a' }), target: expect.objectContaining({ cwd: '/b' }) },
+    ])
     expect(result.copiedEvents).toBe(0)
     await a.close()
     await b.close()
@@ -211,7 +237,12 @@ describe('sync', () => {
   it('a damaged session on either side is reported and the rest is copied', async () => {
     const a = await openStore({ storage: 'fs', dir: join(dir, 'a'), worker: false })
     const b = await openStore({ storage: 'fs', dir: join(dir, 'b'), worker: false })
-    for (const [store, id] of [[a, 'bad-here'], [a, 'good'], [a, 'bad-there'], [b, 'bad-there']] as const) {
+    for (const [store, id] of [
+      [a, 'bad-here'],
+      [a, 'good'],
+      [a, 'bad-there'],
+      [b, 'bad-there'],
+    ] as const) {
       const s = await store.createSession({ id })
       if (store === a && id === 'bad-there') {
         await s.close()
@@ -223,13 +254,19 @@ describe('sync', () => {
     await a.close()
     await b.close()
     // A flipped byte in the first record, whole records after it: CORRUPT_LOG.
-    for (const [d, id] of [['a', 'bad-here'], ['b', 'bad-there']]) {
+    for (const [d, id] of [
+      ['a', 'bad-here'],
+      ['b', 'bad-there'],
+    ]) {
       const log = join(dir, d!, 'sessions', folderOf(id!), 'events.log')
       const bytes = await readFile(log)
       bytes[20] = bytes[20]! ^ 0xff
       await writeFile(log, bytes)
     }
-    const [a2, b2] = [await openStore({ storage: 'fs', dir: join(dir, 'a'), worker: false }), await openStore({ storage: 'fs', dir: join(dir, 'b'), worker: false })]
+    const [a2, b2] = [
+      await openStore({ storage: 'fs', dir: join(dir, 'a'), worker: false }),
+      await openStore({ storage: 'fs', dir: join(dir, 'b'), worker: false }),
+    ]
     const result = await sync(a2, b2)
     expect(result.failed).toEqual([{ id: 'bad-here', code: 'CORRUPT_LOG', detail: expect.stringContaining('damaged') }])
     expect(result.skipped).toEqual([{ id: 'bad-there', reason: 'damaged', detail: expect.stringContaining('damaged') }])
@@ -294,8 +331,10 @@ describe('sync', () => {
     const byBytes = await move('big2', 10_000, 64 * 1024)
     const after = process.memoryUsage()
     const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`
-    console.log(`sync of 2 x 10,000 events: ${byEvents.batches} batches of <= 500 events (largest ${(byEvents.largest / 1024).toFixed(0)} KiB), ` +
-      `${byBytes.batches} batches of <= 64 KiB (largest ${(byBytes.largest / 1024).toFixed(0)} KiB); heap ${mb(before.heapUsed)} -> ${mb(after.heapUsed)}, rss ${mb(before.rss)} -> ${mb(after.rss)}`)
+    console.log(
+      `sync of 2 x 10,000 events: ${byEvents.batches} batches of <= 500 events (largest ${(byEvents.largest / 1024).toFixed(0)} KiB), ` +
+        `${byBytes.batches} batches of <= 64 KiB (largest ${(byBytes.largest / 1024).toFixed(0)} KiB); heap ${mb(before.heapUsed)} -> ${mb(after.heapUsed)}, rss ${mb(before.rss)} -> ${mb(after.rss)}`,
+    )
     expect(byEvents.batches).toBeGreaterThanOrEqual(10_000 / 499)
     expect(byBytes.batches).toBeGreaterThanOrEqual((10_000 * 230) / (64 * 1024))
     const t = await target.observe('big2')
@@ -389,10 +428,13 @@ describe('changesSince / applyChanges', () => {
         ['an event with an extra field', edit((b) => void ((b.sessions.at(-1)!.events as unknown as Record<string, unknown>[])[0]!.extra = 1))],
         ['an event with a negative time', edit((b) => void ((b.sessions.at(-1)!.events as SessionEvent[])[0]!.time = -1))],
         ['non-JSON data', edit((b) => void ((b.sessions.at(-1)!.events as SessionEvent[])[0]!.data = { n: Number.NaN }))],
-        ['a fork without its seed', edit((b) => {
-          const fork = b.sessions.find((e) => (e.header as SessionHeader).origin === 'fork')!
-          fork.events = (fork.events as SessionEvent[]).slice(0, 1)
-        })],
+        [
+          'a fork without its seed',
+          edit((b) => {
+            const fork = b.sessions.find((e) => (e.header as SessionHeader).origin === 'fork')!
+            fork.events = (fork.events as SessionEvent[]).slice(0, 1)
+          }),
+        ],
         ['the same session twice', edit((b) => void b.sessions.push(structuredClone(b.sessions[0]!)))],
         ['an unknown field', edit((b) => void ((b as unknown as Record<string, unknown>).extra = true))],
         ['an oversized event', edit((b) => void ((b.sessions.at(-1)!.events as SessionEvent[])[0]!.data = 'x'.repeat(2 * 1024 * 1024)))],
@@ -474,4 +516,3 @@ describe('changesSince / applyChanges', () => {
 function fileOf(url: URL): string {
   return decodeURIComponent(url.pathname)
 }
-

@@ -38,10 +38,13 @@ const defs = [...BUILTIN_PROJECTIONS, tally]
 type Harness = { storage: StorageAdapter; teardown: () => Promise<void> }
 const adapters: [string, () => Promise<Harness>][] = [
   ['memory', async () => ({ storage: createMemoryAdapter(), teardown: async () => {} })],
-  ['fs', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-history-'))
-    return { storage: createFsAdapter({ dir }), teardown: () => rm(dir, { recursive: true, force: true }) }
-  }],
+  [
+    'fs',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'sessionfold-history-'))
+      return { storage: createFsAdapter({ dir }), teardown: () => rm(dir, { recursive: true, force: true }) }
+    },
+  ],
   ['indexeddb (fake)', async () => ({ storage: createIndexedDbAdapter({ indexedDB: new IDBFactory(), name: 'history' }), teardown: async () => {} })],
 ]
 
@@ -145,7 +148,10 @@ describe.each(adapters)('time travel on %s', (_name, make) => {
     // Written below the engine, as an import or an older sessionfold would leave it: no rows.
     await h.storage.createSession(rootHeader('old'))
     for (let at = 0; at < 13_000; at += 500) {
-      await h.storage.append('old', Array.from({ length: 500 }, (_, i) => ev('old', at + i, at + i, 'app/n')))
+      await h.storage.append(
+        'old',
+        Array.from({ length: 500 }, (_, i) => ev('old', at + i, at + i, 'app/n')),
+      )
     }
     const engine = new Engine({ storage: h.storage, projections: [tally] })
     try {

@@ -34,7 +34,10 @@ async function filesOf(root: string): Promise<Record<string, string>> {
     for (const entry of await readdir(d, { withFileTypes: true })) {
       const p = join(d, entry.name)
       if (entry.isDirectory()) await walk(p)
-      else out[p.slice(root.length)] = createHash('sha1').update(await readFile(p)).digest('hex')
+      else
+        out[p.slice(root.length)] = createHash('sha1')
+          .update(await readFile(p))
+          .digest('hex')
     }
   }
   await walk(root)
@@ -109,7 +112,12 @@ for (const worker of [false, true]) {
 
       // Opening reads only the tail past the last index entry; reading through the damage fails.
       const beta = await reopened.observe('beta')
-      await expectCode((async () => { for await (const _ of beta.events()) void _ })(), 'CORRUPT_LOG')
+      await expectCode(
+        (async () => {
+          for await (const _ of beta.events()) void _
+        })(),
+        'CORRUPT_LOG',
+      )
       await beta.close()
       const alpha = await reopened.openSession('alpha')
       await alpha.append({ type: 'after', data: {} })
@@ -149,9 +157,12 @@ describe('verify: checkpoints (fs, in thread)', () => {
     await store.close()
   }
   /** One turn of 100 events: start, 98 messages, end. */
-  const turn = (i: number) => Array.from({ length: 100 }, (_, k) => ({
-    type: k === 0 ? 'turn/start' : k === 99 ? 'turn/end' : 'msg', data: { i, k }, time: 1000 * i + k,
-  }))
+  const turn = (i: number) =>
+    Array.from({ length: 100 }, (_, k) => ({
+      type: k === 0 ? 'turn/start' : k === 99 ? 'turn/end' : 'msg',
+      data: { i, k },
+      time: 1000 * i + k,
+    }))
   const cpPath = () => join(sessionDir('s'), 'checkpoint.json')
 
   async function verifyDamage(): Promise<{ code: string; detail: string }[]> {

@@ -54,7 +54,8 @@ const SKETCHES: Record<string, number> = { 'docs/CONTRACT.md': 4 }
 const MARKDOWN = [
   ...readdirSync(root).filter((f) => f.endsWith('.md')),
   ...readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.md') && !f.startsWith('reference/')).map((f) => `docs/${f}`),
+    .filter((f) => f.endsWith('.md') && !f.startsWith('reference/'))
+    .map((f) => `docs/${f}`),
 ].sort()
 
 const fromMarkdown = MARKDOWN.flatMap((file) => markdownExamples(root, file))
@@ -64,16 +65,26 @@ const isSketch = (e: DocExample) => e.info.includes('sketch')
 /** A module imports, exports or declares a module at its top level; anything else is a fragment. */
 function isModule(code: string): boolean {
   const source = ts.createSourceFile('example.ts', code, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS)
-  return source.statements.some((s) => ts.isImportDeclaration(s) || ts.isImportEqualsDeclaration(s) || ts.isExportDeclaration(s) ||
-    ts.isExportAssignment(s) || (ts.isModuleDeclaration(s) && ts.isStringLiteral(s.name)) ||
-    (ts.canHaveModifiers(s) && (ts.getModifiers(s) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword)))
+  return source.statements.some(
+    (s) =>
+      ts.isImportDeclaration(s) ||
+      ts.isImportEqualsDeclaration(s) ||
+      ts.isExportDeclaration(s) ||
+      ts.isExportAssignment(s) ||
+      (ts.isModuleDeclaration(s) && ts.isStringLiteral(s.name)) ||
+      (ts.canHaveModifiers(s) && (ts.getModifiers(s) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword)),
+  )
 }
 
 /** An example as a file of its project: its path there, and its text. */
 function fileOf(e: DocExample): [string, string] {
   const origin = `// ${e.file}:${e.line}\n`
   if (isModule(e.code)) return [e.shows ?? `${e.file.replace(/\//g, '.')}.${e.line}.ts`, e.shows ? e.code : origin + e.code]
-  const body = e.code.trimEnd().split('\n').map((l) => (l ? `  ${l}` : l)).join('\n')
+  const body = e.code
+    .trimEnd()
+    .split('\n')
+    .map((l) => (l ? `  ${l}` : l))
+    .join('\n')
   return [`${e.file.replace(/\//g, '.')}.${e.line}.ts`, `${origin}${CONTEXT}\nexport async function example() {\n${body}\n}\n`]
 }
 
@@ -95,7 +106,8 @@ function install(): void {
   cpSync(join(root, 'dist/types'), join(modules, 'sessionfold/dist/types'), { recursive: true })
   mkdirSync(join(modules, '@types'))
   mkdirSync(join(modules, '@vitest')) // vitest: the guide's page on testing an adapter configures it
-  for (const dep of ['zod', 'react', 'postgres', 'vitest', '@vitest/browser-playwright', '@types/node', '@types/react']) symlinkSync(join(root, 'node_modules', dep), join(modules, dep), 'dir')
+  for (const dep of ['zod', 'react', 'postgres', 'vitest', '@vitest/browser-playwright', '@types/node', '@types/react'])
+    symlinkSync(join(root, 'node_modules', dep), join(modules, dep), 'dir')
   writeFileSync(join(base, 'package.json'), JSON.stringify({ name: 'doc-examples', private: true, type: 'module' }))
 }
 
@@ -109,13 +121,28 @@ beforeAll(async () => {
   ensureBuilt()
   install()
   for (const [project, examples] of Object.entries(projects)) {
-    write(project, 'tsconfig.json', JSON.stringify({
-      compilerOptions: {
-        module: 'preserve', moduleResolution: 'bundler', target: 'es2022', lib: ['es2022', 'dom', 'dom.iterable'], types: ['node'],
-        strict: true, noUncheckedIndexedAccess: true, skipLibCheck: true, noEmit: true,
-      },
-      include: ['**/*.ts'],
-    }, null, 2))
+    write(
+      project,
+      'tsconfig.json',
+      JSON.stringify(
+        {
+          compilerOptions: {
+            module: 'preserve',
+            moduleResolution: 'bundler',
+            target: 'es2022',
+            lib: ['es2022', 'dom', 'dom.iterable'],
+            types: ['node'],
+            strict: true,
+            noUncheckedIndexedAccess: true,
+            skipLibCheck: true,
+            noEmit: true,
+          },
+          include: ['**/*.ts'],
+        },
+        null,
+        2,
+      ),
+    )
     for (const e of examples) write(project, ...fileOf(e))
   }
   // The doc comments' worker file imports the app's unit, beside it: the guide's.
@@ -131,7 +158,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 
 describe('the code examples', () => {
-  it('are found: the README\'s blocks, docs/\'s (the guide\'s pages too), every @example of the sources', () => {
+  it("are found: the README's blocks, docs/'s (the guide's pages too), every @example of the sources", () => {
     expect(MARKDOWN).toEqual(expect.arrayContaining(['README.md', 'docs/operations.md', 'docs/guide/README.md', 'docs/guide/sessions.md']))
     expect(fromMarkdown.filter((e) => e.file === 'README.md').length).toBeGreaterThan(0)
     expect(fromMarkdown.filter((e) => e.file.startsWith('docs/guide/')).length).toBeGreaterThan(10)
@@ -148,7 +175,13 @@ describe('the code examples', () => {
   it('compile as written, strict, against the built package', () => {
     // Each error names its project's file; those files, numbered, follow it.
     const named = new Set([...compiled.output.matchAll(/^(\S+?\.ts)\(\d+,\d+\)/gm)].map((m) => m[1]!))
-    const numbered = [...named].map((f) => `--- ${f}\n${readFileSync(join(base, f), 'utf8').split('\n').map((l, i) => `${String(i + 1).padStart(3)}  ${l}`).join('\n')}`)
+    const numbered = [...named].map(
+      (f) =>
+        `--- ${f}\n${readFileSync(join(base, f), 'utf8')
+          .split('\n')
+          .map((l, i) => `${String(i + 1).padStart(3)}  ${l}`)
+          .join('\n')}`,
+    )
     expect(compiled.code, `tsc -b in ${base} said:\n${compiled.output}\n${numbered.join('\n')}`).toBe(0)
   })
 })

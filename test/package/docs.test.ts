@@ -16,7 +16,10 @@ import { root } from '../support/ensure-built'
 /** Every file under `dir`, as paths relative to it. */
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true })
-  return entries.filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath, e.name))).sort()
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)))
+    .sort()
 }
 
 /** A TypeDoc logger that keeps warnings and errors instead of printing them. */
@@ -97,7 +100,10 @@ describe('the entry points', () => {
   function exportsOf(file: string): string[] {
     const checker = program.getTypeChecker()
     const source = program.getSourceFile(join(root, file))!
-    return checker.getExportsOfModule(checker.getSymbolAtLocation(source)!).map((s) => s.name).sort()
+    return checker
+      .getExportsOfModule(checker.getSymbolAtLocation(source)!)
+      .map((s) => s.name)
+      .sort()
   }
 
   it('export the same names in browsers as in Node (the reference documents the Node ones)', () => {
@@ -117,11 +123,13 @@ describe('the Markdown files', () => {
   /** The repository's text files that people read or that ship: docs, sources, tests, examples. */
   async function textFiles(dir: string): Promise<string[]> {
     const entries = await readdir(dir, { withFileTypes: true })
-    const found = await Promise.all(entries.map(async (e) => {
-      const path = join(dir, e.name)
-      if (e.isDirectory()) return SKIP.has(e.name) ? [] : textFiles(path)
-      return /\.(md|ts|mts|mjs|js|json|html|css)$/.test(e.name) && e.name !== 'package-lock.json' ? [path] : []
-    }))
+    const found = await Promise.all(
+      entries.map(async (e) => {
+        const path = join(dir, e.name)
+        if (e.isDirectory()) return SKIP.has(e.name) ? [] : textFiles(path)
+        return /\.(md|ts|mts|mjs|js|json|html|css)$/.test(e.name) && e.name !== 'package-lock.json' ? [path] : []
+      }),
+    )
     return found.flat()
   }
 
@@ -150,7 +158,11 @@ describe('the Markdown files', () => {
     const seen = new Map<string, number>()
     const prose = markdown.replace(/^( *)```[^\n]*\n[\s\S]*?^\1```[ \t]*$/gm, '') // a "# comment" in a shell block is no heading
     for (const [, heading] of prose.matchAll(/^#{1,6}[ \t]+(.+?)[ \t]*$/gm)) {
-      const slug = heading!.replace(/<[^>]*>/g, '').toLowerCase().replace(/[^\p{L}\p{N}\p{M} _-]/gu, '').replace(/ /g, '-')
+      const slug = heading!
+        .replace(/<[^>]*>/g, '')
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\p{M} _-]/gu, '')
+        .replace(/ /g, '-')
       const n = seen.get(slug) ?? 0
       seen.set(slug, n + 1)
       anchors.add(n === 0 ? slug : `${slug}-${n}`)
@@ -161,7 +173,18 @@ describe('the Markdown files', () => {
 
   it('link to files and headings that exist (README, RELIABILITY, BENCHMARKS, docs/: the guide, operations, the reference)', async () => {
     const pages = await markdownPages()
-    expect(pages).toEqual(expect.arrayContaining(['README.md', 'RELIABILITY.md', 'BENCHMARKS.md', 'docs/CONTRACT.md', 'docs/ARCHITECTURE.md', 'docs/operations.md', 'docs/guide/README.md', 'docs/reference/README.md']))
+    expect(pages).toEqual(
+      expect.arrayContaining([
+        'README.md',
+        'RELIABILITY.md',
+        'BENCHMARKS.md',
+        'docs/CONTRACT.md',
+        'docs/ARCHITECTURE.md',
+        'docs/operations.md',
+        'docs/guide/README.md',
+        'docs/reference/README.md',
+      ]),
+    )
     const texts = new Map(await Promise.all(pages.map(async (p) => [p, await readFile(join(root, p), 'utf8')] as const)))
     const anchors = new Map([...texts].map(([p, text]) => [p, anchorsOf(text)]))
     const broken: string[] = []
@@ -173,7 +196,16 @@ describe('the Markdown files', () => {
         links++
         const [file = '', fragment] = decodeURI(target!).split('#')
         const path = file === '' ? join(root, page) : resolve(dirname(join(root, page)), file)
-        if (!(await readFile(path).then(() => true, () => readdir(path).then(() => true, () => false)))) {
+        if (
+          !(await readFile(path).then(
+            () => true,
+            () =>
+              readdir(path).then(
+                () => true,
+                () => false,
+              ),
+          ))
+        ) {
           broken.push(`${page}: ${target} (no such file)`)
           continue
         }
@@ -196,7 +228,10 @@ describe('the Markdown files', () => {
     const operations = await readFile(join(root, 'docs/operations.md'), 'utf8')
     const named = (name: string) => (name === 'test' ? '`npm test`' : `\`npm run ${name}\``)
     expect(Object.keys(scripts).length).toBeGreaterThan(20)
-    expect(Object.keys(scripts).filter((name) => !operations.includes(named(name))), 'scripts docs/operations.md does not name').toEqual([])
+    expect(
+      Object.keys(scripts).filter((name) => !operations.includes(named(name))),
+      'scripts docs/operations.md does not name',
+    ).toEqual([])
     // Every page that tells readers to run a script names one that is there.
     const unknown: string[] = []
     for (const page of await markdownPages()) {
@@ -207,7 +242,17 @@ describe('the Markdown files', () => {
   })
 
   it('anchor headings as GitHub does (the rule the check above relies on)', () => {
-    const anchors = anchorsOf("# The guide\n## 9. PostgreSQL storage\n### `store.verify()`, in brief\n```sh\n# not a heading\n```\n## Returns\n## Returns\n## A Content-Security-Policy without `'unsafe-eval'`\n<a id=\"property-x\"></a>\n")
-    expect([...anchors]).toEqual(['the-guide', '9-postgresql-storage', 'storeverify-in-brief', 'returns', 'returns-1', 'a-content-security-policy-without-unsafe-eval', 'property-x'])
+    const anchors = anchorsOf(
+      '# The guide\n## 9. PostgreSQL storage\n### `store.verify()`, in brief\n```sh\n# not a heading\n```\n## Returns\n## Returns\n## A Content-Security-Policy without `\'unsafe-eval\'`\n<a id="property-x"></a>\n',
+    )
+    expect([...anchors]).toEqual([
+      'the-guide',
+      '9-postgresql-storage',
+      'storeverify-in-brief',
+      'returns',
+      'returns-1',
+      'a-content-security-policy-without-unsafe-eval',
+      'property-x',
+    ])
   })
 })

@@ -86,7 +86,12 @@ async function runsFrom(app: string): Promise<void> {
   expect(cjs.stdout.trim()).toBe('true [{"ok":true}]')
   const cli = await run(join(app, 'node_modules/.bin/sessionfold'), ['events', 'esm', '--dir', dir], app)
   expect(cli.status, cli.stderr).toBe(0)
-  expect(cli.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(['turn/start', 'turn/end'])
+  expect(
+    cli.stdout
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { type: string }).type),
+  ).toEqual(['turn/start', 'turn/end'])
 }
 
 /** Every file path package.json names: main, module, types, bin and each exports target. */
@@ -104,7 +109,20 @@ describe.concurrent('installing the package', () => {
     const [info] = JSON.parse(pack.stdout) as { filename: string; size: number; files: { path: string }[] }[]
     const files = info!.files.map((f) => f.path)
     console.log(`npm pack: ${files.length} files, ${(info!.size / 1024).toFixed(0)} kB packed`)
-    for (const f of ['README.md', 'LICENSE', 'package.json', 'docs/CONTRACT.md', 'dist/node/index.js', 'dist/node/index.cjs', 'dist/node/worker-entry.node.js', 'dist/node/node-boot.mjs', 'dist/browser/index.js', 'dist/browser/worker-entry.browser.js', 'dist/types/index.d.ts', 'dist/types/index.d.cts']) {
+    for (const f of [
+      'README.md',
+      'LICENSE',
+      'package.json',
+      'docs/CONTRACT.md',
+      'dist/node/index.js',
+      'dist/node/index.cjs',
+      'dist/node/worker-entry.node.js',
+      'dist/node/node-boot.mjs',
+      'dist/browser/index.js',
+      'dist/browser/worker-entry.browser.js',
+      'dist/types/index.d.ts',
+      'dist/types/index.d.cts',
+    ]) {
       expect(files, f).toContain(f)
     }
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>
@@ -138,7 +156,8 @@ describe.concurrent('installing the package', () => {
     const app = await consumer('from-folder', folder)
     console.log(`npm install <unbuilt folder> (prepare: rollup -c): ${((Date.now() - started) / 1000).toFixed(1)} s`)
     expect(realpathSync(join(app, 'node_modules/sessionfold'))).toBe(realpathSync(folder))
-    for (const f of ['dist/node/index.js', 'dist/node/index.cjs', 'dist/browser/worker-entry.browser.js', 'dist/types/index.d.ts']) expect(existsSync(join(folder, f)), f).toBe(true)
+    for (const f of ['dist/node/index.js', 'dist/node/index.cjs', 'dist/browser/worker-entry.browser.js', 'dist/types/index.d.ts'])
+      expect(existsSync(join(folder, f)), f).toBe(true)
     await runsFrom(app)
   }, 240_000)
 })

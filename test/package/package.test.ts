@@ -19,21 +19,31 @@ beforeAll(ensureBuilt, 120_000)
 /** min+gzip bytes of a file bundled with what it imports statically (dependencies excluded). */
 async function minGzip(file: string, external: string[] = ['idb', 'comlink', 'zod', 'zod/*']): Promise<number> {
   const out = await build({
-    entryPoints: [file], bundle: true, minify: true, format: 'esm', write: false, platform: 'browser', external,
-    plugins: [{
-      name: 'no-lazy-chunks',
-      setup(b) {
-        // The client loads the in-thread engine only for worker: false: not part of the entry.
-        b.onResolve({ filter: /chunks\//, namespace: 'file' }, (args) => (args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined))
+    entryPoints: [file],
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    write: false,
+    platform: 'browser',
+    external,
+    plugins: [
+      {
+        name: 'no-lazy-chunks',
+        setup(b) {
+          // The client loads the in-thread engine only for worker: false: not part of the entry.
+          b.onResolve({ filter: /chunks\//, namespace: 'file' }, (args) => (args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined))
+        },
       },
-    }],
+    ],
   })
   return gzipSync(out.outputFiles[0]!.contents, { level: 9 }).length
 }
 
 /** The built JavaScript files under `dir` (the self-contained browser worker aside). */
-const builtFiles = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
-  d.isDirectory() ? builtFiles(join(dir, d.name)) : /\.(c?js)$/.test(d.name) && !d.name.startsWith('worker-entry.browser') ? [join(dir, d.name)] : [])
+const builtFiles = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+    d.isDirectory() ? builtFiles(join(dir, d.name)) : /\.(c?js)$/.test(d.name) && !d.name.startsWith('worker-entry.browser') ? [join(dir, d.name)] : [],
+  )
 
 describe('the package', () => {
   it('passes publint', async () => {
@@ -49,7 +59,11 @@ describe('the package', () => {
       const pack = spawnSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: root, encoding: 'utf8' })
       expect(pack.status, pack.stderr).toBe(0)
       const tarball = join(dir, pack.stdout.trim().split('\n').at(-1)!)
-      const attw = (...args: string[]) => spawnSync(process.execPath, [join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), tarball, '--format', 'table-flipped', ...args], { cwd: root, encoding: 'utf8' })
+      const attw = (...args: string[]) =>
+        spawnSync(process.execPath, [join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), tarball, '--format', 'table-flipped', ...args], {
+          cwd: root,
+          encoding: 'utf8',
+        })
       // sessionfold/testing is ESM only, as vitest is (vitest throws when required): under
       // node16 from CJS it is "dynamic import only", by design. Everything else holds for it too.
       const r = attw('--exclude-entrypoints', './testing')
@@ -68,7 +82,9 @@ describe('the package', () => {
     const client = await minGzip(dist('browser/index.js'))
     const clientWithDeps = await minGzip(dist('browser/index.js'), [])
     const worker = await minGzip(dist('browser/worker-entry.browser.js'), [])
-    console.log(`client entry (browser, min+gzip): ${(client / 1024).toFixed(1)} kB of our code, ${(clientWithDeps / 1024).toFixed(1)} kB with idb, comlink and zod`)
+    console.log(
+      `client entry (browser, min+gzip): ${(client / 1024).toFixed(1)} kB of our code, ${(clientWithDeps / 1024).toFixed(1)} kB with idb, comlink and zod`,
+    )
     console.log(`worker bundle (self-contained, min+gzip): ${(worker / 1024).toFixed(1)} kB`)
     expect(client).toBeLessThan(16 * 1024)
     expect(clientWithDeps).toBeLessThan(16 * 1024) // the client loads no zod: what an app ships
@@ -84,15 +100,39 @@ describe('the package', () => {
     const importers = builtFiles(dist('')).filter((f) => /\bfrom\s*['"]vitest['"]|\b(?:import|require)\s*\(\s*['"]vitest['"]/.test(readFileSync(f, 'utf8')))
     expect(importers.sort()).toEqual([dist('browser/testing.js'), dist('node/testing.js')])
     for (const entry of ['browser/index.js', 'node/index.js']) {
-      const { metafile } = await build({ entryPoints: [dist(entry)], bundle: true, write: false, metafile: true, logLevel: 'silent', platform: entry.startsWith('node') ? 'node' : 'browser', format: 'esm', external: ['idb', 'comlink', 'zod', 'zod/*'] })
-      expect(Object.keys(metafile.inputs).filter((f) => /testing|vitest/.test(f)), entry).toEqual([])
+      const { metafile } = await build({
+        entryPoints: [dist(entry)],
+        bundle: true,
+        write: false,
+        metafile: true,
+        logLevel: 'silent',
+        platform: entry.startsWith('node') ? 'node' : 'browser',
+        format: 'esm',
+        external: ['idb', 'comlink', 'zod', 'zod/*'],
+      })
+      expect(
+        Object.keys(metafile.inputs).filter((f) => /testing|vitest/.test(f)),
+        entry,
+      ).toEqual([])
     }
   })
 
   it('ships sessionfold/react as an entry of its own: React stays out of the client, the hooks run from the built ESM and CJS', async () => {
     for (const entry of ['browser/index.js', 'node/index.js']) {
-      const { metafile } = await build({ entryPoints: [dist(entry)], bundle: true, write: false, metafile: true, logLevel: 'silent', platform: entry.startsWith('node') ? 'node' : 'browser', format: 'esm', external: ['idb', 'comlink', 'zod', 'zod/*'] })
-      expect(Object.keys(metafile.inputs).filter((f) => /react/.test(f)), entry).toEqual([])
+      const { metafile } = await build({
+        entryPoints: [dist(entry)],
+        bundle: true,
+        write: false,
+        metafile: true,
+        logLevel: 'silent',
+        platform: entry.startsWith('node') ? 'node' : 'browser',
+        format: 'esm',
+        external: ['idb', 'comlink', 'zod', 'zod/*'],
+      })
+      expect(
+        Object.keys(metafile.inputs).filter((f) => /react/.test(f)),
+        entry,
+      ).toEqual([])
     }
     const hooks = await minGzip(dist('browser/react.js'), ['react'])
     console.log(`sessionfold/react (browser, min+gzip): ${(hooks / 1024).toFixed(1)} kB`)

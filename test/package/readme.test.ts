@@ -16,7 +16,12 @@ const root = join(__dirname, '../..')
 const GUIDE = 'docs/guide/README.md'
 
 function run(file: string, args: string[], dir: string): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', file, ...args], { cwd: root, env: { ...process.env, SESSIONFOLD_DIR: dir }, encoding: 'utf8', timeout: 60_000 })
+  const r = spawnSync(process.execPath, ['--import', 'tsx', file, ...args], {
+    cwd: root,
+    env: { ...process.env, SESSIONFOLD_DIR: dir },
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   return { status: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
@@ -56,8 +61,18 @@ describe('README', () => {
     const readme = section(await readFile(join(root, 'README.md'), 'utf8'), '## Where to go next')
     const targets = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1])
     // That each target exists, its heading included, is docs.test.ts's check of every link.
-    expect(targets).toEqual(expect.arrayContaining([GUIDE, 'docs/reference/README.md', 'docs/CONTRACT.md', 'docs/ARCHITECTURE.md',
-      'docs/operations.md', 'RELIABILITY.md', 'BENCHMARKS.md', `${GUIDE}#examples`]))
+    expect(targets).toEqual(
+      expect.arrayContaining([
+        GUIDE,
+        'docs/reference/README.md',
+        'docs/CONTRACT.md',
+        'docs/ARCHITECTURE.md',
+        'docs/operations.md',
+        'RELIABILITY.md',
+        'BENCHMARKS.md',
+        `${GUIDE}#examples`,
+      ]),
+    )
   })
 
   it('leaves figures to BENCHMARKS.md and RELIABILITY.md', async () => {
@@ -77,7 +92,11 @@ describe('README', () => {
       expect(r.stdout).toMatch(/catalog: researcher \(continuable\), test-writer \(one-shot\), reviewer \(continuable\)/)
       expect(r.stdout).toContain('[researcher] turns 3')
       expect(r.stdout).toContain('parent log: turn/start, subagent/catalog, subagent/catalog, subagent/catalog, turn/end')
-      expect(spawnSync('ls', [join(dir, '.sessionfold/sessions')], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean)).toHaveLength(4)
+      expect(
+        spawnSync('ls', [join(dir, '.sessionfold/sessions')], { encoding: 'utf8' })
+          .stdout.split('\n')
+          .filter(Boolean),
+      ).toHaveLength(4)
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
@@ -99,9 +118,15 @@ describe('the guide', () => {
   it('shows each example exactly as the file that is compiled and run', async () => {
     const blocks = (await guidePages()).flatMap((page) => markdownExamples(root, page)).filter((b) => b.shows)
     expect(blocks.map((b) => b.shows)).toEqual([
-      'examples/node-script.ts', 'examples/browser/main.ts', 'examples/react/session-panel.ts',
-      'examples/custom-projection/token-count.ts', 'examples/custom-projection/worker.ts', 'examples/custom-projection/main.ts',
-      'examples/session-tree.ts', 'examples/encrypted-store.ts', 'examples/testing-an-adapter/my-adapter.test.ts',
+      'examples/node-script.ts',
+      'examples/browser/main.ts',
+      'examples/react/session-panel.ts',
+      'examples/custom-projection/token-count.ts',
+      'examples/custom-projection/worker.ts',
+      'examples/custom-projection/main.ts',
+      'examples/session-tree.ts',
+      'examples/encrypted-store.ts',
+      'examples/testing-an-adapter/my-adapter.test.ts',
     ])
     for (const { code, shows } of blocks) expect(await readFile(join(root, shows!), 'utf8'), shows).toBe(code)
   })
@@ -142,7 +167,12 @@ describe('the guide', () => {
       const sealed = run('examples/encrypted-store.ts', [], secret)
       expect(sealed.stderr).toBe('')
       expect(sealed.stdout).toMatch(/1 events, sealed on disk\nno plaintext in \d+ files\n$/)
-      const wrong = spawnSync(process.execPath, ['--import', 'tsx', 'examples/encrypted-store.ts'], { cwd: root, env: { ...process.env, SESSIONFOLD_DIR: secret, SESSIONFOLD_PASSPHRASE: 'not it' }, encoding: 'utf8', timeout: 60_000 })
+      const wrong = spawnSync(process.execPath, ['--import', 'tsx', 'examples/encrypted-store.ts'], {
+        cwd: root,
+        env: { ...process.env, SESSIONFOLD_DIR: secret, SESSIONFOLD_PASSPHRASE: 'not it' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      })
       expect(wrong.status).not.toBe(0)
       expect(wrong.stderr).toContain('KEY_REJECTED')
     } finally {

@@ -37,7 +37,14 @@ it('fails, by name, each test that leaves a rejection unhandled: in the test, a 
     const env = { ...process.env }
     delete env[LEAKS_DIR_ENV]
     env.NODE_OPTIONS = (env.NODE_OPTIONS ?? '').replace(`--import=${CHILD_HOOK}`, '').trim()
-    const args = [join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', 'test/fixtures/leaks/vitest.config.ts', '--reporter=json', `--outputFile=${join(out, 'report.json')}`]
+    const args = [
+      join(root, 'node_modules/vitest/vitest.mjs'),
+      'run',
+      '--config',
+      'test/fixtures/leaks/vitest.config.ts',
+      '--reporter=json',
+      `--outputFile=${join(out, 'report.json')}`,
+    ]
     const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] })
     let stderr = ''
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))

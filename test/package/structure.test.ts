@@ -107,17 +107,23 @@ describe('the structure of the source tree', () => {
       testing: ['core', 'storage', 'testing'],
     }
     expect(files.map(layerOf).filter((layer) => !(layer in allowed))).toEqual([])
-    const wrong = files.flatMap((f) => importsOf(f)
-      .filter((g) => !allowed[layerOf(f)]!.includes(layerOf(g)))
-      .map((g) => `${relative(root, f)} (${layerOf(f)}) -> ${relative(root, g)} (${layerOf(g)})`))
+    const wrong = files.flatMap((f) =>
+      importsOf(f)
+        .filter((g) => !allowed[layerOf(f)]!.includes(layerOf(g)))
+        .map((g) => `${relative(root, f)} (${layerOf(f)}) -> ${relative(root, g)} (${layerOf(g)})`),
+    )
     expect(wrong).toEqual([])
   })
 
   it('reaches the backends only through their registry: src/backends/{node,browser,config,platform}.ts', () => {
     const registry = ['node', 'browser', 'config', 'platform'].map((name) => join(root, `src/backends/${name}.ts`))
-    const reached = files.filter((f) => layerOf(f) !== 'backends').flatMap((f) => importsOf(f)
-      .filter((g) => layerOf(g) === 'backends')
-      .map((g) => ({ from: relative(root, f), to: g })))
+    const reached = files
+      .filter((f) => layerOf(f) !== 'backends')
+      .flatMap((f) =>
+        importsOf(f)
+          .filter((g) => layerOf(g) === 'backends')
+          .map((g) => ({ from: relative(root, f), to: g })),
+      )
     expect(reached.length).toBeGreaterThan(0)
     expect(reached.filter(({ to }) => !registry.includes(to)).map(({ from, to }) => `${from} -> ${relative(root, to)}`)).toEqual([])
   })
@@ -130,15 +136,17 @@ describe('the structure of the source tree', () => {
   it("keeps sessionfold/react (src/react/) on the client's public types: it imports 'sessionfold' for types only", () => {
     const react = files.filter((f) => relative(root, f).startsWith('src/react/'))
     expect(react.length).toBeGreaterThan(0)
-    const imports = react.flatMap((f) => readFileSync(f, 'utf8').split('\n').filter((line) => /from 'sessionfold(\/.*)?'/.test(line)))
+    const imports = react.flatMap((f) =>
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((line) => /from 'sessionfold(\/.*)?'/.test(line)),
+    )
     expect(imports.length).toBeGreaterThan(0)
     expect(imports.filter((line) => !/^(import|export) type /.test(line))).toEqual([])
   })
 
   it(`has no source file over ${MAX_LINES} lines`, () => {
-    const long = files
-      .map((f) => ({ file: relative(root, f), lines: readFileSync(f, 'utf8').split('\n').length }))
-      .filter((f) => f.lines > MAX_LINES)
+    const long = files.map((f) => ({ file: relative(root, f), lines: readFileSync(f, 'utf8').split('\n').length })).filter((f) => f.lines > MAX_LINES)
     expect(long).toEqual([])
   })
 

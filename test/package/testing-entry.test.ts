@@ -40,8 +40,15 @@ storageConformance('declared', async () => bare(), { without: ['kv', 'history'] 
 storageConformance('undeclared', async () => bare())
 `
 
-interface Assertion { fullName: string; title: string; status: string; failureMessages: string[] }
-interface Report { testResults: { name: string; assertionResults: Assertion[] }[] }
+interface Assertion {
+  fullName: string
+  title: string
+  status: string
+  failureMessages: string[]
+}
+interface Report {
+  testResults: { name: string; assertionResults: Assertion[] }[]
+}
 
 const app = mkdtempSync(join(tmpdir(), 'sessionfold-testing-entry-'))
 let run: { code: number | null; output: string }
@@ -61,9 +68,14 @@ beforeAll(async () => {
   symlinkSync(join(root, 'node_modules/@vitest/browser-playwright'), join(modules, '@vitest/browser-playwright'), 'dir')
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'my-adapter', private: true, type: 'module' }))
   // One worker: the machine is shared with the test run that started this one.
-  writeFileSync(join(app, 'vitest.config.mjs'), `export default { test: { include: ['*.node.test.*'], testTimeout: 60000, maxWorkers: 1, fileParallelism: false } }\n`)
+  writeFileSync(
+    join(app, 'vitest.config.mjs'),
+    `export default { test: { include: ['*.node.test.*'], testTimeout: 60000, maxWorkers: 1, fileParallelism: false } }\n`,
+  )
   // The guide's browser config, with this machine's Chromium (test/support/chromium.ts).
-  writeFileSync(join(app, 'vitest.browser.mjs'), `import { playwright } from '@vitest/browser-playwright'
+  writeFileSync(
+    join(app, 'vitest.browser.mjs'),
+    `import { playwright } from '@vitest/browser-playwright'
 export default {
   server: { host: '127.0.0.1' },
   test: {
@@ -75,7 +87,8 @@ export default {
     },
   },
 }
-`)
+`,
+  )
   cpSync(join(root, 'examples/testing-an-adapter/my-adapter.test.ts'), join(app, 'my-adapter.node.test.ts'))
   writeFileSync(join(app, 'broken.node.test.js'), BROKEN)
   writeFileSync(join(app, 'without.node.test.js'), WITHOUT)
@@ -117,7 +130,9 @@ describe('sessionfold/testing, from the built package in an app of its own', () 
   })
 
   it('fails an adapter that breaks the rules, on those rules', () => {
-    const failed = testsOf('broken.node.test.js').filter((t) => t.status === 'failed').map((t) => t.title)
+    const failed = testsOf('broken.node.test.js')
+      .filter((t) => t.status === 'failed')
+      .map((t) => t.title)
     expect(failed).toEqual(expect.arrayContaining(['lists 1,000 sessions through pages, ordered by id', 'keeps ids that differ only in case apart']))
     expect(run.code).not.toBe(0)
   })
@@ -126,7 +141,12 @@ describe('sessionfold/testing, from the built package in an app of its own', () 
     const tests = testsOf('without.node.test.js')
     const declared = tests.filter((t) => t.fullName.startsWith('storage conformance: declared '))
     const undeclared = tests.filter((t) => t.fullName.startsWith('storage conformance: undeclared '))
-    expect(declared.filter((t) => t.status === 'skipped').map((t) => t.title).sort()).toEqual([
+    expect(
+      declared
+        .filter((t) => t.status === 'skipped')
+        .map((t) => t.title)
+        .sort(),
+    ).toEqual([
       'keeps everything across close and reopen',
       'keeps history rows by position: the row at or before a position, listed in order, removed, gone with their session (without history)',
       "keeps key-value records: replaced whole, listed in key order by prefix, a session's gone with it, bad keys and values refused with nothing written (without kv)",
@@ -140,7 +160,10 @@ describe('sessionfold/testing, from the built package in an app of its own', () 
   it("runs the guide's IndexedDB file in Chromium (vitest browser mode, the package's browser build): every test passes, the reopen test included", () => {
     const tests = testsOf('indexeddb.browser.test.ts', browserReport, browserRun.output)
     expect(tests.length).toBeGreaterThanOrEqual(20)
-    expect(tests.filter((t) => t.status !== 'passed').map((t) => `${t.status}: ${t.title}`), browserRun.output).toEqual([])
+    expect(
+      tests.filter((t) => t.status !== 'passed').map((t) => `${t.status}: ${t.title}`),
+      browserRun.output,
+    ).toEqual([])
     expect(tests.map((t) => t.title)).toContain('keeps everything across close and reopen')
     expect(browserRun.code, browserRun.output).toBe(0)
   })

@@ -34,11 +34,14 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
 function typesOf(conditions: unknown, path = ''): [string, string][] {
   if (typeof conditions !== 'object' || conditions === null) return []
   return Object.entries(conditions).flatMap(([key, value]) =>
-    key === 'types' && typeof value === 'string' ? [[path + key, value] as [string, string]] : typesOf(value, `${path}${key}.`))
+    key === 'types' && typeof value === 'string' ? [[path + key, value] as [string, string]] : typesOf(value, `${path}${key}.`),
+  )
 }
 
 /** The entry points with types (all but ./package.json), each with its types files by condition. */
-const ENTRIES = Object.entries(pkg.exports).map(([subpath, conditions]) => ({ subpath, types: typesOf(conditions) })).filter((e) => e.types.length > 0)
+const ENTRIES = Object.entries(pkg.exports)
+  .map(([subpath, conditions]) => ({ subpath, types: typesOf(conditions) }))
+  .filter((e) => e.types.length > 0)
 
 /**
  * The app's import lines, ESM or CJS; the code after them is the same. In CJS, sessionfold
@@ -244,7 +247,11 @@ function sourcesOf(format: Format): Record<string, string> {
   const file = (name: 'main' | 'tokenCount' | 'worker' | 'server' | 'adapters', base: string) =>
     [`src/${base}.${imports.ext}`, `${imports[name]}\n\n${BODIES[name]}\n`] as const
   return Object.fromEntries([
-    file('tokenCount', 'token-count'), file('main', 'main'), file('worker', 'worker'), file('server', 'server'), file('adapters', 'adapters'),
+    file('tokenCount', 'token-count'),
+    file('main', 'main'),
+    file('worker', 'worker'),
+    file('server', 'server'),
+    file('adapters', 'adapters'),
     ...(format === 'esm' ? [['src/testing.ts', TESTING] as const] : []),
   ])
 }
@@ -265,26 +272,37 @@ function makeApp(dir: string, mode: Mode, format: Format): void {
   mkdirSync(join(modules, '@types'))
   symlinkSync(join(root, 'node_modules/@types/node'), join(modules, '@types/node'), 'dir')
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `app-${mode}-${format}`, private: true, type: 'module' }))
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: {
-      ...MODES[mode],
-      target: 'es2022',
-      strict: true,
-      noUncheckedIndexedAccess: true,
-      esModuleInterop: true, // zod's own .d.cts need it under node10
-      // As apps have it (tsc --init writes it): checking zod's and Node's .d.ts too would
-      // double the time. What our .d.ts say is checked through the app's lines below.
-      skipLibCheck: true,
-      types: ['node'],
-      noEmit: true,
-    },
-    include: ['src'],
-  }, null, 2))
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify(
+      {
+        compilerOptions: {
+          ...MODES[mode],
+          target: 'es2022',
+          strict: true,
+          noUncheckedIndexedAccess: true,
+          esModuleInterop: true, // zod's own .d.cts need it under node10
+          // As apps have it (tsc --init writes it): checking zod's and Node's .d.ts too would
+          // double the time. What our .d.ts say is checked through the app's lines below.
+          skipLibCheck: true,
+          types: ['node'],
+          noEmit: true,
+        },
+        include: ['src'],
+      },
+      null,
+      2,
+    ),
+  )
   mkdirSync(join(dir, 'src'))
   for (const [path, text] of Object.entries(sourcesOf(format))) writeFileSync(join(dir, path), text)
 }
 
-interface Compiled { code: number | null; output: string; ms: number }
+interface Compiled {
+  code: number | null
+  output: string
+  ms: number
+}
 
 /**
  * One tsc for a mode's two apps: `tsc -b` builds each as its own program (the tsconfig says
@@ -324,7 +342,10 @@ beforeAll(async () => {
     throw new Error(`the built package is missing ${missing.join(', ')}: build it first with \`npm run build\` (npm test does)`)
   }
   for (const mode of modes) for (const format of FORMATS) makeApp(join(base, mode, format), mode, format)
-  const compiled = await pooled(modes.map((mode) => () => tsc(join(base, mode))), 2)
+  const compiled = await pooled(
+    modes.map((mode) => () => tsc(join(base, mode))),
+    2,
+  )
   modes.forEach((mode, i) => results.set(mode, compiled[i]!))
 }, 600_000)
 
@@ -332,14 +353,18 @@ afterAll(() => rmSync(base, { recursive: true, force: true }))
 
 /** The declaration files built, as package-relative paths ('./dist/types/…'), sorted. */
 function built(): string[] {
-  return readdirSync(join(root, 'dist/types'), { recursive: true, encoding: 'utf8' }).filter((f) => /\.d\.c?ts$/.test(f)).map((f) => `./dist/types/${f}`).sort()
+  return readdirSync(join(root, 'dist/types'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => /\.d\.c?ts$/.test(f))
+    .map((f) => `./dist/types/${f}`)
+    .sort()
 }
 
 /** The package's own declaration files that `file` imports or re-exports ('./x.js' is x.d.ts; './x.cjs', x.d.cts). */
 function importsOf(file: string): string[] {
   const text = readFileSync(join(root, file), 'utf8')
-  return [...text.matchAll(/^(?:import|export)\b[^'"]*?(?:from )?'(\.[^']+)'/gm)].map(([, specifier]) =>
-    `./${posix.join(posix.dirname(file), specifier!.replace(/\.js$/, '.d.ts').replace(/\.cjs$/, '.d.cts'))}`)
+  return [...text.matchAll(/^(?:import|export)\b[^'"]*?(?:from )?'(\.[^']+)'/gm)].map(
+    ([, specifier]) => `./${posix.join(posix.dirname(file), specifier!.replace(/\.js$/, '.d.ts').replace(/\.cjs$/, '.d.cts'))}`,
+  )
 }
 
 describe('the published types, in an app', () => {
@@ -355,17 +380,25 @@ describe('the published types, in an app', () => {
         }
       }
       expect(where.get('Store'), `the files of ${ext} that declare Store`).toHaveLength(1)
-      expect([...where].filter(([, files]) => files.length > 1), `classes declared in more than one ${ext} file`).toEqual([])
+      expect(
+        [...where].filter(([, files]) => files.length > 1),
+        `classes declared in more than one ${ext} file`,
+      ).toEqual([])
     }
   })
 
-
   it('are there for every entry point under every resolution: package.json "exports" and "typesVersions" agree', () => {
-    expect(ENTRIES.map((e) => e.subpath)).toEqual(expect.arrayContaining(['.', './worker', './adapters/memory', './adapters/indexeddb', './adapters/fs', './adapters/postgres', './testing']))
+    expect(ENTRIES.map((e) => e.subpath)).toEqual(
+      expect.arrayContaining(['.', './worker', './adapters/memory', './adapters/indexeddb', './adapters/fs', './adapters/postgres', './testing']),
+    )
     // Every declaration file built (rollup.config.mjs, `declarations`) is an entry's, or a
     // chunk of what entries share (chunks/), which an entry reaches.
     const entries = built().filter((f) => !f.startsWith('./dist/types/chunks/'))
-    expect(entries).toEqual(ENTRIES.flatMap((e) => e.types.map(([, file]) => file)).filter((f, i, all) => all.indexOf(f) === i).sort())
+    expect(entries).toEqual(
+      ENTRIES.flatMap((e) => e.types.map(([, file]) => file))
+        .filter((f, i, all) => all.indexOf(f) === i)
+        .sort(),
+    )
     const reached = new Set(entries)
     for (const file of reached) for (const imported of importsOf(file)) reached.add(imported)
     expect(built(), 'declaration files no entry reaches').toEqual([...reached].sort())
@@ -379,13 +412,21 @@ describe('the published types, in an app', () => {
       const node10 = subpath === '.' ? [pkg.types] : pkg.typesVersions?.['*']?.[name]
       expect(node10, `${subpath} under node10`).toEqual(subpath === '.' ? ['./dist/types/index.d.ts'] : [`./dist/types/${name}.d.ts`])
     }
-    expect(Object.keys(pkg.typesVersions?.['*'] ?? {}).sort()).toEqual(ENTRIES.filter((e) => e.subpath !== '.').map((e) => e.subpath.slice(2)).sort())
+    expect(Object.keys(pkg.typesVersions?.['*'] ?? {}).sort()).toEqual(
+      ENTRIES.filter((e) => e.subpath !== '.')
+        .map((e) => e.subpath.slice(2))
+        .sort(),
+    )
   })
 
   it.each(modes)('compile under moduleResolution %s, from ESM files and from CJS files', (mode) => {
     const r = results.get(mode)!
     console.log(`tsc -b, moduleResolution ${mode}, ESM and CJS apps: ${Math.round(r.ms)} ms`)
-    const numbered = (text: string) => text.split('\n').map((line, i) => `${String(i + 1).padStart(3)}  ${line}`).join('\n')
+    const numbered = (text: string) =>
+      text
+        .split('\n')
+        .map((line, i) => `${String(i + 1).padStart(3)}  ${line}`)
+        .join('\n')
     const files = FORMATS.flatMap((format) => Object.entries(sourcesOf(format)).map(([path, text]) => `--- ${format}/${path}\n${numbered(text)}`))
     expect(r.code, `tsc -b esm cjs in ${join(base, mode)} (${JSON.stringify(MODES[mode])}) said:\n${r.output}\n${files.join('\n')}`).toBe(0)
   })

@@ -125,7 +125,9 @@ it(`ships the worker minified (at most ${kB(WORKER_MAX_GZIP)} gzip), and every J
     const by = [withWorker.fetched.has(e.fileName) && 'the page', inThread.fetched.has(e.fileName) && 'the page without a Worker'].filter(Boolean).join(', ')
     return { file: e.fileName, raw: raw.length, gzip: gzipSync(raw, { level: 9 }).length, by: e === worker ? `${by} (the worker)` : by }
   })
-  console.log(`Vite build of examples/vite-app (gzip level 9):\n${rows.map((r) => `  ${r.file.padEnd(48)} ${kB(r.raw).padStart(9)} ${kB(r.gzip).padStart(9)} gzip  loaded by ${r.by || 'nothing'}`).join('\n')}`)
+  console.log(
+    `Vite build of examples/vite-app (gzip level 9):\n${rows.map((r) => `  ${r.file.padEnd(48)} ${kB(r.raw).padStart(9)} ${kB(r.gzip).padStart(9)} gzip  loaded by ${r.by || 'nothing'}`).join('\n')}`,
+  )
 
   const shipped = rows.find((r) => r.file === worker.fileName)!
   expect(shipped.gzip, `worker asset ${kB(shipped.gzip)} gzip`).toBeLessThanOrEqual(WORKER_MAX_GZIP)
@@ -137,12 +139,20 @@ it(`ships the worker minified (at most ${kB(WORKER_MAX_GZIP)} gzip), and every J
   for (const f of [entry.fileName, ...entry.imports, worker.fileName]) expect(withWorker.fetched, f).toContain(f)
   // And no zod outside the worker: zod is in the files only the in-thread engine loads.
   const zodIn = (e: Emitted) => e.type === 'chunk' && e.moduleIds.some((m) => /node_modules\/zod\//.test(m))
-  expect(js().filter((e) => withWorker.fetched.has(e.fileName) && zodIn(e)).map((e) => e.fileName)).toEqual([])
-  expect(js().filter(zodIn).every((e) => inThread.fetched.has(e.fileName))).toBe(true)
+  expect(
+    js()
+      .filter((e) => withWorker.fetched.has(e.fileName) && zodIn(e))
+      .map((e) => e.fileName),
+  ).toEqual([])
+  expect(
+    js()
+      .filter(zodIn)
+      .every((e) => inThread.fetched.has(e.fileName)),
+  ).toBe(true)
   expect(inThread.problems).toEqual([])
 })
 
-it('keeps an app\'s own unit and zod out of a page that takes its type as the guide advises', async () => {
+it("keeps an app's own unit and zod out of a page that takes its type as the guide advises", async () => {
   // The guide's main.ts line that imports the unit's module, in a page of its own.
   const main = await readFile(join(root, 'examples/custom-projection/main.ts'), 'utf8')
   const advised = /^import .*'\.\/token-count'.*$/m.exec(main)?.[0]
@@ -153,18 +163,31 @@ it('keeps an app\'s own unit and zod out of a page that takes its type as the gu
     await symlink(join(root, 'node_modules/zod'), join(dir, 'node_modules/zod'), 'dir') // the app's own dependency
     await copyFile(join(root, 'examples/custom-projection/token-count.ts'), join(dir, 'token-count.ts'))
     await writeFile(join(dir, 'index.html'), '<!doctype html>\n<p id="count"></p>\n<script type="module" src="./main.ts"></script>\n')
-    await writeFile(join(dir, 'main.ts'), `import { openStore } from 'sessionfold'\n${advised}\n
+    await writeFile(
+      join(dir, 'main.ts'),
+      `import { openStore } from 'sessionfold'\n${advised}\n
 const session = await (await openStore({ name: 'types' })).createSession()
-document.querySelector('#count')!.textContent = String(session.projections.get('tokenCount')?.total ?? 0)\n`)
-    const out = await build({ root: dir, configFile: false, logLevel: 'silent', resolve: { alias: { sessionfold: root } }, build: { target: 'es2022', write: false } })
-    const chunks = (Array.isArray(out) ? out : [out]).flatMap((o) => (o as { output: Emitted[] }).output)
+document.querySelector('#count')!.textContent = String(session.projections.get('tokenCount')?.total ?? 0)\n`,
+    )
+    const out = await build({
+      root: dir,
+      configFile: false,
+      logLevel: 'silent',
+      resolve: { alias: { sessionfold: root } },
+      build: { target: 'es2022', write: false },
+    })
+    const chunks = (Array.isArray(out) ? out : [out])
+      .flatMap((o) => (o as { output: Emitted[] }).output)
       .filter((e): e is Extract<Emitted, { type: 'chunk' }> => e.type === 'chunk')
     // What the page loads at start: its entry and what that imports statically, transitively.
     const start = new Set(chunks.filter((c) => c.isEntry).map((c) => c.fileName))
     for (const file of start) for (const imported of chunks.find((c) => c.fileName === file)!.imports) start.add(imported)
     const loaded = chunks.filter((c) => start.has(c.fileName))
     expect(loaded.flatMap((c) => c.moduleIds).some((m) => m.endsWith('/index.html') || m.endsWith('/main.ts'))).toBe(true)
-    expect(loaded.flatMap((c) => c.moduleIds).filter((m) => /node_modules\/zod\/|\/token-count\.ts$/.test(m)), `${advised}`).toEqual([])
+    expect(
+      loaded.flatMap((c) => c.moduleIds).filter((m) => /node_modules\/zod\/|\/token-count\.ts$/.test(m)),
+      `${advised}`,
+    ).toEqual([])
   } finally {
     await rm(dir, { recursive: true, force: true })
   }

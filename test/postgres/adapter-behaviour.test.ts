@@ -78,7 +78,9 @@ describe('migrations', () => {
     const infos = await Promise.all(adapters.map((a) => a.getSession('old')))
     expect(infos.map((i) => i?.length)).toEqual([2, 2, 2, 2])
     expect(await psql(`SELECT version FROM ${schema}.schema_version`)).toBe(String(SCHEMA_VERSION))
-    expect(await psql(`SELECT count(*) FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace WHERE s.nspname = '${schema}' AND p.proname = 'append_batch'`)).toBe('1')
+    expect(
+      await psql(`SELECT count(*) FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace WHERE s.nspname = '${schema}' AND p.proname = 'append_batch'`),
+    ).toBe('1')
     await adapters[0]!.append('old', [ev('old', 2)])
     expect((await readAll(adapters[1]!, 'old')).map((e) => e.seq)).toEqual([0, 1, 2])
     expect(await psql(`SELECT length FROM ${schema}.sessions WHERE id = 'old'`)).toBe('3')
@@ -89,9 +91,17 @@ describe('migrations', () => {
     const a = adapterOn(schema)
     await a.createSession(rootHeader('kept'))
     await a.append('kept', evs('kept', 0, 3))
-    expect(await psql(`SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace s ON s.oid = t.relnamespace WHERE s.nspname = '${schema}' AND t.relname = 'events' AND c.contype = 'f'`)).toBe('0')
+    expect(
+      await psql(
+        `SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace s ON s.oid = t.relnamespace WHERE s.nspname = '${schema}' AND t.relname = 'events' AND c.contype = 'f'`,
+      ),
+    ).toBe('0')
     // Checkpoint and history rows keep their keys (written a row at a time).
-    expect(await psql(`SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace s ON s.oid = t.relnamespace WHERE s.nspname = '${schema}' AND t.relname IN ('checkpoints', 'history') AND c.contype = 'f'`)).toBe('2')
+    expect(
+      await psql(
+        `SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace s ON s.oid = t.relnamespace WHERE s.nspname = '${schema}' AND t.relname IN ('checkpoints', 'history') AND c.contype = 'f'`,
+      ),
+    ).toBe('2')
     await a.createSession(rootHeader('gone'))
     await a.append('gone', evs('gone', 0, 5))
     await a.deleteSession('gone')
@@ -129,7 +139,9 @@ describe('migrations', () => {
     expect(() => createPostgresAdapter({ url: 'mysql://x' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
     expect(() => createPostgresAdapter({ url, durability: 'fast' as never })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
     expect(() => createPostgresAdapter({ url, queryTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
-    expect(() => createPostgresAdapter({ url, appendSql: {} as never })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('appendSql') }))
+    expect(() => createPostgresAdapter({ url, appendSql: {} as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('appendSql') }),
+    )
   })
 })
 
@@ -156,7 +168,7 @@ describe('group commit', () => {
     expect((await readAll(a, 'g0')).map((e) => e.seq)).toEqual([0, 1])
   })
 
-  it('announces growth once per session per transaction on the session\'s channel, at commit, with the new events when they are small', async () => {
+  it("announces growth once per session per transaction on the session's channel, at commit, with the new events when they are small", async () => {
     const schema = fresh()
     const a = adapterOn(schema)
     await a.createSession(rootHeader('n1'))
@@ -170,18 +182,29 @@ describe('group commit', () => {
       // The first goes at once; the other three arrive while it is in flight and share the next
       // transaction: one notice for n1 (its length after both), one for n2; none for n3 here,
       // where nobody listens on its channel.
-      await Promise.all([a.append('n1', [ev('n1', 1)]), a.append('n1', evs('n1', 2, 3)), a.append('n1', [ev('n1', 5)]), a.append('n2', [ev('n2', 0)]), a.append('n3', [ev('n3', 0)])])
+      await Promise.all([
+        a.append('n1', [ev('n1', 1)]),
+        a.append('n1', evs('n1', 2, 3)),
+        a.append('n1', [ev('n1', 5)]),
+        a.append('n2', [ev('n2', 0)]),
+        a.append('n3', [ev('n3', 0)]),
+      ])
       await vi.waitFor(() => expect(heard.some((p) => p.startsWith('n2:1:'))).toBe(true), { timeout: 30_000 })
       await vi.waitFor(() => expect(heard.some((p) => p.startsWith('n1:6:'))).toBe(true), { timeout: 30_000 })
       const parse = (p: string) => {
         const [id, length, from, ...rest] = p.split(':')
-        return { id, length: Number(length), from: from === undefined ? undefined : Number(from), events: rest.length ? JSON.parse(rest.join(':')) as { seq: number }[] : undefined }
+        return {
+          id,
+          length: Number(length),
+          from: from === undefined ? undefined : Number(from),
+          events: rest.length ? (JSON.parse(rest.join(':')) as { seq: number }[]) : undefined,
+        }
       }
       const n1 = heard.map(parse).filter((p) => p.id === 'n1')
       expect(n1.map((p) => p.length)).toEqual([1, 2, 6])
       expect(n1.map((p) => p.from)).toEqual([0, 1, 2])
       expect(n1.map((p) => p.events!.map((e) => e.seq))).toEqual([[0], [1], [2, 3, 4, 5]])
-      expect(n1[2]!.events).toEqual((await readAll(a, 'n1', { from: 2 })))
+      expect(n1[2]!.events).toEqual(await readAll(a, 'n1', { from: 2 }))
       expect(heard.filter((p) => p.startsWith('n3:'))).toEqual([])
       // Events too large for a notice: the length only, and the follower reads them.
       await a.append('n2', [ev('n2', 1, { text: 'x'.repeat(8000) })])
@@ -199,10 +222,15 @@ describe('group commit', () => {
       const a = adapterOn(schema, { sql: pool })
       await a.createSession(rootHeader('u'))
       await a.append('u', [ev('u', 0)])
-      await a.putCheckpoint('u', { witness: { version: 1, id: 'u', createdAt: 1_700_000_000_000, seedLength: 0, delegationDepth: 0, origin: 'root' } as never, rows: {} })
+      await a.putCheckpoint('u', {
+        witness: { version: 1, id: 'u', createdAt: 1_700_000_000_000, seedLength: 0, delegationDepth: 0, origin: 'root' } as never,
+        rows: {},
+      })
       expect((await readAll(a, 'u', { from: 0, to: 1 })).map((e) => e.seq)).toEqual([0])
       await a.getSession('u')
-      const mine = serverLog().split('\n').filter((l) => l.includes(`"${schema}"`) && /LOG: {2}execute /.test(l))
+      const mine = serverLog()
+        .split('\n')
+        .filter((l) => l.includes(`"${schema}"`) && /LOG: {2}execute /.test(l))
       expect(mine.length).toBeGreaterThanOrEqual(4)
       expect(mine.filter((l) => !l.includes('execute <unnamed>'))).toEqual([])
       // Appends on a connection of the caller's made with prepare: false, beside a pool of the adapter's
@@ -211,7 +239,9 @@ describe('group commit', () => {
       const b = adapterOn(own, { appendSql })
       await b.createSession(rootHeader('v'))
       for (let i = 0; i < 3; i++) await b.append('v', [ev('v', i)])
-      const appends = serverLog().split('\n').filter((l) => l.includes(`"${own}".append_group`) && /LOG: {2}execute /.test(l))
+      const appends = serverLog()
+        .split('\n')
+        .filter((l) => l.includes(`"${own}".append_group`) && /LOG: {2}execute /.test(l))
       expect(appends).toHaveLength(3)
       expect(appends.filter((l) => !l.includes('execute <unnamed>'))).toEqual([])
     } finally {
@@ -233,7 +263,9 @@ describe('group commit', () => {
     // The create, and the two groups (a lone append, then the one that arrived meanwhile).
     await vi.waitFor(() => expect(relaxedCommits()).toBe(3), { timeout: 30_000 })
     // And append_batch turns synchronous_commit off for its own transaction only.
-    const shown = await psql(`BEGIN; SELECT codes FROM ${relaxedSchema}.append_batch('{r}', '{NULL}', '{sf_x}', '{1}', '{2}', '{0}', '{}', '{}', '{}', true); SHOW synchronous_commit; COMMIT; SHOW synchronous_commit`)
+    const shown = await psql(
+      `BEGIN; SELECT codes FROM ${relaxedSchema}.append_batch('{r}', '{NULL}', '{sf_x}', '{1}', '{2}', '{0}', '{}', '{}', '{}', true); SHOW synchronous_commit; COMMIT; SHOW synchronous_commit`,
+    )
     expect(shown.split('\n')).toEqual(['BEGIN', '{0}', 'off', 'COMMIT', 'on'])
   })
 })
@@ -257,7 +289,7 @@ describe('fencing', () => {
     expect((lost as PromiseRejectedResult).reason.message).toContain('lost its write lease')
     expect(other.status).toBe('fulfilled')
     expect((await readAll(a, 'held')).length).toBe(1)
-    expect((before as Record<string, unknown>).held).toEqual((await snapshotStore(a) as Record<string, unknown>).held)
+    expect((before as Record<string, unknown>).held).toEqual(((await snapshotStore(a)) as Record<string, unknown>).held)
     // No lease row at all: refused too.
     await psql(`DELETE FROM ${schema}.leases`)
     await expectCode(a.append('held', [ev('held', 1)]), 'SESSION_LOCKED')
@@ -272,10 +304,21 @@ describe('values and input', () => {
   it('keeps hostile ids, types, data and headers to parameters: values round-trip exactly, the tables stay', async () => {
     const schema = fresh()
     const a = adapterOn(schema)
-    const nasty = [`'; DROP TABLE ${schema}.events; --`, `"); DELETE FROM ${schema}.sessions; --`, 'a\0b\0', '\\x00\\', '$1 $2 ?', '🧪\u2028\u2029\uFEFF', '\ud800 lone', 'ｘ'.repeat(1000)]
+    const nasty = [
+      `'; DROP TABLE ${schema}.events; --`,
+      `"); DELETE FROM ${schema}.sessions; --`,
+      'a\0b\0',
+      '\\x00\\',
+      '$1 $2 ?',
+      '🧪\u2028\u2029\uFEFF',
+      '\ud800 lone',
+      'ｘ'.repeat(1000),
+    ]
     const header: SessionHeader = rootHeader('Robert_-drop', { cwd: nasty.join('|') })
     await a.createSession(header)
-    const events = nasty.map((s, i) => encodeEventInput({ type: s.slice(0, 256) || 't', time: i, data: { [s]: s, list: [s, null, -0.5, 1e300] } }, i, header.id))
+    const events = nasty.map((s, i) =>
+      encodeEventInput({ type: s.slice(0, 256) || 't', time: i, data: { [s]: s, list: [s, null, -0.5, 1e300] } }, i, header.id),
+    )
     await a.append(header.id, events)
     const big = encodeEventInput({ type: 'big', time: 9, data: 'é\0'.repeat(100_000) }, events.length, header.id)
     await a.append(header.id, [big])
@@ -283,7 +326,10 @@ describe('values and input', () => {
     expect((await a.getSession(header.id))!.header.cwd).toBe(header.cwd)
     const back = await readAll(a, header.id)
     expect(back.map((e) => JSON.stringify(e))).toEqual([...events, big].map((e) => e.json))
-    await a.putCheckpoint(header.id, { witness: { version: 1, id: header.id, createdAt: header.createdAt, cwd: header.cwd, seedLength: 0, delegationDepth: 0, origin: 'root' } as never, rows: { [nasty[0]!]: { ver: 1, seq: 0, val: nasty } } })
+    await a.putCheckpoint(header.id, {
+      witness: { version: 1, id: header.id, createdAt: header.createdAt, cwd: header.cwd, seedLength: 0, delegationDepth: 0, origin: 'root' } as never,
+      rows: { [nasty[0]!]: { ver: 1, seq: 0, val: nasty } },
+    })
     expect(JSON.stringify(await a.getCheckpoint(header.id))).toContain(JSON.stringify(nasty).slice(1, -1))
     expect(await psql(`SELECT count(*) FROM pg_tables WHERE schemaname = '${schema}'`)).toBe('10')
     expect(await psql(`SELECT count(*) FROM ${schema}.events`)).toBe(String(events.length + 1))
@@ -344,7 +390,10 @@ describe('server failures', () => {
     const before = await snapshotStore(a)
     const err = await expectCode(a.append('q', [ev('q', 1)]), 'STORAGE_QUOTA_EXCEEDED')
     expect(err.message).toContain('"q"')
-    await expectCode(a.createSession(rootHeader('q2'), []).then(() => a.createSession(rootHeader('q3', { origin: 'fork', forkedFrom: 'q', seedLength: 1 }), [ev('q3', 0)])), 'STORAGE_QUOTA_EXCEEDED')
+    await expectCode(
+      a.createSession(rootHeader('q2'), []).then(() => a.createSession(rootHeader('q3', { origin: 'fork', forkedFrom: 'q', seedLength: 1 }), [ev('q3', 0)])),
+      'STORAGE_QUOTA_EXCEEDED',
+    )
     await psql(`DROP TRIGGER disk_full_now ON ${schema}.events`)
     expect(await a.getSession('q3')).toBeUndefined()
     expect(((await snapshotStore(a)) as Record<string, unknown>).q).toEqual((before as Record<string, unknown>).q)
@@ -384,7 +433,10 @@ describe('server failures', () => {
     await a.append('h', [ev('h', 0)])
     // Freeze the postmaster and every server process (as a hung host would): sockets stay open, nothing answers.
     const postmaster = Number(readFileSync(join(cluster.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
-    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' }).split('\n').map(Number).filter((p) => p > 0)
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' })
+      .split('\n')
+      .map(Number)
+      .filter((p) => p > 0)
     const frozen = [postmaster, ...children]
     for (const pid of frozen) process.kill(pid, 'SIGSTOP')
     try {

@@ -36,4 +36,10 @@ for (const worker of [false, true]) {
   clientConformance(`postgres, ${worker ? 'worker_threads' : 'in this thread'}`, () => ({ storage: 'postgres', url, schema, worker }), storedData)
 }
 // Through the record codec (§12), encrypted: every contract holds the same.
-clientConformance('postgres, encrypted, worker_threads', () => ({ storage: 'postgres', url, schema, worker: true, encryption: { key: new Uint8Array(32).fill(6) } }))
+clientConformance('postgres, encrypted, worker_threads', () => ({
+  storage: 'postgres',
+  url,
+  schema,
+  worker: true,
+  encryption: { key: new Uint8Array(32).fill(6) },
+}))

@@ -11,5 +11,7 @@ it('starts, stops, restarts, removes', async () => {
     await c.stopServer()
     await c.startServer()
     expect(await c.psql('select 2+2')).toBe('4')
-  } finally { await c.stop() }
+  } finally {
+    await c.stop()
+  }
 }, 60_000)

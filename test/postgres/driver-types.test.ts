@@ -51,17 +51,17 @@ it('sends and reads arrays as a pool that fetched the types does (every awkward 
   const fetched = pool(cluster.url)
   for (const [type, values] of cases) {
     const query = `SELECT $1::${type} AS v, cardinality($1::${type}) AS n, array_position($1::${type}, NULL) AS null_at`
-    const [a] = await ours.unsafe(query, [values as never]) as { v: unknown[]; n: number; null_at: number }[]
+    const [a] = (await ours.unsafe(query, [values as never])) as { v: unknown[]; n: number; null_at: number }[]
     expect(a!.v, type).toEqual(values)
     expect(a!.n, type).toBe(values.length) // each element its own, none split or merged
     expect(a!.null_at, type).toBe(values.length) // NULL only where it was sent
     // The driver's own reading, but of NULL: it reads a NULL element as the text 'NULL' (NaN for numbers).
-    const [b] = await fetched.unsafe(query, [values.slice(0, -1) as never]) as { v: unknown[] }[]
-    const [c] = await ours.unsafe(query, [values.slice(0, -1) as never]) as { v: unknown[] }[]
+    const [b] = (await fetched.unsafe(query, [values.slice(0, -1) as never])) as { v: unknown[] }[]
+    const [c] = (await ours.unsafe(query, [values.slice(0, -1) as never])) as { v: unknown[] }[]
     expect(c!.v, type).toEqual(b!.v)
   }
   // The string 'NULL' went as a string, NULL as NULL; an empty array either way.
-  const [row] = await ours.unsafe(`SELECT $1::text[] AS v, $2::int4[] AS e`, [['NULL', null], []]) as { v: unknown[]; e: unknown[] }[]
+  const [row] = (await ours.unsafe(`SELECT $1::text[] AS v, $2::int4[] AS e`, [['NULL', null], []])) as { v: unknown[]; e: unknown[] }[]
   expect(row).toEqual({ v: ['NULL', null], e: [] })
   // Tagged templates (the leases and the growth channel's polls) take the same path.
   const ids = ['x"y', 'z\\w']
@@ -70,7 +70,10 @@ it('sends and reads arrays as a pool that fetched the types does (every awkward 
 
 it('reads what the server writes: bounds other than 1, nested arrays, quoted and unquoted elements; refuses what is not an array', () => {
   expect(parseArray('[0:2]={1,2,3}', Number)).toEqual([1, 2, 3])
-  expect(parseArray('{{1,2},{3,NULL}}', Number)).toEqual([[1, 2], [3, null]])
+  expect(parseArray('{{1,2},{3,NULL}}', Number)).toEqual([
+    [1, 2],
+    [3, null],
+  ])
   expect(parseArray('{"a\\"b","c\\\\d",NULL,"NULL",plain}', String)).toEqual(['a"b', 'c\\d', null, 'NULL', 'plain'])
   expect(parseArray('{}', String)).toEqual([])
   for (const bad of ['', '1,2', '{1,2', '{"open}', '{1}x', '{1},{2}']) expect(() => parseArray(bad, String), bad).toThrow(/not an array literal/)

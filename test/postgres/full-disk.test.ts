@@ -57,52 +57,58 @@ afterAll(async () => {
 
 const big = (id: string, seq: number) => ev(id, seq, { text: `${seq}:`.padEnd(2000, 'x') })
 
-it.skipIf(mount === undefined)('a data volume that fills: STORAGE_QUOTA_EXCEEDED, nothing written, the store whole; appends again once the volume is grown', async () => {
-  if (!mount) return
-  const a = (adapter = createPostgresAdapter({ url, schema: 'fd' }))
-  await a.createSession(rootHeader('filler'))
-  await a.createSession(rootHeader('q'))
-  await a.append('q', [ev('q', 0)])
-  // The events table and its key on the small volume (TOAST too: bodies under 2 KB stay inline).
-  await cluster.psql(`CREATE TABLESPACE small LOCATION '${mount}'`, 'fulldisk')
-  await cluster.psql('ALTER TABLE fd.events SET TABLESPACE small; ALTER INDEX fd.events_pkey SET TABLESPACE small', 'fulldisk')
+it.skipIf(mount === undefined)(
+  'a data volume that fills: STORAGE_QUOTA_EXCEEDED, nothing written, the store whole; appends again once the volume is grown',
+  async () => {
+    if (!mount) return
+    const a = (adapter = createPostgresAdapter({ url, schema: 'fd' }))
+    await a.createSession(rootHeader('filler'))
+    await a.createSession(rootHeader('q'))
+    await a.append('q', [ev('q', 0)])
+    // The events table and its key on the small volume (TOAST too: bodies under 2 KB stay inline).
+    await cluster.psql(`CREATE TABLESPACE small LOCATION '${mount}'`, 'fulldisk')
+    await cluster.psql('ALTER TABLE fd.events SET TABLESPACE small; ALTER INDEX fd.events_pkey SET TABLESPACE small', 'fulldisk')
 
-  // Fill it: batches of 50 events of ~2 KB until the server refuses one.
-  let seq = 0
-  let refused: unknown
-  for (let i = 0; i < 1000 && refused === undefined; i++) {
-    try {
-      await a.append('filler', Array.from({ length: 50 }, (_, j) => big('filler', seq + j)))
-      seq += 50
-    } catch (err) {
-      refused = err
+    // Fill it: batches of 50 events of ~2 KB until the server refuses one.
+    let seq = 0
+    let refused: unknown
+    for (let i = 0; i < 1000 && refused === undefined; i++) {
+      try {
+        await a.append(
+          'filler',
+          Array.from({ length: 50 }, (_, j) => big('filler', seq + j)),
+        )
+        seq += 50
+      } catch (err) {
+        refused = err
+      }
     }
-  }
-  expect(refused).toMatchObject({ code: 'STORAGE_QUOTA_EXCEEDED' })
-  expect(String((refused as Error).message)).toContain('"filler"')
+    expect(refused).toMatchObject({ code: 'STORAGE_QUOTA_EXCEEDED' })
+    expect(String((refused as Error).message)).toContain('"filler"')
 
-  // The refused append wrote nothing; every acknowledged one is there, in order.
-  expect((await a.getSession('filler'))!.length).toBe(seq)
-  const filler = await readAll(a, 'filler')
-  expect(filler.map((e) => e.seq)).toEqual(Array.from({ length: seq }, (_, i) => i))
-  // Another session's append is refused too while the volume is full, and writes nothing.
-  let more = 1
-  for (; more < 200; more++) {
-    try {
-      await a.append('q', [big('q', more)])
-    } catch (err) {
-      expect(err).toMatchObject({ code: 'STORAGE_QUOTA_EXCEEDED' })
-      break
+    // The refused append wrote nothing; every acknowledged one is there, in order.
+    expect((await a.getSession('filler'))!.length).toBe(seq)
+    const filler = await readAll(a, 'filler')
+    expect(filler.map((e) => e.seq)).toEqual(Array.from({ length: seq }, (_, i) => i))
+    // Another session's append is refused too while the volume is full, and writes nothing.
+    let more = 1
+    for (; more < 200; more++) {
+      try {
+        await a.append('q', [big('q', more)])
+      } catch (err) {
+        expect(err).toMatchObject({ code: 'STORAGE_QUOTA_EXCEEDED' })
+        break
+      }
     }
-  }
-  expect(more).toBeLessThan(200)
-  expect((await a.getSession('q'))!.length).toBe(more)
-  expect((await readAll(a, 'q')).map((e) => e.seq)).toEqual(Array.from({ length: more }, (_, i) => i))
-  await expectCode(a.append('q', [big('q', more)]), 'STORAGE_QUOTA_EXCEEDED')
+    expect(more).toBeLessThan(200)
+    expect((await a.getSession('q'))!.length).toBe(more)
+    expect((await readAll(a, 'q')).map((e) => e.seq)).toEqual(Array.from({ length: more }, (_, i) => i))
+    await expectCode(a.append('q', [big('q', more)]), 'STORAGE_QUOTA_EXCEEDED')
 
-  // The volume grown (as an operator would): the same store appends again, without reopening.
-  execFileSync('mount', ['-o', 'remount,size=8m', mount])
-  await a.append('q', [big('q', more), big('q', more + 1)])
-  expect((await a.getSession('q'))!.length).toBe(more + 2)
-  expect((await readAll(a, 'q')).map((e) => e.seq)).toEqual(Array.from({ length: more + 2 }, (_, i) => i))
-})
+    // The volume grown (as an operator would): the same store appends again, without reopening.
+    execFileSync('mount', ['-o', 'remount,size=8m', mount])
+    await a.append('q', [big('q', more), big('q', more + 1)])
+    expect((await a.getSession('q'))!.length).toBe(more + 2)
+    expect((await readAll(a, 'q')).map((e) => e.seq)).toEqual(Array.from({ length: more + 2 }, (_, i) => i))
+  },
+)

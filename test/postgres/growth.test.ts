@@ -65,7 +65,9 @@ const recorder = () => {
     calls,
     fn: (id: string, length?: number, tail?: { from: number; events: unknown[] }) => {
       calls.push({ id, length, tail, at: performance.now() })
-      for (const w of waiters.splice(0)) if (w.id === id) w.resolve(); else waiters.push(w)
+      for (const w of waiters.splice(0))
+        if (w.id === id) w.resolve()
+        else waiters.push(w)
     },
     next: (id: string) => new Promise<void>((resolve) => waiters.push({ id, resolve })),
     count: (id: string) => calls.filter((c) => c.id === id).length,
@@ -118,7 +120,9 @@ it('a notice committed by another connection reaches listen within 100 ms (p50/p
   }
   latencies.sort((a, b) => a - b)
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!
-  console.log(`notify latency (append transaction start → listen callback), 200 notices: p50 ${pct(50).toFixed(2)} ms, p99 ${pct(99).toFixed(2)} ms, max ${latencies.at(-1)!.toFixed(2)} ms`)
+  console.log(
+    `notify latency (append transaction start → listen callback), 200 notices: p50 ${pct(50).toFixed(2)} ms, p99 ${pct(99).toFixed(2)} ms, max ${latencies.at(-1)!.toFixed(2)} ms`,
+  )
   expect(pct(99)).toBeLessThan(2000) // a generous bound for a shared machine; the figures are in the log
   // Each notice told the length it announced, and the events it carried.
   const last = r.calls.at(-1)!
@@ -181,7 +185,12 @@ async function cuttableProxy(port: number): Promise<{ url: string; cut(): void; 
     const up = createConnection(port, '127.0.0.1')
     sockets.add(s).add(up)
     s.pipe(up).pipe(s)
-    const drop = () => { s.destroy(); up.destroy(); sockets.delete(s); sockets.delete(up) }
+    const drop = () => {
+      s.destroy()
+      up.destroy()
+      sockets.delete(s)
+      sockets.delete(up)
+    }
     s.on('error', drop).on('close', drop)
     up.on('error', drop).on('close', drop)
   })
@@ -197,7 +206,11 @@ async function cuttableProxy(port: number): Promise<{ url: string; cut(): void; 
     restore() {
       open = true
     },
-    close: () => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => resolve())
+      }),
   }
 }
 

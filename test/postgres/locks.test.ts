@@ -28,7 +28,8 @@ const locksFor = (o: { owner?: string; onLost?: (id: string) => void; ttlMs?: nu
   opened.push(l)
   return l
 }
-const rows = () => sql.unsafe<{ session_id: string; token: string; owner: string }[]>(`SELECT session_id, token::text, owner FROM "${schema}".leases ORDER BY session_id`)
+const rows = () =>
+  sql.unsafe<{ session_id: string; token: string; owner: string }[]>(`SELECT session_id, token::text, owner FROM "${schema}".leases ORDER BY session_id`)
 /** The adapter's fence: does a transaction guarded by this token find the lease? */
 const fenceFinds = (id: string, token: string) =>
   sql.begin(async (tx) => (await tx.unsafe(`SELECT 1 FROM "${schema}".leases WHERE session_id = $1 AND token = $2 FOR SHARE`, [id, token])).length === 1)
@@ -157,7 +158,10 @@ describe('across processes', () => {
     const holder = spawnFixture('pg-lease-holder.ts', [cluster.url, schema, String(TTL), 'k1', 'k2'])
     children.push(holder)
     const { pid, tokens } = JSON.parse(await holder.line()) as { pid: number; tokens: Record<string, string> }
-    expect((await rows()).map((r) => [r.session_id, r.token, r.owner])).toEqual([['k1', tokens.k1, `holder:${pid}`], ['k2', tokens.k2, `holder:${pid}`]])
+    expect((await rows()).map((r) => [r.session_id, r.token, r.owner])).toEqual([
+      ['k1', tokens.k1, `holder:${pid}`],
+      ['k2', tokens.k2, `holder:${pid}`],
+    ])
 
     const me = locksFor({ owner: 'me' })
     // Alive and renewing: refused for longer than one ttl.
@@ -203,9 +207,16 @@ describe('across processes', () => {
     for (let round = 0; round < 8; round++) {
       // Each racer's own order, so that no one always goes first.
       for (const r of racers) r.send(`go ${round} ${[...ids].sort(() => Math.random() - 0.5).join(',')}`)
-      const reports = (await Promise.all(racers.map((r) => r.line()))).map((l) => JSON.parse(l) as {
-        round: number; owner: string; won: Record<string, string>; lockedCount: number; errors: string[]
-      })
+      const reports = (await Promise.all(racers.map((r) => r.line()))).map(
+        (l) =>
+          JSON.parse(l) as {
+            round: number
+            owner: string
+            won: Record<string, string>
+            lockedCount: number
+            errors: string[]
+          },
+      )
       const holderOf = new Map<string, { owner: string; token: string }>()
       reports.forEach((rep, i) => {
         expect(rep.round).toBe(round)

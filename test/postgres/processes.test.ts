@@ -50,7 +50,14 @@ async function client(ttlMs: number, worker = false): Promise<Child> {
 }
 
 async function store(options: { ttlMs?: number; worker?: boolean; timeouts?: { connectMs?: number; queryMs?: number } } = {}): Promise<Store> {
-  const s = await openStore({ storage: 'postgres', url, schema, worker: options.worker ?? false, lease: { ttlMs: options.ttlMs ?? 10_000 }, ...(options.timeouts ? { timeouts: options.timeouts } : {}) })
+  const s = await openStore({
+    storage: 'postgres',
+    url,
+    schema,
+    worker: options.worker ?? false,
+    lease: { ttlMs: options.ttlMs ?? 10_000 },
+    ...(options.timeouts ? { timeouts: options.timeouts } : {}),
+  })
   stores.push(s)
   return s
 }
@@ -165,7 +172,10 @@ describe('postgres across processes (openStore)', () => {
     // Not before the lease could have expired (the holder's last renewal was at most ttl/3 before the kill).
     expect(tookOverMs).toBeGreaterThanOrEqual(Math.floor((2 * ttlMs) / 3) - 50)
     expect(await s.append({ type: 'app/b' })).toEqual({ firstSeq: 1, lastSeq: 1 })
-    expect((await stored('s')).map((e) => [e.seq, e.type])).toEqual([[0, 'app/a'], [1, 'app/b']])
+    expect((await stored('s')).map((e) => [e.seq, e.type])).toEqual([
+      [0, 'app/a'],
+      [1, 'app/b'],
+    ])
     console.log(`[processes] SIGKILLed holder (ttl ${ttlMs} ms) taken over ${tookOverMs} ms after the kill`)
   }, 60_000)
 
@@ -181,7 +191,12 @@ describe('postgres across processes (openStore)', () => {
     await expectCode(b.openSession('s'), 'SESSION_LOCKED')
     await sleep(ttlMs + 500)
     const s = await b.openSession('s')
-    expect(await s.append([{ type: 'app/b', data: { n: 1 } }, { type: 'app/b', data: { n: 2 } }])).toEqual({ firstSeq: 1, lastSeq: 2 })
+    expect(
+      await s.append([
+        { type: 'app/b', data: { n: 1 } },
+        { type: 'app/b', data: { n: 2 } },
+      ]),
+    ).toEqual({ firstSeq: 1, lastSeq: 2 })
     // A wakes still believing it holds s (and may try before its next renewal notices): refused.
     a.process.kill('SIGCONT')
     a.send(`append ${JSON.stringify({ type: 'app/a', data: { n: 'late' } })}`)
@@ -190,7 +205,12 @@ describe('postgres across processes (openStore)', () => {
     expect(await a.line()).toBe('error SESSION_LOCKED')
     expect(await s.append({ type: 'app/b', data: { n: 3 } })).toEqual({ firstSeq: 3, lastSeq: 3 })
     const events = await stored('s')
-    expect(events.map((e) => [e.seq, e.type])).toEqual([[0, 'app/a'], [1, 'app/b'], [2, 'app/b'], [3, 'app/b']])
+    expect(events.map((e) => [e.seq, e.type])).toEqual([
+      [0, 'app/a'],
+      [1, 'app/b'],
+      [2, 'app/b'],
+      [3, 'app/b'],
+    ])
   }, 60_000)
 
   it('an observer in another process follows appends within the bound: latency from the writer ack to the subscriber (p50/p99 printed)', async () => {
@@ -222,13 +242,20 @@ describe('postgres across processes (openStore)', () => {
       acked.set(Number(seq), Number(at))
     }
     expect(await writer.line()).toBe('streamed')
-    await Promise.race([watching, sleep(10_000).then(() => { throw new Error(`the observer saw up to ${lastSeen} only`) })])
+    await Promise.race([
+      watching,
+      sleep(10_000).then(() => {
+        throw new Error(`the observer saw up to ${lastSeen} only`)
+      }),
+    ])
     expect([...acked.keys()]).toEqual(Array.from({ length: count }, (_, i) => i))
     // Seen before the writer printed its ack counts as 0: the notice can beat the ack home.
     const latencies = [...acked].map(([seq, at]) => Math.max(0, seen.get(seq)! - at)).sort((x, y) => x - y)
     const p50 = pct(latencies, 50)
     const p99 = pct(latencies, 99)
-    console.log(`[processes] observer latency over ${count} appends: p50 ${p50} ms, p99 ${p99} ms, max ${latencies.at(-1)} ms, within 100 ms: ${latencies.filter((l) => l <= 100).length}/${count}`)
+    console.log(
+      `[processes] observer latency over ${count} appends: p50 ${p50} ms, p99 ${p99} ms, max ${latencies.at(-1)} ms, within 100 ms: ${latencies.filter((l) => l <= 100).length}/${count}`,
+    )
     expect(p99).toBeLessThan(1_000)
   }, 120_000)
 
@@ -275,7 +302,9 @@ describe('postgres across processes (openStore)', () => {
     const length = (await stored('k')).length
     expect(await s.append({ type: 'app/after' })).toEqual({ firstSeq: length, lastSeq: length })
     expect(contiguous((await stored('k')).map((e) => e.seq))).toBe(true)
-    console.log(`[processes] SIGKILL mid-append: ${acked.length} acked over 5 rounds, ${length} stored; next writer holding it ${takeovers.join(', ')} ms after each kill (process start included)`)
+    console.log(
+      `[processes] SIGKILL mid-append: ${acked.length} acked over 5 rounds, ${length} stored; next writer holding it ${takeovers.join(', ')} ms after each kill (process start included)`,
+    )
   }, 180_000)
 
   for (const mode of ['fast', 'immediate'] as const) {
@@ -320,7 +349,9 @@ describe('postgres across processes (openStore)', () => {
         expect(Date.now() - t0).toBeLessThan(5_000)
         await sleep(20)
       }
-      console.log(`[processes] server stopped '${mode}': STORAGE_UNAVAILABLE after ${JSON.stringify(failures)} ms (bound ${bound} ms); subscriber saw b's append ${Date.now() - t0} ms after it`)
+      console.log(
+        `[processes] server stopped '${mode}': STORAGE_UNAVAILABLE after ${JSON.stringify(failures)} ms (bound ${bound} ms); subscriber saw b's append ${Date.now() - t0} ms after it`,
+      )
     }, 120_000)
   }
 })

@@ -34,7 +34,7 @@ async function stored(): Promise<{ units: { kind: string; id: string; gen: numbe
     for (const id of await a.listIds({ limit: 10_000 })) {
       add('header', id, ((await a.getSession(id))!.header as unknown as { sealed: string }).sealed)
       for await (const page of a.readEvents(id)) for (const e of page) if (e.type === '' && typeof e.data === 'string') add('frame', id, e.data)
-      const row = await a.getCheckpoint(id) as { sealed?: string } | undefined
+      const row = (await a.getCheckpoint(id)) as { sealed?: string } | undefined
       if (row) add('checkpoint', id, row.sealed)
       for (const at of await a.history!.list(id)) add('history', id, ((await a.history!.get(id, at))!.row as { sealed: string }).sealed)
     }
@@ -49,7 +49,10 @@ const gens = (units: { gen: number }[]) => [...new Set(units.map((u) => u.gen))]
 
 async function fill(store: Store): Promise<void> {
   const root = await store.createSession({ id: 'root', cwd: '/home/pg' })
-  await root.append([{ type: 'turn/start', data: { prompt: 'p' } }, { type: 'tool/output', data: { text: 'o '.repeat(500) } }])
+  await root.append([
+    { type: 'turn/start', data: { prompt: 'p' } },
+    { type: 'tool/output', data: { text: 'o '.repeat(500) } },
+  ])
   const kid = await root.spawn({ mode: 'continuable', id: 'kid', label: 'helper', events: [{ type: 'app/task', data: 'k' }] })
   await kid.append({ type: 'turn/end' })
   const long = await store.createSession({ id: 'long' })
@@ -86,9 +89,13 @@ describe('rotateKey re-encrypts every unit (PostgreSQL)', () => {
     const s = await openStore({ storage: 'postgres', url, schema, worker: false, encryption: { key: keyOf(1) } })
     await fill(s)
     const data = await dumpStore(s)
-    await expect(s.rotateKey(keyOf(2), { onProgress: (p) => {
-      if (p.done === 1) throw new Error('stop')
-    } })).rejects.toThrow('stop')
+    await expect(
+      s.rotateKey(keyOf(2), {
+        onProgress: (p) => {
+          if (p.done === 1) throw new Error('stop')
+        },
+      }),
+    ).rejects.toThrow('stop')
     await s.close()
     const midway = await stored()
     expect(gens(midway.units)).toEqual([1, 2])

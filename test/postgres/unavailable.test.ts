@@ -110,19 +110,23 @@ describe('an open store', () => {
 
   for (const state of ['silent', 'hold-first-statement'] as const) {
     it(`closes while its connections are being made to a server that ${state === 'silent' ? 'accepts and never answers' : 'lets them in and then never answers'}: the call under way rejects, close resolves (both threads)`, async () => {
-      const open2 = await Promise.all(modes.map(async (worker) => {
-        const s = await open(proxy.url('down'), worker)
-        const a = await s.createSession({ id: `c-${worker}` })
-        await a.append({ type: 'app/before' })
-        return { s, a }
-      }))
+      const open2 = await Promise.all(
+        modes.map(async (worker) => {
+          const s = await open(proxy.url('down'), worker)
+          const a = await s.createSession({ id: `c-${worker}` })
+          await a.append({ type: 'app/before' })
+          return { s, a }
+        }),
+      )
       proxy.mode = state
       proxy.cut()
-      await Promise.all(open2.map(async ({ s, a }) => {
-        const refused = expectCode(a.append({ type: 'app/pending' }), 'STORAGE_UNAVAILABLE')
-        await s.close()
-        await refused
-      }))
+      await Promise.all(
+        open2.map(async ({ s, a }) => {
+          const refused = expectCode(a.append({ type: 'app/pending' }), 'STORAGE_UNAVAILABLE')
+          await s.close()
+          await refused
+        }),
+      )
       expect(state === 'silent' ? proxy.stats.connections : proxy.stats.held).toBeGreaterThan(0)
     }, 120_000)
   }

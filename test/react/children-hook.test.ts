@@ -14,7 +14,11 @@ import { catchReactWarnings, countSubscriptions, mount, probe, settle } from '..
 
 type Props = { view: SessionView | null; options?: UseChildrenOptions }
 const labels = (r: ChildrenResult) =>
-  r.error ? `error ${r.error.code}` : r.children === undefined ? 'none' : r.children.map((c) => `${'.'.repeat(c.depth)}${c.kind === 'child' ? c.label : c.reason}`).join(' ') || 'empty'
+  r.error
+    ? `error ${r.error.code}`
+    : r.children === undefined
+      ? 'none'
+      : r.children.map((c) => `${'.'.repeat(c.depth)}${c.kind === 'child' ? c.label : c.reason}`).join(' ') || 'empty'
 const childrenProbe = () => probe(({ view, options }: Props) => useChildren(view, options), labels)
 
 /** A promise and the functions that settle it. */
@@ -206,7 +210,8 @@ describe('useChildren', () => {
     const list = root.listChildren.bind(root)
     let fail = false
     vi.spyOn(root, 'listChildren').mockImplementation((options) =>
-      fail ? Promise.reject(new SessionfoldError('STORAGE_UNAVAILABLE', 'the disk went away')) : list(options))
+      fail ? Promise.reject(new SessionfoldError('STORAGE_UNAVAILABLE', 'the disk went away')) : list(options),
+    )
     const { Probe, seen } = childrenProbe()
     const ui = await mount(h(Probe, { view: root }))
     await settle()
@@ -224,9 +229,14 @@ describe('useChildren', () => {
   it('bad options fail the listing with INVALID_ARGUMENT (unknown key, wrong type), writing nothing', async () => {
     const before = root.projections.snapshot()
     const { Probe } = childrenProbe()
-    const ui = await mount(h('div', null,
-      h(Probe, { view: root, options: { recursiv: true } as UseChildrenOptions }),
-      h(Probe, { view: root, options: { recursive: 'yes' } as unknown as UseChildrenOptions })))
+    const ui = await mount(
+      h(
+        'div',
+        null,
+        h(Probe, { view: root, options: { recursiv: true } as UseChildrenOptions }),
+        h(Probe, { view: root, options: { recursive: 'yes' } as unknown as UseChildrenOptions }),
+      ),
+    )
     await settle()
     expect(ui.text()).toBe('error INVALID_ARGUMENTerror INVALID_ARGUMENT')
     expect(root.projections.snapshot()).toBe(before)
@@ -257,7 +267,7 @@ describe('useChildren', () => {
   })
 })
 
-describe('the guide\'s example (examples/react/session-panel.ts)', () => {
+describe("the guide's example (examples/react/session-panel.ts)", () => {
   it('opens a session, shows its turns and tree live, and closes the handle on unmount', async () => {
     const planner = await root.spawn({ mode: 'continuable', label: 'planner' })
     const observe = store.observe.bind(store)

@@ -52,7 +52,10 @@ describe('useProjection', () => {
 
   it('does not render when an append leaves the watched value as it was', async () => {
     const { Probe, seen } = timingProbe()
-    const whole = probe(({ view }: Handle) => useSnapshot(view), (s) => `seq ${s?.asOfSeq}`)
+    const whole = probe(
+      ({ view }: Handle) => useSnapshot(view),
+      (s) => `seq ${s?.asOfSeq}`,
+    )
     const ui = await mount(h('div', null, h(Probe, { view: session }), h(whole.Probe, { view: session })))
     expect(seen.renders).toBe(1)
     // Events no built-in unit folds: the timing keeps its identity.
@@ -121,7 +124,10 @@ describe('useProjection', () => {
 describe('useSnapshot', () => {
   it('renders the whole snapshot, the same object until asOfSeq moves; unsubscribes on unmount', async () => {
     const subs = countSubscriptions(session.projections)
-    const { Probe, seen } = probe(({ view }: Handle) => useSnapshot(view), (s) => `${s?.asOfSeq}:${s?.values.subagentCatalog?.length}`)
+    const { Probe, seen } = probe(
+      ({ view }: Handle) => useSnapshot(view),
+      (s) => `${s?.asOfSeq}:${s?.values.subagentCatalog?.length}`,
+    )
     const ui = await mount(h(Probe, { view: session }), { strict: true })
     expect(ui.text()).toBe('-1:0') // an empty log
     await settle(() => session.spawn({ mode: 'continuable', label: 'planner' }))
@@ -142,14 +148,26 @@ describe('with the default worker (worker_threads)', () => {
       const s = await remote.createSession()
       const subs = countSubscriptions(s.projections)
       const { Probe, seen } = timingProbe()
-      const kids = probe(({ view }: Handle) => useChildren(view, { recursive: true }), (r) => (r.children ?? []).map((c) => c.id).join(','))
+      const kids = probe(
+        ({ view }: Handle) => useChildren(view, { recursive: true }),
+        (r) => (r.children ?? []).map((c) => c.id).join(','),
+      )
       const ui = await mount(h('div', null, h(Probe, { view: s }), h('i', null, '|'), h(kids.Probe, { view: s })), { strict: true })
       expect(ui.text()).toBe('0 turns|')
-      await until(() => ui.text() === '1 turns, running|', () => s.append({ type: 'turn/start' }))
+      await until(
+        () => ui.text() === '1 turns, running|',
+        () => s.append({ type: 'turn/start' }),
+      )
       expect(ui.text()).toBe('1 turns, running|')
       let kid!: Session
-      await until(() => ui.text().endsWith('|kid'), async () => (kid = await s.spawn({ mode: 'one-shot', id: 'kid' })))
-      await until(() => ui.text().endsWith('|kid,grandkid'), () => kid.spawn({ mode: 'one-shot', id: 'grandkid' }).then(() => kids.seen.values.at(-1)!.refresh()))
+      await until(
+        () => ui.text().endsWith('|kid'),
+        async () => (kid = await s.spawn({ mode: 'one-shot', id: 'kid' })),
+      )
+      await until(
+        () => ui.text().endsWith('|kid,grandkid'),
+        () => kid.spawn({ mode: 'one-shot', id: 'grandkid' }).then(() => kids.seen.values.at(-1)!.refresh()),
+      )
       expect(ui.text()).toBe('1 turns, running|kid,grandkid')
       const renders = seen.renders
       await settle(() => s.append({ type: 'app/note' }), 50)

@@ -25,8 +25,20 @@ beforeAll(async () => {
   const store = await openStore({ storage: 'fs', dir, worker: false, compression: 'none', checkpoint: { everyEvents: 50 } })
   const p = await store.createSession({ id: 'p' })
   for (let t = 0; t < 4; t++) {
-    await p.append([{ type: 'turn/start', time: 1000 * t }, ...Array.from({ length: 60 }, (_, k) => ({ type: 'msg', data: { t, k }, time: 1000 * t + k })), { type: 'turn/end', time: 1000 * t + 500 }])
-    const child = await p.spawn({ mode: t % 2 ? 'continuable' : 'one-shot', label: `job ${t}`, id: `p-c${t}`, events: [{ type: 'turn/start', time: 5 }, { type: 'turn/end', time: 9 }] })
+    await p.append([
+      { type: 'turn/start', time: 1000 * t },
+      ...Array.from({ length: 60 }, (_, k) => ({ type: 'msg', data: { t, k }, time: 1000 * t + k })),
+      { type: 'turn/end', time: 1000 * t + 500 },
+    ])
+    const child = await p.spawn({
+      mode: t % 2 ? 'continuable' : 'one-shot',
+      label: `job ${t}`,
+      id: `p-c${t}`,
+      events: [
+        { type: 'turn/start', time: 5 },
+        { type: 'turn/end', time: 9 },
+      ],
+    })
     await child.close()
   }
   await p.close()
@@ -66,14 +78,20 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
     },
   })),
   fc.nat().map((n) => ({ kind: 'truncation', apply: (t: string) => t.slice(0, n % t.length) })),
-  fc.tuple(fc.constantFrom(...UNITS), fc.integer({ min: -3, max: 50 }).filter((v) => v !== 1), fc.boolean()).map(([unit, ver, sum]) => ({
-    kind: `wrong ver${sum ? ', summed' : ''}`,
-    apply: (t: string) => {
-      const row = JSON.parse(t) as Row
-      row.rows![unit]!.ver = ver
-      return JSON.stringify(sum ? resum(row) : row)
-    },
-  })),
+  fc
+    .tuple(
+      fc.constantFrom(...UNITS),
+      fc.integer({ min: -3, max: 50 }).filter((v) => v !== 1),
+      fc.boolean(),
+    )
+    .map(([unit, ver, sum]) => ({
+      kind: `wrong ver${sum ? ', summed' : ''}`,
+      apply: (t: string) => {
+        const row = JSON.parse(t) as Row
+        row.rows![unit]!.ver = ver
+        return JSON.stringify(sum ? resum(row) : row)
+      },
+    })),
   fc.tuple(fc.constantFrom('createdAt', 'id', 'cwd', 'origin', 'version'), fc.jsonValue(), fc.boolean()).map(([field, value, sum]) => ({
     kind: `swapped witness${sum ? ', summed' : ''}`,
     apply: (t: string) => {
@@ -109,34 +127,37 @@ describe('checkpoint corruption', () => {
     const tally = new Map<string, number>()
     let runs = 0
     let writerRuns = 0
-    await fc.assert(fc.asyncProperty(fc.constantFrom('p', 'p-c1'), mutation, async (id, m) => {
-      const text = m.apply(pristine.get(id)!)
-      await writeFile(cpPath(id), text)
-      tally.set(m.kind, (tally.get(m.kind) ?? 0) + 1)
-      const errors: unknown[] = []
-      // No checkpoint writes: what is read must come from the mutated row, every run.
-      const store = await openStore({ storage: 'fs', dir, worker: false, compression: 'none', checkpoint: { everyEvents: 1e9, everyMs: 1e9 } })
-      try {
-        const view = await store.observe(id)
-        expect(view.projections.snapshot()).toEqual(reference.get(id))
-        view.projections.subscribe((s) => void s) // a subscriber is served without a throw
-        await view.close()
-        // Every fourth run also opens it for writing: the live path restores from the same row
-        // (and, closing, replaces a rejected row: that write, with its fsync, is why not every run).
-        if (++runs % 4 === 0) {
-          const writer = await store.openSession(id)
-          expect(writer.projections.snapshot()).toEqual(reference.get(id))
-          await writer.close()
-          writerRuns++
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('p', 'p-c1'), mutation, async (id, m) => {
+        const text = m.apply(pristine.get(id)!)
+        await writeFile(cpPath(id), text)
+        tally.set(m.kind, (tally.get(m.kind) ?? 0) + 1)
+        const errors: unknown[] = []
+        // No checkpoint writes: what is read must come from the mutated row, every run.
+        const store = await openStore({ storage: 'fs', dir, worker: false, compression: 'none', checkpoint: { everyEvents: 1e9, everyMs: 1e9 } })
+        try {
+          const view = await store.observe(id)
+          expect(view.projections.snapshot()).toEqual(reference.get(id))
+          view.projections.subscribe((s) => void s) // a subscriber is served without a throw
+          await view.close()
+          // Every fourth run also opens it for writing: the live path restores from the same row
+          // (and, closing, replaces a rejected row: that write, with its fsync, is why not every run).
+          if (++runs % 4 === 0) {
+            const writer = await store.openSession(id)
+            expect(writer.projections.snapshot()).toEqual(reference.get(id))
+            await writer.close()
+            writerRuns++
+          }
+        } catch (err) {
+          errors.push(err)
+        } finally {
+          await store.close()
+          await writeFile(cpPath(id), pristine.get(id)!)
         }
-      } catch (err) {
-        errors.push(err)
-      } finally {
-        await store.close()
-        await writeFile(cpPath(id), pristine.get(id)!)
-      }
-      expect(errors).toEqual([])
-    }), { numRuns: RUNS })
+        expect(errors).toEqual([])
+      }),
+      { numRuns: RUNS },
+    )
     console.log(`checkpoint mutations: ${[...tally].map(([k, n]) => `${k} ${n}`).join(', ')}; ${writerRuns} also opened for writing`)
   }, 300_000)
 })

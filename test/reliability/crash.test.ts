@@ -116,7 +116,7 @@ async function check(dir: string, acked: Acked, tally: Tally): Promise<void> {
       expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
       expect(events.length).toBe(info.length)
       total += info.length
-      const row = await adapter.getCheckpoint(id) as { rows?: Record<string, { seq: number }> } | undefined
+      const row = (await adapter.getCheckpoint(id)) as { rows?: Record<string, { seq: number }> } | undefined
       if (row?.rows) {
         tally.checkpoints++
         for (const unit of Object.values(row.rows)) expect(unit.seq).toBeLessThan(info.length)
@@ -232,9 +232,11 @@ describe('crash: SIGKILL of a process appending under strict durability', () => 
     const tally: Tally = { rounds: 0, acked: 0, durableUnacked: 0, tornCut: 0, spawns: 0, forks: 0, checkpoints: 0, maxEvents: 0 }
     const per = Math.ceil(ROUNDS / LANES)
     await Promise.all(Array.from({ length: LANES }, (_, i) => lane(i, Math.max(0, Math.min(per, ROUNDS - i * per)), tally)))
-    console.log(`crash: ${tally.rounds} kills, ${tally.acked} acknowledged events, ${tally.spawns} spawns, ${tally.forks} forks, ` +
-      `${tally.durableUnacked} durable but unacknowledged (catalog facts of killed spawns included), ${tally.tornCut} torn tails cut and reported, ` +
-      `${tally.checkpoints} checkpoint rows checked, up to ${tally.maxEvents} events per store`)
+    console.log(
+      `crash: ${tally.rounds} kills, ${tally.acked} acknowledged events, ${tally.spawns} spawns, ${tally.forks} forks, ` +
+        `${tally.durableUnacked} durable but unacknowledged (catalog facts of killed spawns included), ${tally.tornCut} torn tails cut and reported, ` +
+        `${tally.checkpoints} checkpoint rows checked, up to ${tally.maxEvents} events per store`,
+    )
     expect(tally.rounds).toBe(ROUNDS)
     expect(tally.spawns).toBeGreaterThan(0)
     expect(tally.forks).toBeGreaterThan(0)
@@ -242,7 +244,7 @@ describe('crash: SIGKILL of a process appending under strict durability', () => 
   }, 900_000)
 })
 
-describe('crash: the engine\'s worker thread exits mid-append', () => {
+describe("crash: the engine's worker thread exits mid-append", () => {
   const ROOTS = ['w0', 'w1', 'W2']
   const WORKER_ROUNDS = 12
   it(`loses nothing acknowledged, ${WORKER_ROUNDS} times; the dead thread's locks are free`, async () => {
@@ -253,21 +255,32 @@ describe('crash: the engine\'s worker thread exits mid-append', () => {
     let terminated = 0
     for (let round = 0; round < WORKER_ROUNDS; round++) {
       process.env.SESSIONFOLD_EXIT_AFTER_MS = String(50 + Math.floor(Math.random() * 250))
-      const store = await openStore({ storage: 'fs', dir, workerUrl: new URL('../fixtures/exiting-worker.ts', import.meta.url), checkpoint: { everyEvents: 16 } })
+      const store = await openStore({
+        storage: 'fs',
+        dir,
+        workerUrl: new URL('../fixtures/exiting-worker.ts', import.meta.url),
+        checkpoint: { everyEvents: 16 },
+      })
       const sessions: Session[] = []
       try {
         for (const id of ROOTS) sessions.push(await store.createSession({ id }).catch(() => store.openSession(id)))
         for (let n = 0; ; n++) {
-          await Promise.all(sessions.map(async (s, i) => {
-            if ((n + i) % 9 === 4) {
-              const child = await s.spawn({ mode: 'one-shot', id: `${s.id}-c${round}x${n}`, events: [{ type: 'crash/test', data: crashData(`${s.id}-c${round}x${n}`, 0) }] })
-              acked.spawns.push({ parent: s.id, child: child.id })
-              return
-            }
-            const tag = `${s.id}.${round}.${n}`
-            const r = await s.append(Array.from({ length: 1 + ((n + i) % 20) }, (_, k) => ({ type: 'crash/test', data: crashData(tag, k) })))
-            acked.appends.push({ id: s.id, first: r.firstSeq, last: r.lastSeq, tag })
-          }))
+          await Promise.all(
+            sessions.map(async (s, i) => {
+              if ((n + i) % 9 === 4) {
+                const child = await s.spawn({
+                  mode: 'one-shot',
+                  id: `${s.id}-c${round}x${n}`,
+                  events: [{ type: 'crash/test', data: crashData(`${s.id}-c${round}x${n}`, 0) }],
+                })
+                acked.spawns.push({ parent: s.id, child: child.id })
+                return
+              }
+              const tag = `${s.id}.${round}.${n}`
+              const r = await s.append(Array.from({ length: 1 + ((n + i) % 20) }, (_, k) => ({ type: 'crash/test', data: crashData(tag, k) })))
+              acked.appends.push({ id: s.id, first: r.firstSeq, last: r.lastSeq, tag })
+            }),
+          )
         }
       } catch (err) {
         // Creating or opening can lose the race too: then nothing of this round was acknowledged.
@@ -284,7 +297,9 @@ describe('crash: the engine\'s worker thread exits mid-append', () => {
       }
       await again.close()
     }
-    console.log(`worker exits: ${terminated} of ${WORKER_ROUNDS} rounds ended by WORKER_TERMINATED, ${acked.appends.length} appends and ${acked.spawns.length} spawns acknowledged and found`)
+    console.log(
+      `worker exits: ${terminated} of ${WORKER_ROUNDS} rounds ended by WORKER_TERMINATED, ${acked.appends.length} appends and ${acked.spawns.length} spawns acknowledged and found`,
+    )
     expect(terminated).toBe(WORKER_ROUNDS)
     expect(acked.appends.length).toBeGreaterThan(WORKER_ROUNDS)
   }, 300_000)

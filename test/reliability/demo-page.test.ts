@@ -44,7 +44,9 @@ beforeAll(async () => {
   await context.addInitScript(() => {
     const seen: string[] = []
     Object.assign(window, { __cspViolations: seen })
-    document.addEventListener('securitypolicyviolation', (e) => seen.push(`${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`))
+    document.addEventListener('securitypolicyviolation', (e) =>
+      seen.push(`${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`),
+    )
   })
 }, 40_000)
 
@@ -77,21 +79,27 @@ interface RowData {
 }
 
 const readRows = (page: Page): Promise<RowData[]> =>
-  page.$$eval('#tree tbody tr', (trs) => (trs as HTMLTableRowElement[]).map((tr) => ({
-    id: tr.dataset.id ?? '',
-    kind: tr.dataset.kind ?? '',
-    depth: Number(tr.dataset.depth),
-    mode: tr.dataset.mode ?? '',
-    activity: tr.dataset.activity ?? '',
-    label: (tr.cells[0]?.textContent ?? '').replace(/^└ /, ''),
-    timing: tr.cells[3]?.textContent ?? '',
-  })))
+  page.$$eval('#tree tbody tr', (trs) =>
+    (trs as HTMLTableRowElement[]).map((tr) => ({
+      id: tr.dataset.id ?? '',
+      kind: tr.dataset.kind ?? '',
+      depth: Number(tr.dataset.depth),
+      mode: tr.dataset.mode ?? '',
+      activity: tr.dataset.activity ?? '',
+      label: (tr.cells[0]?.textContent ?? '').replace(/^└ /, ''),
+      timing: tr.cells[3]?.textContent ?? '',
+    })),
+  )
 
 describe('the demo page in Chromium', () => {
   it('renders the live session tree under a strict CSP', async () => {
     const { page, problems, violations } = await open('/')
     // While the agent runs: the tree grows, rows say running or inactive.
-    await page.waitForFunction(() => document.querySelectorAll('#tree tbody tr[data-kind="child"][data-activity="running"], #tree tbody tr[data-kind="child"][data-activity="inactive"]').length >= 4)
+    await page.waitForFunction(
+      () =>
+        document.querySelectorAll('#tree tbody tr[data-kind="child"][data-activity="running"], #tree tbody tr[data-kind="child"][data-activity="inactive"]')
+          .length >= 4,
+    )
     await page.waitForSelector('body[data-state="done"], body[data-state="failed"]', { timeout: 30_000 })
     expect(await page.textContent('#status'), problems.join('\n')).toMatch(/: done\./)
     // Timings are bound per row as their views open: wait until every row shows one.
@@ -106,15 +114,28 @@ describe('the demo page in Chromium', () => {
     }
     // Siblings are spawned concurrently (catalog order is the order of their facts): check
     // the shape as parent -> child pairs, from the pre-order rows and their depths.
-    const parentOf = (i: number) => rows.slice(0, i).reverse().find((r) => r.depth === rows[i]!.depth - 1)?.label ?? null
+    const parentOf = (i: number) =>
+      rows
+        .slice(0, i)
+        .reverse()
+        .find((r) => r.depth === rows[i]!.depth - 1)?.label ?? null
     const [top, forkRow] = [rows.find((r) => r.kind === 'root')!, rows.find((r) => r.kind === 'fork')!]
     const labels = ['planner', 'coder', 'grep', 'test-run', 'researcher', 'lint', 'alt-lint']
     const oneShotNoLabel = rows.find((r) => r.kind === 'child' && !labels.includes(r.label))?.label // shown by id
-    expect(new Map(rows.map((r, i) => [r.label, parentOf(i)]))).toEqual(new Map([
-      [top.label, null], ['planner', top.label], ['coder', 'planner'], ['grep', 'coder'], ['test-run', 'planner'],
-      ['researcher', top.label], [oneShotNoLabel, 'researcher'], ['lint', top.label],
-      [forkRow.label, null], ['alt-lint', forkRow.label],
-    ]))
+    expect(new Map(rows.map((r, i) => [r.label, parentOf(i)]))).toEqual(
+      new Map([
+        [top.label, null],
+        ['planner', top.label],
+        ['coder', 'planner'],
+        ['grep', 'coder'],
+        ['test-run', 'planner'],
+        ['researcher', top.label],
+        [oneShotNoLabel, 'researcher'],
+        ['lint', top.label],
+        [forkRow.label, null],
+        ['alt-lint', forkRow.label],
+      ]),
+    )
     expect(rows.map((r) => r.kind)).toEqual(['root', ...Array(7).fill('child'), 'fork', 'child'])
     expect(child('grep').depth).toBe(3)
     for (const label of ['planner', 'coder', 'researcher']) expect(child(label)).toMatchObject({ mode: 'continuable', activity: 'running' })
@@ -206,10 +227,17 @@ type Tab = {
   events(id: string): Promise<StoredEvent[]>
 }
 const call = <K extends keyof Tab>(page: Page, fn: K, ...args: Parameters<Tab[K]>) =>
-  page.evaluate(([f, a]) => ((window as unknown as { tab: Record<string, (...x: unknown[]) => unknown> }).tab[f as string]!)(...(a as unknown[])), [fn, args] as const) as Promise<Awaited<ReturnType<Tab[K]>>>
+  page.evaluate(([f, a]) => (window as unknown as { tab: Record<string, (...x: unknown[]) => unknown> }).tab[f as string]!(...(a as unknown[])), [
+    fn,
+    args,
+  ] as const) as Promise<Awaited<ReturnType<Tab[K]>>>
 
 describe('many tabs: separate pages of one origin on one store (Chromium)', () => {
-  for (const [mode, worker, noShared] of [['module Web Workers', true, false], ['a SharedWorker', 'shared', false], ["'shared' where SharedWorker is missing", 'shared', true]] as const) {
+  for (const [mode, worker, noShared] of [
+    ['module Web Workers', true, false],
+    ['a SharedWorker', 'shared', false],
+    ["'shared' where SharedWorker is missing", 'shared', true],
+  ] as const) {
     it(`one writer across tabs, appends seen in another tab within 100 ms, running children, a closed tab frees its lock (${mode})`, async () => {
       const name = `tabs-${Date.now()}-${Math.random().toString(36).slice(2)}`
       const a = await open('/tabs.html')
@@ -301,7 +329,10 @@ describe('many tabs: a crashed tab frees its locks (Chromium)', () => {
             reached()
           }
         })
-        const appending = call(a.page, 'appendAndReport', 's', 1_000_000).then(() => 'finished', () => 'stopped')
+        const appending = call(a.page, 'appendAndReport', 's', 1_000_000).then(
+          () => 'finished',
+          () => 'stopped',
+        )
         await within(15_000, `${TARGET} acks`, enough)
         await within(15_000, 'the crash', crashing!)
         const crashedAt = Date.now()
@@ -309,7 +340,7 @@ describe('many tabs: a crashed tab frees its locks (Chromium)', () => {
 
         // Tab B: the session is free (after a moment: a surviving SharedWorker first closes A's handles).
         let state = 'SESSION_LOCKED'
-        for (const end = Date.now() + 5000; state === 'SESSION_LOCKED' && Date.now() < end;) {
+        for (const end = Date.now() + 5000; state === 'SESSION_LOCKED' && Date.now() < end; ) {
           state = await within(5000, 'write', call(b.page, 'write', 's'))
           if (state === 'SESSION_LOCKED') await new Promise((r) => setTimeout(r, 50))
         }

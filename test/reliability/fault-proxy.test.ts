@@ -48,7 +48,10 @@ async function proxy(weights: Record<FaultKind, number> | ((device: string) => R
   return p
 }
 /** The body as text, or the error reading it gave. */
-const get = (p: FaultProxy, path: string, device = 'a') => fetch(`${p.url(device)}${path}`, { method: 'POST', body: 'hello' }).then((r) => r.text()).catch((err: Error) => err)
+const get = (p: FaultProxy, path: string, device = 'a') =>
+  fetch(`${p.url(device)}${path}`, { method: 'POST', body: 'hello' })
+    .then((r) => r.text())
+    .catch((err: Error) => err)
 const until = async (f: () => boolean) => {
   for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 25))
   expect(f()).toBe(true)
@@ -57,7 +60,7 @@ const until = async (f: () => boolean) => {
 describe('the fault proxy', () => {
   it('passes a request and its answer whole', async () => {
     const p = await proxy(only('pass'))
-    expect(JSON.parse(await get(p, '/x') as string)).toEqual({ url: '/x', big: BIG })
+    expect(JSON.parse((await get(p, '/x')) as string)).toEqual({ url: '/x', big: BIG })
     expect(arrived).toEqual(['/x'])
     expect(p.stats).toMatchObject({ requests: 1, byDevice: { a: 1, b: 0 }, faults: { pass: 1 } })
   })
@@ -76,7 +79,7 @@ describe('the fault proxy', () => {
 
   it('duplicate: the server gets it twice (now or later), the client one answer', async () => {
     const p = await proxy(only('duplicate'))
-    for (let i = 0; i < 4; i++) expect(JSON.parse(await get(p, `/d${i}`) as string).url).toBe(`/d${i}`)
+    for (let i = 0; i < 4; i++) expect(JSON.parse((await get(p, `/d${i}`)) as string).url).toBe(`/d${i}`)
     await until(() => arrived.length === 8)
     expect([...arrived].sort()).toEqual(['/d0', '/d0', '/d1', '/d1', '/d2', '/d2', '/d3', '/d3'])
   })
@@ -109,7 +112,7 @@ describe('the fault proxy', () => {
   it('delays either way still deliver', async () => {
     for (const kind of ['delay-request', 'delay-response'] as const) {
       const p = await proxy(only(kind))
-      expect(JSON.parse(await get(p, `/${kind}`) as string).url).toBe(`/${kind}`)
+      expect(JSON.parse((await get(p, `/${kind}`)) as string).url).toBe(`/${kind}`)
     }
   })
 
@@ -118,9 +121,9 @@ describe('the fault proxy', () => {
     p.setOffline('a', true)
     expect(await get(p, '/x')).toBeInstanceOf(Error)
     expect(p.stats.refused).toBeGreaterThan(0)
-    expect(JSON.parse(await get(p, '/y', 'b') as string).url).toBe('/y')
+    expect(JSON.parse((await get(p, '/y', 'b')) as string).url).toBe('/y')
     p.setOffline('a', false)
-    expect(JSON.parse(await get(p, '/z') as string).url).toBe('/z')
+    expect(JSON.parse((await get(p, '/z')) as string).url).toBe('/z')
     p.setUpstream(undefined)
     const down = await fetch(`${p.url('a')}/w`, { method: 'POST', body: 'x' })
     expect(down.status).toBe(502)
@@ -130,7 +133,10 @@ describe('the fault proxy', () => {
 
   it('one seed makes the same decisions per device and request number; another seed others', async () => {
     const decisions = async (seed: number) => {
-      const p = await proxy({ pass: 10, 'drop-request': 10, 'drop-response': 10, 'delay-request': 0, 'delay-response': 0, duplicate: 10, reorder: 0, 'cut-body': 10 }, seed)
+      const p = await proxy(
+        { pass: 10, 'drop-request': 10, 'drop-response': 10, 'delay-request': 0, 'delay-response': 0, duplicate: 10, reorder: 0, 'cut-body': 10 },
+        seed,
+      )
       for (let i = 0; i < 12; i++) await get(p, `/n${i}`, i % 2 ? 'a' : 'b')
       return { ...p.stats.faults }
     }

@@ -41,8 +41,7 @@ beforeEach(async () => {
 afterEach(() => setFault(''))
 
 const fileOf = (id: string, name: string) => join(dir, 'sessions', folderOf(id), name)
-const open = (worker: boolean) =>
-  openStore({ dir, worker, workerUrl: worker ? new URL('../fixtures/full-disk-worker.ts', import.meta.url) : undefined })
+const open = (worker: boolean) => openStore({ dir, worker, workerUrl: worker ? new URL('../fixtures/full-disk-worker.ts', import.meta.url) : undefined })
 
 /** What is stored, read by an adapter of its own: every session with its events and the log bytes. */
 async function stored(): Promise<Record<string, { data: Json[]; log: string }>> {
@@ -107,7 +106,13 @@ describe('a full disk (ENOSPC) through the public client', () => {
         expect(values.values.subagentCatalog).toHaveLength(1)
 
         await setFault(fault)
-        const err = await expectCode(s.append([{ type: 'app/lost', data: 1 }, { type: 'app/lost', data: 2 }]), 'STORAGE_QUOTA_EXCEEDED')
+        const err = await expectCode(
+          s.append([
+            { type: 'app/lost', data: 1 },
+            { type: 'app/lost', data: 2 },
+          ]),
+          'STORAGE_QUOTA_EXCEEDED',
+        )
         expect(err.message).toContain('"s"')
         // Appends in flight together all fail; none of them is half stored.
         const together = await Promise.allSettled([1, 2, 3].map((k) => s.append({ type: 'app/lost', data: k })))
@@ -123,7 +128,10 @@ describe('a full disk (ENOSPC) through the public client', () => {
 
         await setFault('')
         // Numbering carries on from what is durable: no gap where the failed appends were.
-        expect(await s.append({ type: 'app/e', data: 'after', time: 1 }, { expectedSeq: values.asOfSeq + 1 })).toEqual({ firstSeq: values.asOfSeq + 1, lastSeq: values.asOfSeq + 1 })
+        expect(await s.append({ type: 'app/e', data: 'after', time: 1 }, { expectedSeq: values.asOfSeq + 1 })).toEqual({
+          firstSeq: values.asOfSeq + 1,
+          lastSeq: values.asOfSeq + 1,
+        })
         await add([{ again: true }])
         const kid = await s.spawn({ mode: 'one-shot', id: 'orphan' })
         await kid.close()
@@ -152,7 +160,11 @@ describe('a full disk (ENOSPC) through the public client', () => {
         const row = await readFile(fileOf('s', 'checkpoint.json'), 'utf8')
         const s2 = await store.openSession('s')
         await setFault('checkpoint')
-        await add(Array.from({ length: 5 }, (_, i) => ({ late: i })), 'app/e', s2)
+        await add(
+          Array.from({ length: 5 }, (_, i) => ({ late: i })),
+          'app/e',
+          s2,
+        )
         await s2.append({ type: 'turn/end', time: 30 }) // a checkpoint point: the write fails
         await s2.close() // and so does the close checkpoint: close still resolves
         expect(await readFile(fileOf('s', 'checkpoint.json'), 'utf8')).toBe(row)

@@ -66,13 +66,30 @@ describe('a full IndexedDB quota through the public client (fake-indexeddb)', ()
       const values = s.projections.snapshot()
 
       fault = f
-      const err = await expectCode(s.append([{ type: 'app/lost', data: 1 }, { type: 'app/lost', data: 2 }, { type: 'app/lost', data: 3 }]), 'STORAGE_QUOTA_EXCEEDED')
+      const err = await expectCode(
+        s.append([
+          { type: 'app/lost', data: 1 },
+          { type: 'app/lost', data: 2 },
+          { type: 'app/lost', data: 3 },
+        ]),
+        'STORAGE_QUOTA_EXCEEDED',
+      )
       expect(err.message).toContain('"s"')
-      const together = await Promise.allSettled([1, 2].map((k) => s.append([{ type: 'app/lost', data: k }, { type: 'app/lost', data: k }])))
+      const together = await Promise.allSettled(
+        [1, 2].map((k) =>
+          s.append([
+            { type: 'app/lost', data: k },
+            { type: 'app/lost', data: k },
+          ]),
+        ),
+      )
       for (const r of together) expect((r as PromiseRejectedResult).reason?.code).toBe('STORAGE_QUOTA_EXCEEDED')
       await expectCode(s.spawn({ mode: 'one-shot', id: 'orphan', events: [{ type: 'app/k' }] }), 'STORAGE_QUOTA_EXCEEDED')
       await expectCode(s.fork({ at: 5 }), 'STORAGE_QUOTA_EXCEEDED')
-      await expectCode(store.createSession({ id: 'new', }).then((x) => x.append([{ type: 'a' }, { type: 'b' }])), 'STORAGE_QUOTA_EXCEEDED')
+      await expectCode(
+        store.createSession({ id: 'new' }).then((x) => x.append([{ type: 'a' }, { type: 'b' }])),
+        'STORAGE_QUOTA_EXCEEDED',
+      )
       fault = ''
 
       // 'new' may exist (creation writes one row) but holds no event; nothing else changed.

@@ -36,7 +36,12 @@ beforeAll(async () => {
   let base: string
   ;({ server, base } = await serveExample('inspector', 'inspector-test'))
   profile = await mkdtemp(join(tmpdir(), 'sessionfold-inspector-'))
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 820 } })
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1400, height: 820 },
+  })
   context.setDefaultTimeout(30_000)
   await context.addInitScript(() => {
     document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP: ${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'}`))
@@ -73,7 +78,11 @@ describe('the inspector page', () => {
     expect(await page.$$eval('#values .unit', (u) => u.map((d) => d.dataset.key))).toEqual(['subagent', 'subagentCatalog', 'subagentTiming'])
     // Scrolled to the middle: the rows there, and only about a screenful of rows in the page.
     await page.$eval('#events', (el) => void (el.scrollTop = 60_000 * 22))
-    await page.waitForFunction(() => [...document.querySelectorAll<HTMLElement>('#events .row:not([hidden])')].some((r) => r.querySelector('.seq')!.textContent === '60010' && r.querySelector('.type')!.textContent !== '…'))
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll<HTMLElement>('#events .row:not([hidden])')].some(
+        (r) => r.querySelector('.seq')!.textContent === '60010' && r.querySelector('.type')!.textContent !== '…',
+      ),
+    )
     expect(await page.$$eval('#events .row', (rows) => rows.length)).toBeLessThan(120)
     await page.screenshot({ path: join(OUT, 'inspector.png') })
   }, 120_000)
@@ -82,14 +91,23 @@ describe('the inspector page', () => {
     for (const at of [0, 1, 999, 1001, 1002, 50_001, 50_002, 77_777, length - 1, length]) {
       const ms = await page.evaluate((at) => (window as unknown as W).inspector.scrubTo(at), at)
       expect(ms).toBeGreaterThan(0)
-      const shown = await page.$$eval('#values .unit', (units) => Object.fromEntries(units.map((u) => [u.dataset.key!, JSON.parse(u.querySelector('pre')!.textContent!)])))
-      const want = await page.evaluate(async ([id, at]) => {
-        const view = await (window as unknown as W).inspector.store.observe(id as string, { at: at as number })
-        return view.projections.snapshot().values
-      }, [id, at] as const)
+      const shown = await page.$$eval('#values .unit', (units) =>
+        Object.fromEntries(units.map((u) => [u.dataset.key!, JSON.parse(u.querySelector('pre')!.textContent!)])),
+      )
+      const want = await page.evaluate(
+        async ([id, at]) => {
+          const view = await (window as unknown as W).inspector.store.observe(id as string, { at: at as number })
+          return view.projections.snapshot().values
+        },
+        [id, at] as const,
+      )
       expect(shown).toEqual(want)
       const tree = await page.$$eval('#tree li', (li) => li.map((l) => l.dataset.id).filter(Boolean))
-      const kids = [...(at > 1000 ? [`${id}-kid1000`, `${id}-kid1000-helper`] : []), ...(at > 50_001 ? [`${id}-kid50000`] : []), ...(at === length ? [`${id}-ci`] : [])]
+      const kids = [
+        ...(at > 1000 ? [`${id}-kid1000`, `${id}-kid1000-helper`] : []),
+        ...(at > 50_001 ? [`${id}-kid50000`] : []),
+        ...(at === length ? [`${id}-ci`] : []),
+      ]
       expect(tree, `tree at ${at}`).toEqual(kids)
       expect(await page.textContent('#position')).toContain(`${at.toLocaleString('en')} of`)
     }
@@ -108,7 +126,10 @@ describe('the inspector page', () => {
       await writer.append([{ type: 'message', data: { text: 'later' } }, { type: 'turn/end' }])
       await writer.close()
     }, id)
-    await page.waitForFunction((n) => document.querySelector('#position')!.textContent!.startsWith(`${n.toLocaleString('en')} of ${n.toLocaleString('en')}`), length + 2)
+    await page.waitForFunction(
+      (n) => document.querySelector('#position')!.textContent!.startsWith(`${n.toLocaleString('en')} of ${n.toLocaleString('en')}`),
+      length + 2,
+    )
     await page.evaluate(() => (window as unknown as W).inspector.scrubTo(1500))
     await page.click('#fork')
     await page.waitForFunction((id) => document.querySelector('#title')!.textContent!.startsWith(`${id}-fork-`), id)

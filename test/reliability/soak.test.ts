@@ -17,8 +17,25 @@ const gc = runInNewContext('gc') as () => void
 
 describe('soak', () => {
   it('50 sessions, 10 writers, 5 s under strict durability: every acknowledged event stored, cold reads equal refolds, verify clean, heap flat', async () => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', join(__dirname, '../../scripts/soak.ts'),
-      '--sessions', '50', '--writers', '10', '--seconds', '5', '--interval', '1', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(
+      process.execPath,
+      [
+        '--expose-gc',
+        '--import',
+        'tsx',
+        join(__dirname, '../../scripts/soak.ts'),
+        '--sessions',
+        '50',
+        '--writers',
+        '10',
+        '--seconds',
+        '5',
+        '--interval',
+        '1',
+        '--json',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    )
     let out = ''
     let err = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))

@@ -43,7 +43,9 @@ async function filesOf(root: string): Promise<Record<string, string>> {
   for (const entry of await readdir(root, { withFileTypes: true, recursive: true })) {
     if (!entry.isFile()) continue
     const path = join(entry.parentPath, entry.name)
-    out[path.slice(root.length)] = createHash('sha256').update(await readFile(path)).digest('hex')
+    out[path.slice(root.length)] = createHash('sha256')
+      .update(await readFile(path))
+      .digest('hex')
   }
   return out
 }
@@ -71,13 +73,17 @@ async function copyOf(name: string): Promise<string> {
 for (const worker of [false, true]) {
   describe(`the fs store of 0.1, ${worker ? 'worker_threads' : 'in this thread'}`, () => {
     let dir: string
-    v01Suite(() => manifestOf('fs'), async () => openStore({ storage: 'fs', dir: (dir ??= await copyOf('fs')), worker }), {
-      before: async () => {},
-      // The writer of the long log stored its chain marks, in the session's kv/ folder (new in this layout).
-      after: async () => {
-        expect((await stat(join(dir, 'sessions', 's-long', 'kv'))).isDirectory()).toBe(true)
+    v01Suite(
+      () => manifestOf('fs'),
+      async () => openStore({ storage: 'fs', dir: (dir ??= await copyOf('fs')), worker }),
+      {
+        before: async () => {},
+        // The writer of the long log stored its chain marks, in the session's kv/ folder (new in this layout).
+        after: async () => {
+          expect((await stat(join(dir, 'sessions', 's-long', 'kv'))).isDirectory()).toBe(true)
+        },
       },
-    })
+    )
   })
 }
 
@@ -89,7 +95,8 @@ describe('the encrypted fs store of 0.1', () => {
     dir = await copyOf('fs-encrypted')
     const bytes = async (root: string) => {
       const all: Buffer[] = []
-      for (const entry of await readdir(root, { withFileTypes: true, recursive: true })) if (entry.isFile()) all.push(await readFile(join(entry.parentPath, entry.name)))
+      for (const entry of await readdir(root, { withFileTypes: true, recursive: true }))
+        if (entry.isFile()) all.push(await readFile(join(entry.parentPath, entry.name)))
       return Buffer.concat(all)
     }
     const sealed = await bytes(dir)
@@ -105,23 +112,30 @@ describe('the encrypted fs store of 0.1', () => {
   })
 
   describe('with its key', () => {
-    v01Suite(() => manifestOf('fs-encrypted'), () => openStore(options()))
+    v01Suite(
+      () => manifestOf('fs-encrypted'),
+      () => openStore(options()),
+    )
   })
 })
 
 describe('the IndexedDB store of 0.1 (fake-indexeddb, database version 2)', () => {
   const name = `v01-${process.pid}`
-  v01Suite(() => manifestOf('indexeddb'), () => openStore({ storage: 'indexeddb', name, worker: false }), {
-    before: async () => {
-      const dump = JSON.parse(await readFile(join(FIXTURES, 'indexeddb.json'), 'utf8')) as IdbDump
-      await loadIdbDump(indexedDB, name, dump)
-      expect(await idbLayout(indexedDB, name)).toEqual({ version: 2, stores: ['checkpoints', 'events', 'feed', 'meta', 'sessions'] })
+  v01Suite(
+    () => manifestOf('indexeddb'),
+    () => openStore({ storage: 'indexeddb', name, worker: false }),
+    {
+      before: async () => {
+        const dump = JSON.parse(await readFile(join(FIXTURES, 'indexeddb.json'), 'utf8')) as IdbDump
+        await loadIdbDump(indexedDB, name, dump)
+        expect(await idbLayout(indexedDB, name)).toEqual({ version: 2, stores: ['checkpoints', 'events', 'feed', 'meta', 'sessions'] })
+      },
+      // Upgraded on open to version 3: the key-value records' store added, the rest kept.
+      after: async () => {
+        expect(await idbLayout(indexedDB, name)).toEqual({ version: 3, stores: ['checkpoints', 'events', 'feed', 'kv', 'meta', 'sessions'] })
+      },
     },
-    // Upgraded on open to version 3: the key-value records' store added, the rest kept.
-    after: async () => {
-      expect(await idbLayout(indexedDB, name)).toEqual({ version: 3, stores: ['checkpoints', 'events', 'feed', 'kv', 'meta', 'sessions'] })
-    },
-  })
+  )
 })
 
 /**
@@ -142,26 +156,45 @@ function postgresSuite(inPlace: boolean): void {
   afterAll(async () => {
     await cluster?.stop()
   })
-  v01Suite(() => manifestOf('postgres'), () => openStore({ storage: 'postgres', url }), {
-    before: async () => {
-      const args = ['-h', '127.0.0.1', '-p', String(cluster.port), '-U', 'postgres', '-d', 'v01', '-v', 'ON_ERROR_STOP=1', '-q', '-f', join(FIXTURES, 'postgres.sql')]
-      await run(join(postgresBin()!, 'psql'), args)
-      expect(await version()).toBe('6')
-      // The newest transaction id the store has seen: its feed's, or that of the cursor 0.1 gave ("xid:pos").
-      const cursorXid = Number(((await manifestOf('postgres')).feedHead as { at: string }).at.split(':')[0])
-      const newest = Math.max(cursorXid, Number(await psql('SELECT max(xid::text::bigint) FROM sessionfold.feed')))
-      const next = () => psql('SELECT pg_current_xact_id()::text::bigint').then(Number)
-      if (inPlace) await psql(`DO $$ BEGIN WHILE pg_current_xact_id()::text::bigint <= ${newest} LOOP COMMIT; END LOOP; END $$`)
-      // What the two cases are: ids past the dump's, or (this fixture, a fresh cluster) below them.
-      expect((await next()) > newest).toBe(inPlace)
+  v01Suite(
+    () => manifestOf('postgres'),
+    () => openStore({ storage: 'postgres', url }),
+    {
+      before: async () => {
+        const args = [
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(cluster.port),
+          '-U',
+          'postgres',
+          '-d',
+          'v01',
+          '-v',
+          'ON_ERROR_STOP=1',
+          '-q',
+          '-f',
+          join(FIXTURES, 'postgres.sql'),
+        ]
+        await run(join(postgresBin()!, 'psql'), args)
+        expect(await version()).toBe('6')
+        // The newest transaction id the store has seen: its feed's, or that of the cursor 0.1 gave ("xid:pos").
+        const cursorXid = Number(((await manifestOf('postgres')).feedHead as { at: string }).at.split(':')[0])
+        const newest = Math.max(cursorXid, Number(await psql('SELECT max(xid::text::bigint) FROM sessionfold.feed')))
+        const next = () => psql('SELECT pg_current_xact_id()::text::bigint').then(Number)
+        if (inPlace) await psql(`DO $$ BEGIN WHILE pg_current_xact_id()::text::bigint <= ${newest} LOOP COMMIT; END LOOP; END $$`)
+        // What the two cases are: ids past the dump's, or (this fixture, a fresh cluster) below them.
+        expect((await next()) > newest).toBe(inPlace)
+      },
+      // Migrated on open to version 7: the key-value records' tables added.
+      after: async () => {
+        expect(await version()).toBe('7')
+        expect(await psql("SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.tables WHERE table_schema = 'sessionfold'")).toBe(
+          'checkpoints,events,feed,history,leases,meta,records,schema_version,session_records,sessions',
+        )
+      },
     },
-    // Migrated on open to version 7: the key-value records' tables added.
-    after: async () => {
-      expect(await version()).toBe('7')
-      expect(await psql("SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.tables WHERE table_schema = 'sessionfold'"))
-        .toBe('checkpoints,events,feed,history,leases,meta,records,schema_version,session_records,sessions')
-    },
-  })
+  )
 }
 
 describe('the PostgreSQL store of 0.1 (schema version 6), restored from pg_dump where its transaction ids stand', () => {

@@ -42,21 +42,33 @@ for (const run of RUNS) {
 
 // The checks themselves, on sides made by hand: each kind of damage is found and told.
 describe('the chaos checks', () => {
-  const header = (id: string): SessionHeader => ({ version: 1, id, createdAt: 1, origin: 'root', seedLength: 0, delegationDepth: 0 } as SessionHeader)
-  const events = (tags: string[]): SessionEvent[] => tags.map((t, seq) => ({ seq, type: EVENT_TYPE, time: seq, data: { w: t.split(':')[0]!, n: Number(t.split(':')[1]) } }))
-  const side = (name: string, logs: Record<string, string[]>): Side => ({ name, logs: new Map(Object.entries(logs).map(([id, tags]) => [id, logOf(header(id), events(tags))])) })
+  const header = (id: string): SessionHeader => ({ version: 1, id, createdAt: 1, origin: 'root', seedLength: 0, delegationDepth: 0 }) as SessionHeader
+  const events = (tags: string[]): SessionEvent[] =>
+    tags.map((t, seq) => ({ seq, type: EVENT_TYPE, time: seq, data: { w: t.split(':')[0]!, n: Number(t.split(':')[1]) } }))
+  const side = (name: string, logs: Record<string, string[]>): Side => ({
+    name,
+    logs: new Map(Object.entries(logs).map(([id, tags]) => [id, logOf(header(id), events(tags))])),
+  })
   /** A ledger as the writers would keep it for these logs, each writer's own copy read as it wrote. */
   const ledgerOf = (writes: Record<string, Record<string, string[]>>): Ledger => {
     const ledger = new Ledger()
     for (const [writer, logs] of Object.entries(writes)) {
       for (const [session, tags] of Object.entries(logs)) {
         const chain = chainOf(tags)
-        for (const [seq, tag] of tags.entries()) if (tag.startsWith(`${writer}:`)) ledger.byTag.set(tag, { session, seq, tag, writer, prefix: chain[seq]!, acked: true })
+        for (const [seq, tag] of tags.entries())
+          if (tag.startsWith(`${writer}:`)) ledger.byTag.set(tag, { session, seq, tag, writer, prefix: chain[seq]!, acked: true })
       }
     }
     return ledger
   }
-  const conflict = (id: string, seq: number): SyncConflict => ({ id, seq, reason: 'event', source: { version: 1, id, createdAt: 1, seedLength: 0, delegationDepth: 0 }, target: { version: 1, id, createdAt: 1, seedLength: 0, delegationDepth: 0 } } as SyncConflict)
+  const conflict = (id: string, seq: number): SyncConflict =>
+    ({
+      id,
+      seq,
+      reason: 'event',
+      source: { version: 1, id, createdAt: 1, seedLength: 0, delegationDepth: 0 },
+      target: { version: 1, id, createdAt: 1, seedLength: 0, delegationDepth: 0 },
+    }) as SyncConflict
 
   it('equal logs everywhere pass', () => {
     const logs = { s: ['a:0', 'b:1', 'a:2'] }
@@ -72,19 +84,26 @@ describe('the chaos checks', () => {
     const r = checkSides([side('server', d), side('S', s), side('D', d)], ledgerOf({ S: s, D: { x: ['S:0', 'D:1'] } }), reported)
     expect(r.spliced).toBe(2)
     expect(r.problems).toHaveLength(2)
-    expect(r.problems[0]).toMatch(/^TWO HISTORIES in x on server: seq 2 holds S:2, which S appended on top of its copy's seqs 1\.\.1 \(1:S:1\), but here seqs 1\.\.1 are another history \(1:D:1, written by D\)\. The copies part at seq 1 \(seqs 0\.\.0 are common\)/)
+    expect(r.problems[0]).toMatch(
+      /^TWO HISTORIES in x on server: seq 2 holds S:2, which S appended on top of its copy's seqs 1\.\.1 \(1:S:1\), but here seqs 1\.\.1 are another history \(1:D:1, written by D\)\. The copies part at seq 1 \(seqs 0\.\.0 are common\)/,
+    )
     expect(r.problems[1]).toMatch(/^TWO HISTORIES in x on D:/)
   })
 
   it('logs that differ with no conflict reported, or a conflict without both witnesses, or a conflict where nothing differs', () => {
     const ledger = ledgerOf({ a: { s: ['a:0', 'a:1'] } })
-    expect(checkSides([side('server', { s: ['a:0'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, []).problems.join('\n'))
-      .toMatch(/^s differs between sides and no conflict was reported: events server 1, a 2/)
+    expect(checkSides([side('server', { s: ['a:0'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, []).problems.join('\n')).toMatch(
+      /^s differs between sides and no conflict was reported: events server 1, a 2/,
+    )
     expect(checkSides([side('server', {}), side('a', { s: ['a:0', 'a:1'] })], ledger, []).problems.join('\n')).toMatch(/missing on server/)
     const half = { ...conflict('s', 1), target: undefined } as unknown as SyncConflict
-    expect(checkSides([side('server', { s: ['a:0'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, [{ device: 'a', conflict: half }]).problems.join('\n')).toMatch(/without both witnesses/)
+    expect(
+      checkSides([side('server', { s: ['a:0'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, [{ device: 'a', conflict: half }]).problems.join('\n'),
+    ).toMatch(/without both witnesses/)
     const same = { s: ['a:0', 'a:1'] }
-    expect(checkSides([side('server', same), side('a', same)], ledger, [{ device: 'a', conflict: conflict('s', 1) }]).problems.join('\n')).toMatch(/reported a conflict \(event at seq 1\) yet every side holds the same log/)
+    expect(checkSides([side('server', same), side('a', same)], ledger, [{ device: 'a', conflict: conflict('s', 1) }]).problems.join('\n')).toMatch(
+      /reported a conflict \(event at seq 1\) yet every side holds the same log/,
+    )
   })
 
   it('an acknowledged event lost, an event twice, an event nobody wrote, an event moved', () => {

@@ -67,7 +67,10 @@ async function device(name: string, token = 'user1'): Promise<{ page: Page; cont
 }
 
 /** The page's sessions table: id → events. */
-const table = (page: Page) => page.$$eval('#sessions tbody tr', (rows) => Object.fromEntries(rows.map((r) => [r.querySelector('.id')!.textContent!, Number(r.querySelector('.n')!.textContent)])))
+const table = (page: Page) =>
+  page.$$eval('#sessions tbody tr', (rows) =>
+    Object.fromEntries(rows.map((r) => [r.querySelector('.id')!.textContent!, Number(r.querySelector('.n')!.textContent)])),
+  )
 
 type Demo = { store: import('sessionfold').Store; replication: import('sessionfold').Replication; mine: import('sessionfold').Session[] }
 
@@ -78,7 +81,9 @@ describe('HTTP sync between two Chromium devices', () => {
     await sync.away()
     await a.page.click('#new')
     await a.page.waitForSelector('#sync[data-status="offline"]', { timeout: 20_000 })
-    await a.page.waitForFunction(() => (window as unknown as { demo: Demo }).demo.replication.pending >= 1 && (window as unknown as { demo: Demo }).demo.mine.length === 1)
+    await a.page.waitForFunction(
+      () => (window as unknown as { demo: Demo }).demo.replication.pending >= 1 && (window as unknown as { demo: Demo }).demo.mine.length === 1,
+    )
     const made = await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.mine[0]!.id)
     expect(made).toMatch(/^u1-a-/)
     await a.page.click('#append')
@@ -116,7 +121,10 @@ describe('HTTP sync between two Chromium devices', () => {
       // A push carrying a 100-event batch (about 26 KB) or more: the server goes away while it is in flight.
       if (!cut && r.url().includes('/sync/push') && (r.postData()?.length ?? 0) > 20_000) {
         cut = true
-        void sync.away().then(() => new Promise((res) => setTimeout(res, 800))).then(() => sync.back())
+        void sync
+          .away()
+          .then(() => new Promise((res) => setTimeout(res, 800)))
+          .then(() => sync.back())
       }
     })
     const id = await a.page.evaluate(async () => {
@@ -128,10 +136,14 @@ describe('HTTP sync between two Chromium devices', () => {
     // A round begun after the last append pushed everything (the mirrored state alone may still
     // be the one from before those appends).
     await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.replication.whenSynced())
-    await a.page.waitForFunction(() => {
-      const r = (window as unknown as { demo: Demo }).demo.replication
-      return r.status === 'online' && r.pending === 0
-    }, undefined, { timeout: 60_000 })
+    await a.page.waitForFunction(
+      () => {
+        const r = (window as unknown as { demo: Demo }).demo.replication
+        return r.status === 'online' && r.pending === 0
+      },
+      undefined,
+      { timeout: 60_000 },
+    )
     expect(cut).toBe(true)
     const onServer = (await dumpStore(sync.store))[id]!.events.map((e) => (e.data as { n: number }).n)
     expect(onServer).toEqual(Array.from({ length: 3000 }, (_, n) => n))
@@ -143,18 +155,26 @@ describe('HTTP sync between two Chromium devices', () => {
     await a.context.setOffline(true)
     await a.page.click('#new')
     // Offline until a backoff wait of over 3 s is under way; the page says when it ends.
-    await a.page.waitForFunction(() => {
-      const s = (window as unknown as { demo: Demo }).demo.replication.state
-      return s.status === 'offline' && s.retryAt !== undefined && s.retryAt - Date.now() > 3000
-    }, undefined, { timeout: 45_000, polling: 50 })
+    await a.page.waitForFunction(
+      () => {
+        const s = (window as unknown as { demo: Demo }).demo.replication.state
+        return s.status === 'offline' && s.retryAt !== undefined && s.retryAt - Date.now() > 3000
+      },
+      undefined,
+      { timeout: 45_000, polling: 50 },
+    )
     expect(await a.page.textContent('#detail')).toMatch(/retrying in \d+ s/)
     const due = await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.replication.state.retryAt!)
     await a.context.setOffline(false)
     const back = await a.page.evaluate(() => Date.now())
-    await a.page.waitForFunction(() => {
-      const r = (window as unknown as { demo: Demo }).demo.replication
-      return r.status === 'online' && r.pending === 0
-    }, undefined, { timeout: 10_000, polling: 20 })
+    await a.page.waitForFunction(
+      () => {
+        const r = (window as unknown as { demo: Demo }).demo.replication
+        return r.status === 'online' && r.pending === 0
+      },
+      undefined,
+      { timeout: 10_000, polling: 20 },
+    )
     const online = await a.page.evaluate(() => Date.now())
     expect(online - back).toBeLessThan(1500)
     expect(online).toBeLessThan(due - 1000)
@@ -165,14 +185,17 @@ describe('HTTP sync between two Chromium devices', () => {
   it("another user's token sees nothing of the first user's; hostile bodies from a page are refused and write nothing", async () => {
     const c = await device('c', 'user2')
     await c.page.click('#new')
-    await c.page.waitForFunction(() => (window as unknown as { demo: Demo }).demo.replication.pending === 0 && (window as unknown as { demo: Demo }).demo.mine.length === 1)
+    await c.page.waitForFunction(
+      () => (window as unknown as { demo: Demo }).demo.replication.pending === 0 && (window as unknown as { demo: Demo }).demo.mine.length === 1,
+    )
     await new Promise((r) => setTimeout(r, 500))
     const ids = await c.page.evaluate(async () => (await (window as unknown as { demo: Demo }).demo.store.listSessions()).map((h) => h.id))
     expect(ids.length).toBe(1)
     expect(ids[0]).toMatch(/^u2-c-/)
     const before = await dumpStore(sync.store)
     const answers = await c.page.evaluate(async (url) => {
-      const post = (body: string) => fetch(`${url}/push`, { method: 'POST', body, headers: { authorization: 'Bearer user2' } }).then(async (r) => [r.status, await r.text()] as const)
+      const post = (body: string) =>
+        fetch(`${url}/push`, { method: 'POST', body, headers: { authorization: 'Bearer user2' } }).then(async (r) => [r.status, await r.text()] as const)
       const pulled = await fetch(`${url}/pull`, { headers: { authorization: 'Bearer user2' } }).then((r) => r.text())
       return {
         pulled,

@@ -120,7 +120,10 @@ describe('writer locks across processes', () => {
       const startAt = Date.now() + 200
       for (const r of racers) r.send(`open s ${startAt}`)
       const results = await Promise.all(racers.map((r) => r.line()))
-      expect(results.filter((l) => l === 'won s'), results.join(', ')).toHaveLength(1)
+      expect(
+        results.filter((l) => l === 'won s'),
+        results.join(', '),
+      ).toHaveLength(1)
       expect(results.filter((l) => l === 'locked s')).toHaveLength(racers.length - 1)
       // The winner dies holding it: the next round races for its lock.
       const winner = racers[results.indexOf('won s')]!
@@ -142,7 +145,10 @@ describe('writer locks across processes', () => {
       await writeFile(join(dir, 'locks', `${folderOf(id)}.lock`), dead)
       const racers = [createFsLocks(dir), createFsLocks(dir), createFsLocks(dir)]
       const results = await Promise.allSettled(racers.map((l) => l.acquire(id)))
-      expect(results.filter((r) => r.status === 'fulfilled'), `round ${round}`).toHaveLength(1)
+      expect(
+        results.filter((r) => r.status === 'fulfilled'),
+        `round ${round}`,
+      ).toHaveLength(1)
       for (const r of results) if (r.status === 'rejected') expect((r.reason as { code?: string }).code).toBe('SESSION_LOCKED')
     }
     expect((await readdir(join(dir, 'locks'))).filter((n) => n.includes('takeover'))).toEqual([])
@@ -165,7 +171,7 @@ describe('writer locks across processes', () => {
     await release()
   })
 
-  it('when the engine\'s worker thread dies, close() returns once its locks are gone: every session opens at once', async () => {
+  it("when the engine's worker thread dies, close() returns once its locks are gone: every session opens at once", async () => {
     const store = await openStore({ dir, workerUrl: new URL('../fixtures/dying-worker.ts', import.meta.url) })
     const ids = Array.from({ length: 100 }, (_, i) => `held${i}`)
     const sessions = await Promise.all(ids.map((id) => store.createSession({ id })))
@@ -177,4 +183,3 @@ describe('writer locks across processes', () => {
     await again.close()
   })
 })
-

@@ -16,7 +16,8 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/chromium'
 
 const root = join(__dirname, '../..')
 /** The page's own policy (examples/demo-page/index.html), plus where to report. */
-const CSP = "default-src 'self'; script-src 'self'; worker-src 'self' blob:; style-src 'self' 'unsafe-inline'; connect-src 'self' ws://127.0.0.1:*; img-src 'self' data:; object-src 'none'; base-uri 'self'; report-uri /__csp-report"
+const CSP =
+  "default-src 'self'; script-src 'self'; worker-src 'self' blob:; style-src 'self' 'unsafe-inline'; connect-src 'self' ws://127.0.0.1:*; img-src 'self' data:; object-src 'none'; base-uri 'self'; report-uri /__csp-report"
 
 let server: ViteDevServer
 let context: BrowserContext
@@ -25,11 +26,12 @@ let base: string
 const reports: unknown[] = []
 const served: string[] = []
 
-const body = (req: IncomingMessage) => new Promise<string>((resolve) => {
-  let s = ''
-  req.on('data', (c: Buffer) => (s += c.toString('utf8')))
-  req.on('end', () => resolve(s))
-})
+const body = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    let s = ''
+    req.on('data', (c: Buffer) => (s += c.toString('utf8')))
+    req.on('end', () => resolve(s))
+  })
 
 beforeAll(async () => {
   server = await createServer({
@@ -38,24 +40,26 @@ beforeAll(async () => {
     server: { host: '127.0.0.1', port: 0 },
     logLevel: 'warn',
     clearScreen: false,
-    plugins: [{
-      name: 'csp-header',
-      configureServer(s) {
-        s.middlewares.use((req, res, next) => {
-          if (req.url === '/__csp-report') {
-            void body(req).then((text) => {
-              reports.push(JSON.parse(text || 'null'))
-              res.statusCode = 204
-              res.end()
-            })
-            return
-          }
-          served.push(req.url ?? '')
-          res.setHeader('Content-Security-Policy', CSP)
-          next()
-        })
+    plugins: [
+      {
+        name: 'csp-header',
+        configureServer(s) {
+          s.middlewares.use((req, res, next) => {
+            if (req.url === '/__csp-report') {
+              void body(req).then((text) => {
+                reports.push(JSON.parse(text || 'null'))
+                res.statusCode = 204
+                res.end()
+              })
+              return
+            }
+            served.push(req.url ?? '')
+            res.setHeader('Content-Security-Policy', CSP)
+            next()
+          })
+        },
       },
-    }],
+    ],
   })
   await server.listen()
   base = `http://127.0.0.1:${(server.httpServer!.address() as AddressInfo).port}`
@@ -89,8 +93,14 @@ describe('the demo page with its CSP as a header, worker included', () => {
     expect(await page.textContent('#status'), problems.join('\n')).toMatch(/: done\./)
     expect(await page.$$eval('#tree tbody tr', (rows) => rows.length)).toBeGreaterThanOrEqual(8)
     // The engine ran in a worker whose script came from this server, with the header.
-    expect(workers.some((u) => /worker-entry\.browser/.test(u)), workers.join('\n')).toBe(true)
-    expect(served.some((u) => /host\/entry\/browser/.test(u)), 'the worker script was served here').toBe(true)
+    expect(
+      workers.some((u) => /worker-entry\.browser/.test(u)),
+      workers.join('\n'),
+    ).toBe(true)
+    expect(
+      served.some((u) => /host\/entry\/browser/.test(u)),
+      'the worker script was served here',
+    ).toBe(true)
     // Reports are sent asynchronously: give them a moment after the work is done.
     await page.waitForTimeout(1000)
     expect(reports, JSON.stringify(reports, null, 2)).toEqual([])

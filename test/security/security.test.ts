@@ -30,19 +30,86 @@ const DEVICE = /^(con|prn|aux|nul|conin\$|conout\$|com[0-9\u00b9\u00b2\u00b3]|lp
 
 /** Ids a path-minded attacker would try: traversal, separators, NUL, devices, look-alikes. */
 const HOSTILE = [
-  '..', '.', '../x', '..\\x', '/', '\\', 'a/b', 'a\\b', '/etc/passwd', 'C:\\Windows', 'C:', 'a:b', '\\\\?\\C:\\x', '\\\\server\\share',
-  'a\0', '\0', 'CON.', 'CON ', 'nul.txt', 'CONIN$', 'COM\u00b9', 'LPT\u00b2', '%2e%2e%2f', '..%2f', '\u2025', '\uff0e\uff0e', '\u2215', '\u29f8',
-  '\u0430', '\uff41', 'a\u200d', '\u212a', '\u0130', 'x'.repeat(129), '', ' ', '~', '~root', '$HOME', '`x`', 'a*', 'a?', 'a|b', 'a"b', 'a<b', 'a>b',
+  '..',
+  '.',
+  '../x',
+  '..\\x',
+  '/',
+  '\\',
+  'a/b',
+  'a\\b',
+  '/etc/passwd',
+  'C:\\Windows',
+  'C:',
+  'a:b',
+  '\\\\?\\C:\\x',
+  '\\\\server\\share',
+  'a\0',
+  '\0',
+  'CON.',
+  'CON ',
+  'nul.txt',
+  'CONIN$',
+  'COM\u00b9',
+  'LPT\u00b2',
+  '%2e%2e%2f',
+  '..%2f',
+  '\u2025',
+  '\uff0e\uff0e',
+  '\u2215',
+  '\u29f8',
+  '\u0430',
+  '\uff41',
+  'a\u200d',
+  '\u212a',
+  '\u0130',
+  'x'.repeat(129),
+  '',
+  ' ',
+  '~',
+  '~root',
+  '$HOME',
+  '`x`',
+  'a*',
+  'a?',
+  'a|b',
+  'a"b',
+  'a<b',
+  'a>b',
 ]
 /** Ids the data model (§2) allows that are special somewhere: devices on Windows, case-folded twins on macOS. */
-const SPECIAL_VALID = ['CON', 'con', 'Con', 'PRN', 'AUX', 'NUL', 'nul', 'COM1', 'com9', 'LPT1', 'lpt9', 'CONIN', '-', '_', '--', '-rf', 'Agent', 'agent', 'AGENT', 'aGeNt']
+const SPECIAL_VALID = [
+  'CON',
+  'con',
+  'Con',
+  'PRN',
+  'AUX',
+  'NUL',
+  'nul',
+  'COM1',
+  'com9',
+  'LPT1',
+  'lpt9',
+  'CONIN',
+  '-',
+  '_',
+  '--',
+  '-rf',
+  'Agent',
+  'agent',
+  'AGENT',
+  'aGeNt',
+]
 
 const arbitraryId = fc.oneof(
   { weight: 3, arbitrary: fc.string({ unit: 'binary', maxLength: 140 }) },
   { weight: 2, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
   { weight: 3, arbitrary: fc.stringMatching(/^[A-Za-z0-9_-]{1,130}$/) },
   { weight: 2, arbitrary: fc.constantFrom(...HOSTILE, ...SPECIAL_VALID) },
-  { weight: 2, arbitrary: fc.tuple(fc.constantFrom('', '..', '../', 'a/', '/', '\\', 'CON', 's-'), fc.stringMatching(/^[A-Za-z0-9_./\\-]{0,12}$/)).map(([a, b]) => a + b) },
+  {
+    weight: 2,
+    arbitrary: fc.tuple(fc.constantFrom('', '..', '../', 'a/', '/', '\\', 'CON', 's-'), fc.stringMatching(/^[A-Za-z0-9_./\\-]{0,12}$/)).map(([a, b]) => a + b),
+  },
 )
 
 /** Every path under `dir`, relative, with directories marked by a trailing '/'. */
@@ -81,26 +148,33 @@ describe('session ids never name a path outside the store', () => {
     for (const id of SPECIAL_VALID) check(id)
     fc.assert(fc.property(fc.stringMatching(/^[A-Za-z0-9_-]{1,128}$/), check), { numRuns: 2000 })
     // Two ids never share a folder, even on a case-insensitive filesystem.
-    fc.assert(fc.property(fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/), fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/), (a, b) => {
-      if (a !== b) expect(folderOf(a).toLowerCase()).not.toBe(folderOf(b).toLowerCase())
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/), fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/), (a, b) => {
+        if (a !== b) expect(folderOf(a).toLowerCase()).not.toBe(folderOf(b).toLowerCase())
+      }),
+      { numRuns: 2000 },
+    )
     const twins = ['Agent', 'agent', 'AGENT', 'aGeNt'].map(folderOf)
     expect(new Set(twins.map((t) => t.toLowerCase())).size).toBe(4)
     // Names we did not make are not sessions.
-    for (const name of ['s-..', 's-a/b', 's-CON', 's-agent.0', 's-agent.1.1', 's-agent.10', 'agent', 's-', '..', 's-a.g']) expect(idOfFolder(name)).toBeUndefined()
+    for (const name of ['s-..', 's-a/b', 's-CON', 's-agent.0', 's-agent.1.1', 's-agent.10', 'agent', 's-', '..', 's-a.g'])
+      expect(idOfFolder(name)).toBeUndefined()
   })
 
   it('folderOf refuses every string outside the id pattern (fast-check)', async () => {
-    fc.assert(fc.property(arbitraryId, (id) => {
-      let threw: unknown
-      try {
-        folderOf(id)
-      } catch (err) {
-        threw = err
-      }
-      if (SESSION_ID_PATTERN.test(id)) expect(threw).toBeUndefined()
-      else expect(isSessionfoldError(threw, 'INVALID_ARGUMENT')).toBe(true)
-    }), { numRuns: 5000 })
+    fc.assert(
+      fc.property(arbitraryId, (id) => {
+        let threw: unknown
+        try {
+          folderOf(id)
+        } catch (err) {
+          threw = err
+        }
+        if (SESSION_ID_PATTERN.test(id)) expect(threw).toBeUndefined()
+        else expect(isSessionfoldError(threw, 'INVALID_ARGUMENT')).toBe(true)
+      }),
+      { numRuns: 5000 },
+    )
   })
 
   for (const worker of [false, true]) {
@@ -110,25 +184,36 @@ describe('session ids never name a path outside the store', () => {
       const created = new Set<string>()
       let runs = 0
       try {
-        await fc.assert(fc.asyncProperty(arbitraryId, async (id) => {
-          runs++
-          const valid = SESSION_ID_PATTERN.test(id)
-          for (const call of [() => store.observe(id), () => store.openSession(id)] as (() => Promise<{ close(): Promise<void> }>)[]) {
-            const err = await Promise.resolve().then(call).then((h) => h.close(), (e: unknown) => e)
-            if (!valid) expect(isSessionfoldError(err, 'INVALID_ARGUMENT'), String(err)).toBe(true)
-            else expect(created.has(id) ? err === undefined : isSessionfoldError(err, 'SESSION_NOT_FOUND'), String(err)).toBe(true)
-          }
-          if (!valid) await expectCode(store.deleteSession(id), 'INVALID_ARGUMENT')
-          if (created.has(id)) return
-          const got = await store.createSession({ id }).then((s) => s, (e: unknown) => e)
-          if (!valid) {
-            expect(isSessionfoldError(got, 'INVALID_ARGUMENT'), String(got)).toBe(true)
-            return
-          }
-          expect(isSessionfoldError(got), String(got)).toBe(false)
-          created.add(id)
-          await (got as { close(): Promise<void> }).close()
-        }), { numRuns: worker ? 150 : 400 })
+        await fc.assert(
+          fc.asyncProperty(arbitraryId, async (id) => {
+            runs++
+            const valid = SESSION_ID_PATTERN.test(id)
+            for (const call of [() => store.observe(id), () => store.openSession(id)] as (() => Promise<{ close(): Promise<void> }>)[]) {
+              const err = await Promise.resolve()
+                .then(call)
+                .then(
+                  (h) => h.close(),
+                  (e: unknown) => e,
+                )
+              if (!valid) expect(isSessionfoldError(err, 'INVALID_ARGUMENT'), String(err)).toBe(true)
+              else expect(created.has(id) ? err === undefined : isSessionfoldError(err, 'SESSION_NOT_FOUND'), String(err)).toBe(true)
+            }
+            if (!valid) await expectCode(store.deleteSession(id), 'INVALID_ARGUMENT')
+            if (created.has(id)) return
+            const got = await store.createSession({ id }).then(
+              (s) => s,
+              (e: unknown) => e,
+            )
+            if (!valid) {
+              expect(isSessionfoldError(got, 'INVALID_ARGUMENT'), String(got)).toBe(true)
+              return
+            }
+            expect(isSessionfoldError(got), String(got)).toBe(false)
+            created.add(id)
+            await (got as { close(): Promise<void> }).close()
+          }),
+          { numRuns: worker ? 150 : 400 },
+        )
         // Nothing outside the store; inside it, one folder per created id, named by folderOf.
         const all = await tree(tmp)
         for (const p of all) {
@@ -177,10 +262,16 @@ describe('session ids never name a path outside the store', () => {
 describe('prototype pollution', () => {
   it('an app unit named like an Object.prototype member (valueOf, hasOwnProperty, isPrototypeOf, constructor) is pushed and read as a value', async () => {
     const keys = ['valueOf', 'hasOwnProperty', 'isPrototypeOf', 'propertyIsEnumerable', 'toString', 'constructor']
-    const units = keys.map((key) => defineProjection({
-      key, stateVersion: 1, stateSchema: z.number(), init: () => 0, apply: (n: number, e: SessionEvent) => (e.type === 'app/tick' ? n + 1 : n),
-      view: { schema: z.number(), view: (n: number) => n * 10 },
-    }))
+    const units = keys.map((key) =>
+      defineProjection({
+        key,
+        stateVersion: 1,
+        stateSchema: z.number(),
+        init: () => 0,
+        apply: (n: number, e: SessionEvent) => (e.type === 'app/tick' ? n + 1 : n),
+        view: { schema: z.number(), view: (n: number) => n * 10 },
+      }),
+    )
     const store = await openStore({ storage: 'memory', worker: false, projections: units })
     const s = await store.createSession({ id: 'keys' })
     const v = await store.observe('keys')
@@ -238,7 +329,10 @@ describe('prototype pollution', () => {
     const dir = join(tmp, 'store')
     let store = await openStore({ storage: 'fs', dir, worker: false })
     const s = await store.createSession({ id: 'h' })
-    await s.append([{ type: 'turn/start', time: 1 }, { type: 'turn/end', time: 4 }])
+    await s.append([
+      { type: 'turn/start', time: 1 },
+      { type: 'turn/end', time: 4 },
+    ])
     const refold = s.projections.snapshot().values
     await store.close()
     const folder = join(dir, 'sessions', folderOf('h'))
@@ -260,7 +354,10 @@ describe('prototype pollution', () => {
     const listed = await store.listSessions().catch((e: unknown) => e)
     if (Array.isArray(listed)) for (const h of listed) expect(Object.keys(h)).not.toContain('__proto__')
     else expect(isSessionfoldError(listed), String(listed)).toBe(true)
-    const err = await store.observe('h').then((x) => x.header, (e: unknown) => e)
+    const err = await store.observe('h').then(
+      (x) => x.header,
+      (e: unknown) => e,
+    )
     if (isSessionfoldError(err)) expect(err.code).toBe('CORRUPT_LOG')
     else expect(Object.keys(err as object)).not.toContain('__proto__')
     await store.close()
@@ -274,7 +371,17 @@ describe('a broken or hostile worker', () => {
   it('bad handles (header, snapshot, handle number) reject with PROJECTIONS_UNAVAILABLE naming the session', async () => {
     const store = await open()
     try {
-      for (const id of ['h-header-id', 'h-header-origin', 'h-header-extra', 'h-header-proto', 'h-snapshot-date', 'h-snapshot-proto', 'h-snapshot-seq', 'h-handle', 'h-null']) {
+      for (const id of [
+        'h-header-id',
+        'h-header-origin',
+        'h-header-extra',
+        'h-header-proto',
+        'h-snapshot-date',
+        'h-snapshot-proto',
+        'h-snapshot-seq',
+        'h-handle',
+        'h-null',
+      ]) {
         const err = await expectCode(store.createSession({ id }), 'PROJECTIONS_UNAVAILABLE')
         expect(err.message).toContain(`"${id}"`)
         unpolluted()
@@ -287,19 +394,37 @@ describe('a broken or hostile worker', () => {
     }
   })
 
-  it('bad frames stop that session\'s values with PROJECTIONS_UNAVAILABLE; others keep following', async () => {
+  it("bad frames stop that session's values with PROJECTIONS_UNAVAILABLE; others keep following", async () => {
     const store = await open()
     try {
       const fine = await store.createSession({ id: 'fine' })
-      const kinds = ['frame-proto', 'frame-date', 'frame-map', 'frame-catalog', 'frame-timing', 'frame-seq', 'frame-fault', 'frame-key', 'frame-id',
-        'frame-grown-catalog', 'frame-grown-gap', 'frame-grown-timing', 'frame-grown-both', 'frame-grown-date', 'frame-grown-proto']
+      const kinds = [
+        'frame-proto',
+        'frame-date',
+        'frame-map',
+        'frame-catalog',
+        'frame-timing',
+        'frame-seq',
+        'frame-fault',
+        'frame-key',
+        'frame-id',
+        'frame-grown-catalog',
+        'frame-grown-gap',
+        'frame-grown-timing',
+        'frame-grown-both',
+        'frame-grown-date',
+        'frame-grown-proto',
+      ]
       for (const id of kinds) {
         const s = await store.createSession({ id })
         const before = s.projections.snapshot().values
         const seen: ProjectionSnapshot[] = []
         s.projections.subscribe((snap) => seen.push(snap))
         // The append is durable; its handle's values cannot follow it, which the app is told.
-        const result = await s.append({ type: 'turn/start', time: 7 }).then((r) => r, (e: unknown) => e)
+        const result = await s.append({ type: 'turn/start', time: 7 }).then(
+          (r) => r,
+          (e: unknown) => e,
+        )
         if (!('firstSeq' in (result as object))) expect(isSessionfoldError(result, 'PROJECTIONS_UNAVAILABLE'), `${id}: ${String(result)}`).toBe(true)
         await until(() => s.projections.error !== undefined)
         expect(s.projections.error?.code, id).toBe('PROJECTIONS_UNAVAILABLE')
@@ -342,9 +467,12 @@ describe('a broken or hostile worker', () => {
         const s = await store.createSession({ id })
         await s.append({ type: 'x', data: { ok: true } })
         const got: SessionEvent[] = []
-        const err = await expectCode((async () => {
-          for await (const e of s.events()) got.push(e)
-        })(), 'PROJECTIONS_UNAVAILABLE')
+        const err = await expectCode(
+          (async () => {
+            for await (const e of s.events()) got.push(e)
+          })(),
+          'PROJECTIONS_UNAVAILABLE',
+        )
         expect(err.message).toContain(`"${id}"`)
         expect(got).toEqual([])
       }
@@ -362,8 +490,10 @@ describe('no eval, no new Function: a strict Content-Security-Policy holds', () 
   beforeAll(ensureBuilt, 120_000)
 
   const bundles = (): string[] => {
-    const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
-      d.isDirectory() ? files(join(dir, d.name)) : /\.(c?js|mjs)$/.test(d.name) ? [join(dir, d.name)] : [])
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+        d.isDirectory() ? files(join(dir, d.name)) : /\.(c?js|mjs)$/.test(d.name) ? [join(dir, d.name)] : [],
+      )
     return [...files(join(root, 'dist/node')), ...files(join(root, 'dist/browser'))]
   }
 
@@ -373,7 +503,9 @@ describe('no eval, no new Function: a strict Content-Security-Policy holds', () 
     expect(all).toContain(worker)
     for (const f of all) {
       // Code, not comments (zod's explain why it skips its probe under jitless).
-      const code = readFileSync(f, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+      const code = readFileSync(f, 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/^\s*\/\/.*$/gm, '')
       expect(code.match(/\beval\s*\(|new\s+Function\b|setTimeout\(\s*['"`]|setInterval\(\s*['"`]/g), f).toBeNull()
       expect(code.match(/\bFunction\b/g), f).toBeNull()
     }
@@ -383,7 +515,10 @@ describe('no eval, no new Function: a strict Content-Security-Policy holds', () 
   })
 
   it('the default browser worker constructs no Function and evaluates nothing while it works (zod runs jitless)', () => {
-    const r = spawnSync(process.execPath, [fileOf('no-eval-probe.mjs'), join(root, 'dist/browser/worker-entry.browser.js')], { encoding: 'utf8', timeout: 60_000 })
+    const r = spawnSync(process.execPath, [fileOf('no-eval-probe.mjs'), join(root, 'dist/browser/worker-entry.browser.js')], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
     expect(r.status, r.stderr).toBe(0)
     const out = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { made: string[]; catalog: string[]; children: string[]; events: number }
     expect(out.catalog).toEqual(['helper', 'CI']) // it worked: spawn, external, a cold read from the checkpoint

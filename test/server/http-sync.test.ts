@@ -36,7 +36,13 @@ async function open(name: string, options: OpenStoreOptions = {}): Promise<Store
   return store
 }
 
-interface Running { url: string; port: number; server: Server; stop(): Promise<void>; start(): Promise<void> }
+interface Running {
+  url: string
+  port: number
+  server: Server
+  stop(): Promise<void>
+  start(): Promise<void>
+}
 
 /** A node:http server with the sync handler over `store`, on 127.0.0.1 (a free port, or `port`). */
 async function serve(store: Store, port = 0, extra: Partial<Parameters<typeof createSyncHandler>[0]> = {}): Promise<Running> {
@@ -203,7 +209,7 @@ describe('HTTP sync between devices through a server (fs)', () => {
     await (await b.createSession({ id: 'u2-mine' })).append({ type: 'app/x' })
     await rb.whenSynced()
     expect((await b.listSessions()).map((h) => h.id)).toEqual(['u2-mine'])
-    const listed = await (await fetch(`${http.url}/sessions`, { headers: { authorization: 'Bearer user2' } })).json() as { sessions: { id: string }[] }
+    const listed = (await (await fetch(`${http.url}/sessions`, { headers: { authorization: 'Bearer user2' } })).json()) as { sessions: { id: string }[] }
     expect(listed.sessions.map((h) => h.id)).toEqual(['u2-mine'])
     const pulled = await (await fetch(`${http.url}/pull`, { headers: { authorization: 'Bearer user2' } })).text()
     expect(pulled).not.toContain('only user1')
@@ -220,7 +226,7 @@ describe('HTTP sync between devices through a server (fs)', () => {
     for (const path of ['/pull', '/sessions', '/live']) {
       const r = await fetch(`${http.url}${path}`)
       expect(r.status).toBe(401)
-      expect((await r.json() as { error: { code: string } }).error.code).toBe('UNAUTHORIZED')
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED')
     }
     expect((await fetch(`${http.url}/push`, { method: 'POST', body: JSON.stringify(c.batch) })).status).toBe(401)
     expect(await dumpStore(server)).toEqual(before)
@@ -240,13 +246,24 @@ describe('HTTP sync between devices through a server (fs)', () => {
     const header = { ...before['u1-there']!.header, id: 'u1-new' }
     const event = (seq: number, extra: object = {}) => ({ seq, type: 'app/e', time: 1, data: null, ...extra })
     const bodies: (string | Uint8Array)[] = [
-      'not json', '', '[]', 'null', '{"v":1}', '{"v":2,"sessions":[]}',
+      'not json',
+      '',
+      '[]',
+      'null',
+      '{"v":1}',
+      '{"v":2,"sessions":[]}',
       JSON.stringify({ v: 1, sessions: [{ header: { id: 'u1-x' }, from: 0, events: [] }] }),
       JSON.stringify({ v: 1, sessions: [{ header, from: 0, events: [event(0), event(2)] }] }),
       JSON.stringify({ v: 1, sessions: [{ header, from: 0, events: [event(0), event(1, { extra: 1 })] }] }),
       JSON.stringify({ v: 1, sessions: [{ header, from: 0, events: [event(0, { type: '' })] }] }),
       JSON.stringify({ v: 1, sessions: [{ header: { ...header, id: '../../etc' }, from: 0, events: [] }] }),
-      JSON.stringify({ v: 1, sessions: [{ header, from: 0, events: [event(0)] }, { header, from: 0, events: [] }] }),
+      JSON.stringify({
+        v: 1,
+        sessions: [
+          { header, from: 0, events: [event(0)] },
+          { header, from: 0, events: [] },
+        ],
+      }),
       `{"v":1,"sessions":[{"header":${JSON.stringify(header)},"from":0,"events":[${JSON.stringify(event(0)).replace('null', '{"__proto__":{"polluted":1}}')}]},{"header":{"id":"u1-y"},"from":0,"events":[]}]}`,
       JSON.stringify({ v: 1, sessions: [{ header, from: 0, events: [event(0, { data: 'x'.repeat(70 * 1024) })] }] }),
       new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]),
@@ -254,7 +271,7 @@ describe('HTTP sync between devices through a server (fs)', () => {
     for (const body of bodies) {
       const r = await fetch(`${http.url}/push`, { method: 'POST', body: body as BodyInit, headers: { authorization: 'Bearer user1' } })
       expect(r.status, String(body).slice(0, 80)).toBe(400)
-      const answer = await r.json() as { error: { code: string; message: string } }
+      const answer = (await r.json()) as { error: { code: string; message: string } }
       expect(['INVALID_ARGUMENT', 'EVENT_TOO_LARGE']).toContain(answer.error.code)
     }
     for (const query of ['?cursor=%%%', '?cursor=a.b', `?cursor=${'A'.repeat(5000)}`, '?wait=-1', '?wait=99999999', '?sessions=../x']) {
@@ -262,8 +279,13 @@ describe('HTTP sync between devices through a server (fs)', () => {
       expect(r.status, query).toBe(400)
     }
     // Cursors are sealed: one the server did not make (forged, another server's key) starts the caller over.
-    const fresh = await (await fetch(`${http.url}/pull`, { headers: { authorization: 'Bearer user1' } })).json() as { cursor: string; batch: { sessions: unknown[] } }
-    const forged = await (await fetch(`${http.url}/pull?cursor=bm90IGpzb24gYXQgYWxsLCBub3Qgc2VhbGVk`, { headers: { authorization: 'Bearer user1' } })).json() as { cursor: string; batch: { sessions: unknown[] } }
+    const fresh = (await (await fetch(`${http.url}/pull`, { headers: { authorization: 'Bearer user1' } })).json()) as {
+      cursor: string
+      batch: { sessions: unknown[] }
+    }
+    const forged = (await (
+      await fetch(`${http.url}/pull?cursor=bm90IGpzb24gYXQgYWxsLCBub3Qgc2VhbGVk`, { headers: { authorization: 'Bearer user1' } })
+    ).json()) as { cursor: string; batch: { sessions: unknown[] } }
     expect(forged.batch).toEqual(fresh.batch)
     expect(fresh.cursor).toMatch(/^[A-Za-z0-9_-]{40,}$/)
     expect(fresh.cursor).not.toContain('u1')
@@ -308,7 +330,13 @@ describe('HTTP sync between devices through a server (fs)', () => {
 
   it('refuses bad connect options with INVALID_ARGUMENT', async () => {
     const a = await open('a')
-    for (const [url, options] of [['ftp://x', {}], ['not a url', {}], ['http://127.0.0.1:1', { live: true, typo: 1 }], ['http://127.0.0.1:1', { sessions: ['../x'] }], ['http://127.0.0.1:1', { headers: 5 }]] as const) {
+    for (const [url, options] of [
+      ['ftp://x', {}],
+      ['not a url', {}],
+      ['http://127.0.0.1:1', { live: true, typo: 1 }],
+      ['http://127.0.0.1:1', { sessions: ['../x'] }],
+      ['http://127.0.0.1:1', { headers: 5 }],
+    ] as const) {
       expect(() => a.connect(url, options as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
     }
   })
@@ -329,7 +357,10 @@ describe.skipIf(!postgresBin())('HTTP sync over a PostgreSQL store, two server p
     const schema = `h${process.pid}`
     const s1 = await openStore({ storage: 'postgres', url, schema })
     const s2 = await openStore({ storage: 'postgres', url, schema })
-    cleanups.push(() => s1.close(), () => s2.close())
+    cleanups.push(
+      () => s1.close(),
+      () => s2.close(),
+    )
     const h1 = await serve(s1)
     const h2 = await serve(s2)
     const a = await open('a')

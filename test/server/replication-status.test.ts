@@ -44,8 +44,18 @@ async function open(name: string): Promise<Store> {
 }
 
 /** A request as the server saw it: when it came, from which device (the `x-device` header), and the status it was answered. */
-interface Logged { at: number; path: string; device: string | undefined; status?: number }
-interface Running { url: string; log: Logged[]; stop(): Promise<void>; start(): Promise<void> }
+interface Logged {
+  at: number
+  path: string
+  device: string | undefined
+  status?: number
+}
+interface Running {
+  url: string
+  log: Logged[]
+  stop(): Promise<void>
+  start(): Promise<void>
+}
 
 /** The sync handler (default options) over `store` on node:http; `stop` kills it: every connection dropped, nothing listening. */
 async function serve(store: Store, wrap: (handler: SyncHandler) => SyncHandler = (h) => h): Promise<Running> {
@@ -134,7 +144,10 @@ it('a refused token goes connecting → error, never online first, and sends not
   const server = await open('server')
   const http = await serve(server)
   for (const live of MODES) {
-    for (const [wrong, code, status] of [['nobody', 'UNAUTHORIZED', 401], ['blocked', 'FORBIDDEN', 403]] as const) {
+    for (const [wrong, code, status] of [
+      ['nobody', 'UNAUTHORIZED', 401],
+      ['blocked', 'FORBIDDEN', 403],
+    ] as const) {
       const device = `${wrong}-${live}`
       const a = await open(device)
       let token: string = wrong
@@ -198,7 +211,10 @@ it('after a 3 s outage, what was written offline goes with the first request tha
     const b = await open(`b-${live}`)
     const ra = a.connect(http.url, { headers: { ...AUTH, 'x-device': `a-${live}` }, ...modeOf(live) })
     const rb = b.connect(http.url, { headers: { ...AUTH, 'x-device': `b-${live}` }, ...modeOf(live) })
-    cleanups.push(() => ra.close(), () => rb.close())
+    cleanups.push(
+      () => ra.close(),
+      () => rb.close(),
+    )
     await Promise.all([ra.whenSynced(), rb.whenSynced()])
     await http.stop()
     const downAt = Date.now()
@@ -242,7 +258,10 @@ it('a server that answers but cannot serve is offline from the start, never onli
   // The server's store failing its reads, as a lost disk or database does.
   const failing = new Proxy(store, {
     get(target, key) {
-      if (key === 'changesSince' && fault === 'store') return async () => { throw new SessionfoldError('STORAGE_UNAVAILABLE', 'the disk went away') }
+      if (key === 'changesSince' && fault === 'store')
+        return async () => {
+          throw new SessionfoldError('STORAGE_UNAVAILABLE', 'the disk went away')
+        }
       const v = Reflect.get(target, key, target) as unknown
       return typeof v === 'function' ? v.bind(target) : v
     },
@@ -253,7 +272,13 @@ it('a server that answers but cannot serve is offline from the start, never onli
     if (fault === 'busy') return Response.json({ error: { code: 'RATE_LIMITED', message: 'slow down' } }, { status: 429 })
     return handler(request)
   })
-  const cases = [[undefined, 'store'], [true, 'store'], ['long-poll', 'store'], [true, 'cut'], [undefined, 'busy']] as const
+  const cases = [
+    [undefined, 'store'],
+    [true, 'store'],
+    ['long-poll', 'store'],
+    [true, 'cut'],
+    [undefined, 'busy'],
+  ] as const
   for (const [live, broken] of cases) {
     fault = broken
     const device = `d-${live}-${broken}`

@@ -37,7 +37,13 @@ async function open(name: string): Promise<Store> {
   return store
 }
 
-interface Running { url: string; requests: string[]; server: Server; stop(): Promise<void>; start(): Promise<void> }
+interface Running {
+  url: string
+  requests: string[]
+  server: Server
+  stop(): Promise<void>
+  start(): Promise<void>
+}
 
 /** The sync handler over `store` on node:http, 127.0.0.1; `requests` lists each request's path. */
 async function serve(store: Store, extra: Partial<SyncHandlerOptions> = {}): Promise<Running> {
@@ -117,11 +123,12 @@ function hostOver(store: Store, base: string, options: ConnectOptions, meta = ne
   return {
     imported,
     state: () => state,
-    synced: () => new Promise<void>((resolve) => {
-      waiting.push(resolve)
-      if (kick) kick()
-      else kicked = true
-    }),
+    synced: () =>
+      new Promise<void>((resolve) => {
+        waiting.push(resolve)
+        if (kick) kick()
+        else kicked = true
+      }),
     online: () => {
       if (kick) kick()
       else kicked = true
@@ -248,7 +255,10 @@ describe('store.connect through the worker', () => {
     // The server's store, refusing writes as a full disk does (test/postgres/full-disk.test.ts has the real one).
     const store = new Proxy(server, {
       get(target, key) {
-        if (key === 'applyChanges' && full) return async () => { throw new SessionfoldError('STORAGE_QUOTA_EXCEEDED', 'no space left on the device') }
+        if (key === 'applyChanges' && full)
+          return async () => {
+            throw new SessionfoldError('STORAGE_QUOTA_EXCEEDED', 'no space left on the device')
+          }
         const v = Reflect.get(target, key, target) as unknown
         return typeof v === 'function' ? v.bind(target) : v
       },
@@ -256,7 +266,11 @@ describe('store.connect through the worker', () => {
     const http = await serve(store)
     const a = await open('a')
     await (await a.createSession({ id: 'full' })).append([{ type: 'app/x' }, { type: 'app/y' }])
-    const response = await fetch(`${http.url}/push`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify((await a.changesSince(null)).batch) })
+    const response = await fetch(`${http.url}/push`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify((await a.changesSince(null)).batch),
+    })
     expect(response.status).toBe(507)
     expect(await response.json()).toMatchObject({ error: { code: 'STORAGE_QUOTA_EXCEEDED' } })
     const r = a.connect(http.url, { headers: AUTH, pollMs: 20, maxBackoffMs: 200 })
@@ -282,7 +296,7 @@ describe('store.connect through the worker', () => {
     const pull = async (base: string, cursor?: string) => {
       const response = await fetch(`${base}/pull${cursor ? `?cursor=${cursor}` : ''}`, { headers: AUTH })
       expect(response.status).toBe(200)
-      return await response.json() as { batch: ChangeBatch; cursor: string; done: boolean }
+      return (await response.json()) as { batch: ChangeBatch; cursor: string; done: boolean }
     }
     const first = await pull(one.url)
     expect(first.batch.sessions[0]!.events).toHaveLength(10)

@@ -43,7 +43,9 @@ it('a server killed mid-push, again and again, ends with every event of the devi
     // Writes keep coming while the server dies: 5 kills, each as a push arrives.
     const writing = (async () => {
       for (let round = 0; round < 40; round++) {
-        await Promise.all(sessions.map((s, i) => s.append(Array.from({ length: 50 }, (_, k) => ({ type: 'app/n', data: { i, round, k, pad: 'x'.repeat(150) } })))))
+        await Promise.all(
+          sessions.map((s, i) => s.append(Array.from({ length: 50 }, (_, k) => ({ type: 'app/n', data: { i, round, k, pad: 'x'.repeat(150) } })))),
+        )
         await new Promise((r) => setTimeout(r, 10))
       }
     })()

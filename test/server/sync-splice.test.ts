@@ -33,10 +33,13 @@ async function open(name: string): Promise<Store> {
 async function serve(store: Store): Promise<string> {
   const server = createServer(toNodeListener(createSyncHandler({ store, authorize: () => true })))
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  cleanups.push(() => new Promise<void>((resolve) => {
-    server.closeAllConnections()
-    server.close(() => resolve())
-  }))
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 

@@ -12,7 +12,7 @@ const dir = process.env.SESSIONFOLD_TEST_REJECTIONS
 
 function describeError(err) {
   const code = err?.code
-  const text = err instanceof Error ? err.stack ?? `${err.name}: ${err.message}` : String(err)
+  const text = err instanceof Error ? (err.stack ?? `${err.name}: ${err.message}`) : String(err)
   return typeof code === 'string' && !text.includes(code) ? `[${code}] ${text}` : text
 }
 

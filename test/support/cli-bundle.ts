@@ -34,9 +34,17 @@ export interface CliResult {
 }
 
 /** Runs the executable (its own shebang, as a shell would) with `stdin` fed to it. */
-export function runCli(file: string, args: string[], options: { stdin?: string | Buffer; cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+export function runCli(
+  file: string,
+  args: string[],
+  options: { stdin?: string | Buffer; cwd?: string; env?: Record<string, string> } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { cwd: options.cwd ?? root, stdio: ['pipe', 'pipe', 'pipe'], ...(options.env ? { env: { ...process.env, ...options.env } } : {}) })
+    const child = spawn(file, args, {
+      cwd: options.cwd ?? root,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(options.env ? { env: { ...process.env, ...options.env } } : {}),
+    })
     let out = ''
     let err = ''
     child.stdout.on('data', (c: Buffer) => (out += c.toString()))

@@ -24,7 +24,10 @@ export function markdownExamples(root: string, file: string): DocExample[] {
   for (const m of text.matchAll(/^( *)```(\w+)([^\n]*)\n([\s\S]*?)^\1```[ \t]*$/gm)) {
     const [, indent = '', lang = '', info = '', body = ''] = m
     if (!TS.has(lang)) continue
-    const code = body.split('\n').map((l) => (l.startsWith(indent) ? l.slice(indent.length) : l)).join('\n')
+    const code = body
+      .split('\n')
+      .map((l) => (l.startsWith(indent) ? l.slice(indent.length) : l))
+      .join('\n')
     const shows = /^\/\/ (examples\/\S+\.tsx?)\n/.exec(code)?.[1]
     found.push({ file, line: text.slice(0, m.index).split('\n').length + 1, code, info: info.trim().split(/\s+/).filter(Boolean), ...(shows ? { shows } : {}) })
   }
@@ -41,7 +44,10 @@ export function commentExamples(root: string, file: string): DocExample[] {
   const text = readFileSync(join(root, file), 'utf8')
   const found: DocExample[] = []
   for (const comment of text.matchAll(/\/\*\*[\s\S]*?\*\//g)) {
-    const lines = comment[0].slice(3, -2).split('\n').map((l) => l.replace(/^\s*\* ?/, ''))
+    const lines = comment[0]
+      .slice(3, -2)
+      .split('\n')
+      .map((l) => l.replace(/^\s*\* ?/, ''))
     const start = text.slice(0, comment.index).split('\n').length
     for (let i = 0; i < lines.length; i++) {
       const tag = /^@example\b ?(.*)$/.exec(lines[i]!)
@@ -68,7 +74,11 @@ export function commentExamples(root: string, file: string): DocExample[] {
 
 /** The TypeScript sources under `dirs` (declaration files aside), as paths relative to `root`. */
 export function sourcesUnder(root: string, dirs: string[]): string[] {
-  return dirs.flatMap((dir) => readdirSync(join(root, dir), { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && /\.tsx?$/.test(e.name) && !e.name.endsWith('.d.ts'))
-    .map((e) => relative(root, join(e.parentPath, e.name)))).sort()
+  return dirs
+    .flatMap((dir) =>
+      readdirSync(join(root, dir), { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile() && /\.tsx?$/.test(e.name) && !e.name.endsWith('.d.ts'))
+        .map((e) => relative(root, join(e.parentPath, e.name))),
+    )
+    .sort()
 }

@@ -16,7 +16,14 @@ export type FaultKind = (typeof FAULT_KINDS)[number]
 
 /** The default mix: about half of the requests meet a fault. */
 export const DEFAULT_FAULT_WEIGHTS: Readonly<Record<FaultKind, number>> = {
-  pass: 50, 'drop-request': 7, 'drop-response': 7, 'delay-request': 6, 'delay-response': 6, duplicate: 8, reorder: 7, 'cut-body': 9,
+  pass: 50,
+  'drop-request': 7,
+  'drop-response': 7,
+  'delay-request': 6,
+  'delay-response': 6,
+  duplicate: 8,
+  reorder: 7,
+  'cut-body': 9,
 }
 
 export interface FaultProxyOptions {
@@ -119,7 +126,14 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const port = upstream
     if (port === undefined) return Promise.reject(new Error('the server is down'))
     return new Promise((resolve, reject) => {
-      const out = httpRequest({ host: '127.0.0.1', port, method: req.method, path: req.path, agent: false, headers: { ...endToEnd(req.headers), 'content-length': String(req.body.length) } })
+      const out = httpRequest({
+        host: '127.0.0.1',
+        port,
+        method: req.method,
+        path: req.path,
+        agent: false,
+        headers: { ...endToEnd(req.headers), 'content-length': String(req.body.length) },
+      })
       const up: Upstream = {
         response: undefined as unknown as IncomingMessage,
         abort: () => {
@@ -236,7 +250,14 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
           if (mode === 'late') {
             // The copy arrives long after, when later requests have passed it.
             busy++
-            later(r.int(200, 3000), () => void forward(forwarded).then(discard).catch(() => {}).finally(() => busy--))
+            later(
+              r.int(200, 3000),
+              () =>
+                void forward(forwarded)
+                  .then(discard)
+                  .catch(() => {})
+                  .finally(() => busy--),
+            )
             return await relay(await forward(forwarded), res, r)
           }
           if (mode === 'sequential') {

@@ -25,10 +25,15 @@ export function spawnFixture(name: string, args: string[]): Child {
   return {
     process: p,
     send: (line) => p.stdin!.write(`${line}\n`),
-    line: () => (lines.length > 0 ? Promise.resolve(lines.shift()!) : Promise.race([
-      new Promise<string>((resolve) => waiting.push(resolve)),
-      exited.then(() => { throw new Error(`fixture ${name} exited`) }),
-    ])),
+    line: () =>
+      lines.length > 0
+        ? Promise.resolve(lines.shift()!)
+        : Promise.race([
+            new Promise<string>((resolve) => waiting.push(resolve)),
+            exited.then(() => {
+              throw new Error(`fixture ${name} exited`)
+            }),
+          ]),
     exited,
   }
 }

@@ -66,7 +66,10 @@ function statementWatch(onStatement: (text: string) => void): (chunk: Buffer) =>
       if (type === 'Q' || type === 'P') {
         done = true
         // Q: the query; P: a statement name, then the query (each NUL-terminated).
-        const fields = buffered.subarray(5, length + 1).toString('utf8').split('\0')
+        const fields = buffered
+          .subarray(5, length + 1)
+          .toString('utf8')
+          .split('\0')
         return onStatement((type === 'Q' ? fields[0] : fields[1]) ?? '')
       }
       buffered = buffered.subarray(length + 1)
@@ -128,10 +131,11 @@ export async function startPgProxy(targetPort: number, mode: ProxyMode = 'pass')
     cut() {
       for (const s of sockets) s.destroy()
     },
-    close: () => new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy()
-      server.close(() => resolve())
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => resolve())
+      }),
   }
   return proxy
 }

@@ -41,7 +41,9 @@ export function postgresBin(): string | undefined {
   if (process.env.PG_BIN) return process.env.PG_BIN
   const root = '/usr/lib/postgresql'
   if (!existsSync(root)) return undefined
-  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a))
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a))
   return versions.length > 0 ? join(root, versions[0]!, 'bin') : undefined
 }
 
@@ -74,7 +76,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<PgClus
   const dataDir = join(dir, 'data')
   const port = await freePort()
   await pg('initdb', ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--locale=C'])
-  const settings = Object.entries({ listen_addresses: '127.0.0.1', port: String(port), unix_socket_directories: dir, max_connections: '200', ...options.settings })
+  const settings = Object.entries({
+    listen_addresses: '127.0.0.1',
+    port: String(port),
+    unix_socket_directories: dir,
+    max_connections: '200',
+    ...options.settings,
+  })
   const serverArgs = settings.map(([k, v]) => `-c ${k}=${v}`).join(' ')
   const startServer = async () => {
     await pg('pg_ctl', ['-D', dataDir, '-o', serverArgs, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start'])
@@ -83,7 +91,21 @@ export async function startCluster(options: ClusterOptions = {}): Promise<PgClus
     await pg('pg_ctl', ['-D', dataDir, '-m', mode, '-w', '-t', '60', 'stop'])
   }
   const psql = async (sql: string, database = 'postgres') => {
-    const { stdout } = await run(join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', database, '-tA', '-v', 'ON_ERROR_STOP=1', '-c', sql])
+    const { stdout } = await run(join(bin, 'psql'), [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-U',
+      'postgres',
+      '-d',
+      database,
+      '-tA',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-c',
+      sql,
+    ])
     return stdout.trim()
   }
   await startServer()

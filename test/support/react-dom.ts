@@ -20,7 +20,7 @@ export async function settle(work?: () => Promise<unknown>, ms = 25): Promise<vo
 export async function until(check: () => boolean, work?: () => Promise<unknown>): Promise<void> {
   await act(async () => {
     await work?.()
-    for (const start = Date.now(); !check() && Date.now() - start < 10_000;) await new Promise((r) => setTimeout(r, 5))
+    for (const start = Date.now(); !check() && Date.now() - start < 10_000; ) await new Promise((r) => setTimeout(r, 5))
   })
 }
 

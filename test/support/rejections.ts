@@ -27,7 +27,7 @@ const currentTest = () => expect.getState().currentTestName
 /** An error as it is worth reading: its stack (or text), and the driver's or our code. */
 export function describeError(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code
-  const text = err instanceof Error ? err.stack ?? `${err.name}: ${err.message}` : String(err)
+  const text = err instanceof Error ? (err.stack ?? `${err.name}: ${err.message}`) : String(err)
   return typeof code === 'string' && !text.includes(code) ? `[${code}] ${text}` : text
 }
 
@@ -36,7 +36,9 @@ process.on('unhandledRejection', (reason) => {
 })
 process.on('worker', (worker: Worker) => {
   const test = currentTest()
-  worker.on('error', (err) => leaks.push({ test, what: `worker thread ${worker.threadId} failed (an uncaught error or unhandled rejection in it)`, detail: describeError(err) }))
+  worker.on('error', (err) =>
+    leaks.push({ test, what: `worker thread ${worker.threadId} failed (an uncaught error or unhandled rejection in it)`, detail: describeError(err) }),
+  )
 })
 
 // Node processes started from here load the hook (NODE_OPTIONS is inherited by children).

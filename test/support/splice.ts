@@ -53,11 +53,16 @@ export async function expectNoSplice(s: Store, d: Store): Promise<void> {
   const second = await d.applyChanges(two.batch)
   // The histories parted before the entry's first event: the conflict says so, with both chain values.
   expect(second.copiedEvents).toBe(0)
-  expect(second.conflicts).toEqual([{
-    id: 'talk', seq: 1, reason: 'event',
-    source: expect.objectContaining({ id: 'talk' }), target: expect.objectContaining({ id: 'talk' }),
-    chain: { at: 2, source: two.batch.sessions[0]!.chain, target: expect.stringMatching(/^[0-9a-f]{32}$/) },
-  }])
+  expect(second.conflicts).toEqual([
+    {
+      id: 'talk',
+      seq: 1,
+      reason: 'event',
+      source: expect.objectContaining({ id: 'talk' }),
+      target: expect.objectContaining({ id: 'talk' }),
+      chain: { at: 2, source: two.batch.sessions[0]!.chain, target: expect.stringMatching(/^[0-9a-f]{32}$/) },
+    },
+  ])
   expect(second.conflicts[0]!.chain!.target).not.toBe(second.conflicts[0]!.chain!.source)
   expect(await dumpStore(d)).toEqual(beforeD)
   expect(texts(await eventsOf(d, 'talk'))).toEqual(['common', 'D-1'])

@@ -156,7 +156,7 @@ export async function expectChainsFromLog(store: Store, model: V01Model): Promis
 
 /** The feed cursor after everything `store` holds now (the first walk over every session done). */
 async function feedHead(store: Store): Promise<ChangeCursor> {
-  for (let cursor: ChangeCursor | null = null; ;) {
+  for (let cursor: ChangeCursor | null = null; ; ) {
     const changes = await store.changesSince(cursor)
     cursor = changes.cursor
     if (changes.done) {
@@ -169,7 +169,7 @@ async function feedHead(store: Store): Promise<ChangeCursor> {
 /** The events `store` sends after `cursor`, by session and seq (a run sent again must hold the same events). */
 async function feedAfter(store: Store, cursor: ChangeCursor): Promise<Map<string, Map<number, SessionEvent>>> {
   const out = new Map<string, Map<number, SessionEvent>>()
-  for (let at = cursor; ;) {
+  for (let at = cursor; ; ) {
     const changes = await store.changesSince(at)
     expect(changes.failed).toEqual([])
     for (const entry of changes.batch.sessions) {
@@ -194,7 +194,10 @@ function expectSentSince(sent: Map<string, Map<number, SessionEvent>>, model: V0
   for (const [id, events] of model) {
     const got = sent.get(id) ?? new Map<number, SessionEvent>()
     for (const e of got.values()) expect(eventJson(e), `${id} seq ${e.seq} as sent`).toBe(eventJson(events[e.seq]!))
-    const missing = events.slice(since(id)).filter((e) => !got.has(e.seq)).map((e) => e.seq)
+    const missing = events
+      .slice(since(id))
+      .filter((e) => !got.has(e.seq))
+      .map((e) => e.seq)
     expect(missing, `events of ${id} written since the cursor and never sent`).toEqual([])
     if (only) expect([...got.keys()].filter((seq) => seq < since(id)).length, `events of ${id} sent again though written before the cursor`).toBe(0)
   }
@@ -260,8 +263,16 @@ export async function expectNewWrites(store: Store, manifest: V01Manifest, model
     { type: 'app/message', data: { role: 'assistant', text: 'Weiter geht’s 🚀', nested: { a: [1, { b: null }] } } as never, time: t(11) },
     { type: 'turn/end', data: { ok: true } as never, time: t(12) },
   ])
-  await appendTo(store, model, 'root-helper', [{ type: 'turn/start', data: { task: 'weiter' } as never, time: t(13) }, { type: 'turn/end', data: null as never, time: t(14) }])
-  await appendTo(store, model, 'long', Array.from({ length: 30 }, (_, i) => ({ type: 'app/message', data: { i, text: `after ${i}` } as never, time: t(20 + i) })))
+  await appendTo(store, model, 'root-helper', [
+    { type: 'turn/start', data: { task: 'weiter' } as never, time: t(13) },
+    { type: 'turn/end', data: null as never, time: t(14) },
+  ])
+  await appendTo(
+    store,
+    model,
+    'long',
+    Array.from({ length: 30 }, (_, i) => ({ type: 'app/message', data: { i, text: `after ${i}` } as never, time: t(20 + i) })),
+  )
 
   const root = await store.openSession('root')
   const kid = await root.spawn({ id: 'root-new', mode: 'one-shot', label: 'neu', events: [{ type: 'app/message', data: { text: 'hallo' }, time: t(60) }] })
@@ -274,7 +285,17 @@ export async function expectNewWrites(store: Store, manifest: V01Manifest, model
   const children = await view.listChildren({ recursive: true })
   await view.close()
   expect(children.slice(0, -1)).toEqual(manifest.sessions.root!.children)
-  expect(children.at(-1)).toEqual({ kind: 'child', id: 'root-new', parentId: 'root', depth: 0, createdAt: (await headerOf(store, 'root-new')).createdAt, activity: 'inactive', hasChildren: false, mode: 'one-shot', label: 'neu' })
+  expect(children.at(-1)).toEqual({
+    kind: 'child',
+    id: 'root-new',
+    parentId: 'root',
+    depth: 0,
+    createdAt: (await headerOf(store, 'root-new')).createdAt,
+    activity: 'inactive',
+    hasChildren: false,
+    mode: 'one-shot',
+    label: 'neu',
+  })
   expect(children).toContainEqual({ kind: 'diagnostic', id: 'root-doomed', parentId: 'root', depth: 0, reason: 'unavailable' })
 }
 

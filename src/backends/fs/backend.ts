@@ -37,7 +37,10 @@ export const fsBackend: Backend<FsConfig> = {
 }
 
 async function isStore(dir: string): Promise<boolean> {
-  return stat(sessionsDir(dir)).then((s) => s.isDirectory(), () => false)
+  return stat(sessionsDir(dir)).then(
+    (s) => s.isDirectory(),
+    () => false,
+  )
 }
 
 /** Asks lock files who holds a session; takes none (and makes no lock folder where there is none). */
@@ -48,7 +51,14 @@ function readOnlyLocks(dir: string): WriterLocks {
       throw new SessionfoldError('STORAGE_UNAVAILABLE', `session "${id}" cannot be opened for writing by a read-only command`, { sessionId: id })
     },
     isHeld: async (id: SessionId) => {
-      if (!probe && !(await stat(locksDir(dir)).then(() => true, () => false))) return false // no writer ever ran here
+      if (
+        !probe &&
+        !(await stat(locksDir(dir)).then(
+          () => true,
+          () => false,
+        ))
+      )
+        return false // no writer ever ran here
       probe ??= createFsLocks(dir)
       return probe.isHeld(id)
     },

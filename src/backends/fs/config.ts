@@ -6,7 +6,6 @@ export interface FsConfig {
   durability: 'strict' | 'relaxed'
 }
 
-
 export interface FsOptions {
   /** fs root folder (default '.sessionfold'). For storage 'fs' (memory takes it too); another storage rejects it. */
   dir?: string

@@ -21,9 +21,8 @@ export function storageError(err: unknown, id: SessionId | undefined, op: string
 
 /** CORRUPT_LOG for damage found at byte `offset` of a session's log file. */
 export function corrupt(log: { id: SessionId; dir: string }, offset: number, what: string, seq?: number): SessionfoldError {
-  return new SessionfoldError(
-    'CORRUPT_LOG',
-    `log of ${where(log.id, seq)} is damaged at byte ${offset} of ${join(log.dir, LOG_FILE)}: ${what}`,
-    { sessionId: log.id, seq },
-  )
+  return new SessionfoldError('CORRUPT_LOG', `log of ${where(log.id, seq)} is damaged at byte ${offset} of ${join(log.dir, LOG_FILE)}: ${what}`, {
+    sessionId: log.id,
+    seq,
+  })
 }

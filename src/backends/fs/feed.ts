@@ -47,10 +47,11 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
   let unsettled: string | undefined
 
   const open = () => (handle ??= fs.open(path, 'a'))
-  const settle = () => (boot ??= settleBoot().catch((err: unknown) => {
-    boot = undefined
-    throw err
-  }))
+  const settle = () =>
+    (boot ??= settleBoot().catch((err: unknown) => {
+      boot = undefined
+      throw err
+    }))
 
   async function settleBoot(): Promise<void> {
     const now = await bootIdentity(fs)
@@ -100,12 +101,17 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
     const made = join(tmpDir(root), `feed-id-${newFeedId()}`)
     await writeDurable(fs, made, newFeedId())
     try {
-      const linked = fs.link ? await fs.link(made, file).then(() => true, (err: unknown) => {
-        if (errno(err) === 'EEXIST') return true
-        // A file system without hard links (FAT, some network mounts): rename, as before.
-        if (['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes(errno(err) ?? '')) return false
-        throw err
-      }) : false
+      const linked = fs.link
+        ? await fs.link(made, file).then(
+            () => true,
+            (err: unknown) => {
+              if (errno(err) === 'EEXIST') return true
+              // A file system without hard links (FAT, some network mounts): rename, as before.
+              if (['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes(errno(err) ?? '')) return false
+              throw err
+            },
+          )
+        : false
       if (!linked && (await readOptional(file)) === undefined) await fs.rename(made, file)
     } finally {
       await fs.rm(made, { force: true })
@@ -161,10 +167,11 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
   }
 
   return {
-    id: () => (id ??= readId().catch((err: unknown) => {
-      id = undefined
-      throw err
-    })),
+    id: () =>
+      (id ??= readId().catch((err: unknown) => {
+        id = undefined
+        throw err
+      })),
     async head() {
       // After the last whole line: a record being written now is not counted in yet.
       const total = await size()

@@ -58,22 +58,30 @@ export function createFolders(
     for (const d of [sessions, tmp, trash]) await fs.mkdir(d, { recursive: true })
   })()
   ready.catch(() => {}) // reported by the first call that awaits it
-  const cleanup = ready.then(async () => {
-    if (readOnly) return
-    const now = Date.now()
-    for (const name of await fs.readdir(tmp)) {
-      const p = join(tmp, name)
-      const st = await fs.stat(p).catch(() => undefined)
-      if (st && now - st.mtimeMs > STALE_TMP_MS) await fs.rm(p, { recursive: true, force: true })
-    }
-    for (const name of await fs.readdir(trash)) await fs.rm(join(trash, name), { recursive: true, force: true })
-  }).catch(() => {})
+  const cleanup = ready
+    .then(async () => {
+      if (readOnly) return
+      const now = Date.now()
+      for (const name of await fs.readdir(tmp)) {
+        const p = join(tmp, name)
+        const st = await fs.stat(p).catch(() => undefined)
+        if (st && now - st.mtimeMs > STALE_TMP_MS) await fs.rm(p, { recursive: true, force: true })
+      }
+      for (const name of await fs.readdir(trash)) await fs.rm(join(trash, name), { recursive: true, force: true })
+    })
+    .catch(() => {})
 
   async function has(id: SessionId): Promise<boolean> {
-    return !isRemoving(id) && (await fs.stat(join(sessionDir(root, id), HEADER_FILE)).then(() => true, (err) => {
-      if (errno(err) === 'ENOENT') return false
-      throw err
-    }))
+    return (
+      !isRemoving(id) &&
+      (await fs.stat(join(sessionDir(root, id), HEADER_FILE)).then(
+        () => true,
+        (err) => {
+          if (errno(err) === 'ENOENT') return false
+          throw err
+        },
+      ))
+    )
   }
 
   async function headerOf(id: SessionId): Promise<SessionHeader | undefined> {

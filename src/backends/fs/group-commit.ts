@@ -88,7 +88,12 @@ export function createGroupCommit(
     } catch (err) {
       // Nothing of the group counts. If the cut fails too, the next write cuts first.
       log.fileSize = log.size + buf.length
-      await fh.truncate(log.size).then(() => { log.fileSize = log.size }, () => {})
+      await fh.truncate(log.size).then(
+        () => {
+          log.fileSize = log.size
+        },
+        () => {},
+      )
       throw err
     }
     index.addBatch(log, offsets)

@@ -27,7 +27,25 @@ import { createWriterHandles } from './writer-handles'
 
 export type { FsAdapterOptions, FsPromises } from './options'
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, LogStore, PutDurability, PutOptions, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type {
+  ChangeFeed,
+  CheckpointRow,
+  CheckpointUnitRow,
+  FeedEntry,
+  HistoryRow,
+  HistoryRows,
+  KeyRange,
+  KeyValueStore,
+  LogStore,
+  PutDurability,
+  PutOptions,
+  ReadRange,
+  RecordKey,
+  RecordReplacement,
+  RepairReport,
+  SessionInfo,
+  StorageAdapter,
+} from '../../storage/types'
 export type { EncodedEvent } from '../../core/validate'
 
 /** Operations (names given to run()) that change the store. */
@@ -54,13 +72,20 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
 
   /** Runs a public operation through the guard, once the store's folders are there. */
   function run<T>(op: string, id: SessionId | undefined, fn: () => Promise<T>): Promise<T> {
-    return guard.run(async () => {
-      if (settings.readOnly && WRITES.has(op)) {
-        throw new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${id === undefined ? 'the store' : where(id)} refused: the store at ${settings.root} is open read-only`, { sessionId: id })
-      }
-      await folders.ready
-      return fn()
-    }, (err) => storageError(err, id, op))
+    return guard.run(
+      async () => {
+        if (settings.readOnly && WRITES.has(op)) {
+          throw new SessionfoldError(
+            'STORAGE_UNAVAILABLE',
+            `${op} of ${id === undefined ? 'the store' : where(id)} refused: the store at ${settings.root} is open read-only`,
+            { sessionId: id },
+          )
+        }
+        await folders.ready
+        return fn()
+      },
+      (err) => storageError(err, id, op),
+    )
   }
 
   /** An operation on session `id`, once its id is checked. */
@@ -81,72 +106,83 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const log: LogStore = {
     kind: 'fs',
 
-    createSession: (header, seed = []) => run('create', undefined, async () => {
-      assertHeader(header)
-      assertSeed(header, seed)
-      await folders.create(header, seed)
-    }),
+    createSession: (header, seed = []) =>
+      run('create', undefined, async () => {
+        assertHeader(header)
+        assertSeed(header, seed)
+        await folders.create(header, seed)
+      }),
 
-    append: (id, batch) => onSession('append', id, async () => {
-      const log = await logOf(id, true)
-      if (batch.length === 0) return
-      return commit.append(log, batch)
-    }),
+    append: (id, batch) =>
+      onSession('append', id, async () => {
+        const log = await logOf(id, true)
+        if (batch.length === 0) return
+        return commit.append(log, batch)
+      }),
 
     async *readEvents(id, range) {
       const log = await onSession('read', id, () => logOf(id))
       yield* eventsOf(log, range)
     },
 
-    getSession: (id) => onSession('read', id, async (): Promise<SessionInfo | undefined> => {
-      await folders.settled(id) // named by the feed, its folder on its way (folders.ts)
-      const log = await logs.get(id)
-      if (!log) return undefined
-      if (log.flushing) await log.lastDone
-      if (log.damage) throw log.damage
-      return { header: structuredClone(log.header), length: log.length }
-    }),
+    getSession: (id) =>
+      onSession('read', id, async (): Promise<SessionInfo | undefined> => {
+        await folders.settled(id) // named by the feed, its folder on its way (folders.ts)
+        const log = await logs.get(id)
+        if (!log) return undefined
+        if (log.flushing) await log.lastDone
+        if (log.damage) throw log.damage
+        return { header: structuredClone(log.header), length: log.length }
+      }),
 
-    listSessions: (opts) => run('list', undefined, async () => {
-      const { after, limit } = resolveList(opts)
-      return folders.headersAfter(after, limit)
-    }),
+    listSessions: (opts) =>
+      run('list', undefined, async () => {
+        const { after, limit } = resolveList(opts)
+        return folders.headersAfter(after, limit)
+      }),
 
-    listIds: (opts) => run('list', undefined, async () => {
-      const { after, limit } = resolveList(opts)
-      return (await folders.idsAfter(after)).slice(0, limit)
-    }),
+    listIds: (opts) =>
+      run('list', undefined, async () => {
+        const { after, limit } = resolveList(opts)
+        return (await folders.idsAfter(after)).slice(0, limit)
+      }),
 
     deleteSession: (id) => onSession('delete', id, () => logs.remove(id, () => folders.remove(id))),
     feed: {
       id: () => run('feed read', undefined, () => feed.id()),
-      head: () => run('feed read', undefined, async () => {
-        const at = await feed.head()
-        await folders.settled() // sessions the feed names before `at` are in place for a walk after it
-        return at
-      }),
+      head: () =>
+        run('feed read', undefined, async () => {
+          const at = await feed.head()
+          await folders.settled() // sessions the feed names before `at` are in place for a walk after it
+          return at
+        }),
       read: (after, limit) => run('feed read', undefined, () => feed.read(after, limit)),
     },
 
-    replaceRecords: (id, replacement) => onSession('replace', id, async () => {
-      const log = await logOf(id)
-      await log.lastDone?.catch(() => {})
-      if (writing(log)) throw new SessionfoldError('SESSION_LOCKED', `replaceRecords of ${where(id)}: appends of this process are in flight (hold the writer lock)`, { sessionId: id })
-      try {
-        await replaceInLog(settings, log, replacement)
-      } finally {
-        logs.forget(log) // its writer handle, inode and header are the old file's: loaded afresh
-      }
-    }),
+    replaceRecords: (id, replacement) =>
+      onSession('replace', id, async () => {
+        const log = await logOf(id)
+        await log.lastDone?.catch(() => {})
+        if (writing(log))
+          throw new SessionfoldError('SESSION_LOCKED', `replaceRecords of ${where(id)}: appends of this process are in flight (hold the writer lock)`, {
+            sessionId: id,
+          })
+        try {
+          await replaceInLog(settings, log, replacement)
+        } finally {
+          logs.forget(log) // its writer handle, inode and header are the old file's: loaded afresh
+        }
+      }),
 
-    close: () => guard.close(async () => {
-      await folders.cleanup // its folders may still be in the making, its leftovers being removed
-      await Promise.allSettled([...logs.logs()].map((l) => l.flushing))
-      await Promise.allSettled([...logs.logs()].map(index.store))
-      await handles.closeAll()
-      await feed.close()
-      logs.clear()
-    }),
+    close: () =>
+      guard.close(async () => {
+        await folders.cleanup // its folders may still be in the making, its leftovers being removed
+        await Promise.allSettled([...logs.logs()].map((l) => l.flushing))
+        await Promise.allSettled([...logs.logs()].map(index.store))
+        await handles.closeAll()
+        await feed.close()
+        logs.clear()
+      }),
   }
   const kv: KeyValueStore = {
     get: (key) => run('record read', undefined, () => records.get(key)),

@@ -172,14 +172,16 @@ export function createFsLocks(dir: string): WriterLocks {
 export async function releaseThreadLocks(dir: string, thread: number): Promise<void> {
   const lockDir = locksDir(dir)
   const names = await readdir(lockDir).catch(() => [] as string[])
-  await Promise.all(names.map(async (name) => {
-    try {
-      // A lock it was about to link into place.
-      if (name.endsWith('.tmp') && name.includes(`.${process.pid}-${thread}-`)) return await unlink(join(lockDir, name))
-      const o = JSON.parse(await readFile(join(lockDir, name), 'utf8')) as Owner
-      if (o.pid === process.pid && o.thread === thread) await unlink(join(lockDir, name))
-    } catch {
-      // gone or unreadable: nothing of ours
-    }
-  }))
+  await Promise.all(
+    names.map(async (name) => {
+      try {
+        // A lock it was about to link into place.
+        if (name.endsWith('.tmp') && name.includes(`.${process.pid}-${thread}-`)) return await unlink(join(lockDir, name))
+        const o = JSON.parse(await readFile(join(lockDir, name), 'utf8')) as Owner
+        if (o.pid === process.pid && o.thread === thread) await unlink(join(lockDir, name))
+      } catch {
+        // gone or unreadable: nothing of ours
+      }
+    }),
+  )
 }

@@ -25,8 +25,7 @@ export function encodeIndex(entries: readonly number[]): Buffer {
 }
 
 /** The index of a log that is one batch from seq 0, its records at `offsets`. */
-export const indexOfBatch = (offsets: readonly number[]): Buffer =>
-  encodeIndex(offsets.filter((_, i) => i % INDEX_STRIDE === 0))
+export const indexOfBatch = (offsets: readonly number[]): Buffer => encodeIndex(offsets.filter((_, i) => i % INDEX_STRIDE === 0))
 
 /** True when a whole record of event `seq` starts at `offset`: how an entry is checked. */
 export async function recordIs(read: ReadAt, offset: number, seq: number, fileSize: number): Promise<boolean> {

@@ -19,11 +19,7 @@ const READ_CHUNK = 256 * 1024
 /** Events `range` of `log`, in pages of READ_PAGE. */
 export type ReadEvents = (log: Log, range: ReadRange | undefined) => AsyncGenerator<SessionEvent[]>
 
-export function createEventReader(
-  { fs }: Pick<FsSettings, 'fs'>,
-  index: Pick<OffsetIndex, 'rewrite'>,
-  guard: Pick<Guard, 'check'>,
-): ReadEvents {
+export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<OffsetIndex, 'rewrite'>, guard: Pick<Guard, 'check'>): ReadEvents {
   async function* readRange(log: Log, fh: FileHandle, from: number, to: number, signal?: AbortSignal): AsyncGenerator<SessionEvent[]> {
     let rebuilt = false
     for (;;) {

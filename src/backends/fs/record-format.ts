@@ -72,7 +72,10 @@ export const checksumHolds = (rec: Buffer): boolean => crc32(rec.subarray(4)) ==
 /** Positioned reads of a file, as much as is there. */
 export type ReadAt = (buf: Buffer, position: number) => Promise<number>
 
-export const readerOf = (fh: FileHandle): ReadAt => async (buf, position) => (await fh.read(buf, 0, buf.length, position)).bytesRead
+export const readerOf =
+  (fh: FileHandle): ReadAt =>
+  async (buf, position) =>
+    (await fh.read(buf, 0, buf.length, position)).bytesRead
 
 /** A buffered view of a file for walking records: buf[0] is file offset `pos`, bytes to `end`. */
 export interface Window {

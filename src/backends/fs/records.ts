@@ -164,7 +164,7 @@ export function createRecordFiles(
           for (const name of await names(metaDir(root))) if (META_NAME.test(name)) keys.push(flat([META_PART, name]))
         }
         if (prefix.length === 0 || prefix[0] === 'session') {
-          for (const id of await idsAfter(undefined)) keys.push(...await sessionKeys(id, undefined))
+          for (const id of await idsAfter(undefined)) keys.push(...(await sessionKeys(id, undefined)))
         }
       }
       return takeRange(keys.sort(compareIds), r)

@@ -6,7 +6,6 @@ export interface IndexedDbConfig {
   durability: 'strict' | 'relaxed'
 }
 
-
 export interface IndexedDbOptions {
   /** IndexedDB database name (default 'sessionfold'). For storage 'indexeddb' (memory takes it too); another storage rejects it. */
   name?: string

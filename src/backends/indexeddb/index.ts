@@ -7,22 +7,52 @@
  *
  * @module sessionfold/adapters/indexeddb
  */
-import { wrap } from 'idb'
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionEvent, SessionId } from '../../core/model'
 import { utf8Length, type EncodedEvent } from '../../core/validate'
 import {
-  alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
-  platformErrorCode, resolveList, resolveRange, toStorageError, feedAfter, newFeedId,
-  checkReplacement, sameLength,
+  alreadyExists,
+  assertContinues,
+  assertHeader,
+  assertSeed,
+  assertSessionId,
+  cancelled,
+  createGuard,
+  notFound,
+  platformErrorCode,
+  resolveList,
+  resolveRange,
+  toStorageError,
+  feedAfter,
+  checkReplacement,
+  sameLength,
 } from '../../storage/guard'
+import { IdbConnection } from './connection'
 import { isNamed, quiet, type Db, type StoreName, type Tx } from './schema'
 import { createIdbRecords, deleteRecordsOf } from './records'
 import { composeStorage } from '../../storage/records'
 import { READ_PAGE, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, LogStore, PutDurability, PutOptions, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type {
+  ChangeFeed,
+  CheckpointRow,
+  CheckpointUnitRow,
+  FeedEntry,
+  HistoryRow,
+  HistoryRows,
+  KeyRange,
+  KeyValueStore,
+  LogStore,
+  PutDurability,
+  PutOptions,
+  ReadRange,
+  RecordKey,
+  RecordReplacement,
+  RepairReport,
+  SessionInfo,
+  StorageAdapter,
+} from '../../storage/types'
 export type { EncodedEvent } from '../../core/validate'
 
 /** Options of {@link createIndexedDbAdapter}. */
@@ -60,45 +90,8 @@ interface PendingAppend {
 export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): StorageAdapter {
   const name = options.name ?? 'sessionfold'
   const durability = options.durability ?? 'strict'
-  let connection: Promise<Db> | undefined
+  const connection = new IdbConnection(name, VERSION, FEED_ID_KEY, options.indexedDB)
   const guard = createGuard('indexeddb')
-
-  const forget = (p: Promise<Db>) => {
-    if (connection === p) connection = undefined
-  }
-
-  // idb's openDB only knows the global factory, so this is openDB over `options.indexedDB`:
-  // the same upgrade, `terminated` ('close') and `blocking` ('versionchange') hooks.
-  const connect = (): Promise<Db> => {
-    if (connection) return connection
-    const p: Promise<Db> = (async () => {
-      const factory = options.indexedDB ?? globalThis.indexedDB
-      if (!factory) throw new SessionfoldError('STORAGE_UNAVAILABLE', 'IndexedDB is not available in this environment')
-      const request = factory.open(name, VERSION)
-      request.addEventListener('upgradeneeded', () => {
-        const raw = request.result
-        for (const store of ['sessions', 'events', 'checkpoints', 'meta', 'kv']) {
-          if (!raw.objectStoreNames.contains(store)) raw.createObjectStore(store)
-        }
-        if (!raw.objectStoreNames.contains('feed')) {
-          raw.createObjectStore('feed', { autoIncrement: true })
-          request.transaction!.objectStore('meta').put(newFeedId(), FEED_ID_KEY)
-        }
-      })
-      const db = (await wrap(request)) as unknown as Db
-      // The browser closed us (data cleared, database deleted): reopen on the next call.
-      db.addEventListener('close', () => forget(p))
-      // Another tab wants to upgrade or delete the database: step aside, reopen lazily.
-      db.addEventListener('versionchange', () => {
-        db.close()
-        forget(p)
-      })
-      return db
-    })()
-    p.catch(() => forget(p)) // a failed open is tried again by the next call
-    connection = p
-    return p
-  }
 
   const toError = (err: unknown, op: string, id: SessionId | undefined): SessionfoldError =>
     toStorageError(err, id, (code) => {
@@ -115,13 +108,13 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
   // transaction was aborted and wrote nothing, so the retry is safe.
   const withDb = async <T>(op: string, id: SessionId | undefined, body: (db: Db) => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
-      const p = connect()
+      const p = connection.connect()
       try {
         return await body(await p)
       } catch (err) {
         if (err instanceof SessionfoldError) throw err
-        const lost = platformErrorCode(err) !== 'STORAGE_QUOTA_EXCEEDED' && (connection !== p || isNamed(err, 'InvalidStateError'))
-        if (lost) forget(p)
+        const lost = platformErrorCode(err) !== 'STORAGE_QUOTA_EXCEEDED' && (!connection.isCurrent(p) || isNamed(err, 'InvalidStateError'))
+        if (lost) connection.forget(p)
         if (!lost || attempt > 1) throw toError(err, op, id)
       }
     }
@@ -136,7 +129,13 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
 
   // One transaction. When the body throws, the transaction is aborted (nothing half-written);
   // success waits for `complete`, never just a request's success.
-  const inTx = async <M extends IDBTransactionMode, T>(db: Db, stores: StoreName[], mode: M, body: (tx: Tx<M>) => Promise<T>, txDurability = durability): Promise<T> => {
+  const inTx = async <M extends IDBTransactionMode, T>(
+    db: Db,
+    stores: StoreName[],
+    mode: M,
+    body: (tx: Tx<M>) => Promise<T>,
+    txDurability = durability,
+  ): Promise<T> => {
     const tx = db.transaction(stores, mode, { durability: txDurability })
     const done = tx.done
     done.catch(() => {}) // awaited below; this only keeps an abort from going unhandled
@@ -149,7 +148,10 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       } catch {
         // already finished or aborting
       }
-      const cause = await done.then(() => undefined, (e: unknown) => e)
+      const cause = await done.then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       // The transaction aborted by itself (a quota reached, a failed disk): its pending
       // requests fail with a bare AbortError, and the abort's own error is what happened.
       throw isNamed(err, 'AbortError') && cause !== undefined && !isNamed(cause, 'AbortError') ? cause : err
@@ -185,37 +187,39 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     /** Appends refused on their own (they are told at once); the others land or fail together. */
     const refused = new Set<PendingAppend>()
     try {
-      await withDb('append to', ids.length === 1 ? ids[0] : undefined, (db) => inTx(db, ['sessions', 'events', 'feed'], 'readwrite', async (tx) => {
-        const landed: PendingAppend[] = []
-        const sessions = tx.objectStore('sessions')
-        const metas = new Map(await Promise.all(ids.map(async (id) => [id, await sessions.get(id)] as const)))
-        const before = new Map([...metas].map(([id, m]) => [id, m?.length ?? 0]))
-        const writes: Promise<unknown>[] = []
-        for (const p of group) {
-          const meta = metas.get(p.id)
-          try {
-            if (!meta) throw notFound(p.id)
-            assertContinues(p.id, p.batch, meta.length)
-          } catch (err) {
-            refused.add(p)
-            p.reject(err)
-            continue
+      await withDb('append to', ids.length === 1 ? ids[0] : undefined, (db) =>
+        inTx(db, ['sessions', 'events', 'feed'], 'readwrite', async (tx) => {
+          const landed: PendingAppend[] = []
+          const sessions = tx.objectStore('sessions')
+          const metas = new Map(await Promise.all(ids.map(async (id) => [id, await sessions.get(id)] as const)))
+          const before = new Map([...metas].map(([id, m]) => [id, m?.length ?? 0]))
+          const writes: Promise<unknown>[] = []
+          for (const p of group) {
+            const meta = metas.get(p.id)
+            try {
+              if (!meta) throw notFound(p.id)
+              assertContinues(p.id, p.batch, meta.length)
+            } catch (err) {
+              refused.add(p)
+              p.reject(err)
+              continue
+            }
+            landed.push(p)
+            writes.push(...putEvents(tx, p.id, p.batch))
+            meta.length += p.batch.length
           }
-          landed.push(p)
-          writes.push(...putEvents(tx, p.id, p.batch))
-          meta.length += p.batch.length
-        }
-        for (const id of new Set(landed.map((p) => p.id))) {
-          const meta = metas.get(id)!
-          writes.push(quiet(sessions.put(meta, id)))
-          writes.push(quiet(tx.objectStore('feed').add({ id, from: before.get(id)!, to: meta.length })))
-        }
-        // No more requests: ask for the commit now. Left to auto-commit, the transaction commits
-        // only once every put's result has come back to this thread and nothing new was asked
-        // (one more round trip to the browser's IndexedDB per group). A failed put still aborts it.
-        tx.commit()
-        await Promise.all(writes)
-      }))
+          for (const id of new Set(landed.map((p) => p.id))) {
+            const meta = metas.get(id)!
+            writes.push(quiet(sessions.put(meta, id)))
+            writes.push(quiet(tx.objectStore('feed').add({ id, from: before.get(id)!, to: meta.length })))
+          }
+          // No more requests: ask for the commit now. Left to auto-commit, the transaction commits
+          // only once every put's result has come back to this thread and nothing new was asked
+          // (one more round trip to the browser's IndexedDB per group). A failed put still aborts it.
+          tx.commit()
+          await Promise.all(writes)
+        }),
+      )
     } catch (err) {
       for (const p of group) if (!refused.has(p)) p.reject(ids.length === 1 || !(err instanceof SessionfoldError) ? err : inGroup(err, p.id))
       return
@@ -228,29 +232,39 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     new SessionfoldError(err.code, `append to ${where(id)} failed with the appends committed beside it: ${err.message}`, { sessionId: id, cause: err })
 
   const getInfo = (id: SessionId): Promise<SessionInfo | undefined> =>
-    withDb('read', id, (db) => inTx(db, ['sessions'], 'readonly', async (tx) => {
-      const meta = await tx.objectStore('sessions').get(id)
-      return meta && { header: meta.header, length: meta.length }
-    }))
+    withDb('read', id, (db) =>
+      inTx(db, ['sessions'], 'readonly', async (tx) => {
+        const meta = await tx.objectStore('sessions').get(id)
+        return meta && { header: meta.header, length: meta.length }
+      }),
+    )
 
   const log: LogStore = {
     kind: 'indexeddb',
-    createSession: (header, seed = []) => guard.run(async () => {
-      assertHeader(header)
-      assertSeed(header, seed)
-      const id = header.id
-      await withDb('create', id, (db) => inTx(db, ['sessions', 'events', 'feed'], 'readwrite', async (tx) => {
-        const sessions = tx.objectStore('sessions')
-        if ((await sessions.getKey(id)) !== undefined) throw alreadyExists(id)
-        const added = quiet(sessions.add({ header, length: seed.length }, id))
-        const fed = quiet(tx.objectStore('feed').add({ id, from: 0, to: seed.length }))
-        await Promise.all([added, fed, ...putEvents(tx, id, seed)])
-      }))
-    }),
-    append: (id, batch) => forSession(id, () => new Promise<void>((resolve, reject) => {
-      appends.push({ id, batch, resolve, reject })
-      if (flushing === undefined) flushing = flushAppends()
-    })),
+    createSession: (header, seed = []) =>
+      guard.run(async () => {
+        assertHeader(header)
+        assertSeed(header, seed)
+        const id = header.id
+        await withDb('create', id, (db) =>
+          inTx(db, ['sessions', 'events', 'feed'], 'readwrite', async (tx) => {
+            const sessions = tx.objectStore('sessions')
+            if ((await sessions.getKey(id)) !== undefined) throw alreadyExists(id)
+            const added = quiet(sessions.add({ header, length: seed.length }, id))
+            const fed = quiet(tx.objectStore('feed').add({ id, from: 0, to: seed.length }))
+            await Promise.all([added, fed, ...putEvents(tx, id, seed)])
+          }),
+        )
+      }),
+    append: (id, batch) =>
+      forSession(
+        id,
+        () =>
+          new Promise<void>((resolve, reject) => {
+            appends.push({ id, batch, resolve, reject })
+            if (flushing === undefined) flushing = flushAppends()
+          }),
+      ),
     async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
       guard.check()
       assertSessionId(id)
@@ -262,78 +276,116 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       for (let at = from; at < to; at += READ_PAGE) {
         if (range?.signal?.aborted) throw cancelled(id)
         const end = Math.min(to, at + READ_PAGE)
-        const page = await guard.run(() => withDb('read', id, (db) => inTx(db, ['sessions', 'events'], 'readonly', async (tx) => {
-          const meta = await tx.objectStore('sessions').get(id)
-          // Deleted, or deleted and created again, since the read began.
-          if (!meta || meta.header.createdAt !== info.header.createdAt || meta.length < end) throw notFound(id)
-          return tx.objectStore('events').getAll(IDBKeyRange.bound([id, at], [id, end - 1]), READ_PAGE)
-        })))
+        const page = await guard.run(() =>
+          withDb('read', id, (db) =>
+            inTx(db, ['sessions', 'events'], 'readonly', async (tx) => {
+              const meta = await tx.objectStore('sessions').get(id)
+              // Deleted, or deleted and created again, since the read began.
+              if (!meta || meta.header.createdAt !== info.header.createdAt || meta.length < end) throw notFound(id)
+              return tx.objectStore('events').getAll(IDBKeyRange.bound([id, at], [id, end - 1]), READ_PAGE)
+            }),
+          ),
+        )
         if (page.length !== end - at || page.some((e, i) => e.seq !== at + i)) {
-          throw new SessionfoldError('CORRUPT_LOG', `${where(id, at)}: events ${at}..${end - 1} are missing or out of order in IndexedDB`, { sessionId: id, seq: at })
+          throw new SessionfoldError('CORRUPT_LOG', `${where(id, at)}: events ${at}..${end - 1} are missing or out of order in IndexedDB`, {
+            sessionId: id,
+            seq: at,
+          })
         }
         yield page
       }
     },
     getSession: (id) => forSession(id, () => getInfo(id)),
-    listSessions: (options) => guard.run(async () => {
-      const { after, limit } = resolveList(options)
-      // Keys are ids, and IndexedDB orders strings by code unit: the order of compareIds.
-      const metas = await withDb('list', undefined, (db) => inTx(db, ['sessions'], 'readonly', (tx) =>
-        tx.objectStore('sessions').getAll(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit)))
-      return metas.map((m) => m.header)
-    }),
-    listIds: (options) => guard.run(async () => {
-      const { after, limit } = resolveList(options)
-      return withDb('list', undefined, (db) => inTx(db, ['sessions'], 'readonly', (tx) =>
-        tx.objectStore('sessions').getAllKeys(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit))) as Promise<SessionId[]>
-    }),
-    deleteSession: (id) => forSession(id, async () => {
-      await withDb('delete', id, (db) => inTx(db, ['sessions', 'events', 'checkpoints', 'kv'], 'readwrite', async (tx) => {
-        await Promise.all([
-          deleteRecordsOf(tx, id),
-          quiet(tx.objectStore('sessions').delete(id)),
-          quiet(tx.objectStore('events').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
-        ])
-      }))
-    }),
-    feed: {
-      id: () => guard.run(() => withDb('read the feed of', undefined, (db) => inTx(db, ['meta'], 'readonly', async (tx) => {
-        const id = await tx.objectStore('meta').get(FEED_ID_KEY)
-        if (id === undefined) throw new SessionfoldError('CORRUPT_LOG', `IndexedDB database "${name}" has a feed without its identity`)
-        return id
-      }))),
-      head: () => guard.run(() => withDb('read the feed of', undefined, (db) => inTx(db, ['feed'], 'readonly', async (tx) => {
-        const last = await tx.objectStore('feed').openKeyCursor(null, 'prev')
-        return last ? String(last.key) : ''
-      }))),
-      read: (after, limit) => guard.run(async () => {
-        const start = feedAfter(after, Number.MAX_SAFE_INTEGER)
-        return withDb('read the feed of', undefined, (db) => inTx(db, ['feed'], 'readonly', async (tx) => {
-          const range = IDBKeyRange.lowerBound(start, true)
-          const [keys, values] = await Promise.all([tx.objectStore('feed').getAllKeys(range, limit), tx.objectStore('feed').getAll(range, limit)])
-          return values.map((v, i) => ({ at: String(keys[i]), id: v.id, from: v.from, to: v.to }))
-        }))
+    listSessions: (options) =>
+      guard.run(async () => {
+        const { after, limit } = resolveList(options)
+        // Keys are ids, and IndexedDB orders strings by code unit: the order of compareIds.
+        const metas = await withDb('list', undefined, (db) =>
+          inTx(db, ['sessions'], 'readonly', (tx) =>
+            tx.objectStore('sessions').getAll(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit),
+          ),
+        )
+        return metas.map((m) => m.header)
       }),
+    listIds: (options) =>
+      guard.run(async () => {
+        const { after, limit } = resolveList(options)
+        return withDb('list', undefined, (db) =>
+          inTx(db, ['sessions'], 'readonly', (tx) =>
+            tx.objectStore('sessions').getAllKeys(after === undefined ? null : IDBKeyRange.lowerBound(after, true), limit),
+          ),
+        ) as Promise<SessionId[]>
+      }),
+    deleteSession: (id) =>
+      forSession(id, async () => {
+        await withDb('delete', id, (db) =>
+          inTx(db, ['sessions', 'events', 'checkpoints', 'kv'], 'readwrite', async (tx) => {
+            await Promise.all([
+              deleteRecordsOf(tx, id),
+              quiet(tx.objectStore('sessions').delete(id)),
+              quiet(tx.objectStore('events').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
+            ])
+          }),
+        )
+      }),
+    feed: {
+      id: () =>
+        guard.run(() =>
+          withDb('read the feed of', undefined, (db) =>
+            inTx(db, ['meta'], 'readonly', async (tx) => {
+              const id = await tx.objectStore('meta').get(FEED_ID_KEY)
+              if (id === undefined) throw new SessionfoldError('CORRUPT_LOG', `IndexedDB database "${name}" has a feed without its identity`)
+              return id
+            }),
+          ),
+        ),
+      head: () =>
+        guard.run(() =>
+          withDb('read the feed of', undefined, (db) =>
+            inTx(db, ['feed'], 'readonly', async (tx) => {
+              const last = await tx.objectStore('feed').openKeyCursor(null, 'prev')
+              return last ? String(last.key) : ''
+            }),
+          ),
+        ),
+      read: (after, limit) =>
+        guard.run(async () => {
+          const start = feedAfter(after, Number.MAX_SAFE_INTEGER)
+          return withDb('read the feed of', undefined, (db) =>
+            inTx(db, ['feed'], 'readonly', async (tx) => {
+              const range = IDBKeyRange.lowerBound(start, true)
+              const [keys, values] = await Promise.all([tx.objectStore('feed').getAllKeys(range, limit), tx.objectStore('feed').getAll(range, limit)])
+              return values.map((v, i) => ({ at: String(keys[i]), id: v.id, from: v.from, to: v.to }))
+            }),
+          )
+        }),
     },
     // In one transaction: every record and the header, or nothing.
-    replaceRecords: (id, replacement) => forSession(id, () => withDb('replace records of', id, (db) => inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
-      const [meta, events] = [await tx.objectStore('sessions').get(id), tx.objectStore('events')]
-      if (!meta) throw notFound(id)
-      const header = checkReplacement(id, replacement, meta)
-      const stored = await Promise.all(replacement.records.map((r) => quiet(events.get([id, r.event.seq]))))
-      replacement.records.forEach((r, i) => sameLength(id, r.event.seq, stored[i] && utf8Length(JSON.stringify(stored[i])), r.json))
-      const writes: Promise<unknown>[] = replacement.records.map((r) => quiet(events.put(r.event, [id, r.event.seq])))
-      if (header) writes.push(quiet(tx.objectStore('sessions').put({ header, length: meta.length }, id)))
-      await Promise.all(writes)
-    }))),
-    close: () => guard.close(async () => {
-      const p = connection
-      connection = undefined
-      if (p) (await p.catch(() => undefined))?.close()
-    }),
+    replaceRecords: (id, replacement) =>
+      forSession(id, () =>
+        withDb('replace records of', id, (db) =>
+          inTx(db, ['sessions', 'events'], 'readwrite', async (tx) => {
+            const [meta, events] = [await tx.objectStore('sessions').get(id), tx.objectStore('events')]
+            if (!meta) throw notFound(id)
+            const header = checkReplacement(id, replacement, meta)
+            const stored = await Promise.all(replacement.records.map((r) => quiet(events.get([id, r.event.seq]))))
+            replacement.records.forEach((r, i) => sameLength(id, r.event.seq, stored[i] && utf8Length(JSON.stringify(stored[i])), r.json))
+            const writes: Promise<unknown>[] = replacement.records.map((r) => quiet(events.put(r.event, [id, r.event.seq])))
+            if (header) writes.push(quiet(tx.objectStore('sessions').put({ header, length: meta.length }, id)))
+            await Promise.all(writes)
+          }),
+        ),
+      ),
+    close: () =>
+      guard.close(async () => {
+        await connection.close()
+      }),
   }
   const kv = createIdbRecords({ run: (op, id, body) => guard.run(() => withDb(op, id, body)), inTx, durability })
   return composeStorage(log, kv, {
-    exists: (id) => forSession(id, () => withDb('read', id, (db) => inTx(db, ['sessions'], 'readonly', async (tx) => (await tx.objectStore('sessions').getKey(id)) !== undefined))),
+    exists: (id) =>
+      forSession(id, () =>
+        withDb('read', id, (db) => inTx(db, ['sessions'], 'readonly', async (tx) => (await tx.objectStore('sessions').getKey(id)) !== undefined)),
+      ),
   })
 }

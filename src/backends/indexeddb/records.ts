@@ -23,11 +23,12 @@ const rangeOf = (id: SessionId) => IDBKeyRange.bound(sessionPrefix(id), `${sessi
 const META_NAME = /^[A-Za-z0-9_-]{1,128}$/
 
 /** Deletes session `id`'s records in `tx` (which has the kv and checkpoints stores). */
-export const deleteRecordsOf = (tx: Tx<'readwrite'>, id: SessionId): Promise<unknown> => Promise.all([
-  quiet(tx.objectStore('kv').delete(rangeOf(id))),
-  quiet(tx.objectStore('checkpoints').delete(id)),
-  quiet(tx.objectStore('checkpoints').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
-])
+export const deleteRecordsOf = (tx: Tx<'readwrite'>, id: SessionId): Promise<unknown> =>
+  Promise.all([
+    quiet(tx.objectStore('kv').delete(rangeOf(id))),
+    quiet(tx.objectStore('checkpoints').delete(id)),
+    quiet(tx.objectStore('checkpoints').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
+  ])
 
 /** Where a key is stored: its object store and its key there. */
 type Place = { store: 'kv'; key: string } | { store: 'checkpoints'; key: SessionId | [SessionId, number] } | { store: 'meta'; key: string }
@@ -42,62 +43,83 @@ function placeOf(key: RecordKey): Place {
 
 /** The flat key of a `checkpoints` store's key. */
 const rowFlat = (k: IDBValidKey): string =>
-  typeof k === 'string' ? flat(['session', k, CHECKPOINT_PART]) : flat(['session', (k as [string, number])[0], HISTORY_PART, positionPart((k as [string, number])[1])])
+  typeof k === 'string'
+    ? flat(['session', k, CHECKPOINT_PART])
+    : flat(['session', (k as [string, number])[0], HISTORY_PART, positionPart((k as [string, number])[1])])
 
 export function createIdbRecords({ run, inTx, durability }: RecordDb): KeyValueStore {
   return {
-    get: (key) => run('read record of', undefined, async (db) => {
-      assertKey(key)
-      const p = placeOf(key)
-      return inTx(db, [p.store], 'readonly', async (tx) => {
-        if (p.store !== 'checkpoints') return tx.objectStore(p.store).get(p.key)
-        const row = await tx.objectStore('checkpoints').get(p.key)
-        return row === undefined ? undefined : JSON.stringify(row)
-      })
-    }),
-    put: (key, value, options) => run('write record of', undefined, async (db) => {
-      assertKey(key)
-      const owner = sessionOfKey(key)
-      const p = placeOf(key)
-      let row: unknown
-      if (p.store === 'checkpoints') {
-        try {
-          row = JSON.parse(value)
-        } catch {
-          throw new SessionfoldError('INVALID_ARGUMENT', `record ${flat(key)} holds a row, and its value is not JSON`)
+    get: (key) =>
+      run('read record of', undefined, async (db) => {
+        assertKey(key)
+        const p = placeOf(key)
+        return inTx(db, [p.store], 'readonly', async (tx) => {
+          if (p.store !== 'checkpoints') return tx.objectStore(p.store).get(p.key)
+          const row = await tx.objectStore('checkpoints').get(p.key)
+          return row === undefined ? undefined : JSON.stringify(row)
+        })
+      }),
+    put: (key, value, options) =>
+      run('write record of', undefined, async (db) => {
+        assertKey(key)
+        const owner = sessionOfKey(key)
+        const p = placeOf(key)
+        let row: unknown
+        if (p.store === 'checkpoints') {
+          try {
+            row = JSON.parse(value)
+          } catch {
+            throw new SessionfoldError('INVALID_ARGUMENT', `record ${flat(key)} holds a row, and its value is not JSON`)
+          }
         }
-      }
-      // A relaxed commit unless the put is 'durable' (rows and records are caches; a relaxed
-      // transaction is still whole), checked against the session in the same transaction.
-      await inTx(db, ['sessions', p.store], 'readwrite', async (tx) => {
-        if (owner !== undefined && (await tx.objectStore('sessions').getKey(owner)) === undefined) throw notFoundForKey(owner, key)
-        if (p.store === 'checkpoints') await quiet(tx.objectStore('checkpoints').put(row as never, p.key))
-        else await quiet(tx.objectStore(p.store).put(value, p.key))
-      }, options?.durability === 'durable' ? durability : 'relaxed')
-    }),
-    delete: (key) => run('delete record of', undefined, async (db) => {
-      assertKey(key)
-      const p = placeOf(key)
-      await inTx(db, [p.store], 'readwrite', (tx) => tx.objectStore(p.store).delete(p.key), 'relaxed')
-    }),
-    list: (prefix, range) => run('list records of', undefined, async (db) => {
-      const r = resolveKeyRange(prefix, range)
-      const owner = prefix.length >= 2 ? sessionOfKey([...prefix.slice(0, 2), 'x']) : undefined
-      const lower = r.after !== undefined && r.after >= r.prefix ? IDBKeyRange.bound(r.after, `${r.prefix}\uffff`, true) : IDBKeyRange.bound(r.prefix, `${r.prefix}\uffff`)
-      return inTx(db, ['kv', 'checkpoints', 'meta'], 'readonly', async (tx) => {
-        const keys = (await tx.objectStore('kv').getAllKeys(lower, r.limit)) as string[]
-        // The store's rows: a session's, or every session's and the meta records.
-        const part = prefix[2]
-        if (owner !== undefined && part !== CHECKPOINT_PART && part !== HISTORY_PART && part !== undefined) return takeRange(keys, r)
-        const rows = owner !== undefined
-          ? [...(await tx.objectStore('checkpoints').getAllKeys(owner)), ...(await tx.objectStore('checkpoints').getAllKeys(IDBKeyRange.bound([owner, 0], [owner, Infinity])))]
-          : prefix.length === 0 || prefix[0] === 'session' ? await tx.objectStore('checkpoints').getAllKeys() : []
-        keys.push(...rows.map(rowFlat))
-        if (prefix.length === 0 || prefix[0] === META_PART) {
-          for (const k of await tx.objectStore('meta').getAllKeys()) if (typeof k === 'string' && META_NAME.test(k)) keys.push(flat([META_PART, k]))
-        }
-        return takeRange(keys.sort(), r)
-      })
-    }),
+        // A relaxed commit unless the put is 'durable' (rows and records are caches; a relaxed
+        // transaction is still whole), checked against the session in the same transaction.
+        await inTx(
+          db,
+          ['sessions', p.store],
+          'readwrite',
+          async (tx) => {
+            if (owner !== undefined && (await tx.objectStore('sessions').getKey(owner)) === undefined) throw notFoundForKey(owner, key)
+            if (p.store === 'checkpoints') await quiet(tx.objectStore('checkpoints').put(row as never, p.key))
+            else await quiet(tx.objectStore(p.store).put(value, p.key))
+          },
+          options?.durability === 'durable' ? durability : 'relaxed',
+        )
+      }),
+    delete: (key) =>
+      run('delete record of', undefined, async (db) => {
+        assertKey(key)
+        const p = placeOf(key)
+        await inTx(db, [p.store], 'readwrite', (tx) => tx.objectStore(p.store).delete(p.key), 'relaxed')
+      }),
+    list: (prefix, range) =>
+      run('list records of', undefined, async (db) => {
+        const r = resolveKeyRange(prefix, range)
+        const owner = prefix.length >= 2 ? sessionOfKey([...prefix.slice(0, 2), 'x']) : undefined
+        const lower =
+          r.after !== undefined && r.after >= r.prefix
+            ? IDBKeyRange.bound(r.after, `${r.prefix}\uffff`, true)
+            : IDBKeyRange.bound(r.prefix, `${r.prefix}\uffff`)
+        return inTx(db, ['kv', 'checkpoints', 'meta'], 'readonly', async (tx) => {
+          const keys = (await tx.objectStore('kv').getAllKeys(lower, r.limit)) as string[]
+          // The store's rows: a session's, or every session's and the meta records.
+          const part = prefix[2]
+          if (owner !== undefined && part !== CHECKPOINT_PART && part !== HISTORY_PART && part !== undefined) return takeRange(keys, r)
+          const rows =
+            owner !== undefined
+              ? [
+                  ...(await tx.objectStore('checkpoints').getAllKeys(owner)),
+                  ...(await tx.objectStore('checkpoints').getAllKeys(IDBKeyRange.bound([owner, 0], [owner, Infinity]))),
+                ]
+              : prefix.length === 0 || prefix[0] === 'session'
+                ? await tx.objectStore('checkpoints').getAllKeys()
+                : []
+          keys.push(...rows.map(rowFlat))
+          if (prefix.length === 0 || prefix[0] === META_PART) {
+            for (const k of await tx.objectStore('meta').getAllKeys()) if (typeof k === 'string' && META_NAME.test(k)) keys.push(flat([META_PART, k]))
+          }
+          return takeRange(keys.sort(), r)
+        })
+      }),
   }
 }

@@ -9,16 +9,51 @@
 import type { SessionEvent, SessionHeader, SessionId } from '../../core/model'
 import { utf8Length, type EncodedEvent } from '../../core/validate'
 import {
-  alreadyExists, assertContinues, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound,
-  resolveList, resolveRange,
+  alreadyExists,
+  assertContinues,
+  assertHeader,
+  assertSeed,
+  assertSessionId,
+  cancelled,
+  createGuard,
+  notFound,
+  resolveList,
+  resolveRange,
 } from '../../storage/guard'
 import { checkReplacement, feedAfter, newFeedId, sameLength } from '../../storage/guard'
 import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange } from '../../storage/kv'
 import { composeStorage } from '../../storage/records'
-import { READ_PAGE, compareIds, type FeedEntry, type KeyValueStore, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
+import {
+  READ_PAGE,
+  compareIds,
+  type FeedEntry,
+  type KeyValueStore,
+  type LogStore,
+  type ReadRange,
+  type SessionInfo,
+  type StorageAdapter,
+} from '../../storage/types'
 
 // The storage contract, for code that uses an adapter directly.
-export type { ChangeFeed, CheckpointRow, CheckpointUnitRow, FeedEntry, HistoryRow, HistoryRows, KeyRange, KeyValueStore, LogStore, PutDurability, PutOptions, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type {
+  ChangeFeed,
+  CheckpointRow,
+  CheckpointUnitRow,
+  FeedEntry,
+  HistoryRow,
+  HistoryRows,
+  KeyRange,
+  KeyValueStore,
+  LogStore,
+  PutDurability,
+  PutOptions,
+  ReadRange,
+  RecordKey,
+  RecordReplacement,
+  RepairReport,
+  SessionInfo,
+  StorageAdapter,
+} from '../../storage/types'
 export type { EncodedEvent } from '../../core/validate'
 
 interface Stored {
@@ -48,24 +83,29 @@ export function createMemoryAdapter(): StorageAdapter {
     return s
   }
   const idsAfter = (after: SessionId | undefined, limit: number): SessionId[] =>
-    [...sessions.keys()].filter((id) => after === undefined || id > after).sort(compareIds).slice(0, limit)
+    [...sessions.keys()]
+      .filter((id) => after === undefined || id > after)
+      .sort(compareIds)
+      .slice(0, limit)
 
   const log: LogStore = {
     kind: 'memory',
-    createSession: (header, seed = []) => guard.run(async () => {
-      assertHeader(header)
-      assertSeed(header, seed)
-      if (sessions.has(header.id)) throw alreadyExists(header.id)
-      sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json) })
-      feed.push({ id: header.id, from: 0, to: seed.length })
-    }),
-    append: (id, batch: readonly EncodedEvent[]) => guard.run(async () => {
-      const s = get(id)
-      assertContinues(id, batch, s.events.length)
-      if (batch.length === 0) return
-      feed.push({ id, from: s.events.length, to: s.events.length + batch.length })
-      for (const e of batch) s.events.push(e.json)
-    }),
+    createSession: (header, seed = []) =>
+      guard.run(async () => {
+        assertHeader(header)
+        assertSeed(header, seed)
+        if (sessions.has(header.id)) throw alreadyExists(header.id)
+        sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json) })
+        feed.push({ id: header.id, from: 0, to: seed.length })
+      }),
+    append: (id, batch: readonly EncodedEvent[]) =>
+      guard.run(async () => {
+        const s = get(id)
+        assertContinues(id, batch, s.events.length)
+        if (batch.length === 0) return
+        feed.push({ id, from: s.events.length, to: s.events.length + batch.length })
+        for (const e of batch) s.events.push(e.json)
+      }),
     async *readEvents(id, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
       guard.check()
       const s = get(id)
@@ -76,61 +116,71 @@ export function createMemoryAdapter(): StorageAdapter {
         yield s.events.slice(at, Math.min(to, at + READ_PAGE)).map((j) => JSON.parse(j) as SessionEvent)
       }
     },
-    getSession: (id) => guard.run(async (): Promise<SessionInfo | undefined> => {
-      assertSessionId(id)
-      const s = sessions.get(id)
-      return s && { header: structuredClone(s.header), length: s.events.length }
-    }),
-    listSessions: (options) => guard.run(async () => {
-      const { after, limit } = resolveList(options)
-      return idsAfter(after, limit).map((id) => structuredClone(sessions.get(id)!.header))
-    }),
-    listIds: (options) => guard.run(async () => {
-      const { after, limit } = resolveList(options)
-      return idsAfter(after, limit)
-    }),
-    deleteSession: (id) => guard.run(async () => {
-      assertSessionId(id)
-      sessions.delete(id)
-      const own = sessionPrefix(id)
-      for (const k of [...records.keys()]) if (k.startsWith(own)) records.delete(k)
-    }),
+    getSession: (id) =>
+      guard.run(async (): Promise<SessionInfo | undefined> => {
+        assertSessionId(id)
+        const s = sessions.get(id)
+        return s && { header: structuredClone(s.header), length: s.events.length }
+      }),
+    listSessions: (options) =>
+      guard.run(async () => {
+        const { after, limit } = resolveList(options)
+        return idsAfter(after, limit).map((id) => structuredClone(sessions.get(id)!.header))
+      }),
+    listIds: (options) =>
+      guard.run(async () => {
+        const { after, limit } = resolveList(options)
+        return idsAfter(after, limit)
+      }),
+    deleteSession: (id) =>
+      guard.run(async () => {
+        assertSessionId(id)
+        sessions.delete(id)
+        const own = sessionPrefix(id)
+        for (const k of [...records.keys()]) if (k.startsWith(own)) records.delete(k)
+      }),
     feed: {
       id: () => guard.run(async () => feedId),
       head: () => guard.run(async () => (feed.length === 0 ? '' : String(feed.length))),
-      read: (after, limit) => guard.run(async () => {
-        const start = feedAfter(after, feed.length)
-        return feed.slice(start, start + limit).map((e, i) => ({ ...e, at: String(start + i + 1) }))
-      }),
+      read: (after, limit) =>
+        guard.run(async () => {
+          const start = feedAfter(after, feed.length)
+          return feed.slice(start, start + limit).map((e, i) => ({ ...e, at: String(start + i + 1) }))
+        }),
     },
-    replaceRecords: (id, replacement) => guard.run(async () => {
-      const s = get(id)
-      const header = checkReplacement(id, replacement, { header: s.header, length: s.events.length })
-      for (const r of replacement.records) sameLength(id, r.event.seq, utf8Length(s.events[r.event.seq]!), r.json)
-      for (const r of replacement.records) s.events[r.event.seq] = r.json
-      if (header) s.header = structuredClone(header)
-    }),
+    replaceRecords: (id, replacement) =>
+      guard.run(async () => {
+        const s = get(id)
+        const header = checkReplacement(id, replacement, { header: s.header, length: s.events.length })
+        for (const r of replacement.records) sameLength(id, r.event.seq, utf8Length(s.events[r.event.seq]!), r.json)
+        for (const r of replacement.records) s.events[r.event.seq] = r.json
+        if (header) s.header = structuredClone(header)
+      }),
     close: () => guard.close(),
   }
   const kv: KeyValueStore = {
-    get: (key) => guard.run(async () => {
-      assertKey(key)
-      return records.get(flat(key))
-    }),
-    put: (key, value) => guard.run(async () => {
-      assertKey(key)
-      const owner = sessionOfKey(key)
-      if (owner !== undefined && !sessions.has(owner)) throw notFoundForKey(owner, key)
-      records.set(flat(key), value)
-    }),
-    delete: (key) => guard.run(async () => {
-      assertKey(key)
-      records.delete(flat(key))
-    }),
-    list: (prefix, range) => guard.run(async () => {
-      const r = resolveKeyRange(prefix, range)
-      return takeRange([...records.keys()].sort(), r)
-    }),
+    get: (key) =>
+      guard.run(async () => {
+        assertKey(key)
+        return records.get(flat(key))
+      }),
+    put: (key, value) =>
+      guard.run(async () => {
+        assertKey(key)
+        const owner = sessionOfKey(key)
+        if (owner !== undefined && !sessions.has(owner)) throw notFoundForKey(owner, key)
+        records.set(flat(key), value)
+      }),
+    delete: (key) =>
+      guard.run(async () => {
+        assertKey(key)
+        records.delete(flat(key))
+      }),
+    list: (prefix, range) =>
+      guard.run(async () => {
+        const r = resolveKeyRange(prefix, range)
+        return takeRange([...records.keys()].sort(), r)
+      }),
   }
   return composeStorage(log, kv, { exists: async (id) => sessions.has(id) })
 }

@@ -92,11 +92,11 @@ export function createAppender(
     let seen: (string | null)[]
     try {
       const db = await sql()
-      const [row] = await db.unsafe(
+      const [row] = (await db.unsafe(
         `SELECT codes, seen FROM ${n.schema}.append_group($1::text[], $2::int8[], $3::text[], $4::int4[], $5::int8[], $6::int4[], $7::int4[], $8::int8[], $9::text, $10::boolean)`,
         [ids, tokens, ids.map((id) => growthChannelOf(n.bare, id)), aIdx, aFrom, aCount, eApp, eSeq, eBody.join('\n'), !strict],
         { prepare },
-      ) as { codes: number[]; seen: (string | null)[] }[]
+      )) as { codes: number[]; seen: (string | null)[] }[]
       codes = row!.codes
       seen = row!.seen
     } catch (err) {
@@ -104,9 +104,14 @@ export function createAppender(
       for (const p of group) {
         // A duplicate (session_id, seq): another writer got there beside the session lock
         // (only possible without it); the database kept the log whole.
-        p.reject(codeOf(err) === '23505'
-          ? new SessionfoldError('SEQ_CONFLICT', `append to ${where(p.id)} conflicts with events written beside it; nothing was written`, { sessionId: p.id, cause: err })
-          : err)
+        p.reject(
+          codeOf(err) === '23505'
+            ? new SessionfoldError('SEQ_CONFLICT', `append to ${where(p.id)} conflicts with events written beside it; nothing was written`, {
+                sessionId: p.id,
+                cause: err,
+              })
+            : err,
+        )
       }
       return
     }
@@ -117,7 +122,13 @@ export function createAppender(
         case 1:
           return p.reject(notFound(p.id))
         case 2:
-          return p.reject(new SessionfoldError('SESSION_LOCKED', `append to ${where(p.id)} refused: this writer lost its write lease (another process may have taken it over); nothing was written`, { sessionId: p.id }))
+          return p.reject(
+            new SessionfoldError(
+              'SESSION_LOCKED',
+              `append to ${where(p.id)} refused: this writer lost its write lease (another process may have taken it over); nothing was written`,
+              { sessionId: p.id },
+            ),
+          )
         default:
           try {
             assertContinues(p.id, p.batch, Number(seen[i]))
@@ -137,7 +148,11 @@ export function createAppender(
         assertContinues(id, batch, first)
         // The events go as lines of one text: JSON as JSON.stringify writes it has no line break.
         for (const e of batch) {
-          if (e.json.includes('\n')) throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(id, e.event.seq)} is not one line of JSON; nothing was written`, { sessionId: id, seq: e.event.seq })
+          if (e.json.includes('\n'))
+            throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(id, e.event.seq)} is not one line of JSON; nothing was written`, {
+              sessionId: id,
+              seq: e.event.seq,
+            })
         }
       } catch (err) {
         return Promise.reject(err)

@@ -40,30 +40,43 @@ async function openPostgresStore(o: PostgresConfig): Promise<PostgresStore> {
   try {
     postgres = ((await import('postgres')) as unknown as { default: typeof postgres }).default
   } catch (err) {
-    throw new SessionfoldError('STORAGE_UNAVAILABLE', "storage 'postgres' needs the PostgreSQL driver, an optional peer dependency of sessionfold: npm install postgres", { cause: err })
+    throw new SessionfoldError(
+      'STORAGE_UNAVAILABLE',
+      "storage 'postgres' needs the PostgreSQL driver, an optional peer dependency of sessionfold: npm install postgres",
+      { cause: err },
+    )
   }
   // No notices printed; numbers of int8 columns as strings (lengths and tokens are parsed where used).
   const connectTimeoutMs = o.connectTimeoutMs ?? CONNECT_TIMEOUT_MS
   const queryTimeoutMs = o.queryTimeoutMs ?? QUERY_TIMEOUT_MS
   // The server bounds each statement (and a transaction left idle by a frozen process), as the
   // adapter's own pool would; the adapter's client-side deadline is derived from the same bounds.
-  const client = (max: number, name: string): Sql => postgres(url, {
-    ...DRIVER_OPTIONS, // no type fetch of the driver's own (driver-types.ts)
-    max,
-    connect_timeout: connectTimeoutMs / 1000,
-    onnotice: () => {},
-    connection: {
-      application_name: name,
-      statement_timeout: queryTimeoutMs,
-      idle_in_transaction_session_timeout: 2 * queryTimeoutMs,
-    },
-  })
+  const client = (max: number, name: string): Sql =>
+    postgres(url, {
+      ...DRIVER_OPTIONS, // no type fetch of the driver's own (driver-types.ts)
+      max,
+      connect_timeout: connectTimeoutMs / 1000,
+      onnotice: () => {},
+      connection: {
+        application_name: name,
+        statement_timeout: queryTimeoutMs,
+        idle_in_transaction_session_timeout: 2 * queryTimeoutMs,
+      },
+    })
   const sql = client(10, 'sessionfold')
   // Appends on a connection of their own (the adapter's appendSql).
   const appendSql = client(1, 'sessionfold appends')
   // Lease statements bounded as the adapter's calls are (a server that stopped answering).
   const locks = createPostgresLocks({ sql, schema, ttlMs: o.leaseTtlMs, deadlineMs: connectTimeoutMs + 2 * queryTimeoutMs + 5_000 })
-  const storage = createPostgresAdapter({ sql, appendSql, schema, durability: o.durability, fence: (id) => locks.tokenOf(id), connectTimeoutMs, queryTimeoutMs })
+  const storage = createPostgresAdapter({
+    sql,
+    appendSql,
+    schema,
+    durability: o.durability,
+    fence: (id) => locks.tokenOf(id),
+    connectTimeoutMs,
+    queryTimeoutMs,
+  })
   try {
     // At once: an unreachable server or a schema of a newer version fails openStore itself, and
     // the tables exist before the first lease is taken.
@@ -77,17 +90,18 @@ async function openPostgresStore(o: PostgresConfig): Promise<PostgresStore> {
   const channel = pgGrowth({
     sql,
     schema,
-    connect: ({ onnotify, onclose }) => postgres(url, {
-      ...DRIVER_OPTIONS,
-      max: 1,
-      idle_timeout: 0, // never
-      max_lifetime: null, // never recycled: each reconnect means LISTEN again and a poll of all
-      connect_timeout: connectTimeoutMs / 1000,
-      onnotice: () => {},
-      onnotify,
-      onclose,
-      connection: { application_name: 'sessionfold listen' },
-    }),
+    connect: ({ onnotify, onclose }) =>
+      postgres(url, {
+        ...DRIVER_OPTIONS,
+        max: 1,
+        idle_timeout: 0, // never
+        max_lifetime: null, // never recycled: each reconnect means LISTEN again and a poll of all
+        connect_timeout: connectTimeoutMs / 1000,
+        onnotice: () => {},
+        onnotify,
+        onclose,
+        connection: { application_name: 'sessionfold listen' },
+      }),
   })
   return {
     storage,

@@ -43,7 +43,6 @@ export function shownUrl(url: string): string {
   }
 }
 
-
 /**
  * Opens the store for one command. `mode` 'read': read-only, the store must exist; 'delete':
  * the store must exist; 'import': its tables are created when missing.
@@ -67,7 +66,10 @@ export async function openForCommandLine(target: PgTarget, mode: 'read' | 'write
       connection: { application_name: 'sessionfold-cli', ...(mode === 'read' ? { default_transaction_read_only: 'on' } : {}) },
     })
   } catch (err) {
-    throw new SessionfoldError('STORAGE_UNAVAILABLE', `the PostgreSQL store cannot use --url ${shownUrl(url)}: ${redact((err as Error)?.message ?? String(err), secret)}`)
+    throw new SessionfoldError(
+      'STORAGE_UNAVAILABLE',
+      `the PostgreSQL store cannot use --url ${shownUrl(url)}: ${redact((err as Error)?.message ?? String(err), secret)}`,
+    )
   }
   const locks = createPostgresLocks({ sql, schema, owner: `sessionfold-cli:${process.pid}` })
   // url with sql: the adapter uses the pool given, and masks the URL's password in its errors.
@@ -86,7 +88,8 @@ export async function openForCommandLine(target: PgTarget, mode: 'read' | 'write
       } catch (err) {
         throw storageError(err, 'open', undefined, secret)
       }
-      if (!present) throw new SessionfoldError('STORAGE_UNAVAILABLE', `there is no sessionfold store in schema "${schema}" at ${shownUrl(url)} (use --url and --schema)`)
+      if (!present)
+        throw new SessionfoldError('STORAGE_UNAVAILABLE', `there is no sessionfold store in schema "${schema}" at ${shownUrl(url)} (use --url and --schema)`)
     }
     // At once: an unreachable server, a refused password or a schema of a newer version fail
     // here; for import, the tables exist before the first lease is taken.
@@ -105,7 +108,13 @@ export async function openForCommandLine(target: PgTarget, mode: 'read' | 'write
 function readOnly(adapter: StorageAdapter, target: PgTarget): StorageAdapter {
   const refuse = (op: string, id: unknown) => {
     const sessionId = typeof id === 'string' ? (id as SessionId) : undefined
-    return Promise.reject(new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${sessionId === undefined ? 'the store' : where(sessionId)} refused: the store in schema "${target.schema}" at ${shownUrl(target.url)} is open read-only`, { sessionId }))
+    return Promise.reject(
+      new SessionfoldError(
+        'STORAGE_UNAVAILABLE',
+        `${op} of ${sessionId === undefined ? 'the store' : where(sessionId)} refused: the store in schema "${target.schema}" at ${shownUrl(target.url)} is open read-only`,
+        { sessionId },
+      ),
+    )
   }
   const records = recordsOf(adapter)!
   const log: LogStore = {

@@ -55,7 +55,8 @@ const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', messag
 const redactUrl = (url: unknown): unknown => (typeof url === 'string' ? url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@') : url)
 
 export function postgresConfig(options: PostgresOptions, durability: 'strict' | 'relaxed'): PostgresConfig {
-  if (typeof options.url !== 'string' || !/^postgres(ql)?:\/\//.test(options.url)) throw bad(`storage 'postgres' needs url: 'postgres://…', got ${describe(options.url === undefined ? undefined : redactUrl(options.url))}`)
+  if (typeof options.url !== 'string' || !/^postgres(ql)?:\/\//.test(options.url))
+    throw bad(`storage 'postgres' needs url: 'postgres://…', got ${describe(options.url === undefined ? undefined : redactUrl(options.url))}`)
   assertOptions(options.lease, 'lease', ['ttlMs'])
   const leaseTtlMs = options.lease?.ttlMs
   if (leaseTtlMs !== undefined && (typeof leaseTtlMs !== 'number' || !Number.isSafeInteger(leaseTtlMs) || leaseTtlMs < 30 || leaseTtlMs > 86_400_000)) {
@@ -63,13 +64,17 @@ export function postgresConfig(options: PostgresOptions, durability: 'strict' | 
   }
   assertOptions(options.timeouts, 'timeouts', ['connectMs', 'queryMs'])
   for (const [k, v] of Object.entries(options.timeouts ?? {})) {
-    if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > 3_600_000)) throw bad(`timeouts.${k} must be an integer of ms in 1..3600000, got ${describe(v)}`)
+    if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > 3_600_000))
+      throw bad(`timeouts.${k} must be an integer of ms in 1..3600000, got ${describe(v)}`)
   }
   if (options.schema !== undefined && (typeof options.schema !== 'string' || !PG_SCHEMA_PATTERN.test(options.schema))) {
     throw bad(`schema must match ${PG_SCHEMA_PATTERN} (a plain PostgreSQL name), got ${describe(options.schema)}`)
   }
   return {
-    storage: 'postgres', url: options.url, schema: options.schema ?? 'sessionfold', durability,
+    storage: 'postgres',
+    url: options.url,
+    schema: options.schema ?? 'sessionfold',
+    durability,
     ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
     ...(options.timeouts?.connectMs !== undefined ? { connectTimeoutMs: options.timeouts.connectMs } : {}),
     ...(options.timeouts?.queryMs !== undefined ? { queryTimeoutMs: options.timeouts.queryMs } : {}),

@@ -10,11 +10,13 @@
 /** An array as the driver would send it: every element quoted, null as NULL, undefined refused (as the driver does). */
 function serializeArray(value: unknown): unknown {
   if (!Array.isArray(value)) return value // already a literal
-  return `{${value.map((x: unknown) => {
-    if (x === undefined) throw new Error('UNDEFINED_VALUE: undefined values are not allowed in an array parameter')
-    if (x === null) return 'NULL'
-    return Array.isArray(x) ? serializeArray(x) : `"${String(x).replace(/[\\"]/g, '\\$&')}"`
-  }).join(',')}}`
+  return `{${value
+    .map((x: unknown) => {
+      if (x === undefined) throw new Error('UNDEFINED_VALUE: undefined values are not allowed in an array parameter')
+      if (x === null) return 'NULL'
+      return Array.isArray(x) ? serializeArray(x) : `"${String(x).replace(/[\\"]/g, '\\$&')}"`
+    })
+    .join(',')}}`
 }
 
 /**
@@ -80,12 +82,13 @@ export interface DriverOptions {
   readonly types: Readonly<Record<string, DriverType>>
 }
 
-const arrayOf = (oid: number, element: (s: string) => unknown): DriverType => Object.freeze({
-  to: oid,
-  from: Object.freeze([oid]) as number[],
-  serialize: serializeArray,
-  parse: (text: string) => parseArray(text, element),
-})
+const arrayOf = (oid: number, element: (s: string) => unknown): DriverType =>
+  Object.freeze({
+    to: oid,
+    from: Object.freeze([oid]) as number[],
+    serialize: serializeArray,
+    parse: (text: string) => parseArray(text, element),
+  })
 
 /**
  * Options for a `postgres()` instance of your own given to {@link createPostgresAdapter} as `sql`

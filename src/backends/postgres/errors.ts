@@ -42,7 +42,10 @@ export function storageError(err: unknown, op: string, id: SessionId | undefined
   const detail = redact(detailOf(err), secret)
   if (err instanceof Error && secret) err.message = redact(err.message, secret)
   if (QUOTA.has(codeOf(err) ?? '')) {
-    return new SessionfoldError('STORAGE_QUOTA_EXCEEDED', `${op} of ${subject} failed: the database server's disk is full; nothing was written (${detail})`, { sessionId: id, cause: err })
+    return new SessionfoldError('STORAGE_QUOTA_EXCEEDED', `${op} of ${subject} failed: the database server's disk is full; nothing was written (${detail})`, {
+      sessionId: id,
+      cause: err,
+    })
   }
   return new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${subject} failed: ${detail}`, { sessionId: id, cause: err })
 }

@@ -57,7 +57,8 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
     throw new SessionfoldError('INVALID_ARGUMENT', `schema ${JSON.stringify(schema)} must match ${PG_SCHEMA_PATTERN.source}`)
   }
   const pollMs = options.pollMs ?? 1000
-  if (!Number.isInteger(pollMs) || pollMs < 10) throw new SessionfoldError('INVALID_ARGUMENT', `pollMs must be an integer of at least 10 (got ${String(pollMs)})`)
+  if (!Number.isInteger(pollMs) || pollMs < 10)
+    throw new SessionfoldError('INVALID_ARGUMENT', `pollMs must be an integer of at least 10 (got ${String(pollMs)})`)
   const S = sql(schema)
 
   let onGrow: ((sessionId: string, length?: number, tail?: GrowthTail) => void) | undefined
@@ -110,10 +111,11 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
     // A followed session that is no longer there was deleted (its notice may have been lost):
     // no length, so that the engine looks, and lets its views know.
     const found = new Set(rows.map((r) => r.id))
-    for (const id of ids) if (!found.has(id) && watched.get(id)?.seen !== -1) {
-      watched.get(id)!.seen = -1
-      tell(id)
-    }
+    for (const id of ids)
+      if (!found.has(id) && watched.get(id)?.seen !== -1) {
+        watched.get(id)!.seen = -1
+        tell(id)
+      }
   }
 
   /** Polls `only` (default: all) now, or right after the poll under way. */
@@ -154,7 +156,7 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
       const c = payload.indexOf(':', b + 1)
       const from = Number(payload.slice(b + 1, c))
       try {
-        const events = c > 0 ? JSON.parse(payload.slice(c + 1)) as unknown : undefined
+        const events = c > 0 ? (JSON.parse(payload.slice(c + 1)) as unknown) : undefined
         if (Array.isArray(events) && Number.isSafeInteger(from) && from >= 0 && from + events.length === length) tail = { from, events }
       } catch {
         // no tail: the engine reads the events

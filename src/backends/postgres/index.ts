@@ -12,9 +12,7 @@
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionEvent, SessionId } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
-import {
-  alreadyExists, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound, resolveList, resolveRange,
-} from '../../storage/guard'
+import { alreadyExists, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound, resolveList, resolveRange } from '../../storage/guard'
 import { isCount } from '../../core/limits'
 import { composeStorage } from '../../storage/records'
 import { READ_PAGE, type KeyValueStore, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
@@ -32,7 +30,23 @@ export type { PostgresAdapterOptions, PostgresClient } from './options'
 export { SCHEMA_VERSION } from './schema'
 export { DRIVER_OPTIONS, type DriverOptions, type DriverType } from './driver-types'
 // The storage contract, for code that uses an adapter directly.
-export type { CheckpointRow, CheckpointUnitRow, HistoryRow, HistoryRows, KeyRange, KeyValueStore, LogStore, PutDurability, PutOptions, ReadRange, RecordKey, RecordReplacement, RepairReport, SessionInfo, StorageAdapter } from '../../storage/types'
+export type {
+  CheckpointRow,
+  CheckpointUnitRow,
+  HistoryRow,
+  HistoryRows,
+  KeyRange,
+  KeyValueStore,
+  LogStore,
+  PutDurability,
+  PutOptions,
+  ReadRange,
+  RecordKey,
+  RecordReplacement,
+  RepairReport,
+  SessionInfo,
+  StorageAdapter,
+} from '../../storage/types'
 export type { EncodedEvent } from '../../core/validate'
 
 /** A pool of our own: the driver loaded on first use, so that importing this module needs no driver. */
@@ -60,7 +74,10 @@ async function openPool(settings: PgSettings, max = 10, name = 'sessionfold'): P
       },
     })
   } catch (err) {
-    throw new SessionfoldError('STORAGE_UNAVAILABLE', `the PostgreSQL store cannot use its URL: ${redact((err as Error)?.message ?? String(err), settings.secret)}`)
+    throw new SessionfoldError(
+      'STORAGE_UNAVAILABLE',
+      `the PostgreSQL store cannot use its URL: ${redact((err as Error)?.message ?? String(err), settings.secret)}`,
+    )
   }
 }
 
@@ -101,20 +118,28 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
       const timer = setTimeout(() => {
         const subject = id === undefined ? 'the PostgreSQL store' : `${where(id)} in the PostgreSQL store`
         const outcome = op === 'append' ? ': it may still commit (getSession tells)' : ''
-        reject(new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${subject} had no answer within ${settings.callDeadlineMs} ms${outcome}`, { sessionId: id }))
+        reject(
+          new SessionfoldError('STORAGE_UNAVAILABLE', `${op} of ${subject} had no answer within ${settings.callDeadlineMs} ms${outcome}`, { sessionId: id }),
+        )
       }, settings.callDeadlineMs)
-      call.then((v) => {
-        clearTimeout(timer)
-        resolve(v)
-      }, (err: unknown) => {
-        clearTimeout(timer)
-        reject(err)
-      })
+      call.then(
+        (v) => {
+          clearTimeout(timer)
+          resolve(v)
+        },
+        (err: unknown) => {
+          clearTimeout(timer)
+          reject(err)
+        },
+      )
     })
 
   /** A public operation: through the guard, bounded, its errors in the contract's words. */
   const run = <T>(op: string, id: SessionId | undefined, body: () => Promise<T>): Promise<T> =>
-    guard.run(() => bounded(op, id, body()), (err) => storageError(err, op, id, settings.secret))
+    guard.run(
+      () => bounded(op, id, body()),
+      (err) => storageError(err, op, id, settings.secret),
+    )
 
   /** An operation on session `id`, once its id is checked (before any SQL). */
   const onSession = <T>(op: string, id: SessionId, body: (sql: PostgresClient) => Promise<T>): Promise<T> =>
@@ -138,34 +163,40 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
   const log: LogStore = {
     kind: 'postgres',
 
-    createSession: (header, seed: readonly EncodedEvent[] = []) => run('create', typeof header?.id === 'string' ? header.id : undefined, async () => {
-      assertHeader(header)
-      assertSeed(header, seed)
-      const id = header.id
-      const sql = await db()
-      try {
-        await sql.begin(async (tx: PostgresClient) => {
-          const statements: PromiseLike<unknown>[] = []
-          if (!settings.strict) statements.push(tx.unsafe(`SET LOCAL synchronous_commit = off`))
-          // The header as its JSON text inside a jsonb string: a jsonb object cannot hold every
-          // string a header may (\u0000 in a cwd), and the text round-trips exactly.
-          // Events left by a session of this id that a process of an older sessionfold deleted (schema.ts, V5).
-          statements.push(tx.unsafe(`DELETE FROM ${n.events} WHERE session_id = $1 AND NOT EXISTS (SELECT 1 FROM ${n.sessions} WHERE id = $1)`, [id]))
-          statements.push(tx.unsafe(`INSERT INTO ${n.sessions} (id, header, length) VALUES ($1, to_jsonb($2::text), $3)`, [id, JSON.stringify(header), seed.length]))
-          if (seed.length > 0) {
-            statements.push(tx.unsafe(
-              `INSERT INTO ${n.events} (session_id, seq, body) SELECT $1, * FROM unnest($2::int8[], $3::text[])`,
-              [id, seed.map((e) => e.event.seq), seed.map((e) => e.json)],
-            ))
-          }
-          statements.push(tx.unsafe(`INSERT INTO ${n.feed} (session_id, from_seq, to_seq) VALUES ($1, 0, $2)`, [id, seed.length]))
-          await Promise.all(statements)
-        })
-      } catch (err) {
-        if (codeOf(err) === '23505') throw alreadyExists(id)
-        throw err
-      }
-    }),
+    createSession: (header, seed: readonly EncodedEvent[] = []) =>
+      run('create', typeof header?.id === 'string' ? header.id : undefined, async () => {
+        assertHeader(header)
+        assertSeed(header, seed)
+        const id = header.id
+        const sql = await db()
+        try {
+          await sql.begin(async (tx: PostgresClient) => {
+            const statements: PromiseLike<unknown>[] = []
+            if (!settings.strict) statements.push(tx.unsafe(`SET LOCAL synchronous_commit = off`))
+            // The header as its JSON text inside a jsonb string: a jsonb object cannot hold every
+            // string a header may (\u0000 in a cwd), and the text round-trips exactly.
+            // Events left by a session of this id that a process of an older sessionfold deleted (schema.ts, V5).
+            statements.push(tx.unsafe(`DELETE FROM ${n.events} WHERE session_id = $1 AND NOT EXISTS (SELECT 1 FROM ${n.sessions} WHERE id = $1)`, [id]))
+            statements.push(
+              tx.unsafe(`INSERT INTO ${n.sessions} (id, header, length) VALUES ($1, to_jsonb($2::text), $3)`, [id, JSON.stringify(header), seed.length]),
+            )
+            if (seed.length > 0) {
+              statements.push(
+                tx.unsafe(`INSERT INTO ${n.events} (session_id, seq, body) SELECT $1, * FROM unnest($2::int8[], $3::text[])`, [
+                  id,
+                  seed.map((e) => e.event.seq),
+                  seed.map((e) => e.json),
+                ]),
+              )
+            }
+            statements.push(tx.unsafe(`INSERT INTO ${n.feed} (session_id, from_seq, to_seq) VALUES ($1, 0, $2)`, [id, seed.length]))
+            await Promise.all(statements)
+          })
+        } catch (err) {
+          if (codeOf(err) === '23505') throw alreadyExists(id)
+          throw err
+        }
+      }),
 
     append: (id, batch) => onSession('append', id, () => appender.append(id, batch)),
 
@@ -205,63 +236,78 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
 
     getSession: (id) => onSession('read', id, (sql) => getInfo(sql, id)),
 
-    listSessions: (opts) => run('list', undefined, async () => {
-      const { after, limit } = resolveList(opts)
-      return readHeaders(await db(), n, after, limit)
-    }),
+    listSessions: (opts) =>
+      run('list', undefined, async () => {
+        const { after, limit } = resolveList(opts)
+        return readHeaders(await db(), n, after, limit)
+      }),
 
-    listIds: (opts) => run('list', undefined, async () => {
-      const { after, limit } = resolveList(opts)
-      return readIds(await db(), n, after, limit)
-    }),
+    listIds: (opts) =>
+      run('list', undefined, async () => {
+        const { after, limit } = resolveList(opts)
+        return readIds(await db(), n, after, limit)
+      }),
 
     // One transaction: the row first (it waits for an append holding it, and appends after it
     // find no session), then its events; checkpoint and history rows go with the row (ON DELETE
     // CASCADE), and the key-value records too. Events have no key to the row since schema version 5 (schema.ts).
-    deleteSession: (id) => onSession('delete', id, async (sql) => {
-      // Its growth channel is told, with the commit: engines following it look, and find it gone.
-      await sql.begin((tx: PostgresClient) => [
-        tx.unsafe(`DELETE FROM ${n.sessions} WHERE id = $1`, [id]),
-        tx.unsafe(`DELETE FROM ${n.events} WHERE session_id = $1`, [id]),
-        tx.unsafe(`SELECT pg_notify($1, $2)`, [growthChannelOf(n.bare, id), `${id}:deleted`]),
-      ])
-    }),
+    deleteSession: (id) =>
+      onSession('delete', id, async (sql) => {
+        // Its growth channel is told, with the commit: engines following it look, and find it gone.
+        await sql.begin((tx: PostgresClient) => [
+          tx.unsafe(`DELETE FROM ${n.sessions} WHERE id = $1`, [id]),
+          tx.unsafe(`DELETE FROM ${n.events} WHERE session_id = $1`, [id]),
+          tx.unsafe(`SELECT pg_notify($1, $2)`, [growthChannelOf(n.bare, id), `${id}:deleted`]),
+        ])
+      }),
 
     feed: {
-      id: () => run('feed read', undefined, async () => {
-        const [row] = await (await db()).unsafe(`SELECT value FROM ${n.meta} WHERE key = '#feed'`) as { value: string }[]
-        if (!row) throw new SessionfoldError('CORRUPT_LOG', `the PostgreSQL store in schema "${n.bare}" has a feed without its identity`)
-        return row.value
-      }),
+      id: () =>
+        run('feed read', undefined, async () => {
+          const [row] = (await (await db()).unsafe(`SELECT value FROM ${n.meta} WHERE key = '#feed'`)) as { value: string }[]
+          if (!row) throw new SessionfoldError('CORRUPT_LOG', `the PostgreSQL store in schema "${n.bare}" has a feed without its identity`)
+          return row.value
+        }),
       // Every row of a transaction older than all those running is in; a position is "xid:pos".
-      head: () => run('feed read', undefined, async () => {
-        const [row] = await (await db()).unsafe(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS x`) as { x: string }[]
-        return `${row!.x}:0`
-      }),
-      read: (after, limit) => run('feed read', undefined, async () => {
-        const [x, p] = after === '' ? ['0', '0'] : after.split(':')
-        if (!/^\d{1,20}$/.test(x ?? '') || !/^\d{1,19}$/.test(p ?? '') || !isCount(limit)) {
-          throw new SessionfoldError('INVALID_ARGUMENT', `feed position ${JSON.stringify(after)} is not one of this store's`)
-        }
-        const rows = await (await db()).unsafe(
-          `SELECT xid::text AS x, pos::text AS p, session_id AS id, from_seq AS f, to_seq AS t FROM ${n.feed}
+      head: () =>
+        run('feed read', undefined, async () => {
+          const [row] = (await (await db()).unsafe(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS x`)) as { x: string }[]
+          return `${row!.x}:0`
+        }),
+      read: (after, limit) =>
+        run('feed read', undefined, async () => {
+          const [x, p] = after === '' ? ['0', '0'] : after.split(':')
+          if (!/^\d{1,20}$/.test(x ?? '') || !/^\d{1,19}$/.test(p ?? '') || !isCount(limit)) {
+            throw new SessionfoldError('INVALID_ARGUMENT', `feed position ${JSON.stringify(after)} is not one of this store's`)
+          }
+          const rows = (await (
+            await db()
+          ).unsafe(
+            `SELECT xid::text AS x, pos::text AS p, session_id AS id, from_seq AS f, to_seq AS t FROM ${n.feed}
             WHERE (xid, pos) > ($1::xid8, $2::int8) AND xid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY xid, pos LIMIT $3`,
-          [x, p, limit], { prepare: settings.prepare },
-        ) as { x: string; p: string; id: string; f: string | number; t: string | number }[]
-        return rows.map((r) => ({ at: `${r.x}:${r.p}`, id: r.id, from: Number(r.f), to: Number(r.t) }))
-      }),
+            [x, p, limit],
+            { prepare: settings.prepare },
+          )) as { x: string; p: string; id: string; f: string | number; t: string | number }[]
+          return rows.map((r) => ({ at: `${r.x}:${r.p}`, id: r.id, from: Number(r.f), to: Number(r.t) }))
+        }),
     },
 
     replaceRecords: (id, replacement) => onSession('replace', id, (sql) => replaceRecords(sql, n, id, replacement)),
 
-    close: () => guard.close(async () => {
-      // A pool given by the caller is the caller's to end.
-      if (!settings.sql && pool) await (await pool.catch(() => undefined))?.end({ timeout: 5 })
-      if (appendPool) await (await appendPool.catch(() => undefined))?.end({ timeout: 5 })
-    }),
+    close: () =>
+      guard.close(async () => {
+        // A pool given by the caller is the caller's to end.
+        if (!settings.sql && pool) await (await pool.catch(() => undefined))?.end({ timeout: 5 })
+        if (appendPool) await (await appendPool.catch(() => undefined))?.end({ timeout: 5 })
+      }),
   }
   const kv: KeyValueStore = createPgRecords((op, body) => run(op, undefined, async () => body(await db())), n, settings.prepare)
   return composeStorage(log, kv, {
-    exists: (id) => onSession('read', id, async (sql) => (await sql.unsafe(`SELECT 1 FROM ${n.sessions} WHERE id = $1`, [id], { prepare: settings.prepare }) as unknown[]).length > 0),
+    exists: (id) =>
+      onSession(
+        'read',
+        id,
+        async (sql) => ((await sql.unsafe(`SELECT 1 FROM ${n.sessions} WHERE id = $1`, [id], { prepare: settings.prepare })) as unknown[]).length > 0,
+      ),
   })
 }

@@ -41,20 +41,22 @@ export interface PostgresLocks extends WriterLocks {
   close(): Promise<void>
 }
 
-
 /** `query`, or STORAGE_UNAVAILABLE for `id` once `ms` pass without its answer (whatever the driver still waits for). */
 function bounded<T>(query: PromiseLike<T>, ms: number, id: SessionId): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new SessionfoldError('STORAGE_UNAVAILABLE', `the database had no answer within ${ms} ms about the write lease of ${where(id)}`, { sessionId: id }))
     }, ms)
-    query.then((v) => {
-      clearTimeout(timer)
-      resolve(v)
-    }, (err: unknown) => {
-      clearTimeout(timer)
-      reject(err)
-    })
+    query.then(
+      (v) => {
+        clearTimeout(timer)
+        resolve(v)
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        reject(err)
+      },
+    )
   })
 }
 
@@ -71,7 +73,8 @@ function leaseError(err: unknown, id: SessionId, doing: string): SessionfoldErro
   const e = err as { code?: string; message?: string } | null
   const details = { sessionId: id, cause: err }
   const text = e?.message ?? String(err)
-  if (e?.code === '53100') return new SessionfoldError('STORAGE_QUOTA_EXCEEDED', `the write lease of ${where(id)} cannot be ${doing}: the database disk is full (${text})`, details)
+  if (e?.code === '53100')
+    return new SessionfoldError('STORAGE_QUOTA_EXCEEDED', `the write lease of ${where(id)} cannot be ${doing}: the database disk is full (${text})`, details)
   const reason = typeof e?.code === 'string' && UNAVAILABLE_STATES.test(e.code) ? 'the database is unavailable' : 'the database failed'
   return new SessionfoldError('STORAGE_UNAVAILABLE', `the write lease of ${where(id)} cannot be ${doing}: ${reason} (${text})`, details)
 }
@@ -172,13 +175,17 @@ export function createPostgresLocks(options: PostgresLocksOptions): PostgresLock
       const undo = () => (mine ? held.set(id, mine) : held.delete(id))
       let token: string | undefined
       try {
-        const rows = await bounded(sql<{ token: string }[]>`
+        const rows = await bounded(
+          sql<{ token: string }[]>`
           INSERT INTO ${S}.leases (session_id, token, owner, expires_at)
           VALUES (${id}, nextval(${sequence}::regclass), ${owner}, now() + ${ttlMs}::double precision * interval '1 millisecond')
           ON CONFLICT (session_id) DO UPDATE
             SET token = nextval(${sequence}::regclass), owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
             WHERE ${S}.leases.expires_at < now()
-          RETURNING token`, deadlineMs, id)
+          RETURNING token`,
+          deadlineMs,
+          id,
+        )
         token = rows[0]?.token
       } catch (err) {
         // One that timed out may still commit: never renewed, that lease expires after ttlMs.
@@ -203,8 +210,12 @@ export function createPostgresLocks(options: PostgresLocksOptions): PostgresLock
       const mine = held.get(id)
       if (mine && mine !== 'pending' && !mine.lost) return true
       try {
-        const [row] = await bounded(sql<{ held: boolean }[]>`
-          SELECT EXISTS (SELECT 1 FROM ${S}.leases WHERE session_id = ${id} AND expires_at > now()) AS held`, deadlineMs, id)
+        const [row] = await bounded(
+          sql<{ held: boolean }[]>`
+          SELECT EXISTS (SELECT 1 FROM ${S}.leases WHERE session_id = ${id} AND expires_at > now()) AS held`,
+          deadlineMs,
+          id,
+        )
         return row?.held === true
       } catch (err) {
         throw leaseError(err, id, 'read')

@@ -77,7 +77,6 @@ export interface PgSettings {
   prepare: boolean
 }
 
-
 const invalid = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
 function checkMs(name: string, v: unknown, fallback: number): number {
@@ -109,13 +108,17 @@ export function settingsOf(options: PostgresAdapterOptions): PgSettings {
     // Never echo the URL: it may hold a password.
     throw invalid('postgres adapter: url must be a postgres:// or postgresql:// URL (or pass sql, a postgres() instance)')
   }
-  for (const [name, client] of [['sql', sql], ['appendSql', appendSql]] as const) {
-    if (client !== undefined && (typeof client !== 'function' && typeof client !== 'object' || typeof (client as PostgresClient).begin !== 'function')) {
+  for (const [name, client] of [
+    ['sql', sql],
+    ['appendSql', appendSql],
+  ] as const) {
+    if (client !== undefined && ((typeof client !== 'function' && typeof client !== 'object') || typeof (client as PostgresClient).begin !== 'function')) {
       throw invalid(`postgres adapter: ${name} must be a postgres() instance`)
     }
   }
   const durability = options.durability ?? 'strict'
-  if (durability !== 'strict' && durability !== 'relaxed') throw invalid(`postgres adapter: durability must be 'strict' or 'relaxed', got ${describe(durability)}`)
+  if (durability !== 'strict' && durability !== 'relaxed')
+    throw invalid(`postgres adapter: durability must be 'strict' or 'relaxed', got ${describe(durability)}`)
   if (fence !== undefined && typeof fence !== 'function') throw invalid(`postgres adapter: fence must be a function, got ${describe(fence)}`)
   const connectTimeoutMs = checkMs('connectTimeoutMs', options.connectTimeoutMs, 10_000)
   const queryTimeoutMs = checkMs('queryTimeoutMs', options.queryTimeoutMs, 30_000)

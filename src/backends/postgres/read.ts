@@ -30,7 +30,10 @@ export function parseHeader(id: SessionId, text: string): SessionHeader {
 
 /** The session's header and length, or undefined. */
 export async function readInfo(sql: PostgresClient, n: Names, id: SessionId, prepare = true): Promise<StoredInfo | undefined> {
-  const [row] = await sql.unsafe(`SELECT header #>> '{}' AS header, length FROM ${n.sessions} WHERE id = $1`, [id], { prepare }) as { header: string; length: string }[]
+  const [row] = (await sql.unsafe(`SELECT header #>> '{}' AS header, length FROM ${n.sessions} WHERE id = $1`, [id], { prepare })) as {
+    header: string
+    length: string
+  }[]
   return row && { header: parseHeader(id, row.header), length: Number(row.length) }
 }
 
@@ -40,11 +43,11 @@ export async function readInfo(sql: PostgresClient, n: Names, id: SessionId, pre
  * undefined when rows are missing (the caller tells a deleted session from a damaged log).
  */
 export async function readPage(sql: PostgresClient, n: Names, id: SessionId, at: number, end: number, prepare = true): Promise<SessionEvent[] | undefined> {
-  const rows = await sql.unsafe(
+  const rows = (await sql.unsafe(
     `SELECT seq, body FROM ${n.events} WHERE session_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq LIMIT $4`,
     [id, at, end, READ_PAGE],
     { prepare },
-  ) as { seq: string; body: string }[]
+  )) as { seq: string; body: string }[]
   if (rows.length !== end - at) return undefined
   return rows.map((row, i) => {
     const seq = at + i
@@ -61,17 +64,20 @@ export async function readPage(sql: PostgresClient, n: Names, id: SessionId, at:
 
 /** Ids strictly after `after` in byte order (compareIds), at most `limit`. */
 export async function readIds(sql: PostgresClient, n: Names, after: SessionId | undefined, limit: number): Promise<SessionId[]> {
-  const rows = await (after === undefined
+  const rows = (await (after === undefined
     ? sql.unsafe(`SELECT id FROM ${n.sessions} ORDER BY id COLLATE "C" LIMIT $1`, [limit])
-    : sql.unsafe(`SELECT id FROM ${n.sessions} WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2`, [after, limit])) as { id: string }[]
+    : sql.unsafe(`SELECT id FROM ${n.sessions} WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2`, [after, limit]))) as { id: string }[]
   return rows.map((r) => r.id)
 }
 
 /** Headers of the sessions after `after`, in id order, at most `limit`; a damaged header is skipped. */
 export async function readHeaders(sql: PostgresClient, n: Names, after: SessionId | undefined, limit: number): Promise<SessionHeader[]> {
-  const rows = await (after === undefined
+  const rows = (await (after === undefined
     ? sql.unsafe(`SELECT id, header #>> '{}' AS header FROM ${n.sessions} ORDER BY id COLLATE "C" LIMIT $1`, [limit])
-    : sql.unsafe(`SELECT id, header #>> '{}' AS header FROM ${n.sessions} WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2`, [after, limit])) as { id: string; header: string }[]
+    : sql.unsafe(`SELECT id, header #>> '{}' AS header FROM ${n.sessions} WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2`, [after, limit]))) as {
+    id: string
+    header: string
+  }[]
   const headers: SessionHeader[] = []
   for (const row of rows) {
     try {

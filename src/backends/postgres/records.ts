@@ -38,63 +38,96 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
     }
     if (key.length === 3 && key[2] === CHECKPOINT_PART) return { table: n.checkpoints, owner, cols: [['session_id', 'text']], vals: [owner], value: 'row' }
     const at = key.length === 4 && key[2] === HISTORY_PART ? positionOf(key[3]) : undefined
-    if (at !== undefined) return { table: n.history, owner, cols: [['session_id', 'text'], ['at', 'int8']], vals: [owner, at], value: 'row' }
-    return { table: n.sessionRecords, owner, cols: [['session_id', 'text'], ['key', 'text']], vals: [owner, flat(key.slice(2))], value: 'value' }
+    if (at !== undefined)
+      return {
+        table: n.history,
+        owner,
+        cols: [
+          ['session_id', 'text'],
+          ['at', 'int8'],
+        ],
+        vals: [owner, at],
+        value: 'row',
+      }
+    return {
+      table: n.sessionRecords,
+      owner,
+      cols: [
+        ['session_id', 'text'],
+        ['key', 'text'],
+      ],
+      vals: [owner, flat(key.slice(2))],
+      value: 'value',
+    }
   }
   const where = (p: Place) => p.cols.map(([c, t], i) => `${c} = $${i + 1}::${t}`).join(' AND ')
 
   return {
-    get: (key) => run('record read', async (sql) => {
-      assertKey(key)
-      const p = placeOf(key)
-      const rows = await q(sql, `SELECT ${p.value} AS v FROM ${p.table} WHERE ${where(p)}`, p.vals)
-      return rows[0]?.v
-    }),
-    put: (key, value, options) => run('record write', async (sql) => {
-      assertKey(key)
-      const p = placeOf(key)
-      const cols = p.cols.map(([c]) => c).join(', ')
-      const params = p.cols.map(([, t], i) => `$${i + 1}::${t}`)
-      const v = `$${p.cols.length + 1}::text`
-      const relaxed = options?.durability === 'durable' ? '' : `, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed`
-      const upsert = `ON CONFLICT (${cols}) DO UPDATE SET ${p.value} = EXCLUDED.${p.value}`
-      if (p.owner === undefined) {
-        await q(sql, `INSERT INTO ${p.table} (${cols}, ${p.value}) SELECT ${params.join(', ')}, ${v} FROM (SELECT 1) AS one${relaxed} ${upsert}`, [...p.vals, value])
-        return
-      }
-      try {
-        // Written only while the session is there.
-        const done = await q(sql,
-          `INSERT INTO ${p.table} (${cols}, ${p.value}) SELECT s.id, ${[...params.slice(1), v].join(', ')} FROM ${n.sessions} s${relaxed} WHERE s.id = $1::text ${upsert} RETURNING 1 AS ok`,
-          [...p.vals, value])
-        if (done.length === 0) throw notFoundForKey(p.owner, key)
-      } catch (err) {
-        if (codeOf(err) === '23503') throw notFoundForKey(p.owner, key) // deleted between the select and the insert
-        throw err
-      }
-    }),
-    delete: (key) => run('record delete', async (sql) => {
-      assertKey(key)
-      const p = placeOf(key)
-      await q(sql, `DELETE FROM ${p.table} WHERE ${where(p)}`, p.vals)
-    }),
-    list: (prefix, range) => run('record read', async (sql) => {
-      const r = resolveKeyRange(prefix, range)
-      const owner = prefix.length >= 2 ? sessionOfKey([...prefix.slice(0, 2), 'x']) : undefined
-      // Every key as its flat form, filtered and ordered in the "C" collation: the order of the parts.
-      const only = owner === undefined ? '' : ' WHERE session_id = $4'
-      const sessions = [
-        `SELECT 'session${S}' || session_id || '${S}' || key AS k FROM ${n.sessionRecords}${only}`,
-        `SELECT 'session${S}' || session_id || '${S}${CHECKPOINT_PART}' FROM ${n.checkpoints}${only}`,
-        `SELECT 'session${S}' || session_id || '${S}${HISTORY_PART}${S}' || lpad(at::text, 16, '0') FROM ${n.history}${only}`,
-      ]
-      const all = owner !== undefined
-        ? sessions.join(' UNION ALL ')
-        : [`SELECT key AS k FROM ${n.records}`, `SELECT '${META_PART}${S}' || key FROM ${n.meta} WHERE key ~ '^[A-Za-z0-9_-]{1,128}$'`, ...sessions].join(' UNION ALL ')
-      const rows = await q(sql,
-        `SELECT k FROM (${all}) AS flat WHERE starts_with(k, $1) AND ($2::text IS NULL OR k COLLATE "C" > $2::text COLLATE "C") ORDER BY k COLLATE "C" LIMIT $3`,
-        owner === undefined ? [r.prefix, r.after ?? null, r.limit] : [r.prefix, r.after ?? null, r.limit, owner])
-      return rows.map((row) => unflat(row.k!))
-    }),
+    get: (key) =>
+      run('record read', async (sql) => {
+        assertKey(key)
+        const p = placeOf(key)
+        const rows = await q(sql, `SELECT ${p.value} AS v FROM ${p.table} WHERE ${where(p)}`, p.vals)
+        return rows[0]?.v
+      }),
+    put: (key, value, options) =>
+      run('record write', async (sql) => {
+        assertKey(key)
+        const p = placeOf(key)
+        const cols = p.cols.map(([c]) => c).join(', ')
+        const params = p.cols.map(([, t], i) => `$${i + 1}::${t}`)
+        const v = `$${p.cols.length + 1}::text`
+        const relaxed = options?.durability === 'durable' ? '' : `, (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed`
+        const upsert = `ON CONFLICT (${cols}) DO UPDATE SET ${p.value} = EXCLUDED.${p.value}`
+        if (p.owner === undefined) {
+          await q(sql, `INSERT INTO ${p.table} (${cols}, ${p.value}) SELECT ${params.join(', ')}, ${v} FROM (SELECT 1) AS one${relaxed} ${upsert}`, [
+            ...p.vals,
+            value,
+          ])
+          return
+        }
+        try {
+          // Written only while the session is there.
+          const done = await q(
+            sql,
+            `INSERT INTO ${p.table} (${cols}, ${p.value}) SELECT s.id, ${[...params.slice(1), v].join(', ')} FROM ${n.sessions} s${relaxed} WHERE s.id = $1::text ${upsert} RETURNING 1 AS ok`,
+            [...p.vals, value],
+          )
+          if (done.length === 0) throw notFoundForKey(p.owner, key)
+        } catch (err) {
+          if (codeOf(err) === '23503') throw notFoundForKey(p.owner, key) // deleted between the select and the insert
+          throw err
+        }
+      }),
+    delete: (key) =>
+      run('record delete', async (sql) => {
+        assertKey(key)
+        const p = placeOf(key)
+        await q(sql, `DELETE FROM ${p.table} WHERE ${where(p)}`, p.vals)
+      }),
+    list: (prefix, range) =>
+      run('record read', async (sql) => {
+        const r = resolveKeyRange(prefix, range)
+        const owner = prefix.length >= 2 ? sessionOfKey([...prefix.slice(0, 2), 'x']) : undefined
+        // Every key as its flat form, filtered and ordered in the "C" collation: the order of the parts.
+        const only = owner === undefined ? '' : ' WHERE session_id = $4'
+        const sessions = [
+          `SELECT 'session${S}' || session_id || '${S}' || key AS k FROM ${n.sessionRecords}${only}`,
+          `SELECT 'session${S}' || session_id || '${S}${CHECKPOINT_PART}' FROM ${n.checkpoints}${only}`,
+          `SELECT 'session${S}' || session_id || '${S}${HISTORY_PART}${S}' || lpad(at::text, 16, '0') FROM ${n.history}${only}`,
+        ]
+        const all =
+          owner !== undefined
+            ? sessions.join(' UNION ALL ')
+            : [`SELECT key AS k FROM ${n.records}`, `SELECT '${META_PART}${S}' || key FROM ${n.meta} WHERE key ~ '^[A-Za-z0-9_-]{1,128}$'`, ...sessions].join(
+                ' UNION ALL ',
+              )
+        const rows = await q(
+          sql,
+          `SELECT k FROM (${all}) AS flat WHERE starts_with(k, $1) AND ($2::text IS NULL OR k COLLATE "C" > $2::text COLLATE "C") ORDER BY k COLLATE "C" LIMIT $3`,
+          owner === undefined ? [r.prefix, r.after ?? null, r.limit] : [r.prefix, r.after ?? null, r.limit, owner],
+        )
+        return rows.map((row) => unflat(row.k!))
+      }),
   }
 }

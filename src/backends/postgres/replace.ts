@@ -11,15 +11,18 @@ import type { Names } from './schema'
 export async function replaceRecords(sql: PostgresClient, n: Names, id: SessionId, replacement: RecordReplacement): Promise<void> {
   await sql.begin(async (tx: PostgresClient) => {
     // The session's row locked: an append (which locks it too) waits for this to commit.
-    const [row] = await tx.unsafe(`SELECT header #>> '{}' AS header, length FROM ${n.sessions} WHERE id = $1 FOR UPDATE`, [id]) as { header: string; length: string }[]
+    const [row] = (await tx.unsafe(`SELECT header #>> '{}' AS header, length FROM ${n.sessions} WHERE id = $1 FOR UPDATE`, [id])) as {
+      header: string
+      length: string
+    }[]
     if (!row) throw notFound(id)
     const header = checkReplacement(id, replacement, { header: parseHeader(id, row.header), length: Number(row.length) })
     const seqs = replacement.records.map((r) => r.event.seq)
     if (seqs.length > 0) {
-      const stored = await tx.unsafe(
+      const stored = (await tx.unsafe(
         `SELECT seq, octet_length(convert_to(body, 'UTF8')) AS bytes FROM ${n.events} WHERE session_id = $1 AND seq = ANY($2::int8[])`,
         [id, seqs],
-      ) as { seq: string; bytes: string | number }[]
+      )) as { seq: string; bytes: string | number }[]
       const bytes = new Map(stored.map((s) => [Number(s.seq), Number(s.bytes)]))
       for (const r of replacement.records) sameLength(id, r.event.seq, bytes.get(r.event.seq), r.json)
       await tx.unsafe(

@@ -87,8 +87,12 @@ const appendBatch = (n: Names, feed: boolean, lines = false): string =>
     e_app int4[], e_seq int8[], ${lines ? 'p_bodies text' : 'e_body text[]'}, p_relaxed boolean,
     OUT codes int2[], OUT seen int8[])
   LANGUAGE plpgsql AS $fn$
-  DECLARE${lines ? `
-    e_body text[] := string_to_array(p_bodies, E'\\n');` : ''}
+  DECLARE${
+    lines
+      ? `
+    e_body text[] := string_to_array(p_bodies, E'\\n');`
+      : ''
+  }
     lens int8[];
     base int8[];
     held boolean[];
@@ -129,8 +133,12 @@ const appendBatch = (n: Names, feed: boolean, lines = false): string =>
       UPDATE ${n.sessions} SET length = len + a_count[1] WHERE id = p_ids[1];
       tail := array_to_string(e_body, ',');
       PERFORM pg_notify(p_channels[1], p_ids[1] || ':' || (len + a_count[1]) ||
-        CASE WHEN octet_length(tail) + 1 < ${NOTICE_TAIL_BYTES} - octet_length(p_ids[1]) THEN ':' || len || ':[' || tail || ']' ELSE '' END);${feed ? `
-      INSERT INTO ${n.feed} (session_id, from_seq, to_seq) VALUES (p_ids[1], len, len + a_count[1]);` : ''}
+        CASE WHEN octet_length(tail) + 1 < ${NOTICE_TAIL_BYTES} - octet_length(p_ids[1]) THEN ':' || len || ':[' || tail || ']' ELSE '' END);${
+          feed
+            ? `
+      INSERT INTO ${n.feed} (session_id, from_seq, to_seq) VALUES (p_ids[1], len, len + a_count[1]);`
+            : ''
+        }
       RETURN;
     END IF;
     PERFORM 1 FROM (SELECT id FROM ${n.sessions} WHERE id = ANY(p_ids) ORDER BY id FOR UPDATE) AS locked;
@@ -166,9 +174,13 @@ const appendBatch = (n: Names, feed: boolean, lines = false): string =>
         ELSE '' END)
       FROM (SELECT a_idx[e.app] AS k, sum(octet_length(e.body) + 1) AS bytes
               FROM unnest(e_app, e_body) AS e(app, body) WHERE codes[e.app] = 0 GROUP BY 1) AS t
-      WHERE grown[t.k];${feed ? `
+      WHERE grown[t.k];${
+        feed
+          ? `
     INSERT INTO ${n.feed} (session_id, from_seq, to_seq)
-      SELECT p_ids[g.k], base[g.k], lens[g.k] FROM generate_subscripts(p_ids, 1) AS g(k) WHERE grown[g.k];` : ''}
+      SELECT p_ids[g.k], base[g.k], lens[g.k] FROM generate_subscripts(p_ids, 1) AS g(k) WHERE grown[g.k];`
+          : ''
+      }
   END
   $fn$`
 const V2 = (n: Names): string[] => [appendBatch(n, false), `UPDATE ${n.versions} SET version = 2`]
@@ -255,12 +267,12 @@ export async function migrate(sql: PostgresClient, schema: string): Promise<void
   const current = async (q: PostgresClient): Promise<number | undefined> => {
     // The catalogs read with the statement's snapshot, not through to_regclass: a backend's
     // cache can still say "no such schema" after it waited on the lock for another's creation.
-    const [row] = await q.unsafe(
+    const [row] = (await q.unsafe(
       `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relname = 'schema_version') AS present`,
       [schema],
-    ) as { present: boolean }[]
+    )) as { present: boolean }[]
     if (!row?.present) return undefined
-    const [v] = await q.unsafe(`SELECT max(version) AS version FROM ${n.versions}`) as { version: number | null }[]
+    const [v] = (await q.unsafe(`SELECT max(version) AS version FROM ${n.versions}`)) as { version: number | null }[]
     return v?.version ?? undefined
   }
   const seen = await current(sql)
@@ -274,7 +286,7 @@ export async function migrate(sql: PostgresClient, schema: string): Promise<void
     if (version !== undefined && version > SCHEMA_VERSION) throw tooNew(schema, version)
     if (version === SCHEMA_VERSION) return
     if (version === undefined) {
-      const [exists] = await tx.unsafe(`SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS present`, [schema]) as { present: boolean }[]
+      const [exists] = (await tx.unsafe(`SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS present`, [schema])) as { present: boolean }[]
       if (!exists?.present) await tx.unsafe(`CREATE SCHEMA ${n.schema}`)
       for (const statement of V1(n)) await tx.unsafe(statement)
     }
@@ -300,11 +312,11 @@ export async function migrate(sql: PostgresClient, schema: string): Promise<void
 export async function settleFeed(sql: PostgresClient, schema: string): Promise<void> {
   const n = namesOf(schema)
   const ahead = `SELECT EXISTS (SELECT 1 FROM ${n.feed} WHERE xid >= pg_snapshot_xmax(pg_current_snapshot())) AS ahead`
-  const [row] = await sql.unsafe(ahead) as { ahead: boolean }[]
+  const [row] = (await sql.unsafe(ahead)) as { ahead: boolean }[]
   if (!row?.ahead) return
   await sql.begin(async (tx: PostgresClient) => {
     await tx.unsafe(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, [LOCK_SPACE, schema])
-    const [again] = await tx.unsafe(ahead) as { ahead: boolean }[]
+    const [again] = (await tx.unsafe(ahead)) as { ahead: boolean }[]
     if (!again?.ahead) return // another process settled it meanwhile
     await tx.unsafe(`DELETE FROM ${n.feed}`)
     await tx.unsafe(`UPDATE ${n.meta} SET value = replace(gen_random_uuid()::text, '-', '') WHERE key = '#feed'`)

@@ -49,12 +49,15 @@ export const subagentCatalogUnit = defineProjection<CatalogState, CatalogEntry[]
     const parsed = safeParse(catalogFactSchema, event.data)
     if (!parsed.success) {
       // Never skip a fact: a shortened list would be read as the truth.
-      throw new SessionfoldError('CORRUPT_LOG', `catalog fact at seq ${event.seq} is invalid: ${parsed.error.issues.map((i) => i.message).join('; ')}`, { seq: event.seq })
+      throw new SessionfoldError('CORRUPT_LOG', `catalog fact at seq ${event.seq} is invalid: ${parsed.error.issues.map((i) => i.message).join('; ')}`, {
+        seq: event.seq,
+      })
     }
     const { childId, childCreatedAt, mode, label } = parsed.data
-    const entry: CatalogEntry = label === undefined
-      ? { id: childId, createdAt: childCreatedAt, mode, seq: event.seq }
-      : { id: childId, createdAt: childCreatedAt, mode, label, seq: event.seq }
+    const entry: CatalogEntry =
+      label === undefined
+        ? { id: childId, createdAt: childCreatedAt, mode, seq: event.seq }
+        : { id: childId, createdAt: childCreatedAt, mode, label, seq: event.seq }
     return { inherited: state.inherited, entries: state.entries.append(entry) }
   },
   view: { schema: catalogViewSchema, view: (s) => s.entries.toArray() },

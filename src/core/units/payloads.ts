@@ -1,9 +1,6 @@
 // Payloads of the reserved event types (docs/CONTRACT.md §2); their rules are in limits.ts.
 import { z } from 'zod/mini'
-import {
-  CATALOG_MODES, CATALOG_VERSIONS, DESCRIPTOR_VERSION, MAX_LABEL_LENGTH, SPAWN_MODES,
-  catalogFactProblem, childLabelProblem, isLabel,
-} from '../limits'
+import { CATALOG_MODES, CATALOG_VERSIONS, DESCRIPTOR_VERSION, MAX_LABEL_LENGTH, SPAWN_MODES, catalogFactProblem, childLabelProblem, isLabel } from '../limits'
 import { ruleCheck, sessionIdSchema, timeSchema } from '../schemas'
 
 export const DESCRIPTOR = 'subagent/descriptor'

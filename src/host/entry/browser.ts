@@ -4,6 +4,8 @@ import './zod-jitless'
 import { serveEngine } from './serve-browser'
 
 // A failure to start, thrown where the page hears it: the worker's error event (WORKER_TERMINATED).
-serveEngine().catch((err: unknown) => setTimeout(() => {
-  throw err
-}))
+serveEngine().catch((err: unknown) =>
+  setTimeout(() => {
+    throw err
+  }),
+)

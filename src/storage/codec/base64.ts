@@ -15,7 +15,9 @@ export function toBase64(bytes: Uint8Array): string {
   let chunk: string[] = []
   const n = bytes.length
   for (let i = 0; i < n; i += 3) {
-    const a = bytes[i]!, b = i + 1 < n ? bytes[i + 1]! : 0, c = i + 2 < n ? bytes[i + 2]! : 0
+    const a = bytes[i]!,
+      b = i + 1 < n ? bytes[i + 1]! : 0,
+      c = i + 2 < n ? bytes[i + 2]! : 0
     const t = (a << 16) | (b << 8) | c
     chunk.push(ALPHABET[t >> 18]!, ALPHABET[(t >> 12) & 63]!, i + 1 < n ? ALPHABET[(t >> 6) & 63]! : '=', i + 2 < n ? ALPHABET[t & 63]! : '=')
     if (chunk.length >= 8192) {
@@ -38,7 +40,7 @@ export function fromBase64(text: string): Uint8Array | undefined {
   const out = new Uint8Array((text.length / 4) * 3 - pad)
   let o = 0
   for (let i = 0; i < text.length; i += 4) {
-    const q = [0, 1, 2, 3].map((k) => (text[i + k] === '=' && i + 4 === text.length && k >= 4 - pad ? 0 : DECODE[text.charCodeAt(i + k)] ?? -1))
+    const q = [0, 1, 2, 3].map((k) => (text[i + k] === '=' && i + 4 === text.length && k >= 4 - pad ? 0 : (DECODE[text.charCodeAt(i + k)] ?? -1)))
     if (q.some((v) => v < 0)) return undefined
     const t = (q[0]! << 18) | (q[1]! << 12) | (q[2]! << 6) | q[3]!
     out[o++] = t >> 16

@@ -13,8 +13,19 @@ export const CODEC_META_KEY = 'sessionfold-codec'
 /** An app's key: 32 raw bytes, or an AES-GCM CryptoKey (256 bits) allowed to encrypt and decrypt. */
 export type EncryptionKey = Uint8Array | CryptoKey
 
-interface PlainRecord { v: 1; store: string; cipher: 'none' }
-interface SealedRecord { v: 1; store: string; cipher: 'aes-256-gcm'; current: number; keys: { gen: number; wrapped: string }[]; tag: string }
+interface PlainRecord {
+  v: 1
+  store: string
+  cipher: 'none'
+}
+interface SealedRecord {
+  v: 1
+  store: string
+  cipher: 'aes-256-gcm'
+  current: number
+  keys: { gen: number; wrapped: string }[]
+  tag: string
+}
 type CodecRecord = PlainRecord | SealedRecord
 
 const subtle = () => globalThis.crypto.subtle
@@ -36,7 +47,7 @@ const API_ADVICE: KeyAdvice = {
   unwanted: 'it cannot be opened with a key (copy it into a new encrypted store with sync)',
 }
 const unwantedKey = (advice: KeyAdvice) => rejected(`this store was created without encryption: ${advice.unwanted}`)
-const rotatedMeanwhile = () => rejected('rotateKey: the store\'s key was rotated by another process meanwhile: open it again with the new key')
+const rotatedMeanwhile = () => rejected("rotateKey: the store's key was rotated by another process meanwhile: open it again with the new key")
 const encoder = new TextEncoder()
 
 function randomHex(bytes: number): string {
@@ -51,10 +62,16 @@ export async function importKey(key: unknown): Promise<CryptoKey> {
     return subtle().importKey('raw', new Uint8Array(key), 'AES-GCM', false, ['encrypt', 'decrypt'])
   }
   const k = key as CryptoKey | null
-  if (k && typeof k === 'object' && (k as { algorithm?: { name?: string } }).algorithm?.name === 'AES-GCM' && typeof (k as { type?: unknown }).type === 'string') {
+  if (
+    k &&
+    typeof k === 'object' &&
+    (k as { algorithm?: { name?: string } }).algorithm?.name === 'AES-GCM' &&
+    typeof (k as { type?: unknown }).type === 'string'
+  ) {
     const length = (k.algorithm as { length?: number }).length
     if (length !== 256) throw new SessionfoldError('INVALID_ARGUMENT', `encryption.key must be a 256-bit AES-GCM key, got ${length} bits`)
-    if (!k.usages.includes('encrypt') || !k.usages.includes('decrypt')) throw new SessionfoldError('INVALID_ARGUMENT', 'encryption.key must be allowed to encrypt and decrypt')
+    if (!k.usages.includes('encrypt') || !k.usages.includes('decrypt'))
+      throw new SessionfoldError('INVALID_ARGUMENT', 'encryption.key must be allowed to encrypt and decrypt')
     return k
   }
   throw new SessionfoldError('INVALID_ARGUMENT', 'encryption.key must be 32 bytes (a Uint8Array) or an AES-GCM CryptoKey')
@@ -62,7 +79,9 @@ export async function importKey(key: unknown): Promise<CryptoKey> {
 
 async function wrap(kek: CryptoKey, store: string, gen: number, raw: Uint8Array): Promise<string> {
   const iv = globalThis.crypto.getRandomValues(new Uint8Array(12))
-  const ct = new Uint8Array(await subtle().encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(`sessionfold/1 key ${store} ${gen}`) }, kek, raw as Uint8Array<ArrayBuffer>))
+  const ct = new Uint8Array(
+    await subtle().encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(`sessionfold/1 key ${store} ${gen}`) }, kek, raw as Uint8Array<ArrayBuffer>),
+  )
   const out = new Uint8Array(12 + ct.length)
   out.set(iv)
   out.set(ct, 12)
@@ -73,7 +92,11 @@ async function unwrap(kek: CryptoKey, store: string, gen: number, wrapped: strin
   const bytes = fromBase64(wrapped)
   if (!bytes || bytes.length < 12 + 16) return undefined
   try {
-    const raw = await subtle().decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, 12) as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(`sessionfold/1 key ${store} ${gen}`) }, kek, bytes.subarray(12) as Uint8Array<ArrayBuffer>)
+    const raw = await subtle().decrypt(
+      { name: 'AES-GCM', iv: bytes.subarray(0, 12) as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(`sessionfold/1 key ${store} ${gen}`) },
+      kek,
+      bytes.subarray(12) as Uint8Array<ArrayBuffer>,
+    )
     return new Uint8Array(raw)
   } catch {
     return undefined
@@ -88,7 +111,9 @@ const canonical = (r: SealedRecord) => JSON.stringify([r.store, r.current, r.key
 /** A tag over the whole record under the app's key: `current` and the list cannot be edited. */
 async function tagOf(kek: CryptoKey, r: SealedRecord): Promise<string> {
   const iv = globalThis.crypto.getRandomValues(new Uint8Array(12))
-  const tag = new Uint8Array(await subtle().encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(`sessionfold/1 record ${canonical(r)}`) }, kek, new Uint8Array(0)))
+  const tag = new Uint8Array(
+    await subtle().encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(`sessionfold/1 record ${canonical(r)}`) }, kek, new Uint8Array(0)),
+  )
   const out = new Uint8Array(12 + tag.length)
   out.set(iv)
   out.set(tag, 12)
@@ -99,7 +124,11 @@ async function tagHolds(kek: CryptoKey, r: SealedRecord): Promise<boolean> {
   const bytes = typeof r.tag === 'string' ? fromBase64(r.tag) : undefined
   if (bytes?.length !== 28) return false
   try {
-    await subtle().decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, 12) as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(`sessionfold/1 record ${canonical(r)}`) }, kek, bytes.subarray(12) as Uint8Array<ArrayBuffer>)
+    await subtle().decrypt(
+      { name: 'AES-GCM', iv: bytes.subarray(0, 12) as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(`sessionfold/1 record ${canonical(r)}`) },
+      kek,
+      bytes.subarray(12) as Uint8Array<ArrayBuffer>,
+    )
     return true
   } catch {
     return false
@@ -114,9 +143,14 @@ function parse(text: string): CodecRecord {
     throw new SessionfoldError('CORRUPT_LOG', `the store's key record (${CODEC_META_KEY}) is not JSON`)
   }
   const okStore = typeof r?.store === 'string' && /^[0-9a-f]{32}$/.test(r.store)
-  const okKeys = r?.cipher === 'none' || (r?.cipher === 'aes-256-gcm' && Array.isArray(r.keys) && r.keys.length > 0 &&
-    r.keys.every((k) => Number.isInteger(k?.gen) && k.gen >= 1 && k.gen <= 255 && typeof k.wrapped === 'string') &&
-    r.current === Math.max(...r.keys.map((k) => k.gen)) && typeof r.tag === 'string')
+  const okKeys =
+    r?.cipher === 'none' ||
+    (r?.cipher === 'aes-256-gcm' &&
+      Array.isArray(r.keys) &&
+      r.keys.length > 0 &&
+      r.keys.every((k) => Number.isInteger(k?.gen) && k.gen >= 1 && k.gen <= 255 && typeof k.wrapped === 'string') &&
+      r.current === Math.max(...r.keys.map((k) => k.gen)) &&
+      typeof r.tag === 'string')
   if (r?.v !== 1 || !okStore || !okKeys) throw new SessionfoldError('CORRUPT_LOG', `the store's key record (${CODEC_META_KEY}) is malformed`)
   return r
 }
@@ -234,7 +268,7 @@ export class Keyring {
     try {
       next = await Keyring.#from(parse(text), this.kek, this.storage)
     } catch {
-      throw rejected('the store\'s key was rotated by another process: open it again with the new key')
+      throw rejected("the store's key was rotated by another process: open it again with the new key")
     }
     this.record = next.record
     this.keys = next.keys
@@ -297,7 +331,7 @@ export class Keyring {
     const keys: SealedRecord['keys'] = []
     for (const k of record.keys) {
       const bytes = await unwrap(this.kek, record.store, k.gen, k.wrapped)
-      if (!bytes) throw rejected('rotateKey: the key record no longer opens with this store\'s key')
+      if (!bytes) throw rejected("rotateKey: the key record no longer opens with this store's key")
       keys.push({ gen: k.gen, wrapped: await wrap(kek, this.storeId, k.gen, bytes) })
       bytes.fill(0)
     }

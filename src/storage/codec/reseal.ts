@@ -51,7 +51,7 @@ export async function resealSession(inner: StorageAdapter, codec: EnvelopeCodec,
 
   const sealed = (info.header as { sealed?: unknown }).sealed
   const headerEnvelope = sealed === undefined ? undefined : await fresh(`header ${id} ${createdAt}`, sealed)
-  let header: SessionHeader | undefined = headerEnvelope === undefined ? undefined : { ...info.header, sealed: headerEnvelope } as SessionHeader
+  let header: SessionHeader | undefined = headerEnvelope === undefined ? undefined : ({ ...info.header, sealed: headerEnvelope } as SessionHeader)
   let records: EncodedEvent[] = []
   let bytes = 0
   const flush = async () => {

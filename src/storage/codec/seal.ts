@@ -22,12 +22,22 @@ export interface Cipher {
 
 /** The Cipher of WebCrypto (globalThis.crypto.subtle), in browsers and Node alike. */
 export const webCipher: Cipher = {
-  encrypt: async (key, iv, aad, plain) => new Uint8Array(await globalThis.crypto.subtle.encrypt(
-    { name: 'AES-GCM', iv: iv as Uint8Array<ArrayBuffer>, additionalData: aad as Uint8Array<ArrayBuffer> }, key, plain as Uint8Array<ArrayBuffer>,
-  )),
-  decrypt: async (key, iv, aad, sealed) => new Uint8Array(await globalThis.crypto.subtle.decrypt(
-    { name: 'AES-GCM', iv: iv as Uint8Array<ArrayBuffer>, additionalData: aad as Uint8Array<ArrayBuffer> }, key, sealed as Uint8Array<ArrayBuffer>,
-  )),
+  encrypt: async (key, iv, aad, plain) =>
+    new Uint8Array(
+      await globalThis.crypto.subtle.encrypt(
+        { name: 'AES-GCM', iv: iv as Uint8Array<ArrayBuffer>, additionalData: aad as Uint8Array<ArrayBuffer> },
+        key,
+        plain as Uint8Array<ArrayBuffer>,
+      ),
+    ),
+  decrypt: async (key, iv, aad, sealed) =>
+    new Uint8Array(
+      await globalThis.crypto.subtle.decrypt(
+        { name: 'AES-GCM', iv: iv as Uint8Array<ArrayBuffer>, additionalData: aad as Uint8Array<ArrayBuffer> },
+        key,
+        sealed as Uint8Array<ArrayBuffer>,
+      ),
+    ),
 }
 
 /** The data keys of an encrypted store: the one new envelopes use, and every one envelopes may carry. */
@@ -151,7 +161,8 @@ export class EnvelopeCodec {
       await this.keys.refresh()
       key = this.keys.get(envelope[1]!)
     }
-    if (!key || envelope.length < 2 + NONCE + 16) throw new Unreadable(key ? 'an envelope cut short' : `an envelope of an unknown key generation ${envelope[1]}`)
+    if (!key || envelope.length < 2 + NONCE + 16)
+      throw new Unreadable(key ? 'an envelope cut short' : `an envelope of an unknown key generation ${envelope[1]}`)
     try {
       return await this.cipher.decrypt(key, envelope.subarray(2, 2 + NONCE), this.#aad(envelope.subarray(0, 2), aad), envelope.subarray(2 + NONCE))
     } catch {

@@ -26,18 +26,19 @@ export const MAX_SEALED_VALUE_BYTES = Math.floor((MAX_RECORD_VALUE - 64) / 4) * 
 /** INVALID_ARGUMENT for a value of an app's record too long to be stored sealed. */
 export function checkSealedValue(key: RecordKey, value: string): void {
   if (utf8Length(value) > MAX_SEALED_VALUE_BYTES) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `the value of record ${flat(key)} must be at most ${MAX_SEALED_VALUE_BYTES} bytes of UTF-8 in a store with a record codec, got ${describe(value.length)} characters`)
+    throw new SessionfoldError(
+      'INVALID_ARGUMENT',
+      `the value of record ${flat(key)} must be at most ${MAX_SEALED_VALUE_BYTES} bytes of UTF-8 in a store with a record codec, got ${describe(value.length)} characters`,
+    )
   }
 }
 
 /** What a row's envelope is bound to: `checkpoint <id>`, `history <id> <at>`. */
-export const rowAad = (key: RecordKey): string =>
-  key.length === 3 ? `checkpoint ${key[1]}` : `history ${key[1]} ${Number(key[3])}`
+export const rowAad = (key: RecordKey): string => (key.length === 3 ? `checkpoint ${key[1]}` : `history ${key[1]} ${Number(key[3])}`)
 
 export function sealedRecords(inner: KeyValueStore, codec: EnvelopeCodec): KeyValueStore {
   const aad = (key: RecordKey) => `record ${flat(key)}`
-  const unreadable = (key: RecordKey, why: string) =>
-    new SessionfoldError('CORRUPT_LOG', `record ${flat(key)} of the store does not open: ${why}`)
+  const unreadable = (key: RecordKey, why: string) => new SessionfoldError('CORRUPT_LOG', `record ${flat(key)} of the store does not open: ${why}`)
 
   async function sealRow(key: RecordKey, json: string): Promise<string> {
     if (!codec.encrypted && !codec.compresses(json.length)) return json

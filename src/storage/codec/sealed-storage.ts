@@ -111,9 +111,21 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     if (!codec.encrypted) return header
     // Checked here: the stored form the inner adapter checks is a stand-in.
     const parsed = safeParse(sessionHeaderSchema, header)
-    if (!parsed.success) throw new SessionfoldError('INVALID_ARGUMENT', `header for session ${describe((header as { id?: unknown } | null)?.id)} is malformed: ${parsed.error.issues.map((i) => i.message).join('; ')}`)
+    if (!parsed.success)
+      throw new SessionfoldError(
+        'INVALID_ARGUMENT',
+        `header for session ${describe((header as { id?: unknown } | null)?.id)} is malformed: ${parsed.error.issues.map((i) => i.message).join('; ')}`,
+      )
     const envelope = await codec.seal(`header ${header.id} ${header.createdAt}`, encoder.encode(JSON.stringify(header)))
-    const stored: SealedHeader = { version: 1, id: header.id, createdAt: header.createdAt, seedLength: header.seedLength, delegationDepth: 0, origin: 'root', sealed: toBase64(envelope) }
+    const stored: SealedHeader = {
+      version: 1,
+      id: header.id,
+      createdAt: header.createdAt,
+      seedLength: header.seedLength,
+      delegationDepth: 0,
+      origin: 'root',
+      sealed: toBase64(envelope),
+    }
     return stored
   }
 
@@ -121,7 +133,8 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     const sealed = (stored as Partial<SealedHeader>).sealed
     lives.set(stored.id, stored.createdAt)
     if (sealed === undefined) {
-      if (codec.encrypted) throw new SessionfoldError('CORRUPT_LOG', `${where(stored.id)}: its header is not encrypted, in an encrypted store`, { sessionId: stored.id })
+      if (codec.encrypted)
+        throw new SessionfoldError('CORRUPT_LOG', `${where(stored.id)}: its header is not encrypted, in an encrypted store`, { sessionId: stored.id })
       return stored
     }
     const plain = await openEnvelope(stored.id, `header ${stored.id} ${stored.createdAt}`, sealed, 'its header')
@@ -152,19 +165,26 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     // A batch that is not contiguous is refused here (nothing of it goes down, plain or not).
     for (let i = 1; i < events.length; i++) {
       const seq = events[i]!.event.seq
-      if (seq !== events[0]!.event.seq + i) throw new SessionfoldError('SEQ_CONFLICT', `batch for ${where(id, seq)} is not contiguous: expected seq ${events[0]!.event.seq + i}`, { sessionId: id, seq })
+      if (seq !== events[0]!.event.seq + i)
+        throw new SessionfoldError('SEQ_CONFLICT', `batch for ${where(id, seq)} is not contiguous: expected seq ${events[0]!.event.seq + i}`, {
+          sessionId: id,
+          seq,
+        })
     }
     let size = 0
     for (const e of events) size += e.json.length
     if (!codec.encrypted && !codec.compresses(size)) return events
     const out: EncodedEvent[] = []
-    for (let i = 0; i < events.length;) {
+    for (let i = 0; i < events.length; ) {
       let j = i
       let bytes = 0
       while (j < events.length && j - i < BLOCK_EVENTS && (j === i || bytes + events[j]!.json.length <= BLOCK_BYTES)) bytes += events[j++]!.json.length + 1
       const from = events[i]!.event.seq
       const n = j - i
-      const text = events.slice(i, j).map((e) => e.json).join('\n')
+      const text = events
+        .slice(i, j)
+        .map((e) => e.json)
+        .join('\n')
       const envelope = await codec.seal(`events ${id} ${createdAt} ${from} ${n}`, utf8(text))
       out.push(record(from, toBase64(envelope), n))
       for (let k = 1; k < n; k++) out.push(record(from + k, from))
@@ -189,7 +209,10 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     const plain = await openEnvelope(id, `events ${id} ${createdAt} ${from} ${n}`, head.data, `the block of events from seq ${from}`, from)
     let events: SessionEvent[]
     try {
-      events = decoder.decode(plain).split('\n').map((l) => JSON.parse(l) as SessionEvent)
+      events = decoder
+        .decode(plain)
+        .split('\n')
+        .map((l) => JSON.parse(l) as SessionEvent)
     } catch (err) {
       throw corrupt(id, `the block from seq ${from}`, err, seq)
     }
@@ -209,11 +232,13 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
       for (const e of page) {
         if (e.seq < covered) {
           // A pointer of the block opened last: checked, so verify sees a damaged one.
-          if (e.type !== '' || e.data !== head) throw corrupt(id, 'a block record', new Error(`it does not point to the block from seq ${head} it lies in`), e.seq)
+          if (e.type !== '' || e.data !== head)
+            throw corrupt(id, 'a block record', new Error(`it does not point to the block from seq ${head} it lies in`), e.seq)
           continue
         }
         if (e.type !== '') {
-          if (codec.encrypted) throw new SessionfoldError('CORRUPT_LOG', `${where(id, e.seq)} is not encrypted, in an encrypted store`, { sessionId: id, seq: e.seq })
+          if (codec.encrypted)
+            throw new SessionfoldError('CORRUPT_LOG', `${where(id, e.seq)} is not encrypted, in an encrypted store`, { sessionId: id, seq: e.seq })
           out.push(e)
           covered = e.seq + 1
           continue
@@ -273,10 +298,14 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     async listSessions(options) {
       // A header that does not open is left out, as adapters leave out damaged ones (listIds
       // still names it, and verify reports it).
-      const opened = await Promise.all((await inner.listSessions(options)).map((h) => openHeader(h).catch((err: unknown) => {
-        if (isSessionfoldError(err, 'CORRUPT_LOG')) return undefined
-        throw err
-      })))
+      const opened = await Promise.all(
+        (await inner.listSessions(options)).map((h) =>
+          openHeader(h).catch((err: unknown) => {
+            if (isSessionfoldError(err, 'CORRUPT_LOG')) return undefined
+            throw err
+          }),
+        ),
+      )
       return opened.filter((h): h is SessionHeader => h !== undefined)
     },
     listIds: (options) => inner.listIds(options),

@@ -30,7 +30,8 @@ export function recordsOf(storage: StorageAdapter): KeyValueStore | undefined {
   return (storage as Partial<ComposedStorage>)[RECORDS]
 }
 
-const reserved = (key: RecordKey) => new SessionfoldError('INVALID_ARGUMENT', `record key ${flat(key)} is the store's own (its checkpoint, history and meta rows)`)
+const reserved = (key: RecordKey) =>
+  new SessionfoldError('INVALID_ARGUMENT', `record key ${flat(key)} is the store's own (its checkpoint, history and meta rows)`)
 
 /**
  * The records as an app or the engine sees them: keys and values checked, the store's own rows

@@ -28,9 +28,10 @@ const fromB64url = (text: string): Uint8Array<ArrayBuffer> | undefined => {
 export function createCursorSeal(secret: string | Uint8Array | undefined): CursorSeal {
   const subtle = globalThis.crypto.subtle
   const key = (async () => {
-    const raw = secret === undefined
-      ? globalThis.crypto.getRandomValues(new Uint8Array(32))
-      : new Uint8Array(await subtle.digest('SHA-256', typeof secret === 'string' ? new TextEncoder().encode(secret) : Uint8Array.from(secret)))
+    const raw =
+      secret === undefined
+        ? globalThis.crypto.getRandomValues(new Uint8Array(32))
+        : new Uint8Array(await subtle.digest('SHA-256', typeof secret === 'string' ? new TextEncoder().encode(secret) : Uint8Array.from(secret)))
     return subtle.importKey('raw', raw, 'AES-GCM', false, ['encrypt', 'decrypt'])
   })()
   return {

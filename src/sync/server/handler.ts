@@ -7,10 +7,7 @@ import { isSessionfoldError } from '../../core/errors'
 import type { SessionId } from '../../core/model'
 import { isSessionId } from '../../core/limits'
 import { describe, isPlainObject } from '../../core/validate'
-import {
-  DEFAULT_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_WAIT_MS, SYNC_PATHS, SYNC_PROTOCOL,
-  type PullAnswer, type SyncErrorBody,
-} from '../protocol'
+import { DEFAULT_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_WAIT_MS, SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type SyncErrorBody } from '../protocol'
 import { createCursorSeal } from './cursor-seal'
 import { Waiters } from './waiters'
 
@@ -65,7 +62,11 @@ const KNOWN = ['store', 'authorize', 'basePath', 'maxBodyBytes', 'maxEvents', 'p
 const MAX_LISTED_SESSIONS = 1000
 
 class Refusal extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message)
   }
 }
@@ -96,16 +97,20 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
   const waiters = new Waiters()
   const seal = createCursorSeal(options.cursorSecret)
 
-  const cors = (headers: Record<string, string>): Record<string, string> => options.allowOrigin === undefined ? headers : {
-    ...headers,
-    'access-control-allow-origin': options.allowOrigin,
-    'access-control-expose-headers': 'sessionfold-sync',
-    vary: 'origin',
-  }
-  const json = (status: number, body: unknown) => new Response(JSON.stringify(body), {
-    status,
-    headers: cors({ 'content-type': 'application/json', 'cache-control': 'no-store', 'sessionfold-sync': SYNC_PROTOCOL }),
-  })
+  const cors = (headers: Record<string, string>): Record<string, string> =>
+    options.allowOrigin === undefined
+      ? headers
+      : {
+          ...headers,
+          'access-control-allow-origin': options.allowOrigin,
+          'access-control-expose-headers': 'sessionfold-sync',
+          vary: 'origin',
+        }
+  const json = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), {
+      status,
+      headers: cors({ 'content-type': 'application/json', 'cache-control': 'no-store', 'sessionfold-sync': SYNC_PROTOCOL }),
+    })
   const refuse = (status: number, code: string, message: string) => json(status, { error: { code, message } } satisfies SyncErrorBody)
 
   /** Asks authorize; refuses (401/403) unless it allows. */
@@ -145,18 +150,21 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
     const raw = url.searchParams.get('cursor')
     let cursor: ChangeCursor | null = null
     if (raw !== null && raw !== '') {
-      if (raw.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(raw)) throw new Refusal(400, 'INVALID_ARGUMENT', `the cursor must be one this server made (base64url, at most ${MAX_CURSOR_CHARS} characters)`)
+      if (raw.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(raw))
+        throw new Refusal(400, 'INVALID_ARGUMENT', `the cursor must be one this server made (base64url, at most ${MAX_CURSOR_CHARS} characters)`)
       cursor = await seal.open(raw) // null when it does not open: start over
     }
     const list = url.searchParams.get('sessions')
     let sessions: SessionId[] | undefined
     if (list !== null) {
       sessions = list.split(',')
-      if (sessions.length > MAX_LISTED_SESSIONS || !sessions.every(isSessionId)) throw new Refusal(400, 'INVALID_ARGUMENT', `sessions must be at most ${MAX_LISTED_SESSIONS} session ids, comma-separated`)
+      if (sessions.length > MAX_LISTED_SESSIONS || !sessions.every(isSessionId))
+        throw new Refusal(400, 'INVALID_ARGUMENT', `sessions must be at most ${MAX_LISTED_SESSIONS} session ids, comma-separated`)
     }
     const waitText = url.searchParams.get('wait') ?? '0'
     const wait = Number(waitText)
-    if (!/^\d{1,6}$/.test(waitText) || wait > MAX_WAIT_MS) throw new Refusal(400, 'INVALID_ARGUMENT', `wait must be a whole number of milliseconds up to ${MAX_WAIT_MS}`)
+    if (!/^\d{1,6}$/.test(waitText) || wait > MAX_WAIT_MS)
+      throw new Refusal(400, 'INVALID_ARGUMENT', `wait must be a whole number of milliseconds up to ${MAX_WAIT_MS}`)
     return { cursor, sessions, wait }
   }
 
@@ -165,7 +173,14 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
    * `deadline` passes (or `signal` aborts). Sessions it may not read are passed over: the
    * cursor moves past them.
    */
-  async function nextChanges(request: Request, cursor: ChangeCursor | null, sessions: SessionId[] | undefined, deadline: number, signal: AbortSignal, cache: Map<SessionId, boolean>): Promise<{ batch: ChangeBatch; cursor: ChangeCursor | null; done: boolean }> {
+  async function nextChanges(
+    request: Request,
+    cursor: ChangeCursor | null,
+    sessions: SessionId[] | undefined,
+    deadline: number,
+    signal: AbortSignal,
+    cache: Map<SessionId, boolean>,
+  ): Promise<{ batch: ChangeBatch; cursor: ChangeCursor | null; done: boolean }> {
     for (;;) {
       const seen = waiters.generation
       const c: Changes = await store.changesSince(cursor, sessions ? { maxEvents, sessions } : { maxEvents })
@@ -199,31 +214,34 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
     let first = true
     // Pulled: the next message is made only once the client has taken the last one, so a slow
     // client holds up its own stream, never the server's memory.
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const send = (text: string) => controller.enqueue(encoder.encode(text))
-        if (stop.signal.aborted || Date.now() >= ends) return controller.close()
-        try {
-          // The first answer at once (the client learns where it stands), later ones when something changes.
-          const deadline = first ? Date.now() : Math.min(ends, Date.now() + heartbeatMs)
-          const answer = await nextChanges(request, cursor, query.sessions, deadline, stop.signal, cache)
-          if (stop.signal.aborted) return controller.close()
-          cursor = answer.cursor
-          const sealed = cursor ? await seal.seal(cursor) : ''
-          if (first) send('retry: 1000\n\n')
-          first = false
-          if (answer.batch.sessions.length > 0) send(`event: changes\ndata: ${JSON.stringify({ ...answer, cursor: sealed } satisfies PullAnswer)}\n\n`)
-          else send(`event: cursor\ndata: ${JSON.stringify({ cursor: sealed, done: answer.done })}\n\n`)
-        } catch (err) {
-          const code = isSessionfoldError(err) ? err.code : 'STORAGE_UNAVAILABLE'
-          send(`event: error\ndata: ${JSON.stringify({ error: { code, message: (err as Error).message } })}\n\n`)
-          controller.close()
-        }
+    const body = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          const send = (text: string) => controller.enqueue(encoder.encode(text))
+          if (stop.signal.aborted || Date.now() >= ends) return controller.close()
+          try {
+            // The first answer at once (the client learns where it stands), later ones when something changes.
+            const deadline = first ? Date.now() : Math.min(ends, Date.now() + heartbeatMs)
+            const answer = await nextChanges(request, cursor, query.sessions, deadline, stop.signal, cache)
+            if (stop.signal.aborted) return controller.close()
+            cursor = answer.cursor
+            const sealed = cursor ? await seal.seal(cursor) : ''
+            if (first) send('retry: 1000\n\n')
+            first = false
+            if (answer.batch.sessions.length > 0) send(`event: changes\ndata: ${JSON.stringify({ ...answer, cursor: sealed } satisfies PullAnswer)}\n\n`)
+            else send(`event: cursor\ndata: ${JSON.stringify({ cursor: sealed, done: answer.done })}\n\n`)
+          } catch (err) {
+            const code = isSessionfoldError(err) ? err.code : 'STORAGE_UNAVAILABLE'
+            send(`event: error\ndata: ${JSON.stringify({ error: { code, message: (err as Error).message } })}\n\n`)
+            controller.close()
+          }
+        },
+        cancel() {
+          stop.abort()
+        },
       },
-      cancel() {
-        stop.abort()
-      },
-    }, { highWaterMark: 0 })
+      { highWaterMark: 0 },
+    )
     return new Response(body, {
       status: 200,
       headers: cors({ 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'sessionfold-sync': SYNC_PROTOCOL }),
@@ -239,7 +257,8 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
     } catch {
       throw new Refusal(400, 'INVALID_ARGUMENT', 'the push body is not JSON')
     }
-    if (!isPlainObject(batch) || !Array.isArray(batch.sessions)) throw new Refusal(400, 'INVALID_ARGUMENT', 'the push body must be a change batch ({ v: 1, sessions: [...] })')
+    if (!isPlainObject(batch) || !Array.isArray(batch.sessions))
+      throw new Refusal(400, 'INVALID_ARGUMENT', 'the push body must be a change batch ({ v: 1, sessions: [...] })')
     const ids = new Set<SessionId>()
     for (const entry of batch.sessions as unknown[]) {
       const id = isPlainObject(entry) && isPlainObject(entry.header) ? entry.header.id : undefined
@@ -261,7 +280,16 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
     const cache = new Map<SessionId, boolean>()
     const kept = []
     for (const h of headers) {
-      if (!cache.has(h.id)) cache.set(h.id, await Promise.resolve().then(() => authorize({ request, sessionId: h.id, access: 'read' })).then((a) => a === true, () => false))
+      if (!cache.has(h.id))
+        cache.set(
+          h.id,
+          await Promise.resolve()
+            .then(() => authorize({ request, sessionId: h.id, access: 'read' }))
+            .then(
+              (a) => a === true,
+              () => false,
+            ),
+        )
       if (cache.get(h.id)) kept.push(h)
     }
     return json(200, { sessions: kept, next: headers.length === 1000 ? headers.at(-1)!.id : null })
@@ -273,7 +301,11 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
       if (options.allowOrigin !== undefined && request.method === 'OPTIONS') {
         return new Response(null, {
           status: 204,
-          headers: cors({ 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': request.headers.get('access-control-request-headers') ?? 'authorization, content-type', 'access-control-max-age': '600' }),
+          headers: cors({
+            'access-control-allow-methods': 'GET, POST',
+            'access-control-allow-headers': request.headers.get('access-control-request-headers') ?? 'authorization, content-type',
+            'access-control-max-age': '600',
+          }),
         })
       }
       const path = url.pathname.startsWith(base) ? url.pathname.slice(base.length) : undefined
@@ -281,21 +313,30 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
       // A client of another protocol version would send or read batches this side reads otherwise.
       const version = request.headers.get('sessionfold-sync')
       if (version !== null && version !== SYNC_PROTOCOL) {
-        return refuse(400, 'INVALID_ARGUMENT', `this server speaks sessionfold sync protocol ${SYNC_PROTOCOL} and the client ${JSON.stringify(version.slice(0, 20))}: update both to the same sessionfold`)
+        return refuse(
+          400,
+          'INVALID_ARGUMENT',
+          `this server speaks sessionfold sync protocol ${SYNC_PROTOCOL} and the client ${JSON.stringify(version.slice(0, 20))}: update both to the same sessionfold`,
+        )
       }
       if (route('POST', SYNC_PATHS.push)) return await push(request)
       if (route('GET', SYNC_PATHS.pull)) return await pull(request, url)
       if (route('GET', SYNC_PATHS.live)) return await live(request, url)
       if (route('GET', SYNC_PATHS.sessions)) return await sessionsList(request, url)
-      if (path !== undefined && Object.values(SYNC_PATHS).includes(path as never)) return refuse(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`)
+      if (path !== undefined && Object.values(SYNC_PATHS).includes(path as never))
+        return refuse(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`)
       return refuse(404, 'NOT_FOUND', 'no such sync endpoint')
     } catch (err) {
       if (err instanceof Refusal) return refuse(err.status, err.code, err.message)
       if (isSessionfoldError(err)) {
-        const status = err.code === 'INVALID_ARGUMENT' || err.code === 'EVENT_TOO_LARGE' ? 400
-          : err.code === 'STORAGE_QUOTA_EXCEEDED' ? 507
-          : err.code === 'CANCELLED' ? 499
-          : 503
+        const status =
+          err.code === 'INVALID_ARGUMENT' || err.code === 'EVENT_TOO_LARGE'
+            ? 400
+            : err.code === 'STORAGE_QUOTA_EXCEEDED'
+              ? 507
+              : err.code === 'CANCELLED'
+                ? 499
+                : 503
         return refuse(status, err.code, err.message)
       }
       return refuse(500, 'INTERNAL', 'the sync handler failed')

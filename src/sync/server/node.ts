@@ -23,15 +23,15 @@ export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
     const body = hasBody
       ? new ReadableStream<Uint8Array>({
-        start(controller) {
-          req.on('data', (chunk: Buffer) => controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)))
-          req.on('end', () => controller.close())
-          req.on('error', (err) => controller.error(err))
-        },
-        cancel() {
-          req.destroy()
-        },
-      })
+          start(controller) {
+            req.on('data', (chunk: Buffer) => controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)))
+            req.on('end', () => controller.close())
+            req.on('error', (err) => controller.error(err))
+          },
+          cancel() {
+            req.destroy()
+          },
+        })
       : undefined
     const request = new Request(`http://${req.headers.host ?? '127.0.0.1'}${req.url ?? '/'}`, {
       method: req.method,
@@ -53,10 +53,11 @@ export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res
           const { done, value } = await reader.read()
           if (done) break
           // A client slower than the stream: wait until it took what was written.
-          if (!res.write(value)) await new Promise<void>((resolve) => {
-            res.once('drain', resolve)
-            res.once('close', resolve)
-          })
+          if (!res.write(value))
+            await new Promise<void>((resolve) => {
+              res.once('drain', resolve)
+              res.once('close', resolve)
+            })
         }
         res.end()
       } catch {

@@ -37,7 +37,8 @@ export interface CheckResult {
 /** Each kind of problem is told in full this many times, then counted. */
 const DETAILED = 8
 
-const sameEvent = (a: SessionEvent, b: SessionEvent) => a.seq === b.seq && a.type === b.type && a.time === b.time && JSON.stringify(a.data) === JSON.stringify(b.data)
+const sameEvent = (a: SessionEvent, b: SessionEvent) =>
+  a.seq === b.seq && a.type === b.type && a.time === b.time && JSON.stringify(a.data) === JSON.stringify(b.data)
 
 /** The first seq where two logs differ (the shorter one's length when one is a prefix of the other). */
 function parting(a: Log, b: Log): number {
@@ -49,7 +50,10 @@ function parting(a: Log, b: Log): number {
 /** `seq:tag` of tags[from, to), the first `max` of them. */
 function showTags(tags: readonly string[], from: number, to: number, max = 6): string {
   const end = Math.min(to, from + max)
-  const shown = tags.slice(from, end).map((t, i) => `${from + i}:${t}`).join(' | ')
+  const shown = tags
+    .slice(from, end)
+    .map((t, i) => `${from + i}:${t}`)
+    .join(' | ')
   return shown ? `${shown}${end < to ? ' | …' : ''}` : '(nothing)'
 }
 
@@ -77,7 +81,8 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
     })
     const conflicts = conflictsOf.get(id) ?? []
     if (differ.length === 0 && missing.length === 0) {
-      for (const { device, conflict: c } of conflicts) tell('spurious', `${id}: ${device} reported a conflict (${c.reason} at seq ${c.seq}) yet every side holds the same log (${first.events.length} events)`)
+      for (const { device, conflict: c } of conflicts)
+        tell('spurious', `${id}: ${device} reported a conflict (${c.reason} at seq ${c.seq}) yet every side holds the same log (${first.events.length} events)`)
       continue
     }
     if (conflicts.length === 0) {
@@ -87,7 +92,10 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
         const at = parting(log, first)
         return `${s.name} parts from ${holders[0]!.name} at seq ${at} (${showTags(log.tags, at, Math.min(log.tags.length, at + 3))} against ${showTags(first.tags, at, Math.min(first.tags.length, at + 3))})`
       })
-      tell('unequal', `${id} differs between sides and no conflict was reported: events ${lengths}${missing.length ? `; missing on ${missing.join(', ')}` : ''}${parts.length ? `; ${parts.join('; ')}` : ''}`)
+      tell(
+        'unequal',
+        `${id} differs between sides and no conflict was reported: events ${lengths}${missing.length ? `; missing on ${missing.join(', ')}` : ''}${parts.length ? `; ${parts.join('; ')}` : ''}`,
+      )
     }
     for (const { device, conflict: c } of conflicts) {
       const ok = (w: SyncConflict['source'] | undefined) => w !== undefined && w.id === id && typeof w.createdAt === 'number'
@@ -123,11 +131,19 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
   const acked = ledger.acked()
   for (const w of acked) {
     const own = byName.get(w.writer)?.logs.get(w.session)
-    if (own?.tags[w.seq] !== w.tag) tell('lost', `acknowledged ${w.tag} (${w.session} seq ${w.seq}) is not in its writer's log: ${w.writer} ${own ? `holds ${own.tags[w.seq] ?? 'nothing'} there (${own.tags.length} events)` : 'has no such session'}`)
+    if (own?.tags[w.seq] !== w.tag)
+      tell(
+        'lost',
+        `acknowledged ${w.tag} (${w.session} seq ${w.seq}) is not in its writer's log: ${w.writer} ${own ? `holds ${own.tags[w.seq] ?? 'nothing'} there (${own.tags.length} events)` : 'has no such session'}`,
+      )
     if (conflictsOf.has(w.session)) continue
     for (const side of sides) {
       const log = side.logs.get(w.session)
-      if (log && log.tags[w.seq] !== w.tag) tell('lost', `acknowledged ${w.tag} (${w.session} seq ${w.seq}, no conflict reported) is not on ${side.name}: it holds ${log.tags[w.seq] ?? 'nothing'} there (${log.tags.length} events)`)
+      if (log && log.tags[w.seq] !== w.tag)
+        tell(
+          'lost',
+          `acknowledged ${w.tag} (${w.session} seq ${w.seq}, no conflict reported) is not on ${side.name}: it holds ${log.tags[w.seq] ?? 'nothing'} there (${log.tags.length} events)`,
+        )
     }
   }
   for (const side of sides) {
@@ -153,9 +169,11 @@ function describeSplice(side: Side, id: SessionId, log: Log, s: number, w: Writt
   let p = 0
   while (p < s && writers.tags[p] === log.tags[p]) p++
   const whose = (tags: readonly string[]) => [...new Set(tags.slice(p, s).map((t) => t.split(':')[0]))].join(', ')
-  return `${head} on top of its copy's seqs ${p}..${s - 1} (${showTags(writers.tags, p, s)}), ` +
+  return (
+    `${head} on top of its copy's seqs ${p}..${s - 1} (${showTags(writers.tags, p, s)}), ` +
     `but here seqs ${p}..${s - 1} are another history (${showTags(log.tags, p, s)}, written by ${whose(log.tags)}). ` +
     `The copies part at seq ${p}${p > 0 ? ` (seqs 0..${p - 1} are common)` : ''}; this log has ${log.tags.length} events, from seq ${s}: ${showTags(log.tags, s, log.tags.length, 4)}`
+  )
 }
 
 /** A side's logs with their tags. */

@@ -18,12 +18,18 @@ export class Device {
   #off: (() => void) | undefined
   #last: ReplicationState | undefined
 
-  private constructor(readonly name: string, readonly kind: DeviceKind, readonly store: Store, private readonly url: string) {}
+  private constructor(
+    readonly name: string,
+    readonly kind: DeviceKind,
+    readonly store: Store,
+    private readonly url: string,
+  ) {}
 
   static async open(name: string, kind: DeviceKind, temp: string, url: string): Promise<Device> {
-    const store = kind === 'fs'
-      ? await openStore({ dir: join(temp, name) })
-      : await openStore({ storage: 'indexeddb', name: `chaos-${name}-${process.pid}-${Date.now()}`, worker: false })
+    const store =
+      kind === 'fs'
+        ? await openStore({ dir: join(temp, name) })
+        : await openStore({ storage: 'indexeddb', name: `chaos-${name}-${process.pid}-${Date.now()}`, worker: false })
     return new Device(name, kind, store, url)
   }
 

@@ -55,7 +55,13 @@ export class Ledger {
  * are all that change it.
  */
 export class WriterHandle {
-  private constructor(readonly session: Session, readonly writer: string, private readonly ledger: Ledger, private readonly tags: string[], private readonly chain: string[]) {}
+  private constructor(
+    readonly session: Session,
+    readonly writer: string,
+    private readonly ledger: Ledger,
+    private readonly tags: string[],
+    private readonly chain: string[],
+  ) {}
 
   static async open(session: Session, writer: string, ledger: Ledger): Promise<WriterHandle> {
     const tags: string[] = []
@@ -91,7 +97,9 @@ export class WriterHandle {
       return
     }
     // Its log changed under its writer: a bug of its own. What it holds now is read again.
-    this.ledger.problems.push(`${this.writer}: ${this.id} changed under its writer: an append expected at seq ${first} got ${result.firstSeq}..${result.lastSeq}`)
+    this.ledger.problems.push(
+      `${this.writer}: ${this.id} changed under its writer: an append expected at seq ${first} got ${result.firstSeq}..${result.lastSeq}`,
+    )
     for (const [i, w] of records.entries()) w.seq = result.firstSeq + i
     this.tags.length = 0
     for await (const e of this.session.events()) this.tags.push(tagOf(e))

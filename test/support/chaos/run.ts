@@ -56,7 +56,11 @@ export interface ChaosResult {
   summary: ChaosSummary
 }
 
-const DEVICES: readonly [string, DeviceKind][] = [['fs1', 'fs'], ['fs2', 'fs'], ['idb', 'indexeddb']]
+const DEVICES: readonly [string, DeviceKind][] = [
+  ['fs1', 'fs'],
+  ['fs2', 'fs'],
+  ['idb', 'indexeddb'],
+]
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
@@ -107,7 +111,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     log(`chaos: faults stopped after ${proxy.stats.requests} requests; settling`)
     settledMs = await settle(devices, proxy, options.settleMs ?? 90_000)
     if (settledMs === undefined) {
-      problems.push(`did not settle within ${(options.settleMs ?? 90_000) / 1000} s of the faults stopping: ${devices.map((d) => `${d.name} ${JSON.stringify({ ...d.state, conflicts: d.state?.conflicts.length })}`).join('; ')}`)
+      problems.push(
+        `did not settle within ${(options.settleMs ?? 90_000) / 1000} s of the faults stopping: ${devices.map((d) => `${d.name} ${JSON.stringify({ ...d.state, conflicts: d.state?.conflicts.length })}`).join('; ')}`,
+      )
     }
     log(`chaos: ${settledMs === undefined ? 'not settled' : `settled in ${(settledMs / 1000).toFixed(1)} s`}; reading every side`)
     for (const d of devices) await d.disconnect()
@@ -139,7 +145,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await rm(temp, { recursive: true, force: true }).catch(() => {})
   }
   if (proxy) problems.push(...proxy.stats.errors.map((e) => `the fault proxy failed: ${e}`))
-  const stats: ProxyStats = proxy?.stats ?? { requests: 0, byDevice: {}, faults: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>, refused: 0, badGateway: 0, errors: [] }
+  const stats: ProxyStats = proxy?.stats ?? {
+    requests: 0,
+    byDevice: {},
+    faults: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>,
+    refused: 0,
+    badGateway: 0,
+    errors: [],
+  }
   const appends = Object.values(workload).reduce((n, c) => n + c.appends, 0)
   const events = Object.values(workload).reduce((n, c) => n + c.events, 0)
   return {
@@ -187,10 +200,9 @@ async function settle(devices: readonly Device[], proxy: FaultProxy, timeoutMs: 
       if (synced) return Date.now() - started
       // A round begun now pushes whatever is left and waits for the live stream to catch up.
       const left = Math.max(1000, timeoutMs - (Date.now() - started))
-      synced = await Promise.race([
-        Promise.all(devices.map((d) => d.replication!.whenSynced())).then(() => true),
-        sleep(left).then(() => false),
-      ]).catch(() => false)
+      synced = await Promise.race([Promise.all(devices.map((d) => d.replication!.whenSynced())).then(() => true), sleep(left).then(() => false)]).catch(
+        () => false,
+      )
       since = Date.now()
       last = ''
     }
@@ -202,7 +214,7 @@ async function settle(devices: readonly Device[], proxy: FaultProxy, timeoutMs: 
 /** Every session of a store with its events, read through the public API. */
 async function readSide(name: string, store: Store): Promise<Side> {
   const logs: Side['logs'] = new Map()
-  for (let after: string | undefined; ;) {
+  for (let after: string | undefined; ; ) {
     const page = await store.listSessions({ ...(after ? { after } : {}), limit: 1000 })
     for (const header of page) {
       const view = await store.observe(header.id)
@@ -223,13 +235,20 @@ async function readSide(name: string, store: Store): Promise<Side> {
 /** The run's figures and problems, for people; the seed first, so a failure can be run again. */
 export function formatChaos(result: ChaosResult): string {
   const s = result.summary
-  const faults = Object.entries(s.faults).filter(([k]) => k !== 'pass').map(([k, n]) => `${k} ${n}`).join(', ')
+  const faults = Object.entries(s.faults)
+    .filter(([k]) => k !== 'pass')
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ')
   const lines = [
     `chaos run: seed ${s.seed}, ${s.server} server, ${s.seconds} s of faults (again: npm run chaos -- --seconds ${s.seconds} --seed ${s.seed} --server ${s.server})`,
-    `  requests ${s.requests} (${Object.entries(s.byDevice).map(([d, n]) => `${d} ${n}`).join(', ')}); passed ${s.faults.pass}; faults: ${faults}; connections refused while offline ${s.refused}; answered 502 ${s.badGateway}`,
+    `  requests ${s.requests} (${Object.entries(s.byDevice)
+      .map(([d, n]) => `${d} ${n}`)
+      .join(', ')}); passed ${s.faults.pass}; faults: ${faults}; connections refused while offline ${s.refused}; answered 502 ${s.badGateway}`,
     `  server restarts ${s.restarts}; appends ${s.written.appends} (${s.written.events} events, ${s.written.acked} acknowledged); sessions ${s.sessions}`,
     `  conflicts reported ${s.conflicts.reported} in ${s.conflicts.sessions.length} sessions${s.conflicts.sessions.length ? ` (${s.conflicts.sessions.join(', ')})` : ''}; logs holding two histories ${s.spliced}`,
-    `  replication errors seen: ${Object.entries(s.replicationErrors).map(([d, e]) => `${d} ${JSON.stringify(e)}`).join(', ')}`,
+    `  replication errors seen: ${Object.entries(s.replicationErrors)
+      .map(([d, e]) => `${d} ${JSON.stringify(e)}`)
+      .join(', ')}`,
     `  ${s.settledMs === undefined ? 'did not settle' : `settled ${(s.settledMs / 1000).toFixed(1)} s after the faults stopped`}`,
   ]
   if (result.problems.length === 0) lines.push('  no problems')

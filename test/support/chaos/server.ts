@@ -71,7 +71,10 @@ export async function startChaosServer(kind: ServerKind, temp: string): Promise<
     start,
     kill,
     stderr: () => tail,
-    open: () => (kind === 'postgres' ? openStore({ storage: 'postgres', url: where, schema: SCHEMA, worker: false }) : openStore({ storage: 'fs', dir: where, worker: false })),
+    open: () =>
+      kind === 'postgres'
+        ? openStore({ storage: 'postgres', url: where, schema: SCHEMA, worker: false })
+        : openStore({ storage: 'fs', dir: where, worker: false }),
     async stop() {
       await kill()
       await cluster?.stop()

@@ -52,7 +52,12 @@ export async function runWorkload(ctx: WorkloadContext): Promise<WorkloadCounts>
   const { device, ledger } = ctx
   const me = device.name
   const r = seeded(ctx.seed, 'workload', me)
-  const counts: WorkloadCounts = { actions: Object.fromEntries(Object.keys(ACTIONS).map((k) => [k, 0])) as Record<Action, number>, appends: 0, events: 0, locked: 0 }
+  const counts: WorkloadCounts = {
+    actions: Object.fromEntries(Object.keys(ACTIONS).map((k) => [k, 0])) as Record<Action, number>,
+    appends: 0,
+    events: 0,
+    locked: 0,
+  }
   const own: SessionId[] = []
   let sharedMade = 0
   let n = 0
@@ -122,10 +127,13 @@ export async function runWorkload(ctx: WorkloadContext): Promise<WorkloadCounts>
       }
       case 'offline': {
         ctx.proxy.setOffline(me, true)
-        const t = setTimeout(() => {
-          offlineTimers.delete(t)
-          ctx.proxy.setOffline(me, false)
-        }, r.int(500, 4000))
+        const t = setTimeout(
+          () => {
+            offlineTimers.delete(t)
+            ctx.proxy.setOffline(me, false)
+          },
+          r.int(500, 4000),
+        )
         offlineTimers.add(t)
         return
       }
@@ -147,7 +155,8 @@ export async function runWorkload(ctx: WorkloadContext): Promise<WorkloadCounts>
         ctx.problems.push(`${me}: ${action} failed: ${(err as Error)?.stack ?? String(err)}`)
       }
       // A held session is let go after its number of actions.
-      for (const [id, h] of [...open]) if (--h.left <= 0) await release(id).catch((err: unknown) => ctx.problems.push(`${me}: closing ${id} failed: ${String(err)}`))
+      for (const [id, h] of [...open])
+        if (--h.left <= 0) await release(id).catch((err: unknown) => ctx.problems.push(`${me}: closing ${id} failed: ${String(err)}`))
       await sleep(r.int(10, 120))
     }
   } finally {
