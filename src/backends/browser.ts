@@ -1,19 +1,18 @@
-import { createIndexedDbAdapter } from './indexeddb'
-import { createMemoryAdapter } from './memory'
+// Browsers' backends, one line each: IndexedDB and memory, with the locks and growth notices
+// shared by an origin's tabs; no files. Each row is its folder's config.ts: the client reads the
+// rows to check openStore's options; the engine loads a backend's code from its row.
+import { indexedDbStorage } from './indexeddb/registration'
+import { memoryStorage } from './memory/registration'
 import { tabsOf } from './tabs'
 import type { Platform } from './platform'
 import type { Compressor } from '../storage/codec'
 
-/**
- * Browsers: IndexedDB or memory, the locks and growth notices shared by tabs; no files. A
- * backend is one row here (and its folder).
- */
+export const BROWSER_BACKENDS = [indexedDbStorage, memoryStorage] as const
+
 export const browserPlatform: Platform = {
-  backends: {
-    indexeddb: { open: async (c) => ({ storage: createIndexedDbAdapter({ name: c.name, durability: c.durability }), ...tabsOf(c.name) }) },
-    memory: { open: async (c) => ({ storage: createMemoryAdapter(), ...tabsOf(c.name) }) },
-  },
+  backends: BROWSER_BACKENDS,
   compressor: streamCompressor(),
+  neighbours: tabsOf,
 }
 
 /**

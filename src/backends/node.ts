@@ -1,36 +1,31 @@
-// Node's backends: files (with lock files shared by processes), PostgreSQL (loaded only when
-// a store asks for it: the driver is an optional peer), memory, or an IndexedDB polyfill. A
-// backend is one row here (and its folder).
-import type { StoreConfig } from './config'
+// Node's backends, one line each: files (lock files shared by processes), PostgreSQL (the driver
+// is an optional peer, loaded only when a store asks for it), memory, and IndexedDB on a
+// polyfill. Each row is its folder's config.ts: the client reads the rows to check openStore's
+// options; the engine loads a backend's code from its row when a store of it opens.
 import { createLocalLocks } from '../storage/locks'
 import { nodeCipher, nodeCompressor } from '../storage/codec/node'
-import { fsBackend } from './fs/backend'
-import { createIndexedDbAdapter } from './indexeddb'
-import { createMemoryAdapter } from './memory'
-import { backendOf, type Platform } from './platform'
-import { masked } from './postgres/errors'
+import { fsStorage } from './fs/registration'
+import { indexedDbStorage } from './indexeddb/registration'
+import { memoryStorage } from './memory/registration'
+import { postgresStorage } from './postgres/registration'
+import { entryOf, type Platform, type StoreConfigBase } from './platform'
+
+export const NODE_BACKENDS = [fsStorage, postgresStorage, memoryStorage, indexedDbStorage] as const
 
 export const nodePlatform: Platform = {
-  backends: {
-    fs: fsBackend,
-    // Every engine on the store, on any machine, hears appends by LISTEN/NOTIFY.
-    postgres: {
-      open: async (config, purpose) => (await import('./postgres/backend')).postgresBackend.open(config, purpose),
-      redact: (config, text) => masked(text, config.url),
-    },
-    memory: { open: async () => ({ storage: createMemoryAdapter(), locks: createLocalLocks() }) },
-    indexeddb: { open: async (c) => ({ storage: createIndexedDbAdapter({ name: c.name, durability: c.durability }), locks: createLocalLocks() }) },
-  },
+  backends: NODE_BACKENDS,
   compressor: nodeCompressor,
   cipher: nodeCipher,
+  // One process: its engines share a memory or IndexedDB store only within it.
+  neighbours: () => ({ locks: createLocalLocks() }),
 }
 
 /** Node: what a worker thread that died held in the store `config` (its lock files), let go. */
-export async function releaseThread(config: StoreConfig, threadId: number): Promise<void> {
-  await backendOf(nodePlatform, config).releaseThread?.(config, threadId)
+export async function releaseThread(config: StoreConfigBase, threadId: number): Promise<void> {
+  await (await entryOf(NODE_BACKENDS, config.storage, 'in Node').load()).releaseThread?.(config, threadId)
 }
 
 /** `text` as it may be shown: without the secrets of the store `config` (a PostgreSQL URL's password). */
-export function redacted(config: StoreConfig, text: string): string {
-  return backendOf(nodePlatform, config).redact?.(config, text) ?? text
+export function redacted(config: StoreConfigBase, text: string): string {
+  return entryOf(NODE_BACKENDS, config.storage, 'in Node').redact?.(config, text) ?? text
 }

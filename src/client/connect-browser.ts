@@ -3,15 +3,17 @@
 // this code: the self-contained build in the package (dist/browser/), a stand-in that imports
 // src/host/entry/browser.ts in this source tree (src/client/). The URL is a literal, so that an
 // app's bundler (Vite, webpack) finds the file and ships it.
+import { BROWSER_BACKENDS, browserPlatform } from '../backends/browser'
 import type { Connection, Connectors } from './connection'
 import { connectInThread } from './connect-in-thread'
 import { WorkerDeath, loadComlink } from './remote-engine'
 
 export const browserConnectors: Connectors = {
   defaultStorage: 'indexeddb',
-  files: false,
+  backends: BROWSER_BACKENDS,
+  here: 'in browsers',
   canStartWorker: () => typeof Worker !== 'undefined',
-  inThread: (projections) => connectInThread(projections, () => import('../backends/browser').then((m) => m.browserPlatform)),
+  inThread: (projections) => connectInThread(projections, async () => browserPlatform),
   inWorker: ({ url, shared }) => browserWorker(url, shared),
 }
 

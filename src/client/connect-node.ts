@@ -6,6 +6,7 @@
 // the global with one that resolves a file: URL against http://localhost, which no Worker takes.
 import { URL as FileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
+import { NODE_BACKENDS, nodePlatform, releaseThread } from '../backends/node'
 import type { HostOptions } from '../host/options'
 import type { Connection, Connectors } from './connection'
 import { connectInThread } from './connect-in-thread'
@@ -13,9 +14,10 @@ import { WorkerDeath, loadComlink } from './remote-engine'
 
 export const nodeConnectors: Connectors = {
   defaultStorage: 'fs',
-  files: true,
+  backends: NODE_BACKENDS,
+  here: 'in Node',
   canStartWorker: () => true,
-  inThread: (projections) => connectInThread(projections, () => import('../backends/node').then((m) => m.nodePlatform)),
+  inThread: (projections) => connectInThread(projections, async () => nodePlatform),
   inWorker: ({ url, host }) => nodeWorker(url, host),
 }
 
@@ -30,7 +32,7 @@ async function nodeWorker(url: string | URL | undefined, options: HostOptions): 
   // end() (store.close) waits for their removal, so a store opened after close finds them free.
   let locksReleased: Promise<void> = Promise.resolve()
   worker.once('exit', () => {
-    locksReleased = import('../backends/node').then((m) => m.releaseThread(options.store, threadId)).catch(() => {})
+    locksReleased = releaseThread(options.store, threadId).catch(() => {})
   })
   const { api, onPush, release } = link(nodeEndpoint(worker))
   // Unreferenced while idle: a store nobody calls lets Node exit, with or without close().

@@ -6,6 +6,7 @@ import type { ProjectionDefinition } from '../core/projection'
 import type { Push } from '../core/protocol'
 import type { HostOptions } from '../host/options'
 import type { StorageKind } from '../backends/config'
+import type { AnyBackendEntry } from '../backends/platform'
 import type { EngineApi } from '../host/host'
 
 export interface Connection {
@@ -38,8 +39,10 @@ export interface Connection {
 export interface Connectors {
   /** The storage of a store whose options name none. */
   readonly defaultStorage: StorageKind
-  /** Whether storage 'fs' exists here. */
-  readonly files: boolean
+  /** The platform's backends (src/backends/node.ts, browser.ts), whose rows parse the store options. */
+  readonly backends: readonly AnyBackendEntry[]
+  /** Where this is, for messages: 'in Node', 'in browsers'. */
+  readonly here: string
   /** Whether a worker can start here: where none can (a service worker), the engine runs in this thread. */
   canStartWorker(): boolean
   inThread(projections: readonly ProjectionDefinition[]): Promise<Connection>

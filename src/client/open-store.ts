@@ -4,7 +4,7 @@ import { SessionfoldError } from '../core/errors'
 import type { ProjectionDefinition } from '../core/projection'
 import type { HostOptions } from '../host/options'
 import { DEFAULT_MAX_EVENT_BYTES } from '../core/limits'
-import { STORE_OPTIONS, storeConfig, type StoreOptions } from '../backends/config'
+import { storeConfig, storeOptionKeys, type StoreOptions } from '../backends/config'
 import { assertOptions, describe, isPlainObject } from '../core/validate'
 import type { Connectors } from './connection'
 import { Store, checkKey } from './store'
@@ -59,7 +59,7 @@ export interface OpenStoreOptions extends StoreOptions {
   compression?: 'deflate' | 'none'
 }
 
-const KNOWN_OPTIONS = [...STORE_OPTIONS, 'worker', 'workerUrl', 'projections', 'checkpoint', 'maxEventBytes', 'encryption', 'compression']
+const CLIENT_OPTIONS = ['worker', 'workerUrl', 'projections', 'checkpoint', 'maxEventBytes', 'encryption', 'compression']
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
@@ -86,8 +86,9 @@ export async function openStoreWith(connectors: Connectors, options: OpenStoreOp
 /** The host's options, and where the engine runs; INVALID_ARGUMENT for anything else. */
 function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host: HostOptions; worker: boolean | 'shared' } {
   if (!isPlainObject(options as unknown)) throw bad(`openStore options must be an object, got ${describe(options)}`)
-  for (const key of Object.keys(options)) if (!KNOWN_OPTIONS.includes(key)) throw bad(`openStore has no option ${describe(key)}`)
-  const store = storeConfig(options, connectors.defaultStorage, connectors.files)
+  const known = [...storeOptionKeys(connectors.backends), ...CLIENT_OPTIONS]
+  for (const key of Object.keys(options)) if (!known.includes(key)) throw bad(`openStore has no option ${describe(key)} ${connectors.here}`)
+  const store = storeConfig(options, connectors.backends, connectors.defaultStorage, connectors.here)
   // Checked here, as they cross to the worker: it reads what the caller passed, or nothing.
   assertOptions(options.checkpoint, 'checkpoint', ['everyEvents', 'everyMs'])
   for (const [k, v] of Object.entries(options.checkpoint ?? {})) {

@@ -40,7 +40,7 @@ export interface OpenedEngine {
 
 export async function openEngine(platform: Platform, store: StoreConfig, settings: EngineSettings = {}): Promise<OpenedEngine> {
   const purpose = settings.purpose ?? 'app'
-  const parts = await backendOf(platform, store).open(store, purpose)
+  const parts = await (await backendOf(platform, store)).open(store, purpose, platform)
   let storage: SealedStorage
   try {
     storage = await openSealed(parts.storage, {

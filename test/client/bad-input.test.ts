@@ -506,6 +506,10 @@ function cases(): Case[] {
     ['maxEventBytes NaN', { maxEventBytes: NaN }],
     ['projections a string', { projections: 'x' }],
     ['workerUrl a number', { workerUrl: 5 }],
+    // An option of another backend says where that one keeps its data: never ignored.
+    ['url (a PostgreSQL store) with this storage', { url: 'postgres://u:secret@127.0.0.1:1/db' }],
+    ['schema (a PostgreSQL store) with this storage', { schema: 'app' }],
+    ["storage indexeddb with this store's dir", { storage: 'indexeddb' }],
   ] as const)
     add(`openStore with ${label}`, 'INVALID_ARGUMENT', (c) => openStore({ ...c.options, ...(o as object) }))
   for (const [label, o] of [

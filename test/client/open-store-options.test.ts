@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions } from 'sessionfold'
+import { NODE_BACKENDS, nodePlatform } from '../../src/backends/node'
+import type { BackendEntry } from '../../src/backends/platform'
+import { memoryStorage } from '../../src/backends/memory/registration'
+import { browserConnectors } from '../../src/client/connect-browser'
+import { connectInThread } from '../../src/client/connect-in-thread'
 import { nodeConnectors } from '../../src/client/connect-node'
+import type { ProjectionDefinition } from '../../src/core/projection'
 import { openStoreWith } from '../../src/client/open-store'
 import { notes } from '../fixtures/notes-units'
 import { expectCode } from '../support/helpers'
@@ -137,5 +143,48 @@ describe('openStore: what does apply still opens', () => {
     const fs = await openStore({ storage: 'fs', dir, worker: false })
     await fs.close()
     expect(existsSync(join(dir, 'sessions'))).toBe(true)
+  })
+})
+
+describe('openStore: a backend is its folder and one row in its platform list (src/backends/node.ts, browser.ts)', () => {
+  /**
+   * A backend of a test's own: a row and nothing else (its code is memory's). Listing it is all
+   * that openStore, the option checks and the engine need: no other file names it.
+   */
+  const scratch: BackendEntry<{ storage: 'scratch'; name: string }, { name?: string; shelf?: string }> = {
+    storage: 'scratch',
+    options: ['name', 'shelf'],
+    is: 'a scratch store is its `shelf`',
+    config: (options) => ({ storage: 'scratch', name: options.shelf ?? 'default' }),
+    load: async () => {
+      const memory = await memoryStorage.load()
+      return { open: (config, purpose, platform) => memory.open({ storage: 'memory', name: config.name }, purpose, platform) }
+    },
+  }
+  const rows = [...NODE_BACKENDS, scratch]
+  const withScratch = {
+    ...nodeConnectors,
+    backends: rows,
+    inThread: (projections: readonly ProjectionDefinition[]) => connectInThread(projections, async () => ({ ...nodePlatform, backends: rows })),
+  }
+
+  it('opens a store of a backend listed by one row, which keeps and reads sessions', async () => {
+    const store = await openStoreWith(withScratch, { storage: 'scratch', shelf: 'a', worker: false } as never)
+    const session = await store.createSession({ id: 's' })
+    await session.append([{ type: 'turn/start' }, { type: 'turn/end' }])
+    expect(session.projections.get('subagentTiming')?.turns).toBe(1)
+    expect((await store.listSessions()).map((h) => h.id)).toEqual(['s'])
+    await store.close()
+  })
+
+  it("refuses the row's options for another storage, and other rows' options for it, naming the owner", async () => {
+    await refused(openStoreWith(withScratch, { dir, shelf: 'a', worker: false } as OpenStoreOptions), ['shelf', "'scratch'", "'fs'", 'dir'])
+    await refused(openStoreWith(withScratch, { storage: 'scratch', dir, worker: false } as never), ['dir', "'fs'", "'scratch'", 'shelf'])
+  })
+
+  it("refuses a storage the platform does not list, naming those it does (Node's fs in a browser)", async () => {
+    await refused(openStoreWith(browserConnectors, { storage: 'fs', dir, worker: false }), ['"fs"', "'indexeddb'", "'memory'", 'in browsers'])
+    await refused(openStoreWith(withScratch, { storage: 'floppy', worker: false } as never), ['"floppy"', "'scratch'", "'postgres'", 'in Node'])
+    await refused(openStoreWith(browserConnectors, { url: pgUrl, worker: false } as OpenStoreOptions), ['url', 'in browsers'])
   })
 })

@@ -1,9 +1,11 @@
-// openStore's options of a store in files.
+// openStore's options of a store in files, and its config.
+import { storeName, type Durability } from '../platform'
+
 /** Files: the store's root folder `dir`. */
 export interface FsConfig {
   storage: 'fs'
   dir: string
-  durability: 'strict' | 'relaxed'
+  durability: Durability
 }
 
 export interface FsOptions {
@@ -11,6 +13,6 @@ export interface FsOptions {
   dir?: string
 }
 
-export function fsConfig(options: FsOptions, durability: 'strict' | 'relaxed'): FsConfig {
-  return { storage: 'fs', dir: options.dir ?? '.sessionfold', durability }
+export function fsConfig(options: FsOptions, durability: Durability): FsConfig {
+  return { storage: 'fs', dir: storeName(options.dir, 'dir') ?? '.sessionfold', durability }
 }

@@ -1,9 +1,11 @@
-// openStore's options of an IndexedDB store.
+// openStore's options of a store in IndexedDB, and its config.
+import { storeName, type Durability } from '../platform'
+
 /** IndexedDB: the database `name`. */
 export interface IndexedDbConfig {
   storage: 'indexeddb'
   name: string
-  durability: 'strict' | 'relaxed'
+  durability: Durability
 }
 
 export interface IndexedDbOptions {
@@ -11,6 +13,6 @@ export interface IndexedDbOptions {
   name?: string
 }
 
-export function indexedDbConfig(options: IndexedDbOptions, durability: 'strict' | 'relaxed'): IndexedDbConfig {
-  return { storage: 'indexeddb', name: options.name ?? 'sessionfold', durability }
+export function indexedDbConfig(options: IndexedDbOptions, durability: Durability): IndexedDbConfig {
+  return { storage: 'indexeddb', name: storeName(options.name, 'name') ?? 'sessionfold', durability }
 }

@@ -1,5 +1,6 @@
-// openStore's options of a memory store: none of its own (it keeps nothing anywhere, so it
-// takes `name` and `dir` too: an app that switches to memory for its tests keeps its options).
+// openStore's options of a store in memory: none of its own. It keeps nothing anywhere, so it
+// takes `name` and `dir` too: an app that switches to memory for its tests keeps its options.
+import { storeName } from '../platform'
 
 /** Memory: nothing kept. In browsers, `name` scopes the Web Locks and the growth notices of tabs. */
 export interface MemoryConfig {
@@ -7,6 +8,12 @@ export interface MemoryConfig {
   name: string
 }
 
-export function memoryConfig(options: { name?: string }): MemoryConfig {
-  return { storage: 'memory', name: options.name ?? 'sessionfold' }
+export interface MemoryOptions {
+  name?: string
+  dir?: string
+}
+
+export function memoryConfig(options: MemoryOptions): MemoryConfig {
+  storeName(options.dir, 'dir')
+  return { storage: 'memory', name: storeName(options.name, 'name') ?? 'sessionfold' }
 }

@@ -2,6 +2,7 @@
 import { SessionfoldError } from '../../core/errors'
 import { PG_SCHEMA_PATTERN } from '../../core/limits'
 import { assertOptions, describe } from '../../core/validate'
+import type { Durability } from '../platform'
 
 /** PostgreSQL: the server and the schema the store's tables live in. */
 export interface PostgresConfig {
@@ -46,15 +47,12 @@ export interface PostgresOptions {
   }
 }
 
-/** The options only a PostgreSQL store takes: another storage refuses them. */
-export const POSTGRES_OPTIONS = ['url', 'schema', 'lease', 'timeouts'] as const
-
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
 /** A URL for messages: its password never shows. */
 const redactUrl = (url: unknown): unknown => (typeof url === 'string' ? url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@') : url)
 
-export function postgresConfig(options: PostgresOptions, durability: 'strict' | 'relaxed'): PostgresConfig {
+export function postgresConfig(options: PostgresOptions, durability: Durability): PostgresConfig {
   if (typeof options.url !== 'string' || !/^postgres(ql)?:\/\//.test(options.url))
     throw bad(`storage 'postgres' needs url: 'postgres://…', got ${describe(options.url === undefined ? undefined : redactUrl(options.url))}`)
   assertOptions(options.lease, 'lease', ['ttlMs'])
