@@ -7,7 +7,7 @@ import type { BROWSER_BACKENDS } from './browser'
 import type { FsOptions } from './fs/config'
 import type { IndexedDbOptions } from './indexeddb/config'
 import type { NODE_BACKENDS } from './node'
-import { entryOf, type AnyBackendEntry, type BackendEntry, type Durability } from './platform'
+import { entryOf, type AnyBackendEntry, type BackendEntry } from './platform'
 import type { PostgresOptions } from './postgres/config'
 
 /**

@@ -135,3 +135,7 @@ export function catalogFactProblem(f: { v: CatalogVersion; mode: CatalogMode; la
  * allows 63). Checked by openStore, the CLI, the adapter, its locks and its growth channel.
  */
 export const PG_SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,50}$/
+
+/** Sessions in one page of `listSessions`, by default and at most. */
+export const DEFAULT_LIST_LIMIT = 100
+export const MAX_LIST_LIMIT = 10_000

@@ -1,4 +1,14 @@
+import type { z } from 'zod/mini'
 import type { WireError } from './errors'
+import type {
+  appendInputSchema,
+  createSessionInputSchema,
+  forkInputSchema,
+  listSessionsInputSchema,
+  observeAtInputSchema,
+  recordExternalInputSchema,
+  spawnInputSchema,
+} from './inputs'
 import type { Json, SessionEvent, SessionHeader } from './model'
 import type { ProjectionFault, ProjectionSnapshot } from './projection'
 
@@ -96,39 +106,18 @@ export interface VerifyStep extends VerifyReport {
 }
 
 /**
- * What a client sends with its calls (EngineApi, the host's methods). Typed for the client's
- * sake; the host trusts none of it and checks every value again (src/engine/).
+ * What a client sends with its calls (EngineApi, the host's methods): each inferred from its
+ * schema in inputs.ts, which the engine parses every one of them with (it trusts nothing that
+ * crossed a worker).
  */
-export interface CreateSessionInput {
-  id?: string
-  cwd?: string
-}
-
+export type CreateSessionInput = z.infer<typeof createSessionInputSchema>
 /** `spawn`'s options, its events sent beside them as bodies. */
-export interface SpawnInput {
-  mode: 'one-shot' | 'continuable'
-  label?: string
-  id?: string
-}
-
-export interface ForkInput {
-  at?: number
-  id?: string
-}
-
-export interface AppendInput {
-  expectedSeq?: number
-}
-
-export interface RecordExternalInput {
-  childId: string
-  label?: string
-}
-
-export interface ListSessionsInput {
-  after?: string
-  limit?: number
-}
+export type SpawnInput = z.infer<typeof spawnInputSchema>
+export type ForkInput = z.infer<typeof forkInputSchema>
+export type AppendInput = z.infer<typeof appendInputSchema>
+export type RecordExternalInput = z.infer<typeof recordExternalInputSchema>
+export type ListSessionsInput = z.infer<typeof listSessionsInputSchema>
+export type ObserveAtInput = z.infer<typeof observeAtInputSchema>
 
 /** One append of a store's coalesced appends (see EngineApi.appendMany). */
 export type AppendItem =

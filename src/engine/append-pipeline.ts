@@ -2,13 +2,13 @@
 // send them to storage, and once they are durable fold them in seq order and hand the session
 // on (change feed, checkpoint policy, other engines). Appends from clients, spawns, forks,
 // imports and store-to-store sync all come through here.
+import { appendInputSchema, parseInput } from '../core/inputs'
 import type { StorageAdapter } from '../storage/types'
 import { SessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
 import type { AppendResult } from '../core/protocol'
-import { isCount } from '../core/limits'
 import { TURN_END } from '../core/units/payloads'
-import { describe, encodeEventBody, eventFromBody, isPlainObject, type EncodedEvent } from '../core/validate'
+import { encodeEventBody, eventFromBody, type EncodedEvent } from '../core/validate'
 import { foldEvent, type UnitSlot } from './units'
 
 /** In-flight appends of one session may hold this many encoded bytes before new ones wait. */
@@ -93,12 +93,7 @@ export class AppendPipeline<S extends PipelineSession> {
     const log = session.log
     if (!Array.isArray(bodies) || bodies.length === 0)
       throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
-    if (options !== undefined && !isPlainObject(options))
-      throw new SessionfoldError('INVALID_ARGUMENT', `append options for ${where(id)} must be an object, got ${describe(options)}`, { sessionId: id })
-    const expected = (options as { expectedSeq?: unknown } | undefined)?.expectedSeq
-    if (expected !== undefined && !isCount(expected)) {
-      throw new SessionfoldError('INVALID_ARGUMENT', `expectedSeq for ${where(id)} must be an integer >= 0, got ${describe(expected)}`, { sessionId: id })
-    }
+    const expected = options === undefined ? undefined : parseInput(appendInputSchema, options, 'append options', id).expectedSeq
     while (log.inflightBytes > WRITE_BUFFER_BYTES) await log.folds // bounded write buffer
     if (expected !== undefined && expected !== log.nextSeq) {
       throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id)} expected seq ${expected}, but the next seq is ${log.nextSeq}`, {

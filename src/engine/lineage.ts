@@ -6,20 +6,10 @@ import type { SessionInfo } from '../storage/types'
 import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
 import type { AppendResult } from '../core/protocol'
-import {
-  CATALOG_VERSION,
-  DESCRIPTOR_VERSION,
-  HEADER_VERSION,
-  MAX_CWD_LENGTH,
-  MAX_LABEL_LENGTH,
-  SPAWN_MODES,
-  childLabelProblem,
-  isCount,
-  isCwd,
-  isLabel,
-} from '../core/limits'
+import { createSessionInputSchema, forkInputSchema, parseInput, recordExternalInputSchema, spawnInputSchema } from '../core/inputs'
+import { CATALOG_VERSION, DESCRIPTOR_VERSION, HEADER_VERSION } from '../core/limits'
 import { CATALOG, DESCRIPTOR } from '../core/units/payloads'
-import { assertSessionId, describe, encodeEvent, encodeEventBody, encodeEventInput, eventFromBody, isPlainObject, type EncodedEvent } from '../core/validate'
+import { describe, encodeEvent, encodeEventBody, encodeEventInput, eventFromBody, isPlainObject, type EncodedEvent } from '../core/validate'
 import type { StoreReader } from './reader'
 
 /** What lineage needs of the engine. */
@@ -50,13 +40,9 @@ export async function createRoot<S extends { header: SessionHeader; log: { nextS
   host: LineageHost<S>,
   options: unknown,
 ): Promise<SessionHeader> {
-  if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `createSession options must be an object, got ${describe(options)}`)
-  const given = options as { id?: unknown; cwd?: unknown }
-  const id = given.id === undefined ? newSessionId() : given.id // null is no id: INVALID_ARGUMENT
-  assertSessionId(id)
-  if (given.cwd !== undefined && !isCwd(given.cwd)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `cwd of ${where(id)} must be a string of at most ${MAX_CWD_LENGTH} characters`, { sessionId: id })
-  }
+  const named = (options as { id?: unknown } | null)?.id
+  const given = parseInput(createSessionInputSchema, options, 'createSession options', typeof named === 'string' ? named : undefined)
+  const id = given.id ?? newSessionId()
   const header: SessionHeader = { version: HEADER_VERSION, id, createdAt: host.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }
   if (given.cwd !== undefined) header.cwd = given.cwd
   try {
@@ -84,30 +70,10 @@ export async function spawn<S extends { header: SessionHeader; log: { nextSeq: n
   bodies?: readonly string[],
 ): Promise<SessionHeader> {
   const parent = host.writable(parentId)
-  if (!isPlainObject(options))
-    throw new SessionfoldError('INVALID_ARGUMENT', `spawn options for ${where(parentId)} must be an object, got ${describe(options)}`, { sessionId: parentId })
-  const { mode, label, events = [], id = newSessionId() } = options as { mode?: unknown; label?: unknown; events?: unknown; id?: unknown }
-  for (const key of Object.keys(options)) {
-    if (!['mode', 'label', 'events', 'id'].includes(key))
-      throw new SessionfoldError('INVALID_ARGUMENT', `spawn options for ${where(parentId)} have an unknown field ${describe(key)}`, { sessionId: parentId })
-  }
-  if (!SPAWN_MODES.includes(mode as never)) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `spawn mode for ${where(parentId)} must be 'one-shot' or 'continuable', got ${describe(mode)}`, {
-      sessionId: parentId,
-    })
-  }
-  if (label !== undefined && !isLabel(label)) {
-    throw new SessionfoldError(
-      'INVALID_ARGUMENT',
-      `spawn label for ${where(parentId)} must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${describe(label)}`,
-      { sessionId: parentId },
-    )
-  }
-  if (childLabelProblem({ mode, label }) !== undefined) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `a continuable spawn of ${where(parentId)} needs a label`, { sessionId: parentId })
-  }
+  // `events`: the engine's own callers may pass events as inputs; clients send bodies.
+  const { events = [], ...rest } = isPlainObject(options) ? (options as { events?: unknown }) : { events: [] }
+  const { mode, label, id = newSessionId() } = parseInput(spawnInputSchema, isPlainObject(options) ? rest : options, 'spawn options', parentId)
   if (!Array.isArray(events)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn events for ${where(parentId)} must be an array`, { sessionId: parentId })
-  assertSessionId(id, 'child id')
   const header: SessionHeader = {
     version: HEADER_VERSION,
     id,
@@ -151,17 +117,7 @@ export function recordExternal<S extends { header: SessionHeader; log: { nextSeq
   options: unknown,
 ): Promise<AppendResult> {
   host.writable(parentId)
-  if (!isPlainObject(options))
-    throw new SessionfoldError('INVALID_ARGUMENT', `recordExternal options for ${where(parentId)} must be an object`, { sessionId: parentId })
-  const { childId, label } = options as { childId?: unknown; label?: unknown }
-  assertSessionId(childId, `recordExternal on ${where(parentId)}: child id`)
-  if (label !== undefined && !isLabel(label)) {
-    throw new SessionfoldError(
-      'INVALID_ARGUMENT',
-      `external label for ${where(parentId)} must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${describe(label)}`,
-      { sessionId: parentId },
-    )
-  }
+  const { childId, label } = parseInput(recordExternalInputSchema, options, 'recordExternal options', parentId)
   const data =
     label === undefined
       ? { v: CATALOG_VERSION, childId, childCreatedAt: host.now(), mode: 'external' }
@@ -179,12 +135,10 @@ export async function fork<S extends { header: SessionHeader; log: { nextSeq: nu
   sourceId: SessionId,
   options: unknown,
 ): Promise<SessionHeader> {
-  if (!isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', `fork options for ${where(sourceId)} must be an object`, { sessionId: sourceId })
-  const { at: atOption, id = newSessionId() } = options as { at?: unknown; id?: unknown }
-  assertSessionId(id, 'fork id')
+  const { at: atOption, id = newSessionId() } = parseInput(forkInputSchema, options, 'fork options', sourceId)
   const info = await host.settled(sourceId)
   const at = atOption ?? info.length
-  if (!isCount(at) || at > info.length) {
+  if (at > info.length) {
     throw new SessionfoldError('INVALID_ARGUMENT', `fork of ${where(sourceId)}: at must be an integer in 0..${info.length}, got ${describe(at)}`, {
       sessionId: sourceId,
     })

@@ -2,11 +2,11 @@
 // view, the CLI's --at): folded once from the nearest row that can be trusted, the latest row or
 // a history row (history.ts), then the events up to the point. Never writes; the last few points
 // read are kept (the slots are only read by their users: snapshots and catalogs are copies).
+import { observeAtInputSchema, parseInput } from '../core/inputs'
 import type { HistoryRows } from '../storage/types'
 import { SessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
-import { describe, isPlainObject } from '../core/validate'
 import { foldEvent, restoreSlots, type UnitSlot } from './units'
 import { catalogEntries, type CatalogReader } from './list-children'
 import type { StoreReader } from './reader'
@@ -75,16 +75,7 @@ export async function readAt(
 
 /** The `at` of observe's options: INVALID_ARGUMENT unless `{ at }` with a whole number `at >= 0` (readAt checks it against the log). */
 export function atOption(id: SessionId, options: unknown): number {
-  if (!isPlainObject(options))
-    throw new SessionfoldError('INVALID_ARGUMENT', `observe options for ${where(id)} must be an object, got ${describe(options)}`, { sessionId: id })
-  for (const key of Object.keys(options)) {
-    if (key !== 'at') throw new SessionfoldError('INVALID_ARGUMENT', `observe has no option ${describe(key)}`, { sessionId: id })
-  }
-  const at = options.at
-  if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) {
-    throw new SessionfoldError('INVALID_ARGUMENT', `observe of ${where(id)}: at must be an integer >= 0, got ${describe(at)}`, { sessionId: id })
-  }
-  return at
+  return parseInput(observeAtInputSchema, options, 'observe options', id).at
 }
 
 /** Catalogs for listChildren of session `id` as of `at`: its catalog as it was then, every other (its children's) as it is now. */

@@ -2,6 +2,7 @@
 // thread. It maps client handles onto the engine's live sessions and pushes each session's
 // changes, batched per task of the event loop (and before the answer of the append that made
 // them), while some handle has it open; and the states of its replications, on the same channel.
+import { listSessionsInputSchema, parseInput } from '../core/inputs'
 import type { ChangeBatch, ChangeCursor, ChangesOptions } from '../core/changes'
 import { framesOf, mergeChange, type PendingFrame } from './frames'
 import { nextTask } from './next-task'
@@ -269,8 +270,7 @@ export class EngineHost {
   }
 
   async listSessions(options?: ListSessionsInput) {
-    if (options !== undefined && !isPlainObject(options)) throw new SessionfoldError('INVALID_ARGUMENT', 'listSessions options must be an object')
-    return this.engine.reader.listSessions(options as { after?: string; limit?: number } | undefined)
+    return this.engine.reader.listSessions(options === undefined ? undefined : parseInput(listSessionsInputSchema, options, 'listSessions options'))
   }
 
   async deleteSession(id: string): Promise<void> {

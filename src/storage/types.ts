@@ -249,10 +249,9 @@ export interface StorageAdapter extends LogStore {
   putMeta?(key: string, value: string): Promise<void>
 }
 
-export const DEFAULT_LIST_LIMIT = 100
+export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../core/limits'
 /** Longest value {@link KeyValueStore.put} takes, in UTF-16 units. */
 export const MAX_RECORD_VALUE = 1024 * 1024
-export const MAX_LIST_LIMIT = 10_000
 
 /** Events per page yielded by `readEvents`. */
 export const READ_PAGE = 512

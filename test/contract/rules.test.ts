@@ -4,8 +4,8 @@
 // Both get the same generated inputs (valid ones, and ones just past a bound, of odd characters,
 // of the wrong type, with links their origin does not allow), and must agree on every one.
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
-import { openStore } from 'sessionfold'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SessionView, isSessionfoldError, openStore, type Session, type Store } from 'sessionfold'
 import { frameProblem, headerProblem } from '../../src/client/answer-checks'
 import {
   CATALOG_MODES,
@@ -15,6 +15,7 @@ import {
   MAX_CWD_LENGTH,
   MAX_EVENT_TYPE_LENGTH,
   MAX_LABEL_LENGTH,
+  MAX_LIST_LIMIT,
   MAX_SESSION_ID_LENGTH,
   MODES_BY_VERSION,
   SESSION_ID_PATTERN,
@@ -40,6 +41,15 @@ import {
   timeSchema,
   type AnySchema,
 } from '../../src/core/schemas'
+import {
+  appendInputSchema,
+  createSessionInputSchema,
+  forkInputSchema,
+  listSessionsInputSchema,
+  observeAtInputSchema,
+  recordExternalInputSchema,
+  spawnInputSchema,
+} from '../../src/core/inputs'
 import { catalogViewSchema } from '../../src/core/units/catalog'
 import { catalogFactSchema, descriptorSchema, labelSchema } from '../../src/core/units/payloads'
 import { subagentViewSchema } from '../../src/core/units/subagent'
@@ -334,5 +344,87 @@ describe('one rule, one verdict: end to end', () => {
     } finally {
       await store.close()
     }
+  })
+})
+
+describe("one shape, one source: the host's inputs are their schemas (src/core/inputs.ts)", () => {
+  // The input types of src/core/protocol.ts are inferred from these schemas, and the engine parses
+  // every input with them; the client checks only the keys it passes on. Generated options go
+  // through the public API (a memory store in this thread) and through the schema alone: the API
+  // refuses one with INVALID_ARGUMENT exactly when the schema does. Any other outcome (done,
+  // SESSION_EXISTS, SEQ_CONFLICT) means the input's shape was taken.
+  const RUNS_API = 300
+  let store: Store
+  let w: Session
+
+  beforeAll(async () => {
+    store = await openStore({ storage: 'memory', worker: false })
+    w = await store.createSession({ id: 'w' })
+    await w.append([{ type: 'a' }, { type: 'b' }, { type: 'c' }])
+  })
+  afterAll(async () => {
+    await store?.close()
+  })
+
+  /** Runs `call` on each input: its verdict (refused with INVALID_ARGUMENT or not) must be the schema's. */
+  async function agreeThroughApi<T>(inputs: fc.Arbitrary<T>, call: (v: T) => Promise<unknown>, schema: AnySchema): Promise<void> {
+    const seen = { accepted: 0, refused: 0 }
+    await fc.assert(
+      fc.asyncProperty(inputs, async (v) => {
+        const taken = await call(v).then(
+          async (made) => {
+            if (made instanceof SessionView) await made.close()
+            return true
+          },
+          (err) => !isSessionfoldError(err, 'INVALID_ARGUMENT'),
+        )
+        seen[taken ? 'accepted' : 'refused']++
+        return taken === passes(schema)(v)
+      }),
+      { numRuns: RUNS_API },
+    )
+    expect(seen.accepted, 'inputs the schema takes').toBeGreaterThan(RUNS_API / 20)
+    expect(seen.refused, 'inputs the schema refuses').toBeGreaterThan(RUNS_API / 20)
+  }
+
+  const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined })
+  /** Offsets within w's log (a fork or a view past its end is refused for that, not for its shape). */
+  const offsets = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom(-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '2', null), wrongType)
+  const spawnModes = fc.constantFrom(...SPAWN_MODES, 'external', 'One-shot', '')
+
+  it('createSession options', async () => {
+    const options = mutated(fc.record({ id: maybe(validId), cwd: maybe(fc.string({ maxLength: 8 })) }).map(without), ['id', 'cwd'], fc.oneof(ids, cwds))
+    await agreeThroughApi(options, (v) => store.createSession(v as never), createSessionInputSchema)
+  })
+
+  it('spawn options', async () => {
+    const base = fc.record({ mode: fc.constantFrom(...SPAWN_MODES), label: maybe(validLabel), id: maybe(validId) }).map(without)
+    await agreeThroughApi(mutated(base, ['mode', 'label', 'id'], fc.oneof(ids, labels, spawnModes)), (v) => w.spawn(v as never), spawnInputSchema)
+  })
+
+  it('fork options', async () => {
+    const base = fc.record({ at: maybe(fc.integer({ min: 0, max: 3 })), id: maybe(validId) }).map(without)
+    await agreeThroughApi(mutated(base, ['at', 'id'], fc.oneof(ids, offsets)), (v) => w.fork(v as never), forkInputSchema)
+  })
+
+  it('recordExternal options', async () => {
+    const base = fc.record({ childId: validId, label: maybe(validLabel) }).map(without)
+    await agreeThroughApi(mutated(base, ['childId', 'label'], fc.oneof(ids, labels)), (v) => w.recordExternal(v as never), recordExternalInputSchema)
+  })
+
+  it('append options', async () => {
+    const base = fc.record({ expectedSeq: maybe(fc.nat({ max: 5000 })) }).map(without)
+    await agreeThroughApi(mutated(base, ['expectedSeq'], numberish), (v) => w.append({ type: 'x' }, v as never), appendInputSchema)
+  })
+
+  it('listSessions options', async () => {
+    const limits = fc.oneof(fc.integer({ min: 1, max: MAX_LIST_LIMIT }), fc.constantFrom(0, MAX_LIST_LIMIT + 1, 2.5, -1, '5', null), wrongType)
+    const base = fc.record({ after: maybe(validId), limit: maybe(limits) }).map(without)
+    await agreeThroughApi(mutated(base, ['after', 'limit'], fc.oneof(ids, limits)), (v) => store.listSessions(v as never), listSessionsInputSchema)
+  })
+
+  it('observe options with at (without it, observe follows the session and sends no options)', async () => {
+    const options = mutated(fc.record({ at: fc.integer({ min: 0, max: 3 }) }), ['at'], offsets).filter((v) => v.at !== undefined)
+    await agreeThroughApi(options, (v) => store.observe('w', v as never), observeAtInputSchema)
   })
 })
