@@ -30,8 +30,10 @@ async function minGzip(file: string, external: string[] = ['idb', 'comlink', 'zo
       {
         name: 'no-lazy-chunks',
         setup(b) {
-          // The client loads the in-thread engine only for worker: false: not part of the entry.
-          b.onResolve({ filter: /chunks\//, namespace: 'file' }, (args) => (args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined))
+          // The client loads the in-thread engine only for worker: false, and a backend's code only
+          // where an engine opens it (src/backends/<name>/registration.ts): lazy chunks, split off
+          // by an app's bundler as by this build, not part of the entry.
+          b.onResolve({ filter: /^\.\.?\//, namespace: 'file' }, (args) => (args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined))
         },
       },
     ],

@@ -27,26 +27,7 @@ import { createWriterHandles } from './writer-handles'
 
 export type { FsAdapterOptions, FsPromises } from './options'
 // The storage contract, for code that uses an adapter directly.
-export type {
-  ChangeFeed,
-  CheckpointRow,
-  CheckpointUnitRow,
-  FeedEntry,
-  HistoryRow,
-  HistoryRows,
-  KeyRange,
-  KeyValueStore,
-  LogStore,
-  PutDurability,
-  PutOptions,
-  ReadRange,
-  RecordKey,
-  RecordReplacement,
-  RepairReport,
-  SessionInfo,
-  StorageAdapter,
-} from '../../storage/types'
-export type { EncodedEvent } from '../../core/validate'
+export * from '../../storage/public-types'
 
 /** Operations (names given to run()) that change the store. */
 const WRITES = new Set(['create', 'append', 'delete', 'replace', 'record write', 'record delete'])

@@ -34,26 +34,7 @@ import { composeStorage } from '../../storage/records'
 import { READ_PAGE, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
 
 // The storage contract, for code that uses an adapter directly.
-export type {
-  ChangeFeed,
-  CheckpointRow,
-  CheckpointUnitRow,
-  FeedEntry,
-  HistoryRow,
-  HistoryRows,
-  KeyRange,
-  KeyValueStore,
-  LogStore,
-  PutDurability,
-  PutOptions,
-  ReadRange,
-  RecordKey,
-  RecordReplacement,
-  RepairReport,
-  SessionInfo,
-  StorageAdapter,
-} from '../../storage/types'
-export type { EncodedEvent } from '../../core/validate'
+export * from '../../storage/public-types'
 
 /** Options of {@link createIndexedDbAdapter}. */
 export interface IndexedDbAdapterOptions {

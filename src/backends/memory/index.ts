@@ -35,26 +35,7 @@ import {
 } from '../../storage/types'
 
 // The storage contract, for code that uses an adapter directly.
-export type {
-  ChangeFeed,
-  CheckpointRow,
-  CheckpointUnitRow,
-  FeedEntry,
-  HistoryRow,
-  HistoryRows,
-  KeyRange,
-  KeyValueStore,
-  LogStore,
-  PutDurability,
-  PutOptions,
-  ReadRange,
-  RecordKey,
-  RecordReplacement,
-  RepairReport,
-  SessionInfo,
-  StorageAdapter,
-} from '../../storage/types'
-export type { EncodedEvent } from '../../core/validate'
+export * from '../../storage/public-types'
 
 interface Stored {
   header: SessionHeader

@@ -30,24 +30,7 @@ export type { PostgresAdapterOptions, PostgresClient } from './options'
 export { SCHEMA_VERSION } from './schema'
 export { DRIVER_OPTIONS, type DriverOptions, type DriverType } from './driver-types'
 // The storage contract, for code that uses an adapter directly.
-export type {
-  CheckpointRow,
-  CheckpointUnitRow,
-  HistoryRow,
-  HistoryRows,
-  KeyRange,
-  KeyValueStore,
-  LogStore,
-  PutDurability,
-  PutOptions,
-  ReadRange,
-  RecordKey,
-  RecordReplacement,
-  RepairReport,
-  SessionInfo,
-  StorageAdapter,
-} from '../../storage/types'
-export type { EncodedEvent } from '../../core/validate'
+export * from '../../storage/public-types'
 
 /** A pool of our own: the driver loaded on first use, so that importing this module needs no driver. */
 async function openPool(settings: PgSettings, max = 10, name = 'sessionfold'): Promise<PostgresClient> {
