@@ -1,6 +1,7 @@
 // Fixture: a browser engine worker that vanishes when it folds app/die (tabs.browser.test.ts)
 // A browser worker that dies (closes itself, as a crashed tab's worker would vanish) when it
 // folds an `app/die` event, without releasing anything.
+import './vitest-worker'
 import { z } from 'zod'
 import { defineProjection } from '../../src/core/projection'
 import { serveEngine } from '../../src/host/entry/serve-browser'
