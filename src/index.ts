@@ -33,6 +33,6 @@ export type { Json, SessionEvent, SessionHeader, SessionId, LifecycleWitness, Se
 export type { SubagentListEntry, ListChildrenOptions } from './core/children'
 export type { AppendResult, VerifyDamage, VerifyReport, VerifyTotals } from './core/protocol'
 export type { StorageKind } from './backends/config'
-export type { CatalogEntry, ProjectionMap, SubagentView, TimingView } from './core/units'
+export type { CatalogEntry, ProjectionMap, SessionMetaView, SubagentView, TimingView } from './core/units'
 export { ChunkedList } from './core/chunked-list'
 export { bind, bindText, bindList, type HasProjections, type ItemOf, type ListKey } from './client/dom'

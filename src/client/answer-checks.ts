@@ -16,6 +16,8 @@ import {
   isProjectionKey,
   isSessionId,
   isTime,
+  isTitle,
+  tagsProblem,
   type OriginFields,
 } from '../core/limits'
 import type { ProjectionSnapshot } from '../core/projection'
@@ -62,7 +64,12 @@ function timing(v: unknown): boolean {
   )
 }
 
-const BUILTIN_VIEWS: Record<string, (v: unknown) => boolean> = { subagent, subagentCatalog: catalog, subagentTiming: timing }
+function sessionMeta(v: unknown): boolean {
+  if (v === null) return true
+  return isPlainObject(v) && only(v, ['title', 'tags']) && (v.title === null || isTitle(v.title)) && Array.isArray(v.tags) && tagsProblem(v.tags) === undefined
+}
+
+const BUILTIN_VIEWS: Record<string, (v: unknown) => boolean> = { subagent, subagentCatalog: catalog, subagentTiming: timing, sessionMeta }
 /** The item check of the built-in views that are lists. */
 const BUILTIN_ITEMS: Record<string, (v: unknown) => boolean> = { subagentCatalog: catalogEntry }
 

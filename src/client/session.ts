@@ -2,11 +2,12 @@
 // to the engine through their store's calls and hold a projection view fed by its frames.
 import type { SubagentListEntry, ListChildrenOptions } from '../core/children'
 import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
+import { META_EVENT } from '../core/limits'
 import { appendResultProblem, childRowProblem, eventsPageProblem, handleProblem } from './answer-checks'
 import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
 import type { AppendItem, AppendResult, HandleInfo } from '../core/protocol'
 import type { AppendQueue } from './append-queue'
-import { assertOptions, describe, encodeEventBody, isPlainObject, type EventInput } from '../core/validate'
+import { assertOptions, describe, encodeEventBody, isPlainObject, metaOf, type EventInput } from '../core/validate'
 import { badAnswer, type EngineCalls } from './engine-calls'
 import type { LiveViews } from './live-views'
 import { ProjectionMapView } from './projection-view'
@@ -30,6 +31,10 @@ export interface SpawnOptions {
   events?: EventInput[]
   /** The child's id (default: a new random id); a taken id is `SESSION_EXISTS`. */
   id?: SessionId
+  /** The child's title (at most 200 characters), in its `sessionMeta` and the session list. */
+  title?: string
+  /** The child's tags (at most 20, of 1-64 characters each, none twice), in its `sessionMeta`. */
+  tags?: string[]
 }
 
 /** What a handle needs of its store: its calls to the engine, its views, the event size bound. */
@@ -62,6 +67,8 @@ export class SessionView {
   /** @internal */ protected readonly _scope: HandleScope
   /** @internal */ protected readonly _handle: number
   #closed = false
+  /** Tails waiting for the session to grow: told when this handle closes. */
+  readonly #tails = new Set<() => void>()
 
   /** @internal */
   constructor(scope: HandleScope, info: HandleInfo) {
@@ -107,13 +114,25 @@ export class SessionView {
    * Aborting `signal` rejects with `CANCELLED`. The command line's `events --from N --to M`
    * reads the same range.
    *
+   * With `follow: true` (a live tail, no `to`): the events from `from`, then each event as it is
+   * appended, by any writer (this handle, another tab, thread or process), until `signal`
+   * aborts or this handle or the store closes: then the iteration ends, without an error. A
+   * deleted session ends it with `SESSION_NOT_FOUND`. The command line's `events --follow`.
+   *
    * @example
    * for await (const e of session.events({ from: 10, to: 20 })) console.log(e.seq, e.type, e.data)
+   *
+   * // Streaming a transcript as it is written:
+   * const stop = new AbortController()
+   * for await (const e of view.events({ follow: true, signal: stop.signal })) render(e)
    */
-  async *events(options: { from?: number; to?: number; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
-    assertOptions(options, 'events', ['from', 'to', 'signal'], this.id)
+  async *events(options: { from?: number; to?: number; follow?: boolean; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
+    assertOptions(options, 'events', ['from', 'to', 'follow', 'signal'], this.id)
     this._checkGone()
-    const { from = 0, to, signal } = options
+    const { from = 0, to, signal, follow = false } = options
+    if (typeof follow !== 'boolean') throw bad(`events of ${where(this.id)}: follow must be true or false, got ${describe(follow)}`)
+    if (follow && to !== undefined) throw bad(`events of ${where(this.id)}: follow reads on past the end, so it takes no to`)
+    if (follow && this.at !== undefined) throw bad(`events of ${where(this.id)}: a view as of a point never grows, so it cannot follow`)
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad(`events signal for ${where(this.id)} must be an AbortSignal`)
     for (const [k, v] of [
       ['from', from],
@@ -126,8 +145,16 @@ export class SessionView {
     // A view as of a point shows only the events before it.
     let end = this.at === undefined ? to : Math.min(to ?? this.at, this.at)
     for (;;) {
-      if (signal?.aborted) throw new SessionfoldError('CANCELLED', `reading events of ${where(this.id)} was cancelled`, { sessionId: this.id })
-      if (end !== undefined && at >= end) return
+      if (signal?.aborted) {
+        if (follow) return
+        throw new SessionfoldError('CANCELLED', `reading events of ${where(this.id)} was cancelled`, { sessionId: this.id })
+      }
+      if (end !== undefined && at >= end) {
+        // A tail waits for the session to grow past `at`, then reads on to its new end.
+        if (!follow || !(await this._grown(at, signal))) return
+        end = undefined
+        continue
+      }
       const page = await this._scope.calls.checked(
         'page of events',
         (api) => api.readEvents(this.id, at, end),
@@ -135,10 +162,41 @@ export class SessionView {
         this.id,
       )
       end = page.to
-      if (page.events.length === 0) return
+      if (page.events.length === 0 && !follow) return
       for (const e of page.events) yield e
       at += page.events.length
     }
+  }
+
+  /**
+   * @internal For a tail: resolves true once this handle's values show the session past `at`
+   * events (an append anywhere was folded, so it can be read), false when `signal` aborts or the
+   * handle or the store closes; rejects when the session was deleted or the worker died.
+   */
+  protected _grown(at: number, signal?: AbortSignal): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      let settled = false
+      let off: (() => void) | undefined
+      const settle = (outcome: boolean | SessionfoldError) => {
+        if (settled) return
+        settled = true
+        off?.()
+        this.#tails.delete(aborted)
+        signal?.removeEventListener('abort', aborted)
+        if (outcome instanceof SessionfoldError) reject(outcome)
+        else resolve(outcome)
+      }
+      const aborted = () => settle(false) // aborted, or this handle closed
+      signal?.addEventListener('abort', aborted, { once: true })
+      this.#tails.add(aborted)
+      if (this.#closed || signal?.aborted) return settle(false)
+      // The first call gives the values as they are now, then each advance; the last, the stop.
+      off = this.projections.subscribe((snapshot, meta) => {
+        if (meta.error) settle(isSessionfoldError(meta.error, 'CLOSED') ? false : meta.error)
+        else if (snapshot.asOfSeq >= at) settle(true)
+      })
+      if (settled) off()
+    })
   }
 
   /**
@@ -203,6 +261,7 @@ export class SessionView {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    for (const end of this.#tails) end()
     if (this.at !== undefined) return // nothing held in the engine
     this.projections._onSubscribed?.(false)
     this.projections._onSubscribed = undefined
@@ -254,7 +313,8 @@ export class Session extends SessionView {
     this._check()
     if (!isPlainObject(options as unknown)) throw bad(`spawn options for ${where(this.id)} must be an object, got ${describe(options)}`)
     const { events = [], ...rest } = options
-    assertOptions(rest, 'spawn', ['mode', 'label', 'id'], this.id)
+    assertOptions(rest, 'spawn', ['mode', 'label', 'id', 'title', 'tags'], this.id)
+    metaOf(rest, 'spawn options', this.id)
     if (!Array.isArray(events)) throw bad(`spawn events for ${where(this.id)} must be an array`)
     const bodies = events.map((e) => encodeEventBody(e, this.id, { maxBytes: this._scope.maxEventBytes }))
     const info = await this._scope.calls.checked('handle', (api) => api.spawn(this._handle, rest, bodies), handleProblem, this.id)
@@ -274,6 +334,27 @@ export class Session extends SessionView {
     if (options === undefined) throw bad(`recordExternal options for ${where(this.id)} must be an object, got undefined`)
     assertOptions(options, 'recordExternal', ['childId', 'label'], this.id)
     return this._appended({ kind: 'external', handle: this._handle, options })
+  }
+
+  /**
+   * Sets the session's title and/or tags: a `session/meta` event in its log, so metadata syncs,
+   * is encrypted and can be read as of any point like every event. A field given replaces the
+   * last one (`title: null` clears it; `tags` replaces the whole list); one left out stays. The
+   * `sessionMeta` projection shows the result. `title`: at most 200 characters; `tags`: at most
+   * 20, of 1-64 characters each, none twice; anything else is `INVALID_ARGUMENT`, and nothing
+   * is written.
+   *
+   * @example
+   * await session.setMeta({ title: 'Fix the flaky test', tags: ['ci'] })
+   * session.projections.get('sessionMeta') // { title: 'Fix the flaky test', tags: ['ci'] }
+   */
+  async setMeta(meta: { title?: string | null; tags?: string[] }): Promise<AppendResult> {
+    this._check()
+    if (meta === undefined) throw bad(`setMeta options for ${where(this.id)} must be an object, got undefined`)
+    assertOptions(meta, 'setMeta', ['title', 'tags'], this.id)
+    const data = metaOf(meta, 'setMeta', this.id, true)
+    if (data === undefined) throw bad(`setMeta for ${where(this.id)} needs title or tags`)
+    return this.append({ type: META_EVENT, data })
   }
 
   /**

@@ -8,7 +8,7 @@ import type { SessionHeader, SessionId } from '../core/model'
 import { isCount } from '../core/limits'
 import type { Push, VerifyReport } from '../core/protocol'
 import type { EngineApi } from '../host/host'
-import { assertOptions, assertPlainJson, assertSessionId, describe, isPlainObject } from '../core/validate'
+import { assertOptions, assertPlainJson, assertSessionId, describe, isPlainObject, metaOf } from '../core/validate'
 import type { Connection } from './connection'
 import { EngineCalls } from './engine-calls'
 import { LiveViews } from './live-views'
@@ -93,10 +93,14 @@ export class Store {
    * Creates a root session (`origin: 'root'`), open for writing by the returned handle.
    * `id` defaults to a new random id; a taken id is `SESSION_EXISTS` (even while that session is
    * open for writing), a malformed one `INVALID_ARGUMENT`. `cwd` is kept in the header.
+   * `title` (at most 200 characters) and `tags` (at most 20, of 1-64 characters each, none
+   * twice) are its first event, `session/meta`: the `sessionMeta` projection shows them, and
+   * `session.setMeta()` changes them.
    */
-  async createSession(options: { id?: SessionId; cwd?: string } = {}): Promise<Session> {
-    assertOptions(options, 'createSession', ['id', 'cwd'])
+  async createSession(options: { id?: SessionId; cwd?: string; title?: string; tags?: string[] } = {}): Promise<Session> {
+    assertOptions(options, 'createSession', ['id', 'cwd', 'title', 'tags'])
     if (options.id !== undefined) assertSessionId(options.id)
+    metaOf(options, 'createSession options', options.id)
     const info = await this.#calls.checked('handle', (api) => api.createSession(options), handleProblem, options.id)
     return new Session(this.#scope, info)
   }

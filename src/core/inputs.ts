@@ -5,18 +5,29 @@
 // here. test/contract/rules.test.ts holds the engine's verdicts to these schemas.
 import { z } from 'zod/mini'
 import { SessionfoldError, where } from './errors'
-import { MAX_LIST_LIMIT, SPAWN_MODES, childLabelProblem } from './limits'
+import { MAX_LIST_LIMIT, META_EVENT, SPAWN_MODES, childLabelProblem } from './limits'
 import type { SessionId } from './model'
 import { countSchema, cwdSchema, ruleCheck, safeParse, sessionIdSchema, type AnySchema } from './schemas'
-import { labelSchema } from './units/payloads'
+import { labelSchema, metaSchema, tagsSchema, titleSchema } from './units/payloads'
 import { describe, isPlainObject } from './validate'
 
 /** `store.createSession(options)`. */
-export const createSessionInputSchema = z.strictObject({ id: z.optional(sessionIdSchema), cwd: z.optional(cwdSchema) })
+export const createSessionInputSchema = z.strictObject({
+  id: z.optional(sessionIdSchema),
+  cwd: z.optional(cwdSchema),
+  title: z.optional(titleSchema),
+  tags: z.optional(tagsSchema),
+})
 
 /** `session.spawn(options)`, its events sent beside them as bodies. */
 export const spawnInputSchema = z
-  .strictObject({ mode: z.enum(SPAWN_MODES), label: z.optional(labelSchema), id: z.optional(sessionIdSchema) })
+  .strictObject({
+    mode: z.enum(SPAWN_MODES),
+    label: z.optional(labelSchema),
+    id: z.optional(sessionIdSchema),
+    title: z.optional(titleSchema),
+    tags: z.optional(tagsSchema),
+  })
   .check(ruleCheck(childLabelProblem))
 
 /** `session.fork(options)`: `at` is bounded by the log's length where the engine knows it. */
@@ -55,4 +66,21 @@ export function parseInput<O>(schema: AnySchema<O>, value: unknown, what: string
   const given = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k], value)
   const subject = field === '' ? of : `${field} of ${of}`
   throw new SessionfoldError('INVALID_ARGUMENT', `${subject}: ${issue.message}${field === '' ? '' : `, got ${describe(given)}`}`, details)
+}
+
+/**
+ * An app's event of a reserved type whose data the built-in units would refuse (a `session/meta`
+ * that sets no title or tags, or a title too long): INVALID_ARGUMENT, before anything is written.
+ */
+export function checkReservedData(event: { type: string; seq: number; data: unknown }, sessionId: SessionId): void {
+  if (event.type !== META_EVENT) return
+  const result = safeParse(metaSchema, event.data)
+  if (!result.success) {
+    const issue = result.error.issues[0]!
+    const field = issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''
+    throw new SessionfoldError('INVALID_ARGUMENT', `${META_EVENT} data for ${where(sessionId, event.seq)}: ${field}${issue.message}`, {
+      sessionId,
+      seq: event.seq,
+    })
+  }
 }

@@ -139,3 +139,42 @@ export const PG_SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,50}$/
 /** Sessions in one page of `listSessions`, by default and at most. */
 export const DEFAULT_LIST_LIMIT = 100
 export const MAX_LIST_LIMIT = 10_000
+
+/** The reserved event that sets a session's metadata (its title, its tags): see the `sessionMeta` unit. */
+export const META_EVENT = 'session/meta'
+/** The longest session title, in UTF-16 units. */
+export const MAX_TITLE_LENGTH = 200
+/** The most tags a session carries, and the longest tag (a tag has at least one character). */
+export const MAX_TAGS = 20
+export const MAX_TAG_LENGTH = 64
+
+/** True for a title: a string of at most MAX_TITLE_LENGTH characters (empty included). */
+export const isTitle = (v: unknown): v is string => typeof v === 'string' && v.length <= MAX_TITLE_LENGTH
+
+/** True for a tag: a string of 1-MAX_TAG_LENGTH characters. */
+export const isTag = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= MAX_TAG_LENGTH
+
+/** Why `tags` is not a session's tag list (at most MAX_TAGS tags, each isTag, none twice), or undefined. */
+export function tagsProblem(tags: readonly unknown[]): string | undefined {
+  if (tags.length > MAX_TAGS) return `at most ${MAX_TAGS} tags, got ${tags.length}`
+  if (tags.some((t) => !isTag(t))) return `a tag is a string of 1-${MAX_TAG_LENGTH} characters`
+  if (new Set(tags).size !== tags.length) return 'a tag is given twice'
+  return undefined
+}
+
+/**
+ * Why `v` is not the data of a `session/meta` event, or undefined: an object with `title` (a
+ * title, or null to clear it) and/or `tags` (replacing the last ones), at least one of them.
+ */
+export function metaProblem(v: unknown): string | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.getPrototypeOf(v) !== Object.prototype) return 'must be an object'
+  const o = v as Record<string, unknown>
+  const keys = Object.keys(o)
+  const unknown = keys.find((k) => k !== 'title' && k !== 'tags')
+  if (unknown !== undefined) return `has an unknown field "${unknown}"`
+  // A field given as undefined is not given (it does not survive JSON either).
+  if (o.title === undefined && o.tags === undefined) return 'needs title or tags'
+  if (o.title !== undefined && o.title !== null && !isTitle(o.title)) return `title must be null or a string of at most ${MAX_TITLE_LENGTH} characters`
+  if (o.tags !== undefined) return Array.isArray(o.tags) ? tagsProblem(o.tags) : 'tags must be an array'
+  return undefined
+}

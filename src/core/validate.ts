@@ -1,7 +1,17 @@
 // The client's hand-written checks of what an app passes in, and the event encoding. The rules
 // they apply are in limits.ts, shared with the worker's zod schemas.
 import { SessionfoldError, where } from './errors'
-import { DEFAULT_MAX_EVENT_BYTES, MAX_EVENT_TYPE_LENGTH, MAX_JSON_DEPTH, MAX_SESSION_ID_LENGTH, isEventType, isSessionId, isTime } from './limits'
+import {
+  DEFAULT_MAX_EVENT_BYTES,
+  MAX_EVENT_TYPE_LENGTH,
+  MAX_JSON_DEPTH,
+  MAX_SESSION_ID_LENGTH,
+  isEventType,
+  isSessionId,
+  isTime,
+  META_EVENT,
+  metaProblem,
+} from './limits'
 import type { Json, SessionEvent, SessionId } from './model'
 
 // For importers not yet moved to limits.ts.
@@ -194,6 +204,11 @@ export function encodeEventBody(input: unknown, sessionId: SessionId, options: {
     throw unreadableEvent(sessionId, seq, 'event data', err)
   }
   if (problem !== undefined) throw badEvent(sessionId, seq, (at) => `event data for ${at} is not plain JSON: ${problem}`)
+  // A reserved event sets what the built-in units show: its data is checked like any option.
+  if (type === META_EVENT) {
+    const meta = metaProblem(data)
+    if (meta !== undefined) throw badEvent(sessionId, seq, (at) => `${META_EVENT} data for ${at} ${meta}`)
+  }
   let body: string
   try {
     body = JSON.stringify({ type, time, data })
@@ -302,4 +317,22 @@ export function utf8Length(s: string, limit = Infinity): number {
     if (bytes > limit) return bytes
   }
   return bytes
+}
+
+/**
+ * The `title` and `tags` given to createSession, spawn or setMeta, checked by the rules of a
+ * `session/meta` event (a null title, which clears one, only where `clears`); INVALID_ARGUMENT
+ * naming `what` and the session otherwise. Returns the event's data, or undefined when neither
+ * is given.
+ */
+export function metaOf(options: { title?: unknown; tags?: unknown }, what: string, sessionId?: SessionId, clears = false): Json | undefined {
+  const { title, tags } = options
+  if (title === undefined && tags === undefined) return undefined
+  const of = sessionId === undefined ? what : `${what} for ${where(sessionId)}`
+  if (title === null && !clears)
+    throw new SessionfoldError('INVALID_ARGUMENT', `title of ${of} must be a string, got null`, sessionId ? { sessionId } : undefined)
+  const data = { ...(title === undefined ? {} : { title }), ...(tags === undefined ? {} : { tags }) } as { [key: string]: Json }
+  const problem = metaProblem(data)
+  if (problem !== undefined) throw new SessionfoldError('INVALID_ARGUMENT', `${of}: ${problem}`, sessionId ? { sessionId } : undefined)
+  return data
 }

@@ -2,7 +2,7 @@
 // send them to storage, and once they are durable fold them in seq order and hand the session
 // on (change feed, checkpoint policy, other engines). Appends from clients, spawns, forks,
 // imports and store-to-store sync all come through here.
-import { appendInputSchema, parseInput } from '../core/inputs'
+import { appendInputSchema, checkReservedData, parseInput } from '../core/inputs'
 import type { StorageAdapter } from '../storage/types'
 import { SessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
@@ -103,6 +103,7 @@ export class AppendPipeline<S extends PipelineSession> {
     }
     const first = log.nextSeq
     const encoded = bodies.map((b: unknown, i) => eventFromBody(b as string, first + i, id, this.options.maxEventBytes))
+    for (const { event } of encoded) checkReservedData(event, id)
     return this.write(session, encoded)
   }
 

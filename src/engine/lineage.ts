@@ -8,7 +8,7 @@ import type { SessionHeader, SessionId } from '../core/model'
 import type { AppendResult } from '../core/protocol'
 import { createSessionInputSchema, forkInputSchema, parseInput, recordExternalInputSchema, spawnInputSchema } from '../core/inputs'
 import { CATALOG_VERSION, DESCRIPTOR_VERSION, HEADER_VERSION } from '../core/limits'
-import { CATALOG, DESCRIPTOR } from '../core/units/payloads'
+import { CATALOG, DESCRIPTOR, META } from '../core/units/payloads'
 import { describe, encodeEvent, encodeEventBody, encodeEventInput, eventFromBody, isPlainObject, type EncodedEvent } from '../core/validate'
 import type { StoreReader } from './reader'
 
@@ -45,8 +45,12 @@ export async function createRoot<S extends { header: SessionHeader; log: { nextS
   const id = given.id ?? newSessionId()
   const header: SessionHeader = { version: HEADER_VERSION, id, createdAt: host.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }
   if (given.cwd !== undefined) header.cwd = given.cwd
+  const data = metaData(given)
+  const meta =
+    data && eventFromBody(encodeEventBody({ type: META, data, time: header.createdAt }, id, { maxBytes: host.maxEventBytes }), 0, id, host.maxEventBytes)
+  let session: S
   try {
-    await host.create(header, [])
+    session = await host.create(header, [])
   } catch (err) {
     // The error about the request itself comes first: a taken id is SESSION_EXISTS, even
     // while that session is open for writing (and so its writer lock is held).
@@ -55,7 +59,21 @@ export async function createRoot<S extends { header: SessionHeader; log: { nextS
     }
     throw err
   }
+  if (meta !== undefined) {
+    try {
+      await host.appendNumbered(session, [meta])
+    } catch (err) {
+      await host.discard(id)
+      throw err
+    }
+  }
   return header
+}
+
+/** The data of the `session/meta` event that gives a new session its `title` and `tags`, or none when neither is given. */
+function metaData({ title, tags }: { title?: string; tags?: string[] }): { title?: string; tags?: string[] } | undefined {
+  if (title === undefined && tags === undefined) return undefined
+  return { ...(title === undefined ? {} : { title }), ...(tags === undefined ? {} : { tags }) }
 }
 
 /**
@@ -72,7 +90,7 @@ export async function spawn<S extends { header: SessionHeader; log: { nextSeq: n
   const parent = host.writable(parentId)
   // `events`: the engine's own callers may pass events as inputs; clients send bodies.
   const { events = [], ...rest } = isPlainObject(options) ? (options as { events?: unknown }) : { events: [] }
-  const { mode, label, id = newSessionId() } = parseInput(spawnInputSchema, isPlainObject(options) ? rest : options, 'spawn options', parentId)
+  const { mode, label, id = newSessionId(), title, tags } = parseInput(spawnInputSchema, isPlainObject(options) ? rest : options, 'spawn options', parentId)
   if (!Array.isArray(events)) throw new SessionfoldError('INVALID_ARGUMENT', `spawn events for ${where(parentId)} must be an array`, { sessionId: parentId })
   const header: SessionHeader = {
     version: HEADER_VERSION,
@@ -90,7 +108,9 @@ export async function spawn<S extends { header: SessionHeader; log: { nextSeq: n
   if (bodies !== undefined && (events as unknown[]).length > 0) {
     throw new SessionfoldError('INVALID_ARGUMENT', `spawn of ${where(parentId)} takes events or encoded bodies, not both`, { sessionId: parentId })
   }
-  const childEvents = [encode({ type: DESCRIPTOR, data: descriptor, time: header.createdAt }), ...(bodies ?? events.map(encode))].map((b, i) =>
+  const data = metaData({ title, tags })
+  const meta = data === undefined ? [] : [encode({ type: META, data, time: header.createdAt })]
+  const childEvents = [encode({ type: DESCRIPTOR, data: descriptor, time: header.createdAt }), ...meta, ...(bodies ?? events.map(encode))].map((b, i) =>
     eventFromBody(b, i, id, host.maxEventBytes),
   )
   const factData =

@@ -1,4 +1,4 @@
-// Contract: §13 a delete in another process is seen — observers hear it, calls reject, trees show it (docs/CONTRACT.md)
+// Contract: §13 a delete in another process is seen — observers hear it, calls reject, trees show it; §14 a live tail follows another process's appends (docs/CONTRACT.md)
 // fs stores: a delete in this store and one in another process sharing the folder, in a worker
 // and in this thread. PostgreSQL: test/postgres/delete-seen.test.ts.
 import 'fake-indexeddb/auto'
@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions, type SessionfoldError } from 'sessionfold'
 import { expectDeleteSeenFromAnotherProcess } from '../support/delete-seen'
+import { expectTailOfAnotherProcess } from '../support/tail-seen'
 import { expectCode } from '../support/helpers'
 
 let dir: string
@@ -52,6 +53,14 @@ describe('a deleted session is seen as deleted by every view of it', () => {
   for (const worker of [true, false]) {
     it(`in another process sharing the folder: heard within the follow bound (fs, ${worker ? 'worker_threads' : 'in this thread'})`, async () => {
       await expectDeleteSeenFromAnotherProcess({ storage: 'fs', dir, worker })
+    })
+  }
+})
+
+describe('a live tail (§14) yields what another process appends', () => {
+  for (const worker of [true, false]) {
+    it(`events({ follow: true }) on a session another process writes (fs, ${worker ? 'worker_threads' : 'in this thread'})`, async () => {
+      await expectTailOfAnotherProcess({ storage: 'fs', dir, worker })
     })
   }
 })

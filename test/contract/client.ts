@@ -337,6 +337,141 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
       }),
     )
 
+    it(
+      'keeps a title and tags (§14): given at creation and spawn, changed by setMeta, seen by every handle and as of a point; bad ones write nothing',
+      withStore(async (store) => {
+        const s = await store.createSession({ id: 'm', title: 'Fix the build', tags: ['ci', 'urgent'] })
+        expect(s.projections.get('sessionMeta')).toEqual({ title: 'Fix the build', tags: ['ci', 'urgent'] })
+        const view = await store.observe('m')
+        expect(view.projections.get('sessionMeta')).toEqual({ title: 'Fix the build', tags: ['ci', 'urgent'] })
+        // A field given replaces the last one; one left out stays; a null title clears it.
+        await s.setMeta({ tags: [] })
+        expect(s.projections.get('sessionMeta')).toEqual({ title: 'Fix the build', tags: [] })
+        await s.setMeta({ title: 'Fixed' })
+        await s.setMeta({ title: null, tags: ['done'] })
+        expect(s.projections.get('sessionMeta')).toEqual({ title: null, tags: ['done'] })
+        await until(() => view.projections.get('sessionMeta')?.tags[0] === 'done')
+        expect(view.projections.get('sessionMeta')).toEqual({ title: null, tags: ['done'] })
+        // Metadata is events: read back, and as of a point.
+        const types: string[] = []
+        for await (const e of s.events()) types.push(e.type)
+        expect(types).toEqual(['session/meta', 'session/meta', 'session/meta', 'session/meta'])
+        const then = await store.observe('m', { at: 2 })
+        expect(then.projections.get('sessionMeta')).toEqual({ title: 'Fix the build', tags: [] })
+        await then.close()
+        // A session made without them has none; a subagent gets its own; a fork starts with its source's.
+        const plain = await store.createSession({ id: 'plain' })
+        expect(plain.projections.get('sessionMeta')).toEqual({ title: null, tags: [] })
+        const child = await s.spawn({ mode: 'one-shot', id: 'kid', title: 'Read the logs', tags: ['sub'], events: [{ type: 'turn/start' }] })
+        expect(child.projections.get('sessionMeta')).toEqual({ title: 'Read the logs', tags: ['sub'] })
+        expect(child.projections.get('subagent')).toMatchObject({ mode: 'one-shot', seq: 0 })
+        const fork = await s.fork({ at: 1 })
+        expect(fork.projections.get('sessionMeta')).toEqual({ title: 'Fix the build', tags: ['ci', 'urgent'] })
+        // Bad metadata: INVALID_ARGUMENT from every path, and nothing is written.
+        const before = s.projections.snapshot().asOfSeq
+        const sessions = (await store.listSessions()).length
+        for (const bad of [
+          () => s.setMeta({}),
+          () => s.setMeta({ title: 'x'.repeat(201) }),
+          () => s.setMeta({ tags: ['a', 'a'] }),
+          () => s.setMeta({ tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }),
+          () => s.setMeta({ tags: [''] }),
+          () => s.setMeta({ tags: ['x'.repeat(65)] }),
+          () => s.setMeta({ title: 5 } as never),
+          () => s.setMeta({ color: 'red' } as never),
+          () => s.append({ type: 'session/meta', data: { title: 'x', extra: 1 } }),
+          () => s.append({ type: 'session/meta', data: 'a title' }),
+          () => store.createSession({ id: 'n1', title: null as never }),
+          () => store.createSession({ id: 'n2', tags: 'ci' as never }),
+          () => s.spawn({ mode: 'one-shot', id: 'n3', title: 'x'.repeat(201) }),
+        ]) {
+          await expectCode(bad(), 'INVALID_ARGUMENT')
+        }
+        expect(s.projections.snapshot().asOfSeq).toBe(before)
+        expect(await store.listSessions()).toHaveLength(sessions)
+        for (const h of [view, plain, child, fork, s]) await h.close()
+      }),
+    )
+
+    it(
+      'tails a session (§14, events({ follow: true })): its events, then each one appended, until the signal, the handle or the store ends it',
+      withStore(async (store) => {
+        const w = await store.createSession({ id: 't' })
+        await w.append([
+          { type: 'a', data: 0 },
+          { type: 'a', data: 1 },
+        ])
+        const view = await store.observe('t')
+        const stop = new AbortController()
+        const seen: number[] = []
+        const tail = (async () => {
+          for await (const e of view.events({ from: 1, follow: true, signal: stop.signal })) seen.push(e.data as number)
+        })()
+        await until(() => seen.length === 1)
+        expect(seen).toEqual([1])
+        // Appends of any size and pace arrive in order, none twice, none missed.
+        await w.append({ type: 'a', data: 2 })
+        await w.append(Array.from({ length: 600 }, (_, i) => ({ type: 'a', data: 3 + i })))
+        await until(() => seen.length === 602)
+        expect(seen).toEqual(Array.from({ length: 602 }, (_, i) => 1 + i))
+        stop.abort()
+        await tail // ends, without an error
+        // The writer's own handle tails as well; closing the handle ends it.
+        const mine: number[] = []
+        const own = (async () => {
+          for await (const e of w.events({ from: 602, follow: true })) mine.push(e.data as number)
+        })()
+        await until(() => mine.length === 1)
+        const other = await store.observe('t')
+        const theirs: number[] = []
+        const theirTail = (async () => {
+          for await (const e of other.events({ from: 603, follow: true })) theirs.push(e.data as number)
+        })()
+        await w.append({ type: 'a', data: 603 })
+        await until(() => mine.length === 2 && theirs.length === 1)
+        await w.close()
+        await own
+        expect(mine).toEqual([602, 603])
+        // Bad options: INVALID_ARGUMENT before anything is read.
+        await expectCode(view.events({ follow: true, to: 5 }).next(), 'INVALID_ARGUMENT')
+        await expectCode(view.events({ follow: 'yes' as never }).next(), 'INVALID_ARGUMENT')
+        const then = await store.observe('t', { at: 2 })
+        await expectCode(then.events({ follow: true }).next(), 'INVALID_ARGUMENT')
+        await view.close()
+        await other.close()
+        await theirTail
+        expect(theirs).toEqual([603])
+      }),
+    )
+
+    it('a tail ends with SESSION_NOT_FOUND when its session is deleted, and without an error when its store closes', async () => {
+      const store = await openStore(options())
+      const w = await store.createSession({ id: 'd' })
+      await w.append({ type: 'a' })
+      const doomed = await store.observe('d')
+      await w.close()
+      const seen: number[] = []
+      const deleted = expectCode(
+        (async () => {
+          for await (const e of doomed.events({ follow: true })) seen.push(e.seq)
+        })(),
+        'SESSION_NOT_FOUND',
+      )
+      await until(() => seen.length === 1)
+      await store.deleteSession('d')
+      await deleted
+      const other = await store.createSession({ id: 'e' })
+      const got: number[] = []
+      const closing = (async () => {
+        for await (const e of other.events({ follow: true })) got.push(e.seq)
+      })()
+      await other.append({ type: 'x' })
+      await until(() => got.length === 1)
+      await store.close()
+      await closing
+      expect(got).toEqual([0])
+    })
+
     it('close waits for pending appends; calls after it reject with CLOSED', async () => {
       const store = await openStore(options())
       const s = await store.createSession({ id: 'c' })

@@ -16,6 +16,10 @@ import {
   MAX_EVENT_TYPE_LENGTH,
   MAX_LABEL_LENGTH,
   MAX_LIST_LIMIT,
+  MAX_TAGS,
+  MAX_TAG_LENGTH,
+  MAX_TITLE_LENGTH,
+  metaProblem,
   MAX_SESSION_ID_LENGTH,
   MODES_BY_VERSION,
   SESSION_ID_PATTERN,
@@ -51,7 +55,8 @@ import {
   spawnInputSchema,
 } from '../../src/core/inputs'
 import { catalogViewSchema } from '../../src/core/units/catalog'
-import { catalogFactSchema, descriptorSchema, labelSchema } from '../../src/core/units/payloads'
+import { metaViewSchema } from '../../src/core/units/meta'
+import { catalogFactSchema, descriptorSchema, labelSchema, metaSchema } from '../../src/core/units/payloads'
 import { subagentViewSchema } from '../../src/core/units/subagent'
 import { timingViewSchema } from '../../src/core/units/timing'
 import { assertSessionId, encodeEventBody, eventFromBody, isPlainObject } from '../../src/core/validate'
@@ -164,6 +169,7 @@ function mutated(base: fc.Arbitrary<Record<string, unknown>>, keys: readonly str
   })
 }
 
+const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined })
 const without = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
 const only = (o: Record<string, unknown>, keys: readonly string[]) => Object.keys(o).every((k) => keys.includes(k))
 const oneOf = (values: readonly unknown[], v: unknown) => values.includes(v)
@@ -328,6 +334,32 @@ describe('one rule, one verdict: subagent payloads and the views made of them', 
   })
 })
 
+describe('one rule, one verdict: session metadata (§14)', () => {
+  const titles = fc.oneof(aroundLength(MAX_TITLE_LENGTH), fc.constant(null), wrongType)
+  const tag = fc.oneof({ weight: 6, arbitrary: fc.string({ minLength: 1, maxLength: 8 }) }, { weight: 1, arbitrary: aroundLength(MAX_TAG_LENGTH) }, wrongType)
+  const tagLists = fc.oneof(
+    fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { maxLength: MAX_TAGS }),
+    fc.array(tag, { maxLength: 4 }),
+    fc.array(fc.constantFrom('a', 'b'), { maxLength: 3 }),
+    fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: MAX_TAGS - 1, maxLength: MAX_TAGS + 2 }),
+    wrongType,
+  )
+  const metas = fc.oneof(
+    { weight: 9, arbitrary: mutated(fc.record({ title: maybe(titles), tags: maybe(tagLists) }).map(without), ['title', 'tags'], fc.oneof(titles, tagLists)) },
+    { weight: 1, arbitrary: wrongType },
+  )
+
+  it('session/meta data: the hand rule (metaProblem) agrees with metaSchema', () => {
+    agree(metas, (m) => metaProblem(m) === undefined, passes(metaSchema))
+  })
+
+  it("the client's check of the sessionMeta view agrees with metaViewSchema", () => {
+    const views = mutated(fc.record({ title: titles, tags: tagLists }), ['title', 'tags'], fc.oneof(titles, tagLists))
+    const inFrame = (v: unknown) => frameProblem({ n: 1, sessionId: 's', seq: 0, values: { sessionMeta: v }, faults: {} }) === undefined
+    agree(fc.oneof({ weight: 9, arbitrary: views }, { weight: 1, arbitrary: wrongJson }), inFrame, (v) => v === null || passes(metaViewSchema)(v))
+  })
+})
+
 describe('one rule, one verdict: end to end', () => {
   // Before the zod schemas counted like the client, the worker took this label (200 code
   // points), stored the child and its catalog fact, and the client then refused the worker's
@@ -387,19 +419,27 @@ describe("one shape, one source: the host's inputs are their schemas (src/core/i
     expect(seen.refused, 'inputs the schema refuses').toBeGreaterThan(RUNS_API / 20)
   }
 
-  const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined })
   /** Offsets within w's log (a fork or a view past its end is refused for that, not for its shape). */
   const offsets = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom(-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '2', null), wrongType)
   const spawnModes = fc.constantFrom(...SPAWN_MODES, 'external', 'One-shot', '')
 
   it('createSession options', async () => {
-    const options = mutated(fc.record({ id: maybe(validId), cwd: maybe(fc.string({ maxLength: 8 })) }).map(without), ['id', 'cwd'], fc.oneof(ids, cwds))
+    const options = mutated(
+      fc
+        .record({ id: maybe(validId), cwd: maybe(fc.string({ maxLength: 8 })), title: maybe(fc.string({ maxLength: 8 })), tags: maybe(fc.constant(['a'])) })
+        .map(without),
+      ['id', 'cwd', 'title', 'tags'],
+      fc.oneof(ids, cwds, aroundLength(MAX_TITLE_LENGTH), fc.constantFrom(['a', 'a'], [], null)),
+    )
     await agreeThroughApi(options, (v) => store.createSession(v as never), createSessionInputSchema)
   })
 
   it('spawn options', async () => {
-    const base = fc.record({ mode: fc.constantFrom(...SPAWN_MODES), label: maybe(validLabel), id: maybe(validId) }).map(without)
-    await agreeThroughApi(mutated(base, ['mode', 'label', 'id'], fc.oneof(ids, labels, spawnModes)), (v) => w.spawn(v as never), spawnInputSchema)
+    const base = fc
+      .record({ mode: fc.constantFrom(...SPAWN_MODES), label: maybe(validLabel), id: maybe(validId), title: maybe(fc.string({ maxLength: 8 })) })
+      .map(without)
+    const values = fc.oneof(ids, labels, spawnModes, aroundLength(MAX_TITLE_LENGTH), fc.constantFrom(['a', 'a'], ['t'], null))
+    await agreeThroughApi(mutated(base, ['mode', 'label', 'id', 'title', 'tags'], values), (v) => w.spawn(v as never), spawnInputSchema)
   })
 
   it('fork options', async () => {

@@ -119,6 +119,7 @@ for (const [name, make] of adapters) {
             subagent: null,
             subagentCatalog: [{ id: 'c1', createdAt: 1, mode: 'one-shot', seq: 2 }],
             subagentTiming: { turns: 1, settledMs: 150, runningSince: null },
+            sessionMeta: { title: null, tags: [] },
           },
           faults: {},
         })
@@ -317,7 +318,8 @@ for (const [name, make] of adapters) {
         )
         await engine.release('w', 'writer')
         const row = inst.counts.checkpointWrites.at(-1)!
-        expect(Object.values(row.rows).map((r) => r.seq)).toEqual([39, 39, 39, 39])
+        // The four built-in units and the counter.
+        expect(Object.values(row.rows).map((r) => r.seq)).toEqual([39, 39, 39, 39, 39])
         inst.reset()
         await reopen({ projections: [counter()] }).coldRead('w')
         expect(inst.counts.eventsRead).toBe(0)

@@ -1,9 +1,10 @@
-// Contract: §13 a delete in another process is seen, on PostgreSQL — observers hear it, calls reject, trees show it (docs/CONTRACT.md)
+// Contract: §13 a delete in another process is seen, on PostgreSQL — observers hear it, calls reject, trees show it; §14 a live tail follows another process's appends (docs/CONTRACT.md)
 // A child observed in this process is deleted by another process on the same schema: its views
 // hear SESSION_NOT_FOUND, later calls and observe reject with it, the parent's tree shows the
 // row unavailable; through the delete's notice, and through the poll when the notice is lost.
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { expectDeleteSeenFromAnotherProcess } from '../support/delete-seen'
+import { expectTailOfAnotherProcess } from '../support/tail-seen'
 import { startCluster, type PgCluster } from '../support/postgres'
 
 let cluster: PgCluster
@@ -21,6 +22,9 @@ describe('PostgreSQL: a session deleted by another process is seen as deleted he
   for (const worker of [true, false]) {
     it(`its views hear it, calls reject, the tree shows it (${worker ? 'worker_threads' : 'in this thread'})`, async () => {
       await expectDeleteSeenFromAnotherProcess({ storage: 'postgres', url, schema: `deleted_${process.pid}_${n++}`, worker })
+    })
+    it(`a live tail (§14) yields what another process appends (${worker ? 'worker_threads' : 'in this thread'})`, async () => {
+      await expectTailOfAnotherProcess({ storage: 'postgres', url, schema: `tail_${process.pid}_${n++}`, worker })
     })
   }
 })

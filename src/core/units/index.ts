@@ -1,5 +1,6 @@
 import type { ProjectionDefinition } from '../projection'
 import { subagentCatalogUnit, type CatalogEntry } from './catalog'
+import { sessionMetaUnit, type SessionMetaView } from './meta'
 import { subagentUnit, type SubagentView } from './subagent'
 import { subagentTimingUnit, type TimingView } from './timing'
 
@@ -27,9 +28,11 @@ export interface ProjectionMap {
   subagentCatalog: CatalogEntry[]
   /** How many turns ran and how long the finished ones took: a {@link TimingView}. */
   subagentTiming: TimingView
+  /** The session's title and tags (`createSession`, `spawn`, `setMeta`): a {@link SessionMetaView}. */
+  sessionMeta: SessionMetaView
 }
 
-type BuiltinKey = 'subagent' | 'subagentCatalog' | 'subagentTiming'
+type BuiltinKey = 'subagent' | 'subagentCatalog' | 'subagentTiming' | 'sessionMeta'
 
 /** The built-in units by key: tsc checks each one's view type against its ProjectionMap entry. */
 // biome-ignore lint/suspicious/noExplicitAny: each unit's state type is its own; the view type is the one checked
@@ -37,10 +40,11 @@ const BUILTIN: { readonly [K in BuiltinKey]: ProjectionDefinition<any, Projectio
   subagent: subagentUnit,
   subagentCatalog: subagentCatalogUnit,
   subagentTiming: subagentTimingUnit,
+  sessionMeta: sessionMetaUnit,
 }
 
 /** Registered in every engine, before the app's own units. */
 export const BUILTIN_PROJECTIONS: readonly ProjectionDefinition[] = Object.values(BUILTIN)
 
-export { subagentCatalogUnit, subagentTimingUnit, subagentUnit }
-export type { CatalogEntry, SubagentView, TimingView }
+export { sessionMetaUnit, subagentCatalogUnit, subagentTimingUnit, subagentUnit }
+export type { CatalogEntry, SessionMetaView, SubagentView, TimingView }
