@@ -9,7 +9,7 @@ import { openSealed } from '../../src/storage/codec'
 import { fromBase64, toBase64 } from '../../src/storage/codec/base64'
 import { EnvelopeCodec, type DataKeys } from '../../src/storage/codec/seal'
 import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
-import { streamCompressor } from '../../src/backends/browser'
+import { streamCompressor } from '../../src/storage/codec/browser'
 
 /** The variants, as bench/codec.ts names them. */
 export type VariantKey = 'plain' | 'deflate' | 'sealed' | 'sealedRaw'

@@ -1,52 +1,23 @@
 // Browsers' backends, one line each: IndexedDB and memory, with the locks and growth notices
-// shared by an origin's tabs; no files. Each row is its folder's config.ts: the client reads the
+// shared by an origin's tabs; no files. Each row is its folder's registration.ts: the client reads the
 // rows to check openStore's options; the engine loads a backend's code from its row.
 import { indexedDbStorage } from './indexeddb/registration'
 import { memoryStorage } from './memory/registration'
-import { tabsOf } from './tabs'
 import type { Platform } from './platform'
 import type { Compressor } from '../storage/codec'
 
 export const BROWSER_BACKENDS = [indexedDbStorage, memoryStorage] as const
 
+// What only an engine uses (the tabs' locks, the deflate) is loaded when an engine first needs
+// it: the client reads the rows, and its entry stays small.
+let codec: Promise<Compressor> | undefined
+const deflater = () => (codec ??= import('../storage/codec/browser').then((m) => m.streamCompressor()))
+
 export const browserPlatform: Platform = {
   backends: BROWSER_BACKENDS,
-  compressor: streamCompressor(),
-  neighbours: tabsOf,
-}
-
-/**
- * Deflate (raw) through the browser's CompressionStream, fed and read through its own writer
- * and reader (a Blob and a Response around it cost 1-2 ms a call, measured in Chromium).
- */
-export function streamCompressor(): Compressor {
-  const through = async (bytes: Uint8Array, stream: CompressionStream | DecompressionStream): Promise<Uint8Array> => {
-    const writer = stream.writable.getWriter()
-    // A failure (bytes that do not inflate) shows on the reading side, which rejects.
-    writer
-      .write(bytes as Uint8Array<ArrayBuffer>)
-      .then(() => writer.close())
-      .catch(() => {})
-    const reader = stream.readable.getReader()
-    const chunks: Uint8Array[] = []
-    let size = 0
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      chunks.push(value)
-      size += value.length
-    }
-    if (chunks.length === 1) return chunks[0]!
-    const out = new Uint8Array(size)
-    let at = 0
-    for (const c of chunks) {
-      out.set(c, at)
-      at += c.length
-    }
-    return out
-  }
-  return {
-    deflate: (bytes) => through(bytes, new CompressionStream('deflate-raw')),
-    inflate: (bytes) => through(bytes, new DecompressionStream('deflate-raw')),
-  }
+  compressor: {
+    deflate: async (bytes) => (await deflater()).deflate(bytes),
+    inflate: async (bytes) => (await deflater()).inflate(bytes),
+  },
+  neighbours: async (name) => (await import('./tabs')).tabsOf(name),
 }

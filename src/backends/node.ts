@@ -1,6 +1,6 @@
 // Node's backends, one line each: files (lock files shared by processes), PostgreSQL (the driver
 // is an optional peer, loaded only when a store asks for it), memory, and IndexedDB on a
-// polyfill. Each row is its folder's config.ts: the client reads the rows to check openStore's
+// polyfill. Each row is its folder's registration.ts: the client reads the rows to check openStore's
 // options; the engine loads a backend's code from its row when a store of it opens.
 import { createLocalLocks } from '../storage/locks'
 import { nodeCipher, nodeCompressor } from '../storage/codec/node'
@@ -17,7 +17,7 @@ export const nodePlatform: Platform = {
   compressor: nodeCompressor,
   cipher: nodeCipher,
   // One process: its engines share a memory or IndexedDB store only within it.
-  neighbours: () => ({ locks: createLocalLocks() }),
+  neighbours: async () => ({ locks: createLocalLocks() }),
 }
 
 /** Node: what a worker thread that died held in the store `config` (its lock files), let go. */

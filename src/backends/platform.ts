@@ -100,7 +100,7 @@ export interface Platform {
    * For a store kept by the platform itself (memory, IndexedDB), named `name`: the locks and
    * growth notices of every engine on it (Node: this process's; browsers: the origin's tabs).
    */
-  neighbours(name: string): Omit<BackendParts, 'storage'>
+  neighbours(name: string): Promise<Omit<BackendParts, 'storage'>>
 }
 
 /** The row of `storage` in `backends`; INVALID_ARGUMENT, naming those there are, where it has none. */

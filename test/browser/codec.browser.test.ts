@@ -6,7 +6,7 @@ import { deriveKey, openStore, type OpenStoreOptions, type Store } from 'session
 import { openSealed } from '../../src/storage/codec'
 import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
 import type { StorageAdapter } from '../../src/storage/types'
-import { streamCompressor } from '../../src/backends/browser'
+import { streamCompressor } from '../../src/storage/codec/browser'
 import { storageConformance } from 'sessionfold/testing'
 
 const key = new Uint8Array(32).fill(5)

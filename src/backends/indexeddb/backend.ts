@@ -5,5 +5,5 @@ import type { IndexedDbConfig } from './config'
 import { createIndexedDbAdapter } from './index'
 
 export const indexedDbBackend: Backend<IndexedDbConfig> = {
-  open: async ({ name, durability }, _purpose, platform) => ({ storage: createIndexedDbAdapter({ name, durability }), ...platform.neighbours(name) }),
+  open: async ({ name, durability }, _purpose, platform) => ({ storage: createIndexedDbAdapter({ name, durability }), ...(await platform.neighbours(name)) }),
 }

@@ -5,5 +5,5 @@ import type { MemoryConfig } from './config'
 import { createMemoryAdapter } from './index'
 
 export const memoryBackend: Backend<MemoryConfig> = {
-  open: async (config, _purpose, platform) => ({ storage: createMemoryAdapter(), ...platform.neighbours(config.name) }),
+  open: async (config, _purpose, platform) => ({ storage: createMemoryAdapter(), ...(await platform.neighbours(config.name)) }),
 }
