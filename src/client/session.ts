@@ -8,6 +8,7 @@ import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
 import type { AppendItem, AppendResult, HandleInfo } from '../core/protocol'
 import type { AppendQueue } from './append-queue'
 import { assertOptions, describe, encodeEventBody, isPlainObject, metaOf, type EventInput } from '../core/validate'
+import type { ChildrenListener } from './children-watch'
 import { badAnswer, type EngineCalls } from './engine-calls'
 import type { LiveViews } from './live-views'
 import { ProjectionMapView } from './projection-view'
@@ -44,6 +45,8 @@ export interface HandleScope {
   readonly appends: AppendQueue
   readonly views: LiveViews
   readonly maxEventBytes: number
+  /** Told when a handle of this store opens or closes a session for writing (watchChildren's activity). */
+  readonly activity: Set<() => void>
 }
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
@@ -67,8 +70,8 @@ export class SessionView {
   /** @internal */ protected readonly _scope: HandleScope
   /** @internal */ protected readonly _handle: number
   #closed = false
-  /** Tails waiting for the session to grow: told when this handle closes. */
-  readonly #tails = new Set<() => void>()
+  /** Tails and watches of this handle: ended when it closes. */
+  readonly #enders = new Set<() => void>()
 
   /** @internal */
   constructor(scope: HandleScope, info: HandleInfo) {
@@ -124,7 +127,7 @@ export class SessionView {
    *
    * // Streaming a transcript as it is written:
    * const stop = new AbortController()
-   * for await (const e of view.events({ follow: true, signal: stop.signal })) render(e)
+   * for await (const e of session.events({ follow: true, signal: stop.signal })) render(e)
    */
   async *events(options: { from?: number; to?: number; follow?: boolean; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
     assertOptions(options, 'events', ['from', 'to', 'follow', 'signal'], this.id)
@@ -151,7 +154,9 @@ export class SessionView {
       }
       if (end !== undefined && at >= end) {
         // A tail waits for the session to grow past `at`, then reads on to its new end.
-        if (!follow || !(await this._grown(at, signal))) return
+        if (!follow || this.#closed) return
+        const { grownPast } = await import('./tail')
+        if (!(await grownPast(this.projections, at, signal, this.#enders))) return
         end = undefined
         continue
       }
@@ -166,37 +171,6 @@ export class SessionView {
       for (const e of page.events) yield e
       at += page.events.length
     }
-  }
-
-  /**
-   * @internal For a tail: resolves true once this handle's values show the session past `at`
-   * events (an append anywhere was folded, so it can be read), false when `signal` aborts or the
-   * handle or the store closes; rejects when the session was deleted or the worker died.
-   */
-  protected _grown(at: number, signal?: AbortSignal): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      let settled = false
-      let off: (() => void) | undefined
-      const settle = (outcome: boolean | SessionfoldError) => {
-        if (settled) return
-        settled = true
-        off?.()
-        this.#tails.delete(aborted)
-        signal?.removeEventListener('abort', aborted)
-        if (outcome instanceof SessionfoldError) reject(outcome)
-        else resolve(outcome)
-      }
-      const aborted = () => settle(false) // aborted, or this handle closed
-      signal?.addEventListener('abort', aborted, { once: true })
-      this.#tails.add(aborted)
-      if (this.#closed || signal?.aborted) return settle(false)
-      // The first call gives the values as they are now, then each advance; the last, the stop.
-      off = this.projections.subscribe((snapshot, meta) => {
-        if (meta.error) settle(isSessionfoldError(meta.error, 'CLOSED') ? false : meta.error)
-        else if (snapshot.asOfSeq >= at) settle(true)
-      })
-      if (settled) off()
-    })
   }
 
   /**
@@ -226,6 +200,38 @@ export class SessionView {
       if (signal?.aborted) throw cancelled()
       return rows
     })
+  }
+
+  /**
+   * The rows of `listChildren(options)` now, then again each time they change: a catalog
+   * anywhere in the listed tree grows (a child, or with `recursive` a grandchild, spawned here,
+   * in another tab or in another process), or a listed child's `activity` changes (opened or
+   * closed for writing: at once in this store, within about a second elsewhere). Changes in
+   * one burst are listed once; `listener` is called only when the rows differ. A failed listing
+   * (this session deleted: `SESSION_NOT_FOUND`) ends the watch with one more call, with the last
+   * rows and `meta.error`; closing this handle or the store ends it quietly. Returns the stop.
+   *
+   * @example
+   * const stop = session.watchChildren({ recursive: true }, (rows) => render(rows))
+   */
+  watchChildren(options: Omit<ListChildrenOptions, 'signal'>, listener: ChildrenListener): () => void {
+    assertOptions(options, 'watchChildren', ['recursive'], this.id)
+    if (typeof listener !== 'function') throw bad(`watchChildren of ${where(this.id)} needs a listener function`)
+    this._check()
+    const recursive = options.recursive ?? false
+    if (typeof recursive !== 'boolean') throw bad(`watchChildren of ${where(this.id)}: recursive must be true or false, got ${describe(recursive)}`)
+    const scope = this._scope
+    let stopped = false
+    const observe = async (id: SessionId) => new SessionView(scope, await scope.calls.checked('handle', (api) => api.observe(id), handleProblem, id))
+    // Loaded on first use (a tree UI's): the client entry stays small for every other app.
+    const watch = import('./children-watch').then((m) => (stopped ? undefined : m.watchTree(this, observe, scope.activity, recursive, listener)))
+    const stop = () => {
+      stopped = true
+      this.#enders.delete(stop)
+      void watch.then((w) => w?.stop())
+    }
+    this.#enders.add(stop)
+    return stop
   }
 
   /**
@@ -261,7 +267,7 @@ export class SessionView {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    for (const end of this.#tails) end()
+    for (const end of [...this.#enders]) end()
     if (this.at !== undefined) return // nothing held in the engine
     this.projections._onSubscribed?.(false)
     this.projections._onSubscribed = undefined
@@ -271,6 +277,7 @@ export class SessionView {
       .catch((err) => {
         if (!isSessionfoldError(err, 'CLOSED', 'WORKER_TERMINATED')) throw err
       })
+    if (this instanceof Session) for (const told of [...this._scope.activity]) told()
   }
 }
 
@@ -281,6 +288,12 @@ export class SessionView {
  * counts as `activity: 'running'` in its parent's `listChildren`.
  */
 export class Session extends SessionView {
+  /** @internal A writer opened here: watches of this store list its activity at once. */
+  constructor(scope: HandleScope, info: HandleInfo) {
+    super(scope, info)
+    for (const told of [...scope.activity]) told()
+  }
+
   /**
    * Appends one event or a batch (all or nothing). Resolves once durable (under the default
    * `durability: 'strict'`) and once this handle's projections reflect it, with the seqs the

@@ -74,7 +74,7 @@ export class Store {
     })
     const appends = new AppendQueue(this.#calls)
     this.#calls.beforeCall = () => appends.flush()
-    this.#scope = { calls: this.#calls, appends, views: this.#views, maxEventBytes }
+    this.#scope = { calls: this.#calls, appends, views: this.#views, maxEventBytes, activity: new Set() }
   }
 
   /** @internal A call to the engine: CLOSED after close, WORKER_TERMINATED once it died. */

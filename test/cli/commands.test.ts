@@ -100,7 +100,7 @@ describe('sessionfold command line', () => {
     const shown = JSON.parse(out)
     expect(shown).toMatchObject({ header: { id: 'parent', cwd: '/proj', origin: 'root' }, events: 6, children: 3, activity: 'inactive', faults: [] })
     expect(shown.values.subagentCatalog.map((c: { id: string }) => c.id)).toEqual(['helper', 'gone', 'remote'])
-    expect(Object.keys(shown.values).sort()).toEqual(['subagent', 'subagentCatalog', 'subagentTiming'])
+    expect(Object.keys(shown.values).sort()).toEqual(['sessionMeta', 'subagent', 'subagentCatalog', 'subagentTiming'])
     const human = await run(['show', 'helper', '--dir', store])
     expect(human.out).toContain('origin    subagent of parent')
     expect(human.out).toContain('identity  continuable "helper" (descriptor at seq 0)')

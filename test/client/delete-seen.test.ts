@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions, type SessionfoldError } from 'sessionfold'
 import { expectDeleteSeenFromAnotherProcess } from '../support/delete-seen'
-import { expectTailOfAnotherProcess } from '../support/tail-seen'
+import { expectTailOfAnotherProcess, expectTreeWatchOfAnotherProcess } from '../support/live-elsewhere'
 import { expectCode } from '../support/helpers'
 
 let dir: string
@@ -57,10 +57,13 @@ describe('a deleted session is seen as deleted by every view of it', () => {
   }
 })
 
-describe('a live tail (§14) yields what another process appends', () => {
+describe('live tails and watched trees (§14) show what another process does', () => {
   for (const worker of [true, false]) {
     it(`events({ follow: true }) on a session another process writes (fs, ${worker ? 'worker_threads' : 'in this thread'})`, async () => {
       await expectTailOfAnotherProcess({ storage: 'fs', dir, worker })
+    })
+    it(`watchChildren on a tree another process grows and writes (fs, ${worker ? 'worker_threads' : 'in this thread'})`, async () => {
+      await expectTreeWatchOfAnotherProcess({ storage: 'fs', dir, worker })
     })
   }
 })

@@ -2,7 +2,7 @@
 // The client contract, written once: Node runs it in this thread and in
 // worker_threads on fs and IndexedDB, Chromium with a module Web Worker and a SharedWorker.
 import { describe, expect, it } from 'vitest'
-import { openStore, type OpenStoreOptions, type Store } from 'sessionfold'
+import { openStore, type OpenStoreOptions, type Store, type SubagentListEntry } from 'sessionfold'
 import { expectCode } from '../support/helpers'
 
 export const tick = () => new Promise((r) => setTimeout(r, 0))
@@ -471,6 +471,66 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
       await closing
       expect(got).toEqual([0])
     })
+
+    it(
+      'watches the tree (§14, watchChildren): grandchildren spawned later and activity changes reach the listener, a burst listed once',
+      withStore(async (store) => {
+        const root = await store.createSession({ id: 'r' })
+        const calls: { rows: SubagentListEntry[]; error?: string }[] = []
+        const stop = root.watchChildren({ recursive: true }, (rows, meta) => calls.push({ rows, error: meta.error?.code }))
+        await until(() => calls.length === 1)
+        expect(calls[0]!.rows).toEqual([])
+        const rowsNow = () => calls.at(-1)!.rows.map((r) => (r.kind === 'child' ? `${r.id}@${r.depth}:${r.activity}` : `${r.id}:${r.reason}`))
+        const child = await root.spawn({ mode: 'continuable', label: 'c', id: 'c' })
+        await until(() => rowsNow().join() === 'c@0:running')
+        // A grandchild spawned later, through the child's own handle: no refresh needed.
+        const grand = await child.spawn({ mode: 'one-shot', id: 'g' })
+        await until(() => rowsNow().join() === 'c@0:running,g@1:running')
+        // Activity: closing a writer here is listed at once.
+        await grand.close()
+        await until(() => rowsNow().join() === 'c@0:running,g@1:inactive')
+        // A burst of spawns costs a few listings, not one each; none is missed.
+        const before = calls.length
+        const kids = await Promise.all(Array.from({ length: 8 }, (_, i) => root.spawn({ mode: 'one-shot', id: `k${i}` })))
+        await until(() => rowsNow().length === 10)
+        expect(calls.length - before).toBeLessThanOrEqual(4)
+        for (const k of kids) await k.close()
+        await until(() => rowsNow().filter((r) => r.endsWith(':inactive')).length === 9)
+        // Only the direct children without `recursive`; the listener hears nothing after stop().
+        const direct: string[][] = []
+        const stopDirect = root.watchChildren({}, (rows) => direct.push(rows.map((r) => r.id)))
+        await until(() => direct.length === 1)
+        // Concurrent spawns are in the catalog in the order their facts landed (§5).
+        expect([...direct[0]!].sort()).toEqual(['c', ...kids.map((k) => k.id)].sort())
+        stop()
+        stopDirect()
+        const heard = calls.length
+        await (await root.spawn({ mode: 'one-shot', id: 'late' })).close()
+        await new Promise((r) => setTimeout(r, 50))
+        expect(calls.length).toBe(heard)
+        // Bad options: INVALID_ARGUMENT at once.
+        expect(() => root.watchChildren({ deep: true } as never, () => {})).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+        expect(() => root.watchChildren({}, 'no' as never)).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+        // A deleted session ends its watch with SESSION_NOT_FOUND; a closed handle ends it quietly.
+        const doomed = await store.createSession({ id: 'x' })
+        const view = await store.observe('x')
+        const ends: (string | undefined)[] = []
+        view.watchChildren({}, (_rows, meta) => ends.push(meta.error?.code))
+        await until(() => ends.length === 1)
+        await doomed.close()
+        await store.deleteSession('x')
+        await until(() => ends.length === 2)
+        expect(ends).toEqual([undefined, 'SESSION_NOT_FOUND'])
+        const quiet: unknown[] = []
+        child.watchChildren({}, (rows, meta) => quiet.push(meta.error ?? rows))
+        await until(() => quiet.length === 1)
+        await child.close()
+        await root.close()
+        await new Promise((r) => setTimeout(r, 50))
+        expect(quiet).toHaveLength(1)
+        await view.close()
+      }),
+    )
 
     it('close waits for pending appends; calls after it reject with CLOSED', async () => {
       const store = await openStore(options())

@@ -80,7 +80,9 @@ describe('the package', () => {
 
   // 14.9 kB with HTTP sync and the codec's key options, 15.1 kB with rotateKey's progress. The
   // limit is there to catch what would weigh on every page (zod in the client is about 13 kB).
-  it('keeps the client entry under 16 kB min+gzip, and says how big the worker is', async () => {
+  // 17 kB since session metadata, live tails and tree watches (§14): 16.4 kB with comlink then
+  // (15.8 before them), the engine-only parts of the browser platform and the watch loaded lazily.
+  it('keeps the client entry under 17 kB min+gzip, and says how big the worker is', async () => {
     const client = await minGzip(dist('browser/index.js'))
     const clientWithDeps = await minGzip(dist('browser/index.js'), [])
     const worker = await minGzip(dist('browser/worker-entry.browser.js'), [])
@@ -88,8 +90,8 @@ describe('the package', () => {
       `client entry (browser, min+gzip): ${(client / 1024).toFixed(1)} kB of our code, ${(clientWithDeps / 1024).toFixed(1)} kB with idb, comlink and zod`,
     )
     console.log(`worker bundle (self-contained, min+gzip): ${(worker / 1024).toFixed(1)} kB`)
-    expect(client).toBeLessThan(16 * 1024)
-    expect(clientWithDeps).toBeLessThan(16 * 1024) // the client loads no zod: what an app ships
+    expect(client).toBeLessThan(17 * 1024)
+    expect(clientWithDeps).toBeLessThan(17 * 1024) // the client loads no zod: what an app ships
   })
 
   it('has no eval or new Function in our bundles', () => {

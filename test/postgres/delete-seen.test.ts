@@ -4,7 +4,7 @@
 // row unavailable; through the delete's notice, and through the poll when the notice is lost.
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { expectDeleteSeenFromAnotherProcess } from '../support/delete-seen'
-import { expectTailOfAnotherProcess } from '../support/tail-seen'
+import { expectTailOfAnotherProcess, expectTreeWatchOfAnotherProcess } from '../support/live-elsewhere'
 import { startCluster, type PgCluster } from '../support/postgres'
 
 let cluster: PgCluster
@@ -25,6 +25,9 @@ describe('PostgreSQL: a session deleted by another process is seen as deleted he
     })
     it(`a live tail (§14) yields what another process appends (${worker ? 'worker_threads' : 'in this thread'})`, async () => {
       await expectTailOfAnotherProcess({ storage: 'postgres', url, schema: `tail_${process.pid}_${n++}`, worker })
+    })
+    it(`watchChildren (§14) shows a tree another process grows and writes (${worker ? 'worker_threads' : 'in this thread'})`, async () => {
+      await expectTreeWatchOfAnotherProcess({ storage: 'postgres', url, schema: `tree_${process.pid}_${n++}`, worker })
     })
   }
 })

@@ -1,8 +1,12 @@
-// A live tail of a session written by another process (DESIGN §14, events({ follow: true })),
-// for fs (test/client/delete-seen.test.ts) and PostgreSQL (test/postgres/delete-seen.test.ts):
-// this process observes "s" and tails it from seq 1; another process on the same store holds
-// "s" for writing and appends 40 events one after another. The tail yields each one, in order,
-// none twice, and ends when its signal aborts.
+// What another process does, seen live here (DESIGN §14), for fs (test/client/delete-seen.test.ts)
+// and PostgreSQL (test/postgres/delete-seen.test.ts), the other process driven through
+// test/fixtures/store-client.ts:
+// - a live tail: this process observes "s" and tails it from seq 1; the other holds "s" for
+//   writing and appends 40 events one after another. The tail yields each one, in order, none
+//   twice, and ends when its signal aborts.
+// - a watched tree: this process watches the tree of "p"; the other spawns a child of "p" and a
+//   grandchild of that child, and holds the child open for writing, then lets it go. Each
+//   reaches the listener: the rows, and the child's activity.
 import { expect } from 'vitest'
 import { openStore, type OpenStoreOptions } from 'sessionfold'
 import { spawnFixture } from './fixture-process'
@@ -34,6 +38,44 @@ export async function expectTailOfAnotherProcess(options: OpenStoreOptions, with
     expect(await writer.line()).toMatch(/^(ack|streamed|closed)/)
   } finally {
     writer.process.kill()
+    await store.close()
+  }
+}
+
+export async function expectTreeWatchOfAnotherProcess(options: OpenStoreOptions, within = 20_000): Promise<void> {
+  const store = await openStore(options)
+  const other = spawnFixture('store-client.ts', [JSON.stringify(options)])
+  try {
+    await (await store.createSession({ id: 'p' })).close()
+    const view = await store.observe('p')
+    const seen: string[] = []
+    const stop = view.watchChildren({ recursive: true }, (rows) => {
+      seen.push(rows.map((r) => (r.kind === 'child' ? `${r.id}@${r.depth}:${r.activity}` : `${r.id}:${r.reason}`)).join())
+    })
+    await until(() => seen.length === 1, within)
+    expect(seen[0]).toBe('')
+    expect(await other.line()).toBe('ready')
+    const say = async (line: string, answer: string) => {
+      other.send(line)
+      expect(await other.line()).toBe(answer)
+    }
+    await say(`open p ${Date.now()}`, 'won p')
+    await say('spawn kid', 'spawned kid')
+    await say('release', 'released')
+    await until(() => seen.at(-1) === 'kid@0:inactive', within)
+    // The grandchild comes through the child's catalog, which this watch observes.
+    await say(`open kid ${Date.now()}`, 'won kid')
+    await until(() => seen.at(-1) === 'kid@0:running', within)
+    await say('spawn grandkid', 'spawned grandkid')
+    await until(() => seen.at(-1) === 'kid@0:running,grandkid@1:inactive', within)
+    await say('release', 'released')
+    await until(() => seen.at(-1) === 'kid@0:inactive,grandkid@1:inactive', within)
+    stop()
+    await view.close()
+    other.send('close')
+    expect(await other.line()).toBe('closed')
+  } finally {
+    other.process.kill()
     await store.close()
   }
 }
