@@ -7,14 +7,18 @@
 // - Activity (a child opened or closed for writing): this store's own opens and closes list at
 //   once; other tabs' and processes' show at the next re-listing, every ACTIVITY_MS while
 //   someone watches (the locks of a store announce nothing when they change).
-// - Coalesced: one listing at a time, changes during it fold into one more after it, so a burst
-//   of spawns costs at most two listings.
+// - Coalesced: a listing waits for QUIET_MS without a change (at most MAX_WAIT_MS after the first
+//   one, so a steady stream still shows), one listing at a time, and changes during it fold into
+//   one more after it: a burst of spawns costs one or two listings.
 import type { ListChildrenOptions, SubagentListEntry } from '../core/children'
 import { isSessionfoldError, type SessionfoldError } from '../core/errors'
 import type { SessionId } from '../core/model'
 
 /** How often a watch lists again for activity it cannot hear (other tabs' and processes' writers). */
 export const ACTIVITY_MS = 1000
+/** A listing waits for this long without a change, and at most MAX_WAIT_MS after the first change it waits for. */
+const QUIET_MS = 25
+const MAX_WAIT_MS = 250
 
 /** What `watchChildren` calls: the rows, or (once, at the end) the error that stopped the watch. */
 export type ChildrenListener = (rows: SubagentListEntry[], meta: { error?: SessionfoldError }) => void
@@ -32,7 +36,9 @@ export class ChildrenWatch {
   #stopped = false
   #inFlight = false
   #again = false
-  #scheduled = false
+  /** The listing waiting for a quiet moment, and when the first change it waits for came. */
+  #pending: ReturnType<typeof setTimeout> | undefined
+  #firstChange: number | undefined
   #rows: SubagentListEntry[] | undefined
   /** The catalogs watched, by session (undefined: this view's own), with their stops (pending while the observe is on its way). */
   readonly #catalogs = new Map<SessionId | undefined, Promise<() => void>>()
@@ -59,17 +65,23 @@ export class ChildrenWatch {
       this.#again = true
       return
     }
-    if (this.#scheduled) return
-    this.#scheduled = true
-    setTimeout(() => {
-      this.#scheduled = false
-      void this.#list()
-    }, 0)
+    const now = Date.now()
+    this.#firstChange ??= now
+    clearTimeout(this.#pending)
+    this.#pending = setTimeout(
+      () => {
+        this.#pending = undefined
+        this.#firstChange = undefined
+        void this.#list()
+      },
+      Math.min(QUIET_MS, Math.max(0, this.#firstChange + MAX_WAIT_MS - now)),
+    )
   }
 
   stop(): void {
     if (this.#stopped) return
     this.#stopped = true
+    clearTimeout(this.#pending)
     clearInterval(this.#timer)
     this.#offActivity()
     for (const stop of this.#catalogs.values())
@@ -153,9 +165,16 @@ export function watchTree(
     {
       list: (options) => root.listChildren(options),
       watchCatalog: async (id, onChange) => {
-        if (id === undefined) return root.projections.subscribe('subagentCatalog', onChange)
+        // A subscription first hands over the value as it is, which the listing already has:
+        // only the changes after it count.
+        let current = true
+        const changed = () => {
+          if (current) current = false
+          else onChange()
+        }
+        if (id === undefined) return root.projections.subscribe('subagentCatalog', changed)
         const child = await observe(id)
-        const off = child.projections.subscribe('subagentCatalog', onChange)
+        const off = child.projections.subscribe('subagentCatalog', changed)
         return () => {
           off()
           void child.close().catch(() => {})

@@ -473,7 +473,7 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
     })
 
     it(
-      'watches the tree (§14, watchChildren): grandchildren spawned later and activity changes reach the listener, a burst listed once',
+      'watches the tree (§14, watchChildren): grandchildren spawned later and activity changes reach the listener, a burst coalesced',
       withStore(async (store) => {
         const root = await store.createSession({ id: 'r' })
         const calls: { rows: SubagentListEntry[]; error?: string }[] = []
@@ -489,11 +489,16 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
         // Activity: closing a writer here is listed at once.
         await grand.close()
         await until(() => rowsNow().join() === 'c@0:running,g@1:inactive')
-        // A burst of spawns costs a few listings, not one each; none is missed.
+        // A burst of spawns is coalesced: a listing waits for a quiet moment (25 ms), at most a
+        // quarter second while the burst goes on, so it costs a few listings (one more for each
+        // quarter second it lasts: PostgreSQL's spawns and listings take longer), never one each;
+        // none is missed.
         const before = calls.length
+        const started = Date.now()
         const kids = await Promise.all(Array.from({ length: 8 }, (_, i) => root.spawn({ mode: 'one-shot', id: `k${i}` })))
+        const lasted = Date.now() - started
         await until(() => rowsNow().length === 10)
-        expect(calls.length - before).toBeLessThanOrEqual(4)
+        expect(calls.length - before).toBeLessThanOrEqual(Math.min(6, 3 + Math.floor(lasted / 250)))
         for (const k of kids) await k.close()
         await until(() => rowsNow().filter((r) => r.endsWith(':inactive')).length === 9)
         // Only the direct children without `recursive`; the listener hears nothing after stop().

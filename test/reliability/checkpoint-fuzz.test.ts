@@ -63,7 +63,7 @@ afterAll(async () => {
 
 type Row = { sum?: unknown; witness?: Record<string, unknown>; rows?: Record<string, { ver: number; seq: number; val: unknown }> }
 const resum = (row: Row) => ({ ...row, sum: hash53(JSON.stringify({ witness: row.witness, rows: row.rows })) })
-const UNITS = ['subagent', 'subagentCatalog', 'subagentTiming'] as const
+const UNITS = ['subagent', 'subagentCatalog', 'subagentTiming', 'sessionMeta'] as const
 
 /** A mutation: what it is called (for the tally and for a failing case's report) and how it turns the stored text into another. */
 type Mutation = { kind: string; apply: (text: string) => string }

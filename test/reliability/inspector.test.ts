@@ -75,7 +75,7 @@ describe('the inspector page', () => {
     expect(await page.textContent('#title')).toBe(id)
     expect(await page.textContent('#position')).toContain('100,003 of 100,003 events')
     expect(await page.$$eval('#tree li', (li) => li.map((l) => l.dataset.id))).toEqual([`${id}-kid1000`, `${id}-kid1000-helper`, `${id}-kid50000`, `${id}-ci`])
-    expect(await page.$$eval('#values .unit', (u) => u.map((d) => d.dataset.key))).toEqual(['subagent', 'subagentCatalog', 'subagentTiming'])
+    expect(await page.$$eval('#values .unit', (u) => u.map((d) => d.dataset.key))).toEqual(['sessionMeta', 'subagent', 'subagentCatalog', 'subagentTiming'])
     // Scrolled to the middle: the rows there, and only about a screenful of rows in the page.
     await page.$eval('#events', (el) => void (el.scrollTop = 60_000 * 22))
     await page.waitForFunction(() =>
