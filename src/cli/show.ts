@@ -13,7 +13,7 @@ export async function show(engine: Engine, out: Output, id: SessionId, at?: numb
   const faults = cold.slots.filter((s) => s.fault).map((s) => ({ key: s.def.key, fault: s.fault!, reason: s.faultReason ?? '' }))
   const values = cold.snapshot.values as Record<string, unknown>
   const catalog = values.subagentCatalog
-  const running = await engine.isRunning(id)
+  const running = await engine.locks.isHeld(id)
   const report = {
     header: cold.header,
     events: cold.length,

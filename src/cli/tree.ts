@@ -14,7 +14,7 @@ export async function tree(engine: Engine, out: Output, id: SessionId, at?: numb
   }
   const info = await engine.reader.find(id)
   const lines = [
-    `${id}  ${info?.header.origin ?? ''}${(await engine.isRunning(id)) ? '  running' : ''}${at === undefined ? '' : `  (its children as of ${at} of ${info?.length ?? '?'} events)`}`,
+    `${id}  ${info?.header.origin ?? ''}${(await engine.locks.isHeld(id)) ? '  running' : ''}${at === undefined ? '' : `  (its children as of ${at} of ${info?.length ?? '?'} events)`}`,
   ]
   // Pre-order rows with depths: a row is the last of its siblings when no later row before
   // the next shallower one has its depth.

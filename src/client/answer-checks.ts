@@ -269,3 +269,24 @@ export function applyResultProblem(r: unknown): string | undefined {
   }
   return undefined
 }
+
+const SUMMARY_KEYS = ['id', 'origin', 'parent', 'createdAt', 'title', 'tags', 'length', 'lastEventAt', 'running']
+
+/** What is wrong with a page of the session list, or undefined. */
+export function sessionsPageProblem(page: unknown): string | undefined {
+  if (!isPlainObject(page) || !Array.isArray(page.items) || !(page.next === null || typeof page.next === 'string')) return 'not a page of rows'
+  const bad = page.items.findIndex(
+    (r: unknown) =>
+      !isPlainObject(r) ||
+      !only(r, SUMMARY_KEYS) ||
+      !isSessionId(r.id) ||
+      !oneOf(SESSION_ORIGINS, r.origin) ||
+      !(r.parent === null || isSessionId(r.parent)) ||
+      !isTime(r.createdAt) ||
+      !isTime(r.lastEventAt) ||
+      !isCount(r.length) ||
+      typeof r.running !== 'boolean' ||
+      !sessionMeta({ title: r.title, tags: r.tags }),
+  )
+  return bad < 0 ? undefined : `row ${bad} is not a session summary`
+}

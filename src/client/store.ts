@@ -15,6 +15,9 @@ import { LiveViews } from './live-views'
 import { AppendQueue } from './append-queue'
 import { Session, SessionView, type HandleScope } from './session'
 import { Replication, ReplicationRouter, type ConnectOptions } from '../sync/connect'
+import { resolveSessionQuery, type ResolvedSessionQuery, type SessionQuery } from '../core/session-list'
+import { SessionList } from './session-list'
+import { sessionsPageProblem } from './answer-checks'
 
 /** Events verified per round trip to the worker: progress and cancellation happen between them. */
 const VERIFY_BUDGET = 50_000
@@ -62,6 +65,8 @@ export class Store {
   readonly #replications = new Set<Replication>()
   /** Replication states pushed by the host, to the replication each is for. */
   readonly #routes = new ReplicationRouter()
+  /** The open session lists' calls for a change of the session index. */
+  readonly #sessionWatchers = new Set<(ended?: SessionfoldError) => void>()
   /** The last rotateKey of this store: the next one waits for it. */
   #rotating: Promise<unknown> = Promise.resolve()
 
@@ -86,6 +91,7 @@ export class Store {
   readonly _push = (push: Push): void => {
     if (push?.kind === 'frames') this.#views.push(push.frames)
     else if (push?.kind === 'replication') this.#routes.deliver(push.id, push.event)
+    else if (push?.kind === 'sessions') for (const changed of [...this.#sessionWatchers]) changed()
     else this.#views.failAll(new SessionfoldError('PROJECTIONS_UNAVAILABLE', 'the worker pushed a message of no known kind'))
   }
 
@@ -164,6 +170,35 @@ export class Store {
       (api) => api.listSessions(options),
       (list) => (Array.isArray(list) ? list.map(headerProblem).find((p) => p !== undefined) : 'not an array'),
     )
+  }
+
+  /**
+   * A live list of the store's sessions, sorted and paged, with their titles, tags, lengths,
+   * last activity and whether some client writes them: what an app's sidebar shows. By default
+   * the root sessions (roots and forks, not subagents), the most recently active first, 50 at a
+   * time (`more()` for the next 50). It follows every change of the store (this tab's, other
+   * tabs' and processes', replications') within about 100 ms, and costs the page, not the
+   * store: the engine keeps a store-wide index. A bad query is `INVALID_ARGUMENT`, thrown here.
+   *
+   * @example
+   * const list = store.sessions({ tag: 'work', search: 'invoice' })
+   * list.subscribe((items) => render(items.map((s) => s.title ?? s.id)))
+   */
+  sessions(query?: SessionQuery): SessionList {
+    if (this.#calls.closed) throw new SessionfoldError('CLOSED', 'the store is closed')
+    const page = (q: ResolvedSessionQuery, count: number) => this.#calls.checked('session list', (api) => api.sessionsPage(q, count), sessionsPageProblem)
+    return new SessionList({ page, watch: (changed) => this.#watchSessions(changed) }, resolveSessionQuery(query))
+  }
+
+  /** Tells `changed` of each change of the session index (and of the store's close), the host told while anyone listens. */
+  #watchSessions(changed: (ended?: SessionfoldError) => void): () => void {
+    const watchers = this.#sessionWatchers
+    watchers.add(changed)
+    if (watchers.size === 1) void this.#calls.call((api) => api.watchSessions(true)).catch(() => {})
+    return () => {
+      if (!watchers.delete(changed) || watchers.size > 0 || this.#calls.closed) return
+      void this.#calls.call((api) => api.watchSessions(false)).catch(() => {})
+    }
   }
 
   /**
@@ -327,6 +362,7 @@ export class Store {
       await this.#connection.end()
       this.#views.failAll(closedError)
       this.#views.clear()
+      for (const changed of [...this.#sessionWatchers]) changed(closedError)
     }
   }
 }

@@ -23,6 +23,8 @@ export type Push =
   | { kind: 'frames'; frames: Frame[] }
   /** A replication's new state (see store.connect), or a request for fresh headers. */
   | { kind: 'replication'; id: number; event: ReplicationEvent }
+  /** The store's session index may have changed (while the client watches it: `watchSessions(true)`). */
+  | { kind: 'sessions' }
 
 /** A push as it crosses a worker's port. */
 export interface PushMessage {

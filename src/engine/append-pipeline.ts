@@ -43,8 +43,8 @@ export interface AppendPipelineOptions<S extends PipelineSession> {
   storage: Pick<StorageAdapter, 'createSession' | 'append' | 'deleteSession'>
   maxEventBytes: number
   now: () => number
-  /** Called once `events` more (of `bytes` bytes) are durable and folded (`turnEnded`: one was a turn/end). */
-  folded: (session: S, events: number, turnEnded: boolean, bytes: number) => void
+  /** Called once `events` more (of `bytes` bytes, the last at `lastTime`) are durable and folded (`turnEnded`: one was a turn/end). */
+  folded: (session: S, events: number, turnEnded: boolean, bytes: number, lastTime: number) => void
   /** Called when the fold reaches `log.mark` events, before the rest of that batch is folded (a history row is due there). */
   reached?: (session: S, position: number) => void
   /** Called with each batch once durable and folded, in seq order, before `folded` (the chain steps over it: chains.ts). */
@@ -154,7 +154,7 @@ export class AppendPipeline<S extends PipelineSession> {
         log.durable = log.asOfSeq + 1 + encoded.length
         log.asOfSeq = log.durable - 1
         this.options.appended?.(session, encoded)
-        this.options.folded(session, encoded.length, turnEnded, bytes)
+        this.options.folded(session, encoded.length, turnEnded, bytes, encoded[encoded.length - 1]!.event.time)
       } finally {
         log.inflightBytes -= bytes
         if (--log.inflight === 0) {

@@ -30,6 +30,8 @@ import { catalogEntries, listChildren } from './list-children'
 import { LiveSessions, type LiveSession } from './live-sessions'
 import { StoreReader, type ColdRead } from './reader'
 import { verifyPlan, verifyStep } from './verify'
+import { sessionIndexOf, sessionsPage, type SessionIndex } from './session-index'
+import type { SessionsPage } from '../core/session-list'
 
 export type { ChangeListener, ProjectionChange } from './watchers'
 export type { ColdRead } from './reader'
@@ -60,6 +62,8 @@ export class Engine {
   /** What lineage (spawn, external, fork) and imports may do with the engine. */
   private readonly lineage: LineageHost<LiveSession>
   private readonly importTarget: ImportTarget
+  /** The store-wide session index (`store.sessions()`), where the storage has a feed (session-index.ts). */
+  readonly index: SessionIndex | undefined
   private isClosed = false
 
   constructor(options: EngineOptions) {
@@ -83,13 +87,16 @@ export class Engine {
       ...(this.history ? { history: this.history } : {}),
     })
     const onGrow = options.onGrow
+    const index = (this.index = sessionIndexOf(this.storage, { reader: this.reader, locks: this.locks, onError: this.onError }))
+    if (index) this.written.add(() => index.soon())
     this.pipeline = new AppendPipeline<LiveSession>({
       storage: this.storage,
       maxEventBytes: this.maxEventBytes,
       now: this.now,
       ...(this.history ? { reached: (session: LiveSession, at: number) => this.history!.reached(session, at) } : {}),
       appended: (session, encoded) => this.chains.appended(session, encoded),
-      folded: (session, events, turnEnded, bytes) => {
+      folded: (session, events, turnEnded, bytes, lastTime) => {
+        index?.wroteLive(session, lastTime)
         notify(session, this.onError)
         this.checkpoints.afterWrite(session, events, turnEnded, bytes)
         onGrow?.(session.header.id, session.log.durable)
@@ -141,6 +148,7 @@ export class Engine {
     this.open()
     assertSessionId(id)
     const live = await this.sessions.openWriter(id)
+    this.index?.tell()
     return { header: live.header, length: live.log.durable }
   }
 
@@ -168,21 +176,25 @@ export class Engine {
   }
 
   /** Ends a writer (waiting for its appends and writing the close checkpoint) or an observer. */
-  release(id: SessionId, role: 'writer' | 'observer'): Promise<void> {
-    return this.sessions.release(id, role)
+  async release(id: SessionId, role: 'writer' | 'observer'): Promise<void> {
+    await this.sessions.release(id, role)
+    if (role === 'writer') this.index?.tell()
   }
 
   /** Deletes a session that nobody holds open for writing; views of it here hear it (and other engines, told through onDelete). */
   async deleteSession(id: SessionId): Promise<void> {
     this.open()
     assertSessionId(id)
+    const row = await this.index?.row(id)
     await this.sessions.delete(id)
+    await this.index?.deleted(id, row)
     this.onDelete?.(id)
   }
 
-  /** Whether `id` is open for writing by some client of this store. */
-  isRunning(id: SessionId): Promise<boolean> {
-    return this.locks.isHeld(id)
+  /** A page of the session list (`store.sessions()`): `query` checked, `count` rows after `after`. */
+  sessionsPage(query: unknown, count: number, after?: string): Promise<SessionsPage> {
+    this.open()
+    return sessionsPage(this.index, this.storage.kind, query, count, after)
   }
 
   /**
@@ -332,22 +344,12 @@ export class Engine {
     return this.chains.at(header, position, this.sessions.get(header.id))
   }
 
-  /** A small record of the store's own (a replication's cursors), or undefined. */
-  async getMeta(key: unknown): Promise<string | undefined> {
-    return this.meta().getMeta!(key as string)
-  }
-
-  /** Stores a small record of the store's own, durably. */
-  async putMeta(key: unknown, value: unknown): Promise<void> {
-    return this.meta().putMeta!(key as string, value as string)
-  }
-
-  /** The storage, once it is known to keep meta records. */
-  private meta(): StorageAdapter {
+  /** The store's own small records (a replication's cursors, stored durably); STORAGE_UNAVAILABLE where it keeps none. */
+  metaRecords(): Required<Pick<StorageAdapter, 'getMeta' | 'putMeta'>> {
     this.open()
-    if (!this.storage.getMeta || !this.storage.putMeta)
-      throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${this.storage.kind} storage keeps no meta records`)
-    return this.storage
+    const storage = this.storage
+    if (!storage.getMeta || !storage.putMeta) throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${storage.kind} storage keeps no meta records`)
+    return { getMeta: (key) => storage.getMeta!(key), putMeta: (key, value) => storage.putMeta!(key, value) }
   }
 
   /** Imports a batch from another store, headers and seqs unchanged; conflicts are reported, not applied. */
@@ -360,6 +362,7 @@ export class Engine {
   async close(): Promise<void> {
     if (this.isClosed) return
     this.isClosed = true
+    this.index?.close()
     await this.sessions.loaded()
     for (const live of this.sessions.all()) {
       if (live.writer) await this.release(live.header.id, 'writer').catch((err) => this.onError(err as SessionfoldError))
@@ -383,9 +386,11 @@ export class Engine {
   }
 
   /** Stores a new session and opens it for writing here (see LiveSessions.create). */
-  private create(header: SessionHeader, seed: readonly EncodedEvent[], held?: () => Promise<void>): Promise<LiveSession> {
+  private async create(header: SessionHeader, seed: readonly EncodedEvent[], held?: () => Promise<void>): Promise<LiveSession> {
     this.open()
-    return this.sessions.create(header, seed, held)
+    const live = await this.sessions.create(header, seed, held)
+    this.index?.wroteLive(live, seed.at(-1)?.event.time ?? header.createdAt)
+    return live
   }
 
   private open(): void {

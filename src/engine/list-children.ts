@@ -5,13 +5,15 @@ import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
 import type { CatalogEntry, CatalogState } from '../core/units/catalog'
 import type { UnitSlot } from './units'
+import type { WriterLocks } from '../storage/locks'
 import { assertSessionId, describe, isPlainObject } from '../core/validate'
 
 /** What listing needs: each session's catalog (live or cold) and who holds a session open for writing. */
 export interface CatalogReader {
   /** A session's header and catalog entries (null when its catalog was rejected). */
   catalogOf(id: SessionId, signal?: AbortSignal): Promise<{ header: SessionHeader; entries: CatalogEntry[] | null }>
-  isRunning(id: SessionId): Promise<boolean>
+  /** Who holds a session open for writing. */
+  readonly locks: Pick<WriterLocks, 'isHeld'>
 }
 
 /** The catalog entries folded into `slots`, or null when the catalog unit faulted (its catalog is rejected). */
@@ -60,7 +62,7 @@ export async function listChildren(catalogs: CatalogReader, parentId: SessionId,
     read(async () => {
       try {
         const c = await catalogs.catalogOf(entry.id, signal)
-        return { ok: true as const, header: c.header, entries: c.entries, running: await catalogs.isRunning(entry.id) }
+        return { ok: true as const, header: c.header, entries: c.entries, running: await catalogs.locks.isHeld(entry.id) }
       } catch (err) {
         if (isSessionfoldError(err, 'CANCELLED')) throw err
         return { ok: false as const }

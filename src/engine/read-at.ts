@@ -86,6 +86,6 @@ export function catalogsAt(now: CatalogReader, source: AtReader, id: SessionId, 
       const { header, slots } = await readAt(source, id, at, signal)
       return { header, entries: catalogEntries(slots) }
     },
-    isRunning: (cid) => now.isRunning(cid),
+    locks: now.locks,
   }
 }

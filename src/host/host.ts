@@ -6,6 +6,8 @@ import { listSessionsInputSchema, parseInput } from '../core/inputs'
 import type { ChangeBatch, ChangeCursor, ChangesOptions } from '../core/changes'
 import { framesOf, mergeChange, type PendingFrame } from './frames'
 import { nextTask } from './next-task'
+import { closeWithTab, holdAliveLock } from './tab-locks'
+import { MAX_SESSIONS_ROWS, type SessionsPage } from '../core/session-list'
 import type { OpenedEngine } from './open-engine'
 import { SessionfoldError, toWireError, where } from '../core/errors'
 import type { SessionId } from '../core/model'
@@ -79,6 +81,8 @@ export class EngineHost {
   private nextFrame = 1
   /** This client's key rotation under way. */
   private rotation?: KeyRotation
+  /** Ends this client's watch of the session index. */
+  private sessionsWatch?: () => void
   /** Lets go of the alive lock (a SharedWorker outlives the connections it serves). */
   private releaseAlive?: () => void
 
@@ -91,27 +95,11 @@ export class EngineHost {
 
   async init(options: HostOptions): Promise<void> {
     if (this.opened) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
-    if (options.aliveLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
-      // Held until this context ends: the client is granted it when we are gone.
-      const locks = (globalThis.navigator as Navigator & { locks: LockManager }).locks
-      // Refused (an opaque origin refuses every lock): the host goes on without, and the
-      // client's own request of it is refused alike, so it watches nothing.
-      await new Promise<void>((held) => {
-        locks
-          .request(options.aliveLock!, () => {
-            held()
-            return new Promise<void>((release) => (this.releaseAlive = release))
-          })
-          .catch(() => held())
-      })
-    }
+    if (options.aliveLock) this.releaseAlive = await holdAliveLock(options.aliveLock)
     this.opened = await this.source.open(options, this.projections)
-    if (options.tabLock && (globalThis.navigator as { locks?: LockManager } | undefined)?.locks) {
-      // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its
-      // handles, so its writer locks go with it, as they would with a dedicated worker.
-      // What that close fails of has nobody to tell: the tab is gone.
-      ;(globalThis.navigator as Navigator & { locks: LockManager }).locks.request(options.tabLock, () => this.close()).catch(() => {})
-    }
+    // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its handles,
+    // so its writer locks go with it, as they would with a dedicated worker.
+    if (options.tabLock) closeWithTab(options.tabLock, () => this.close())
   }
 
   /** The engine this host serves, once `init` opened it. */
@@ -273,6 +261,19 @@ export class EngineHost {
     return this.engine.reader.listSessions(options === undefined ? undefined : parseInput(listSessionsInputSchema, options, 'listSessions options'))
   }
 
+  /** A page of the session list (`store.sessions()`): `count` rows of `query` (checked by the engine). */
+  async sessionsPage(query: unknown, count: number): Promise<SessionsPage> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_SESSIONS_ROWS)
+      throw new SessionfoldError('INVALID_ARGUMENT', `a sessions page holds 1..${MAX_SESSIONS_ROWS} rows, got ${describe(count)}`)
+    return this.engine.sessionsPage(query, count)
+  }
+
+  /** While on, a `sessions` push follows each change of the store's session index (and the feed is followed). */
+  async watchSessions(on: boolean): Promise<void> {
+    this.sessionsWatch?.()
+    this.sessionsWatch = on ? this.engine.index?.subscribe(() => this.post({ kind: 'sessions' })) : undefined
+  }
+
   async deleteSession(id: string): Promise<void> {
     assertSessionId(id)
     await this.engine.deleteSession(id)
@@ -374,6 +375,7 @@ export class EngineHost {
   async close(): Promise<void> {
     const opened = this.opened
     if (!opened) return
+    this.sessionsWatch?.()
     await opened.replications?.closeAll(this.replications)
     this.replications.clear()
     // Every handle of this client: appends settle, writers checkpoint and release their locks.

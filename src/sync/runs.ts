@@ -146,8 +146,8 @@ class Run {
       store: {
         changesSince: (cursor, o) => engine.changesSince(cursor, o),
         applyChanges: (batch) => engine.applyChanges(batch),
-        getMeta: (key) => engine.getMeta(key),
-        putMeta: (key, value) => engine.putMeta(key, value),
+        getMeta: (key) => engine.metaRecords().getMeta(key),
+        putMeta: (key, value) => engine.metaRecords().putMeta(key, value),
       },
       base: this.spec.url,
       key: this.key,

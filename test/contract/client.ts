@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions, type Store, type SubagentListEntry } from 'sessionfold'
 import { expectCode } from '../support/helpers'
+import { sessionListCases } from './session-list'
 
 export const tick = () => new Promise((r) => setTimeout(r, 0))
 
@@ -536,6 +537,8 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
         await view.close()
       }),
     )
+
+    sessionListCases(withStore, options)
 
     it('close waits for pending appends; calls after it reject with CLOSED', async () => {
       const store = await openStore(options())

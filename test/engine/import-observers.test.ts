@@ -47,7 +47,7 @@ describe('an import and the observers of its session', () => {
       expect(await applying).toMatchObject({ copiedEvents: 1, conflicts: [], skipped: [] })
       target.follow = follow
 
-      expect(await target.isRunning('s')).toBe(false)
+      expect(await target.locks.isHeld('s')).toBe(false)
       expect(target.liveSeq('s')).toBe(2)
       expect(heard.map((c) => c.seq)).toEqual([2])
       await source.append('s', { type: 'turn/end' })
@@ -90,7 +90,7 @@ describe('an import and the observers of its session', () => {
       await engine.append('w', { type: 'app/b' })
       expect(engine.liveSeq('w')).toBe(1)
       await engine.release('w', 'writer')
-      expect(await engine.isRunning('w')).toBe(false)
+      expect(await engine.locks.isHeld('w')).toBe(false)
       expect((await engine.openSession('w')).length).toBe(2)
       await engine.release('w', 'writer')
     } finally {

@@ -1,0 +1,281 @@
+// The store-wide session index (`store.sessions()`): a row per session and sorted lists of
+// entries (session-rows.ts), kept over the store's key-value records for every backend alike,
+// and a cache like checkpoints: rebuilt from the logs when missing or from another feed.
+//
+// It follows the store's change feed: a pass reads the feed after the position the index has
+// reached (its state record), and for each session written since, reads its row and moves it
+// on by the events it gained (a row already that long, written by another engine, is left as
+// it is). This engine's own writes come with what they wrote (a hint: no read back). So the
+// cost of a pass is the change since the last one, whatever the store holds; and every engine
+// on the store (tabs, processes) keeps the same rows, each moving a row only forward.
+import { SessionfoldError } from '../core/errors'
+import type { SessionHeader, SessionId } from '../core/model'
+import { resolveSessionQuery, type ResolvedSessionQuery, type SessionsPage } from '../core/session-list'
+import { recordsOf } from '../storage/records'
+import { indexStateKey, summaryKey } from '../storage/records/keys'
+import type { ChangeFeed, KeyValueStore, StorageAdapter } from '../storage/types'
+import type { SessionMetaView } from '../core/units/meta'
+import type { UnitSlot } from './units'
+import type { WriterLocks } from '../storage/locks'
+import type { StoreReader } from './reader'
+import { extendRow, freshRow, parseRow, readPage, removeEntries, writeRow, type IndexRow } from './session-rows'
+
+/** What this engine knows of a session it wrote: its row as of `length` but for the stored metadata. */
+export interface IndexHint {
+  header: SessionHeader
+  length: number
+  lastEventAt: number
+  title: string | null
+  tags: string[]
+}
+
+export interface SessionIndexOptions {
+  records: KeyValueStore
+  feed: ChangeFeed
+  reader: Pick<StoreReader, 'find' | 'pages' | 'ids'>
+  locks: Pick<WriterLocks, 'isHeld'>
+  onError: (err: SessionfoldError) => void
+}
+
+/** How soon after a write of this engine a pass runs: writes within it cost one pass. */
+const SOON_MS = 10
+/** How often the feed is looked at while some list is watched: other engines' writes show this soon. */
+export const POLL_MS = 50
+/** Feed entries read per call. */
+const FEED_PAGE = 1000
+
+interface IndexState {
+  feed: string
+  at: string
+}
+
+export class SessionIndex {
+  private state: IndexState | undefined
+  private loading: Promise<void> | undefined
+  private readonly hints = new Map<SessionId, IndexHint>()
+  /** Sessions to look at in the next pass besides the feed's (a row found damaged). */
+  private readonly pending = new Set<SessionId>()
+  private passing: Promise<void> | undefined
+  private again = false
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private poll: ReturnType<typeof setInterval> | undefined
+  private watchers = 0
+  private closed = false
+  /** Told after a pass changed rows, or a session here was deleted or opened or closed for writing. */
+  readonly listeners = new Set<() => void>()
+
+  constructor(private readonly o: SessionIndexOptions) {}
+
+  /** This engine wrote session `hint.header.id` (a creation, an append, a metadata change). */
+  wrote(hint: IndexHint): void {
+    const known = this.hints.get(hint.header.id)
+    if (!known || known.header.createdAt !== hint.header.createdAt || known.length <= hint.length) this.hints.set(hint.header.id, hint)
+    this.soon()
+  }
+
+  /** A live session of this engine was written (its events up to `log.durable`, the last at `lastEventAt`). */
+  wroteLive(live: Parameters<typeof hintOf>[0], lastEventAt: number): void {
+    const hint = hintOf(live, lastEventAt)
+    if (hint) this.wrote(hint)
+    else this.soon()
+  }
+
+  /** Something was written that the feed will tell (an import, another engine's notice). */
+  soon(): void {
+    if (this.closed || this.timer) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.pass().catch((err) => this.o.onError(err as SessionfoldError))
+    }, SOON_MS)
+  }
+
+  /** Session `id` was deleted here: its entries go (its row went with it). */
+  async deleted(id: SessionId, before: IndexRow | undefined): Promise<void> {
+    this.hints.delete(id)
+    if (before) await removeEntries(this.o.records, before)
+    this.tell()
+  }
+
+  /** The row of `id` as stored, if any and readable. */
+  async row(id: SessionId): Promise<IndexRow | undefined> {
+    return parseRow(id, await this.o.records.get(summaryKey(id)))
+  }
+
+  /** A session opened or closed for writing: lists show `running` anew. */
+  tell(): void {
+    for (const f of this.listeners) {
+      try {
+        f()
+      } catch (err) {
+        this.o.onError(err as SessionfoldError)
+      }
+    }
+  }
+
+  /** Calls `listener` after each change, and looks at the feed every POLL_MS meanwhile; returns the stop. */
+  subscribe(listener: () => void): () => void {
+    const stop = this.watch()
+    this.listeners.add(listener)
+    return () => {
+      stop()
+      this.listeners.delete(listener)
+    }
+  }
+
+  private watch(): () => void {
+    this.watchers++
+    this.poll ??= setInterval(() => this.soon(), POLL_MS)
+    ;(this.poll as { unref?: () => void }).unref?.()
+    let ended = false
+    return () => {
+      if (ended) return
+      ended = true
+      if (--this.watchers === 0 && this.poll) {
+        clearInterval(this.poll)
+        this.poll = undefined
+      }
+    }
+  }
+
+  /** Up to `count` rows of `query`'s list after `after` (a page's `next`), caught up with the feed first. */
+  async page(query: ResolvedSessionQuery, count: number, after: string | undefined): Promise<SessionsPage> {
+    await this.pass()
+    const { rows, next } = await readPage(
+      {
+        records: this.o.records,
+        exists: async (id) => (await this.o.reader.find(id)) !== undefined,
+        repair: (id) => {
+          this.pending.add(id)
+          this.soon()
+        },
+      },
+      query,
+      count,
+      after,
+    )
+    const running = await Promise.all(rows.map((r) => this.o.locks.isHeld(r.id)))
+    return { items: rows.map((r, i) => ({ ...r, tags: [...r.tags], running: running[i]! })), next }
+  }
+
+  /** One pass (joined by calls made while one runs: they get the pass after it). */
+  pass(): Promise<void> {
+    if (this.passing) {
+      this.again = true
+      return this.passing
+    }
+    const run = async () => {
+      try {
+        do {
+          this.again = false
+          await this.passOnce()
+        } while (this.again && !this.closed)
+      } finally {
+        this.passing = undefined
+      }
+    }
+    return (this.passing = run())
+  }
+
+  close(): void {
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    if (this.poll) clearInterval(this.poll)
+    this.timer = this.poll = undefined
+    this.listeners.clear()
+  }
+
+  private async passOnce(): Promise<void> {
+    if (this.closed) return
+    await (this.loading ??= this.load().finally(() => (this.loading = undefined)))
+    const state = this.state!
+    const ids = new Set<SessionId>([...this.pending, ...this.hints.keys()])
+    this.pending.clear()
+    let at = state.at
+    for (;;) {
+      const entries = await this.o.feed.read(at, FEED_PAGE)
+      for (const e of entries) ids.add(e.id)
+      if (entries.length > 0) at = entries[entries.length - 1]!.at
+      if (entries.length < FEED_PAGE) break
+    }
+    let changed = false
+    for (const id of ids) if (await this.refresh(id)) changed = true
+    if (at !== state.at) {
+      this.state = { feed: state.feed, at }
+      await this.o.records.put(indexStateKey, JSON.stringify({ v: 1, ...this.state }))
+    }
+    if (changed) this.tell()
+  }
+
+  /** Reads the state, or rebuilds the index when there is none (or it follows another feed). */
+  private async load(): Promise<void> {
+    if (this.state) return
+    const feed = await this.o.feed.id()
+    const stored = parseState(await this.o.records.get(indexStateKey))
+    if (stored && stored.feed === feed) {
+      this.state = stored
+      return
+    }
+    // Rebuilt: every session looked at; entries of sessions deleted since go when a page meets them.
+    const at = await this.o.feed.head()
+    for await (const id of this.o.reader.ids()) await this.refresh(id)
+    this.state = { feed, at }
+    await this.o.records.put(indexStateKey, JSON.stringify({ v: 1, ...this.state }))
+  }
+
+  /** Brings the row of `id` up to its log (or to this engine's hint); true when it moved. */
+  private async refresh(id: SessionId): Promise<boolean> {
+    const stored = await this.row(id)
+    const hint = this.hints.get(id)
+    this.hints.delete(id)
+    let next: IndexRow
+    if (hint && !(stored && stored.createdAt === hint.header.createdAt && stored.length >= hint.length)) {
+      next = { ...freshRow(hint.header), length: hint.length, lastEventAt: hint.lastEventAt, title: hint.title, tags: [...hint.tags] }
+    } else {
+      const info = await this.o.reader.find(id)
+      if (!info) return stored !== undefined // deleted: its row went with it, its entries go as pages meet them
+      const same = stored && stored.createdAt === info.header.createdAt
+      if (same && stored.length === info.length) return false
+      let row = same && stored.length < info.length ? stored : freshRow(info.header)
+      for await (const page of this.o.reader.pages(id, { from: row.length, to: info.length })) row = extendRow(row, page)
+      next = row
+    }
+    try {
+      await writeRow(this.o.records, stored, next)
+    } catch (err) {
+      if (!(err instanceof SessionfoldError && err.code === 'SESSION_NOT_FOUND')) throw err
+      await removeEntries(this.o.records, next) // deleted meanwhile
+    }
+    return true
+  }
+}
+
+/** A page of the session list (`query` checked); STORAGE_UNAVAILABLE without an index. */
+export function sessionsPage(index: SessionIndex | undefined, kind: string, query: unknown, count: number, after: string | undefined): Promise<SessionsPage> {
+  const q = resolveSessionQuery(query)
+  if (!index) throw new SessionfoldError('STORAGE_UNAVAILABLE', `the ${kind} storage has no change feed or records, which the session list is kept over`)
+  return index.page(q, count, after)
+}
+
+/** The index of `storage`, where it has a feed and composed records (every adapter of this package). */
+export function sessionIndexOf(storage: StorageAdapter, o: Omit<SessionIndexOptions, 'records' | 'feed'>): SessionIndex | undefined {
+  const records = recordsOf(storage)
+  return records && storage.feed ? new SessionIndex({ ...o, records, feed: storage.feed }) : undefined
+}
+
+/** What a live session of this engine tells the index after a write (undefined: its metadata is faulted, so the log is read). */
+export function hintOf(live: { header: SessionHeader; slots: readonly UnitSlot[]; log: { durable: number } }, lastEventAt: number): IndexHint | undefined {
+  const slot = live.slots.find((s) => s.def.key === 'sessionMeta')
+  if (!slot || slot.fault) return undefined
+  const { title, tags } = slot.state as SessionMetaView
+  return { header: live.header, length: live.log.durable, lastEventAt, title, tags }
+}
+
+function parseState(text: string | undefined): IndexState | undefined {
+  if (text === undefined) return undefined
+  try {
+    const v = JSON.parse(text) as { v?: unknown; feed?: unknown; at?: unknown }
+    return v.v === 1 && typeof v.feed === 'string' && typeof v.at === 'string' ? { feed: v.feed, at: v.at } : undefined
+  } catch {
+    return undefined
+  }
+}
