@@ -76,3 +76,22 @@ export function takeRange(sorted: readonly string[], range: { prefix: string; af
   }
   return out
 }
+
+/** Where a range starts among sorted flat keys: every key it takes is at or after this one (its prefix, or its cursor when later). */
+export function rangeStart(range: { prefix: string; after: string | undefined }): string {
+  return range.after !== undefined && range.after > range.prefix ? range.after : range.prefix
+}
+
+/**
+ * The keys `range` takes from `sorted`, flat keys in order from {@link rangeStart} on (a sorted
+ * index read from there): it stops at the first key without the prefix, or at `limit`, so it
+ * reads no more than the page and one key.
+ */
+export function takeFrom(sorted: Iterable<string>, range: { prefix: string; after: string | undefined; limit: number }): string[][] {
+  const out: string[][] = []
+  for (const k of sorted) {
+    if (out.length >= range.limit || !k.startsWith(range.prefix)) break
+    if (range.after === undefined || k > range.after) out.push(unflat(k))
+  }
+  return out
+}

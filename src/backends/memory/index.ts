@@ -21,7 +21,7 @@ import {
   resolveRange,
 } from '../../storage/guard'
 import { checkReplacement, feedAfter, newFeedId, sameLength } from '../../storage/guard'
-import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange } from '../../storage/kv'
+import { assertKey, flat, notFoundForKey, rangeStart, resolveKeyRange, sessionOfKey, sessionPrefix, takeFrom } from '../../storage/kv'
 import { composeStorage } from '../../storage/records'
 import {
   READ_PAGE,
@@ -33,6 +33,7 @@ import {
   type SessionInfo,
   type StorageAdapter,
 } from '../../storage/types'
+import { createSortedKeys } from './sorted-keys'
 
 // The storage contract, for code that uses an adapter directly.
 export * from '../../storage/public-types'
@@ -56,6 +57,8 @@ export function createMemoryAdapter(): StorageAdapter {
   const feedId = newFeedId()
   /** Key-value records by flat key (kv.ts): the store's rows (checkpoints, history, meta) among them. */
   const records = new Map<string, string>()
+  /** The same keys in order: a list reads its page and one key more, whatever the store holds. */
+  const order = createSortedKeys()
 
   const get = (id: SessionId): Stored => {
     assertSessionId(id)
@@ -118,7 +121,15 @@ export function createMemoryAdapter(): StorageAdapter {
         assertSessionId(id)
         sessions.delete(id)
         const own = sessionPrefix(id)
-        for (const k of [...records.keys()]) if (k.startsWith(own)) records.delete(k)
+        const gone: string[] = []
+        for (const k of order.from(own)) {
+          if (!k.startsWith(own)) break
+          gone.push(k)
+        }
+        for (const k of gone) {
+          records.delete(k)
+          order.remove(k)
+        }
       }),
     feed: {
       id: () => guard.run(async () => feedId),
@@ -150,17 +161,20 @@ export function createMemoryAdapter(): StorageAdapter {
         assertKey(key)
         const owner = sessionOfKey(key)
         if (owner !== undefined && !sessions.has(owner)) throw notFoundForKey(owner, key)
-        records.set(flat(key), value)
+        const k = flat(key)
+        if (!records.has(k)) order.add(k)
+        records.set(k, value)
       }),
     delete: (key) =>
       guard.run(async () => {
         assertKey(key)
-        records.delete(flat(key))
+        const k = flat(key)
+        if (records.delete(k)) order.remove(k)
       }),
     list: (prefix, range) =>
       guard.run(async () => {
         const r = resolveKeyRange(prefix, range)
-        return takeRange([...records.keys()].sort(), r)
+        return takeFrom(order.from(rangeStart(r)), r)
       }),
   }
   return composeStorage(log, kv, { exists: async (id) => sessions.has(id) })
