@@ -6,7 +6,7 @@
 // checkpoint row in `checkpoints`, its history rows in `history` (by position), meta records in
 // `meta`. A put commits without waiting for its WAL flush, unless it is 'durable'.
 import type { SessionId } from '../../core/model'
-import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, SEPARATOR, unflat } from '../../storage/kv'
+import { assertKey, flat, notFoundForKey, rangeStart, resolveKeyRange, sessionOfKey, SEPARATOR, unflat } from '../../storage/kv'
 import { CHECKPOINT_PART, HISTORY_PART, META_PART, positionOf } from '../../storage/records/keys'
 import type { KeyValueStore, RecordKey } from '../../storage/types'
 import { codeOf } from './errors'
@@ -25,6 +25,14 @@ interface Place {
 }
 
 const S = SEPARATOR
+
+/**
+ * Keys of the store's own records strictly between $1 and $2, in order, at most $3: a range of
+ * the table's primary key (text in "C"), so the database reads its index from $1 and stops after
+ * the page, whatever the table holds.
+ */
+export const recordsRangeSql = (records: string): string =>
+  `SELECT key AS k FROM ${records} WHERE key > $1::text COLLATE "C" AND key < $2::text COLLATE "C" ORDER BY key LIMIT $3`
 
 export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueStore {
   const q = (sql: PostgresClient, text: string, params: unknown[]) => sql.unsafe(text, params as never[], { prepare }) as Promise<Record<string, string>[]>
@@ -108,6 +116,14 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
     list: (prefix, range) =>
       run('record read', async (sql) => {
         const r = resolveKeyRange(prefix, range)
+        if (prefix.length > 0 && prefix[0] !== 'session' && prefix[0] !== META_PART) {
+          // Only the store's own records hold such keys (the session index's among them): a
+          // range of their primary key, read in its order, so a page costs its keys however many
+          // the table holds. The prefix's keys are those between it and it with its last
+          // separator ('+') raised to the next character (',').
+          const rows = await q(sql, recordsRangeSql(n.records), [rangeStart(r), `${r.prefix.slice(0, -1)},`, r.limit])
+          return rows.map((row) => unflat(row.k!))
+        }
         const owner = prefix.length >= 2 ? sessionOfKey([...prefix.slice(0, 2), 'x']) : undefined
         // Every key as its flat form, filtered and ordered in the "C" collation: the order of the parts.
         const only = owner === undefined ? '' : ' WHERE session_id = $4'
