@@ -6,7 +6,7 @@
 // are deleted in the transaction that deletes the session (deleteRecordsOf, used by index.ts).
 import { SessionfoldError } from '../../core/errors'
 import type { SessionId } from '../../core/model'
-import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange } from '../../storage/kv'
+import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange, unflat } from '../../storage/kv'
 import { CHECKPOINT_PART, HISTORY_PART, META_PART, positionOf, positionPart } from '../../storage/records/keys'
 import { quiet, type Db, type StoreName, type Tx } from './schema'
 import type { KeyValueStore, RecordKey } from '../../storage/types'
@@ -96,15 +96,20 @@ export function createIdbRecords({ run, inTx, durability }: RecordDb): KeyValueS
       run('list records of', undefined, async (db) => {
         const r = resolveKeyRange(prefix, range)
         const owner = prefix.length >= 2 ? sessionOfKey([...prefix.slice(0, 2), 'x']) : undefined
-        const lower =
-          r.after !== undefined && r.after >= r.prefix
-            ? IDBKeyRange.bound(r.after, `${r.prefix}\uffff`, true)
-            : IDBKeyRange.bound(r.prefix, `${r.prefix}\uffff`)
+        // Every key of the prefix is below its flat form and U+FFFF (parts hold [A-Za-z0-9_-]).
+        const upper = `${r.prefix}\uffff`
+        if (r.after !== undefined && r.after > upper) return [] // past them all (a bound from it up would throw)
+        const lower = r.after !== undefined && r.after >= r.prefix ? IDBKeyRange.bound(r.after, upper, true) : IDBKeyRange.bound(r.prefix, upper)
+        // Keys in `kv` only (the session index's, or a session's own records): its one read, a page long.
+        const part = prefix[2]
+        const kvOnly =
+          owner !== undefined
+            ? part !== undefined && part !== CHECKPOINT_PART && part !== HISTORY_PART
+            : prefix.length > 0 && prefix[0] !== 'session' && prefix[0] !== META_PART
+        if (kvOnly) return inTx(db, ['kv'], 'readonly', async (tx) => ((await tx.objectStore('kv').getAllKeys(lower, r.limit)) as string[]).map(unflat))
         return inTx(db, ['kv', 'checkpoints', 'meta'], 'readonly', async (tx) => {
           const keys = (await tx.objectStore('kv').getAllKeys(lower, r.limit)) as string[]
           // The store's rows: a session's, or every session's and the meta records.
-          const part = prefix[2]
-          if (owner !== undefined && part !== CHECKPOINT_PART && part !== HISTORY_PART && part !== undefined) return takeRange(keys, r)
           const rows =
             owner !== undefined
               ? [
