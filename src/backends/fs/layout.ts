@@ -11,7 +11,17 @@
 //   <root>/locks/<folder>.lock  writer locks (src/backends/fs/locks.ts)
 //   <root>/feed.log, feed.id, feed.boot  the change feed, its identity, the boot it was last written in (feed.ts)
 //   <root>/meta/<key>        meta records (replication cursors, the codec's key record), replaced whole by rename
-//   <root>/kv/<name>         the store's own key-value records (of no session), replaced whole by rename
+//   <root>/kv/<name>         the store's own key-value records (of no session, of the session index neither), replaced whole by rename
+//   <root>/index/            the session index's records (keys ['_index', …], src/storage/records/keys.ts), apart so a list reads its page:
+//            state           ['_index', 'state']
+//            <L>/<T0:3>/<T3:5>/<T5:7>/<T7:9>/<T9:11>/<T11>+<id>
+//                            an entry ['_index', L, T, id] (L: ar, ax, cr or cx; T: 12 hex digits; id case-safe as in recordName), empty:
+//                            folders by the time part's leading digits, so each holds at most 256 names (a list's own at most one per
+//                            2.2 years of times) and a last folder the entries of 16 ms (about 50 when 100,000 sessions are written
+//                            within 30 seconds); a list walks the folders in order from its cursor (index-files.ts). A delete removes
+//                            the folders it leaves empty, up to <L>, and a put makes them again (again when one went meanwhile).
+//            other/<name>    any other key of the index, name = recordName(its parts after '_index')
+//                            Stores written before the index have no index/: it is a cache, rebuilt when missing.
 //
 // Session ids to folder names. Ids are [A-Za-z0-9_-]{1,128}, which is safe on Linux but not
 // everywhere: macOS and Windows fold case ("Agent" and "agent" would share a folder) and
@@ -116,6 +126,14 @@ export function partsOfRecordName(name: string): string[] | undefined {
 export const recordsDir = (root: string): string => join(root, RECORDS_DIR)
 /** The folder of session `id`'s key-value records, inside its folder (so they go with it). */
 export const sessionRecordsDir = (root: string, id: SessionId): string => join(sessionDir(root, id), RECORDS_DIR)
+
+/** The session index's folder (its keys' places: index-files.ts). */
+export const sessionIndexDir = (root: string): string => join(root, 'index')
+/** In sessionIndexDir: the index's state, and the folder of its keys that are neither the state nor an entry. */
+export const INDEX_STATE_FILE = 'state'
+export const INDEX_OTHER_DIR = 'other'
+/** Hex digits of an index entry's time part that name each folder level under its list's folder; the file holds the last digit. */
+export const INDEX_LEVELS: readonly number[] = [3, 2, 2, 2, 2]
 
 /** The id a folder name stands for, or undefined for names we did not make. */
 export function idOfFolder(name: string): SessionId | undefined {

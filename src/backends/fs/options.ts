@@ -20,6 +20,11 @@ export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'rea
    * processes racing may each keep the identity it made until they restart.
    */
   link?: typeof nodeFs.link
+  /**
+   * Optional (node:fs/promises has it): removes an empty folder, which a delete of a session
+   * index entry does with the folders it empties. Without it they stay (empty, and read past).
+   */
+  rmdir?: typeof nodeFs.rmdir
 }
 
 /** Options of `createFsAdapter`. */

@@ -5,15 +5,17 @@
 // to the trash at once) takes them with it; the store's own are in <root>/kv/. The store's rows
 // (src/storage/records) stay where stores of 0.1 keep them: a session's checkpoint row in its
 // checkpoint.json, its history rows in history/<at>.json, meta records in <root>/meta/<key>.
+// The session index's keys are in <root>/index/ (index-files.ts), where a list reads its page.
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { compareIds } from '../../storage/types'
 import type { SessionId } from '../../core/model'
-import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, takeRange } from '../../storage/kv'
-import { CHECKPOINT_PART, HISTORY_PART, META_PART, positionOf, positionPart } from '../../storage/records/keys'
+import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, takeRange, unflat } from '../../storage/kv'
+import { CHECKPOINT_PART, HISTORY_PART, INDEX_PART, META_PART, positionOf, positionPart } from '../../storage/records/keys'
 import type { KeyValueStore, PutDurability, RecordKey } from '../../storage/types'
 import { replaceDurable, writeDurable } from './durable'
 import { errno } from './errors'
+import { createIndexFiles, isIndexKey } from './index-files'
 import { CHECKPOINT_FILE, HISTORY_DIR, metaDir, partsOfRecordName, recordName, recordsDir, scratchName, sessionDir, sessionRecordsDir, tmpDir } from './layout'
 import type { FsSettings } from './options'
 
@@ -27,10 +29,12 @@ export function createRecordFiles(
   sessionExists: (id: SessionId) => Promise<boolean>,
   idsAfter: (after: SessionId | undefined) => Promise<SessionId[]>,
 ): KeyValueStore {
+  const index = createIndexFiles({ fs, root })
   /** The folder and file name of a key: a session's key in its folder, without its first two parts. */
   const placeOf = (key: RecordKey): { dir: string; name: string; owner?: SessionId; row?: true } => {
     const owner = sessionOfKey(key)
     if (owner === undefined) {
+      if (isIndexKey(key)) return index.placeOf(key)
       return key.length === 2 && key[0] === META_PART ? { dir: metaDir(root), name: key[1]! } : { dir: recordsDir(root), name: recordName(key) }
     }
     if (key.length === 3 && key[2] === CHECKPOINT_PART) return { dir: sessionDir(root, owner), name: CHECKPOINT_FILE, owner, row: true }
@@ -71,12 +75,12 @@ export function createRecordFiles(
     }
   }
 
-  /** The keys stored in `dir`, `base` being the parts its names leave out. */
+  /** The keys stored in `dir`, `base` being the parts its names leave out (none of the index: its are in their own folder). */
   async function keysIn(dir: string, base: readonly string[]): Promise<string[]> {
     const keys: string[] = []
     for (const name of await names(dir)) {
       const parts = partsOfRecordName(name)
-      if (parts) keys.push(flat([...base, ...parts]))
+      if (parts && (base.length > 0 || !isIndexKey(parts))) keys.push(flat([...base, ...parts]))
     }
     return keys
   }
@@ -124,6 +128,7 @@ export function createRecordFiles(
     },
     async put(key, value, options) {
       assertKey(key)
+      if (isIndexKey(key)) return index.put(key, value, options?.durability ?? 'cache')
       const { dir, name, owner, row } = placeOf(key)
       if (owner !== undefined && !(await sessionExists(owner))) throw notFoundForKey(owner, key)
       // A row's temp file is named as the session's checkpoint in the making (layout.ts).
@@ -143,6 +148,7 @@ export function createRecordFiles(
     },
     async delete(key) {
       assertKey(key)
+      if (isIndexKey(key)) return index.remove(key)
       const { dir, name } = placeOf(key)
       listed.delete(dir)
       try {
@@ -153,6 +159,7 @@ export function createRecordFiles(
     },
     async list(prefix, range) {
       const r = resolveKeyRange(prefix, range)
+      if (prefix[0] === INDEX_PART) return (await index.list(r)).map(unflat)
       const owner = prefix.length >= 2 ? sessionOfKey([...prefix.slice(0, 2), 'x']) : undefined
       let keys: string[]
       if (owner !== undefined) {
@@ -166,6 +173,7 @@ export function createRecordFiles(
         if (prefix.length === 0 || prefix[0] === 'session') {
           for (const id of await idsAfter(undefined)) keys.push(...(await sessionKeys(id, undefined)))
         }
+        if (prefix.length === 0) keys.push(...(await index.list(r)))
       }
       return takeRange(keys.sort(compareIds), r)
     },
