@@ -18,7 +18,7 @@ import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
 import { createMemoryAdapter } from '../../src/backends/memory'
 import { createPostgresAdapter } from '../../src/backends/postgres'
 import { recordsRangeSql } from '../../src/backends/postgres/records'
-import { recordsOf } from '../../src/storage/records'
+import { composeStorage, recordsOf } from '../../src/storage/records'
 import { INDEX_LISTS, indexEntryKey, indexStateKey, type IndexList } from '../../src/storage/records/keys'
 import type { KeyValueStore, RecordKey, StorageAdapter } from '../../src/storage/types'
 import { rootHeader } from '../support/helpers'
@@ -218,6 +218,32 @@ describe('the session index keys, listed on every backend as a sorted array list
       expect(plan).toMatch(/Index (Only )?Scan using records_pkey/)
       expect(plan).not.toMatch(/Seq Scan|Sort/)
     }, 120_000)
+  })
+})
+
+describe("the public records pass over the store's own", () => {
+  it("in a step: a list of an app's keys among 4,000 entries of the index reads a few pages, not 400", async () => {
+    const adapter = createMemoryAdapter()
+    const raw = recordsOf(adapter)!
+    let pages = 0
+    const counted: KeyValueStore = { ...raw, list: (prefix, range) => (pages++, raw.list(prefix, range)) }
+    const kv = composeStorage(adapter, counted).kv!
+    await adapter.createSession(rootHeader('s1'))
+    for (let i = 0; i < 1000; i++) for (const list of INDEX_LISTS) await raw.put(indexEntryKey(list, BASE + i, `s${i}`), '')
+    await raw.put(indexStateKey, '{}')
+    for (let at = 1; at <= 30; at++) await adapter.history!.put('s1', at, { witness: { createdAt: 1, seedLength: 0 }, rows: {} } as never)
+    for (const key of [['A'], ['_a'], ['a'], ['session', 's1', 'chain'], ['session', 's1', 'z']]) await kv.put(key, 'v')
+    // A page of the app's keys and the index's, then one after the index: 'a' and the history rows, then one after those.
+    const pagesOf = async (prefix: RecordKey, range: { limit: number; after?: RecordKey }) => {
+      pages = 0
+      const keys = await kv.list(prefix, range)
+      return { keys, pages }
+    }
+    expect(await pagesOf([], { limit: 10 })).toEqual({ keys: [['A'], ['_a'], ['a'], ['session', 's1', 'chain'], ['session', 's1', 'z']], pages: 3 })
+    expect(await pagesOf(['_index'], { limit: 10 })).toEqual({ keys: [], pages: 2 })
+    expect(await pagesOf([], { limit: 2, after: ['_a'] })).toEqual({ keys: [['a'], ['session', 's1', 'chain']], pages: 3 })
+    expect(await pagesOf(['session', 's1'], { limit: 1 })).toEqual({ keys: [['session', 's1', 'chain']], pages: 2 })
+    await adapter.close()
   })
 })
 

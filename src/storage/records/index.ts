@@ -3,7 +3,7 @@
 // every backend and for the record codec, which wraps the two parts and composes them again.
 import { SessionfoldError } from '../../core/errors'
 import type { SessionId } from '../../core/model'
-import { assertKey, assertValue, flat, resolveKeyRange } from '../kv'
+import { assertKey, assertValue, flat, MAX_KEY_PARTS, resolveKeyRange } from '../kv'
 import type { KeyValueStore, LogStore, RecordKey, StorageAdapter } from '../types'
 import { isReserved } from './keys'
 import { storeRows, type Exists } from './rows'
@@ -33,6 +33,20 @@ export function recordsOf(storage: StorageAdapter): KeyValueStore | undefined {
 const reserved = (key: RecordKey) =>
   new SessionfoldError('INVALID_ARGUMENT', `record key ${flat(key)} is the store's own (its checkpoint, history and meta rows)`)
 
+/** The greatest key part there is ([A-Za-z0-9_-]{1,128}). */
+const LAST_PART = 'z'.repeat(128)
+
+/**
+ * A cursor past every key of the store's own namespace that reserved `key` is in (`_index` or
+ * `_meta` and all under it, or a session's rows of one kind): its parts that name it, then the
+ * greatest parts there are. So a list passes over the session index (400,000 keys in a store of
+ * 100,000 sessions) in one step rather than page by page.
+ */
+function pastReserved(key: RecordKey): RecordKey {
+  const named = key[0] === 'session' ? key.slice(0, 3) : key.slice(0, 1)
+  return [...named, ...Array.from({ length: MAX_KEY_PARTS - named.length }, () => LAST_PART)]
+}
+
 /**
  * The records as an app or the engine sees them: keys and values checked, the store's own rows
  * refused and left out of lists.
@@ -60,7 +74,8 @@ export function publicRecords(kv: KeyValueStore, checkValue?: (key: RecordKey, v
         const page = await kv.list(prefix, { limit, ...(after ? { after } : {}) })
         for (const key of page) if (!isReserved(key) && out.length < limit) out.push(key)
         if (page.length < limit || out.length >= limit) return out
-        after = page[page.length - 1]
+        const last = page[page.length - 1]!
+        after = isReserved(last) ? pastReserved(last) : last
       }
     },
   }
