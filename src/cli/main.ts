@@ -15,6 +15,7 @@ import type { OpenPurpose } from '../backends/platform'
 import { openEngine, type EngineSettings, type OpenedEngine } from '../host/open-engine'
 import { events } from './events'
 import { ls } from './ls'
+import { sessionQueryProblem } from '../core/session-list'
 import { show } from './show'
 import { tree } from './tree'
 import { verify } from './verify'
@@ -50,6 +51,8 @@ interface Args {
   tree: boolean
   /** --key-file: where the key of an encrypted store is (else SESSIONFOLD_KEY, else none). */
   keyFile?: string
+  /** ls: the session list's query (`store.sessions`), as far as given. */
+  query: { roots?: boolean; tag?: string; search?: string; order?: string; limit?: number }
 }
 
 type Parsed = Args | { help: CommandName | undefined } | { version: true }
@@ -74,7 +77,7 @@ export function parseArgs(argv: readonly string[]): Parsed {
   }
   const spec: CommandSpec = COMMANDS[command]
   if (rest.includes('-h') || rest.includes('--help')) return { help: command }
-  const args: Args = { command, ids: [], dir: '.sessionfold', json: false, follow: false, tree: false }
+  const args: Args = { command, ids: [], dir: '.sessionfold', json: false, follow: false, tree: false, query: {} }
   const fail = (message: string) => new UsageError(message, command)
   let dirGiven = false
   let url: string | undefined
@@ -109,6 +112,11 @@ export function parseArgs(argv: readonly string[]): Parsed {
     else if (flag === '--at') args.at = seq()
     else if (flag === '--follow' && inline === undefined) args.follow = true
     else if (flag === '--tree' && inline === undefined) args.tree = true
+    else if (flag === '--roots' && inline === undefined) args.query.roots = true
+    else if (flag === '--tag') args.query.tag = value()
+    else if (flag === '--search') args.query.search = value()
+    else if (flag === '--order') args.query.order = value()
+    else if (flag === '--limit') args.query.limit = seq()
     else throw fail(`${flag} takes no value`)
   }
   if (dirGiven && url !== undefined) throw fail('--dir and --url name two different stores: give one of them')
@@ -131,6 +139,8 @@ export function parseArgs(argv: readonly string[]): Parsed {
     }
   }
   args.ids = [...new Set(args.ids)]
+  const queryProblem = sessionQueryProblem(args.query)
+  if (queryProblem) throw fail(`ls ${queryProblem.replace(/^(\w+)/, '--$1')}`)
   if (args.from !== undefined && args.to !== undefined && args.to < args.from) throw fail('--to must not be less than --from')
   return args
 }
@@ -208,7 +218,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
 async function readCommand(engine: Engine, storage: ReadableStorage, out: Output, io: Io, args: Args): Promise<number> {
   switch (args.command) {
     case 'ls':
-      return await ls(engine, out, storage)
+      return await ls(engine, out, storage, args.query)
     case 'show':
       return await show(engine, out, args.ids[0]!, args.at)
     case 'tree':

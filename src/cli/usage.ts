@@ -19,11 +19,17 @@ export interface CommandSpec {
 export const COMMANDS = {
   ls: {
     ids: 'none',
-    options: {},
-    synopsis: 'ls',
-    summary: 'sessions, newest first: origin, events, parent, label, cwd',
+    options: {
+      '--roots': 'only sessions without a parent (roots and forks), as store.sessions() lists by default',
+      '--tag': 'TAG  only sessions with this tag',
+      '--search': 'TEXT  only sessions whose title holds TEXT (case-insensitive)',
+      '--order': 'created|activity  newest first by creation (the default) or by last event',
+      '--limit': 'N  at most N sessions (1 to 1000)',
+    },
+    synopsis: 'ls [--roots] [--tag TAG] [--search TEXT] [--order created|activity] [--limit N]',
+    summary: 'sessions, newest first: origin, events, title, parent, label, cwd',
     details:
-      "Lists every session of the store. PARENT is the spawning parent of a subagent or the session a\nfork was made from; LABEL is a subagent's own label (its descriptor). Damaged sessions are\nlisted as DAMAGED and make the exit status 1.",
+      "Lists every session of the store, or those the query takes (the query of store.sessions()).\nPARENT is the spawning parent of a subagent or the session a fork was made from; LABEL is a\nsubagent's own label (its descriptor); TITLE and TAGS are its sessionMeta. Damaged sessions\nare listed as DAMAGED (without a query) and make the exit status 1.",
     example: 'sessionfold ls',
   },
   show: {

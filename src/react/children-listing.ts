@@ -3,8 +3,8 @@
 // way at a time. Framework-free (it imports nothing of React); useChildren (index.ts) wraps it.
 import type { ListChildrenOptions, SessionfoldError, SessionView, SubagentListEntry } from 'sessionfold'
 
-/** What useChildren reads of a handle: a Session or a SessionView. */
-export type ChildrenSource = Pick<SessionView, 'projections' | 'listChildren'>
+/** What useChildren reads of a handle: a Session or a SessionView (`watchChildren` for a live tree). */
+export type ChildrenSource = Pick<SessionView, 'projections' | 'listChildren'> & Partial<Pick<SessionView, 'watchChildren'>>
 
 /** Where a listing of children stands. Each change is a new object; nothing else is. */
 export interface ChildrenState {
@@ -66,6 +66,23 @@ export class ChildrenListing {
   }
 
   #start(): void {
+    const recursive = (this.#options as { recursive?: unknown } | undefined)?.recursive === true
+    if (recursive && typeof this.#view.watchChildren === 'function') {
+      // The whole tree, live: a catalog changing anywhere in it, a child opened or closed for
+      // writing anywhere (watchChildren, coalesced), each lands as a listing of its own.
+      const generation = this.#generation
+      try {
+        this.#stopCatalog = this.#view.watchChildren({ recursive: true }, (rows, meta) => {
+          if (generation !== this.#generation) return
+          const children = sameRows(this.#state.children, rows) ? this.#state.children : rows
+          this.#set({ children, error: meta.error ?? undefined, loading: false })
+        })
+      } catch (error) {
+        this.#stopCatalog = () => {}
+        this.#set({ children: this.#state.children, error: error as SessionfoldError, loading: false })
+      }
+      return
+    }
     this.#catalog = UNSEEN
     // Called with the current catalog now (the first listing), then on each change of it. The
     // same value again (the values stopped: the store closed) is no change.

@@ -14,8 +14,11 @@
 import { useMemo, useSyncExternalStore } from 'react'
 import type { HasProjections, ProjectionKey, ProjectionMap, ProjectionSnapshot } from 'sessionfold'
 import { ChildrenListing, type ChildrenSource, type ChildrenState } from './children-listing'
+import type { SessionQuery } from 'sessionfold'
+import { SessionsListing, type SessionsSource, type SessionsState } from './sessions-listing'
 
 export type { ChildrenSource, ChildrenState } from './children-listing'
+export type { SessionsSource, SessionsState } from './sessions-listing'
 export type { HasProjections } from 'sessionfold'
 
 const noSubscription = () => () => {}
@@ -76,8 +79,9 @@ const IDLE: ChildrenResult = Object.freeze({ children: undefined, error: undefin
  * listing never lands after the component unmounted or moved to another handle or options
  * (it is aborted, and its answer dropped), so an older listing never replaces a newer one.
  *
- * Only the session's own catalog is watched: with `recursive`, a grandchild spawned later, or
- * a child's `activity` changing, shows at the next listing (call `refresh()` to list now).
+ * With `recursive`, the whole tree is live (`view.watchChildren`): a grandchild spawned later,
+ * a catalog changing anywhere below, a child opened or closed for writing in any tab or
+ * process, each shows without `refresh()`. Without it, the session's own catalog is watched.
  *
  * @param view a Session or SessionView, or null (then nothing is listed)
  * @returns `children` (undefined until the first listing lands, then kept while the next one
@@ -97,3 +101,33 @@ export function useChildren(view: ChildrenSource | null | undefined, options?: U
   const state = useSyncExternalStore(listing?.subscribe ?? noSubscription, get, get)
   return useMemo(() => (listing ? { ...state, refresh: listing.refresh } : IDLE), [listing, state])
 }
+
+export interface SessionsResult extends SessionsState {
+  /** Widens the list by `n` rows (default: the query's `limit`); resolves once they are in `items`. */
+  more: (n?: number) => Promise<void>
+}
+
+const NO_SESSIONS: SessionsResult = Object.freeze({ items: Object.freeze([]), hasMore: false, loading: false, error: undefined, more: async () => {} })
+
+/**
+ * The store's session list (`store.sessions(query)`), live: the component re-renders when its
+ * rows change (a session created, written, retitled, deleted or opened for writing anywhere:
+ * this tab, another tab or process, a replication), and only then. The list is made while the
+ * component is mounted and closed when it unmounts; a new one when the store or the query's
+ * content changes. Empty while `store` is null.
+ *
+ * @param store the store (or null while it opens)
+ * @param query as `store.sessions` takes it: `{ roots, tag, search, order, limit }`
+ * @example
+ * const { items, hasMore, more } = useSessions(store, { limit: 30 })
+ * return createElement('ul', null, ...items.map((s) => createElement('li', { key: s.id }, s.title ?? s.id)))
+ */
+export function useSessions(store: SessionsSource | null | undefined, query?: SessionQuery): SessionsResult {
+  const key = JSON.stringify(query ?? null)
+  // biome-ignore lint/correctness/useExhaustiveDependencies: keyed on the query's content, not on the object's identity
+  const listing = useMemo(() => (store ? new SessionsListing(store, query) : undefined), [store, key])
+  const get: () => SessionsState = listing?.getSnapshot ?? noSessions
+  const state = useSyncExternalStore(listing?.subscribe ?? noSubscription, get, get)
+  return useMemo(() => (listing ? { ...state, more: listing.more } : NO_SESSIONS), [listing, state])
+}
+const noSessions = (): SessionsState => NO_SESSIONS

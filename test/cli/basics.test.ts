@@ -186,7 +186,7 @@ describe('ls and show, for people', () => {
     const r = await run(['ls', '--dir', store])
     expect(r.code).toBe(1) // "broken" is damaged
     const lines = r.out.split('\n')
-    expect(lines[0]).toMatch(/^ID\s+CREATED\s+ORIGIN\s+EVENTS\s+PARENT\s+LABEL\s+CWD$/)
+    expect(lines[0]).toMatch(/^ID\s+CREATED\s+ORIGIN\s+EVENTS\s+TITLE\s+PARENT\s+LABEL\s+CWD$/)
     const row = (id: string) => lines.find((l) => l.startsWith(`${id} `))!.split(/\s{2,}/)
     expect(row('helper').slice(2)).toEqual(['subagent', '3', 'parent', '"helper"', '/proj'])
     expect(row('grandkid').slice(2)).toEqual(['subagent', '2', 'helper', '"gk"', '/proj'])
@@ -204,6 +204,41 @@ describe('ls and show, for people', () => {
       header: { origin: 'subagent', parentSession: 'helper' },
     })
     expect(json.find((j) => j.id === 'parent')).toMatchObject({ subagent: null })
+  })
+
+  it('ls takes the query of store.sessions(): --roots, --tag, --search, --order, --limit; a bad one is a usage error', async () => {
+    const listed = join(dir, 'listed')
+    const s = await openStore({ storage: 'fs', dir: listed, worker: false })
+    const a = await s.createSession({ id: 'a', title: 'Invoice run', tags: ['work'] })
+    await new Promise((r) => setTimeout(r, 5))
+    const b = await s.createSession({ id: 'b', title: 'Holiday', tags: ['home'] })
+    await new Promise((r) => setTimeout(r, 5))
+    await a.spawn({ mode: 'one-shot', id: 'a-kid', title: 'invoice helper', tags: ['work'] })
+    await new Promise((r) => setTimeout(r, 5))
+    await b.append({ type: 'app/x' })
+    await s.close()
+    const ids = async (...args: string[]) => {
+      const r = await run(['ls', '--dir', listed, '--json', ...args])
+      expect(r.code, r.err).toBe(0)
+      return (JSON.parse(r.out) as { id: string }[]).map((j) => j.id)
+    }
+    expect(await ids()).toEqual(['a-kid', 'b', 'a'])
+    expect(await ids('--roots')).toEqual(['b', 'a'])
+    expect(await ids('--order', 'activity')).toEqual(['b', 'a', 'a-kid']) // a's last event records its spawn
+    expect(await ids('--tag', 'work')).toEqual(['a-kid', 'a'])
+    expect(await ids('--search', 'INVOICE', '--roots')).toEqual(['a'])
+    expect(await ids('--limit', '1')).toEqual(['a-kid'])
+    const text = await run(['ls', '--dir', listed, '--roots'])
+    expect(text.out.split('\n').find((l) => l.startsWith('a '))).toContain('"Invoice run"')
+    for (const bad of [
+      ['--limit', '0'],
+      ['--order', 'name'],
+      ['--tag', 'x'.repeat(65)],
+    ]) {
+      const r = await run(['ls', '--dir', listed, ...bad])
+      expect(r.code, bad.join(' ')).toBe(2)
+      expect(r.err).toContain(bad[0])
+    }
   })
 
   it('show renders the catalog as rows and timing and identity in words; --json keeps the values as they are', async () => {
