@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type ChangeCursor, type Store } from 'sessionfold'
+import { folderOf } from '../../src/backends/fs/layout'
 import { createFsAdapter, type FsPromises } from '../../src/backends/fs'
 import { createMemoryAdapter } from '../../src/backends/memory'
 import type { StorageAdapter } from '../../src/storage/types'
@@ -184,7 +185,8 @@ describe('feed cursors on fs: a session whose folder is on its way', () => {
       writeSync,
       fdatasyncSync,
       rename: async (from, to) => {
-        if (hold && String(to).includes('sessions')) {
+        // The folder's rename (not a record's, the session index's of 'before' among them).
+        if (hold && String(to).endsWith(folderOf('empty'))) {
           hold = false
           parked()
           await gate
