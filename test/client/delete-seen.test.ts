@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions, type SessionfoldError } from 'sessionfold'
 import { expectDeleteSeenFromAnotherProcess } from '../support/delete-seen'
-import { expectTailOfAnotherProcess, expectTreeWatchOfAnotherProcess } from '../support/live-elsewhere'
+import { expectSessionListOfAnotherProcess, expectTailOfAnotherProcess, expectTreeWatchOfAnotherProcess } from '../support/live-elsewhere'
 import { expectCode } from '../support/helpers'
 
 let dir: string
@@ -64,6 +64,9 @@ describe('live tails and watched trees (§14) show what another process does', (
     })
     it(`watchChildren on a tree another process grows and writes (fs, ${worker ? 'worker_threads' : 'in this thread'})`, async () => {
       await expectTreeWatchOfAnotherProcess({ storage: 'fs', dir, worker })
+    })
+    it(`store.sessions() lists what another process creates, titles, writes, lets go and deletes (${worker ? 'worker_threads' : 'in this thread'})`, async () => {
+      await expectSessionListOfAnotherProcess({ storage: 'fs', dir, worker })
     })
   }
 })

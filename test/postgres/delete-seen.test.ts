@@ -4,7 +4,7 @@
 // row unavailable; through the delete's notice, and through the poll when the notice is lost.
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { expectDeleteSeenFromAnotherProcess } from '../support/delete-seen'
-import { expectTailOfAnotherProcess, expectTreeWatchOfAnotherProcess } from '../support/live-elsewhere'
+import { expectSessionListOfAnotherProcess, expectTailOfAnotherProcess, expectTreeWatchOfAnotherProcess } from '../support/live-elsewhere'
 import { startCluster, type PgCluster } from '../support/postgres'
 
 let cluster: PgCluster
@@ -28,6 +28,9 @@ describe('PostgreSQL: a session deleted by another process is seen as deleted he
     })
     it(`watchChildren (§14) shows a tree another process grows and writes (${worker ? 'worker_threads' : 'in this thread'})`, async () => {
       await expectTreeWatchOfAnotherProcess({ storage: 'postgres', url, schema: `tree_${process.pid}_${n++}`, worker })
+    })
+    it(`store.sessions() lists what another process creates, titles, writes, lets go and deletes (${worker ? 'worker_threads' : 'in this thread'})`, async () => {
+      await expectSessionListOfAnotherProcess({ storage: 'postgres', url, schema: `list_${process.pid}_${n++}`, worker })
     })
   }
 })

@@ -79,3 +79,41 @@ export async function expectTreeWatchOfAnotherProcess(options: OpenStoreOptions,
     await store.close()
   }
 }
+
+/**
+ * A session list (§14): this process lists the store's sessions; the other creates a session,
+ * titles it, appends to it, lets it go and deletes it. Each shows in the list: the new row on
+ * top, running, its title and length, running no more, gone.
+ */
+export async function expectSessionListOfAnotherProcess(options: OpenStoreOptions, within = 20_000): Promise<void> {
+  const store = await openStore(options)
+  const other = spawnFixture('store-client.ts', [JSON.stringify(options)])
+  try {
+    await (await store.createSession({ id: 'here', title: 'made here' })).close()
+    const list = store.sessions()
+    await until(() => list.loaded, within)
+    expect(list.items.map((s) => s.id)).toEqual(['here'])
+    expect(await other.line()).toBe('ready')
+    const say = async (line: string, answer: RegExp) => {
+      other.send(line)
+      expect(await other.line()).toMatch(answer)
+    }
+    const top = () => list.items[0]
+    await say(`open afar ${Date.now()}`, /^won afar$/)
+    await until(() => top()?.id === 'afar' && top()!.running, within)
+    await say('append {"type":"session/meta","data":{"title":"made afar","tags":["remote"]}}', /^ack 0 /)
+    await say('append {"type":"app/x"}', /^ack 1 /)
+    await until(() => top()?.title === 'made afar' && top()!.length === 2, within)
+    expect(top()).toMatchObject({ id: 'afar', origin: 'root', parent: null, tags: ['remote'], running: true })
+    await say('release', /^released$/)
+    await until(() => top()?.running === false, within)
+    await say('delete afar', /^deleted afar$/)
+    await until(() => list.items.map((s) => s.id).join() === 'here', within)
+    list.close()
+    other.send('close')
+    expect(await other.line()).toBe('closed')
+  } finally {
+    other.process.kill()
+    await store.close()
+  }
+}
