@@ -1,0 +1,56 @@
+// A pretend model. A real agent would append each delta as its model streams it: appending is
+// what makes the reply durable (a reload mid-reply keeps what was said) and visible to every
+// tab that follows the log, with no channel of its own between tabs.
+import type { Session } from 'sessionfold'
+
+/** What the transcript reads (transcript.ts): the app's own event types. */
+export const USER_MESSAGE = 'user/message'
+export const ASSISTANT_DELTA = 'assistant/delta'
+export const ASSISTANT_DONE = 'assistant/done'
+
+const TOKEN_MS = 30
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Appends `text` as a reply, one word at a time, then closes the reply. */
+export async function streamReply(session: Session, text: string): Promise<void> {
+  for (const token of text.match(/\S+\s*/g) ?? []) {
+    await session.append({ type: ASSISTANT_DELTA, data: { text: token } })
+    await sleep(TOKEN_MS)
+  }
+  await session.append({ type: ASSISTANT_DONE })
+}
+
+export function replyTo(prompt: string): string {
+  const quoted = prompt.length > 60 ? `${prompt.slice(0, 60)}…` : prompt
+  return `You said: "${quoted}". I am a pretend assistant, but each word of this reply is an event appended to the chat's log, so any tab reading the chat sees it grow.`
+}
+
+/**
+ * The assistant hands a task to a subagent, which hands part of it to one of its own: a child
+ * session, then a grandchild, each writing a few events and closing when done. While a child
+ * is open for writing its row in the tree says 'running'; the pauses let you see it.
+ */
+export async function delegate(session: Session, task: string): Promise<void> {
+  await streamReply(session, `I will ask a researcher subagent to look into "${task}".`)
+  // The chat's tags say it has subagents: the sidebar shows tags.
+  const tags = session.projections.get('sessionMeta')?.tags ?? []
+  if (!tags.includes('subagents')) await session.setMeta({ tags: [...tags, 'subagents'] })
+
+  const researcher = await session.spawn({ mode: 'one-shot', label: 'researcher', title: `Research: ${task}` })
+  try {
+    await researcher.append({ type: 'turn/start', data: { task } })
+    await sleep(400)
+    const checker = await researcher.spawn({ mode: 'one-shot', label: 'fact-checker', title: `Check: ${task}` })
+    try {
+      await checker.append({ type: 'turn/start', data: { task: 'check the sources' } })
+      await sleep(400)
+      await checker.append({ type: 'turn/end', data: { verdict: 'sources agree' } })
+    } finally {
+      await checker.close() // its tree row turns 'inactive'
+    }
+    await researcher.append({ type: 'turn/end', data: { finding: 'three sources, checked' } })
+  } finally {
+    await researcher.close()
+  }
+  await streamReply(session, 'The researcher found three sources, and its fact-checker agrees with them. Both subagents are done.')
+}
