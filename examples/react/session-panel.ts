@@ -6,7 +6,7 @@ import { useChildren, useProjection } from 'sessionfold/react'
 /** A session's turns and its subagent tree, live. JSX: <section><p>…</p><ul>{rows}</ul></section> */
 export function SessionPanel({ session }: { session: SessionView | null }) {
   const timing = useProjection(session, 'subagentTiming') // renders only when this value changes
-  const { children, error } = useChildren(session, { recursive: true }) // listed again on each spawn
+  const { children, error } = useChildren(session, { recursive: true }) // the whole tree, live
   if (!session) return h('p', null, 'opening…')
   const rows = (children ?? []).map((row) =>
     h(

@@ -32,7 +32,7 @@ const MAX_WAIT_MS = 250
  *
  * @example
  * const list = store.sessions({ limit: 50 })
- * const stop = list.subscribe((items) => renderSidebar(items))
+ * const stop = list.subscribe((items) => render(items))
  * await list.more()   // 50 more rows
  */
 export class SessionList {

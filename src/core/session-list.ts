@@ -7,10 +7,13 @@ import { describe, isPlainObject } from './validate'
 
 /** One row of {@link SessionList}: a session as the store-wide index knows it. */
 export interface SessionSummary {
+  /** The session's id. */
   id: SessionId
+  /** How it came to be: `createSession`, `fork` or `spawn`. */
   origin: SessionOrigin
   /** The spawning parent of a subagent; null for roots and forks (a fork's source is its header's `forkedFrom`). */
   parent: SessionId | null
+  /** Epoch ms, from its header. */
   createdAt: number
   /** As `sessionMeta` has it: the last title set, or null. */
   title: string | null

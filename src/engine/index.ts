@@ -362,13 +362,13 @@ export class Engine {
   async close(): Promise<void> {
     if (this.isClosed) return
     this.isClosed = true
-    this.index?.close()
     await this.sessions.loaded()
     for (const live of this.sessions.all()) {
       if (live.writer) await this.release(live.header.id, 'writer').catch((err) => this.onError(err as SessionfoldError))
       this.sessions.remove(live)
     }
     await this.history?.close()
+    await this.index?.close()
     await this.storage.close()
   }
 

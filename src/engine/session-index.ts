@@ -61,6 +61,8 @@ export class SessionIndex {
   private poll: ReturnType<typeof setInterval> | undefined
   private watchers = 0
   private closed = false
+  /** close() has begun: no pass is scheduled any more (close runs the last one). */
+  private closing = false
   /** Told after a pass changed rows, or a session here was deleted or opened or closed for writing. */
   readonly listeners = new Set<() => void>()
 
@@ -82,7 +84,7 @@ export class SessionIndex {
 
   /** Something was written that the feed will tell (an import, another engine's notice). */
   soon(): void {
-    if (this.closed || this.timer) return
+    if (this.closing || this.timer) return
     this.timer = setTimeout(() => {
       this.timer = undefined
       this.pass().catch((err) => this.o.onError(err as SessionfoldError))
@@ -176,12 +178,22 @@ export class SessionIndex {
     return (this.passing = run())
   }
 
-  close(): void {
-    this.closed = true
+  /** Stops: what this engine wrote and the index has not yet is written first (one more pass). */
+  async close(): Promise<void> {
+    if (this.closing) return
+    this.closing = true
     if (this.timer) clearTimeout(this.timer)
     if (this.poll) clearInterval(this.poll)
     this.timer = this.poll = undefined
     this.listeners.clear()
+    try {
+      if (this.hints.size > 0 || this.pending.size > 0) await this.pass()
+      else await this.passing
+    } catch (err) {
+      this.o.onError(err as SessionfoldError)
+    } finally {
+      this.closed = true
+    }
   }
 
   private async passOnce(): Promise<void> {

@@ -28,7 +28,7 @@ import { createElement, useSyncExternalStore } from 'react'
 import { z } from 'zod'
 import { bind, bindList, bindText, defineProjection, isSessionfoldError, openStore, sync, type ChangeCursor, type EventInput, type ProjectionMap, type Session, type Store } from 'sessionfold'
 import { createSyncHandler, toNodeListener, type Authorize } from 'sessionfold/server'
-import { useChildren, useProjection } from 'sessionfold/react'
+import { useChildren, useProjection, useSessions } from 'sessionfold/react'
 
 // The app's stores (main: an Electron main process's), and the session handles it writes with.
 declare const store: Store, main: Store, laptop: Store, backup: Store

@@ -82,7 +82,9 @@ describe('the package', () => {
   // limit is there to catch what would weigh on every page (zod in the client is about 13 kB).
   // 17 kB since session metadata, live tails and tree watches (§14): 16.4 kB with comlink then
   // (15.8 before them), the engine-only parts of the browser platform and the watch loaded lazily.
-  it('keeps the client entry under 17 kB min+gzip, and says how big the worker is', async () => {
+  // 18.5 kB since the session list (store.sessions(), §14, 18.0 kB): what nearly every agent app
+  // shows (its sidebar), so it is in the entry rather than loaded on first use.
+  it('keeps the client entry under 18.5 kB min+gzip, and says how big the worker is', async () => {
     const client = await minGzip(dist('browser/index.js'))
     const clientWithDeps = await minGzip(dist('browser/index.js'), [])
     const worker = await minGzip(dist('browser/worker-entry.browser.js'), [])
@@ -90,8 +92,8 @@ describe('the package', () => {
       `client entry (browser, min+gzip): ${(client / 1024).toFixed(1)} kB of our code, ${(clientWithDeps / 1024).toFixed(1)} kB with idb, comlink and zod`,
     )
     console.log(`worker bundle (self-contained, min+gzip): ${(worker / 1024).toFixed(1)} kB`)
-    expect(client).toBeLessThan(17 * 1024)
-    expect(clientWithDeps).toBeLessThan(17 * 1024) // the client loads no zod: what an app ships
+    expect(client).toBeLessThan(18.5 * 1024)
+    expect(clientWithDeps).toBeLessThan(18.5 * 1024) // the client loads no zod: what an app ships
   })
 
   it('has no eval or new Function in our bundles', () => {

@@ -36,8 +36,7 @@ export const indexEntryKey = (list: IndexList, time: number, id: SessionId): Rec
 export const TIME_DIGITS = 12
 const MAX_TIME = 2 ** 48 - 1
 /** A time in ms as an index entry's part: 12 hex digits of its distance to MAX_TIME, so the latest sorts first. */
-export const timePart = (time: number): string =>
-  (MAX_TIME - Math.min(MAX_TIME, Math.max(0, Math.floor(time)))).toString(16).padStart(TIME_DIGITS, '0')
+export const timePart = (time: number): string => (MAX_TIME - Math.min(MAX_TIME, Math.max(0, Math.floor(time)))).toString(16).padStart(TIME_DIGITS, '0')
 /** The time an index entry's part stands for, or undefined for a part this file did not make. */
 export function timeOfPart(part: string | undefined): number | undefined {
   if (part === undefined || !/^[0-9a-f]{12}$/.test(part)) return undefined
