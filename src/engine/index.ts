@@ -330,7 +330,7 @@ export class Engine {
   /** Verifies sessions after `after` until about `budget` events are read (see verify.ts). */
   verifyStep(after: SessionId | undefined, budget: number, signal?: AbortSignal): Promise<VerifyStep> {
     this.open()
-    return verifyStep(this.reader, this.defs, after, budget, signal)
+    return verifyStep(this.reader, this.defs, after, budget, signal, this.index)
   }
 
   /** A bounded batch of this store's headers and events after `cursor`. */

@@ -12,13 +12,13 @@ import { SessionfoldError } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
 import { resolveSessionQuery, type ResolvedSessionQuery, type SessionsPage } from '../core/session-list'
 import { recordsOf } from '../storage/records'
-import { indexStateKey, summaryKey } from '../storage/records/keys'
+import { indexEntryKey, indexStateKey, summaryKey } from '../storage/records/keys'
 import type { ChangeFeed, KeyValueStore, StorageAdapter } from '../storage/types'
 import type { SessionMetaView } from '../core/units/meta'
 import type { UnitSlot } from './units'
 import type { WriterLocks } from '../storage/locks'
 import type { StoreReader } from './reader'
-import { extendRow, freshRow, parseRow, readPage, removeEntries, writeRow, type IndexRow } from './session-rows'
+import { entriesOf, extendRow, freshRow, parseRow, readPage, removeEntries, writeRow, type IndexRow } from './session-rows'
 
 /** What this engine knows of a session it wrote: its row as of `length` but for the stored metadata. */
 export interface IndexHint {
@@ -101,6 +101,15 @@ export class SessionIndex {
   /** The row of `id` as stored, if any and readable. */
   async row(id: SessionId): Promise<IndexRow | undefined> {
     return parseRow(id, await this.o.records.get(summaryKey(id)))
+  }
+
+  /** For verify: the row of `id` as stored (`stored`: whether there is one, readable or not), and the lists it lacks an entry in. */
+  async check(id: SessionId): Promise<{ stored: boolean; row: IndexRow | undefined; missing: string[] }> {
+    const text = await this.o.records.get(summaryKey(id))
+    const row = parseRow(id, text)
+    const missing: string[] = []
+    for (const [list, time] of row ? entriesOf(row) : []) if ((await this.o.records.get(indexEntryKey(list, time, id))) === undefined) missing.push(list)
+    return { stored: text !== undefined, row, missing }
   }
 
   /** A session opened or closed for writing: lists show `running` anew. */

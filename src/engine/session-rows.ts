@@ -40,7 +40,7 @@ export function extendRow(row: IndexRow, events: readonly SessionEvent[]): Index
     if (Array.isArray(g) && g.every(isTag)) tags = g as string[]
   }
   const last = events[events.length - 1]!
-  return { ...row, title, tags, length: last.seq + 1, lastEventAt: Math.max(row.lastEventAt, last.time) }
+  return { ...row, title, tags, length: last.seq + 1, lastEventAt: last.time }
 }
 
 /** The lists a row has an entry in, each with its time. */

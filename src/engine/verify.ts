@@ -9,6 +9,11 @@ import { foldEvent, initSlots, restoreSlots, snapshotOf, type UnitSlot } from '.
 import type { StoreReader } from './reader'
 import { ChainState, eventJson } from '../core/chain'
 import { storedMarks } from './chains'
+import type { SessionIndex } from './session-index'
+import type { SessionMetaView } from '../core/units/meta'
+
+/** What verify reads of the session index (session-index.ts), where the store keeps one. */
+export type IndexCheck = Pick<SessionIndex, 'check'>
 
 /** Sessions listed per storage call while verifying. */
 const VERIFY_PAGE = 256
@@ -47,13 +52,14 @@ export async function verifyStep(
   after: SessionId | undefined,
   budget: number,
   signal?: AbortSignal,
+  index?: IndexCheck,
 ): Promise<VerifyStep> {
   const step: VerifyStep = { sessions: 0, events: 0, damaged: [], next: null }
   for (;;) {
     const ids = await reader.listIds({ after, limit: VERIFY_PAGE })
     for (const id of ids) {
       if (signal?.aborted) throw new SessionfoldError('CANCELLED', 'verify was cancelled')
-      const checked = await verifySession(reader, defs, id, signal)
+      const checked = await verifySession(reader, defs, id, signal, index)
       if (checked === undefined) continue // deleted meanwhile
       step.sessions++
       step.events += checked.events
@@ -75,6 +81,7 @@ async function verifySession(
   defs: readonly ProjectionDefinition[],
   id: SessionId,
   signal?: AbortSignal,
+  index?: IndexCheck,
 ): Promise<{ events: number; damaged: VerifyDamage[] } | undefined> {
   const damaged: VerifyDamage[] = []
   let info
@@ -132,6 +139,7 @@ async function verifySession(
   }
   const chain = new ChainState()
   let next = 0
+  let lastTime = header.createdAt
   try {
     for await (const page of reader.pages(id, { from: 0, to: length, signal })) {
       for (const e of page) {
@@ -143,6 +151,7 @@ async function verifySession(
             damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `chain mark ${next + 1} of ${where(id)} is not the chain value of the log there` })
         }
         foldEvent(full, e)
+        lastTime = e.time
         // Only a row that was used can disagree with the refold; foldEvent skips what it holds.
         if (cold.kept > 0) foldEvent(cold.slots, e)
         next++
@@ -158,5 +167,21 @@ async function verifySession(
     return { events: next, damaged }
   }
   if (cold.kept > 0) compare(`checkpoint of ${where(id)}`, cold.slots, length)
+  if (index) {
+    // The session index's row (§14): a cache, so a missing one or one behind the log (a writer's
+    // pass on its way) is fine; one that cannot be read, says more than the log, or disagrees with it is not.
+    const { stored, row, missing } = await index.check(id)
+    const meta = snapshotOf(full, length - 1).values.sessionMeta as SessionMetaView | null
+    const problem = !row
+      ? stored && 'cannot be read'
+      : row.createdAt !== header.createdAt
+        ? "is an earlier session's of the same id"
+        : row.length > length
+          ? `counts ${row.length} events of ${length}`
+          : row.length === length && (row.lastEventAt !== lastTime || canonical([row.title, row.tags]) !== canonical([meta?.title ?? null, meta?.tags ?? []]))
+            ? 'gives another title, tags or last event time than the log'
+            : missing.length > 0 && `has no entry in the index's lists ${missing.join(', ')}`
+    if (problem) damaged.push({ id, code: 'CORRUPT_CHECKPOINT', detail: `the session index's row of ${where(id)} ${problem}` })
+  }
   return { events: next, damaged }
 }
