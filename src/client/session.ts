@@ -168,8 +168,12 @@ export class SessionView {
       )
       end = page.to
       if (page.events.length === 0 && !follow) return
-      for (const e of page.events) yield e
-      at += page.events.length
+      for (const e of page.events) {
+        // An abort (a tail's end, a cancel) takes effect between events, not after the page.
+        if (signal?.aborted) break
+        yield e
+        at++
+      }
     }
   }
 
