@@ -8,12 +8,12 @@
 // it is). This engine's own writes come with what they wrote (a hint: no read back). So the
 // cost of a pass is the change since the last one, whatever the store holds; and every engine
 // on the store (tabs, processes) keeps the same rows, each moving a row only forward.
-import { SessionfoldError } from '../core/errors'
+import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
 import { resolveSessionQuery, type ResolvedSessionQuery, type SessionsPage } from '../core/session-list'
 import { recordsOf } from '../storage/records'
 import { indexEntryKey, indexStateKey, summaryKey } from '../storage/records/keys'
-import type { ChangeFeed, KeyValueStore, StorageAdapter } from '../storage/types'
+import type { ChangeFeed, KeyValueStore, RecordKey, StorageAdapter } from '../storage/types'
 import type { SessionMetaView } from '../core/units/meta'
 import type { UnitSlot } from './units'
 import type { WriterLocks } from '../storage/locks'
@@ -100,12 +100,12 @@ export class SessionIndex {
 
   /** The row of `id` as stored, if any and readable. */
   async row(id: SessionId): Promise<IndexRow | undefined> {
-    return parseRow(id, await this.o.records.get(summaryKey(id)))
+    return parseRow(id, await readable(this.o.records, summaryKey(id)))
   }
 
   /** For verify: the row of `id` as stored (`stored`: whether there is one, readable or not), and the lists it lacks an entry in. */
   async check(id: SessionId): Promise<{ stored: boolean; row: IndexRow | undefined; missing: string[] }> {
-    const text = await this.o.records.get(summaryKey(id))
+    const text = await readable(this.o.records, summaryKey(id))
     const row = parseRow(id, text)
     const missing: string[] = []
     for (const [list, time] of row ? entriesOf(row) : []) if ((await this.o.records.get(indexEntryKey(list, time, id))) === undefined) missing.push(list)
@@ -154,6 +154,7 @@ export class SessionIndex {
     const { rows, next } = await readPage(
       {
         records: this.o.records,
+        read: (key) => readable(this.o.records, key),
         exists: async (id) => (await this.o.reader.find(id)) !== undefined,
         repair: (id) => {
           this.pending.add(id)
@@ -289,6 +290,16 @@ export function hintOf(live: { header: SessionHeader; slots: readonly UnitSlot[]
   if (!slot || slot.fault) return undefined
   const { title, tags } = slot.state as SessionMetaView
   return { header: live.header, length: live.log.durable, lastEventAt, title, tags }
+}
+
+/** A record's value; one the codec cannot open (damaged) reads as a value no row parses. */
+export async function readable(records: KeyValueStore, key: RecordKey): Promise<string | undefined> {
+  try {
+    return await records.get(key)
+  } catch (err) {
+    if (isSessionfoldError(err, 'CORRUPT_LOG')) return ''
+    throw err
+  }
 }
 
 function parseState(text: string | undefined): IndexState | undefined {

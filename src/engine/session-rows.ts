@@ -84,6 +84,8 @@ export const listOf = (query: Pick<ResolvedSessionQuery, 'order' | 'roots'>): In
 /** What reading a page needs. */
 export interface PageReader {
   records: KeyValueStore
+  /** A record's value, '' for one that cannot be opened. */
+  read(key: RecordKey): Promise<string | undefined>
   /** Whether a session exists (an entry without a readable row: a damaged row, or a deleted session's leftover). */
   exists(id: SessionId): Promise<boolean>
   /** A session whose row is missing or damaged: the index writes it again. */
@@ -110,7 +112,7 @@ export async function readPage(
   let from: RecordKey | undefined = after === undefined ? undefined : after.split('+')
   for (;;) {
     const keys = await r.records.list(prefix, { limit: STEP, ...(from ? { after: from } : {}) })
-    const found = await Promise.all(keys.map(async (key) => ({ key, row: parseRow(key[3]!, await r.records.get(['session', key[3]!, '_summary'])) })))
+    const found = await Promise.all(keys.map(async (key) => ({ key, row: parseRow(key[3]!, await r.read(summaryKey(key[3]!))) })))
     for (const { key, row } of found) {
       const [, , part, id] = key as [string, string, string, SessionId]
       const time = row && (list[0] === 'a' ? row.lastEventAt : row.createdAt)

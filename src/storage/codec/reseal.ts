@@ -9,6 +9,8 @@ import type { SessionHeader, SessionId } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
 import type { CheckpointRow, StorageAdapter } from '../types'
 import { flat } from '../kv'
+import { recordsOf } from '../records'
+import { summaryKey } from '../records/keys'
 import { fromBase64, toBase64 } from './base64'
 import { Unreadable, type EnvelopeCodec } from './seal'
 
@@ -89,11 +91,14 @@ export async function resealSession(inner: StorageAdapter, codec: EnvelopeCodec,
       if (envelope !== undefined) await history!.put(id, at, { sealed: envelope } as unknown as CheckpointRow)
     }
     // The session's key-value records (sealed-records.ts: "s" and the envelope).
-    for (const key of inner.kv ? await inner.kv.list(['session', id], { limit: 10_000 }) : []) {
-      const stored = await inner.kv!.get(key)
+    // Its row in the session index among them, which the public records leave out.
+    const kv = recordsOf(inner) ?? inner.kv
+    const keys = inner.kv ? await inner.kv.list(['session', id], { limit: 10_000 }) : []
+    for (const key of kv ? [...keys, summaryKey(id)] : []) {
+      const stored = await kv!.get(key)
       if (stored?.[0] !== 's') continue
       const envelope = await fresh(`record ${flat(key)}`, stored.slice(1))
-      if (envelope !== undefined) await inner.kv!.put(key, `s${envelope}`)
+      if (envelope !== undefined) await kv!.put(key, `s${envelope}`)
     }
   } catch (err) {
     if (isSessionfoldError(err, 'SESSION_NOT_FOUND')) return undefined // deleted meanwhile (by whoever took its lock after us)
