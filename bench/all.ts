@@ -2,8 +2,8 @@
 // headline figures), every other Node benchmark (diagnostics of the layers below) and the
 // headless-Chromium one, one after another (each in its own process, so none inherits another's
 // heap or JIT state), then bench/results.json (all their results, the machine, the settings)
-// and, from it, BENCHMARKS.md with its charts (bench/report.ts). Sized to finish in under 10
-// minutes on a 2-core machine. `npm run bench -- --only=storage,scaling` reruns some parts and
+// and, from it, BENCHMARKS.md with its charts (bench/report.ts). Sized to finish in about 25
+// minutes on a 2-core machine (the session list, which builds stores of many sessions, ~14 of them). `npm run bench -- --only=storage,scaling` reruns some parts and
 // keeps the others' results from the existing bench/results.json; `npm run bench:report`
 // (--report) only regenerates BENCHMARKS.md and the charts from bench/results.json.
 import { spawnSync } from 'node:child_process'
@@ -31,7 +31,7 @@ interface Run {
 
 const CHILDREN_SIZES = [10, 100, 1_000, 10_000]
 /** Parts that came after the first suite (older results lack them). */
-const LATER_PARTS = ['api', 'postgres', 'sync', 'sync-browser', 'time-travel', 'inspector', 'codec', 'codec-browser'] as const
+const LATER_PARTS = ['api', 'postgres', 'sync', 'sync-browser', 'time-travel', 'inspector', 'codec', 'codec-browser', 'sessions'] as const
 
 const RUNS: Run[] = [
   // The headline figures, through openStore() (issue 14); the runs after it are diagnostics of the layers below, and peers.
@@ -50,6 +50,9 @@ const RUNS: Run[] = [
   { name: 'codec', file: 'bench/codec.ts', env: {} },
   // The codec's Chromium half: appends, a full read and a cold open on the page's openStore() (IndexedDB, its Web Worker).
   { name: 'codec-browser', file: 'bench/codec-browser.ts', env: {} },
+  // The session list (§14): store.sessions() first pages at a big store vs 100 sessions (fs, PostgreSQL, Chromium), an
+  // append seen by another process's list, and the index's cost on appends and on disk. Builds its big stores first (~4 min).
+  { name: 'sessions', file: 'bench/sessions.ts', env: {} },
   { name: 'storage', file: 'bench/storage.ts', env: {} },
   { name: 'projections', file: 'bench/projections.ts', gc: true, env: { BENCH_APPEND_ROUNDS: '7', BENCH_READ_ROUNDS: '7', BENCH_HEAP_ROUNDS: '3' } },
   { name: 'scaling', file: 'bench/scaling.ts', gc: true, env: {} },

@@ -45,6 +45,8 @@ interface Part {
   matrix?: (r: Any) => Row[]
   /** The absolute figures the docs point to, in a sentence. */
   figures?: (r: Any) => string
+  /** What the figures mean, a bullet each (after the table and figures). */
+  notes?: (r: Any) => string[]
 }
 
 /** A target as the benches wrote it (0.7, '>= 50', '<= 1.5', '< 2', null) for the page. */
@@ -171,6 +173,26 @@ const PARTS: Part[] = [
     rows: () => [],
     matrix: codec,
     about: "The same through the page's `openStore()` in Chromium (IndexedDB, WebCrypto, `CompressionStream`).",
+  },
+  {
+    key: 'sessions',
+    title: 'Session list (§14)',
+    script: 'bench:sessions',
+    rows: headline,
+    figures: (r) =>
+      `Measured on ${r.environment.cpus} cores (${r.environment.cpuModel}), Node ${r.environment.node}${r.chromium ? `, Chromium ${r.chromium}` : ''}${r.postgres ? `, ${r.postgres}` : ''}; ` +
+      `big stores of ${(r.backends as string[]).map((b) => `${fmt(r.sizes[b].big, 0)} sessions (${b})`).join(', ')} against ${fmt(r.config.small, 0)}` +
+      `${((short: string[]) => (short.length > 0 ? `, not ${fmt(r.config.big, 0)} for ${short.join(' and ')}: the build budget ran out (see below)` : ''))(
+        (r.builds as Any[]).filter((b) => b.size === 'big' && b.budgetHit).map((b) => b.backend),
+      )}; build budgets ${fmt(r.config.buildSeconds, 0)} s (fs, PostgreSQL, at once) and ${fmt(r.config.browserBuildSeconds, 0)} s (Chromium)` +
+      `${r.config.buildSeconds !== 240 ? ` (BENCH_SESSIONS_BUILD_S=${r.config.buildSeconds}; the default, 240 s, keeps a run near 14 minutes with smaller big stores)` : ''}; ` +
+      `the whole run took ${fmt(r.totalSeconds / 60, 1)} min.`,
+    notes: (r) => r.meaning,
+    about:
+      '`store.sessions({ limit: 50 })` through `openStore()` with its defaults (fs, PostgreSQL, and IndexedDB in Chromium): the first page at a big store against one of 100 sessions, ' +
+      "cold (a new store each round; openStore's own time apart) and warm (a second list on the open store); an append to an old session until another process's list shows it first " +
+      '(p50, p99), big against 100; and, engine level, batched appends and the folder with the index against the same adapter with its feed hidden (no index). ' +
+      'The big stores are built through the API in the run, up to 100,000 sessions or a build budget, whichever comes first.',
   },
   {
     key: 'storage',
@@ -407,7 +429,7 @@ export function renderMarkdown(res: SuiteResults, charts: string[]): string {
     '',
     '## How to run',
     '',
-    '`npm run bench` runs every part, each in its own process (~10 minutes on 2 cores), and writes `bench/results.json`, this page and `bench/charts/*.svg`; ' +
+    '`npm run bench` runs every part, each in its own process (~25 minutes on 2 cores, the session list ~14 of them), and writes `bench/results.json`, this page and `bench/charts/*.svg`; ' +
       '`npm run bench -- --only=storage,scaling` reruns some parts and keeps the rest, `npm run bench:report` rewrites the page from `bench/results.json`. ' +
       'Each part runs alone too (its script is under its heading), prints its figures and ratios and writes `bench/results-<part>.json`; ' +
       'the `BENCH_*` variables at the top of its file size it. These come from a shared machine: rerun on a quiet one.',
@@ -422,6 +444,7 @@ export function renderMarkdown(res: SuiteResults, charts: string[]): string {
       if (rows.length) L.push(table(rows), '')
       if (part.matrix) L.push(matrix(part.matrix(r)), '')
       if (part.figures) L.push(part.figures(r), '')
+      if (part.notes) L.push(...part.notes(r).map((n) => `- ${n}`), '')
     }
   }
   L.push('## Charts', '', ...charts.map((f) => `![${f.replace('.svg', '')}](bench/charts/${f})`), '')
