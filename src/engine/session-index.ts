@@ -37,8 +37,14 @@ export interface SessionIndexOptions {
   onError: (err: SessionfoldError) => void
 }
 
-/** How soon after a write of this engine a pass runs: writes within it cost one pass. */
+/**
+ * How soon after a write of this engine a pass runs, while a list of this engine watches: writes
+ * within it cost one pass. Without one, LAZY_MS: a list elsewhere reads the feed itself (and moves
+ * the row from the log if this engine has not yet), so the writer's own pass may wait, and a
+ * steady stream of appends pays for a pass every LAZY_MS rather than every few appends.
+ */
 const SOON_MS = 10
+const LAZY_MS = 100
 /** How often the feed is looked at while some list is watched: other engines' writes show this soon. */
 export const POLL_MS = 50
 /** Feed entries read per call. */
@@ -88,7 +94,7 @@ export class SessionIndex {
     this.timer = setTimeout(() => {
       this.timer = undefined
       this.pass().catch((err) => this.o.onError(err as SessionfoldError))
-    }, SOON_MS)
+    }, this.watchers > 0 ? SOON_MS : LAZY_MS)
   }
 
   /** Session `id` was deleted here: its entries go (its row went with it). */
@@ -219,7 +225,8 @@ export class SessionIndex {
       if (entries.length > 0) at = entries[entries.length - 1]!.at
       if (entries.length < FEED_PAGE) break
     }
-    let changed = false
+    // Lists hear of every write the feed told, moved here or already by its writer's engine.
+    let changed = at !== state.at
     for (const id of ids) if (await this.refresh(id)) changed = true
     if (at !== state.at) {
       this.state = { feed: state.feed, at }
