@@ -44,7 +44,7 @@ export interface SessionIndexOptions {
  * steady stream of appends pays for a pass every LAZY_MS rather than every few appends.
  */
 const SOON_MS = 10
-const LAZY_MS = 100
+const LAZY_MS = 1000
 /** How often the feed is looked at while some list is watched: other engines' writes show this soon. */
 export const POLL_MS = 50
 /** Feed entries read per call. */
@@ -91,10 +91,13 @@ export class SessionIndex {
   /** Something was written that the feed will tell (an import, another engine's notice). */
   soon(): void {
     if (this.closing || this.timer) return
-    this.timer = setTimeout(() => {
-      this.timer = undefined
-      this.pass().catch((err) => this.o.onError(err as SessionfoldError))
-    }, this.watchers > 0 ? SOON_MS : LAZY_MS)
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined
+        this.pass().catch((err) => this.o.onError(err as SessionfoldError))
+      },
+      this.watchers > 0 ? SOON_MS : LAZY_MS,
+    )
   }
 
   /** Session `id` was deleted here: its entries go (its row went with it). */
