@@ -156,6 +156,8 @@ export class SessionView {
         // A tail waits for the session to grow past `at`, then reads on to its new end.
         if (!follow || this.#closed) return
         const { grownPast } = await import('./tail')
+        // Closed while the wait's code loaded: its enders were called before the wait could hear them.
+        if (this.#closed) return
         if (!(await grownPast(this.projections, at, signal, this.#enders))) return
         end = undefined
         continue

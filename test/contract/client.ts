@@ -492,14 +492,15 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
         await until(() => rowsNow().join() === 'c@0:running,g@1:inactive')
         // A burst of spawns is coalesced: a listing waits for a quiet moment (25 ms), at most a
         // quarter second while the burst goes on, so it costs a few listings (one more for each
-        // quarter second it lasts: PostgreSQL's spawns and listings take longer), never one each;
+        // quarter second it lasts: PostgreSQL's spawns and listings take longer; at most 4 on a
+        // loaded machine, where a listing may land between two spawns), never one each (8);
         // none is missed.
         const before = calls.length
         const started = Date.now()
         const kids = await Promise.all(Array.from({ length: 8 }, (_, i) => root.spawn({ mode: 'one-shot', id: `k${i}` })))
         const lasted = Date.now() - started
         await until(() => rowsNow().length === 10)
-        expect(calls.length - before).toBeLessThanOrEqual(Math.min(6, 3 + Math.floor(lasted / 250)))
+        expect(calls.length - before).toBeLessThanOrEqual(Math.min(6, 4 + Math.floor(lasted / 250)))
         for (const k of kids) await k.close()
         await until(() => rowsNow().filter((r) => r.endsWith(':inactive')).length === 9)
         // Only the direct children without `recursive`; the listener hears nothing after stop().

@@ -288,7 +288,7 @@ describe('HTTP sync between devices through a server (fs)', () => {
     ).json()) as { cursor: string; batch: { sessions: unknown[] } }
     expect(forged.batch).toEqual(fresh.batch)
     expect(fresh.cursor).toMatch(/^[A-Za-z0-9_-]{40,}$/)
-    expect(fresh.cursor).not.toContain('u1')
+    expect(fresh.cursor).not.toContain('u1-there') // sealed: no session id shows (a random 'u1' may)
     expect((await fetch(`${http.url}/push`, { headers: { authorization: 'Bearer user1' } })).status).toBe(405)
     expect((await fetch(`${http.url}/elsewhere`, { headers: { authorization: 'Bearer user1' } })).status).toBe(404)
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
