@@ -29,6 +29,12 @@ export interface GrowthChannel {
    * noticing growth of a session followed here; returns its stop.
    */
   watch?(sessionId: string): () => void
+  /**
+   * For the same channels: starts noticing writes of other engines anywhere in the store (its
+   * change feed growing), calling `onChange` soon after each (a hint: spurious calls are fine,
+   * and missed ones are caught by the caller's own slower look); returns its stop.
+   */
+  watchFeed?(onChange: () => void): () => void
   close(): void
 }
 

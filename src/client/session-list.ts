@@ -2,8 +2,10 @@
 // in the query's order, read again when the host says the index changed (this store's writes,
 // other tabs', processes' and replications', which its engine follows through the store's
 // change feed) and every ACTIVITY_MS for `running` (other tabs' and processes' writer locks
-// announce nothing). Coalesced as watchChildren is: a read waits for QUIET_MS without a change
-// (at most MAX_WAIT_MS), one read at a time; rows equal to the last ones are not delivered.
+// announce nothing). Coalesced: the first change after a quiet spell is read at once, and
+// changes that follow within QUIET_MS of a read wait for QUIET_MS without one (at most
+// MAX_WAIT_MS), one read at a time, so a burst costs two reads; rows equal to the last ones are
+// not delivered.
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import { MAX_SESSIONS_ROWS, type ResolvedSessionQuery, type SessionSummary, type SessionsPage } from '../core/session-list'
 
@@ -46,6 +48,8 @@ export class SessionList {
   #again = false
   #pending: ReturnType<typeof setTimeout> | undefined
   #firstChange: number | undefined
+  /** When the last read ended (0: none yet). */
+  #lastRead = 0
   readonly #listeners = new Set<SessionListListener>()
   readonly #waiters = new Set<() => void>()
   readonly #stopWatch: () => void
@@ -132,9 +136,10 @@ export class SessionList {
       return
     }
     const t = Date.now()
+    const quiet = this.#pending === undefined && t - this.#lastRead >= QUIET_MS
     this.#firstChange ??= t
     clearTimeout(this.#pending)
-    const wait = now === true ? 0 : Math.min(QUIET_MS, Math.max(0, this.#firstChange + MAX_WAIT_MS - t))
+    const wait = now === true || quiet ? 0 : Math.min(QUIET_MS, Math.max(0, this.#firstChange + MAX_WAIT_MS - t))
     this.#pending = setTimeout(() => {
       this.#pending = undefined
       this.#firstChange = undefined
@@ -165,6 +170,7 @@ export class SessionList {
       for (const f of [...this.#listeners]) f(this.#items, { error: this.#error })
     } finally {
       this.#inFlight = false
+      this.#lastRead = Date.now()
       for (const w of waiters) w()
       if (this.#again && !this.#closed) {
         this.#again = false

@@ -87,7 +87,7 @@ export class Engine {
       ...(this.history ? { history: this.history } : {}),
     })
     const onGrow = options.onGrow
-    const index = (this.index = sessionIndexOf(this.storage, { reader: this.reader, locks: this.locks, onError: this.onError }))
+    const index = (this.index = sessionIndexOf(this.storage, { reader: this.reader, locks: this.locks, onError: this.onError, wake: options.watchFeed }))
     if (index) this.written.add(() => index.soon())
     this.pipeline = new AppendPipeline<LiveSession>({
       storage: this.storage,

@@ -28,6 +28,8 @@ export interface EngineOptions {
    * are not announced (processes sharing a folder); returns its stop. Growth found calls follow().
    */
   watchSession?: (sessionId: SessionId) => () => void
+  /** The same for the whole store, for the session list: calls `onChange` when another engine may have written anything; returns its stop. */
+  watchFeed?: (onChange: () => void) => () => void
   now?: () => number
 }
 

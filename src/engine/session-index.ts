@@ -35,6 +35,8 @@ export interface SessionIndexOptions {
   reader: Pick<StoreReader, 'find' | 'pages' | 'ids'>
   locks: Pick<WriterLocks, 'isHeld'>
   onError: (err: SessionfoldError) => void
+  /** Where the backend can hear other engines' writes to the store (fs: a watch of its feed file): starts listening, returns the stop. */
+  wake?: (onChange: () => void) => () => void
 }
 
 /**
@@ -47,6 +49,14 @@ const SOON_MS = 10
 const LAZY_MS = 1000
 /** How often the feed is looked at while some list is watched: other engines' writes show this soon. */
 export const POLL_MS = 50
+/** The same where the backend wakes the index on other engines' writes: the poll only catches what a watch missed. */
+const WOKEN_POLL_MS = 500
+/**
+ * A feed entry may come before its events (fs records it first): a session whose log is shorter
+ * than its entry says is looked at again, SOON_MS apart, this many times while a list watches
+ * (after that, as before: the writer's own pass or the next entry moves its row).
+ */
+const BEHIND_TRIES = 30
 /** Feed entries read per call. */
 const FEED_PAGE = 1000
 
@@ -61,11 +71,14 @@ export class SessionIndex {
   private readonly hints = new Map<SessionId, IndexHint>()
   /** Sessions to look at in the next pass besides the feed's (a row found damaged). */
   private readonly pending = new Set<SessionId>()
+  /** Sessions the feed named at a length their log had not reached yet (see BEHIND_TRIES). */
+  private readonly behind = new Map<SessionId, { want: number; tries: number }>()
   private passing: Promise<void> | undefined
   private again = false
   private timer: ReturnType<typeof setTimeout> | undefined
   private poll: ReturnType<typeof setInterval> | undefined
   private watchers = 0
+  private stopWake: (() => void) | undefined
   private closed = false
   /** close() has begun: no pass is scheduled any more (close runs the last one). */
   private closing = false
@@ -98,6 +111,11 @@ export class SessionIndex {
       },
       this.watchers > 0 ? SOON_MS : LAZY_MS,
     )
+  }
+
+  /** Another engine wrote to the store (a notice on the backend's channel): a pass soon, while a list watches. */
+  heard(): void {
+    if (this.watchers > 0) this.soon()
   }
 
   /** Session `id` was deleted here: its entries go (its row went with it). */
@@ -143,18 +161,23 @@ export class SessionIndex {
   }
 
   private watch(): () => void {
-    this.watchers++
-    this.poll ??= setInterval(() => this.soon(), POLL_MS)
-    ;(this.poll as { unref?: () => void }).unref?.()
+    if (this.watchers++ === 0 && !this.closing) {
+      this.stopWake = this.o.wake?.(() => this.heard())
+      this.poll = setInterval(() => this.soon(), this.stopWake ? WOKEN_POLL_MS : POLL_MS)
+      ;(this.poll as { unref?: () => void }).unref?.()
+    }
     let ended = false
     return () => {
       if (ended) return
       ended = true
-      if (--this.watchers === 0 && this.poll) {
-        clearInterval(this.poll)
-        this.poll = undefined
-      }
+      if (--this.watchers === 0) this.unwatch()
     }
+  }
+
+  private unwatch(): void {
+    clearInterval(this.poll)
+    this.stopWake?.()
+    this.poll = this.stopWake = undefined
   }
 
   /** Up to `count` rows of `query`'s list after `after` (a page's `next`), caught up with the feed first. */
@@ -201,9 +224,9 @@ export class SessionIndex {
   async close(): Promise<void> {
     if (this.closing) return
     this.closing = true
-    if (this.timer) clearTimeout(this.timer)
-    if (this.poll) clearInterval(this.poll)
-    this.timer = this.poll = undefined
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.unwatch()
     this.listeners.clear()
     try {
       if (this.hints.size > 0 || this.pending.size > 0) await this.pass()
@@ -219,18 +242,33 @@ export class SessionIndex {
     if (this.closed) return
     await (this.loading ??= this.load().finally(() => (this.loading = undefined)))
     const state = this.state!
-    const ids = new Set<SessionId>([...this.pending, ...this.hints.keys()])
+    const ids = new Set<SessionId>([...this.pending, ...this.hints.keys(), ...this.behind.keys()])
     this.pending.clear()
+    /** The length each session named in the feed reached, by its entries. */
+    const want = new Map<SessionId, number>()
     let at = state.at
     for (;;) {
       const entries = await this.o.feed.read(at, FEED_PAGE)
-      for (const e of entries) ids.add(e.id)
+      for (const e of entries) {
+        ids.add(e.id)
+        want.set(e.id, Math.max(want.get(e.id) ?? 0, e.to))
+      }
       if (entries.length > 0) at = entries[entries.length - 1]!.at
       if (entries.length < FEED_PAGE) break
     }
     // Lists hear of every write the feed told, moved here or already by its writer's engine.
     let changed = at !== state.at
-    for (const id of ids) if (await this.refresh(id)) changed = true
+    for (const id of ids) {
+      const late = this.behind.get(id)
+      const named = want.get(id)
+      const length = named === undefined ? late?.want : Math.max(named, late?.want ?? 0)
+      const { moved, reached } = await this.refresh(id)
+      if (moved) changed = true
+      this.behind.delete(id)
+      const tries = (late?.tries ?? 0) + 1
+      if (length !== undefined && reached < length && this.watchers > 0 && tries <= BEHIND_TRIES) this.behind.set(id, { want: length, tries })
+    }
+    if (this.behind.size > 0) this.soon()
     if (at !== state.at) {
       this.state = { feed: state.feed, at }
       await this.o.records.put(indexStateKey, JSON.stringify({ v: 1, ...this.state }))
@@ -254,8 +292,8 @@ export class SessionIndex {
     await this.o.records.put(indexStateKey, JSON.stringify({ v: 1, ...this.state }))
   }
 
-  /** Brings the row of `id` up to its log (or to this engine's hint); true when it moved. */
-  private async refresh(id: SessionId): Promise<boolean> {
+  /** Brings the row of `id` up to its log (or to this engine's hint): whether it moved, and the length it has (-1: no session). */
+  private async refresh(id: SessionId): Promise<{ moved: boolean; reached: number }> {
     const stored = await this.row(id)
     const hint = this.hints.get(id)
     this.hints.delete(id)
@@ -264,9 +302,10 @@ export class SessionIndex {
       next = { ...freshRow(hint.header), length: hint.length, lastEventAt: hint.lastEventAt, title: hint.title, tags: [...hint.tags] }
     } else {
       const info = await this.o.reader.find(id)
-      if (!info) return stored !== undefined // deleted: its row went with it, its entries go as pages meet them
+      // None: deleted (its row went with it, its entries go as pages meet them), or not made yet.
+      if (!info) return { moved: stored !== undefined, reached: -1 }
       const same = stored && stored.createdAt === info.header.createdAt
-      if (same && stored.length === info.length) return false
+      if (same && stored.length === info.length) return { moved: false, reached: info.length }
       let row = same && stored.length < info.length ? stored : freshRow(info.header)
       for await (const page of this.o.reader.pages(id, { from: row.length, to: info.length })) row = extendRow(row, page)
       next = row
@@ -277,7 +316,7 @@ export class SessionIndex {
       if (!(err instanceof SessionfoldError && err.code === 'SESSION_NOT_FOUND')) throw err
       await removeEntries(this.o.records, next) // deleted meanwhile
     }
-    return true
+    return { moved: true, reached: next.length }
   }
 }
 

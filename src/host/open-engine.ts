@@ -70,8 +70,12 @@ export async function openEngine(platform: Platform, store: StoreConfig, setting
     onGrow: channel ? (id, length) => channel.announce(id, length) : undefined,
     onDelete: channel ? (id) => channel.announce(id, -1) : undefined,
     watchSession: channel?.watch ? (id) => channel.watch!(id) : undefined,
+    watchFeed: channel?.watchFeed ? (onChange) => channel.watchFeed!(onChange) : undefined,
   })
-  channel?.listen((id, length, tail) => void engine.follow(id, length, storage.encrypted ? undefined : plainTail(tail)))
+  channel?.listen((id, length, tail) => {
+    engine.index?.heard() // another engine wrote: the session list looks at the feed (while one watches)
+    void engine.follow(id, length, storage.encrypted ? undefined : plainTail(tail))
+  })
   return {
     engine,
     storage,

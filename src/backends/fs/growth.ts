@@ -2,10 +2,12 @@
 // announced to us, but its log file grows. While a session is followed here (open without a
 // writer in this engine), its events.log is watched (fs.watch), with a slow poll behind it
 // for file systems where watching misses changes. A notice carries no data: the engine reads
-// what is new from the log, so a spurious one costs a stat.
+// what is new from the log, so a spurious one costs a stat. Store-wide (the session list), the
+// root folder is watched for its change feed (feed.log) growing: every process records its
+// writes there before their events.
 import { watch, type FSWatcher } from 'node:fs'
 import { join } from 'node:path'
-import { LOG_FILE, sessionDir } from './layout'
+import { FEED_FILE, LOG_FILE, sessionDir } from './layout'
 import type { GrowthChannel } from '../platform'
 
 /** How often followed sessions are looked at even without a watch event. */
@@ -15,6 +17,13 @@ export function fsGrowth(dir: string): GrowthChannel {
   let onGrow: ((sessionId: string) => void) | undefined
   const watched = new Map<string, { count: number; watcher?: FSWatcher }>()
   let timer: ReturnType<typeof setInterval> | undefined
+  const feedListeners = new Set<() => void>()
+  let feedWatcher: FSWatcher | undefined
+
+  const stopFeed = () => {
+    feedWatcher?.close()
+    feedWatcher = undefined
+  }
 
   const stopTimer = () => {
     if (timer) clearInterval(timer)
@@ -69,7 +78,29 @@ export function fsGrowth(dir: string): GrowthChannel {
         if (watched.size === 0) stopTimer()
       }
     },
+    watchFeed(onChange) {
+      const listener = () => onChange()
+      feedListeners.add(listener)
+      if (!feedWatcher) {
+        try {
+          // The folder, not the file: feed.log is made by the first write, and a watch on the
+          // folder hears a file in it written (not those in its subfolders).
+          feedWatcher = watch(dir, { persistent: false }, (_type, name) => {
+            if (name === null || name === FEED_FILE) for (const f of [...feedListeners]) f()
+          })
+          feedWatcher.on('error', stopFeed) // the folder gone, or watching failed: the caller's own poll still looks
+        } catch {
+          // no watching here: the caller's own poll still looks
+        }
+      }
+      return () => {
+        if (!feedListeners.delete(listener)) return
+        if (feedListeners.size === 0) stopFeed()
+      }
+    },
     close() {
+      stopFeed()
+      feedListeners.clear()
       for (const e of watched.values()) e.watcher?.close()
       watched.clear()
       stopTimer()
