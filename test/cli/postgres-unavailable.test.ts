@@ -57,9 +57,14 @@ function jsonError(r: CliResult): { code: string; message: string } {
   return (JSON.parse(lines[0]!) as { error: { code: string; message: string } }).error
 }
 
+/**
+ * Every command at once (each a process of its own, as independent as run one after the other:
+ * most of each one's time is the driver's retries of the refused connection, spent waiting).
+ */
 async function refusedAll(url: string, message: RegExp): Promise<void> {
-  for (const [args, stdin] of COMMANDS) {
-    const r = await runCli(cli.file, [...args, '--url', url, '--schema', 'main', '--json'], { stdin })
+  const results = await Promise.all(COMMANDS.map(([args, stdin]) => runCli(cli.file, [...args, '--url', url, '--schema', 'main', '--json'], { stdin })))
+  for (const [i, [args]] of COMMANDS.entries()) {
+    const r = results[i]!
     expect(r.code, `${args[0]}: ${r.err}`).toBe(1)
     const error = jsonError(r)
     expect(error.code, args[0]).toBe('STORAGE_UNAVAILABLE')
