@@ -57,6 +57,8 @@ const WOKEN_POLL_MS = 500
  * (after that, as before: the writer's own pass or the next entry moves its row).
  */
 const BEHIND_TRIES = 30
+/** The index's state (how far it read the feed) is stored at most this often, and at close: a restart after a crash reads that much of the feed again. */
+const STATE_EVERY_MS = 1000
 /** Feed entries read per call. */
 const FEED_PAGE = 1000
 
@@ -67,6 +69,9 @@ interface IndexState {
 
 export class SessionIndex {
   private state: IndexState | undefined
+  /** When the state was last stored, and whether it moved since. */
+  private stateStored = 0
+  private stateDirty = false
   private loading: Promise<void> | undefined
   private readonly hints = new Map<SessionId, IndexHint>()
   /** Sessions to look at in the next pass besides the feed's (a row found damaged). */
@@ -231,6 +236,7 @@ export class SessionIndex {
     try {
       if (this.hints.size > 0 || this.pending.size > 0) await this.pass()
       else await this.passing
+      if (this.stateDirty) await this.storeState()
     } catch (err) {
       this.o.onError(err as SessionfoldError)
     } finally {
@@ -271,9 +277,17 @@ export class SessionIndex {
     if (this.behind.size > 0) this.soon()
     if (at !== state.at) {
       this.state = { feed: state.feed, at }
-      await this.o.records.put(indexStateKey, JSON.stringify({ v: 1, ...this.state }))
+      this.stateDirty = true
     }
+    if (this.stateDirty && (this.closing || Date.now() - this.stateStored >= STATE_EVERY_MS)) await this.storeState()
     if (changed) this.tell()
+  }
+
+  /** Stores the state (a lagging one costs a later load a re-read of the feed since: rows only move forward). */
+  private async storeState(): Promise<void> {
+    this.stateDirty = false
+    this.stateStored = Date.now()
+    await this.o.records.put(indexStateKey, JSON.stringify({ v: 1, ...this.state }))
   }
 
   /** Reads the state, or rebuilds the index when there is none (or it follows another feed). */
@@ -289,7 +303,7 @@ export class SessionIndex {
     const at = await this.o.feed.head()
     for await (const id of this.o.reader.ids()) await this.refresh(id)
     this.state = { feed, at }
-    await this.o.records.put(indexStateKey, JSON.stringify({ v: 1, ...this.state }))
+    await this.storeState()
   }
 
   /** Brings the row of `id` up to its log (or to this engine's hint): whether it moved, and the length it has (-1: no session). */
