@@ -5,9 +5,20 @@ import { SessionfoldError, where } from '../../core/errors'
 import type { SessionId } from '../../core/model'
 import { toStorageError } from '../../storage/guard'
 import { LOG_FILE } from './layout'
+import type { FsPromises } from './options'
 
 /** The code of a Node file-system error ('ENOENT', 'ENOSPC', ...). */
 export const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code
+
+/** The names in folder `dir`; none when it is missing (or is no folder any more: removed meanwhile). */
+export async function namesIn(fs: Pick<FsPromises, 'readdir'>, dir: string): Promise<string[]> {
+  try {
+    return await fs.readdir(dir)
+  } catch (err) {
+    if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') return []
+    throw err
+  }
+}
 
 /** `err` from operation `op` (on session `id`, or the store) as a SessionfoldError. */
 export function storageError(err: unknown, id: SessionId | undefined, op: string): SessionfoldError {

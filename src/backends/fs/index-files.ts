@@ -10,7 +10,7 @@ import { flat, SEPARATOR } from '../../storage/kv'
 import { INDEX_LISTS, INDEX_PART } from '../../storage/records/keys'
 import type { PutDurability, RecordKey } from '../../storage/types'
 import { syncDir, writeDurable } from './durable'
-import { errno } from './errors'
+import { errno, namesIn } from './errors'
 import { INDEX_LEVELS, INDEX_OTHER_DIR, INDEX_STATE_FILE, partsOfRecordName, recordName, sessionIndexDir, tmpDir } from './layout'
 import type { FsSettings } from './options'
 
@@ -60,14 +60,7 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
   const top = sessionIndexDir(root)
   const other = join(top, INDEX_OTHER_DIR)
 
-  const names = async (dir: string): Promise<string[]> => {
-    try {
-      return await fs.readdir(dir)
-    } catch (err) {
-      if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') return []
-      throw err
-    }
-  }
+  const names = (dir: string) => namesIn(fs, dir)
 
   function placeOf(key: RecordKey): IndexPlace {
     if (key.length === 2 && key[1] === INDEX_STATE_FILE) return { dir: top, name: INDEX_STATE_FILE }

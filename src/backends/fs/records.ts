@@ -14,7 +14,7 @@ import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, takeRan
 import { CHECKPOINT_PART, HISTORY_PART, INDEX_PART, META_PART, positionOf, positionPart } from '../../storage/records/keys'
 import type { KeyValueStore, PutDurability, RecordKey } from '../../storage/types'
 import { replaceDurable, writeDurable } from './durable'
-import { errno } from './errors'
+import { errno, namesIn } from './errors'
 import { createIndexFiles, isIndexKey } from './index-files'
 import { CHECKPOINT_FILE, HISTORY_DIR, metaDir, partsOfRecordName, recordName, recordsDir, scratchName, sessionDir, sessionRecordsDir, tmpDir } from './layout'
 import type { FsSettings } from './options'
@@ -66,14 +66,7 @@ export function createRecordFiles(
     return found
   }
 
-  const names = async (dir: string): Promise<string[]> => {
-    try {
-      return await fs.readdir(dir)
-    } catch (err) {
-      if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') return []
-      throw err
-    }
-  }
+  const names = (dir: string) => namesIn(fs, dir)
 
   /** The keys stored in `dir`, `base` being the parts its names leave out (none of the index: its are in their own folder). */
   async function keysIn(dir: string, base: readonly string[]): Promise<string[]> {
