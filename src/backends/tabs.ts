@@ -19,6 +19,7 @@ export function tabsOf(name: string): Omit<BackendParts, 'storage'> {
 export function createWebLocks(store: string): WriterLocks {
   const locks = (globalThis.navigator as Navigator & { locks: LockManager }).locks
   const key = (id: SessionId) => `sessionfold:${store}:${id}`
+  let query: Promise<LockManagerSnapshot> | undefined
   return {
     acquire(id) {
       return new Promise((resolve, reject) => {
@@ -37,7 +38,8 @@ export function createWebLocks(store: string): WriterLocks {
       })
     },
     async isHeld(id) {
-      const { held = [] } = await locks.query()
+      // Asks made at once (a page of the session list, a row each) share one query of the origin's locks.
+      const { held = [] } = await (query ??= locks.query().finally(() => (query = undefined)))
       return held.some((l) => l.name === key(id))
     },
   }

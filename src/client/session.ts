@@ -70,6 +70,7 @@ export class SessionView {
   /** @internal */ protected readonly _scope: HandleScope
   /** @internal */ protected readonly _handle: number
   #closed = false
+  #closing: Promise<void> | undefined
   /** Tails and watches of this handle: ended when it closes. */
   readonly #enders = new Set<() => void>()
 
@@ -268,10 +269,14 @@ export class SessionView {
    * A writer's appends made before it still land, then its writer lock is released, so
    * another client may `openSession` it (and its `listChildren` row turns `inactive`).
    * Later appends through this handle reject with `CLOSED`. Other handles, and the store,
-   * stay open. Calling it again resolves at once.
+   * stay open. Calling it again returns the first call's promise (it resolves once the lock is released).
    */
-  async close(): Promise<void> {
-    if (this.#closed) return
+  close(): Promise<void> {
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true
     for (const end of [...this.#enders]) end()
     if (this.at !== undefined) return // nothing held in the engine

@@ -52,8 +52,11 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
         expect((await store.listSessions({ after: first, limit: 5 })).map((h) => h.id)).toEqual([second])
         expect(await store.listSessions({ limit: 1 })).toHaveLength(1)
         await expectCode(store.deleteSession(b.id), 'SESSION_LOCKED')
+        // A second close() waits as the first does: once either resolves, the lock is released.
+        const closing = b.close()
         await b.close()
         await store.deleteSession(b.id)
+        await closing
         expect((await store.listSessions()).map((h) => h.id)).toEqual(['a'])
         await expectCode(store.openSession('ghost'), 'SESSION_NOT_FOUND')
         await expectCode(store.observe('../etc'), 'INVALID_ARGUMENT')
