@@ -14,7 +14,9 @@ export function sourceTreeConfig(root: string, cache: string): UserConfig {
     cacheDir: repo(`../node_modules/.vite/${cache}`),
     resolve: {
       alias: {
+        // Before 'sessionfold', which would otherwise take these as paths under it.
         'sessionfold/worker': repo('../src/host/entry/serve-browser.ts'),
+        'sessionfold/react': repo('../src/react/index.ts'),
         sessionfold: repo('../src/index-browser.ts'),
       },
     },

@@ -56,9 +56,13 @@ export class SessionfoldError extends Error {
   }
 }
 
-/** True when `err` is a SessionfoldError (optionally with one of the given codes). */
-export function isSessionfoldError(err: unknown, ...codes: ErrorCode[]): err is SessionfoldError {
-  return err instanceof SessionfoldError && (codes.length === 0 || codes.includes(err.code))
+/**
+ * True when `err` is a SessionfoldError (optionally with one of the given codes). Given codes,
+ * it narrows `err.code` to them, and a false answer leaves a SessionfoldError a SessionfoldError
+ * (with another code).
+ */
+export function isSessionfoldError<C extends ErrorCode = ErrorCode>(err: unknown, ...codes: C[]): err is SessionfoldError & { readonly code: C } {
+  return err instanceof SessionfoldError && (codes.length === 0 || (codes as readonly ErrorCode[]).includes(err.code))
 }
 
 /** `session "x"` or `session "x" at seq 4`, for messages. */

@@ -12,7 +12,7 @@ import type {
   SubagentView,
   TimingView,
 } from 'sessionfold'
-import { defineProjection } from 'sessionfold'
+import { defineProjection, isSessionfoldError } from 'sessionfold'
 import { chunkedListSchema } from 'sessionfold/worker'
 import { z } from 'zod'
 import * as zm from 'zod/mini'
@@ -89,3 +89,11 @@ defineProjection({
 // chunkedListSchema (built with zod/mini) goes in a classic schema's shape; its output is a ChunkedList.
 const listState = z.strictObject({ n: z.number(), entries: chunkedListSchema(z.strictObject({ id: z.string() })) })
 expectTypeOf<z.infer<typeof listState>['entries']['toArray']>().returns.toEqualTypeOf<{ id: string }[]>()
+
+// isSessionfoldError with codes narrows the code, and its false branch keeps an error an error
+// (a SessionfoldError with another code), not `never`.
+declare const failure: SessionfoldError
+if (isSessionfoldError(failure, 'CLOSED', 'SESSION_LOCKED')) expectTypeOf(failure.code).toEqualTypeOf<'CLOSED' | 'SESSION_LOCKED'>()
+else expectTypeOf(failure).toEqualTypeOf<SessionfoldError>()
+declare const thrown: unknown
+if (isSessionfoldError(thrown)) expectTypeOf(thrown.code).toEqualTypeOf<SessionfoldError['code']>()
