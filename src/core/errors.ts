@@ -61,7 +61,13 @@ export class SessionfoldError extends Error {
  * it narrows `err.code` to them, and a false answer leaves a SessionfoldError a SessionfoldError
  * (with another code).
  */
-export function isSessionfoldError<C extends ErrorCode = ErrorCode>(err: unknown, ...codes: C[]): err is SessionfoldError & { readonly code: C } {
+export function isSessionfoldError<C extends ErrorCode = ErrorCode>(
+  err: unknown,
+  ...codes: C[]
+): err is SessionfoldError & {
+  /** One of the codes asked for. */
+  readonly code: C
+} {
   return err instanceof SessionfoldError && (codes.length === 0 || (codes as readonly ErrorCode[]).includes(err.code))
 }
 
