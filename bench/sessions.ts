@@ -93,6 +93,8 @@ const CONFIG = {
   overheadEvents: 10_000,
   overheadBatch: 100,
   overheadSessions: 4,
+  /** (3) Sessions written an hour apart, for the index's size on a store written over days. */
+  spreadSessions: env('BENCH_SESSIONS_SPREAD', 40),
   overheadRounds: env('BENCH_SESSIONS_OVERHEAD_ROUNDS', 9),
   overheadRepeats: env('BENCH_SESSIONS_OVERHEAD_REPEATS', 2),
   eventBytes: 300,
@@ -692,6 +694,45 @@ async function overheadRun(root: string, withIndex: boolean, batch: readonly Eve
   return { appendMs, ops: during, caughtUpMs, size, index, summaries }
 }
 
+/**
+ * (3) The store's folder after sessions written an hour apart (the engine's clock moved by the
+ * run), each of `events` events in batches of 10 a second apart: an app's store over days, where
+ * a burst-built store puts many sessions in each of the index's folders and this puts few.
+ */
+async function spreadRun(
+  root: string,
+  withIndex: boolean,
+  sessions: number,
+  events: number,
+  event: EventInput,
+): Promise<{ size: FolderSize; index: FolderSize; summaries: FolderSize }> {
+  const dir = join(root, `spread-${overheadRuns++}`)
+  let clock = Date.parse('2026-01-05T08:00:00Z')
+  const storage = await sealed(createFsAdapter({ dir }))
+  const engine = new Engine({ storage: withIndex ? storage : withoutFeed(storage), now: () => clock, onError: (err) => log(`spread engine: ${err.message}`) })
+  for (let i = 0; i < sessions; i++) {
+    clock += 3_600_000
+    const { id } = await engine.createSession()
+    for (let n = 0; n < events; n += 10) {
+      clock += 1000
+      await engine.append(
+        id,
+        Array.from({ length: Math.min(10, events - n) }, () => event),
+      )
+    }
+    await engine.release(id, 'writer')
+    await engine.index?.pass()
+  }
+  await engine.close()
+  const out = {
+    size: folderSize(dir),
+    index: folderSize(join(dir, 'index')),
+    summaries: folderSize(join(dir, 'sessions'), (p) => p.endsWith(`${join('kv', '_summary')}`)),
+  }
+  fs.rmSync(dir, { recursive: true, force: true })
+  return out
+}
+
 // ---- main -----------------------------------------------------------------------------------
 
 interface Built {
@@ -909,6 +950,17 @@ async function main(): Promise<void> {
       }
     }
 
+    const spread: Measured['spread'] = []
+    if (phase('overhead') && has('fs')) {
+      const dir = join(root, 'spread')
+      fs.mkdirSync(dir)
+      for (const events of [1, 100, 1000]) {
+        const n = CONFIG.spreadSessions
+        spread.push({ events, with: await spreadRun(dir, true, n, events, input), without: await spreadRun(dir, false, n, events, input) })
+        log(`spread: ${n} sessions of ${events} events an hour apart done`)
+      }
+    }
+
     // ---- close everything before reporting ----
     for (const o of open.splice(0)) await o.close().catch((err) => log(`closing: ${err}`))
     for (const c of children.splice(0)) await c.stop()
@@ -916,7 +968,7 @@ async function main(): Promise<void> {
     await browser?.close()
     browser = undefined
 
-    report({ source, pgInfo, chromiumVersion, built, buildSeconds, sizesOf, pages, anatomies, updates, overhead, bigStore })
+    report({ source, pgInfo, chromiumVersion, built, buildSeconds, sizesOf, pages, anatomies, updates, overhead, spread, bigStore })
   } finally {
     for (const o of open.splice(0)) await o.close().catch((err) => log(`closing: ${err}`))
     for (const c of children.splice(0)) await c.stop().catch(() => {})
@@ -944,6 +996,7 @@ interface Measured {
   anatomies: Partial<Record<Backend, Record<Size, Anatomy>>>
   updates: Partial<Record<'fs' | 'postgres', { main: Record<Size, UpdateSeries>; bare: Record<Size, UpdateSeries> }>>
   overhead: Overhead | undefined
+  spread: { events: number; with: Awaited<ReturnType<typeof spreadRun>>; without: Awaited<ReturnType<typeof spreadRun>> }[]
   bigStore: Record<string, unknown>
 }
 
@@ -1185,6 +1238,33 @@ function report(m: Measured): void {
         `The folder's files hold ${n0(bytesWith.median)} B with the index and ${n0(bytesWithout.median)} B without (+${fmt((sizeRatio - 1) * 100, 2)} %): index/ ${n0(idx.median)} B in ${n0(idxFiles)} files, ` +
         `the _summary rows ${n0(sum.median)} B; in blocks allocated (files and folders) index/ takes ${n0(idxDisk)} B and the rows ${n0(sumDisk)} B, ` +
         `+${fmt((diskRatio - 1) * 100, 2)} % of the folder's (a 4 KiB block for each small file and folder).`,
+    )
+  }
+  for (const sp of m.spread) {
+    const layer = 'an engine over the fs adapter under the codec, its clock moved an hour a session'
+    const what = `fs: ${CONFIG.spreadSessions} sessions written an hour apart, ${n0(sp.events)} event${sp.events === 1 ? '' : 's'} each`
+    for (const [key, unit, ratio] of [
+      ['bytes', 'bytes of its files', sp.with.size.bytes / sp.without.size.bytes],
+      ['disk', 'blocks allocated to its files and folders (du)', sp.with.size.disk / sp.without.size.disk],
+    ] as const) {
+      headline.push({
+        id: `sessions-index-spread-${key}-${sp.events}`,
+        figure: `${what}: the store's folder, ${unit}, with the index vs without`,
+        layer,
+        ratio: `${key === 'disk' ? 'disk bytes' : 'bytes'} with ÷ without`,
+        perRound: one(ratio),
+        ofMedians: ratio,
+        target: `≤ ${TARGETS.sizeOverhead}`,
+        pass: ratio <= TARGETS.sizeOverhead,
+        result: ratio <= TARGETS.sizeOverhead ? 'PASS' : 'MISS',
+      })
+    }
+    const per = (b: number) => `${fmt(b / CONFIG.spreadSessions / 1024, 1)} KiB`
+    meaning.push(
+      `${what}: a session takes ${per(sp.without.size.disk)} of blocks without the index; the index adds ${per(sp.with.size.disk - sp.without.size.disk)} a session ` +
+        `(index/: ${per(sp.with.index.disk)} in ${n0(sp.with.index.folders / CONFIG.spreadSessions)} folders a session; the _summary row ${per(sp.with.summaries.disk)}, and its kv/ folder), ` +
+        `${fmt(((sp.with.size.disk - sp.without.size.disk) / sp.without.size.disk) * 100, 0)} % of the store's blocks; bytes of files +${fmt(((sp.with.size.bytes - sp.without.size.bytes) / sp.without.size.bytes) * 100, 2)} %. ` +
+        'Each entry lies in folders by its time part, at most 256 names each, so sessions written far apart each get folders of their own in each of the four lists, 4 KiB apiece; a layout that splits a folder only when it is full would share them.',
     )
   }
 
