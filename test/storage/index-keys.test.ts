@@ -14,6 +14,8 @@ import { join } from 'node:path'
 import { IDBFactory as FakeIDBFactory } from 'fake-indexeddb'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createFsAdapter, type FsPromises } from '../../src/backends/fs'
+import { FOLDER_CAP } from '../../src/backends/fs/index-files'
+import { recordName } from '../../src/backends/fs/layout'
 import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
 import { createMemoryAdapter } from '../../src/backends/memory'
 import { createPostgresAdapter } from '../../src/backends/postgres'
@@ -37,6 +39,8 @@ function random(seed: number): () => number {
 }
 
 const flatOf = (key: RecordKey) => key.join('+')
+/** An id as the fs backend names it in a file name. */
+const recordNameOf = (id: string) => recordName([id])
 
 /** The list a KeyValueStore must give, from a plain sorted array of flat keys. */
 function expected(keys: Iterable<string>, prefix: RecordKey, after: RecordKey | undefined, limit: number): string[][] {
@@ -302,8 +306,69 @@ describe('fs: the session index in folders of its own', () => {
     await kv.put(indexEntryKey('ax', 2 ** 48 - 1 - 0xfedcba987654, 'Agent'), '')
     await kv.put(['app'], 'v')
     expect((await stat(join(dir, 'index', 'state'))).isFile()).toBe(true)
-    expect((await stat(join(dir, 'index', 'ax', 'fed', 'cb', 'a9', '87', '65', '4+agent.1'))).isFile()).toBe(true)
+    // A list's first entries lie in its own folder, named by the whole time part.
+    expect((await stat(join(dir, 'index', 'ax', 'fedcba987654+agent.1'))).isFile()).toBe(true)
     expect(await readdir(join(dir, 'kv'))).toEqual(['app'])
+  })
+
+  it("fills a list's folder up to FOLDER_CAP entries, then a level down: sessions written hours apart cost no folder each", async () => {
+    const kv = recordsOf(open())!
+    const keys = Array.from({ length: FOLDER_CAP + 300 }, (_, i) => indexEntryKey('ar', BASE + i * 3_600_000, `s${i}`))
+    for (const key of keys) await kv.put(key, '')
+    const top = await readdir(join(dir, 'index', 'ar'))
+    expect(top.filter((n) => n.includes('+'))).toHaveLength(FOLDER_CAP)
+    const folders = top.filter((n) => !n.includes('+'))
+    // The other 300, an hour apart, by the first three digits of their time part (about 800 days a folder).
+    expect(folders.length).toBeGreaterThan(0)
+    expect(folders.length).toBeLessThanOrEqual(2)
+    expect(await kv.list(['_index', 'ar'])).toEqual(expected(keys.map(flatOf), ['_index', 'ar'], undefined, 10_000))
+    for (const [i, key] of keys.entries()) expect(await kv.get(key), `entry ${i}`).toBe('')
+    // Pages from cursors anywhere agree with the whole list.
+    const all = keys.map(flatOf)
+    const rand = random(5)
+    for (let n = 0; n < 20; n++) {
+      const after = keys[Math.floor(rand() * keys.length)]!
+      const limit = 1 + Math.floor(rand() * 120)
+      expect(await kv.list(['_index', 'ar'], { after, limit })).toEqual(expected(all, ['_index', 'ar'], after, limit))
+    }
+    for (const key of keys) await kv.delete(key)
+    expect(await readdir(join(dir, 'index'))).toEqual([])
+  })
+
+  it('lists entries at any level each once (a store of the last version kept them all at the deepest), and deletes a copy at a time', async () => {
+    const kv = recordsOf(open())!
+    const rand = random(9)
+    const keys = times(rand).map((t, i) => indexEntryKey('cx', t, IDS[i % IDS.length]!))
+    // Half at the deepest level, where the last version put every entry: <list>/<3>/<2>/<2>/<2>/<2>/<last digit>+<id>.
+    const deep = keys.filter((_, i) => i % 2 === 0)
+    for (const key of deep) {
+      const t = key[2]!
+      const folder = join(dir, 'index', 'cx', t.slice(0, 3), t.slice(3, 5), t.slice(5, 7), t.slice(7, 9), t.slice(9, 11))
+      await nodeFs.mkdir(folder, { recursive: true })
+      await nodeFs.writeFile(join(folder, `${t.slice(11)}+${recordNameOf(key[3]!)}`), '')
+    }
+    for (const key of keys.filter((_, i) => i % 2 === 1)) await kv.put(key, '')
+    // And two of the deep ones again in the list's folder, as two puts at once may leave them.
+    for (const key of deep.slice(0, 2)) {
+      await nodeFs.writeFile(join(dir, 'index', 'cx', `${key[2]}+${recordNameOf(key[3]!)}`), '')
+    }
+    const all = [...new Set(keys.map(flatOf))] // a time and an id may come twice
+    expect(await kv.list(['_index', 'cx'])).toEqual(expected(all, ['_index', 'cx'], undefined, 10_000))
+    for (let n = 0; n < 20; n++) {
+      const after = keys[Math.floor(rand() * keys.length)]!
+      const limit = 1 + Math.floor(rand() * 30)
+      expect(await kv.list(['_index', 'cx'], { after, limit })).toEqual(expected(all, ['_index', 'cx'], after, limit))
+    }
+    for (const key of keys) expect(await kv.get(key)).toBe('')
+    // A copy at a time: the one in the list's folder first, then the deep one.
+    await kv.delete(deep[0]!)
+    expect(await kv.get(deep[0]!)).toBe('')
+    await kv.delete(deep[0]!)
+    expect(await kv.get(deep[0]!)).toBeUndefined()
+    for (const key of keys) await kv.delete(key)
+    await kv.delete(deep[1]!)
+    expect(await kv.list(['_index', 'cx'])).toEqual([])
+    expect(await emptyFolders(join(dir, 'index'))).toEqual([join(dir, 'index')])
   })
 
   it('a first page of 50 reads a few folders, as many over 5,000 entries as over 500', async () => {
@@ -337,14 +402,15 @@ describe('fs: the session index in folders of its own', () => {
     }
     const small = await readsFor(500)
     const large = await readsFor(5000)
-    // The index's folder, the list's, its five levels down to the first entries and a last
-    // folder or two (8 here); each of at most 256 names but the last ones (48 entries here).
+    // The index's folder, the list's, at most its five levels down to the first entries and a
+    // last folder or two (8 here); each of at most FOLDER_CAP entries and 256 folders but the last
+    // ones (48 entries here).
     for (const reads of [small.first, small.middle, large.first, large.middle]) {
       expect(reads.folders).toBeLessThanOrEqual(10)
-      expect(reads.names).toBeLessThan(5 * 256 + 3 * 48)
+      expect(reads.names).toBeLessThan(6 * (FOLDER_CAP + 256) + 3 * 48)
     }
-    expect(large.first.folders).toBeLessThanOrEqual(small.first.folders)
-    expect(large.middle.folders).toBeLessThanOrEqual(small.middle.folders)
+    // A small store reads fewer (its entries in fewer levels); a big one no more than the levels.
+    expect(small.first.folders).toBeLessThanOrEqual(large.first.folders)
   })
 
   it('a delete removes the folders it leaves empty', async () => {

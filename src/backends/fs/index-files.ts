@@ -1,13 +1,19 @@
 // The session index's records on files (layout.ts, <root>/index/): its state, its entries in
-// folders by their time part, and any other key of it in a folder of its own. A list of a sorted
-// list walks the folders in order from its cursor, reading the folders on the way to it and then
-// as many as its page fills, never the list whole; so a page costs the same with 500 entries or
-// 400,000. Processes write the same folders at once: a delete removes the folders it empties
-// (quietly when another process did, or wrote in one meanwhile) and a put makes them again.
+// folders by their time part, and any other key of it in a folder of its own. An entry goes in
+// its list's folder while that holds fewer than FOLDER_CAP entries, else one level down (a
+// folder named by the next digits of its time part), and so on; the last level takes any. So a
+// store of sessions written days apart keeps its entries in four folders (an empty file costs no
+// block, a folder one), and a store written in a burst grows folders where it is dense. A list
+// of a sorted list walks the folders in order from its cursor, merging each folder's entries with
+// its subfolders', reading the folders on the way to it and then as many as its page fills, never
+// the list whole; so a page costs the same with 500 entries or 400,000. Processes write the same
+// folders at once: a delete removes the folders it empties (quietly when another process did, or
+// wrote in one meanwhile) and a put makes them again; two puts of one entry at once may leave it
+// at two levels, which a list shows once and a delete removes one at a time.
 import { randomBytes } from 'node:crypto'
 import { dirname, join, relative, sep } from 'node:path'
 import { flat, SEPARATOR } from '../../storage/kv'
-import { INDEX_LISTS, INDEX_PART } from '../../storage/records/keys'
+import { INDEX_LISTS, INDEX_PART, TIME_DIGITS } from '../../storage/records/keys'
 import type { PutDurability, RecordKey } from '../../storage/types'
 import { syncDir, writeDurable } from './durable'
 import { errno, namesIn } from './errors'
@@ -30,6 +36,11 @@ const TIME = /^[0-9a-f]{12}$/
 const LISTS: readonly string[] = [...INDEX_LISTS].sort()
 /** A mkdir and rename that meet a folder removed meanwhile by another process's delete are tried again, up to this many times. */
 const ATTEMPTS = 50
+/** Entries a folder takes before new ones go a level down (the last level takes any): about as many as a page reads. */
+export const FOLDER_CAP = 256
+/** How long a folder found full is taken as full (entries leave the activity lists as sessions move up), and how many are remembered. */
+const FULL_MS = 5000
+const MAX_FULL = 1024
 
 /** Whether `key` is the session index's (stored under <root>/index/): `_index` and at least one part more. */
 export const isIndexKey = (key: RecordKey): boolean => key.length >= 2 && key[0] === INDEX_PART
@@ -44,7 +55,9 @@ function timeFolders(time: string): string[] {
   }
   return out
 }
-const FOLDER_DIGITS = INDEX_LEVELS.reduce((a, b) => a + b, 0)
+/** Per level (0: the list's folder), the digits of the time part its entries' names hold. */
+const NAME_DIGITS = [0, ...INDEX_LEVELS].map((_, level) => TIME_DIGITS - INDEX_LEVELS.slice(0, level).reduce((a, b) => a + b, 0))
+const NAME_TIMES = NAME_DIGITS.map((n) => new RegExp(`^[0-9a-f]{${n}}$`))
 const FOLDER_NAMES = INDEX_LEVELS.map((n) => new RegExp(`^[0-9a-f]{${n}}$`))
 
 /**
@@ -56,20 +69,69 @@ function mayHold(base: string, r: Range): boolean {
   return r.after === undefined || r.after < base || r.after.startsWith(base)
 }
 
+/** Two sorted lists as one, each key once. */
+function mergeUnique(a: readonly string[], b: readonly string[]): string[] {
+  const out: string[] = []
+  for (let i = 0, j = 0; i < a.length || j < b.length; ) {
+    const k = j >= b.length || (i < a.length && a[i]! <= b[j]!) ? a[i++]! : b[j++]!
+    if (out[out.length - 1] !== k) out.push(k)
+  }
+  return out
+}
+
 export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) {
   const top = sessionIndexDir(root)
   const other = join(top, INDEX_OTHER_DIR)
 
   const names = (dir: string) => namesIn(fs, dir)
 
-  function placeOf(key: RecordKey): IndexPlace {
-    if (key.length === 2 && key[1] === INDEX_STATE_FILE) return { dir: top, name: INDEX_STATE_FILE }
+  /** Where `key` may be: an entry at each level, shallowest first; any other key in one place. */
+  function placesOf(key: RecordKey): IndexPlace[] {
+    if (key.length === 2 && key[1] === INDEX_STATE_FILE) return [{ dir: top, name: INDEX_STATE_FILE }]
     const [, list = '', time = '', id = ''] = key
     if (key.length === 4 && LISTS.includes(list) && TIME.test(time)) {
       const listDir = join(top, list)
-      return { dir: join(listDir, ...timeFolders(time)), name: recordName([time.slice(FOLDER_DIGITS), id]), list: listDir }
+      const folders = timeFolders(time)
+      return NAME_DIGITS.map((digits, level) => ({
+        dir: join(listDir, ...folders.slice(0, level)),
+        name: recordName([time.slice(TIME_DIGITS - digits), id]),
+        list: listDir,
+      }))
     }
-    return { dir: other, name: recordName(key.slice(1)) }
+    return [{ dir: other, name: recordName(key.slice(1)) }]
+  }
+
+  /** Folders found full lately (when): a put passes over them unread for FULL_MS. */
+  const full = new Map<string, number>()
+
+  /** Where a put of `key` goes: the first of its places that has it or has room (the last one else). */
+  async function placeFor(key: RecordKey): Promise<IndexPlace> {
+    const places = placesOf(key)
+    for (let level = 0; level < places.length - 1; level++) {
+      const { dir, name } = places[level]!
+      if (Date.now() - (full.get(dir) ?? -Infinity) < FULL_MS) continue
+      const here = await names(dir)
+      if (here.includes(name)) return places[level]!
+      let entries = 0
+      for (const n of here) if (!FOLDER_NAMES[level]?.test(n)) entries++
+      if (entries < FOLDER_CAP) return places[level]!
+      full.delete(dir)
+      if (full.size >= MAX_FULL) full.delete(full.keys().next().value!)
+      full.set(dir, Date.now())
+    }
+    return places[places.length - 1]!
+  }
+
+  /** The value of `key`, wherever it is (undefined: none). */
+  async function get(key: RecordKey): Promise<string | undefined> {
+    for (const { dir, name } of placesOf(key)) {
+      try {
+        return await fs.readFile(join(dir, name), 'utf8')
+      } catch (err) {
+        if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw err
+      }
+    }
+    return undefined
   }
 
   /** Syncs the folders from the store's root down to `dir`: each one's entry in its parent, made by this put or another's. */
@@ -83,7 +145,7 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
   }
 
   async function put(key: RecordKey, value: string, durability: PutDurability): Promise<void> {
-    const { dir, name } = placeOf(key)
+    const { dir, name } = await placeFor(key)
     const tmp = join(tmpDir(root), `rec.${randomBytes(6).toString('hex')}`)
     try {
       if (durability === 'cache') {
@@ -114,13 +176,21 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
     if (durability === 'durable') await syncFolders(dir)
   }
 
+  /** Deletes `key` where it is first found, shallowest first (a copy left at another level goes at its next delete). */
   async function remove(key: RecordKey): Promise<void> {
-    const { dir, name, list } = placeOf(key)
-    try {
-      await fs.unlink(join(dir, name))
-    } catch (err) {
-      if (errno(err) !== 'ENOENT') throw err
+    for (const place of placesOf(key)) {
+      try {
+        await fs.unlink(join(place.dir, place.name))
+      } catch (err) {
+        if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') continue
+        throw err
+      }
+      return removeEmptied(place)
     }
+  }
+
+  /** After a delete in `dir`: the folders it left empty, from `dir` up to its list's. */
+  async function removeEmptied({ dir, list }: IndexPlace): Promise<void> {
     if (list === undefined || !fs.rmdir) return
     // The folders this delete left empty, from the entry's up to its list's. A folder that is not
     // empty (another entry, or a put meanwhile) ends it; one already gone is passed over.
@@ -134,28 +204,53 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
     }
   }
 
-  /** The entries of range `r` in folder `dir` (its keys start with `base`), level `level`, appended to `out` until it is `r.limit` long. */
-  async function walk(dir: string, base: string, level: number, r: Range, out: string[]): Promise<void> {
-    if (level === INDEX_LEVELS.length) {
-      const keys: string[] = []
-      for (const name of await names(dir)) {
-        const parts = partsOfRecordName(name)
-        if (parts?.length !== 2 || !/^[0-9a-f]$/.test(parts[0]!)) continue
-        const k = `${base}${parts[0]}${SEPARATOR}${parts[1]}`
-        if (k.startsWith(r.prefix) && (r.after === undefined || k > r.after)) keys.push(k)
-      }
-      keys.sort()
-      for (const k of keys) {
-        if (out.length >= r.limit) return
-        out.push(k)
-      }
-      return
+  /**
+   * The first `limit` keys of range `r` in folder `dir` (its keys start with `base`), level
+   * `level`, in order and each once: its own entries merged with its subfolders'.
+   */
+  async function walk(dir: string, base: string, level: number, r: Range, limit: number): Promise<string[]> {
+    const here = await names(dir)
+    const own: string[] = []
+    for (const name of here) {
+      const parts = partsOfRecordName(name)
+      if (parts?.length !== 2 || !NAME_TIMES[level]!.test(parts[0]!)) continue
+      const k = `${base}${parts[0]}${SEPARATOR}${parts[1]}`
+      if (k.startsWith(r.prefix) && (r.after === undefined || k > r.after)) own.push(k)
     }
-    const pattern = FOLDER_NAMES[level]!
-    for (const name of (await names(dir)).filter((n) => pattern.test(n)).sort()) {
-      if (out.length >= r.limit) return
-      if (mayHold(base + name, r)) await walk(join(dir, name), base + name, level + 1, r, out)
+    own.sort()
+    const out: string[] = []
+    const add = (k: string) => {
+      if (out[out.length - 1] !== k) out.push(k)
     }
+    let i = 0
+    const pattern = FOLDER_NAMES[level]
+    for (const name of pattern ? here.filter((n) => pattern.test(n)).sort() : []) {
+      if (out.length >= limit) return out
+      const sub = base + name
+      // This folder's keys before the subfolder's (every key with its prefix sorts after them).
+      while (i < own.length && own[i]! < sub && out.length < limit) add(own[i++]!)
+      if (out.length >= limit) return out
+      const mine: string[] = []
+      while (i < own.length && own[i]!.startsWith(sub)) mine.push(own[i++]!)
+      if (!mayHold(sub, r)) {
+        for (const k of mine) add(k)
+        continue
+      }
+      // The subfolder's first keys merged with this folder's in its range, up to the last key read
+      // of it when it may hold more (a key of this folder after that one may not come next).
+      for (let want = limit - out.length; ; ) {
+        const inner = await walk(join(dir, name), sub, level + 1, r, want)
+        const complete = inner.length < want
+        const merged = mergeUnique(inner, complete ? mine : mine.filter((k) => k <= inner[inner.length - 1]!))
+        if (complete || merged.length >= limit - out.length) {
+          for (const k of merged.slice(0, limit - out.length)) add(k)
+          break
+        }
+        want += limit - out.length - merged.length // copies at two levels fell out: read as many more
+      }
+    }
+    while (i < own.length && out.length < limit) add(own[i++]!)
+    return out
   }
 
   /** The index's keys in range `r` (whose prefix is the index's or shorter), flat, in order, at most `r.limit`. */
@@ -164,7 +259,7 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
     const entries: string[] = []
     for (const l of LISTS) {
       const base = `${INDEX_PART}${SEPARATOR}${l}${SEPARATOR}`
-      if (entries.length < r.limit && here.includes(l) && mayHold(base, r)) await walk(join(top, l), base, 0, r, entries)
+      if (entries.length < r.limit && here.includes(l) && mayHold(base, r)) entries.push(...(await walk(join(top, l), base, 0, r, r.limit - entries.length)))
     }
     const rest: string[] = []
     if (here.includes(INDEX_STATE_FILE)) rest.push(flat([INDEX_PART, INDEX_STATE_FILE]))
@@ -178,5 +273,5 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
     return more.length === 0 ? entries : [...entries, ...more].sort().slice(0, r.limit)
   }
 
-  return { placeOf, put, remove, list }
+  return { get, put, remove, list }
 }

@@ -132,7 +132,7 @@ export const sessionIndexDir = (root: string): string => join(root, 'index')
 /** In sessionIndexDir: the index's state, and the folder of its keys that are neither the state nor an entry. */
 export const INDEX_STATE_FILE = 'state'
 export const INDEX_OTHER_DIR = 'other'
-/** Hex digits of an index entry's time part that name each folder level under its list's folder; the file holds the last digit. */
+/** Hex digits of an index entry's time part that name each folder level under its list's folder (index-files.ts); an entry's file holds the rest of them. */
 export const INDEX_LEVELS: readonly number[] = [3, 2, 2, 2, 2]
 
 /** The id a folder name stands for, or undefined for names we did not make. */

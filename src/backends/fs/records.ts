@@ -34,7 +34,6 @@ export function createRecordFiles(
   const placeOf = (key: RecordKey): { dir: string; name: string; owner?: SessionId; row?: true } => {
     const owner = sessionOfKey(key)
     if (owner === undefined) {
-      if (isIndexKey(key)) return index.placeOf(key)
       return key.length === 2 && key[0] === META_PART ? { dir: metaDir(root), name: key[1]! } : { dir: recordsDir(root), name: recordName(key) }
     }
     if (key.length === 3 && key[2] === CHECKPOINT_PART) return { dir: sessionDir(root, owner), name: CHECKPOINT_FILE, owner, row: true }
@@ -111,6 +110,7 @@ export function createRecordFiles(
   return {
     async get(key) {
       assertKey(key)
+      if (isIndexKey(key)) return index.get(key)
       const { dir, name } = placeOf(key)
       try {
         return await fs.readFile(join(dir, name), 'utf8')
