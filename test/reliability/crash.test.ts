@@ -7,7 +7,7 @@
 // children are in their parent's catalog and acknowledged forks hold their source's prefix.
 // Every fourth round also leaves a torn tail (garbage after the last record), which the next
 // append must cut and report.
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { appendFile, mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -50,20 +50,39 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true })
 })
 
-/** Runs one child until it is killed; returns the lines it acknowledged. */
-function runChild(dir: string, round: number, worker: boolean): Promise<string[]> {
-  const child = spawn(process.execPath, [fixture, dir, String(round), worker ? 'worker' : 'thread'], { stdio: ['ignore', 'pipe', 'pipe'] })
+interface Child {
+  process: ChildProcess
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  stderr(): string
+}
+
+/**
+ * A crash child loaded and waiting for its orders (see the fixture): each lane starts the next
+ * one while it checks the store after a kill, so its start-up (Node, the built client) overlaps
+ * the check rather than adding to the round. It touches no store until runChild gives it one.
+ */
+function startChild(): Child {
+  const child = spawn(process.execPath, [fixture], { stdio: ['pipe', 'pipe', 'pipe'] })
+  let stderr = ''
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
+  child.stdin!.on('error', () => {}) // killed before it read its orders (the spare at the end of a lane)
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  )
+  return { process: child, exited, stderr: () => stderr }
+}
+
+/** Runs one started child on `dir` until it is killed; returns the lines it acknowledged. */
+function runChild({ process: child, exited, stderr }: Child, dir: string, round: number, worker: boolean): Promise<string[]> {
   // Kill after a random number of acknowledgements (1-50), or at a random time once the first arrived.
   const killAfter = 1 + Math.floor(Math.random() * 50)
   const byTime = Math.random() < 0.3
   const lines: string[] = []
   let buffered = ''
-  let stderr = ''
   let timer: NodeJS.Timeout | undefined
   return new Promise((resolve, reject) => {
     const guard = setTimeout(() => child.kill('SIGKILL'), 20_000)
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
       buffered += chunk.toString()
       const parts = buffered.split('\n')
       buffered = parts.pop()!
@@ -73,12 +92,13 @@ function runChild(dir: string, round: number, worker: boolean): Promise<string[]
         if (!byTime && lines.length === killAfter) child.kill('SIGKILL')
       }
     })
-    child.on('exit', (code, signal) => {
+    void exited.then(({ code, signal }) => {
       clearTimeout(guard)
       clearTimeout(timer)
-      if (signal !== 'SIGKILL') reject(new Error(`crash child ended by itself (code ${code}): ${stderr}`))
+      if (signal !== 'SIGKILL') reject(new Error(`crash child ended by itself (code ${code}): ${stderr()}`))
       else resolve(lines) // a partial last line was never acknowledged
     })
+    child.stdin!.write(`${JSON.stringify([dir, round, worker ? 'worker' : 'thread'])}\n`)
   })
 }
 
@@ -197,20 +217,27 @@ const ROUNDS_PER_STORE = 10
 async function lane(lane: number, rounds: number, tally: Tally): Promise<void> {
   let dir = ''
   let acked: Acked = { appends: [], spawns: [], forks: [] }
-  for (let round = 0; round < rounds; round++) {
-    if (round % ROUNDS_PER_STORE === 0) {
-      if (dir) await countUnacked(dir, acked, tally)
-      dir = await mkdtemp(join(tmpdir(), `sessionfold-crash-${lane}-`))
-      dirs.push(dir)
-      acked = { appends: [], spawns: [], forks: [] }
+  let next = startChild()
+  try {
+    for (let round = 0; round < rounds; round++) {
+      if (round % ROUNDS_PER_STORE === 0) {
+        if (dir) await countUnacked(dir, acked, tally)
+        dir = await mkdtemp(join(tmpdir(), `sessionfold-crash-${lane}-`))
+        dirs.push(dir)
+        acked = { appends: [], spawns: [], forks: [] }
+      }
+      const lines = await runChild(next, dir, round, round % 2 === 1)
+      next = startChild() // loads while this round is checked
+      record(lines, acked, tally)
+      let torn: { size: number; bytes: number } | undefined
+      if (round % 4 === 3) torn = await tearTail(dir, round)
+      await check(dir, acked, tally) // a torn tail is skipped by readers, never damage
+      if (torn) await cutTail(dir, round, torn, acked, tally)
+      tally.rounds++
     }
-    const lines = await runChild(dir, round, round % 2 === 1)
-    record(lines, acked, tally)
-    let torn: { size: number; bytes: number } | undefined
-    if (round % 4 === 3) torn = await tearTail(dir, round)
-    await check(dir, acked, tally) // a torn tail is skipped by readers, never damage
-    if (torn) await cutTail(dir, round, torn, acked, tally)
-    tally.rounds++
+  } finally {
+    next.process.kill('SIGKILL') // the spare: it never had a store
+    await next.exited
   }
   if (dir) await countUnacked(dir, acked, tally)
 }
