@@ -210,12 +210,30 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
    */
   async function walk(dir: string, base: string, level: number, r: Range, limit: number): Promise<string[]> {
     const here = await names(dir)
-    const own: string[] = []
+    // This folder's entries in range, by their time part first: only the first `limit` of them
+    // (and those of the same time as the last) can be on the page, so only they are decoded.
+    const digits = NAME_DIGITS[level]!
+    const found: { t: string; name: string }[] = []
     for (const name of here) {
+      if (name.length <= digits + 1 || name[digits] !== '+') continue
+      const t = name.slice(0, digits)
+      const head = `${base}${t}${SEPARATOR}`
+      if (!NAME_TIMES[level]!.test(t) || !(head.startsWith(r.prefix) || r.prefix.startsWith(head))) continue
+      if (r.after !== undefined && head < r.after.slice(0, head.length)) continue // before the cursor, whatever its id
+      found.push({ t, name })
+    }
+    found.sort((a, b) => (a.t < b.t ? -1 : a.t > b.t ? 1 : 0))
+    const own: string[] = []
+    let lastTime: string | undefined
+    for (const { t, name } of found) {
+      if (own.length >= limit && t !== lastTime) break
       const parts = partsOfRecordName(name)
-      if (parts?.length !== 2 || !NAME_TIMES[level]!.test(parts[0]!)) continue
-      const k = `${base}${parts[0]}${SEPARATOR}${parts[1]}`
-      if (k.startsWith(r.prefix) && (r.after === undefined || k > r.after)) own.push(k)
+      if (parts?.length !== 2) continue
+      const k = `${base}${t}${SEPARATOR}${parts[1]}`
+      if (k.startsWith(r.prefix) && (r.after === undefined || k > r.after)) {
+        own.push(k)
+        lastTime = t
+      }
     }
     own.sort()
     const out: string[] = []
