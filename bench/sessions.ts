@@ -1264,7 +1264,7 @@ function report(m: Measured): void {
       `${what}: a session takes ${per(sp.without.size.disk)} of blocks without the index; the index adds ${per(sp.with.size.disk - sp.without.size.disk)} a session ` +
         `(index/: ${per(sp.with.index.disk)} in ${n0(sp.with.index.folders / CONFIG.spreadSessions)} folders a session; the _summary row ${per(sp.with.summaries.disk)}, and its kv/ folder), ` +
         `${fmt(((sp.with.size.disk - sp.without.size.disk) / sp.without.size.disk) * 100, 0)} % of the store's blocks; bytes of files +${fmt(((sp.with.size.bytes - sp.without.size.bytes) / sp.without.size.bytes) * 100, 2)} %. ` +
-        'Each entry lies in folders by its time part, at most 256 names each, so sessions written far apart each get folders of their own in each of the four lists, 4 KiB apiece; a layout that splits a folder only when it is full would share them.',
+        'The entries lie in the four list folders until each holds 256 (empty files: no blocks); what is left is the row, its own file and a kv/ folder where the session has no other record, a 4 KiB block each: the floor while each record is a file of its own.',
     )
   }
 
@@ -1294,7 +1294,7 @@ function report(m: Measured): void {
       `fs, the big store (${n0(fsBig.sessions)} sessions of one event): ${mib(fsBig.total.bytes)} in ${n0(fsBig.total.files)} files (${mib(fsBig.total.disk)} of blocks); ` +
         `index/ ${mib(fsBig.index.bytes)} in ${n0(fsBig.index.files)} files and ${n0(fsBig.index.folders)} folders (${mib(fsBig.index.disk)} of blocks), the _summary rows ${mib(fsBig.summaries.bytes)} in ` +
         `${n0(fsBig.summaries.files)} files (${mib(fsBig.summaries.disk)} of blocks): ${fmt(((fsBig.index.bytes + fsBig.summaries.bytes) / fsBig.total.bytes) * 100, 1)} % of its bytes, ` +
-        `${fmt(((fsBig.index.disk + fsBig.summaries.disk) / fsBig.total.disk) * 100, 1)} % of its blocks (sessions this short are the index's worst case).`,
+        `${fmt(((fsBig.index.disk + fsBig.summaries.disk) / fsBig.total.disk) * 100, 1)} % of its blocks (a store built in a burst, its sessions of one event; a store written over days is measured below).`,
     )
   }
   const pgBig = m.bigStore.postgres as { sessions: number; database: number; recordsTable: number; indexRows: number; summaryRows: number } | undefined
