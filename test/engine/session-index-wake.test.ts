@@ -86,20 +86,25 @@ async function storeOfTwo(): Promise<{ storage: StorageAdapter; writer: Engine }
   return { storage, writer } // closing the writer would close the storage: the test does, at its end
 }
 
+/** An index over `storage`'s records that reads the staged feed and log lengths (no writer holds a session). */
+function stagedIndex(storage: StorageAdapter, s: ReturnType<typeof staged>): SessionIndex {
+  return new SessionIndex({
+    records: recordsOf(storage)!,
+    feed: s.feed,
+    reader: s.reader,
+    locks: { isHeld: async () => false },
+    onError: (e) => {
+      throw e
+    },
+  })
+}
+
 describe('a feed entry ahead of its events', () => {
   it('is looked at again until the log has them, and the list is told', async () => {
     const { storage, writer } = await storeOfTwo()
     const s = staged(storage)
     s.cap.set('s', 1)
-    const index = new SessionIndex({
-      records: recordsOf(storage)!,
-      feed: s.feed,
-      reader: s.reader,
-      locks: { isHeld: async () => false },
-      onError: (e) => {
-        throw e
-      },
-    })
+    const index = stagedIndex(storage, s)
     let told = 0
     const stop = index.subscribe(() => told++)
     await index.pass()
@@ -121,15 +126,7 @@ describe('a feed entry ahead of its events', () => {
     const { storage, writer } = await storeOfTwo()
     const s = staged(storage)
     s.cap.set('s', 1)
-    const index = new SessionIndex({
-      records: recordsOf(storage)!,
-      feed: s.feed,
-      reader: s.reader,
-      locks: { isHeld: async () => false },
-      onError: (e) => {
-        throw e
-      },
-    })
+    const index = stagedIndex(storage, s)
     const stop = index.subscribe(() => {})
     await index.pass()
     s.entries.push({ at: '1', id: 's', from: 1, to: 2 })
