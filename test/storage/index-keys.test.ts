@@ -413,6 +413,48 @@ describe('fs: the session index in folders of its own', () => {
     expect(small.first.folders).toBeLessThanOrEqual(large.first.folders)
   })
 
+  it("keeps a folder's names while its mtime stands (once it was 2 s old), and reads it again when another store changed it", async () => {
+    const counting = countingFs()
+    const kv = recordsOf(open({ fs: counting.fs }))!
+    const other = recordsOf(open())!
+    const keys = Array.from({ length: FOLDER_CAP + 200 }, (_, i) => indexEntryKey('ax', BASE + Math.floor(i / 3), `s${i}`))
+    for (const key of keys) await kv.put(key, '')
+    const all = keys.map(flatOf)
+    const page = async () => {
+      const before = counting.reads()
+      const got = await kv.list(['_index', 'ax'], { limit: 50 })
+      return { got, folders: since(before, counting.reads()).folders }
+    }
+    // Just written: a change within the same timestamp tick could go unseen, so each list reads again.
+    const fresh = await page()
+    expect(fresh.folders).toBeGreaterThan(1)
+    expect((await page()).folders).toBe(fresh.folders)
+    // Aged: the second list reads no folder.
+    const aged = new Date(Date.now() - 10_000)
+    const age = async (at: string): Promise<void> => {
+      for (const name of await readdir(at)) if ((await stat(join(at, name))).isDirectory()) await age(join(at, name))
+      await nodeFs.utimes(at, aged, aged)
+    }
+    await age(join(dir, 'index'))
+    expect((await page()).folders).toBe(fresh.folders)
+    const kept = await page()
+    expect(kept.folders).toBe(0)
+    expect(kept.got).toEqual(expected(all, ['_index', 'ax'], undefined, 50))
+    // Another store adds an entry that sorts first, and removes one on the page: both are seen.
+    const first = indexEntryKey('ax', BASE + 10_000, 'newest')
+    await other.put(first, '')
+    await other.delete(keys[keys.length - 1]!)
+    const changed = all.filter((k) => k !== flatOf(keys[keys.length - 1]!)).concat(flatOf(first))
+    const after = await page()
+    expect(after.folders).toBeGreaterThan(0)
+    expect(after.got).toEqual(expected(changed, ['_index', 'ax'], undefined, 50))
+    expect(after.got[0]).toEqual(first)
+    // A folder removed and made again (a new inode) is read again too.
+    for (const key of keys) await other.delete(key)
+    await other.put(keys[0]!, '')
+    expect((await page()).got).toEqual(expected([flatOf(first), flatOf(keys[0]!)], ['_index', 'ax'], undefined, 50))
+  })
+
   it('a delete removes the folders it leaves empty', async () => {
     const kv = recordsOf(open())!
     const rand = random(3)

@@ -6,10 +6,12 @@
 // block, a folder one), and a store written in a burst grows folders where it is dense. A list
 // of a sorted list walks the folders in order from its cursor, merging each folder's entries with
 // its subfolders', reading the folders on the way to it and then as many as its page fills, never
-// the list whole; so a page costs the same with 500 entries or 400,000. Processes write the same
-// folders at once: a delete removes the folders it empties (quietly when another process did, or
-// wrote in one meanwhile) and a put makes them again; two puts of one entry at once may leave it
-// at two levels, which a list shows once and a delete removes one at a time.
+// the list whole; so a page costs the same with 500 entries or 400,000. A folder's names, once
+// read, are kept while its inode and mtime stand, so a page read again costs a stat a folder.
+// Processes write the same folders at once: a delete removes the folders it empties (quietly when
+// another process did, or wrote in one meanwhile) and a put makes them again; two puts of one
+// entry at once may leave it at two levels, which a list shows once and a delete removes one at a
+// time.
 import { randomBytes } from 'node:crypto'
 import { dirname, join, relative, sep } from 'node:path'
 import { flat, SEPARATOR } from '../../storage/kv'
@@ -31,6 +33,20 @@ export interface IndexPlace {
   list?: string
 }
 
+/** A folder's names as read, its inode and mtime then, and what an entry folder's names say (entryFolder). */
+interface Listing {
+  ino: bigint
+  mtime: bigint
+  names: string[]
+  folder?: EntryFolder
+}
+/** An entry folder's entries (by time part, its name's digits of it), subfolders and names that are no subfolder, sorted. */
+interface EntryFolder {
+  entries: { t: string; name: string }[]
+  subs: string[]
+  others: number
+}
+
 const TIME = /^[0-9a-f]{12}$/
 /** The lists, in the order of their keys. */
 const LISTS: readonly string[] = [...INDEX_LISTS].sort()
@@ -41,6 +57,13 @@ export const FOLDER_CAP = 256
 /** How long a folder found full is taken as full (entries leave the activity lists as sessions move up), and how many are remembered. */
 const FULL_MS = 5000
 const MAX_FULL = 1024
+/**
+ * A folder's names are kept (at most MAX_LISTINGS folders) and used again while its mtime and
+ * inode stand, once it was at least QUIET_NS old when read: a change within the file system's
+ * timestamp granularity of the read could leave the mtime as it was, one after that cannot.
+ */
+const MAX_LISTINGS = 256
+const QUIET_NS = 2_000_000_000n
 
 /** Whether `key` is the session index's (stored under <root>/index/): `_index` and at least one part more. */
 export const isIndexKey = (key: RecordKey): boolean => key.length >= 2 && key[0] === INDEX_PART
@@ -83,7 +106,53 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
   const top = sessionIndexDir(root)
   const other = join(top, INDEX_OTHER_DIR)
 
-  const names = (dir: string) => namesIn(fs, dir)
+  /** Folders as last read, and the folder's inode and mtime then (see QUIET_NS). */
+  const listings = new Map<string, Listing>()
+
+  /** Folder `dir` (none when it is missing), from `listings` while it stands. */
+  async function listing(dir: string): Promise<Listing> {
+    let st: { ino: bigint; mtimeNs: bigint }
+    try {
+      st = await fs.stat(dir, { bigint: true })
+    } catch (err) {
+      if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw err
+      listings.delete(dir)
+      return { ino: -1n, mtime: -1n, names: [] }
+    }
+    const kept = listings.get(dir)
+    listings.delete(dir)
+    if (kept?.ino === st.ino && kept.mtime === st.mtimeNs) {
+      listings.set(dir, kept) // the most recently used last
+      return kept
+    }
+    const read: Listing = { ino: st.ino, mtime: st.mtimeNs, names: await namesIn(fs, dir) }
+    if (BigInt(Date.now()) * 1_000_000n - st.mtimeNs >= QUIET_NS) {
+      if (listings.size >= MAX_LISTINGS) listings.delete(listings.keys().next().value!)
+      listings.set(dir, read)
+    }
+    return read
+  }
+  const names = async (dir: string) => (await listing(dir)).names
+
+  /** An entry folder at `level`: its entries by time part and its subfolders, each sorted (kept with its listing). */
+  async function entryFolder(dir: string, level: number): Promise<EntryFolder> {
+    const l = await listing(dir)
+    if (l.folder) return l.folder
+    const digits = NAME_DIGITS[level]!
+    const folder: EntryFolder = { entries: [], subs: [], others: 0 }
+    for (const name of l.names) {
+      if (FOLDER_NAMES[level]?.test(name)) folder.subs.push(name)
+      else {
+        folder.others++
+        const t = name.slice(0, digits)
+        if (name.length > digits + 1 && name[digits] === '+' && NAME_TIMES[level]!.test(t)) folder.entries.push({ t, name })
+      }
+    }
+    folder.entries.sort((a, b) => (a.t < b.t ? -1 : a.t > b.t ? 1 : 0))
+    folder.subs.sort()
+    l.folder = folder
+    return folder
+  }
 
   /** Where `key` may be: an entry at each level, shallowest first; any other key in one place. */
   function placesOf(key: RecordKey): IndexPlace[] {
@@ -110,11 +179,8 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
     for (let level = 0; level < places.length - 1; level++) {
       const { dir, name } = places[level]!
       if (Date.now() - (full.get(dir) ?? -Infinity) < FULL_MS) continue
-      const here = await names(dir)
-      if (here.includes(name)) return places[level]!
-      let entries = 0
-      for (const n of here) if (!FOLDER_NAMES[level]?.test(n)) entries++
-      if (entries < FOLDER_CAP) return places[level]!
+      const here = await entryFolder(dir, level)
+      if (here.others < FOLDER_CAP || (await names(dir)).includes(name)) return places[level]!
       full.delete(dir)
       if (full.size >= MAX_FULL) full.delete(full.keys().next().value!)
       full.set(dir, Date.now())
@@ -209,24 +275,16 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
    * `level`, in order and each once: its own entries merged with its subfolders'.
    */
   async function walk(dir: string, base: string, level: number, r: Range, limit: number): Promise<string[]> {
-    const here = await names(dir)
-    // This folder's entries in range, by their time part first: only the first `limit` of them
-    // (and those of the same time as the last) can be on the page, so only they are decoded.
-    const digits = NAME_DIGITS[level]!
-    const found: { t: string; name: string }[] = []
-    for (const name of here) {
-      if (name.length <= digits + 1 || name[digits] !== '+') continue
-      const t = name.slice(0, digits)
-      const head = `${base}${t}${SEPARATOR}`
-      if (!NAME_TIMES[level]!.test(t) || !(head.startsWith(r.prefix) || r.prefix.startsWith(head))) continue
-      if (r.after !== undefined && head < r.after.slice(0, head.length)) continue // before the cursor, whatever its id
-      found.push({ t, name })
-    }
-    found.sort((a, b) => (a.t < b.t ? -1 : a.t > b.t ? 1 : 0))
+    const here = await entryFolder(dir, level)
+    // This folder's entries in range, by their time part: only the first `limit` of them (and
+    // those of the same time as the last) can be on the page, so only they are decoded.
     const own: string[] = []
     let lastTime: string | undefined
-    for (const { t, name } of found) {
+    for (const { t, name } of here.entries) {
       if (own.length >= limit && t !== lastTime) break
+      const head = `${base}${t}${SEPARATOR}`
+      if (!(head.startsWith(r.prefix) || r.prefix.startsWith(head))) continue
+      if (r.after !== undefined && head < r.after.slice(0, head.length)) continue // before the cursor, whatever its id
       const parts = partsOfRecordName(name)
       if (parts?.length !== 2) continue
       const k = `${base}${t}${SEPARATOR}${parts[1]}`
@@ -241,8 +299,7 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
       if (out[out.length - 1] !== k) out.push(k)
     }
     let i = 0
-    const pattern = FOLDER_NAMES[level]
-    for (const name of pattern ? here.filter((n) => pattern.test(n)).sort() : []) {
+    for (const name of here.subs) {
       if (out.length >= limit) return out
       const sub = base + name
       // This folder's keys before the subfolder's (every key with its prefix sorts after them).
