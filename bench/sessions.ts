@@ -24,7 +24,7 @@
 import { type ChildProcess, fork, spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import os from 'node:os'
-import { join } from 'node:path'
+import { join, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type BrowserContext, type Page } from 'playwright'
 import { createServer, type ViteDevServer } from 'vite'
@@ -689,7 +689,7 @@ async function overheadRun(root: string, withIndex: boolean, batch: readonly Eve
   await engine.close() // closes the adapter too
   const size = folderSize(dir)
   const index = folderSize(join(dir, 'index'))
-  const summaries = folderSize(join(dir, 'sessions'), (p) => p.endsWith(`${join('kv', '_summary')}`))
+  const summaries = folderSize(join(dir, 'sessions'), (p) => p.endsWith(`${sep}summary.json`))
   fs.rmSync(dir, { recursive: true, force: true })
   return { appendMs, ops: during, caughtUpMs, size, index, summaries }
 }
@@ -727,7 +727,7 @@ async function spreadRun(
   const out = {
     size: folderSize(dir),
     index: folderSize(join(dir, 'index')),
-    summaries: folderSize(join(dir, 'sessions'), (p) => p.endsWith(`${join('kv', '_summary')}`)),
+    summaries: folderSize(join(dir, 'sessions'), (p) => p.endsWith(`${sep}summary.json`)),
   }
   fs.rmSync(dir, { recursive: true, force: true })
   return out
@@ -905,7 +905,7 @@ async function main(): Promise<void> {
         sessions: builtOf('fs', 'big')!.made,
         total: findSize(dir),
         index: findSize(join(dir, 'index')),
-        summaries: findSize(join(dir, 'sessions'), ['-path', '*/kv/_summary']),
+        summaries: findSize(join(dir, 'sessions'), ['-name', 'summary.json']),
         logs: findSize(join(dir, 'sessions'), ['-name', 'events.log']),
       }
     }
@@ -1262,9 +1262,9 @@ function report(m: Measured): void {
     const per = (b: number) => `${fmt(b / CONFIG.spreadSessions / 1024, 1)} KiB`
     meaning.push(
       `${what}: a session takes ${per(sp.without.size.disk)} of blocks without the index; the index adds ${per(sp.with.size.disk - sp.without.size.disk)} a session ` +
-        `(index/: ${per(sp.with.index.disk)} in ${n0(sp.with.index.folders / CONFIG.spreadSessions)} folders a session; the _summary row ${per(sp.with.summaries.disk)}, and its kv/ folder), ` +
+        `(index/: ${per(sp.with.index.disk)} in ${n0(sp.with.index.folders / CONFIG.spreadSessions)} folders a session; the row, summary.json, ${per(sp.with.summaries.disk)}), ` +
         `${fmt(((sp.with.size.disk - sp.without.size.disk) / sp.without.size.disk) * 100, 0)} % of the store's blocks; bytes of files +${fmt(((sp.with.size.bytes - sp.without.size.bytes) / sp.without.size.bytes) * 100, 2)} %. ` +
-        'The entries lie in the four list folders until each holds 256 (empty files: no blocks); what is left is the row, its own file and a kv/ folder where the session has no other record, a 4 KiB block each: the floor while each record is a file of its own.',
+        'The entries lie in the four list folders until each holds 256 (empty files: no blocks); what is left is the row, a file of its own in the session\'s folder, a 4 KiB block: the floor while each record is a file of its own.',
     )
   }
 

@@ -65,7 +65,7 @@ describe('the session index', () => {
     expect(await rows(store)).toEqual(EXPECTED)
     await store.close()
     await rm(join(dir, 'store', 'index'), { recursive: true })
-    for (const id of ['a', 'b', 'kid']) await rm(join(dir, 'store', 'sessions', folderOf(id), 'kv', '_summary'), { force: true })
+    for (const id of ['a', 'b', 'kid']) await rm(join(dir, 'store', 'sessions', folderOf(id), 'summary.json'), { force: true })
     const again = await open()
     expect(await rows(again)).toEqual(EXPECTED)
     // kid: its descriptor and its meta
@@ -78,7 +78,7 @@ describe('the session index', () => {
     const store = await open()
     await populate(store)
     await store.close()
-    await writeFile(join(dir, 'store', 'sessions', folderOf('a'), 'kv', '_summary'), 'p{"v":1,"garbage":')
+    await writeFile(join(dir, 'store', 'sessions', folderOf('a'), 'summary.json'), 'p{"v":1,"garbage":')
     const again = await open()
     const report = await again.verify()
     expect(report.damaged).toEqual([expect.objectContaining({ id: 'a', code: 'CORRUPT_CHECKPOINT', detail: expect.stringContaining('session index') })])

@@ -15,13 +15,13 @@ import { IDBFactory as FakeIDBFactory } from 'fake-indexeddb'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createFsAdapter, type FsPromises } from '../../src/backends/fs'
 import { FOLDER_CAP } from '../../src/backends/fs/index-files'
-import { recordName } from '../../src/backends/fs/layout'
+import { folderOf, recordName } from '../../src/backends/fs/layout'
 import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
 import { createMemoryAdapter } from '../../src/backends/memory'
 import { createPostgresAdapter } from '../../src/backends/postgres'
 import { recordsRangeSql } from '../../src/backends/postgres/records'
 import { composeStorage, recordsOf } from '../../src/storage/records'
-import { INDEX_LISTS, indexEntryKey, indexStateKey, type IndexList } from '../../src/storage/records/keys'
+import { INDEX_LISTS, indexEntryKey, indexStateKey, type IndexList, summaryKey } from '../../src/storage/records/keys'
 import type { KeyValueStore, RecordKey, StorageAdapter } from '../../src/storage/types'
 import { rootHeader } from '../support/helpers'
 import { postgresBin, startCluster, type PgCluster } from '../support/postgres'
@@ -309,6 +309,38 @@ describe('fs: the session index in folders of its own', () => {
     // A list's first entries lie in its own folder, named by the whole time part.
     expect((await stat(join(dir, 'index', 'ax', 'fedcba987654+agent.1'))).isFile()).toBe(true)
     expect(await readdir(join(dir, 'kv'))).toEqual(['app'])
+  })
+
+  it("keeps a session's row in its folder's summary.json (no kv/ folder for it); one an earlier version left in kv/_summary is read until the row is written again", async () => {
+    const adapter = open()
+    const kv = recordsOf(adapter)!
+    const key = summaryKey('s1')
+    await adapter.createSession(rootHeader('s1'))
+    await kv.put(key, 'row 1')
+    const folder = join(dir, 'sessions', folderOf('s1'))
+    expect(await nodeFs.readFile(join(folder, 'summary.json'), 'utf8')).toBe('row 1')
+    expect(await readdir(folder)).not.toContain('kv')
+    expect(await kv.list(['session', 's1'])).toEqual([key])
+    // A store of the earlier layout (opened anew): the row in kv/_summary only.
+    await nodeFs.rm(join(folder, 'summary.json'))
+    await nodeFs.mkdir(join(folder, 'kv'))
+    await nodeFs.writeFile(join(folder, 'kv', '_summary'), 'old row')
+    const later = recordsOf(open())!
+    await later.put(['session', 's1', 'mine'], 'v') // the session's own record beside it
+    expect(await later.get(key)).toBe('old row')
+    expect(await later.list(['session', 's1'])).toEqual([key, ['session', 's1', 'mine']])
+    // Written again: in summary.json, and gone from kv/ (which keeps the session's own record).
+    await later.put(key, 'row 2')
+    expect(await later.get(key)).toBe('row 2')
+    expect(await readdir(join(folder, 'kv'))).toEqual(['mine'])
+    expect(await later.list(['session', 's1'])).toEqual([key, ['session', 's1', 'mine']])
+    // Both copies there (a process of the earlier version wrote meanwhile): the new one is read, and a delete removes both.
+    await nodeFs.writeFile(join(folder, 'kv', '_summary'), 'old row')
+    expect(await later.get(key)).toBe('row 2')
+    expect(await later.list(['session', 's1'], { limit: 10 })).toEqual([key, ['session', 's1', 'mine']])
+    await recordsOf(open())!.delete(key)
+    expect(await later.get(key)).toBeUndefined()
+    expect(await later.list(['session', 's1'])).toEqual([['session', 's1', 'mine']])
   })
 
   it("fills a list's folder up to FOLDER_CAP entries, then a level down: sessions written hours apart cost no folder each", async () => {

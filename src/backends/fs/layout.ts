@@ -4,6 +4,8 @@
 //                            events.log       records (record-format.ts), appended and fdatasync'ed before an append resolves
 //                            events.idx       the sparse offset index (offset-index.ts): a hint, checked on use
 //                            checkpoint.json  the checkpoint row, exactly its JSON shape (temp file + fsync + rename)
+//                            summary.json the session index's row of it (['session', id, '_summary']; stores of this version's first
+//                                         versions kept it in kv/_summary, still read there, and removed there when written)
 //                            history/<at>.json  history rows (time travel): the row after the first <at> events (temp file + rename)
 //                            kv/<name>        the session's key-value records (its chain marks), name = recordName(key parts after the id)
 //   <root>/tmp/              sessions, checkpoints and indexes in the making, renamed into place when whole
@@ -14,12 +16,14 @@
 //   <root>/kv/<name>         the store's own key-value records (of no session, of the session index neither), replaced whole by rename
 //   <root>/index/            the session index's records (keys ['_index', …], src/storage/records/keys.ts), apart so a list reads its page:
 //            state           ['_index', 'state']
-//            <L>/<T0:3>/<T3:5>/<T5:7>/<T7:9>/<T9:11>/<T11>+<id>
-//                            an entry ['_index', L, T, id] (L: ar, ax, cr or cx; T: 12 hex digits; id case-safe as in recordName), empty:
-//                            folders by the time part's leading digits, so each holds at most 256 names (a list's own at most one per
-//                            2.2 years of times) and a last folder the entries of 16 ms (about 50 when 100,000 sessions are written
-//                            within 30 seconds); a list walks the folders in order from its cursor (index-files.ts). A delete removes
-//                            the folders it leaves empty, up to <L>, and a put makes them again (again when one went meanwhile).
+//            <L>/<T>+<id>    an entry ['_index', L, T, id] (L: ar, ax, cr or cx; T: 12 hex digits; id case-safe as in recordName), empty,
+//            <L>/<T0:3>/<T3:12>+<id>, <L>/<T0:3>/<T3:5>/<T5:12>+<id>, ... down to <T9:11>/<T11>+<id>
+//                            in its list's folder while that holds fewer than 256 entries, else a level down in a folder named by
+//                            the time part's next digits (and so on; the last level takes any), so a store written over days keeps
+//                            its entries in four folders and one written in a burst grows them where it is dense (stores of this
+//                            version's first days kept every entry at the deepest level, read as they are); a list walks the folders in
+//                            order from its cursor (index-files.ts). A delete removes the folders it leaves empty, up to <L>, and a
+//                            put makes them again (again when one went meanwhile).
 //            other/<name>    any other key of the index, name = recordName(its parts after '_index')
 //                            Stores written before the index have no index/: it is a cache, rebuilt when missing.
 //
@@ -38,6 +42,8 @@ export const HEADER_FILE = 'header.json'
 export const LOG_FILE = 'events.log'
 export const INDEX_FILE = 'events.idx'
 export const CHECKPOINT_FILE = 'checkpoint.json'
+/** The session index's row of a session: in its folder, beside the checkpoint, so a session with no records of its own has no kv/ folder (a 4 KiB block). */
+export const SUMMARY_FILE = 'summary.json'
 export const HISTORY_DIR = 'history'
 /** Key-value records (kv.ts): the store's in `<root>/kv/`, a session's in its folder's `kv/`. */
 export const RECORDS_DIR = 'kv'
@@ -53,7 +59,7 @@ export const tmpDir = (root: string): string => join(root, 'tmp')
 export const trashDir = (root: string): string => join(root, 'trash')
 export const locksDir = (root: string): string => join(root, 'locks')
 
-/** The folder of session `id`, holding its HEADER_FILE, LOG_FILE, INDEX_FILE and CHECKPOINT_FILE. */
+/** The folder of session `id`, holding its HEADER_FILE, LOG_FILE, INDEX_FILE, CHECKPOINT_FILE and SUMMARY_FILE. */
 export const sessionDir = (root: string, id: SessionId): string => join(sessionsDir(root), folderOf(id))
 
 /** The writer lock file of session `id`. */

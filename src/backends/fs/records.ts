@@ -4,19 +4,20 @@
 // one. A session's records are in its folder's kv/, so deleting the session (its folder renamed
 // to the trash at once) takes them with it; the store's own are in <root>/kv/. The store's rows
 // (src/storage/records) stay where stores of 0.1 keep them: a session's checkpoint row in its
-// checkpoint.json, its history rows in history/<at>.json, meta records in <root>/meta/<key>.
+// checkpoint.json, its history rows in history/<at>.json, meta records in <root>/meta/<key>; its
+// session index row is in its summary.json (formerly kv/_summary, read there while no new one is).
 // The session index's keys are in <root>/index/ (index-files.ts), where a list reads its page.
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { compareIds } from '../../storage/types'
 import type { SessionId } from '../../core/model'
 import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, takeRange, unflat } from '../../storage/kv'
-import { CHECKPOINT_PART, HISTORY_PART, INDEX_PART, META_PART, positionOf, positionPart } from '../../storage/records/keys'
+import { CHECKPOINT_PART, HISTORY_PART, INDEX_PART, META_PART, positionOf, positionPart, SUMMARY_PART } from '../../storage/records/keys'
 import type { KeyValueStore, PutDurability, RecordKey } from '../../storage/types'
 import { replaceDurable, writeDurable } from './durable'
 import { errno, namesIn } from './errors'
 import { createIndexFiles, isIndexKey } from './index-files'
-import { CHECKPOINT_FILE, HISTORY_DIR, metaDir, partsOfRecordName, recordName, recordsDir, scratchName, sessionDir, sessionRecordsDir, tmpDir } from './layout'
+import { CHECKPOINT_FILE, HISTORY_DIR, metaDir, partsOfRecordName, recordName, recordsDir, scratchName, SUMMARY_FILE, sessionDir, sessionRecordsDir, tmpDir } from './layout'
 import type { FsSettings } from './options'
 
 const ROW_NAME = /^([1-9]\d{0,15})\.json$/
@@ -31,12 +32,16 @@ export function createRecordFiles(
 ): KeyValueStore {
   const index = createIndexFiles({ fs, root })
   /** The folder and file name of a key: a session's key in its folder, without its first two parts. */
-  const placeOf = (key: RecordKey): { dir: string; name: string; owner?: SessionId; row?: true } => {
+  const placeOf = (key: RecordKey): { dir: string; name: string; owner?: SessionId; row?: true; legacy?: string } => {
     const owner = sessionOfKey(key)
     if (owner === undefined) {
       return key.length === 2 && key[0] === META_PART ? { dir: metaDir(root), name: key[1]! } : { dir: recordsDir(root), name: recordName(key) }
     }
     if (key.length === 3 && key[2] === CHECKPOINT_PART) return { dir: sessionDir(root, owner), name: CHECKPOINT_FILE, owner, row: true }
+    if (key.length === 3 && key[2] === SUMMARY_PART) {
+      const legacy = join(sessionRecordsDir(root, owner), recordName([SUMMARY_PART]))
+      return { dir: sessionDir(root, owner), name: SUMMARY_FILE, owner, row: true, legacy }
+    }
     const at = key.length === 4 && key[2] === HISTORY_PART ? positionOf(key[3]) : undefined
     if (at !== undefined) return { dir: join(sessionDir(root, owner), HISTORY_DIR), name: `${at}.json`, owner, row: true }
     return { dir: sessionRecordsDir(root, owner), name: recordName(key.slice(2)), owner }
@@ -67,6 +72,23 @@ export function createRecordFiles(
 
   const names = (dir: string) => namesIn(fs, dir)
 
+  /** Folders of sessions whose kv/ holds no row of an earlier version any more (so a put or delete of their row looks there no more). */
+  const noLegacy = new Set<string>()
+  /**
+   * A row's copy where an earlier version kept it (kv/_summary). Its kv/ folder stays, even
+   * empty: a put of the session's records may be between its mkdir and its rename there.
+   */
+  async function removeLegacy(path: string): Promise<void> {
+    if (noLegacy.has(path)) return
+    try {
+      await fs.unlink(path)
+    } catch (err) {
+      if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw err
+    }
+    if (noLegacy.size >= 4096) noLegacy.clear()
+    noLegacy.add(path)
+  }
+
   /** The keys stored in `dir`, `base` being the parts its names leave out (none of the index: its are in their own folder). */
   async function keysIn(dir: string, base: readonly string[]): Promise<string[]> {
     const keys: string[] = []
@@ -80,8 +102,11 @@ export function createRecordFiles(
   /** Session `id`'s keys (those under `part`, its third, when given): its records, checkpoint and history rows. */
   async function sessionKeys(id: SessionId, part: string | undefined): Promise<string[]> {
     const keys = part === undefined || (part !== CHECKPOINT_PART && part !== HISTORY_PART) ? await keysIn(sessionRecordsDir(root, id), ['session', id]) : []
-    if (part === undefined || part === CHECKPOINT_PART) {
-      if ((await names(sessionDir(root, id))).includes(CHECKPOINT_FILE)) keys.push(flat(['session', id, CHECKPOINT_PART]))
+    if (part === undefined || part === CHECKPOINT_PART || part === SUMMARY_PART) {
+      const here = await names(sessionDir(root, id))
+      if (part !== SUMMARY_PART && here.includes(CHECKPOINT_FILE)) keys.push(flat(['session', id, CHECKPOINT_PART]))
+      const summary = flat(['session', id, SUMMARY_PART])
+      if (part !== CHECKPOINT_PART && here.includes(SUMMARY_FILE) && !keys.includes(summary)) keys.push(summary)
     }
     if (part === undefined || part === HISTORY_PART) {
       for (const name of await historyNames(join(sessionDir(root, id), HISTORY_DIR))) {
@@ -111,18 +136,20 @@ export function createRecordFiles(
     async get(key) {
       assertKey(key)
       if (isIndexKey(key)) return index.get(key)
-      const { dir, name } = placeOf(key)
-      try {
-        return await fs.readFile(join(dir, name), 'utf8')
-      } catch (err) {
-        if (errno(err) === 'ENOENT') return undefined
-        throw err
+      const { dir, name, legacy } = placeOf(key)
+      for (const path of legacy === undefined ? [join(dir, name)] : [join(dir, name), legacy]) {
+        try {
+          return await fs.readFile(path, 'utf8')
+        } catch (err) {
+          if (errno(err) !== 'ENOENT') throw err
+        }
       }
+      return undefined
     },
     async put(key, value, options) {
       assertKey(key)
       if (isIndexKey(key)) return index.put(key, value, options?.durability ?? 'cache')
-      const { dir, name, owner, row } = placeOf(key)
+      const { dir, name, owner, row, legacy } = placeOf(key)
       if (owner !== undefined && !(await sessionExists(owner))) throw notFoundForKey(owner, key)
       // A row's temp file is named as the session's checkpoint in the making (layout.ts).
       const tmp = join(tmpDir(root), row ? scratchName(owner!, 'ckpt') : `rec.${randomBytes(6).toString('hex')}`)
@@ -134,6 +161,7 @@ export function createRecordFiles(
         })
         await write(tmp, join(dir, name), value, options?.durability ?? 'cache')
         listed.delete(dir)
+        if (legacy !== undefined) await removeLegacy(legacy)
       } catch (err) {
         await fs.rm(tmp, { force: true }).catch(() => {})
         throw owner !== undefined && errno(err) === 'ENOENT' ? notFoundForKey(owner, key) : err
@@ -142,13 +170,14 @@ export function createRecordFiles(
     async delete(key) {
       assertKey(key)
       if (isIndexKey(key)) return index.remove(key)
-      const { dir, name } = placeOf(key)
+      const { dir, name, legacy } = placeOf(key)
       listed.delete(dir)
       try {
         await fs.unlink(join(dir, name))
       } catch (err) {
         if (errno(err) !== 'ENOENT') throw err
       }
+      if (legacy !== undefined) await removeLegacy(legacy)
     },
     async list(prefix, range) {
       const r = resolveKeyRange(prefix, range)
