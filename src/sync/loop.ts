@@ -35,6 +35,8 @@ class Loop {
   #pullCursor: string | null = null
   /** Sessions to send again whole (skipped by the server: locked there, or a gap). */
   readonly #retryPush = new Set<SessionId>()
+  /** The events of each session in #retryPush that the server skipped: still pending until sent. */
+  readonly #retryEvents = new Map<SessionId, number>()
   /** Sessions to fetch again whole (skipped here: open for writing here). */
   readonly #retryPull = new Set<SessionId>()
   /** What the server is known to hold (pushed and answered, or pulled): not pushed again. */
@@ -80,7 +82,9 @@ class Loop {
         if (this.#retryPull.size > 0) await this.#pullAgain()
         // Not `online` here: in live mode a round may send nothing (each request says so itself).
         this.#link.done('round')
-        if (!this.host.options.live || this.#liveCaughtUp) for (const f of waiting) f()
+        // Not synced while the server skipped a session (locked there): sent again next round.
+        if (this.#retryPush.size > 0) this.host.returnWaiting(waiting)
+        else if (!this.host.options.live || this.#liveCaughtUp) for (const f of waiting) f()
         else this.#liveWaiting.push(...waiting)
         await this.#sleep(this.host.options.pollMs ?? 250)
       } catch (err) {
@@ -147,13 +151,20 @@ class Loop {
         // The round's own call, so that both count alike.
         const c = await this.host.store.changesSince(this.#pushCursor, only ? { sessions: only, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
         const batch = this.#trim(c.batch, this.#serverHas)
-        if (at === this.#counted) this.host.set({ pending: batch.sessions.reduce((n, e) => n + e.events.length, 0) + c.pending })
+        if (at === this.#counted) this.host.set({ pending: batch.sessions.reduce((n, e) => n + e.events.length, 0) + c.pending + this.#skipped() })
       } while (this.#recount)
     } catch {
       // counted again by the next round
     } finally {
       this.#counting = false
     }
+  }
+
+  /** Events the server skipped, to be sent again (counted in `pending`, so whenSynced waits for them). */
+  #skipped(): number {
+    let n = 0
+    for (const events of this.#retryEvents.values()) n += events
+    return n
   }
 
   async #save(): Promise<void> {
@@ -166,6 +177,7 @@ class Loop {
     if (this.#retryPush.size > 0) {
       const ids = [...this.#retryPush]
       this.#retryPush.clear()
+      this.#retryEvents.clear() // counted again by the push below, and again here if skipped again
       await this.#pushFrom({ v: 1, sessions: {} }, ids, false)
     }
     await this.#pushFrom(this.#pushCursor, only, true)
@@ -177,14 +189,18 @@ class Loop {
       const c = await this.host.store.changesSince(cursor, sessions ? { sessions, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
       const batch = this.#trim(c.batch, this.#serverHas)
       const events = batch.sessions.reduce((n, e) => n + e.events.length, 0)
-      this.host.set({ pending: events + c.pending })
+      this.host.set({ pending: events + c.pending + this.#skipped() })
       if (batch.sessions.length > 0) {
         // Known here before it is sent: the live stream may carry it back before the answer.
         for (const e of batch.sessions) extend(this.#hereHas, e.header.id, e.header.createdAt, e.from + e.events.length)
         const response = await this.#request(SYNC_PATHS.push, { method: 'POST', body: JSON.stringify(batch), headers: { 'content-type': 'application/json' } })
         const result = (await response.json()) as PushAnswer
         const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
-        for (const s of result.skipped) this.#retryPush.add(s.id)
+        for (const s of result.skipped) {
+          this.#retryPush.add(s.id)
+          const sent = batch.sessions.filter((e) => e.header.id === s.id).reduce((n, e) => n + e.events.length, 0)
+          this.#retryEvents.set(s.id, (this.#retryEvents.get(s.id) ?? 0) + Math.max(1, sent))
+        }
         this.#addConflicts(result.conflicts)
         for (const e of batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
         this.host.set({ pushed: this.host.state().pushed + events })
@@ -195,7 +211,7 @@ class Loop {
         if (batch.sessions.length > 0 || c.batch.sessions.length > 0) await this.#save()
       }
       if (c.done) {
-        this.host.set({ pending: 0 })
+        this.host.set({ pending: this.#skipped() })
         return
       }
     }

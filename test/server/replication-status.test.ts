@@ -301,3 +301,35 @@ it('a server that answers but cannot serve is offline from the start, never onli
     await r.close()
   }
 })
+
+it('a session the server holds open for writing is skipped and stays pending: whenSynced waits for it, and it goes once the server lets it go', async () => {
+  const server = await open('server')
+  const http = await serve(server)
+  const a = await open('a')
+  const r = a.connect(http.url, { headers: AUTH })
+  cleanups.push(() => r.close())
+  const s = await a.createSession({ id: 'held' })
+  await s.append({ type: 'app/x', data: 1 })
+  await r.whenSynced()
+  const before = await count(server, 'held')
+  expect(before).toBeGreaterThan(0)
+  const held = await server.openSession('held')
+  const pushes = () => http.log.filter((e) => e.path === '/push' && e.status === 200).length
+  const pushed = pushes()
+  await s.append({ type: 'app/x', data: 2 })
+  // Pushed and skipped (locked there), then again each round: pending says so, and whenSynced waits.
+  await until(() => pushes() >= pushed + 2, 10_000)
+  let synced = false
+  const whenSynced = r.whenSynced().then(() => {
+    synced = true
+  })
+  await sleep(800)
+  expect(r.pending).toBe(1)
+  expect(synced).toBe(false)
+  expect(await count(server, 'held')).toBe(before)
+  await held.close()
+  await whenSynced
+  expect(r.pending).toBe(0)
+  expect(await count(server, 'held')).toBe(before + 1)
+  await s.close()
+})
