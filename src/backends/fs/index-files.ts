@@ -40,11 +40,10 @@ interface Listing {
   names: string[]
   folder?: EntryFolder
 }
-/** An entry folder's entries (by time part, its name's digits of it), subfolders and names that are no subfolder, sorted. */
+/** An entry folder's entries (by time part, its name's digits of it) and subfolders, sorted. */
 interface EntryFolder {
   entries: { t: string; name: string }[]
   subs: string[]
-  others: number
 }
 
 const TIME = /^[0-9a-f]{12}$/
@@ -139,11 +138,10 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
     const l = await listing(dir)
     if (l.folder) return l.folder
     const digits = NAME_DIGITS[level]!
-    const folder: EntryFolder = { entries: [], subs: [], others: 0 }
+    const folder: EntryFolder = { entries: [], subs: [] }
     for (const name of l.names) {
       if (FOLDER_NAMES[level]?.test(name)) folder.subs.push(name)
       else {
-        folder.others++
         const t = name.slice(0, digits)
         if (name.length > digits + 1 && name[digits] === '+' && NAME_TIMES[level]!.test(t)) folder.entries.push({ t, name })
       }
@@ -179,8 +177,12 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
     for (let level = 0; level < places.length - 1; level++) {
       const { dir, name } = places[level]!
       if (Date.now() - (full.get(dir) ?? -Infinity) < FULL_MS) continue
-      const here = await entryFolder(dir, level)
-      if (here.others < FOLDER_CAP || (await names(dir)).includes(name)) return places[level]!
+      // Read as it is (not from `listings`: a put's folders are mostly being written, so a stat would come on top).
+      const here = await namesIn(fs, dir)
+      if (here.includes(name)) return places[level]!
+      let entries = 0
+      for (const n of here) if (!FOLDER_NAMES[level]?.test(n)) entries++
+      if (entries < FOLDER_CAP) return places[level]!
       full.delete(dir)
       if (full.size >= MAX_FULL) full.delete(full.keys().next().value!)
       full.set(dir, Date.now())
