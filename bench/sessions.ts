@@ -1264,7 +1264,7 @@ function report(m: Measured): void {
       `${what}: a session takes ${per(sp.without.size.disk)} of blocks without the index; the index adds ${per(sp.with.size.disk - sp.without.size.disk)} a session ` +
         `(index/: ${per(sp.with.index.disk)} in ${n0(sp.with.index.folders / CONFIG.spreadSessions)} folders a session; the row, summary.json, ${per(sp.with.summaries.disk)}), ` +
         `${fmt(((sp.with.size.disk - sp.without.size.disk) / sp.without.size.disk) * 100, 0)} % of the store's blocks; bytes of files +${fmt(((sp.with.size.bytes - sp.without.size.bytes) / sp.without.size.bytes) * 100, 2)} %. ` +
-        'The entries lie in the four list folders until each holds 256 (empty files: no blocks); what is left is the row, a file of its own in the session\'s folder, a 4 KiB block: the floor while each record is a file of its own.',
+        "The entries lie in the four list folders until each holds 256 (empty files: no blocks); what is left is the row, a file of its own in the session's folder, a 4 KiB block: the floor while each record is a file of its own.",
     )
   }
 

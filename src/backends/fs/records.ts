@@ -17,7 +17,19 @@ import type { KeyValueStore, PutDurability, RecordKey } from '../../storage/type
 import { replaceDurable, writeDurable } from './durable'
 import { errno, namesIn } from './errors'
 import { createIndexFiles, isIndexKey } from './index-files'
-import { CHECKPOINT_FILE, HISTORY_DIR, metaDir, partsOfRecordName, recordName, recordsDir, scratchName, SUMMARY_FILE, sessionDir, sessionRecordsDir, tmpDir } from './layout'
+import {
+  CHECKPOINT_FILE,
+  HISTORY_DIR,
+  metaDir,
+  partsOfRecordName,
+  recordName,
+  recordsDir,
+  scratchName,
+  SUMMARY_FILE,
+  sessionDir,
+  sessionRecordsDir,
+  tmpDir,
+} from './layout'
 import type { FsSettings } from './options'
 
 const ROW_NAME = /^([1-9]\d{0,15})\.json$/
