@@ -1,9 +1,9 @@
 // The network side of a replication: the push and pull loops, live events, backoff. It runs
 // where the engine runs (src/sync/runs.ts), on the engine's own calls.
-import { CHAIN_ZERO, chainOver, eventJson } from '../core/chain'
-import type { ChangeBatch, ChangeCursor, SyncConflict } from '../core/changes'
+import type { ChangeCursor, SyncConflict } from '../core/changes'
 import type { SessionId } from '../core/model'
 import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from './protocol'
+import { extend, trimKnown, type Extent } from './extent'
 import { HttpFailure, Link, type Lane } from './link'
 import type { LoopHost } from './types'
 
@@ -12,17 +12,6 @@ const REQUEST_TIMEOUT_MS = 30_000
 const PUSH_EVENTS = 4000
 /** How long the server may hold a long-poll. */
 const LONG_POLL_MS = 25_000
-
-/** How much of a session (of the one created at `createdAt`) a side holds. */
-interface Extent {
-  createdAt: number
-  length: number
-}
-
-function extend(map: Map<SessionId, Extent>, id: SessionId, createdAt: number, length: number): void {
-  const had = map.get(id)
-  if (!had || had.createdAt !== createdAt || had.length < length) map.set(id, { createdAt, length })
-}
 
 /** Runs the replication until `host.signal` aborts. */
 export function runReplication(host: LoopHost): Promise<void> {
@@ -150,7 +139,7 @@ class Loop {
         const only = this.host.options.sessions
         // The round's own call, so that both count alike.
         const c = await this.host.store.changesSince(this.#pushCursor, only ? { sessions: only, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
-        const batch = this.#trim(c.batch, this.#serverHas)
+        const batch = trimKnown(c.batch, this.#serverHas)
         if (at === this.#counted) this.host.set({ pending: batch.sessions.reduce((n, e) => n + e.events.length, 0) + c.pending + this.#skipped() })
       } while (this.#recount)
     } catch {
@@ -187,7 +176,7 @@ class Loop {
     let cursor = start
     for (;;) {
       const c = await this.host.store.changesSince(cursor, sessions ? { sessions, maxEvents: PUSH_EVENTS } : { maxEvents: PUSH_EVENTS })
-      const batch = this.#trim(c.batch, this.#serverHas)
+      const batch = trimKnown(c.batch, this.#serverHas)
       const events = batch.sessions.reduce((n, e) => n + e.events.length, 0)
       this.host.set({ pending: events + c.pending + this.#skipped() })
       if (batch.sessions.length > 0) {
@@ -217,25 +206,6 @@ class Loop {
     }
   }
 
-  /** The batch without the part of each session `known` says is there already. */
-  #trim(batch: ChangeBatch, known: ReadonlyMap<SessionId, Extent>): ChangeBatch {
-    const sessions = []
-    for (const e of batch.sessions) {
-      const has = known.get(e.header.id)
-      if (!has || has.createdAt !== e.header.createdAt || has.length <= e.from) {
-        sessions.push(e)
-        continue
-      }
-      const end = e.from + e.events.length
-      if (end <= has.length) continue
-      // Sent from further on: the witness of the prefix is the chain stepped over what is cut.
-      const cut = e.events.slice(0, has.length - e.from)
-      const chain = chainOver(e.chain ?? CHAIN_ZERO, cut.map(eventJson))
-      sessions.push({ ...e, from: has.length, events: e.events.slice(has.length - e.from), chain })
-    }
-    return { v: 1, sessions }
-  }
-
   /** The server holds `id` up to `length`, and so does this store. */
   #learn(id: SessionId, createdAt: number, length: number): void {
     extend(this.#serverHas, id, createdAt, length)
@@ -253,7 +223,7 @@ class Loop {
   async #apply(answer: PullAnswer): Promise<void> {
     // Less what is known to be here already: this device's own pushes, which the server's
     // pulls and live stream carry back to every reader, this one included.
-    const batch = this.#trim(answer.batch, this.#hereHas)
+    const batch = trimKnown(answer.batch, this.#hereHas)
     if (batch.sessions.length > 0) {
       const result = await this.host.store.applyChanges(batch)
       this.#addConflicts(result.conflicts)
