@@ -1,7 +1,7 @@
 // The API both platform entries export: index-node.ts (the package's "node" condition) and
 // index-browser.ts (browsers, and any other runtime) add openStore, bound to their platform.
 export { Store } from './client/store'
-export type { RotateKeyOptions, VerifyOptions } from './client/store'
+export type { DeleteSessionOptions, RotateKeyOptions, VerifyOptions } from './client/store'
 export { Session, SessionView } from './client/session'
 export type { SpawnOptions } from './client/session'
 export type { ChildrenListener } from './client/children-watch'

@@ -54,13 +54,9 @@ async function openChat(store: Store, id: SessionId): Promise<OpenChat> {
 }
 
 /**
- * Deletes a chat and the subagents it spawned. A delete takes one session; its subagents would
- * stay in the store, listed nowhere (the sidebar lists roots), so they go too, once listed.
+ * Deletes a chat and the subagents it spawned (`tree: true`): all of them or, while one is open
+ * for writing somewhere (SESSION_LOCKED), none.
  */
 export async function deleteChat(store: Store, id: SessionId): Promise<void> {
-  const view = await store.observe(id)
-  const rows = await view.listChildren({ recursive: true }).finally(() => view.close())
-  await store.deleteSession(id)
-  // External children ('recordExternal') have no session here; diagnostic rows name none to delete.
-  for (const row of rows) if (row.kind === 'child' && row.mode !== 'external') await store.deleteSession(row.id)
+  await store.deleteSession(id, { tree: true })
 }

@@ -5,21 +5,20 @@
 // help, is in usage.ts.
 import { isSessionfoldError } from '../core/errors'
 import { PG_SCHEMA_PATTERN as SCHEMA_NAME } from '../core/limits'
-import type { SessionId } from '../core/model'
 import type { StoreConfig } from '../backends/config'
 import { assertSessionId } from '../core/validate'
 import type { Engine } from '../engine'
 import type { ReadableStorage } from '../engine/reader'
 import { nodePlatform, redacted } from '../backends/node'
 import type { OpenPurpose } from '../backends/platform'
-import { openEngine, type EngineSettings, type OpenedEngine } from '../host/open-engine'
+import { openEngine, type OpenedEngine } from '../host/open-engine'
 import { events } from './events'
 import { ls } from './ls'
 import { sessionQueryProblem } from '../core/session-list'
 import { show } from './show'
 import { tree } from './tree'
 import { verify } from './verify'
-import { deleteSessions, handOverLocks } from './delete'
+import { deleteSessions } from './delete'
 import { Output, report, type Io } from './output'
 import { applyImport, checkImport, exportSessions, type CheckedImport } from './transfer'
 import { COMMANDS, commandUsage, generalUsage, isCommand, type CommandName, type CommandSpec } from './usage'
@@ -171,13 +170,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const out = new Output(io, args.json)
   let opened: OpenedEngine | undefined
   let checked: CheckedImport | undefined
-  const held = new Map<SessionId, () => Promise<void>>()
   try {
     const key = await cliKey(args.keyFile)
-    const open = (purpose: OpenPurpose, locks?: EngineSettings['locks']) =>
+    const open = (purpose: OpenPurpose) =>
       openEngine(nodePlatform, store, {
         purpose,
-        locks,
         encryption: key ? { key } : undefined,
         keyAdvice: cliAdvice(args.keyFile),
         onError: () => {},
@@ -192,8 +189,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       return await applyImport(async () => (opened ??= await open('create')).engine, out, io, checked)
     }
     if (command === 'delete') {
-      const deleting = (opened = await open('write', (locks) => handOverLocks(locks, held)))
-      return await deleteSessions(deleting.engine, out, deleting.locks, held, args.ids, args.tree)
+      opened = await open('write')
+      return await deleteSessions(opened.engine, out, args.ids, args.tree)
     }
     // Read-only commands only ask who holds a session (lock files, leases), never take a lock.
     opened = await open('read')

@@ -17,7 +17,7 @@ import { DEFAULT_MAX_EVENT_BYTES, HEADER_VERSION } from '../core/limits'
 import { isPlainObject } from '../core/validate'
 import type { Engine } from '../engine'
 import { checkBatch, checkHeader } from '../engine/change-batch'
-import { descendants, parentsFirst } from './lineage'
+import { descendants, parentsFirst } from '../engine/tree'
 import { progressBar, type Io, type Output } from './output'
 
 const IMPORT_BATCH = 1000

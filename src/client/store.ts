@@ -22,6 +22,12 @@ import { sessionsPageProblem } from './answer-checks'
 /** Events verified per round trip to the worker: progress and cancellation happen between them. */
 const VERIFY_BUDGET = 50_000
 
+/** Options of {@link Store.deleteSession}. */
+export interface DeleteSessionOptions {
+  /** The session with every descendant in its catalogs, all or nothing, children first. Default false: that session alone. */
+  tree?: boolean
+}
+
 /** Options of {@link Store.verify}. */
 export interface VerifyOptions {
   /** Aborting it rejects the call with `CANCELLED` (checked between steps of about 50,000 events). */
@@ -232,13 +238,19 @@ export class Store {
   /**
    * Deletes a session: its header, events and checkpoint. `SESSION_LOCKED` while any client
    * (this store's own handles included) has it open for writing: close the writer first. An id
-   * that names no session resolves quietly. Only that session goes: its children stay in the
-   * store, and a parent's catalog still names a deleted child, which `listChildren` then lists
-   * as a `diagnostic` row with `reason: 'unavailable'`.
+   * that names no session resolves quietly.
+   *
+   * Alone (the default), only that session goes: its children stay in the store, and its
+   * parent's catalog still names it, which `listChildren` then lists as a `diagnostic` row with
+   * `reason: 'unavailable'`. With `{ tree: true }` every descendant in its catalogs goes too,
+   * all or nothing: each is locked for writing before the first is deleted (`SESSION_LOCKED`
+   * names one open for writing anywhere, and nothing is deleted), then children go before their
+   * parents, so a delete cut short (a crash) leaves a tree the same call finishes.
    */
-  async deleteSession(id: SessionId): Promise<void> {
+  async deleteSession(id: SessionId, options?: DeleteSessionOptions): Promise<void> {
     assertSessionId(id)
-    await this.#calls.call((api) => api.deleteSession(id), id)
+    assertOptions(options, 'deleteSession', ['tree'], id)
+    await this.#calls.call((api) => api.deleteSession(id, options), id)
   }
 
   /**

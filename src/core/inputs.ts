@@ -45,6 +45,9 @@ export const listSessionsInputSchema = z.strictObject({
   limit: z.optional(z.int().check(z.gte(1), z.lte(MAX_LIST_LIMIT))),
 })
 
+/** `store.deleteSession(id, options)`. */
+export const deleteSessionInputSchema = z.strictObject({ tree: z.optional(z.boolean()) })
+
 /** `store.observe(id, { at })`: `at` is bounded by the log's length where the engine knows it. */
 export const observeAtInputSchema = z.strictObject({ at: countSchema })
 

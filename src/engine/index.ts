@@ -27,6 +27,7 @@ import { HistoryKeeper } from './history'
 import { atOption, catalogsAt, readAt, type AtReader } from './read-at'
 import { createRoot, fork, recordExternal, spawn, type LineageHost } from './lineage'
 import { catalogEntries, listChildren } from './list-children'
+import { deleteSessions, type DeleteOptions } from './delete-tree'
 import { LiveSessions, type LiveSession } from './live-sessions'
 import { StoreReader, type ColdRead } from './reader'
 import { verifyPlan, verifyStep } from './verify'
@@ -181,14 +182,11 @@ export class Engine {
     if (role === 'writer') this.index?.tell()
   }
 
-  /** Deletes a session that nobody holds open for writing; views of it here hear it (and other engines, told through onDelete). */
-  async deleteSession(id: SessionId): Promise<void> {
+  /** Deletes sessions nobody holds open for writing (with `tree`, each with its descendants), all or nothing (delete-tree.ts). */
+  deleteSessions(ids: readonly SessionId[], options?: DeleteOptions): Promise<SessionId[]> {
     this.open()
-    assertSessionId(id)
-    const row = await this.index?.row(id)
-    await this.sessions.delete(id)
-    await this.index?.deleted(id, row)
-    this.onDelete?.(id)
+    const { reader, locks, index, sessions, onDelete } = this
+    return deleteSessions({ reader, locks, index, sessions, onDelete, listChildren: (id, o) => this.listChildren(id, o) }, ids, options)
   }
 
   /** A page of the session list (`store.sessions()`): `query` checked, `count` rows after `after`. */

@@ -1,10 +1,12 @@
-// Which sessions `export --tree` and `delete --tree` take, and in which order: a session's
-// descendants come from the parent-owned catalogs (as `tree` shows them), and a parent comes
-// before its children (export) or after them (delete).
+// Which sessions a tree is (`deleteSession(id, { tree: true })`, the CLI's `export --tree` and
+// `delete --tree`), and in which order: a session's descendants come from the parent-owned
+// catalogs (as `listChildren` shows them), and a parent comes before its children (export) or
+// after them (delete).
 import type { SessionInfo } from '../storage/types'
 import { isSessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
-import type { Engine } from '../engine'
+import type { SubagentListEntry } from '../core/children'
+import type { StoreReader } from './reader'
 
 /** A catalog row that could not be followed: the tree under `id` is not known whole. */
 export interface TreeProblem {
@@ -17,7 +19,10 @@ export interface TreeProblem {
  * the rows that could not be followed. A child whose session no longer exists (deleted on
  * its own) is neither: there is nothing of it to take, and its parent still names it.
  */
-export async function descendants(engine: Engine, id: SessionId): Promise<{ infos: SessionInfo[]; problems: TreeProblem[] }> {
+export async function descendants(
+  engine: { reader: Pick<StoreReader, 'find'>; listChildren(id: SessionId, options: { recursive: true }): Promise<SubagentListEntry[]> },
+  id: SessionId,
+): Promise<{ infos: SessionInfo[]; problems: TreeProblem[] }> {
   const infos: SessionInfo[] = []
   const problems: TreeProblem[] = []
   for (const row of await engine.listChildren(id, { recursive: true })) {

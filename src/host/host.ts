@@ -2,7 +2,7 @@
 // thread. It maps client handles onto the engine's live sessions and pushes each session's
 // changes, batched per task of the event loop (and before the answer of the append that made
 // them), while some handle has it open; and the states of its replications, on the same channel.
-import { listSessionsInputSchema, parseInput } from '../core/inputs'
+import { deleteSessionInputSchema, listSessionsInputSchema, parseInput } from '../core/inputs'
 import type { ChangeBatch, ChangeCursor, ChangesOptions } from '../core/changes'
 import { framesOf, mergeChange, type PendingFrame } from './frames'
 import { nextTask } from './next-task'
@@ -274,9 +274,10 @@ export class EngineHost {
     this.sessionsWatch = on ? this.engine.index?.subscribe(() => this.post({ kind: 'sessions' })) : undefined
   }
 
-  async deleteSession(id: string): Promise<void> {
+  async deleteSession(id: string, options?: unknown): Promise<void> {
     assertSessionId(id)
-    await this.engine.deleteSession(id)
+    const { tree } = options === undefined ? {} : parseInput(deleteSessionInputSchema, options, 'deleteSession options', id)
+    await this.engine.deleteSessions([id], { tree })
   }
 
   async readEvents(id: string, from: number, to: number | undefined): Promise<EventsPage> {

@@ -364,6 +364,16 @@ function cases(): Case[] {
   ] as const)
     add(`listSessions with ${label}`, 'INVALID_ARGUMENT', (c) => c.store.listSessions(o as never))
 
+  // deleteSession options.
+  for (const [label, o] of [
+    ['null', null],
+    ['a string', 'tree'],
+    ['tree "yes"', { tree: 'yes' }],
+    ['tree 1', { tree: 1 }],
+    ['an unknown field', { recursive: true }],
+  ] as const)
+    add(`deleteSession("idle") with ${label}`, 'INVALID_ARGUMENT', (c) => c.store.deleteSession('idle', o as never))
+
   // events({ from, to }) ranges.
   for (const [label, o] of [
     ['from -1', { from: -1 }],

@@ -65,6 +65,57 @@ export function clientConformance(mode: string, options: () => OpenStoreOptions,
     )
 
     it(
+      'deleteSession with { tree: true } deletes a session and every descendant, all or nothing',
+      withStore(async (store) => {
+        const ids = async () => (await store.listSessions()).map((h) => h.id).sort()
+        const root = await store.createSession({ id: 'root' })
+        const kid = await root.spawn({ mode: 'continuable', id: 'kid', label: 'researcher' })
+        const other = await root.spawn({ mode: 'one-shot', id: 'other' })
+        const grand = await kid.spawn({ mode: 'one-shot', id: 'grand' })
+        await root.recordExternal({ childId: 'ci-42' }) // no session here: nothing to delete
+        const fork = await root.fork({ id: 'fork' }) // not a descendant in a catalog: stays
+        const apart = await store.createSession({ id: 'apart' })
+        for (const s of [root, kid, other, fork, apart]) await s.close()
+        const all = ['apart', 'fork', 'grand', 'kid', 'other', 'root']
+        // A grandchild open for writing: SESSION_LOCKED names it, and nothing is deleted.
+        const err = await store.deleteSession('root', { tree: true }).then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        expect(err).toMatchObject({ code: 'SESSION_LOCKED', sessionId: 'grand' })
+        expect(await ids()).toEqual(all)
+        // Bad options: INVALID_ARGUMENT, nothing deleted.
+        await expectCode(store.deleteSession('root', { tree: 'yes' } as never), 'INVALID_ARGUMENT')
+        await expectCode(store.deleteSession('root', { trees: true } as never), 'INVALID_ARGUMENT')
+        await expectCode(store.deleteSession('root', 'tree' as never), 'INVALID_ARGUMENT')
+        expect(await ids()).toEqual(all)
+        // A view of the grandchild hears its delete: its live tail ends with SESSION_NOT_FOUND.
+        await grand.close()
+        const view = await store.observe('grand')
+        const tail = expectCode(
+          (async () => {
+            for await (const _ of view.events({ follow: true })) {
+            }
+          })(),
+          'SESSION_NOT_FOUND',
+        )
+        await store.deleteSession('root', { tree: true })
+        expect(await ids()).toEqual(['apart', 'fork'])
+        await expectCode(store.openSession('grand'), 'SESSION_NOT_FOUND')
+        await tail
+        await view.close().catch(() => {})
+        // An id that names no session resolves quietly, as without `tree`.
+        await store.deleteSession('root', { tree: true })
+        // Alone (the default), a parent goes and its children stay.
+        const p = await store.createSession({ id: 'p' })
+        await (await p.spawn({ mode: 'one-shot', id: 'c' })).close()
+        await p.close()
+        await store.deleteSession('p', { tree: false })
+        expect(await ids()).toEqual(['apart', 'c', 'fork'])
+      }),
+    )
+
+    it(
       'appends with expectedSeq and reads its own writes synchronously',
       withStore(async (store) => {
         const s = await store.createSession({ id: 's' })

@@ -50,6 +50,7 @@ import {
   createSessionInputSchema,
   forkInputSchema,
   listSessionsInputSchema,
+  deleteSessionInputSchema,
   observeAtInputSchema,
   recordExternalInputSchema,
   spawnInputSchema,
@@ -461,6 +462,12 @@ describe("one shape, one source: the host's inputs are their schemas (src/core/i
     const limits = fc.oneof(fc.integer({ min: 1, max: MAX_LIST_LIMIT }), fc.constantFrom(0, MAX_LIST_LIMIT + 1, 2.5, -1, '5', null), wrongType)
     const base = fc.record({ after: maybe(validId), limit: maybe(limits) }).map(without)
     await agreeThroughApi(mutated(base, ['after', 'limit'], fc.oneof(ids, limits)), (v) => store.listSessions(v as never), listSessionsInputSchema)
+  })
+
+  it('deleteSession options (of a session that is not there: an accepted delete resolves quietly)', async () => {
+    const trees = fc.oneof(fc.boolean(), fc.constantFrom(0, 1, 'true', null), wrongType)
+    const base = fc.record({ tree: maybe(trees) }).map(without)
+    await agreeThroughApi(mutated(base, ['tree'], trees), (v) => store.deleteSession('nobody', v as never), deleteSessionInputSchema)
   })
 
   it('observe options with at (without it, observe follows the session and sends no options)', async () => {

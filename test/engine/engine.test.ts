@@ -377,7 +377,7 @@ for (const [name, make] of adapters) {
         await engine.append('reuse', [fact('old-child'), { type: 'turn/end' }])
         await engine.release('reuse', 'writer')
         const oldRow = await storage.getCheckpoint('reuse')
-        await engine.deleteSession('reuse')
+        await engine.deleteSessions(['reuse'])
         await new Promise((r) => setTimeout(r, 2))
         await engine.createSession({ id: 'reuse' })
         await engine.append('reuse', [{ type: 'app/x' }, { type: 'app/y' }])

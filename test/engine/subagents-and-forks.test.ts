@@ -211,14 +211,14 @@ for (const [name, make] of stores) {
           await engine.release(id, 'writer')
         }
         // unavailable: the child is gone
-        await engine.deleteSession('gone')
+        await engine.deleteSessions(['gone'])
         // corrupt: deleted and its id re-used by another life
-        await engine.deleteSession('reused')
+        await engine.deleteSessions(['reused'])
         await new Promise((r) => setTimeout(r, 2))
         await engine.createSession({ id: 'reused' })
         await engine.release('reused', 'writer')
         // corrupt: a session of that id names another parent
-        await engine.deleteSession('foreign')
+        await engine.deleteSessions(['foreign'])
         await engine.createSession({ id: 'other-parent' })
         await storage.createSession({
           version: 1,
