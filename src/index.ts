@@ -25,6 +25,7 @@ export type {
   SessionMapCursor,
   SyncConflict,
   SyncSkip,
+  Tombstone,
 } from './core/changes'
 export { ProjectionMapView } from './client/projection-view'
 export type { ChangeMeta, ProjectionKey } from './client/projection-view'

@@ -1,7 +1,8 @@
 // The sync demo page (`npm run demo:sync`): one device, its store on IndexedDB (the engine in a
 // Web Worker), connected live to the sync server of examples/sync-server.ts. Its query says
 // which device it is (?device=a: database sync-demo-a), where the server is (?server=, and
-// ?control= for the away/back buttons) and whose token it holds (?token=user1).
+// ?control= for the away/back buttons) and whose token it holds (?token=user1). Deleting a
+// session here deletes it on the server and on every other device (DESIGN §15).
 import { openStore, type ReplicationState, type Session, type SessionView } from 'sessionfold'
 
 const params = new URLSearchParams(location.search)
@@ -47,6 +48,13 @@ const views = new Map<string, SessionView>()
 async function refresh(): Promise<void> {
   const headers = await store.listSessions({ limit: 1000 })
   const tbody = $<HTMLTableSectionElement>('#sessions tbody')
+  // Sessions deleted (here, or on another device and then here by the replication) leave the table.
+  const there = new Set(headers.map((h) => h.id))
+  for (const [id, view] of views) {
+    if (there.has(id)) continue
+    views.delete(id)
+    void view.close().catch(() => {})
+  }
   for (const h of headers) {
     let view = views.get(h.id)
     if (!view) {
@@ -70,9 +78,24 @@ function paint(tbody: HTMLTableSectionElement): void {
         td.className = ['id', 'device', 'n'][i]!
         td.textContent = text
       }
+      const remove = document.createElement('button')
+      remove.className = 'delete'
+      remove.textContent = 'Delete everywhere'
+      remove.addEventListener('click', () => void deleteEverywhere(v.id))
+      const actions = tr.insertCell()
+      actions.className = 'actions'
+      actions.append(remove)
       return tr
     }),
   )
+}
+
+/** Deletes a session and its subagents here; the replication takes the delete to the server and the other devices. */
+async function deleteEverywhere(id: string): Promise<void> {
+  const writing = mine.findIndex((s) => s.id === id)
+  if (writing >= 0) await mine.splice(writing, 1)[0]!.close() // open for writing here: let go first
+  await store.deleteSession(id, { tree: true })
+  await refresh()
 }
 
 let made = 0

@@ -185,7 +185,7 @@ export async function checkImport(io: Io): Promise<CheckedImport> {
  */
 export async function applyImport(open: () => Engine | Promise<Engine>, out: Output, io: Io, checked: CheckedImport): Promise<number> {
   const eventLines = checked.events
-  const total: ApplyResult = { copiedSessions: 0, copiedEvents: 0, conflicts: [], skipped: [] }
+  const total: ApplyResult = { copiedSessions: 0, copiedEvents: 0, deletedSessions: 0, conflicts: [], skipped: [] }
   let entry: ChangeEntry | undefined
   let chain = new ChainState()
   let batchEvents = 0

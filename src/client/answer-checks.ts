@@ -209,16 +209,25 @@ export function verifyStepProblem(step: unknown): string | undefined {
   return bad === undefined ? undefined : 'a damaged entry is not { id, code, detail }'
 }
 
+/** A tombstones' place in a cursor: `{ after? }`. */
+const deletedPlace = (d: unknown) => isPlainObject(d) && (d.after === undefined || isSessionId(d.after))
+
+const isTombstone = (t: unknown) => isPlainObject(t) && isSessionId(t.id) && isTime(t.createdAt) && isTime(t.deletedAt)
+
 function cursorProblem(c: unknown): string | undefined {
   if (isPlainObject(c) && c.v === 2) {
     const ok =
       typeof c.feed === 'string' &&
       typeof c.at === 'string' &&
-      (c.walk === undefined || (isPlainObject(c.walk) && (c.walk.after === undefined || isSessionId(c.walk.after)))) &&
+      (c.walk === undefined ||
+        (isPlainObject(c.walk) &&
+          (c.walk.after === undefined || isSessionId(c.walk.after)) &&
+          (c.walk.deleted === undefined || deletedPlace(c.walk.deleted)))) &&
       (c.part === undefined || (Array.isArray(c.part) && c.part.length === 3 && isSessionId(c.part[0]) && typeof c.part[1] === 'number' && isCount(c.part[2])))
     return ok ? undefined : 'bad cursor'
   }
   if (!isPlainObject(c) || c.v !== 1 || !isPlainObject(c.sessions) || (c.after !== undefined && !isSessionId(c.after))) return 'bad cursor'
+  if (c.deleted !== undefined && c.deleted !== 'sent' && !deletedPlace(c.deleted)) return 'bad cursor'
   for (const [k, v] of Object.entries(c.sessions)) {
     if (!isSessionId(k) || !Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'number' || !isCount(v[1])) return `bad cursor entry for ${JSON.stringify(k)}`
   }
@@ -231,6 +240,7 @@ export function changesProblem(c: unknown): string | undefined {
   if (!isCount(c.pending) || typeof c.done !== 'boolean' || !Array.isArray(c.failed)) return 'bad changes'
   const cursor = cursorProblem(c.cursor) ?? (c.head === undefined ? undefined : cursorProblem(c.head))
   if (cursor) return cursor
+  if (c.batch.deleted !== undefined && (!Array.isArray(c.batch.deleted) || !c.batch.deleted.every(isTombstone))) return 'bad tombstone in the batch'
   for (const entry of c.batch.sessions as unknown[]) {
     if (!isPlainObject(entry) || !isCount(entry.from) || !Array.isArray(entry.events)) return 'bad batch entry'
     const header = headerProblem(entry.header)
@@ -251,7 +261,14 @@ export function changesProblem(c: unknown): string | undefined {
 
 /** The reason an answer to applyChanges is unacceptable, or undefined. */
 export function applyResultProblem(r: unknown): string | undefined {
-  if (!isPlainObject(r) || !isCount(r.copiedSessions) || !isCount(r.copiedEvents) || !Array.isArray(r.conflicts) || !Array.isArray(r.skipped))
+  if (
+    !isPlainObject(r) ||
+    !isCount(r.copiedSessions) ||
+    !isCount(r.copiedEvents) ||
+    !isCount(r.deletedSessions) ||
+    !Array.isArray(r.conflicts) ||
+    !Array.isArray(r.skipped)
+  )
     return 'bad apply result'
   for (const c of r.conflicts as unknown[]) {
     if (
@@ -265,7 +282,14 @@ export function applyResultProblem(r: unknown): string | undefined {
       return 'bad conflict'
   }
   for (const s of r.skipped as unknown[]) {
-    if (!isPlainObject(s) || !isSessionId(s.id) || !oneOf(['locked', 'gap', 'damaged'], s.reason) || typeof s.detail !== 'string') return 'bad skipped entry'
+    if (
+      !isPlainObject(s) ||
+      !isSessionId(s.id) ||
+      !oneOf(['locked', 'gap', 'damaged', 'deleted'], s.reason) ||
+      typeof s.detail !== 'string' ||
+      (s.tombstone !== undefined && !isTombstone(s.tombstone))
+    )
+      return 'bad skipped entry'
   }
   return undefined
 }

@@ -23,6 +23,21 @@ export interface ChangeEntry {
 }
 
 /**
+ * A deleted session (DESIGN §15): the id and the `createdAt` of the life that was deleted.
+ * Kept by every store that deleted it or was told of it, so a copy of that life that comes back
+ * (from a device that was offline) is refused rather than imported. The id may be used again
+ * for a new session, with another `createdAt`.
+ */
+export interface Tombstone {
+  /** The session deleted. */
+  id: SessionId
+  /** The `createdAt` of its header: which life of the id was deleted. */
+  createdAt: number
+  /** When it was deleted (ms since the epoch), on the store that deleted it first. */
+  deletedAt: number
+}
+
+/**
  * A bounded batch of headers and events, made by `store.changesSince` and applied by
  * `store.applyChanges`. Plain JSON (structured-clone and JSON safe).
  */
@@ -31,6 +46,11 @@ export interface ChangeBatch {
   v: 1
   /** One entry per session with something to send. */
   sessions: ChangeEntry[]
+  /**
+   * Sessions deleted on the sending side (or known to it as deleted): the receiver deletes its
+   * copy of each (of that life) and keeps the tombstone. Applied before `sessions`.
+   */
+  deleted?: Tombstone[]
 }
 
 /**
@@ -57,6 +77,11 @@ export interface FeedCursor {
   walk?: {
     /** The last session sent whole (none yet: from the first). */
     after?: SessionId
+    /** While the walk's tombstones (sent before its sessions) are not all sent. */
+    deleted?: {
+      /** The last id whose tombstones were sent (none yet: from the first). */
+      after?: SessionId
+    }
   }
   /** A session sent in part: its id, the `createdAt` of its life, and how many of its events were sent. */
   part?: [id: SessionId, createdAt: number, sent: number]
@@ -73,6 +98,16 @@ export interface SessionMapCursor {
   sessions: Record<SessionId, [createdAt: number, length: number]>
   /** The last session of the last batch: the next one starts after it, so every session gets its turn. */
   after?: SessionId
+  /**
+   * The tombstones (sent before any session): `'sent'` once all were, else the last id whose
+   * were (`{}`: none yet). Absent: they are sent from the first.
+   */
+  deleted?:
+    | 'sent'
+    | {
+        /** The last id whose tombstones were sent (none yet: from the first). */
+        after?: SessionId
+      }
 }
 
 /** Options of `store.changesSince`. */
@@ -149,17 +184,21 @@ export interface SyncConflict {
 
 /**
  * A session not brought up to date, though nothing conflicts: `locked` (a writer holds it open
- * on the receiving side and new events would have to be appended under it), `gap` (the
- * receiver lacks events before the batch's run: send it from an earlier cursor), `damaged`
- * (the receiver's copy cannot be read).
+ * on the receiving side and new events would have to be appended under it, or it would have to
+ * be deleted under it), `gap` (the receiver lacks events before the batch's run: send it from
+ * an earlier cursor), `damaged` (the receiver's copy cannot be read), `deleted` (the receiver
+ * deleted that life of the session, or was told of its delete: `tombstone` says which; the
+ * sender should delete its copy too).
  */
 export interface SyncSkip {
   /** The session. */
   id: SessionId
   /** Why it was left behind (see above). */
-  reason: 'locked' | 'gap' | 'damaged'
+  reason: 'locked' | 'gap' | 'damaged' | 'deleted'
   /** The same, for people. */
   detail: string
+  /** With `'deleted'`: the receiver's tombstone of that life. */
+  tombstone?: Tombstone
 }
 
 /** What `store.applyChanges` did with a batch. */
@@ -168,6 +207,8 @@ export interface ApplyResult {
   copiedSessions: number
   /** Events appended on the receiving side. */
   copiedEvents: number
+  /** Sessions deleted on the receiving side (the batch's tombstones that named a copy here). */
+  deletedSessions: number
   /** Sessions whose versions differ; neither side was changed. */
   conflicts: SyncConflict[]
   /** Sessions left as they were without a conflict (a writer holds them open here, …). */

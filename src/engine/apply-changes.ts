@@ -4,15 +4,18 @@
 // over the events it has that are here already, must be this store's chain value there. Else
 // the histories parted, and it is a conflict, reported, with neither version touched (DESIGN
 // §13). New events are written through the append pipeline, by a writer the target opens for
-// the import, so handles here see them like any other append.
+// the import, so handles here see them like any other append. A batch's tombstones go first:
+// each deletes the copy of that life here (its views hear it as of any delete) and is kept, and
+// an entry of a life deleted here is refused as skipped 'deleted' (DESIGN §15).
 import type { SessionInfo } from '../storage/types'
-import type { ApplyResult, SyncConflict, SyncSkip } from '../core/changes'
+import type { ApplyResult, SyncConflict, SyncSkip, Tombstone } from '../core/changes'
 import { isSessionfoldError, where } from '../core/errors'
 import { witnessOf, type SessionHeader, type SessionId } from '../core/model'
 import { chainOver } from '../core/chain'
 import { encodeEvent, type EncodedEvent } from '../core/validate'
 import { checkBatch, type CheckedEntry } from './change-batch'
 import type { StoreReader } from './reader'
+import type { Tombstones } from './tombstones'
 
 /** Writes an import makes to one session, while it holds that session open for writing. */
 export interface ImportWriter {
@@ -32,14 +35,48 @@ export interface ImportTarget {
   withWriter(id: SessionId, write: (writer: ImportWriter) => Promise<void>): Promise<'locked' | undefined>
   /** The stored session's chain value at `position` (at most its length), without a writer. */
   chainAt(header: SessionHeader, position: number): Promise<string>
+  /** The deleted lives this store knows of. */
+  tombstones: Pick<Tombstones, 'add' | 'find'>
+  /** Deletes a session nobody holds open for writing (SESSION_LOCKED otherwise), with its tombstone. */
+  remove(id: SessionId): Promise<void>
 }
 
 /** Imports a batch. INVALID_ARGUMENT for a bad batch, with nothing written. */
 export async function applyChanges(target: ImportTarget, batch: unknown): Promise<ApplyResult> {
-  const entries = checkBatch(batch, target.maxEventBytes)
-  const result: ApplyResult = { copiedSessions: 0, copiedEvents: 0, conflicts: [], skipped: [] }
+  const { entries, deleted } = checkBatch(batch, target.maxEventBytes)
+  const result: ApplyResult = { copiedSessions: 0, copiedEvents: 0, deletedSessions: 0, conflicts: [], skipped: [] }
+  for (const t of deleted) await applyTombstone(target, t, result)
   for (const entry of entries) await applyEntry(target, entry, result)
   return result
+}
+
+/** Keeps the tombstone, and deletes the copy of that life here, if there is one. */
+async function applyTombstone(target: ImportTarget, t: Tombstone, result: ApplyResult): Promise<void> {
+  await target.tombstones.add(t)
+  let info
+  try {
+    info = await target.reader.find(t.id)
+  } catch (err) {
+    if (!isSessionfoldError(err, 'CORRUPT_LOG')) throw err
+    return // a damaged copy: its life cannot be told; `verify` reports it, a delete by id removes it
+  }
+  if (info?.header.createdAt !== t.createdAt) return
+  try {
+    await target.remove(t.id)
+    result.deletedSessions++
+  } catch (err) {
+    if (!isSessionfoldError(err, 'SESSION_LOCKED')) throw err
+    result.skipped.push({ id: t.id, reason: 'locked', detail: `${where(t.id)} is open for writing on this side, so it was not deleted` })
+  }
+}
+
+/** True (and the entry skipped) when the life the entry carries was deleted here. */
+async function deletedHere(target: ImportTarget, entry: CheckedEntry, result: ApplyResult): Promise<boolean> {
+  const { id, createdAt } = entry.header
+  const tombstone = await target.tombstones.find(id, createdAt)
+  if (!tombstone) return false
+  result.skipped.push({ id, reason: 'deleted', detail: `${where(id)} (created at ${createdAt}) was deleted at ${tombstone.deletedAt}`, tombstone })
+  return true
 }
 
 const sameHeader = (a: SessionHeader, b: SessionHeader) => JSON.stringify(ordered(a)) === JSON.stringify(ordered(b))
@@ -59,6 +96,9 @@ async function applyEntry(target: ImportTarget, entry: CheckedEntry, result: App
   } catch (err) {
     if (!isSessionfoldError(err, 'CORRUPT_LOG')) throw err
     return skip('damaged', err.message)
+  }
+  if (!info || info.header.createdAt !== header.createdAt) {
+    if (await deletedHere(target, entry, result)) return
   }
   if (!info) {
     if (from > 0) return skip('gap', `${where(id)} is not here and the batch starts at seq ${from}`)

@@ -4,17 +4,22 @@ import { z } from 'zod/mini'
 import { SessionfoldError, where } from '../core/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
 import { MAX_EVENT_TYPE_LENGTH, isEventType, isTime } from '../core/limits'
-import { countSchema, safeParse, sessionHeaderSchema } from '../core/schemas'
+import type { Tombstone } from '../core/changes'
+import { countSchema, safeParse, sessionHeaderSchema, sessionIdSchema, timeSchema } from '../core/schemas'
 import { CHAIN_ZERO, isChain } from '../core/chain'
 import { assertPlainJson, describe, encodeEvent, isPlainObject, type EncodedEvent } from '../core/validate'
 
 const bad = (message: string, id?: SessionId, seq?: number) => new SessionfoldError('INVALID_ARGUMENT', message, { sessionId: id, seq })
+
+/** At most this many tombstones in one batch (changesSince sends at most its `maxEvents`, at most 10,000). */
+export const MAX_BATCH_TOMBSTONES = 10_000
 
 const envelopeSchema = z.strictObject({
   v: z.literal(1),
   sessions: z.array(
     z.strictObject({ header: z.unknown(), from: countSchema, events: z.array(z.unknown()), chain: z.optional(z.string()), length: z.optional(countSchema) }),
   ),
+  deleted: z.optional(z.array(z.strictObject({ id: sessionIdSchema, createdAt: timeSchema, deletedAt: timeSchema })).check(z.maxLength(MAX_BATCH_TOMBSTONES))),
 })
 
 /** A batch entry checked whole, its events encoded for storage. */
@@ -27,7 +32,7 @@ export interface CheckedEntry {
 }
 
 /** The whole batch checked, and every event encoded, before anything is written. */
-export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[] {
+export function checkBatch(input: unknown, maxEventBytes: number): { entries: CheckedEntry[]; deleted: Tombstone[] } {
   if (!isPlainObject(input)) throw bad(`applyChanges needs a batch made by changesSince, got ${describe(input)}`)
   const envelope = safeParse(envelopeSchema, input)
   if (!envelope.success) {
@@ -39,7 +44,7 @@ export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[
     )
   }
   const seen = new Set<SessionId>()
-  return envelope.data.sessions.map((raw, n) => {
+  const entries = envelope.data.sessions.map((raw, n) => {
     const header = checkHeader(raw.header, `the change batch's entry ${n}`)
     const id = header.id
     if (seen.has(id)) throw bad(`the change batch holds ${where(id)} twice`, id)
@@ -59,6 +64,7 @@ export function checkBatch(input: unknown, maxEventBytes: number): CheckedEntry[
     const events = raw.events.map((e, i) => checkEvent(e, from + i, id, maxEventBytes))
     return { header, from, events, chain: raw.chain ?? CHAIN_ZERO }
   })
+  return { entries, deleted: (envelope.data.deleted ?? []) as Tombstone[] }
 }
 
 /** INVALID_ARGUMENT unless `raw` is a well-formed session header. */

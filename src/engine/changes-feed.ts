@@ -1,14 +1,16 @@
 // changesSince on a store with a change feed: a first walk over every session (in id order),
 // then the feed's entries after the cursor, so a call costs what was written since it and the
-// cursor stays the same few fields however many sessions the store holds.
+// cursor stays the same few fields however many sessions the store holds. Tombstones (DESIGN
+// §15) travel too: every one at the start of the walk, then each as the feed records its delete.
 import { z } from 'zod/mini'
 import type { ChangeFeed } from '../storage/types'
-import type { ChangeEntry, Changes, FeedCursor } from '../core/changes'
+import type { ChangeEntry, Changes, FeedCursor, Tombstone } from '../core/changes'
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
 import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../core/schemas'
 import { utf8Length } from '../core/validate'
 import type { StoreReader } from './reader'
+import type { Tombstones } from './tombstones'
 
 type Reader = Pick<StoreReader, 'find' | 'pages' | 'ids'>
 /** The chain value of a session at a position: the witness an entry from there carries (chains.ts). */
@@ -18,7 +20,7 @@ export const feedCursorSchema = z.strictObject({
   v: z.literal(2),
   feed: z.string().check(z.maxLength(200)),
   at: z.string().check(z.maxLength(200)),
-  walk: z.optional(z.strictObject({ after: z.optional(sessionIdSchema) })),
+  walk: z.optional(z.strictObject({ after: z.optional(sessionIdSchema), deleted: z.optional(z.strictObject({ after: z.optional(sessionIdSchema) })) })),
   part: z.optional(z.tuple([sessionIdSchema, timeSchema, countSchema])),
 })
 
@@ -37,9 +39,10 @@ export function parseFeedCursor(input: unknown): FeedCursor {
   return parsed.data as FeedCursor
 }
 
-/** A batch under construction: its budget, entries and failures. */
-class Batch {
+/** A batch under construction: its budget, entries, tombstones and failures. */
+export class Batch {
   readonly entries: ChangeEntry[] = []
+  readonly deleted: Tombstone[] = []
   /** The entries by session: a feed of many small writes takes one session many times. */
   readonly #byId = new Map<SessionId, ChangeEntry>()
   readonly failed: Changes['failed'] = []
@@ -52,6 +55,21 @@ class Batch {
   ) {}
   get full(): boolean {
     return this.events >= this.maxEvents || this.bytes >= this.maxBytes
+  }
+
+  /** Adds tombstones not in the batch yet; each counts as an event. */
+  bury(tombstones: readonly Tombstone[]): void {
+    for (const t of tombstones) {
+      if (this.deleted.some((d) => d.id === t.id && d.createdAt === t.createdAt)) continue
+      this.deleted.push(t)
+      this.events += 1
+      this.bytes += utf8Length(JSON.stringify(t))
+    }
+  }
+
+  /** The batch as changesSince hands it over. */
+  get batch(): Changes['batch'] {
+    return { v: 1, sessions: this.entries, ...(this.deleted.length > 0 ? { deleted: this.deleted } : {}) }
   }
 
   /**
@@ -70,7 +88,12 @@ class Batch {
     } else {
       from = entry.from + entry.events.length
     }
-    const room = Math.max(this.maxEvents - this.events, from === 0 ? header.seedLength : 0)
+    // At least one event when the batch holds nothing else, so a batch of `maxEvents: 1` moves on.
+    const room = Math.max(
+      this.maxEvents - this.events,
+      from === 0 ? header.seedLength : 0,
+      fresh && this.entries.length === 0 && this.deleted.length === 0 ? 1 : 0,
+    )
     const to = Math.min(length, from + room)
     let taken = 0
     try {
@@ -106,6 +129,7 @@ class Batch {
 /** A bounded batch after a feed cursor (or from nothing: `cursor` undefined). */
 export async function changesByFeed(
   reader: Reader,
+  tombstones: Tombstones,
   chainAt: ChainAt,
   feed: ChangeFeed,
   cursor: FeedCursor | undefined,
@@ -115,22 +139,46 @@ export async function changesByFeed(
 ): Promise<Changes> {
   const feedId = await feed.id()
   // No cursor, or one of another feed: walk every session, from the feed's head as it is now.
-  let next: FeedCursor = cursor && cursor.feed === feedId ? { ...cursor } : { v: 2, feed: feedId, at: await feed.head(), walk: {} }
+  let next: FeedCursor = cursor && cursor.feed === feedId ? { ...cursor } : { v: 2, feed: feedId, at: await feed.head(), walk: { deleted: {} } }
   const batch = new Batch(chainAt, maxEvents, maxBytes)
   let pending = 0
+  if (next.walk?.deleted) {
+    const buried = await buryAll(tombstones, next.walk.deleted, only, batch)
+    next = { ...next, walk: { ...next.walk } }
+    if (buried) next.walk!.deleted = buried
+    else delete next.walk!.deleted
+    if (buried) return finish(batch, next, 1)
+  }
   if (next.walk) {
     const walked = await walk(reader, next, only, batch)
     next = walked.cursor
     pending += walked.pending
     if (next.walk) return finish(batch, next, pending)
   }
-  const scanned = await fromFeed(reader, feed, next, only, batch)
+  const scanned = await fromFeed(reader, tombstones, feed, next, only, batch)
   return finish(batch, scanned.cursor, pending + scanned.pending)
 }
 
 function finish(batch: Batch, cursor: FeedCursor, pending: number): Changes {
   if (cursor.part === undefined) delete cursor.part
-  return { batch: { v: 1, sessions: batch.entries }, cursor, pending, done: pending === 0 && !cursor.walk, failed: batch.failed }
+  return { batch: batch.batch, cursor, pending, done: pending === 0 && !cursor.walk, failed: batch.failed }
+}
+
+/** Tombstones in id order after `from.after`, as far as the budget goes: where to go on, or undefined when all are in. */
+export async function buryAll(
+  tombstones: Tombstones,
+  from: { after?: SessionId },
+  only: ReadonlySet<SessionId> | undefined,
+  batch: Batch,
+): Promise<{ after?: SessionId } | undefined> {
+  let after = from.after
+  for (;;) {
+    if (batch.full) return after === undefined ? {} : { after }
+    const page = await tombstones.page(after, Math.min(500, Math.max(1, batch.maxEvents - batch.events)), only)
+    batch.bury(page.tombstones)
+    if (page.last !== undefined) after = page.last
+    if (page.done) return undefined
+  }
 }
 
 /** The first pass: every session in id order after `walk.after`, each from seq 0. */
@@ -189,6 +237,7 @@ async function walk(
 /** Entries after `cursor.at`: each named session from the entry's first seq to its length now. */
 async function fromFeed(
   reader: Reader,
+  tombstones: Tombstones,
   feed: ChangeFeed,
   cursor: FeedCursor,
   only: ReadonlySet<SessionId> | undefined,
@@ -211,14 +260,18 @@ async function fromFeed(
   for (let after = cursor.at; ; ) {
     const page = await feed.read(after, FEED_PAGE)
     for (const e of page) {
+      // A delete (or a session created empty): not counted in events, but something to send.
+      const deleted = e.from === 0 && e.to === 0
       if (stopped) {
         if (!only || only.has(e.id)) count(e.id, e.from, e.to)
+        if (deleted) pending += 1
         continue
       }
       if (only && !only.has(e.id)) {
         next.at = e.at
         continue
       }
+      if (deleted && !batch.full) batch.bury(await tombstones.of(e.id))
       const had = sent.get(e.id)
       if (had && e.to <= had.reached) {
         next.at = e.at
@@ -227,6 +280,7 @@ async function fromFeed(
       if (batch.full) {
         stopped = true
         count(e.id, e.from, e.to)
+        if (deleted) pending += 1
         continue
       }
       let info

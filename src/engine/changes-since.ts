@@ -1,13 +1,14 @@
 // changesSince: a bounded batch of what this store holds beyond a cursor, for another store's
 // applyChanges. Nothing is kept between calls: the cursor is the state.
 import { z } from 'zod/mini'
-import type { ChangeEntry, Changes, SessionMapCursor } from '../core/changes'
+import type { ChangeEntry, Changes, SessionMapCursor, Tombstone } from '../core/changes'
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import type { SessionId } from '../core/model'
 import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../core/schemas'
 import { utf8Length } from '../core/validate'
-import { changesByFeed, parseFeedCursor, type ChainAt } from './changes-feed'
+import { Batch, buryAll, changesByFeed, parseFeedCursor, type ChainAt } from './changes-feed'
 import type { StoreReader } from './reader'
+import type { Tombstones } from './tombstones'
 
 export const DEFAULT_BATCH_EVENTS = 1000
 export const MAX_BATCH_EVENTS = 10_000
@@ -22,6 +23,7 @@ const cursorSchema = z.strictObject({
   v: z.literal(1),
   sessions: z.record(sessionIdSchema, z.tuple([timeSchema, countSchema])),
   after: z.optional(sessionIdSchema),
+  deleted: z.optional(z.union([z.literal('sent'), z.strictObject({ after: z.optional(sessionIdSchema) })])),
 })
 const optionsSchema = z.strictObject({
   sessions: z.optional(z.array(sessionIdSchema).check(z.maxLength(100_000))),
@@ -32,7 +34,7 @@ const optionsSchema = z.strictObject({
 })
 
 /** A bounded batch of this store's sessions and events after `cursor` (see src/core/changes.ts). */
-export async function changesSince(reader: Reader, chainAt: ChainAt, cursorInput: unknown, optionsInput: unknown): Promise<Changes> {
+export async function changesSince(reader: Reader, tombstones: Tombstones, chainAt: ChainAt, cursorInput: unknown, optionsInput: unknown): Promise<Changes> {
   const parsed = safeParse(optionsSchema, optionsInput ?? {})
   if (!parsed.success)
     throw bad(`changesSince options are invalid: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'options'}: ${i.message}`).join('; ')}`)
@@ -46,7 +48,7 @@ export async function changesSince(reader: Reader, chainAt: ChainAt, cursorInput
     if (mapAsked) throw bad('changesSince: until and head go with session-map cursors (v 1), not with a feed cursor')
     if (!reader.feed) throw bad('changesSince: this store keeps no change feed, so it cannot go on from a feed cursor (v 2)')
     const only = parsed.data.sessions ? new Set(parsed.data.sessions) : undefined
-    return changesByFeed(reader, chainAt, reader.feed, feedCursor, only, maxEvents, maxBytes)
+    return changesByFeed(reader, tombstones, chainAt, reader.feed, feedCursor, only, maxEvents, maxBytes)
   }
   const cursor = parseCursor(cursorInput)
   const head: SessionMapCursor | undefined = parsed.data.head ? { v: 1, sessions: {} } : undefined
@@ -58,6 +60,19 @@ export async function changesSince(reader: Reader, chainAt: ChainAt, cursorInput
   let bytes = 0
   let pending = 0
   const full = () => events >= maxEvents || bytes >= maxBytes
+
+  // The tombstones first, every one (of the sessions asked for), before any session is sent.
+  let deleted: Tombstone[] = []
+  if (cursor.deleted !== 'sent') {
+    const buried = new Batch(chainAt, maxEvents, maxBytes)
+    const only = parsed.data.sessions ? new Set(parsed.data.sessions) : undefined
+    const left = await buryAll(tombstones, typeof cursor.deleted === 'object' ? cursor.deleted : {}, only, buried)
+    ;({ deleted } = buried)
+    events += buried.events
+    bytes += buried.bytes
+    next.deleted = left ?? 'sent'
+    if (left) return { batch: { v: 1, sessions: [], deleted }, cursor: next, pending: 1, done: false, failed }
+  } else next.deleted = 'sent'
 
   const only = parsed.data.sessions ?? (until ? Object.keys(until.sessions) : undefined)
   for await (const id of idsOf(reader, only, cursor.after)) {
@@ -115,7 +130,13 @@ export async function changesSince(reader: Reader, chainAt: ChainAt, cursorInput
     next.after = id
     pending += length - reached
   }
-  const changes: Changes = { batch: { v: 1, sessions: entries }, cursor: next, pending, done: pending === 0, failed }
+  const changes: Changes = {
+    batch: { v: 1, sessions: entries, ...(deleted.length > 0 ? { deleted } : {}) },
+    cursor: next,
+    pending,
+    done: pending === 0,
+    failed,
+  }
   if (head) changes.head = head
   return changes
 }

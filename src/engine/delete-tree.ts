@@ -17,6 +17,7 @@ import { assertSessionId } from '../core/validate'
 import type { LiveSessions } from './live-sessions'
 import type { StoreReader } from './reader'
 import type { SessionIndex } from './session-index'
+import type { Tombstones } from './tombstones'
 import { descendants, parentsFirst } from './tree'
 
 /** How sessions are deleted (`deleteSessions`). */
@@ -38,10 +39,13 @@ export interface DeleteHost {
   sessions: Pick<LiveSessions, 'delete'>
   /** Tells other engines (other tabs). */
   onDelete: ((id: SessionId) => void) | undefined
+  /** Where the tombstone of each deleted life is kept, written before its session goes. */
+  tombstones: Pick<Tombstones, 'add'>
 }
 
-/** Deletes one session whose writer lock the delete holds. */
-async function remove(host: DeleteHost, id: SessionId): Promise<void> {
+/** Deletes one session whose writer lock the delete holds (`info` undefined: its log is damaged, its header unread). */
+async function remove(host: DeleteHost, id: SessionId, info: SessionInfo | undefined, deletedAt: number): Promise<void> {
+  if (info) await host.tombstones.add({ id, createdAt: info.header.createdAt, deletedAt })
   const row = await host.index?.row(id)
   await host.sessions.delete(id, true)
   await host.index?.deleted(id, row)
@@ -106,7 +110,8 @@ export async function deleteSessions(host: DeleteHost, ids: readonly SessionId[]
         .reverse(),
       ...[...targets].filter(([, i]) => !i).map(([id]) => id),
     ]
-    for (const id of order) await remove(host, id)
+    const now = Date.now()
+    for (const id of order) await remove(host, id, targets.get(id), now)
     return order
   } finally {
     for (const release of held.values()) await release().catch(() => {})

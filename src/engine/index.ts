@@ -32,6 +32,8 @@ import { LiveSessions, type LiveSession } from './live-sessions'
 import { StoreReader, type ColdRead } from './reader'
 import { verifyPlan, verifyStep } from './verify'
 import { sessionIndexOf, sessionsPage, type SessionIndex } from './session-index'
+import { Tombstones } from './tombstones'
+import { recordsOf } from '../storage/records'
 import type { SessionsPage } from '../core/session-list'
 
 export type { ChangeListener, ProjectionChange } from './watchers'
@@ -65,6 +67,8 @@ export class Engine {
   private readonly importTarget: ImportTarget
   /** The store-wide session index (`store.sessions()`), where the storage has a feed (session-index.ts). */
   readonly index: SessionIndex | undefined
+  /** What is kept of deleted sessions, so their deletes reach every store this one syncs with (tombstones.ts). */
+  readonly tombstones: Tombstones
   private isClosed = false
 
   constructor(options: EngineOptions) {
@@ -77,6 +81,7 @@ export class Engine {
     this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
     this.onDelete = options.onDelete
     this.reader = new StoreReader(this.storage, this.defs)
+    this.tombstones = new Tombstones(recordsOf(this.storage))
     if (this.storage.history) this.history = new HistoryKeeper(this.storage.history, this.reader, this.defs, this.onError)
     this.chains = new ChainKeeper(this.storage.kv, this.reader, this.onError)
     this.checkpoints = new CheckpointPolicy({
@@ -133,7 +138,9 @@ export class Engine {
       discard: (id) => this.sessions.discard(id),
     }
     const withWriter: ImportTarget['withWriter'] = (id, write) => this.sessions.withImportWriter(id, write)
-    this.importTarget = { reader: this.reader, maxEventBytes: this.maxEventBytes, withWriter, chainAt: (header, at) => this.chainAt(header, at) }
+    const { reader, maxEventBytes, tombstones } = this
+    const remove = async (id: SessionId) => void (await this.deleteSessions([id]))
+    this.importTarget = { reader, maxEventBytes, withWriter, tombstones, remove, chainAt: (header, at) => this.chainAt(header, at) }
   }
 
   /** Creates a root session and opens it for writing. */
@@ -185,8 +192,8 @@ export class Engine {
   /** Deletes sessions nobody holds open for writing (with `tree`, each with its descendants), all or nothing (delete-tree.ts). */
   deleteSessions(ids: readonly SessionId[], options?: DeleteOptions): Promise<SessionId[]> {
     this.open()
-    const { reader, locks, index, sessions, onDelete } = this
-    return deleteSessions({ reader, locks, index, sessions, onDelete, listChildren: (id, o) => this.listChildren(id, o) }, ids, options)
+    const { reader, locks, index, sessions, onDelete, tombstones } = this
+    return deleteSessions({ reader, locks, index, sessions, onDelete, tombstones, listChildren: (id, o) => this.listChildren(id, o) }, ids, options)
   }
 
   /** A page of the session list (`store.sessions()`): `query` checked, `count` rows after `after`. */
@@ -305,18 +312,9 @@ export class Engine {
   follow(id: SessionId, length?: number, tail?: FollowTail): Promise<void> {
     const live = this.sessions.get(id)
     if (!live || live.writer || this.isClosed) return Promise.resolve()
-    return follow(
-      live,
-      {
-        reader: this.reader,
-        isCurrent: (s) => this.sessions.isCurrent(s),
-        folded: (s) => notify(s, this.onError),
-        gone: (s) => this.sessions.gone(s, `${where(id)} was deleted by another client of the store`),
-        onError: this.onError,
-      },
-      length,
-      tail,
-    )
+    const gone = (s: LiveSession) => this.sessions.gone(s, `${where(id)} was deleted by another client of the store`)
+    const { reader, onError } = this
+    return follow(live, { reader, isCurrent: (s) => this.sessions.isCurrent(s), folded: (s) => notify(s, onError), gone, onError }, length, tail)
   }
 
   /** How much `verify` will read: stored sessions and their events. */
@@ -334,7 +332,7 @@ export class Engine {
   /** A bounded batch of this store's headers and events after `cursor`. */
   changesSince(cursor: unknown, options?: unknown): Promise<Changes> {
     this.open()
-    return changesSince(this.reader, (header, position) => this.chainAt(header, position), cursor, options)
+    return changesSince(this.reader, this.tombstones, (header, position) => this.chainAt(header, position), cursor, options)
   }
 
   /** The chain value of a session at `position` (at most its length): the witness of its events before it. */

@@ -110,7 +110,7 @@ export interface ChangeFeed {
  * characters of `[A-Za-z0-9_-]`. A key of 3 parts or more whose first part is `'session'` and
  * whose second is a session id belongs to that session: it can be written only while the
  * session is there, and deleting the session deletes it (with the session, at once). Keys
- * whose first part is `'_meta'`, or whose third (of a session's key) is `'_checkpoint'` or
+ * whose first part is `'_meta'`, `'_index'` or `'_deleted'`, or whose third (of a session's key) is `'_checkpoint'` or
  * `'_history'`, hold the store's own rows: `StorageAdapter.kv` refuses them and lists without them.
  */
 export type RecordKey = readonly string[]

@@ -1,6 +1,8 @@
 // sync(source, target): changesSince on one store, applyChanges on the other, batch after
 // batch, so memory stays bounded by a batch whatever the stores hold. Every run starts from
 // nothing and compares what both hold, so a run that was killed halfway is simply run again.
+// Deletes travel as tombstones, before any session (DESIGN §15): a session deleted on one side
+// is deleted on the other, and a copy of a deleted life is not brought back.
 import type { ChangesOptions, SessionMapCursor, SyncConflict, SyncSkip } from '../core/changes'
 import { SessionfoldError } from '../core/errors'
 import type { SessionId } from '../core/model'
@@ -29,6 +31,8 @@ export interface SyncResult {
   copiedSessions: number
   /** Events appended, in either direction. */
   copiedEvents: number
+  /** Sessions deleted, in either direction: the other side had deleted them (its tombstones). */
+  deletedSessions: number
   /** Sessions whose versions differ: one entry per session, neither side changed. */
   conflicts: SyncConflict[]
   /** Sessions left behind without a conflict (a writer holds them open on the receiving side, ...). */
@@ -68,7 +72,7 @@ export async function sync(source: Store, target: Store, options: SyncOptions = 
   if (onProgress !== undefined && typeof onProgress !== 'function') throw bad('sync onProgress must be a function')
   if (source === target) throw bad('sync needs two different stores')
 
-  const result: SyncResult = { copiedSessions: 0, copiedEvents: 0, conflicts: [], skipped: [], failed: [] }
+  const result: SyncResult = { copiedSessions: 0, copiedEvents: 0, deletedSessions: 0, conflicts: [], skipped: [], failed: [] }
   const changesOptions: ChangesOptions = {}
   if (sessions !== undefined) changesOptions.sessions = sessions
   if (maxEvents !== undefined) changesOptions.maxEvents = maxEvents
@@ -91,10 +95,11 @@ export async function sync(source: Store, target: Store, options: SyncOptions = 
         progress.total += events + changes.pending
         counted = true
       }
-      const applied = changes.batch.sessions.length > 0 ? await to.applyChanges(changes.batch) : undefined
+      const applied = changes.batch.sessions.length > 0 || changes.batch.deleted ? await to.applyChanges(changes.batch) : undefined
       if (applied) {
         result.copiedSessions += applied.copiedSessions
         result.copiedEvents += applied.copiedEvents
+        result.deletedSessions += applied.deletedSessions
         for (const c of applied.conflicts) {
           if (conflicted.has(c.id)) continue
           conflicted.add(c.id)
@@ -117,6 +122,8 @@ export async function sync(source: Store, target: Store, options: SyncOptions = 
   // A conflicted session goes back from seq 0, so the source finds the same conflict rather
   // than take the target's suffix of a history that differs earlier.
   for (const id of conflicted) delete sent.sessions[id]
+  // The target's tombstones are its own: all of them go back.
+  delete sent.deleted
   if (direction === 'both') await pass(target, source, sent)
   return result
 }

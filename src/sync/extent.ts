@@ -32,5 +32,5 @@ export function trimKnown(batch: ChangeBatch, known: ReadonlyMap<SessionId, Exte
     const chain = chainOver(e.chain ?? CHAIN_ZERO, cut.map(eventJson))
     sessions.push({ ...e, from: has.length, events: e.events.slice(has.length - e.from), chain })
   }
-  return { v: 1, sessions }
+  return { v: 1, sessions, ...(batch.deleted ? { deleted: batch.deleted } : {}) }
 }

@@ -1,6 +1,6 @@
 // The network side of a replication: the push and pull loops, live events, backoff. It runs
 // where the engine runs (src/sync/runs.ts), on the engine's own calls.
-import type { ChangeCursor, SyncConflict } from '../core/changes'
+import type { ChangeCursor, SyncConflict, SyncSkip } from '../core/changes'
 import type { SessionId } from '../core/model'
 import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from './protocol'
 import { extend, trimKnown, type Extent } from './extent'
@@ -179,13 +179,17 @@ class Loop {
       const batch = trimKnown(c.batch, this.#serverHas)
       const events = batch.sessions.reduce((n, e) => n + e.events.length, 0)
       this.host.set({ pending: events + c.pending + this.#skipped() })
-      if (batch.sessions.length > 0) {
+      if (batch.sessions.length > 0 || batch.deleted) {
         // Known here before it is sent: the live stream may carry it back before the answer.
         for (const e of batch.sessions) extend(this.#hereHas, e.header.id, e.header.createdAt, e.from + e.events.length)
         const response = await this.#request(SYNC_PATHS.push, { method: 'POST', body: JSON.stringify(batch), headers: { 'content-type': 'application/json' } })
         const result = (await response.json()) as PushAnswer
         const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
         for (const s of result.skipped) {
+          if (s.reason === 'deleted') {
+            await this.#deleteHere(s)
+            continue
+          }
           this.#retryPush.add(s.id)
           const sent = batch.sessions.filter((e) => e.header.id === s.id).reduce((n, e) => n + e.events.length, 0)
           this.#retryEvents.set(s.id, (this.#retryEvents.get(s.id) ?? 0) + Math.max(1, sent))
@@ -197,7 +201,7 @@ class Loop {
       cursor = c.cursor
       if (advance) {
         this.#pushCursor = cursor
-        if (batch.sessions.length > 0 || c.batch.sessions.length > 0) await this.#save()
+        if (batch.sessions.length > 0 || c.batch.sessions.length > 0 || c.batch.deleted) await this.#save()
       }
       if (c.done) {
         this.host.set({ pending: this.#skipped() })
@@ -212,6 +216,17 @@ class Loop {
     extend(this.#hereHas, id, createdAt, length)
   }
 
+  /**
+   * The server deleted the session this store pushed (that life of it): this store deletes its
+   * copy too, with the server's tombstone. While it is open for writing here it stays, and the
+   * next push of it, or the pull of the tombstone, tries again.
+   */
+  async #deleteHere(skip: SyncSkip): Promise<void> {
+    if (!skip.tombstone) return
+    const result = await this.host.store.applyChanges({ v: 1, sessions: [], deleted: [skip.tombstone] })
+    for (const s of result.skipped) this.#retryPull.add(s.id)
+  }
+
   #addConflicts(found: readonly SyncConflict[]): void {
     if (found.length === 0) return
     const all = [...this.host.state().conflicts]
@@ -224,10 +239,11 @@ class Loop {
     // Less what is known to be here already: this device's own pushes, which the server's
     // pulls and live stream carry back to every reader, this one included.
     const batch = trimKnown(answer.batch, this.#hereHas)
-    if (batch.sessions.length > 0) {
+    if (batch.sessions.length > 0 || batch.deleted) {
       const result = await this.host.store.applyChanges(batch)
       this.#addConflicts(result.conflicts)
-      for (const s of result.skipped) this.#retryPull.add(s.id)
+      // A session deleted here stays so (this store's tombstone goes to the server with its next push).
+      for (const s of result.skipped) if (s.reason !== 'deleted') this.#retryPull.add(s.id)
       const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
       for (const e of batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
       this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
@@ -266,10 +282,10 @@ class Loop {
     for (;;) {
       const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(cursor, ids)}`, { method: 'GET' })
       const answer = (await response.json()) as PullAnswer
-      if (answer.batch.sessions.length > 0) {
+      if (answer.batch.sessions.length > 0 || answer.batch.deleted) {
         const result = await this.host.store.applyChanges(answer.batch)
         this.#addConflicts(result.conflicts)
-        for (const s of result.skipped) this.#retryPull.add(s.id)
+        for (const s of result.skipped) if (s.reason !== 'deleted') this.#retryPull.add(s.id)
         this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
       }
       cursor = answer.cursor || null

@@ -1,10 +1,11 @@
-// Contract: §8 sync, §13 no splice — both ways between two IndexedDB databases in Chromium, through real workers (docs/CONTRACT.md)
+// Contract: §8 sync, §13 no splice, §15 deletes — both ways between IndexedDB databases in Chromium, through real workers (docs/CONTRACT.md)
 // Sync in Chromium on real IndexedDB: two databases, their engines in module Web Workers or in
 // the page, batches through the structured clone of real workers.
 import { expect, it } from 'vitest'
 import { openStore, sync, type OpenStoreOptions } from 'sessionfold'
 import { dumpStore, expectCode } from '../support/helpers'
 import { expectNoSplice } from '../support/splice'
+import { expectDeletesTravel } from '../support/tombstones'
 
 let n = 0
 const db = () => `sync-${Date.now()}-${n++}`
@@ -58,6 +59,21 @@ for (const [mode, worker] of [
     } finally {
       await s.close()
       await d.close()
+    }
+  })
+}
+
+// §15: deletes travel as tombstones, on real IndexedDB through real workers (test/support/tombstones.ts).
+for (const [mode, worker] of [
+  ['module Web Workers', true],
+  ['in the page', false],
+] as [string, OpenStoreOptions['worker']][]) {
+  it(`a delete reaches the other stores, a stale copy is refused and then deleted, and the id can be used again (${mode})`, async () => {
+    const stores = [await openStore({ name: db(), worker }), await openStore({ name: db(), worker }), await openStore({ name: db(), worker })]
+    try {
+      await expectDeletesTravel(stores[0]!, stores[1]!, stores[2]!)
+    } finally {
+      for (const s of stores) await s.close()
     }
   })
 }

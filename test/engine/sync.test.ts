@@ -67,7 +67,7 @@ describe('sync', () => {
         ['child', 'remote1', 0, 'external'],
       ])
       await root.close()
-      expect(await sync(source, target)).toEqual({ copiedSessions: 0, copiedEvents: 0, conflicts: [], skipped: [], failed: [] })
+      expect(await sync(source, target)).toEqual({ copiedSessions: 0, copiedEvents: 0, deletedSessions: 0, conflicts: [], skipped: [], failed: [] })
       expect(await dump(target)).toEqual(want)
       await source.close()
       await target.close()
@@ -399,7 +399,7 @@ describe('changesSince / applyChanges', () => {
     expect(await dump(b)).toEqual(want)
     expect(await dump(c)).toEqual(want)
     // Applying again changes nothing; the cursor says there is nothing new.
-    expect(await c.applyChanges(batch)).toEqual({ copiedSessions: 0, copiedEvents: 0, conflicts: [], skipped: [] })
+    expect(await c.applyChanges(batch)).toEqual({ copiedSessions: 0, copiedEvents: 0, deletedSessions: 0, conflicts: [], skipped: [] })
     const again = await a.changesSince((await a.changesSince(null)).cursor)
     expect(again).toMatchObject({ batch: { v: 1, sessions: [] }, pending: 0, done: true })
     for (const s of [a, b, c]) await s.close()

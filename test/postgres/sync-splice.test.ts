@@ -1,4 +1,5 @@
 // Contract: §13 a history that continues — the splice repro on PostgreSQL stores (docs/CONTRACT.md)
+// Contract: §15 deletes across stores — tombstones on PostgreSQL stores (docs/CONTRACT.md)
 // Two PostgreSQL stores (schemas of one throwaway cluster), in a worker and in this thread, plain
 // and encrypted: S's batch from 2 after a conflict at seq 1 is a conflict too, never D's log
 // `0 | D-1 | S-2` (test/support/splice.ts), and the chain marks a writer stores are read back by
@@ -8,6 +9,7 @@ import { openStore, type OpenStoreOptions } from 'sessionfold'
 import { CHAIN_ZERO, chainOver, eventJson } from '../../src/core/chain'
 import { eventsOf, expectNoSplice } from '../support/splice'
 import { startCluster, type PgCluster } from '../support/postgres'
+import { expectBadTombstoneRefused, expectDeletesTravel } from '../support/tombstones'
 
 let cluster: PgCluster
 let url: string
@@ -59,4 +61,19 @@ describe('PostgreSQL: a batch continues only the history it was made from', () =
     await reader.close()
     await writer.close()
   })
+})
+
+describe('PostgreSQL: deletes travel as tombstones (test/support/tombstones.ts)', () => {
+  for (const [mode, options] of modes) {
+    it(`a delete reaches the other stores, a stale copy is refused and then deleted, and the id can be used again (${mode})`, async () => {
+      const base = `tomb_${process.pid}_${n++}`
+      const stores = [await openStore(options(`${base}_a`)), await openStore(options(`${base}_b`)), await openStore(options(`${base}_c`))]
+      try {
+        await expectDeletesTravel(stores[0]!, stores[1]!, stores[2]!)
+        await expectBadTombstoneRefused(stores[1]!, await openStore(options(`${base}_d`)).then((d) => (stores.push(d), d)))
+      } finally {
+        for (const s of stores) await s.close()
+      }
+    })
+  }
 })

@@ -3,7 +3,8 @@
 // Chromium profile, on IndexedDB, connected live to a real node:http sync server over an fs
 // store (examples/sync-server.ts), on another origin (CORS). A session made offline reaches the
 // other device once the server is back; the server taken away mid-push loses and duplicates
-// nothing; another user's token sees nothing; hostile bodies from a page are refused.
+// nothing; another user's token sees nothing; hostile bodies from a page are refused; a session
+// deleted on one device goes from the server and the other, a copy written while away too (§15).
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -180,6 +181,53 @@ describe('HTTP sync between two Chromium devices', () => {
     expect(online).toBeLessThan(due - 1000)
     const id = await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.mine[0]!.id)
     expect((await dumpStore(sync.store))[id]!.events).toHaveLength(1)
+  }, 120_000)
+
+  it('a session deleted on one device goes from the server and the other device, and so does one the other wrote to while the server was away', async () => {
+    const a = await device('a4')
+    const b = await device('b4')
+    const made = async (page: Page) => {
+      await page.click('#new')
+      await page.waitForFunction(() => (window as unknown as { demo: Demo }).demo.mine.length >= 1)
+      return page.evaluate(() => (window as unknown as { demo: Demo }).demo.mine.at(-1)!.id)
+    }
+    const row = (id: string) => `#sessions tr[data-id="${id}"]`
+    const first = await made(a.page)
+    await b.page.waitForSelector(row(first), { timeout: 30_000 })
+    await a.page.click(`${row(first)} button.delete`)
+    await a.page.waitForSelector(row(first), { state: 'detached' })
+    await b.page.waitForSelector(row(first), { state: 'detached', timeout: 30_000 })
+    expect((await dumpStore(sync.store))[first]).toBeUndefined()
+
+    // B makes a session; the server goes away; A deletes it while B writes to its copy (and lets go).
+    const second = await made(b.page)
+    await a.page.waitForSelector(row(second), { timeout: 30_000 })
+    await b.page.evaluate(() => (window as unknown as { demo: Demo }).demo.replication.whenSynced())
+    await sync.away()
+    await a.page.click(`${row(second)} button.delete`)
+    await a.page.waitForSelector(row(second), { state: 'detached' })
+    await b.page.evaluate(async () => {
+      const s = (window as unknown as { demo: Demo }).demo.mine.pop()!
+      await s.append({ type: 'demo/while-away' })
+      await s.close()
+    })
+    await sync.back()
+    await b.page.waitForSelector(row(second), { state: 'detached', timeout: 30_000 })
+    for (const p of [a.page, b.page]) {
+      await p.waitForFunction(
+        () => {
+          const r = (window as unknown as { demo: Demo }).demo.replication
+          return r.status === 'online' && r.pending === 0 && r.conflicts.length === 0
+        },
+        undefined,
+        { timeout: 30_000 },
+      )
+    }
+    const left = await dumpStore(sync.store)
+    expect([left[first], left[second]]).toEqual([undefined, undefined])
+    const ids = (p: Page) => p.evaluate(async () => (await (window as unknown as { demo: Demo }).demo.store.listSessions()).map((h) => h.id))
+    for (const p of [a.page, b.page]) expect((await ids(p)).filter((id) => id === first || id === second)).toEqual([])
+    expect([...a.problems, ...b.problems]).toEqual([])
   }, 120_000)
 
   it("another user's token sees nothing of the first user's; hostile bodies from a page are refused and write nothing", async () => {

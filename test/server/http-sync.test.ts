@@ -1,15 +1,13 @@
 // Contract: §12 sync with a server over HTTP — createSyncHandler, toNodeListener, store.connect (docs/CONTRACT.md)
 // Devices are stores in this process (fs and memory), the server is a real node:http server on
 // 127.0.0.1 over a real store (fs, and PostgreSQL below).
-import { createServer, type Server } from 'node:http'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions, type Store } from 'sessionfold'
-import { createSyncHandler, toNodeListener, type Authorize } from '../../src/sync/server/index'
-import type { Replication } from '../../src/sync/connect'
+import type { createSyncHandler } from '../../src/sync/server/index'
+import { connect as connectSync, serve as serveSync } from '../support/sync-server'
 import { dumpStore, eventsOf, until } from '../support/helpers'
 import { postgresBin, startCluster, type PgCluster } from '../support/postgres'
 
@@ -23,57 +21,14 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-/** Tokens of the tests: `user1` may read and write sessions whose ids start `u1-`, and so on. */
-const authorize: Authorize = ({ request, sessionId }) => {
-  const token = request.headers.get('authorization')?.replace(/^Bearer /, '')
-  if (!token || !/^user\d$/.test(token)) return 'unauthenticated'
-  return sessionId === undefined || sessionId.startsWith(`u${token.slice(4)}-`)
-}
-
 async function open(name: string, options: OpenStoreOptions = {}): Promise<Store> {
   const store = await openStore({ storage: 'fs', dir: join(dir, name), ...options })
   cleanups.push(() => store.close())
   return store
 }
 
-interface Running {
-  url: string
-  port: number
-  server: Server
-  stop(): Promise<void>
-  start(): Promise<void>
-}
-
-/** A node:http server with the sync handler over `store`, on 127.0.0.1 (a free port, or `port`). */
-async function serve(store: Store, port = 0, extra: Partial<Parameters<typeof createSyncHandler>[0]> = {}): Promise<Running> {
-  const handler = createSyncHandler({ store, authorize, pollMs: 50, ...extra })
-  let server = createServer(toNodeListener(handler))
-  const listen = () => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
-  await listen()
-  port = (server.address() as AddressInfo).port
-  const running: Running = {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    server,
-    async stop() {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-    async start() {
-      server = createServer(toNodeListener(handler))
-      running.server = server
-      await listen()
-    },
-  }
-  cleanups.push(() => running.stop())
-  return running
-}
-
-function connect(store: Store, url: string, token: string, options: Parameters<Store['connect']>[1] = {}): Replication {
-  const r = store.connect(url, { headers: { authorization: `Bearer ${token}` }, pollMs: 50, maxBackoffMs: 300, ...options })
-  cleanups.push(() => r.close())
-  return r
-}
+const serve = (store: Store, port = 0, extra: Partial<Parameters<typeof createSyncHandler>[0]> = {}) => serveSync(store, cleanups, port, extra)
+const connect = (store: Store, url: string, token: string, options: Parameters<Store['connect']>[1] = {}) => connectSync(store, url, token, cleanups, options)
 
 describe('HTTP sync between devices through a server (fs)', () => {
   it('a session and its children reach the other device, live; an open view there sees the new events', async () => {

@@ -246,7 +246,7 @@ export async function expectSyncRoundTrip(store: Store, fresh: Store, model: V01
   await created.close()
   model.set('from-fresh', await eventsOf(fresh, 'from-fresh'))
   const back = await sync(fresh, store)
-  expect(back).toEqual({ copiedSessions: 1, copiedEvents: 4, conflicts: [], skipped: [], failed: [] })
+  expect(back).toEqual({ copiedSessions: 1, copiedEvents: 4, deletedSessions: 0, conflicts: [], skipped: [], failed: [] })
   expect(await dumpStore(store)).toEqual(await dumpStore(fresh))
   await expectModel(store, model)
 }

@@ -168,6 +168,9 @@ export function createFolders(
         throw err
       }
       await syncDir(fs, sessions)
+      // After the folder is gone, so a reader of the feed that comes to this record finds it gone:
+      // changesSince sends the session's tombstone from here (src/engine/tombstones.ts).
+      await feed.record([{ id, from: 0, to: 0 }])
       await fs.rm(away, { recursive: true, force: true })
     },
   }

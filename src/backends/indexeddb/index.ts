@@ -300,11 +300,14 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     deleteSession: (id) =>
       forSession(id, async () => {
         await withDb('delete', id, (db) =>
-          inTx(db, ['sessions', 'events', 'checkpoints', 'kv'], 'readwrite', async (tx) => {
+          inTx(db, ['sessions', 'events', 'checkpoints', 'kv', 'feed'], 'readwrite', async (tx) => {
+            const there = (await quiet(tx.objectStore('sessions').getKey(id))) !== undefined
             await Promise.all([
               deleteRecordsOf(tx, id),
               quiet(tx.objectStore('sessions').delete(id)),
               quiet(tx.objectStore('events').delete(IDBKeyRange.bound([id, 0], [id, Infinity]))),
+              // A delete in the change feed: changesSince sends the session's tombstone from here.
+              there ? quiet(tx.objectStore('feed').add({ id, from: 0, to: 0 })) : undefined,
             ])
           }),
         )

@@ -119,7 +119,7 @@ export function createMemoryAdapter(): StorageAdapter {
     deleteSession: (id) =>
       guard.run(async () => {
         assertSessionId(id)
-        sessions.delete(id)
+        if (sessions.delete(id)) feed.push({ id, from: 0, to: 0 }) // a delete: changesSince sends its tombstone
         const own = sessionPrefix(id)
         const gone: string[] = []
         for (const k of order.from(own)) {

@@ -237,8 +237,12 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
     deleteSession: (id) =>
       onSession('delete', id, async (sql) => {
         // Its growth channel is told, with the commit: engines following it look, and find it gone.
+        // A delete in the change feed (when there was a session): changesSince sends its tombstone from there.
         await sql.begin((tx: PostgresClient) => [
-          tx.unsafe(`DELETE FROM ${n.sessions} WHERE id = $1`, [id]),
+          tx.unsafe(
+            `WITH gone AS (DELETE FROM ${n.sessions} WHERE id = $1 RETURNING id) INSERT INTO ${n.feed} (session_id, from_seq, to_seq) SELECT id, 0, 0 FROM gone`,
+            [id],
+          ),
           tx.unsafe(`DELETE FROM ${n.events} WHERE session_id = $1`, [id]),
           tx.unsafe(`SELECT pg_notify($1, $2)`, [growthChannelOf(n.bare, id), `${id}:deleted`]),
         ])

@@ -12,6 +12,8 @@ export const META_PART = '_meta'
 export const INDEX_PART = '_index'
 /** A session's row in the session index: what its list entries show. */
 export const SUMMARY_PART = '_summary'
+/** The tombstones of a deleted session's lives (src/engine/tombstones.ts): `[DELETED_PART, id]`. */
+export const DELETED_PART = '_deleted'
 /** Digits of a history position in its key: every safe integer fits, and keys sort as positions do. */
 const POSITION_DIGITS = 16
 const POSITION = /^\d{16}$/
@@ -29,6 +31,8 @@ export const metaKey = (key: string): RecordKey => [META_PART, key]
 export type IndexList = 'ar' | 'ax' | 'cr' | 'cx'
 export const INDEX_LISTS: readonly IndexList[] = ['ar', 'ax', 'cr', 'cx']
 export const summaryKey = (id: SessionId): RecordKey => ['session', id, SUMMARY_PART]
+export const deletedKey = (id: SessionId): RecordKey => [DELETED_PART, id]
+export const deletedPrefix: RecordKey = [DELETED_PART]
 export const indexStateKey: RecordKey = [INDEX_PART, 'state']
 export const indexListPrefix = (list: IndexList): RecordKey => [INDEX_PART, list]
 export const indexEntryKey = (list: IndexList, time: number, id: SessionId): RecordKey => [INDEX_PART, list, timePart(time), id]
@@ -65,6 +69,6 @@ export function rowKind(key: RecordKey): 'checkpoint' | 'history' | 'meta' | 'in
 
 /** Whether a key is the store's own (reserved): a row's, or in a row's namespace. */
 export function isReserved(key: RecordKey): boolean {
-  if (key[0] === META_PART || key[0] === INDEX_PART) return true
+  if (key[0] === META_PART || key[0] === INDEX_PART || key[0] === DELETED_PART) return true
   return key.length >= 3 && key[0] === 'session' && (key[2] === CHECKPOINT_PART || key[2] === HISTORY_PART || key[2] === SUMMARY_PART)
 }

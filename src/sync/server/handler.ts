@@ -126,11 +126,9 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
     throw new Refusal(403, 'FORBIDDEN', sessionId === undefined ? `${access} refused` : `${access} of session ${JSON.stringify(sessionId)} refused`)
   }
 
-  /** The batch with only the sessions this request may read (authorize asked once per session). */
+  /** The batch with only the sessions (and tombstones) this request may read (authorize asked once per session). */
   async function readable(request: Request, batch: ChangeBatch, cache: Map<SessionId, boolean>): Promise<ChangeBatch> {
-    const kept = []
-    for (const entry of batch.sessions) {
-      const id = entry.header.id
+    const may = async (id: SessionId) => {
       if (!cache.has(id)) {
         let ok = false
         try {
@@ -140,9 +138,13 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
         }
         cache.set(id, ok)
       }
-      if (cache.get(id)) kept.push(entry)
+      return cache.get(id) === true
     }
-    return { v: 1, sessions: kept }
+    const kept = []
+    for (const entry of batch.sessions) if (await may(entry.header.id)) kept.push(entry)
+    const deleted = []
+    for (const t of batch.deleted ?? []) if (await may(t.id)) deleted.push(t)
+    return { v: 1, sessions: kept, ...(deleted.length > 0 ? { deleted } : {}) }
   }
 
   /** Reads the query of a pull or live request. */
@@ -186,8 +188,9 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
       const c: Changes = await store.changesSince(cursor, sessions ? { maxEvents, sessions } : { maxEvents })
       const batch = await readable(request, c.batch, cache)
       cursor = c.cursor
-      if (batch.sessions.length > 0 || !c.done) {
-        if (batch.sessions.length > 0 || Date.now() >= deadline) return { batch, cursor, done: c.done }
+      const some = batch.sessions.length > 0 || batch.deleted !== undefined
+      if (some || !c.done) {
+        if (some || Date.now() >= deadline) return { batch, cursor, done: c.done }
         continue // only others' sessions: go on at once
       }
       if (Date.now() >= deadline || signal.aborted) return { batch, cursor, done: true }
@@ -228,7 +231,8 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
             const sealed = cursor ? await seal.seal(cursor) : ''
             if (first) send('retry: 1000\n\n')
             first = false
-            if (answer.batch.sessions.length > 0) send(`event: changes\ndata: ${JSON.stringify({ ...answer, cursor: sealed } satisfies PullAnswer)}\n\n`)
+            if (answer.batch.sessions.length > 0 || answer.batch.deleted)
+              send(`event: changes\ndata: ${JSON.stringify({ ...answer, cursor: sealed } satisfies PullAnswer)}\n\n`)
             else send(`event: cursor\ndata: ${JSON.stringify({ cursor: sealed, done: answer.done })}\n\n`)
           } catch (err) {
             const code = isSessionfoldError(err) ? err.code : 'STORAGE_UNAVAILABLE'
@@ -265,10 +269,19 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
       if (!isSessionId(id)) throw new Refusal(400, 'INVALID_ARGUMENT', 'every entry of the push must carry a header with a valid session id')
       ids.add(id)
     }
+    // A tombstone deletes the session here: a write of it, like an append.
+    if (batch.deleted !== undefined) {
+      if (!Array.isArray(batch.deleted)) throw new Refusal(400, 'INVALID_ARGUMENT', 'the deleted sessions of a push must be an array of tombstones')
+      for (const t of batch.deleted as unknown[]) {
+        const id = isPlainObject(t) ? t.id : undefined
+        if (!isSessionId(id)) throw new Refusal(400, 'INVALID_ARGUMENT', 'every tombstone of the push must carry a valid session id')
+        ids.add(id)
+      }
+    }
     // Every session first: a push with one session the caller may not write writes nothing.
     for (const id of ids) await allow(request, id, 'write')
     const result = await store.applyChanges(batch as unknown as ChangeBatch)
-    if (result.copiedEvents > 0 || result.copiedSessions > 0) waiters.wake()
+    if (result.copiedEvents > 0 || result.copiedSessions > 0 || result.deletedSessions > 0) waiters.wake()
     return json(200, result)
   }
 
