@@ -1,10 +1,10 @@
-// Reliability: HTTP sync under chaos, seeded — equal logs or reported conflicts, never two histories in one log, nothing acknowledged lost, nothing twice (§12 sync over HTTP, §13 sync never splices)
+// Reliability: HTTP sync under chaos, seeded — equal logs or reported conflicts, never two histories in one log, nothing acknowledged lost, nothing twice, no deleted session left (§12 sync over HTTP, §13 sync never splices, §15 deletes)
 // Three devices (two fs stores with the engine in its worker, one IndexedDB store on
 // fake-indexeddb) and a sync server in a process of its own (fs, then PostgreSQL), with a fault
 // proxy between them (test/support/fault-proxy.ts) that drops, delays, duplicates, reorders and
 // cuts requests and responses, live streams included; the server is SIGKILLed and started again
-// on the same store on a schedule, devices go offline, reconnect, and write to their own and to
-// shared sessions. Then the faults stop, everything settles, and every side is read and checked
+// on the same store on a schedule, devices go offline, reconnect, write to their own and to
+// shared sessions, and delete some of each (a shared one perhaps while another device writes to it). Then the faults stop, everything settles, and every side is read and checked
 // (test/support/chaos/checks.ts). The short runs here use fixed seeds; `npm run chaos` runs long
 // ones. A failure prints the seed and the command that runs it again.
 import { describe, expect, it } from 'vitest'
@@ -34,6 +34,7 @@ for (const run of RUNS) {
       expect(s.refused, report).toBeGreaterThan(0)
       expect(s.written.acked, report).toBeGreaterThan(200)
       expect(s.sessions, report).toBeGreaterThanOrEqual(6)
+      expect(s.deleted, `no session was deleted\n${report}`).toBeGreaterThan(0)
       expect(s.conflicts.sessions.length, `no shared session was written on two devices at once\n${report}`).toBeGreaterThan(0)
       expect(result.problems.length, report).toBe(0)
     }, 150_000)
@@ -114,5 +115,14 @@ describe('the chaos checks', () => {
     expect(twice).toMatch(/s on a: a:1 at seq 1 and again at seq 3/)
     expect(twice).toMatch(/seq 3 holds a:1, which a wrote to s at seq 1/)
     expect(checkSides([side('a', { s: ['a:0', 'a:1', 'a:2', 'z:9'] })], ledger, []).problems.join('\n')).toMatch(/seq 3 holds z:9, which no writer wrote/)
+  })
+
+  it('a deleted session left on a side; a deleted session gone everywhere takes its acknowledged events with it', () => {
+    const logs = { s: ['a:0', 'a:1'], t: ['a:2'] }
+    const ledger = ledgerOf({ a: logs })
+    ledger.deleted.set('s', 'b')
+    const left = checkSides([side('server', { t: ['a:2'] }), side('a', logs)], ledger, [])
+    expect(left.problems.join('\n')).toMatch(/^s is on a, though b deleted it \(2 events\)$/m)
+    expect(checkSides([side('server', { t: ['a:2'] }), side('a', { t: ['a:2'] })], ledger, []).problems).toEqual([])
   })
 })

@@ -2,7 +2,8 @@
 // stores): (1) a session's log is the same on every side, or a conflict was reported for it with
 // both witnesses; (2) no log holds events of two histories: every event sits on the prefix its
 // writer had when it wrote it; (3) nothing acknowledged is lost: each is in its writer's log and
-// in every copy of a session that had no conflict; (4) no event is there twice.
+// in every copy of a session that had no conflict; (4) no event is there twice; (5) no deleted
+// session is anywhere (its events, acknowledged or not, went with it).
 import type { SessionEvent, SessionHeader, SessionId, SyncConflict } from '../../../src/index-node'
 import { chainOf, tagOf, type Ledger, type Written } from './ledger'
 
@@ -130,6 +131,7 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
   // (3) Nothing acknowledged lost; (4) no event twice.
   const acked = ledger.acked()
   for (const w of acked) {
+    if (ledger.deleted.has(w.session)) continue
     const own = byName.get(w.writer)?.logs.get(w.session)
     if (own?.tags[w.seq] !== w.tag)
       tell(
@@ -156,6 +158,11 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
       }
     }
   }
+  // (5) No deleted session anywhere.
+  for (const side of sides)
+    for (const id of side.logs.keys())
+      if (ledger.deleted.has(id))
+        tell('deleted', `${id} is on ${side.name}, though ${ledger.deleted.get(id)} deleted it (${side.logs.get(id)!.events.length} events)`)
   for (const [kind, n] of told) if (n > DETAILED) problems.push(`… and ${n - DETAILED} more of the kind "${kind}"`)
   return { problems, sessions: ids.length, conflicted: [...conflictsOf.keys()].sort(), spliced, acked: acked.length }
 }

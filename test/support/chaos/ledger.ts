@@ -43,6 +43,8 @@ export class Ledger {
   readonly byTag = new Map<string, Written>()
   /** What went wrong while writing (a log that changed under its writer…), for the report. */
   readonly problems: string[] = []
+  /** Sessions a device deleted (ids are never used again in a run), and which device. */
+  readonly deleted = new Map<SessionId, string>()
 
   acked(): Written[] {
     return [...this.byTag.values()].filter((w) => w.acked)

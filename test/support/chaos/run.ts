@@ -43,6 +43,8 @@ export interface ChaosSummary {
   badGateway: number
   restarts: number
   written: { appends: number; events: number; acked: number }
+  /** Sessions deleted (by any device): none of them may be left anywhere. */
+  deleted: number
   workload: Record<string, WorkloadCounts>
   sessions: number
   conflicts: { reported: number; sessions: string[] }
@@ -168,6 +170,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       badGateway: stats.badGateway,
       restarts,
       written: { appends, events, acked: ledger.acked().length },
+      deleted: ledger.deleted.size,
       workload,
       sessions: check?.sessions ?? 0,
       conflicts: { reported: devices.reduce((n, d) => n + d.conflicts.size, 0), sessions: check?.conflicted ?? [] },
@@ -244,7 +247,7 @@ export function formatChaos(result: ChaosResult): string {
     `  requests ${s.requests} (${Object.entries(s.byDevice)
       .map(([d, n]) => `${d} ${n}`)
       .join(', ')}); passed ${s.faults.pass}; faults: ${faults}; connections refused while offline ${s.refused}; answered 502 ${s.badGateway}`,
-    `  server restarts ${s.restarts}; appends ${s.written.appends} (${s.written.events} events, ${s.written.acked} acknowledged); sessions ${s.sessions}`,
+    `  server restarts ${s.restarts}; appends ${s.written.appends} (${s.written.events} events, ${s.written.acked} acknowledged); sessions ${s.sessions}, ${s.deleted} deleted`,
     `  conflicts reported ${s.conflicts.reported} in ${s.conflicts.sessions.length} sessions${s.conflicts.sessions.length ? ` (${s.conflicts.sessions.join(', ')})` : ''}; logs holding two histories ${s.spliced}`,
     `  replication errors seen: ${Object.entries(s.replicationErrors)
       .map(([d, e]) => `${d} ${JSON.stringify(e)}`)

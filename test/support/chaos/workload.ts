@@ -3,7 +3,8 @@
 // session only while it holds it open for writing here; it goes offline and comes back, and
 // closes and reopens its replication. Shared sessions are few and held open for a while, so
 // devices often write to one at once, each on the copy it has: the concurrent histories sync
-// must keep apart.
+// must keep apart. It deletes sessions too, its own and shared ones (which other devices may be
+// writing to meanwhile): a delete must reach every side (DESIGN §15).
 import { isSessionfoldError } from '../../../src/index-node'
 import type { SessionId } from '../../../src/core/model'
 import type { FaultProxy } from '../fault-proxy'
@@ -24,6 +25,8 @@ const ACTIONS = {
   close: 8,
   offline: 2,
   reconnect: 2,
+  'delete-own': 2,
+  'delete-shared': 1,
 } as const
 type Action = keyof typeof ACTIONS
 
@@ -31,8 +34,10 @@ export interface WorkloadCounts {
   actions: Record<Action, number>
   appends: number
   events: number
-  /** openSession refused SESSION_LOCKED (the replication was writing to it here). */
+  /** openSession or deleteSession refused SESSION_LOCKED (the replication was writing to it here). */
   locked: number
+  /** Sessions this device deleted. */
+  deleted: number
 }
 
 export interface WorkloadContext {
@@ -57,8 +62,10 @@ export async function runWorkload(ctx: WorkloadContext): Promise<WorkloadCounts>
     appends: 0,
     events: 0,
     locked: 0,
+    deleted: 0,
   }
   const own: SessionId[] = []
+  let ownMade = 0
   let sharedMade = 0
   let n = 0
   /** Open handles, with how many more actions each stays open. */
@@ -88,7 +95,7 @@ export async function runWorkload(ctx: WorkloadContext): Promise<WorkloadCounts>
     switch (action) {
       case 'new-own': {
         if (own.length >= MAX_OWN) return act('append-own')
-        const id = `u1-${me}-own-${own.length}`
+        const id = `u1-${me}-own-${ownMade++}`
         own.push(id)
         return append(await hold(id, () => device.store.createSession({ id }), r.int(5, 30)), r)
       }
@@ -112,9 +119,33 @@ export async function runWorkload(ctx: WorkloadContext): Promise<WorkloadCounts>
           h = await hold(id, () => device.store.openSession(id), r.int(2, 10))
         } catch (err) {
           if (isSessionfoldError(err) && err.code === 'SESSION_LOCKED') return void counts.locked++
+          if (isSessionfoldError(err) && err.code === 'SESSION_NOT_FOUND') return // deleted (a tombstone pulled) since it was listed
           throw err
         }
         return append(h, r)
+      }
+      case 'delete-own':
+      case 'delete-shared': {
+        const pool =
+          action === 'delete-own'
+            ? [...own]
+            : (await device.store.listSessions({ limit: 1000 })).map((h) => h.id).filter((id) => id.startsWith(SHARED_PREFIX) && !open.has(id))
+        if (pool.length === 0) return
+        const id = r.pick(pool.sort())
+        await release(id)
+        ledger.deleted.set(id, me) // before: a delete that fails half way may still have gone out
+        try {
+          await device.store.deleteSession(id)
+        } catch (err) {
+          if (isSessionfoldError(err) && err.code === 'SESSION_LOCKED') {
+            ledger.deleted.delete(id)
+            return void counts.locked++
+          }
+          throw err
+        }
+        if (action === 'delete-own') own.splice(own.indexOf(id), 1)
+        counts.deleted++
+        return
       }
       case 'append-shared': {
         const shared = [...open.keys()].filter((id) => id.startsWith(SHARED_PREFIX)).sort()
