@@ -68,6 +68,19 @@ describe('deletes travel as tombstones', () => {
     expect(await idsOf(b!)).toEqual([])
   })
 
+  it('the tombstones of an encrypted store outlive a key rotation (they are not sealed: ids and times only)', async () => {
+    const first = (name: string) => ({ storage: 'fs' as const, dir: join(dir, name), worker: false, encryption: { key } })
+    const [a] = await stores(first, 'a')
+    for (const id of ['gone', 'kept']) await (await a!.createSession({ id })).close()
+    await a!.deleteSession('gone')
+    const newKey = new Uint8Array(32).fill(9)
+    await a!.rotateKey(newKey)
+    await a!.close()
+    const [again] = await stores((name) => ({ ...first(name), encryption: { key: newKey } }), 'a')
+    const walked = await drain(again!, null)
+    expect([walked.deleted.map((t) => t.id), walked.sessions]).toEqual([['gone'], ['kept']])
+  })
+
   it('what a tombstone costs on fs: one small record per deleted id, kept after the session is gone', async () => {
     const [a] = await stores((name) => ({ storage: 'fs', dir: join(dir, name), worker: false }), 'a')
     for (let i = 0; i < 20; i++) await (await a!.createSession({ id: `s${i}` })).close()

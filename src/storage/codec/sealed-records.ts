@@ -69,7 +69,8 @@ export function sealedRecords(inner: KeyValueStore, codec: EnvelopeCodec): KeyVa
       const stored = await inner.get(key)
       if (stored === undefined) return undefined
       const kind = rowKind(key)
-      if (kind === 'meta' || kind === 'index') return stored
+      // Tombstones (ids and times, as the index's keys show) stay plain: rotateKey reseals per session, and they outlive theirs.
+      if (kind === 'meta' || kind === 'index' || kind === 'deleted') return stored
       if (kind !== undefined) return openRow(key, stored)
       if (stored[0] === 'p' && !codec.encrypted) return stored.slice(1)
       if (stored[0] !== 's') throw unreadable(key, codec.encrypted ? 'it is not encrypted, in an encrypted store' : 'it is not a record of this codec')
@@ -84,7 +85,7 @@ export function sealedRecords(inner: KeyValueStore, codec: EnvelopeCodec): KeyVa
     },
     async put(key, value, options) {
       const kind = rowKind(key)
-      if (kind === 'meta' || kind === 'index') return inner.put(key, value, options)
+      if (kind === 'meta' || kind === 'index' || kind === 'deleted') return inner.put(key, value, options)
       if (kind !== undefined) return inner.put(key, await sealRow(key, value), options)
       if (!codec.encrypted && !codec.compresses(value.length)) return inner.put(key, `p${value}`, options)
       return inner.put(key, `s${toBase64(await codec.seal(aad(key), encoder.encode(value)))}`, options)

@@ -58,9 +58,10 @@ export function positionOf(part: string | undefined): number | undefined {
 }
 
 /** The kind of row a key holds, or undefined for an app's or the engine's own record. */
-export function rowKind(key: RecordKey): 'checkpoint' | 'history' | 'meta' | 'index' | undefined {
+export function rowKind(key: RecordKey): 'checkpoint' | 'history' | 'meta' | 'index' | 'deleted' | undefined {
   if (key.length === 2 && key[0] === META_PART) return 'meta'
   if (key[0] === INDEX_PART) return 'index'
+  if (key[0] === DELETED_PART) return 'deleted'
   if (key.length < 3 || key[0] !== 'session') return undefined
   if (key.length === 3 && key[2] === CHECKPOINT_PART) return 'checkpoint'
   if (key.length === 4 && key[2] === HISTORY_PART) return 'history'
