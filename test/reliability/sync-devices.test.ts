@@ -177,7 +177,9 @@ describe('HTTP sync between two Chromium devices', () => {
       { timeout: 10_000, polling: 20 },
     )
     const online = await a.page.evaluate(() => Date.now())
-    expect(online - back).toBeLessThan(1500)
+    // At once: a round trip or two (1.56 s was seen once on a loaded 2-core machine in the full
+    // run), and in any case a second before the backoff's try was due.
+    expect(online - back).toBeLessThan(2500)
     expect(online).toBeLessThan(due - 1000)
     const id = await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.mine[0]!.id)
     expect((await dumpStore(sync.store))[id]!.events).toHaveLength(1)

@@ -233,7 +233,7 @@ async function appendTo(store: Store, model: V01Model, id: string, inputs: { typ
  */
 export async function expectSyncRoundTrip(store: Store, fresh: Store, model: V01Model): Promise<void> {
   const there = await sync(store, fresh)
-  expect(there).toEqual({ copiedSessions: model.size, copiedEvents: sum(model), conflicts: [], skipped: [], failed: [] })
+  expect(there).toEqual({ copiedSessions: model.size, copiedEvents: sum(model), deletedSessions: 0, conflicts: [], skipped: [], failed: [] })
   const dump = await dumpStore(store)
   expect(await dumpStore(fresh)).toEqual(dump)
   await appendTo(fresh, model, 'root-oneshot', [{ type: 'app/message', data: { text: 'von drüben ↩' } as never, time: t(1) }])

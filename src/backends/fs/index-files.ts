@@ -19,6 +19,7 @@ import { INDEX_LISTS, INDEX_PART, TIME_DIGITS } from '../../storage/records/keys
 import type { PutDurability, RecordKey } from '../../storage/types'
 import { syncDir, writeDurable } from './durable'
 import { errno, namesIn } from './errors'
+import { createListings, type Listing as FolderListing } from './listings'
 import { INDEX_LEVELS, INDEX_OTHER_DIR, INDEX_STATE_FILE, partsOfRecordName, recordName, sessionIndexDir, tmpDir } from './layout'
 import type { FsSettings } from './options'
 
@@ -33,11 +34,8 @@ export interface IndexPlace {
   list?: string
 }
 
-/** A folder's names as read, its inode and mtime then, and what an entry folder's names say (entryFolder). */
-interface Listing {
-  ino: bigint
-  mtime: bigint
-  names: string[]
+/** A folder's listing (listings.ts), and what an entry folder's names say (entryFolder). */
+interface Listing extends FolderListing {
   folder?: EntryFolder
 }
 /** An entry folder's entries (by time part, its name's digits of it) and subfolders, sorted. */
@@ -56,13 +54,8 @@ export const FOLDER_CAP = 256
 /** How long a folder found full is taken as full (entries leave the activity lists as sessions move up), and how many are remembered. */
 const FULL_MS = 5000
 const MAX_FULL = 1024
-/**
- * A folder's names are kept (at most MAX_LISTINGS folders) and used again while its mtime and
- * inode stand, once it was at least QUIET_NS old when read: a change within the file system's
- * timestamp granularity of the read could leave the mtime as it was, one after that cannot.
- */
+/** Folders whose names are kept while they stand (listings.ts). */
 const MAX_LISTINGS = 256
-const QUIET_NS = 2_000_000_000n
 
 /** Whether `key` is the session index's (stored under <root>/index/): `_index` and at least one part more. */
 export const isIndexKey = (key: RecordKey): boolean => key.length >= 2 && key[0] === INDEX_PART
@@ -105,32 +98,9 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
   const top = sessionIndexDir(root)
   const other = join(top, INDEX_OTHER_DIR)
 
-  /** Folders as last read, and the folder's inode and mtime then (see QUIET_NS). */
-  const listings = new Map<string, Listing>()
-
-  /** Folder `dir` (none when it is missing), from `listings` while it stands. */
-  async function listing(dir: string): Promise<Listing> {
-    let st: { ino: bigint; mtimeNs: bigint }
-    try {
-      st = await fs.stat(dir, { bigint: true })
-    } catch (err) {
-      if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw err
-      listings.delete(dir)
-      return { ino: -1n, mtime: -1n, names: [] }
-    }
-    const kept = listings.get(dir)
-    listings.delete(dir)
-    if (kept?.ino === st.ino && kept.mtime === st.mtimeNs) {
-      listings.set(dir, kept) // the most recently used last
-      return kept
-    }
-    const read: Listing = { ino: st.ino, mtime: st.mtimeNs, names: await namesIn(fs, dir) }
-    if (BigInt(Date.now()) * 1_000_000n - st.mtimeNs >= QUIET_NS) {
-      if (listings.size >= MAX_LISTINGS) listings.delete(listings.keys().next().value!)
-      listings.set(dir, read)
-    }
-    return read
-  }
+  /** Folders as last read, kept while they stand. */
+  const listings = createListings<Listing>(fs, MAX_LISTINGS)
+  const listing = (dir: string) => listings.get(dir)
   const names = async (dir: string) => (await listing(dir)).names
 
   /** An entry folder at `level`: its entries by time part and its subfolders, each sorted (kept with its listing). */

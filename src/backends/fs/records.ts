@@ -17,6 +17,7 @@ import type { KeyValueStore, PutDurability, RecordKey } from '../../storage/type
 import { replaceDurable, writeDurable } from './durable'
 import { errno, namesIn } from './errors'
 import { createIndexFiles, isIndexKey } from './index-files'
+import { createListings } from './listings'
 import {
   CHECKPOINT_FILE,
   HISTORY_DIR,
@@ -60,31 +61,15 @@ export function createRecordFiles(
   }
 
   /**
-   * History folders' listings as last read, by their mtime: a read of a long log's history
-   * stats the folder rather than list its hundreds of rows (a put or delete here forgets it).
+   * History folders' listings, kept while they stand (listings.ts): a read of a long log's
+   * history stats the folder rather than list its hundreds of rows (a put or delete here forgets it).
    */
-  const listed = new Map<string, { mtimeMs: number; names: string[] }>()
-  async function historyNames(dir: string): Promise<string[]> {
-    let mtimeMs: number
-    try {
-      mtimeMs = (await fs.stat(dir)).mtimeMs
-    } catch (err) {
-      if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw err
-      listed.delete(dir)
-      return []
-    }
-    const known = listed.get(dir)
-    if (known && known.mtimeMs === mtimeMs) return known.names
-    const found = await names(dir)
-    listed.delete(dir)
-    if (listed.size >= MAX_LISTED) listed.delete(listed.keys().next().value!)
-    listed.set(dir, { mtimeMs, names: found })
-    return found
-  }
+  const listed = createListings(fs, MAX_LISTED)
+  const historyNames = async (dir: string) => (await listed.get(dir)).names
 
   const names = (dir: string) => namesIn(fs, dir)
 
-  /** Folders of sessions whose kv/ holds no row of an earlier version any more (so a put or delete of their row looks there no more). */
+  /** Paths of legacy rows (kv/_summary of an earlier version) known gone, so a put or delete of their session's row looks there no more. */
   const noLegacy = new Set<string>()
   /**
    * A row's copy where an earlier version kept it (kv/_summary). Its kv/ folder stays, even
@@ -172,7 +157,7 @@ export function createRecordFiles(
           if (errno(err) !== 'EEXIST') throw err
         })
         await write(tmp, join(dir, name), value, options?.durability ?? 'cache')
-        listed.delete(dir)
+        listed.forget(dir)
         if (legacy !== undefined) await removeLegacy(legacy)
       } catch (err) {
         await fs.rm(tmp, { force: true }).catch(() => {})
@@ -183,7 +168,7 @@ export function createRecordFiles(
       assertKey(key)
       if (isIndexKey(key)) return index.remove(key)
       const { dir, name, legacy } = placeOf(key)
-      listed.delete(dir)
+      listed.forget(dir)
       try {
         await fs.unlink(join(dir, name))
       } catch (err) {

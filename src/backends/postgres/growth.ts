@@ -110,12 +110,14 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
     for (const row of rows) sighted(row.id, Number(row.length))
     // A followed session that is no longer there was deleted (its notice may have been lost):
     // no length, so that the engine looks, and lets its views know.
+    // (Each looked up again: one may have been let go while the query ran.)
     const found = new Set(rows.map((r) => r.id))
-    for (const id of ids)
-      if (!found.has(id) && watched.get(id)?.seen !== -1) {
-        watched.get(id)!.seen = -1
-        tell(id)
-      }
+    for (const id of ids) {
+      const w = watched.get(id)
+      if (found.has(id) || !w || w.seen === -1) continue
+      w.seen = -1
+      tell(id)
+    }
   }
 
   /** Polls `only` (default: all) now, or right after the poll under way. */
