@@ -3,7 +3,7 @@
 // node:http server on 127.0.0.1 over a real store, fs and PostgreSQL. A delete on one device
 // reaches the server and every other device (an open tail there hears it), a new device never
 // sees the session, a device that was away and wrote to its copy is refused and deletes its copy,
-// a tombstone needs write access, and the id can be used again.
+// a tombstone needs write access (and reaches only readers of its session), and the id can be used again.
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -128,6 +128,11 @@ function deletesOver(serverStore: () => Promise<Store>) {
     expect(allowed.status).toBe(200)
     expect(await allowed.json()).toMatchObject({ deletedSessions: 1 })
     expect(await ids(server)).toEqual([])
+    // Its tombstone goes only to those who may read the session.
+    const pull = (token: string) =>
+      fetch(`${http.url}/pull`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json() as Promise<{ batch: { deleted?: { id: string }[] } }>)
+    expect((await pull('user1')).batch.deleted?.map((t) => t.id)).toEqual(['u1-keep'])
+    expect((await pull('user2')).batch.deleted).toBeUndefined()
   })
 }
 
