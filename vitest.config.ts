@@ -16,10 +16,6 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Two files at once on two cores (vitest's default there is one): most suites wait on fsync,
-    // timers, servers and browsers more than they compute. The full run went from 1,423 s to
-    // 1,065 s (the README's command from about 28 to 20 minutes), every test passing.
-    maxWorkers: 2,
     projects: [
       {
         extends: true,
