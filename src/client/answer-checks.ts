@@ -102,6 +102,8 @@ export function frameProblem(frame: unknown): string | undefined {
   const { gone } = frame as Partial<Frame>
   if (gone !== undefined && (!isPlainObject(gone) || gone.code !== 'SESSION_NOT_FOUND' || typeof gone.message !== 'string' || gone.message.length > 1000))
     return 'bad gone'
+  const { reset } = frame as Partial<Frame>
+  if (reset !== undefined && reset !== true) return 'bad reset'
   const { grown } = frame as Partial<Frame>
   if (grown === undefined) return undefined
   if (!isPlainObject(grown)) return 'bad grown values'

@@ -27,6 +27,13 @@ export interface ChangeMeta {
   /** asOfSeq of the value delivered. */
   seq: number
   /**
+   * True in the notification after the session's log was replaced by another history of it:
+   * a sync conflict resolved by a fork (`connect`'s `onConflict: 'fork'`, the default) gave the
+   * session the server's events, and this device's own moved to the fork. The values are those
+   * of the new log; `seq` may be lower than the one heard before (once).
+   */
+  reset?: true
+  /**
    * Set in the last notification, once the values stop following the log: `CLOSED` (the store
    * closed), `WORKER_TERMINATED` (its worker died), `PROJECTIONS_UNAVAILABLE` (the worker sent
    * values that could not be trusted). After CLOSED or WORKER_TERMINATED, every call on the
@@ -67,6 +74,8 @@ export class ProjectionMapView {
   readonly #clock = new NotifyClock(() => this.#notify())
   #waiters: { seq: number; resolve: () => void; reject: (e: unknown) => void }[] = []
   #error: SessionfoldError | undefined
+  /** A reset frame was applied since the last notification (ChangeMeta.reset). */
+  #reset = false
   #subscribers = 0
   /** @internal Told when the view gains its first subscriber (true) and loses its last (false). */
   _onSubscribed: ((subscribed: boolean) => void) | undefined
@@ -144,12 +153,20 @@ export class ProjectionMapView {
   }
 
   #meta(): ChangeMeta {
-    return this.#error ? { seq: this.#asOfSeq, error: this.#error } : { seq: this.#asOfSeq }
+    const meta: ChangeMeta = this.#error ? { seq: this.#asOfSeq, error: this.#error } : { seq: this.#asOfSeq }
+    if (this.#reset) meta.reset = true
+    return meta
   }
 
-  /** @internal Applies a pushed frame; frames at or before what we hold are old news. */
+  /** @internal Applies a pushed frame; frames at or before what we hold are old news, but for a reset. */
   _apply(frame: Frame): void {
-    if (this.#error || frame.seq <= this.#asOfSeq) return
+    if (this.#error || (frame.seq <= this.#asOfSeq && !frame.reset)) return
+    if (frame.reset) {
+      // Another history: every value is the frame's, none held before counts.
+      for (const key of Object.keys(this.#values)) if (!Object.hasOwn(frame.values, key)) this.#changed.add(key)
+      this.#values = Object.create(null) as Record<string, Json | null>
+      this.#reset = true
+    }
     // Lists that only grew first: a frame whose new items do not continue what is held here
     // changes nothing, and these values stop.
     const grown: [string, Json[]][] = []
@@ -207,6 +224,7 @@ export class ProjectionMapView {
     const changed = [...this.#changed]
     this.#changed.clear()
     const meta = this.#meta()
+    this.#reset = false
     for (const key of changed) this.#keyListeners.get(key)?.each((listener) => listener(this.#values[key] ?? null, meta))
     // Scheduled only when asOfSeq advanced or the values stopped: map listeners hear each batch,
     // and the stop with its error, as key listeners do.

@@ -180,6 +180,12 @@ export interface SyncConflict {
     /** The receiving store's. */
     target: string
   }
+  /**
+   * The fork that took this device's events from `seq` on, once a replication with
+   * `onConflict: 'fork'` (the default) moved them: the session itself now holds the server's
+   * history, and the fork is pushed like any new session.
+   */
+  forkedAs?: SessionId
 }
 
 /**
@@ -255,3 +261,18 @@ export interface ReplicationState {
   /** While offline or refused: when the next try is due (ms since the epoch), for a "retrying in 5 s". The browser's `online` event, or another request that gets through, brings it forward. */
   retryAt?: number
 }
+
+/**
+ * What came of resolving a conflict by a fork (`ReplicationStore.forkConflict`, DESIGN §15):
+ * the fork that took this store's events (`forkedAs`, parting at seq `at`); `'locked'` while the session is open for writing here; `'none'` when nothing had to move
+ * (this copy is a prefix of the server's, or another life of the id, which is no event conflict).
+ */
+export type ConflictFork =
+  | {
+      /** The fork's id: the session's, then `-f` and 14 hex digits. */
+      forkedAs: SessionId
+      /** The parting seq: the fork's seed is the common prefix `[0, at)`. */
+      at: number
+    }
+  | 'locked'
+  | 'none'

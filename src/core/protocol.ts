@@ -54,6 +54,11 @@ export interface Frame {
    * error (code SESSION_NOT_FOUND), and the host pushes nothing more of it.
    */
   gone?: WireError
+  /**
+   * The session's log was replaced by another history of it (a sync conflict resolved by a
+   * fork, DESIGN §15): `values` holds every view anew and `seq` may be lower than before.
+   */
+  reset?: true
 }
 
 /** An open handle: its number, the session's header, and its values when it opened. */
@@ -157,7 +162,7 @@ export interface ReplicationSpec {
   url: string
   /** The store's meta key for the cursors (from the URL and the sessions). */
   key: string
-  options: { sessions?: string[]; live?: boolean | 'long-poll'; pollMs?: number; maxBackoffMs?: number }
+  options: { sessions?: string[]; live?: boolean | 'long-poll'; pollMs?: number; maxBackoffMs?: number; onConflict?: 'fork' | 'report' }
   /** Static headers, when the app gave an object. */
   headers?: Record<string, string>
   /** The app gave a function: the engine asks for headers before each request. */

@@ -79,7 +79,8 @@ async function deletedHere(target: ImportTarget, entry: CheckedEntry, result: Ap
   return true
 }
 
-const sameHeader = (a: SessionHeader, b: SessionHeader) => JSON.stringify(ordered(a)) === JSON.stringify(ordered(b))
+/** Whether two copies' headers are the same (one life of the id, seeded alike). */
+export const sameHeader = (a: SessionHeader, b: SessionHeader) => JSON.stringify(ordered(a)) === JSON.stringify(ordered(b))
 
 /** A header's fields in one order, so two copies compare by value. */
 function ordered(h: SessionHeader): unknown[] {

@@ -4,7 +4,7 @@
 // the change feed, follow, lineage (spawn, external, fork), list-children, verify, and
 // store-to-store changes (changes-since, apply-changes).
 import type { StorageAdapter } from '../storage/types'
-import type { ApplyResult, Changes } from '../core/changes'
+import type { ApplyResult, Changes, ConflictFork } from '../core/changes'
 import type { SubagentListEntry } from '../core/children'
 import { SessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
@@ -18,6 +18,7 @@ import { createLocalLocks, type WriterLocks } from '../storage/locks'
 import { snapshotOf } from './units'
 import { AppendPipeline } from './append-pipeline'
 import { applyChanges, type ImportTarget } from './apply-changes'
+import { forkConflict } from './conflict-fork'
 import { notify, watch, type ChangeListener } from './watchers'
 import { changesSince } from './changes-since'
 import { CheckpointPolicy } from './checkpoints'
@@ -271,10 +272,7 @@ export class Engine {
     return live && slot && !slot.fault ? { state: slot.state, header: live.header } : undefined
   }
 
-  /**
-   * A session's catalog and header, from its live state when it is open here (no reads),
-   * else from a cold read. `entries` is null when the catalog was rejected.
-   */
+  /** A session's catalog and header, live when it is open here (no reads), else cold; `entries` null: catalog rejected. */
   async catalogOf(id: SessionId, signal?: AbortSignal): Promise<{ header: SessionHeader; entries: CatalogEntry[] | null; live: boolean }> {
     // Followed here but written elsewhere (another tab or process): catch up from storage
     // first, rather than answer from whatever notices have arrived so far.
@@ -354,6 +352,12 @@ export class Engine {
     return applyChanges(this.importTarget, batch)
   }
 
+  /** Resolves a sync conflict by a fork of this store's events, given the server's whole copy (conflict-fork.ts). */
+  forkConflict(serverCopy: unknown): Promise<ConflictFork> {
+    this.open()
+    return forkConflict({ ...this.importTarget, locks: this.locks, sessions: this.sessions, index: this.index, now: this.now }, serverCopy)
+  }
+
   /** Waits for every append, writes close checkpoints, releases locks, closes storage. */
   async close(): Promise<void> {
     if (this.isClosed) return
@@ -375,10 +379,8 @@ export class Engine {
     return call()
   }
 
-  private async writing<T>(id: SessionId, call: (live: LiveSession) => Promise<T>): Promise<T> {
-    this.open()
-    assertSessionId(id)
-    return call(this.sessions.writable(id))
+  private writing<T>(id: SessionId, call: (live: LiveSession) => Promise<T>): Promise<T> {
+    return this.checked(id, () => call(this.sessions.writable(id)))
   }
 
   /** Stores a new session and opens it for writing here (see LiveSessions.create). */

@@ -9,7 +9,7 @@ import type { EncodedEvent } from '../core/validate'
 import type { WriterLocks } from '../storage/locks'
 import { foldEvent, initSlots, type UnitSlot } from './units'
 import { newLogState, type AppendPipeline, type LogState } from './append-pipeline'
-import { newWatchState, notifyGone, type WatchState } from './watchers'
+import { newWatchState, notifyGone, notifyReset, type WatchState } from './watchers'
 import { newCheckpointState, type CheckpointPolicy, type CheckpointState } from './checkpoints'
 import type { ImportWriter } from './apply-changes'
 import type { ChainKeeper, PrefixState } from './chains'
@@ -20,7 +20,8 @@ export interface LiveSession {
   readonly slots: UnitSlot[]
   readonly log: LogState
   readonly checkpoint: CheckpointState
-  readonly feed: WatchState
+  /** Its views' listeners (a replaced log's record takes its predecessor's: replaceLog). */
+  feed: WatchState
   /** Set while a client of this engine holds the session open for writing. */
   writer?: { release: () => Promise<void>; imports?: boolean }
   observers: number
@@ -234,6 +235,43 @@ export class LiveSessions {
       else await release()
     }
     return undefined
+  }
+
+  /**
+   * Replaces the session's log by another history of the same life (a sync conflict resolved
+   * by a fork, conflict-fork.ts); the caller holds its writer lock (`held`, released here as a
+   * writer's). Storage: the session deleted and stored again with `events`; `forget` runs
+   * between the two (the session list forgets the old row). Views open on it here move to the
+   * new record and hear its values once, with `reset` (their asOfSeq may go back).
+   */
+  async replaceLog(header: SessionHeader, events: readonly EncodedEvent[], held: () => Promise<void>, forget: () => Promise<void>): Promise<void> {
+    const { pipeline, chains, onError } = this.options
+    const before = this.live.get(header.id)
+    if (before) {
+      // Held as a writer's meanwhile: no follow of it, and no delete heard of it (its views move).
+      before.writer = { release: async () => {} }
+      this.updateWatch(before)
+      await before.log.folds.catch(() => {}) // a follow in flight ends first
+    }
+    chains.forget(header.id)
+    await pipeline.remove(header.id)
+    await forget()
+    const live = await this.create(header, events.slice(0, header.seedLength), held)
+    try {
+      await pipeline.appendNumbered(live, events.slice(header.seedLength))
+    } finally {
+      if (before) {
+        // The views move: their listeners (whose unwatch deletes from this very feed) and observers.
+        live.feed = before.feed
+        live.observers += before.observers
+        before.observers = 0
+        before.writer = undefined
+        this.dropped.add(before)
+        this.updateWatch(before)
+        notifyReset(live, onError)
+      }
+      await this.releaseRecord(live, 'writer')
+    }
   }
 
   /** Keeps a session live here for one more observer. */

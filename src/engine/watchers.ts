@@ -19,6 +19,11 @@ export interface ProjectionChange {
   faults: Record<string, ProjectionFault>
   /** The session is gone (deleted): the last change its listeners get. */
   gone?: { code: 'SESSION_NOT_FOUND'; message: string }
+  /**
+   * The log was replaced by another history of the session (a sync conflict resolved by a
+   * fork): `values` holds every view, and `seq` may be lower than the last change's.
+   */
+  reset?: true
 }
 
 export type ChangeListener = (change: ProjectionChange) => void
@@ -60,19 +65,23 @@ export function watch(session: WatchedSession, listener: ChangeListener): () => 
 
 /** Tells the listeners, for the last time, that the session is gone (deleted here or elsewhere). */
 export function notifyGone(session: WatchedSession, message: string, onError: (err: SessionfoldError) => void): void {
-  const change: ProjectionChange = { seq: session.log.asOfSeq, values: {}, faults: {}, gone: { code: 'SESSION_NOT_FOUND', message } }
-  for (const listener of [...session.feed.listeners]) {
-    try {
-      listener(change)
-    } catch (err) {
-      onError(
-        new SessionfoldError('INVALID_ARGUMENT', `a projection listener of ${where(session.header.id)} threw: ${(err as Error)?.message ?? err}`, {
-          sessionId: session.header.id,
-          cause: err,
-        }),
-      )
-    }
+  tell(session, { seq: session.log.asOfSeq, values: {}, faults: {}, gone: { code: 'SESSION_NOT_FOUND', message } }, onError)
+}
+
+/** Tells the listeners every view anew: the session's log was replaced (see ProjectionChange.reset). */
+export function notifyReset(session: WatchedSession, onError: (err: SessionfoldError) => void): void {
+  const { feed } = session
+  feed.pushed.clear()
+  const values: Record<string, Json | null> = {}
+  const faults: Record<string, ProjectionFault> = {}
+  for (const slot of session.slots) {
+    const value = slot.def.view ? viewOf(slot) : undefined
+    if (slot.fault) faults[slot.def.key] = slot.fault
+    if (value === undefined) continue
+    feed.pushed.set(slot.def.key, { value })
+    values[slot.def.key] = value
   }
+  tell(session, { seq: session.log.asOfSeq, values, faults, reset: true }, onError)
 }
 
 /** Tells the listeners what the last fold changed; a throwing listener is reported, not fatal. */
@@ -102,8 +111,12 @@ export function notify(session: WatchedSession, onError: (err: SessionfoldError)
     feed.pushed.set(key, { value, json })
     values[key] = value
   }
-  const change: ProjectionChange = grown ? { seq: session.log.asOfSeq, values, grown, faults } : { seq: session.log.asOfSeq, values, faults }
-  for (const listener of feed.listeners) {
+  tell(session, grown ? { seq: session.log.asOfSeq, values, grown, faults } : { seq: session.log.asOfSeq, values, faults }, onError)
+}
+
+/** Calls each listener with `change`; a throwing listener is reported, not fatal. */
+function tell(session: WatchedSession, change: ProjectionChange, onError: (err: SessionfoldError) => void): void {
+  for (const listener of [...session.feed.listeners]) {
     try {
       listener(change)
     } catch (err) {

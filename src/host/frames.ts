@@ -10,6 +10,7 @@ export interface PendingFrame {
   values: Map<string, { value: Json | null; grownFrom: number | undefined }>
   faults: Frame['faults']
   gone?: Frame['gone']
+  reset?: true
 }
 
 /** `change` of session `sessionId` merged into its pending frame in `pending`. */
@@ -19,6 +20,11 @@ export function mergeChange(pending: Map<SessionId, PendingFrame>, sessionId: Se
   frame.seq = change.seq
   frame.faults = change.faults
   if (change.gone) frame.gone = { code: change.gone.code, message: change.gone.message, sessionId }
+  if (change.reset) {
+    // Every value anew: none of those pending before it (nor their growth) counts any more.
+    frame.reset = true
+    frame.values.clear()
+  }
   for (const [key, value] of Object.entries(change.values)) {
     const from = change.grown?.[key]
     const before = frame.values.get(key)
@@ -32,7 +38,7 @@ export function mergeChange(pending: Map<SessionId, PendingFrame>, sessionId: Se
 export function framesOf(pending: ReadonlyMap<SessionId, PendingFrame>, first: number): Frame[] {
   const frames: Frame[] = []
   let n = first
-  for (const [sessionId, { seq, values: changed, faults, gone }] of pending) {
+  for (const [sessionId, { seq, values: changed, faults, gone, reset }] of pending) {
     const values: Frame['values'] = {}
     let grown: Frame['grown']
     for (const [key, { value, grownFrom }] of changed) {
@@ -42,6 +48,7 @@ export function framesOf(pending: ReadonlyMap<SessionId, PendingFrame>, first: n
     }
     const frame: Frame = grown ? { n: n++, sessionId, seq, values, grown, faults } : { n: n++, sessionId, seq, values, faults }
     if (gone) frame.gone = gone
+    if (reset) frame.reset = true
     frames.push(frame)
   }
   return frames
