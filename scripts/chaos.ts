@@ -3,8 +3,10 @@
 // between them that drops, delays, duplicates, reorders and cuts requests and responses, while
 // the server is killed and started again on a schedule and the devices write to their own and
 // to shared sessions, go offline and reconnect. Then the faults stop, everything settles, and
-// every side is checked: equal logs or a reported conflict, no log of two histories, nothing
-// acknowledged lost, nothing twice (test/support/chaos/).
+// every side is checked: equal logs (a conflict resolved by a fork of the second writer's
+// events, DESIGN §15), no log of two histories, every acknowledged event in exactly one session
+// (the one it was written to, or the fork that took it), nothing twice, no deleted session left
+// (test/support/chaos/).
 //
 //   npm run chaos -- [--seconds 60] [--seed S] [--server fs|postgres] [--restart-every MS] [--dump FILE] [--json]
 //

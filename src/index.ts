@@ -26,6 +26,7 @@ export type {
   SyncConflict,
   SyncSkip,
   Tombstone,
+  ConflictFork,
 } from './core/changes'
 export { ProjectionMapView } from './client/projection-view'
 export type { ChangeMeta, ProjectionKey } from './client/projection-view'

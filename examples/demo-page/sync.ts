@@ -2,7 +2,9 @@
 // Web Worker), connected live to the sync server of examples/sync-server.ts. Its query says
 // which device it is (?device=a: database sync-demo-a), where the server is (?server=, and
 // ?control= for the away/back buttons) and whose token it holds (?token=user1). Deleting a
-// session here deletes it on the server and on every other device (DESIGN §15).
+// session here deletes it on the server and on every other device (DESIGN §15). Writing to one
+// session on two devices while the server is away is a conflict once it is back: the device
+// that comes second keeps its events in a fork of the session, which every device then shows.
 import { openStore, type ReplicationState, type Session, type SessionView } from 'sessionfold'
 
 const params = new URLSearchParams(location.search)
@@ -31,7 +33,13 @@ function render(state: ReplicationState): void {
   $('#detail').textContent = parts.join(' · ')
   const conflicts = $('#conflicts')
   conflicts.hidden = state.conflicts.length === 0
-  conflicts.textContent = state.conflicts.map((c) => `conflict in ${c.id} at seq ${c.seq} (${c.reason}): neither side was changed`).join('; ')
+  conflicts.textContent = state.conflicts
+    .map((c) =>
+      c.forkedAs
+        ? `${c.id} was written on another device too: this device's events from seq ${c.seq} are now in ${c.forkedAs}`
+        : `conflict in ${c.id} at seq ${c.seq} (${c.reason}): its events here move to a fork once it is not open for writing`,
+    )
+    .join('; ')
 }
 replication.subscribe(render)
 setInterval(() => {
@@ -72,22 +80,39 @@ function paint(tbody: HTMLTableSectionElement): void {
     ...rows.map((v) => {
       const tr = document.createElement('tr')
       tr.dataset.id = v.id
-      const cells = [v.id, (v.id.split('-')[1] ?? '?').toUpperCase(), String(v.projections.snapshot().asOfSeq + 1)]
+      const origin = v.header.forkedFrom ? `fork of ${v.header.forkedFrom} at seq ${v.header.seedLength}` : ''
+      const cells = [v.id, (v.id.split('-')[1] ?? '?').toUpperCase(), String(v.projections.snapshot().asOfSeq + 1), origin]
       for (const [i, text] of cells.entries()) {
         const td = tr.insertCell()
-        td.className = ['id', 'device', 'n'][i]!
+        td.className = ['id', 'device', 'n', 'from'][i]!
         td.textContent = text
       }
+      const write = document.createElement('button')
+      write.className = 'write'
+      write.textContent = 'Write here'
+      write.addEventListener('click', () => void writeHere(v.id))
       const remove = document.createElement('button')
       remove.className = 'delete'
       remove.textContent = 'Delete everywhere'
       remove.addEventListener('click', () => void deleteEverywhere(v.id))
       const actions = tr.insertCell()
       actions.className = 'actions'
-      actions.append(remove)
+      actions.append(write, ' ', remove)
       return tr
     }),
   )
+}
+
+/** Appends a note to the session on this device (open for writing just for it, so that a conflict's fork need not wait). */
+async function writeHere(id: string): Promise<void> {
+  const writing = mine.findIndex((s) => s.id === id)
+  if (writing >= 0) await mine.splice(writing, 1)[0]!.close()
+  const session = await store.openSession(id)
+  try {
+    await session.append({ type: 'demo/note', data: { from: device, at: new Date().toISOString() } })
+  } finally {
+    await session.close()
+  }
 }
 
 /** Deletes a session and its subagents here; the replication takes the delete to the server and the other devices. */

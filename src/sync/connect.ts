@@ -36,7 +36,7 @@ export class ReplicationRouter {
   }
 }
 
-const KNOWN = ['headers', 'sessions', 'live', 'signal', 'pollMs', 'maxBackoffMs', 'fetch']
+const KNOWN = ['headers', 'sessions', 'live', 'signal', 'pollMs', 'maxBackoffMs', 'fetch', 'onConflict']
 
 /**
  * A running sync with a server (see `store.connect`). It runs in the store's engine (its
@@ -67,7 +67,7 @@ export class Replication {
       throw bad(`connect needs a URL, got ${describe(url)}`)
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw bad(`connect needs an http(s) URL, got ${describe(String(url))}`)
-    const { sessions, headers, live, pollMs, maxBackoffMs, signal } = options
+    const { sessions, headers, live, pollMs, maxBackoffMs, signal, onConflict } = options
     if (sessions !== undefined) {
       if (!Array.isArray(sessions)) throw bad('connect sessions must be an array of session ids')
       for (const id of sessions) assertSessionId(id)
@@ -76,6 +76,7 @@ export class Replication {
       throw bad('connect headers must be an object of strings or a function returning one')
     }
     if (live !== undefined && typeof live !== 'boolean' && live !== 'long-poll') throw bad("connect live must be true, false or 'long-poll'")
+    if (onConflict !== undefined && onConflict !== 'fork' && onConflict !== 'report') throw bad("connect onConflict must be 'fork' or 'report'")
     for (const [name, v] of [
       ['pollMs', pollMs],
       ['maxBackoffMs', maxBackoffMs],
@@ -97,6 +98,7 @@ export class Replication {
         ...(live !== undefined ? { live } : {}),
         ...(pollMs !== undefined ? { pollMs } : {}),
         ...(maxBackoffMs !== undefined ? { maxBackoffMs } : {}),
+        ...(onConflict !== undefined ? { onConflict } : {}),
       },
       ...(typeof headers === 'object' ? { headers: { ...headers } } : {}),
       headersFromClient: typeof headers === 'function',
@@ -140,7 +142,11 @@ export class Replication {
     return () => void this.#listeners.delete(listener)
   }
 
-  /** Resolves once everything local was pushed and the server had nothing more, in a round begun after the call. */
+  /**
+   * Resolves once everything local was pushed and the server had nothing more, in a round begun
+   * after the call. With onConflict 'fork', not while a conflicted session's events wait to move
+   * to their fork (the session open for writing here): they are not on the server yet.
+   */
   async whenSynced(): Promise<void> {
     if (this.#closed) throw new SessionfoldError('CLOSED', 'the replication is closed')
     const id = await this.#id

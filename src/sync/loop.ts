@@ -6,6 +6,7 @@ import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from './p
 import { extend, trimKnown, type Extent } from './extent'
 import { HttpFailure, Link, type Lane } from './link'
 import type { LoopHost } from './types'
+import { forkedIn, readEvents, serverCopy, told } from './pulls'
 
 const REQUEST_TIMEOUT_MS = 30_000
 /** Events per push (and about 4 MiB at most, changesSince's default): a catch-up in few requests. */
@@ -28,6 +29,12 @@ class Loop {
   readonly #retryEvents = new Map<SessionId, number>()
   /** Sessions to fetch again whole (skipped here: open for writing here). */
   readonly #retryPull = new Set<SessionId>()
+  /**
+   * Sessions in conflict with the server whose events here move to a fork (onConflict 'fork'),
+   * with the conflicts found and not told yet (see #addConflicts): kept in the store with the
+   * cursors until moved, so a restart (or a move cut half way) finishes it.
+   */
+  readonly #toFork = new Map<SessionId, SyncConflict[]>()
   /** What the server is known to hold (pushed and answered, or pulled): not pushed again. */
   readonly #serverHas = new Map<SessionId, Extent>()
   /**
@@ -52,9 +59,10 @@ class Loop {
     try {
       const saved = await this.host.store.getMeta(this.host.key)
       if (saved) {
-        const s = JSON.parse(saved) as { push?: ChangeCursor | null; pull?: string | null }
+        const s = JSON.parse(saved) as { push?: ChangeCursor | null; pull?: string | null; fork?: unknown }
         this.#pushCursor = s.push ?? null
         this.#pullCursor = typeof s.pull === 'string' ? s.pull : null
+        if (Array.isArray(s.fork)) for (const id of s.fork) if (typeof id === 'string') this.#toFork.set(id, [])
       }
     } catch {
       // an unreadable record: start over (sending again what the server has is harmless)
@@ -68,11 +76,12 @@ class Loop {
             live = undefined
           })
         else await this.#pullAll(0)
+        if (this.#toFork.size > 0) await this.#forkAll()
         if (this.#retryPull.size > 0) await this.#pullAgain()
         // Not `online` here: in live mode a round may send nothing (each request says so itself).
         this.#link.done('round')
-        // Not synced while the server skipped a session (locked there): sent again next round.
-        if (this.#retryPush.size > 0) this.host.returnWaiting(waiting)
+        // Not synced while the server skipped a session (locked there), or events wait to move to a fork.
+        if (this.#retryPush.size > 0 || this.#toFork.size > 0) this.host.returnWaiting(waiting)
         else if (!this.host.options.live || this.#liveCaughtUp) for (const f of waiting) f()
         else this.#liveWaiting.push(...waiting)
         await this.#sleep(this.host.options.pollMs ?? 250)
@@ -157,7 +166,8 @@ class Loop {
   }
 
   async #save(): Promise<void> {
-    await this.host.store.putMeta(this.host.key, JSON.stringify({ push: this.#pushCursor, pull: this.#pullCursor }))
+    const fork = this.#toFork.size > 0 ? { fork: [...this.#toFork.keys()] } : {}
+    await this.host.store.putMeta(this.host.key, JSON.stringify({ push: this.#pushCursor, pull: this.#pullCursor, ...fork }))
   }
 
   /** Pushes everything local after the push cursor (and sessions to send again), batch by batch. */
@@ -194,7 +204,8 @@ class Loop {
           const sent = batch.sessions.filter((e) => e.header.id === s.id).reduce((n, e) => n + e.events.length, 0)
           this.#retryEvents.set(s.id, (this.#retryEvents.get(s.id) ?? 0) + Math.max(1, sent))
         }
-        this.#addConflicts(result.conflicts)
+        await this.#addConflicts(result.conflicts)
+        for (const c of result.conflicts) this.#hereHas.delete(c.id) // not here as sent: another history is
         for (const e of batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
         this.host.set({ pushed: this.host.state().pushed + events })
       }
@@ -227,11 +238,46 @@ class Loop {
     for (const s of result.skipped) this.#retryPull.add(s.id)
   }
 
-  #addConflicts(found: readonly SyncConflict[]): void {
-    if (found.length === 0) return
-    const all = [...this.host.state().conflicts]
-    for (const c of found) if (!all.some((k) => k.id === c.id && k.seq === c.seq && k.reason === c.reason)) all.push(c)
-    this.host.set({ conflicts: all })
+  /**
+   * Reports conflicts (each once). With onConflict 'fork', an event conflict's session is queued
+   * for its move, and the conflict told with its fork (or once the move must wait for a writer):
+   * one found by a request that raced a move, with nothing left to move, is never told.
+   */
+  async #addConflicts(found: readonly SyncConflict[]): Promise<void> {
+    const fork = this.host.options.onConflict !== 'report'
+    this.host.set({ conflicts: told(this.host.state().conflicts, fork ? found.filter((c) => c.reason !== 'event') : found) })
+    const before = this.#toFork.size
+    for (const c of fork ? found : []) if (c.reason === 'event') this.#toFork.set(c.id, [...(this.#toFork.get(c.id) ?? []), c])
+    if (this.#toFork.size > before) await this.#save()
+  }
+
+  /**
+   * Moves this store's events of each conflicted session to a fork, the session taking the
+   * server's whole copy (DESIGN §15); one open for writing here waits for its writer to close.
+   */
+  async #forkAll(): Promise<void> {
+    for (const [id, held] of [...this.#toFork]) {
+      const waits = await this.host.store.isOpenForWriting(id)
+      const entry = waits ? undefined : await serverCopy((cursor) => this.#pull(cursor, [id]), id)
+      const outcome = waits ? 'locked' : entry ? await this.host.store.forkConflict({ v: 1, sessions: [entry] }) : 'none'
+      if (outcome !== 'none') this.host.set({ conflicts: told(this.host.state().conflicts, held) })
+      if (outcome === 'locked') continue // told now (once: told() keeps each conflict once), moved when let go
+      this.#toFork.delete(id)
+      // Then pulled whole: what the server got since its copy was read (refused here as conflicts).
+      this.#hereHas.delete(id)
+      this.#retryPull.add(id)
+      // 'none': this copy is a prefix of the server's (found by a request that raced a move), or is gone.
+      const { conflicts, pulled } = this.host.state()
+      if (outcome === 'none') this.host.set({ conflicts: conflicts.filter((c) => c.id !== id || c.forkedAs) })
+      else this.host.set({ conflicts: forkedIn(conflicts, entry!.header, outcome), pulled: pulled + entry!.events.length - outcome.at })
+      await this.#save()
+    }
+  }
+
+  /** A pull of the server's changes after `cursor` (null: from the start), of `ids` only when given, held up to `wait` ms. */
+  async #pull(cursor: string | null, ids: readonly SessionId[] | undefined, wait = 0, lane: Lane = 'round'): Promise<PullAnswer> {
+    const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(cursor, ids, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait, lane)
+    return (await response.json()) as PullAnswer
   }
 
   /** Applies an answer of the server here, and keeps its cursor. */
@@ -241,7 +287,7 @@ class Loop {
     const batch = trimKnown(answer.batch, this.#hereHas)
     if (batch.sessions.length > 0 || batch.deleted) {
       const result = await this.host.store.applyChanges(batch)
-      this.#addConflicts(result.conflicts)
+      await this.#addConflicts(result.conflicts)
       // A session deleted here stays so (this store's tombstone goes to the server with its next push).
       for (const s of result.skipped) if (s.reason !== 'deleted') this.#retryPull.add(s.id)
       const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
@@ -263,12 +309,7 @@ class Loop {
 
   async #pullAll(wait: number): Promise<void> {
     for (;;) {
-      const response = await this.#request(
-        `${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`,
-        { method: 'GET' },
-        REQUEST_TIMEOUT_MS + wait,
-      )
-      const answer = (await response.json()) as PullAnswer
+      const answer = await this.#pull(this.#pullCursor, this.host.options.sessions, wait)
       await this.#apply(answer)
       if (answer.done) return
     }
@@ -280,11 +321,10 @@ class Loop {
     this.#retryPull.clear()
     let cursor: string | null = null // no cursor, these sessions only: each sent whole
     for (;;) {
-      const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(cursor, ids)}`, { method: 'GET' })
-      const answer = (await response.json()) as PullAnswer
+      const answer = await this.#pull(cursor, ids)
       if (answer.batch.sessions.length > 0 || answer.batch.deleted) {
         const result = await this.host.store.applyChanges(answer.batch)
-        this.#addConflicts(result.conflicts)
+        await this.#addConflicts(result.conflicts)
         for (const s of result.skipped) if (s.reason !== 'deleted') this.#retryPull.add(s.id)
         this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
       }
@@ -301,13 +341,7 @@ class Loop {
         if (this.host.options.live === 'long-poll' || this.#sseUnavailable) {
           // Long-poll: the server holds each pull until something changes (or LONG_POLL_MS passes).
           const wait = this.#liveCaughtUp ? LONG_POLL_MS : 0
-          const response = await this.#request(
-            `${SYNC_PATHS.pull}${this.#pullQuery(this.#pullCursor, this.host.options.sessions, wait)}`,
-            { method: 'GET' },
-            REQUEST_TIMEOUT_MS + wait,
-            'live',
-          )
-          const answer = (await response.json()) as PullAnswer
+          const answer = await this.#pull(this.#pullCursor, this.host.options.sessions, wait, 'live')
           await this.#apply(answer)
           this.#liveCaughtUp = answer.done
           if (this.#liveCaughtUp) for (const f of this.#liveWaiting.splice(0)) f()
@@ -361,32 +395,5 @@ class Loop {
         await this.#link.retry('live', err)
       }
     }
-  }
-}
-
-/** Server-sent events from a response body: `{ event, data }` per message. */
-async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string }> {
-  const decoder = new TextDecoder()
-  const reader = body.getReader()
-  let buffer = ''
-  try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) return
-      buffer += decoder.decode(value, { stream: true })
-      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-        const block = buffer.slice(0, end)
-        buffer = buffer.slice(end + 2)
-        let event = 'message'
-        const data: string[] = []
-        for (const line of block.split('\n')) {
-          if (line.startsWith('event:')) event = line.slice(6).trim()
-          else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''))
-        }
-        if (data.length > 0) yield { event, data: data.join('\n') }
-      }
-    }
-  } finally {
-    reader.releaseLock()
   }
 }

@@ -139,6 +139,7 @@ class Run {
       ...(this.spec.options.live !== undefined ? { live: this.spec.options.live } : {}),
       ...(this.spec.options.pollMs !== undefined ? { pollMs: this.spec.options.pollMs } : {}),
       ...(this.spec.options.maxBackoffMs !== undefined ? { maxBackoffMs: this.spec.options.maxBackoffMs } : {}),
+      ...(this.spec.options.onConflict !== undefined ? { onConflict: this.spec.options.onConflict } : {}),
     }
     const engine = this.engine
     let rounds = 0
@@ -146,6 +147,8 @@ class Run {
       store: {
         changesSince: (cursor, o) => engine.changesSince(cursor, o),
         applyChanges: (batch) => engine.applyChanges(batch),
+        forkConflict: (serverCopy) => engine.forkConflict(serverCopy),
+        isOpenForWriting: (id) => engine.locks.isHeld(id),
         getMeta: (key) => engine.metaRecords().getMeta(key),
         putMeta: (key, value) => engine.metaRecords().putMeta(key, value),
       },

@@ -1,6 +1,6 @@
 // The public shapes of store.connect: its options and the state a Replication reports, and
 // what a replication uses of its store.
-import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from '../core/changes'
+import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions, ConflictFork } from '../core/changes'
 import type { SessionId } from '../core/model'
 
 /** Options of `store.connect`. */
@@ -27,6 +27,17 @@ export interface ConnectOptions {
   maxBackoffMs?: number
   /** The fetch to use (default: the global one). Only with `worker: false`: a function cannot cross to a worker. */
   fetch?: typeof fetch
+  /**
+   * What happens when this device and the server hold different events at one seq of a
+   * session (both wrote while apart). `'fork'` (default): the server's history keeps the id;
+   * this device's events after the point where the two part move to a new session, a fork of
+   * the common prefix (`origin: 'fork'`, `forkedFrom` the session), which is pushed like any
+   * new session; the conflict entry names it (`forkedAs`). Nothing anyone wrote is lost, and
+   * every device ends with the same sessions. The move waits while the session is open for
+   * writing here; open views of it get the server's values with `meta.reset`. `'report'`: the
+   * conflict is only reported, and neither history moves.
+   */
+  onConflict?: 'fork' | 'report'
 }
 
 export type { ReplicationState, ReplicationStatus } from '../core/changes'
@@ -38,6 +49,10 @@ export interface ReplicationStore {
   changesSince(cursor: ChangeCursor | null, options?: ChangesOptions): Promise<Changes>
   /** See `Store.applyChanges`. */
   applyChanges(batch: ChangeBatch): Promise<ApplyResult>
+  /** Moves this store's events of a conflicted session to a fork and gives the session the server's copy (one entry from seq 0). */
+  forkConflict(serverCopy: ChangeBatch): Promise<ConflictFork>
+  /** Whether some client holds the session open for writing (a fork waits for it to close). */
+  isOpenForWriting(id: SessionId): Promise<boolean>
   /** A record of the store's own (the replication's cursors). */
   getMeta(key: string): Promise<string | undefined>
   /** Stores a record of the store's own. */

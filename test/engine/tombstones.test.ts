@@ -95,3 +95,39 @@ describe('deletes travel as tombstones', () => {
     expect(Math.max(...sizes)).toBeLessThan(100)
   })
 })
+
+// An interrupted delete: the tombstone is written, then the process dies before the session
+// goes. The session is still whole and named by its tombstone; the same delete again finishes it.
+describe('a delete cut between its two steps', () => {
+  it('leaves the session whole, its tombstone kept; the delete again removes it, with one tombstone', async () => {
+    const { Engine } = await import('../../src/engine')
+    const { createMemoryAdapter } = await import('../../src/backends/memory')
+    const { deleteSessions } = await import('../../src/engine/delete-tree')
+    const engine = new Engine({ storage: createMemoryAdapter() })
+    const header = await engine.createSession({ id: 'cut' })
+    await engine.append('cut', [{ type: 'app/a' }, { type: 'app/b' }])
+    await engine.release('cut', 'writer')
+    const died = new Error('the process died')
+    await expect(
+      deleteSessions(
+        {
+          reader: engine.reader,
+          locks: engine.locks,
+          listChildren: (id, o) => engine.listChildren(id, o),
+          index: undefined,
+          sessions: { delete: () => Promise.reject(died) },
+          onDelete: undefined,
+          tombstones: engine.tombstones,
+        },
+        ['cut'],
+      ),
+    ).rejects.toBe(died)
+    expect((await engine.reader.info('cut')).length).toBe(2)
+    expect(await engine.tombstones.find('cut', header.createdAt)).toMatchObject({ id: 'cut', createdAt: header.createdAt })
+    // The lock was let go: the same delete again.
+    expect(await engine.deleteSessions(['cut'])).toEqual(['cut'])
+    expect(await engine.reader.find('cut')).toBeUndefined()
+    expect((await engine.tombstones.of('cut')).length).toBe(1)
+    await engine.close()
+  })
+})

@@ -1,4 +1,4 @@
-// Reliability: HTTP sync under chaos, seeded — equal logs or reported conflicts, never two histories in one log, nothing acknowledged lost, nothing twice, no deleted session left (§12 sync over HTTP, §13 sync never splices, §15 deletes)
+// Reliability: HTTP sync under chaos, seeded — equal logs everywhere (conflicts resolved by forks), never two histories in one log, every acknowledged event in exactly one session, nothing twice, no deleted session left (§12 sync over HTTP, §13 sync never splices, §15 deletes and conflicts)
 // Three devices (two fs stores with the engine in its worker, one IndexedDB store on
 // fake-indexeddb) and a sync server in a process of its own (fs, then PostgreSQL), with a fault
 // proxy between them (test/support/fault-proxy.ts) that drops, delays, duplicates, reorders and
@@ -36,6 +36,7 @@ for (const run of RUNS) {
       expect(s.sessions, report).toBeGreaterThanOrEqual(6)
       expect(s.deleted, `no session was deleted\n${report}`).toBeGreaterThan(0)
       expect(s.conflicts.sessions.length, `no shared session was written on two devices at once\n${report}`).toBeGreaterThan(0)
+      expect(s.conflicts.forked, `no conflict was resolved by a fork\n${report}`).toBeGreaterThan(0)
       expect(result.problems.length, report).toBe(0)
     }, 150_000)
   })
@@ -82,7 +83,7 @@ describe('the chaos checks', () => {
     const s = { x: ['S:0', 'S:1', 'S:2'] }
     const d = { x: ['S:0', 'D:1', 'S:2'] }
     const reported: Reported[] = [{ device: 'S', conflict: conflict('x', 1) }]
-    const r = checkSides([side('server', d), side('S', s), side('D', d)], ledgerOf({ S: s, D: { x: ['S:0', 'D:1'] } }), reported)
+    const r = checkSides([side('server', d), side('S', s), side('D', d)], ledgerOf({ S: s, D: { x: ['S:0', 'D:1'] } }), reported, 'report')
     expect(r.spliced).toBe(2)
     expect(r.problems).toHaveLength(2)
     expect(r.problems[0]).toMatch(
@@ -91,30 +92,32 @@ describe('the chaos checks', () => {
     expect(r.problems[1]).toMatch(/^TWO HISTORIES in x on D:/)
   })
 
-  it('logs that differ with no conflict reported, or a conflict without both witnesses, or a conflict where nothing differs', () => {
+  it("onConflict 'report': logs that differ with no conflict reported, or a conflict without both witnesses, or a conflict where nothing differs", () => {
     const ledger = ledgerOf({ a: { s: ['a:0', 'a:1'] } })
-    expect(checkSides([side('server', { s: ['a:0'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, []).problems.join('\n')).toMatch(
+    expect(checkSides([side('server', { s: ['a:0'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, [], 'report').problems.join('\n')).toMatch(
       /^s differs between sides and no conflict was reported: events server 1, a 2/,
     )
-    expect(checkSides([side('server', {}), side('a', { s: ['a:0', 'a:1'] })], ledger, []).problems.join('\n')).toMatch(/missing on server/)
+    expect(checkSides([side('server', {}), side('a', { s: ['a:0', 'a:1'] })], ledger, [], 'report').problems.join('\n')).toMatch(/missing on server/)
     const half = { ...conflict('s', 1), target: undefined } as unknown as SyncConflict
     expect(
-      checkSides([side('server', { s: ['a:0'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, [{ device: 'a', conflict: half }]).problems.join('\n'),
+      checkSides([side('server', { s: ['a:0'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, [{ device: 'a', conflict: half }], 'report').problems.join('\n'),
     ).toMatch(/without both witnesses/)
     const same = { s: ['a:0', 'a:1'] }
-    expect(checkSides([side('server', same), side('a', same)], ledger, [{ device: 'a', conflict: conflict('s', 1) }]).problems.join('\n')).toMatch(
+    expect(checkSides([side('server', same), side('a', same)], ledger, [{ device: 'a', conflict: conflict('s', 1) }], 'report').problems.join('\n')).toMatch(
       /reported a conflict \(event at seq 1\) yet every side holds the same log/,
     )
   })
 
-  it('an acknowledged event lost, an event twice, an event nobody wrote, an event moved', () => {
+  it("onConflict 'report': an acknowledged event lost, an event twice, an event nobody wrote, an event moved", () => {
     const ledger = ledgerOf({ a: { s: ['a:0', 'a:1', 'a:2'] } })
-    const lost = checkSides([side('server', { s: ['a:0', 'a:1'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, [])
+    const lost = checkSides([side('server', { s: ['a:0', 'a:1'] }), side('a', { s: ['a:0', 'a:1'] })], ledger, [], 'report')
     expect(lost.problems.join('\n')).toMatch(/acknowledged a:2 \(s seq 2\) is not in its writer's log: a holds nothing there \(2 events\)/)
-    const twice = checkSides([side('a', { s: ['a:0', 'a:1', 'a:2', 'a:1'] })], ledger, []).problems.join('\n')
+    const twice = checkSides([side('a', { s: ['a:0', 'a:1', 'a:2', 'a:1'] })], ledger, [], 'report').problems.join('\n')
     expect(twice).toMatch(/s on a: a:1 at seq 1 and again at seq 3/)
     expect(twice).toMatch(/seq 3 holds a:1, which a wrote to s at seq 1/)
-    expect(checkSides([side('a', { s: ['a:0', 'a:1', 'a:2', 'z:9'] })], ledger, []).problems.join('\n')).toMatch(/seq 3 holds z:9, which no writer wrote/)
+    expect(checkSides([side('a', { s: ['a:0', 'a:1', 'a:2', 'z:9'] })], ledger, [], 'report').problems.join('\n')).toMatch(
+      /seq 3 holds z:9, which no writer wrote/,
+    )
   })
 
   it('a deleted session left on a side; a deleted session gone everywhere takes its acknowledged events with it', () => {
@@ -124,5 +127,34 @@ describe('the chaos checks', () => {
     const left = checkSides([side('server', { t: ['a:2'] }), side('a', logs)], ledger, [])
     expect(left.problems.join('\n')).toMatch(/^s is on a, though b deleted it \(2 events\)$/m)
     expect(checkSides([side('server', { t: ['a:2'] }), side('a', { t: ['a:2'] })], ledger, []).problems).toEqual([])
+  })
+
+  it("onConflict 'fork': a conflict resolved by a fork passes; one left unresolved, an event in two sessions, or lost, is told", () => {
+    // b wrote b:1 at seq 1 of s on top of a:0, a wrote a:1 there first: b's event moved to the fork s-f1.
+    const fork = (id: string, from: string, tags: string[], seed: number): Side['logs'] =>
+      new Map([[id, logOf({ ...header(id), origin: 'fork', forkedFrom: from, seedLength: seed } as SessionHeader, events(tags))]])
+    const sideWith = (name: string) => {
+      const base = side(name, { s: ['a:0', 'a:1'] })
+      for (const [id, log] of fork('s-f1', 's', ['a:0', 'b:1'], 1)) base.logs.set(id, log)
+      return base
+    }
+    const ledger = ledgerOf({ a: { s: ['a:0', 'a:1'] }, b: { s: ['a:0', 'b:1'] } })
+    const resolved: Reported[] = [{ device: 'b', conflict: { ...conflict('s', 1), forkedAs: 's-f1' } }]
+    const ok = checkSides([sideWith('server'), sideWith('a'), sideWith('b')], ledger, resolved)
+    expect(ok.problems).toEqual([])
+    expect(ok.acked).toBe(3)
+
+    const open = checkSides([sideWith('server'), sideWith('a'), sideWith('b')], ledger, [{ device: 'b', conflict: conflict('s', 1) }])
+    expect(open.problems.join('\n')).toMatch(/s: b reported a conflict \(at seq 1\) that no fork resolved/)
+
+    const twiceOver = sideWith('b')
+    twiceOver.logs.set('s', logOf(header('s'), events(['a:0', 'b:1'])))
+    const two = checkSides([sideWith('server'), sideWith('a'), twiceOver], ledger, resolved).problems.join('\n')
+    expect(two).toMatch(/acknowledged b:1 \(s seq 1\) is on b in s, s-f1: not in exactly one session/)
+    expect(two).toMatch(/s differs between sides/)
+
+    const gone = side('b', { s: ['a:0', 'a:1'] })
+    const lost = checkSides([sideWith('server'), sideWith('a'), gone], ledger, resolved).problems.join('\n')
+    expect(lost).toMatch(/acknowledged b:1 \(s seq 1\) is in no session on b, and neither s nor a fork of it was deleted/)
   })
 })

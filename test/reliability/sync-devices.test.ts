@@ -4,7 +4,8 @@
 // store (examples/sync-server.ts), on another origin (CORS). A session made offline reaches the
 // other device once the server is back; the server taken away mid-push loses and duplicates
 // nothing; another user's token sees nothing; hostile bodies from a page are refused; a session
-// deleted on one device goes from the server and the other, a copy written while away too (§15).
+// deleted on one device goes from the server and the other, a copy written while away too; both
+// devices write to one session while the server is away, and the second's events go to a fork (§15).
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -229,6 +230,51 @@ describe('HTTP sync between two Chromium devices', () => {
     expect([left[first], left[second]]).toEqual([undefined, undefined])
     const ids = (p: Page) => p.evaluate(async () => (await (window as unknown as { demo: Demo }).demo.store.listSessions()).map((h) => h.id))
     for (const p of [a.page, b.page]) expect((await ids(p)).filter((id) => id === first || id === second)).toEqual([])
+    expect([...a.problems, ...b.problems]).toEqual([])
+  }, 120_000)
+
+  it('both devices write to one session while the server is away: once it is back, the second keeps its events in a fork, and both devices show it', async () => {
+    const a = await device('a5')
+    const b = await device('b5')
+    const row = (id: string) => `#sessions tr[data-id="${id}"]`
+    await a.page.click('#new')
+    await a.page.waitForFunction(() => (window as unknown as { demo: Demo }).demo.mine.length >= 1)
+    const id = await a.page.evaluate(() => (window as unknown as { demo: Demo }).demo.mine.at(-1)!.id)
+    await b.page.waitForSelector(row(id), { timeout: 30_000 })
+    for (const p of [a.page, b.page]) await p.evaluate(() => (window as unknown as { demo: Demo }).demo.replication.whenSynced())
+    await sync.away()
+    for (const p of [a.page, b.page]) {
+      await p.click(`${row(id)} button.write`)
+      await p.waitForFunction((sel) => document.querySelector(`${sel} td.n`)?.textContent === '2', row(id))
+    }
+    await sync.back()
+    // The fork appears on both devices, as a row of its own that says whose fork it is.
+    const forkRow = `#sessions tr:has(td.from:text-is("fork of ${id} at seq 1"))`
+    for (const p of [a.page, b.page]) await p.waitForSelector(forkRow, { timeout: 30_000 })
+    const forked = await Promise.all(
+      [a.page, b.page].map((p) => p.evaluate(() => (window as unknown as { demo: Demo }).demo.replication.conflicts.map((c) => c.forkedAs ?? null))),
+    )
+    const forkId = forked.flat().find((f) => f !== null)!
+    expect(forked.flat().filter((f) => f !== null)).toEqual([forkId]) // one device moved its events, once
+    const second = forked[0]!.includes(forkId) ? a : b
+    await expect.poll(() => second.page.textContent('#conflicts')).toContain(`are now in ${forkId}`)
+    for (const p of [a.page, b.page]) {
+      await p.waitForFunction(
+        () => {
+          const r = (window as unknown as { demo: Demo }).demo.replication
+          return r.status === 'online' && r.pending === 0
+        },
+        undefined,
+        { timeout: 30_000 },
+      )
+      expect((await table(p))[id]).toBe(2)
+      expect((await table(p))[forkId]).toBe(2)
+    }
+    await second.page.screenshot({ path: join(root, 'test-output', 'sync-demo-fork.png') })
+    const server = await dumpStore(sync.store)
+    expect(server[id]!.events.map((e) => e.type)).toEqual(['demo/hello', 'demo/note'])
+    expect(server[forkId]!.header).toMatchObject({ origin: 'fork', forkedFrom: id, seedLength: 1 })
+    expect(server[forkId]!.events.map((e) => (e.data as { from?: string }).from)).toEqual(['a5', second === a ? 'a5' : 'b5'])
     expect([...a.problems, ...b.problems]).toEqual([])
   }, 120_000)
 

@@ -125,7 +125,7 @@ describe('HTTP sync between devices through a server (fs)', () => {
     expect(again.state.pushed).toBe(0)
   })
 
-  it('two devices that wrote different events at one seq are a conflict, with both witnesses, and neither side changes', async () => {
+  it("onConflict 'report': two devices that wrote different events at one seq are a conflict, with both witnesses, and neither side changes", async () => {
     const server = await open('server')
     const http = await serve(server)
     const a = await open('a')
@@ -143,7 +143,7 @@ describe('HTTP sync between devices through a server (fs)', () => {
     await (await b.openSession('u1-both')).append({ type: 'app/from-b' })
     const ra2 = connect(a, http.url, 'user1')
     await ra2.whenSynced()
-    const rb2 = connect(b, http.url, 'user1')
+    const rb2 = connect(b, http.url, 'user1', { onConflict: 'report' })
     await until(() => rb2.conflicts.length === 1, 10_000)
     const [c] = rb2.conflicts
     expect(c).toMatchObject({ id: 'u1-both', seq: 1, reason: 'event' })

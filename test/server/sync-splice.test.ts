@@ -45,13 +45,13 @@ async function serve(store: Store): Promise<string> {
 
 describe('HTTP sync keeps each history whole', () => {
   for (const live of [false, true] as const) {
-    it(`a device's writes after a conflict stay its own; the server and the other device keep theirs (live: ${live})`, async () => {
+    it(`onConflict 'report': a device's writes after a conflict stay its own; the server and the other device keep theirs (live: ${live})`, async () => {
       const server = await open('server')
       const url = await serve(server)
       const a = await open('a')
       const b = await open('b')
       const connect = (store: Store): Replication => {
-        const r = store.connect(url, { live })
+        const r = store.connect(url, { live, onConflict: 'report' }) // what sync never does; the forks are test/server/http-forks.test.ts
         cleanups.push(() => r.close())
         return r
       }

@@ -1,9 +1,13 @@
 // The end of a chaos run, checked on every side (each device and the server, read from their
-// stores): (1) a session's log is the same on every side, or a conflict was reported for it with
-// both witnesses; (2) no log holds events of two histories: every event sits on the prefix its
-// writer had when it wrote it; (3) nothing acknowledged is lost: each is in its writer's log and
-// in every copy of a session that had no conflict; (4) no event is there twice; (5) no deleted
-// session is anywhere (its events, acknowledged or not, went with it).
+// stores): (1) a session's log is the same on every side (with onConflict 'report': or a
+// conflict was reported for it), and every conflict was reported with both witnesses (with
+// 'fork': and resolved, naming its fork); (2) no log holds events of two histories: every event
+// sits on the prefix its writer had when it wrote it, in the session it was written to (or a
+// fork that took it, at the same seq); (3) nothing acknowledged is lost: with 'report', each is
+// in its writer's log and in every copy of a session that had no conflict; with 'fork', each is
+// on every side in exactly one session, the one it was written to or a fork that took it (a
+// fork's seed, a copy of the common prefix, aside); (4) no event is there twice in a log; (5) no
+// deleted session is anywhere (its events, acknowledged or not, went with it).
 import type { SessionEvent, SessionHeader, SessionId, SyncConflict } from '../../../src/index-node'
 import { chainOf, tagOf, type Ledger, type Written } from './ledger'
 
@@ -58,7 +62,22 @@ function showTags(tags: readonly string[], from: number, to: number, max = 6): s
   return shown ? `${shown}${end < to ? ' | …' : ''}` : '(nothing)'
 }
 
-export function checkSides(sides: readonly Side[], ledger: Ledger, reported: readonly Reported[]): CheckResult {
+/**
+ * Whether `id` is `session` or a fork made from it by a conflict (a fork of one, and so on),
+ * by the headers' `forkedFrom` (`parents`, from every side), and else by the id: such forks'
+ * ids begin with the session's id and `-f` (src/engine/conflict-fork.ts; cut to 128 characters).
+ */
+export function takenBy(id: SessionId, session: SessionId, parents: ReadonlyMap<SessionId, SessionId> = new Map()): boolean {
+  for (let at: SessionId | undefined = id, n = 0; at !== undefined && n < 1000; at = parents.get(at), n++) {
+    if (at === session || at.startsWith(`${session}-f`)) return true
+  }
+  return false
+}
+
+/** How the devices resolved conflicts (their connect's onConflict). */
+export type ConflictMode = 'fork' | 'report'
+
+export function checkSides(sides: readonly Side[], ledger: Ledger, reported: readonly Reported[], mode: ConflictMode = 'fork'): CheckResult {
   const problems: string[] = []
   const told = new Map<string, number>()
   const tell = (kind: string, message: string) => {
@@ -67,6 +86,8 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
     if (n <= DETAILED) problems.push(message)
   }
   const byName = new Map(sides.map((s) => [s.name, s]))
+  const parents = new Map<SessionId, SessionId>()
+  for (const side of sides) for (const [id, log] of side.logs) if (log.header.forkedFrom) parents.set(id, log.header.forkedFrom)
   const ids = [...new Set(sides.flatMap((s) => [...s.logs.keys()]))].sort()
   const conflictsOf = new Map<SessionId, Reported[]>()
   for (const r of reported) conflictsOf.set(r.conflict.id, [...(conflictsOf.get(r.conflict.id) ?? []), r])
@@ -81,6 +102,20 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
       return log.header.createdAt !== first.header.createdAt || log.events.length !== first.events.length || parting(log, first) < first.events.length
     })
     const conflicts = conflictsOf.get(id) ?? []
+    if (mode === 'fork') {
+      // A device's replication closed before its move reports the fork in the next one, perhaps at another seq.
+      for (const { device, conflict: c } of conflicts)
+        if (c.reason === 'event' && !conflicts.some((k) => k.device === device && k.conflict.forkedAs))
+          tell('unresolved', `${id}: ${device} reported a conflict (at seq ${c.seq}) that no fork resolved`)
+    }
+    if (mode === 'fork' && (differ.length > 0 || missing.length > 0)) {
+      const lengths = holders.map((s) => `${s.name} ${s.logs.get(id)!.events.length}`).join(', ')
+      tell('unequal', `${id} differs between sides: events ${lengths}${missing.length ? `; missing on ${missing.join(', ')}` : ''}`)
+    }
+    if (mode === 'fork') {
+      witnessed(id, conflicts, tell)
+      continue
+    }
     if (differ.length === 0 && missing.length === 0) {
       for (const { device, conflict: c } of conflicts)
         tell('spurious', `${id}: ${device} reported a conflict (${c.reason} at seq ${c.seq}) yet every side holds the same log (${first.events.length} events)`)
@@ -98,10 +133,7 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
         `${id} differs between sides and no conflict was reported: events ${lengths}${missing.length ? `; missing on ${missing.join(', ')}` : ''}${parts.length ? `; ${parts.join('; ')}` : ''}`,
       )
     }
-    for (const { device, conflict: c } of conflicts) {
-      const ok = (w: SyncConflict['source'] | undefined) => w !== undefined && w.id === id && typeof w.createdAt === 'number'
-      if (!ok(c.source) || !ok(c.target)) tell('witness', `${id}: ${device} reported a conflict at seq ${c.seq} without both witnesses: ${JSON.stringify(c)}`)
-    }
+    witnessed(id, conflicts, tell)
   }
 
   // (2) No log holds events of two histories.
@@ -116,7 +148,8 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
           tell('unknown', `${id} on ${side.name}: seq ${s} holds ${tag}, which no writer wrote`)
           continue
         }
-        if (w.session !== id || w.seq !== s) {
+        const moved = mode === 'fork' && w.seq === s && takenBy(id, w.session, parents) && log.header.origin === 'fork'
+        if ((w.session !== id && !moved) || w.seq !== s) {
           tell('moved', `${id} on ${side.name}: seq ${s} holds ${tag}, which ${w.writer} wrote to ${w.session} at seq ${w.seq}`)
           continue
         }
@@ -130,7 +163,8 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
 
   // (3) Nothing acknowledged lost; (4) no event twice.
   const acked = ledger.acked()
-  for (const w of acked) {
+  if (mode === 'fork') checkTaken(sides, ledger, acked, parents, tell)
+  for (const w of mode === 'fork' ? [] : acked) {
     if (ledger.deleted.has(w.session)) continue
     const own = byName.get(w.writer)?.logs.get(w.session)
     if (own?.tags[w.seq] !== w.tag)
@@ -165,6 +199,48 @@ export function checkSides(sides: readonly Side[], ledger: Ledger, reported: rea
         tell('deleted', `${id} is on ${side.name}, though ${ledger.deleted.get(id)} deleted it (${side.logs.get(id)!.events.length} events)`)
   for (const [kind, n] of told) if (n > DETAILED) problems.push(`… and ${n - DETAILED} more of the kind "${kind}"`)
   return { problems, sessions: ids.length, conflicted: [...conflictsOf.keys()].sort(), spliced, acked: acked.length }
+}
+
+/** Every conflict reported with both witnesses. */
+function witnessed(id: SessionId, conflicts: readonly Reported[], tell: (kind: string, message: string) => void): void {
+  for (const { device, conflict: c } of conflicts) {
+    const ok = (w: SyncConflict['source'] | undefined) => w !== undefined && w.id === id && typeof w.createdAt === 'number'
+    if (!ok(c.source) || !ok(c.target)) tell('witness', `${id}: ${device} reported a conflict at seq ${c.seq} without both witnesses: ${JSON.stringify(c)}`)
+  }
+}
+
+/**
+ * (3) with forks: each acknowledged event is on every side in exactly one session, as one of its
+ * own events (past a fork's seed), the one it was written to or a fork that took it; on none
+ * only when that session or such a fork was deleted.
+ */
+function checkTaken(
+  sides: readonly Side[],
+  ledger: Ledger,
+  acked: readonly Written[],
+  parents: ReadonlyMap<SessionId, SessionId>,
+  tell: (kind: string, message: string) => void,
+): void {
+  for (const side of sides) {
+    const where = new Map<string, SessionId[]>()
+    for (const [id, log] of side.logs)
+      for (let s = log.header.seedLength; s < log.tags.length; s++) where.set(log.tags[s]!, [...(where.get(log.tags[s]!) ?? []), id])
+    for (const w of acked) {
+      const found = where.get(w.tag) ?? []
+      if (found.length === 0) {
+        if (![...ledger.deleted.keys()].some((id) => takenBy(id, w.session, parents)))
+          tell(
+            'lost',
+            `acknowledged ${w.tag} (${w.session} seq ${w.seq}) is in no session on ${side.name}, and neither ${w.session} nor a fork of it was deleted`,
+          )
+      } else if (found.length > 1 || !takenBy(found[0]!, w.session, parents)) {
+        tell(
+          'lost',
+          `acknowledged ${w.tag} (${w.session} seq ${w.seq}) is on ${side.name} in ${found.join(', ')}: not in exactly one session that it was written to or that took it`,
+        )
+      }
+    }
+  }
 }
 
 /** Which log, which seqs, whose histories: the event at `s` and the prefix its writer wrote it on. */

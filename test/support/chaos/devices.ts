@@ -1,7 +1,7 @@
 // The chaos run's devices: two fs stores (the engine in its default worker) and one IndexedDB
 // store (fake-indexeddb, so in this thread), each connected live to the server through its own
-// port of the fault proxy. A device keeps every conflict any of its replications reported, and
-// counts how its replications fared.
+// port of the fault proxy. A device keeps every conflict any of its replications reported (but
+// those a replication withdrew, having found nothing to move), and counts how its replications fared.
 import 'fake-indexeddb/auto'
 import { join } from 'node:path'
 import { openStore, type Replication, type ReplicationState, type Store, type SyncConflict } from '../../../src/index-node'
@@ -52,9 +52,22 @@ export class Device {
     const r = this.store.connect(this.url, { live: true, headers: { authorization: 'Bearer user1' }, pollMs: 100, maxBackoffMs: 1500 })
     this.#replication = r
     let lastError: string | undefined
+    /** Conflicts this replication listed: one it no longer lists, unresolved, was withdrawn (nothing to move). */
+    const listed = new Set<string>()
     this.#off = r.subscribe((state) => {
       this.#last = state
-      for (const c of state.conflicts) this.conflicts.set(`${c.id} ${c.seq} ${c.reason}`, c)
+      const now = new Set<string>()
+      for (const c of state.conflicts) {
+        const key = `${c.id} ${c.seq} ${c.reason}`
+        now.add(key)
+        listed.add(key)
+        if (!this.conflicts.get(key)?.forkedAs || c.forkedAs) this.conflicts.set(key, c)
+      }
+      for (const key of listed) {
+        if (now.has(key)) continue
+        listed.delete(key)
+        if (!this.conflicts.get(key)?.forkedAs) this.conflicts.delete(key)
+      }
       const code = state.error?.code
       if (code !== undefined && code !== lastError) this.errors.set(code, (this.errors.get(code) ?? 0) + 1)
       lastError = code

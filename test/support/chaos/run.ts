@@ -47,7 +47,8 @@ export interface ChaosSummary {
   deleted: number
   workload: Record<string, WorkloadCounts>
   sessions: number
-  conflicts: { reported: number; sessions: string[] }
+  /** Conflicts reported, resolved by a fork (forked: the forks made), in which sessions. */
+  conflicts: { reported: number; forked: number; sessions: string[] }
   spliced: number
   replicationErrors: Record<string, Record<string, number>>
   settledMs: number | undefined
@@ -173,7 +174,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       deleted: ledger.deleted.size,
       workload,
       sessions: check?.sessions ?? 0,
-      conflicts: { reported: devices.reduce((n, d) => n + d.conflicts.size, 0), sessions: check?.conflicted ?? [] },
+      conflicts: {
+        reported: devices.reduce((n, d) => n + d.conflicts.size, 0),
+        forked: new Set(devices.flatMap((d) => [...d.conflicts.values()].map((c) => c.forkedAs).filter((f) => f !== undefined))).size,
+        sessions: check?.conflicted ?? [],
+      },
       spliced: check?.spliced ?? 0,
       replicationErrors: Object.fromEntries(devices.map((d) => [d.name, Object.fromEntries(d.errors)])),
       settledMs,
@@ -248,7 +253,7 @@ export function formatChaos(result: ChaosResult): string {
       .map(([d, n]) => `${d} ${n}`)
       .join(', ')}); passed ${s.faults.pass}; faults: ${faults}; connections refused while offline ${s.refused}; answered 502 ${s.badGateway}`,
     `  server restarts ${s.restarts}; appends ${s.written.appends} (${s.written.events} events, ${s.written.acked} acknowledged); sessions ${s.sessions}, ${s.deleted} deleted`,
-    `  conflicts reported ${s.conflicts.reported} in ${s.conflicts.sessions.length} sessions${s.conflicts.sessions.length ? ` (${s.conflicts.sessions.join(', ')})` : ''}; logs holding two histories ${s.spliced}`,
+    `  conflicts reported ${s.conflicts.reported} (forks made ${s.conflicts.forked}) in ${s.conflicts.sessions.length} sessions${s.conflicts.sessions.length ? ` (${s.conflicts.sessions.join(', ')})` : ''}; logs holding two histories ${s.spliced}`,
     `  replication errors seen: ${Object.entries(s.replicationErrors)
       .map(([d, e]) => `${d} ${JSON.stringify(e)}`)
       .join(', ')}`,

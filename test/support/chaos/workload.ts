@@ -3,7 +3,8 @@
 // session only while it holds it open for writing here; it goes offline and comes back, and
 // closes and reopens its replication. Shared sessions are few and held open for a while, so
 // devices often write to one at once, each on the copy it has: the concurrent histories sync
-// must keep apart. It deletes sessions too, its own and shared ones (which other devices may be
+// must keep apart (the second to reach the server moves its events to a fork, which is shared
+// like any other session and may be written to, and forked, in turn). It deletes sessions too, its own and shared ones (which other devices may be
 // writing to meanwhile): a delete must reach every side (DESIGN §15).
 import { isSessionfoldError } from '../../../src/index-node'
 import type { SessionId } from '../../../src/core/model'
