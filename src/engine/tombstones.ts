@@ -1,7 +1,7 @@
 // Tombstones (DESIGN §15): what a store keeps of a deleted session so the delete reaches every
 // store it syncs with and stays done. One record per deleted id, `['_deleted', id]` among the
 // store's own key-value records (so every backend, and the record codec, keeps them alike): the
-// lives of the id that were deleted, each `[createdAt, deletedAt]`. About 60 bytes of JSON per
+// lives of the id that were deleted, each `[createdAt, deletedAt]`. About 50 bytes of JSON per
 // deleted life, kept for good: a copy of that life that comes back from a device that was
 // offline must be refused, however late it comes.
 //

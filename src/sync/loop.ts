@@ -27,6 +27,8 @@ class Loop {
   readonly #retryPush = new Set<SessionId>()
   /** The events of each session in #retryPush that the server skipped: still pending until sent. */
   readonly #retryEvents = new Map<SessionId, number>()
+  /** The events of each session the server refused as a conflict: pending until their fork takes them. */
+  readonly #stranded = new Map<SessionId, number>()
   /** Sessions to fetch again whole (skipped here: open for writing here). */
   readonly #retryPull = new Set<SessionId>()
   /**
@@ -37,10 +39,7 @@ class Loop {
   readonly #toFork = new Map<SessionId, SyncConflict[]>()
   /** What the server is known to hold (pushed and answered, or pulled): not pushed again. */
   readonly #serverHas = new Map<SessionId, Extent>()
-  /**
-   * What is known to be here (the above, and what a push is sending): not imported again when
-   * the server's pulls and live stream carry it back, as they carry every write to every reader.
-   */
+  /** What is known to be here (the above, and what a push is sending): not imported when pulls carry it back to every reader. */
   readonly #hereHas = new Map<SessionId, Extent>()
 
   /** whenSynced() promises of rounds that pushed everything, waiting for the live stream to catch up. */
@@ -161,7 +160,7 @@ class Loop {
   /** Events the server skipped, to be sent again (counted in `pending`, so whenSynced waits for them). */
   #skipped(): number {
     let n = 0
-    for (const events of this.#retryEvents.values()) n += events
+    for (const events of [...this.#retryEvents.values(), ...this.#stranded.values()]) n += events
     return n
   }
 
@@ -190,22 +189,26 @@ class Loop {
       const events = batch.sessions.reduce((n, e) => n + e.events.length, 0)
       this.host.set({ pending: events + c.pending + this.#skipped() })
       if (batch.sessions.length > 0 || batch.deleted) {
-        // Known here before it is sent: the live stream may carry it back before the answer.
+        // Known here before it is sent (the live stream may carry it back before the answer).
         for (const e of batch.sessions) extend(this.#hereHas, e.header.id, e.header.createdAt, e.from + e.events.length)
         const response = await this.#request(SYNC_PATHS.push, { method: 'POST', body: JSON.stringify(batch), headers: { 'content-type': 'application/json' } })
         const result = (await response.json()) as PushAnswer
         const left = new Set([...result.conflicts, ...result.skipped].map((x) => x.id))
+        const sentOf = (id: SessionId) => batch.sessions.filter((e) => e.header.id === id).reduce((n, e) => n + e.events.length, 0)
         for (const s of result.skipped) {
           if (s.reason === 'deleted') {
             await this.#deleteHere(s)
             continue
           }
           this.#retryPush.add(s.id)
-          const sent = batch.sessions.filter((e) => e.header.id === s.id).reduce((n, e) => n + e.events.length, 0)
-          this.#retryEvents.set(s.id, (this.#retryEvents.get(s.id) ?? 0) + Math.max(1, sent))
+          this.#retryEvents.set(s.id, (this.#retryEvents.get(s.id) ?? 0) + Math.max(1, sentOf(s.id)))
         }
         await this.#addConflicts(result.conflicts)
-        for (const c of result.conflicts) this.#hereHas.delete(c.id) // not here as sent: another history is
+        // With forks, what the server refused is not here as sent (another history is), and pending until moved.
+        for (const c of this.host.options.onConflict === 'report' ? [] : result.conflicts) {
+          this.#hereHas.delete(c.id)
+          this.#stranded.set(c.id, (this.#stranded.get(c.id) ?? 0) + sentOf(c.id))
+        }
         for (const e of batch.sessions) if (!left.has(e.header.id)) this.#learn(e.header.id, e.header.createdAt, e.from + e.events.length)
         this.host.set({ pushed: this.host.state().pushed + events })
       }
@@ -227,11 +230,7 @@ class Loop {
     extend(this.#hereHas, id, createdAt, length)
   }
 
-  /**
-   * The server deleted the session this store pushed (that life of it): this store deletes its
-   * copy too, with the server's tombstone. While it is open for writing here it stays, and the
-   * next push of it, or the pull of the tombstone, tries again.
-   */
+  /** The server deleted this life of a session pushed: its copy goes too (while open for writing here, at the next try). */
   async #deleteHere(skip: SyncSkip): Promise<void> {
     if (!skip.tombstone) return
     const result = await this.host.store.applyChanges({ v: 1, sessions: [], deleted: [skip.tombstone] })
@@ -263,6 +262,7 @@ class Loop {
       if (outcome !== 'none') this.host.set({ conflicts: told(this.host.state().conflicts, held) })
       if (outcome === 'locked') continue // told now (once: told() keeps each conflict once), moved when let go
       this.#toFork.delete(id)
+      this.#stranded.delete(id)
       // Then pulled whole: what the server got since its copy was read (refused here as conflicts).
       this.#hereHas.delete(id)
       this.#retryPull.add(id)

@@ -106,12 +106,14 @@ export async function expectForkWaitsForWriter(d: ForkDevices, id = 'u1-held'): 
   await until(() => rb.conflicts.length > 0, 15_000)
   await new Promise((resolve) => setTimeout(resolve, 500)) // rounds pass; the writer still holds it
   expect(rb.conflicts.every((c) => c.forkedAs === undefined)).toBe(true)
+  expect(rb.pending).toBe(1) // not on the server: pending until its fork takes it
   expect(types(await eventsOf(b, id))).toEqual(['app/first', 'app/from-b'])
   await held.append({ type: 'app/from-b-later' }) // still writing: these move too
   await held.close()
   await until(() => rb.conflicts.some((c) => c.forkedAs), 15_000)
   const forkedAs = rb.conflicts.find((c) => c.forkedAs)!.forkedAs!
   await rb.whenSynced()
+  expect(rb.pending).toBe(0)
   expect(types(await eventsOf(b, id))).toEqual(['app/first', 'app/from-a'])
   expect(types(await eventsOf(server, forkedAs))).toEqual(['app/first', 'app/from-b', 'app/from-b-later'])
 }
