@@ -157,11 +157,9 @@ class Loop {
     }
   }
 
-  /** Events the server skipped, to be sent again (counted in `pending`, so whenSynced waits for them). */
+  /** Events the server skipped (sent again), or refused as a conflict (until their fork takes them): counted in `pending`. */
   #skipped(): number {
-    let n = 0
-    for (const events of [...this.#retryEvents.values(), ...this.#stranded.values()]) n += events
-    return n
+    return [...this.#retryEvents.values(), ...this.#stranded.values()].reduce((n, events) => n + events, 0)
   }
 
   async #save(): Promise<void> {
@@ -243,6 +241,7 @@ class Loop {
    * one found by a request that raced a move, with nothing left to move, is never told.
    */
   async #addConflicts(found: readonly SyncConflict[]): Promise<void> {
+    if (found.length === 0) return
     const fork = this.host.options.onConflict !== 'report'
     this.host.set({ conflicts: told(this.host.state().conflicts, fork ? found.filter((c) => c.reason !== 'event') : found) })
     const before = this.#toFork.size
