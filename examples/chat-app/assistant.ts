@@ -9,6 +9,8 @@ export const ASSISTANT_DELTA = 'assistant/delta'
 export const ASSISTANT_DONE = 'assistant/done'
 
 const TOKEN_MS = 30
+/** How long each subagent stays open for writing ('running' in the tree): `?pause=` in the page's URL, else 400 ms. */
+const PAUSE_MS = Number(new URLSearchParams(globalThis.location?.search ?? '').get('pause')) || 400
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Appends `text` as a reply, one word at a time, then closes the reply. */
@@ -39,11 +41,11 @@ export async function delegate(session: Session, task: string): Promise<void> {
   const researcher = await session.spawn({ mode: 'one-shot', label: 'researcher', title: `Research: ${task}` })
   try {
     await researcher.append({ type: 'turn/start', data: { task } })
-    await sleep(400)
+    await sleep(PAUSE_MS)
     const checker = await researcher.spawn({ mode: 'one-shot', label: 'fact-checker', title: `Check: ${task}` })
     try {
       await checker.append({ type: 'turn/start', data: { task: 'check the sources' } })
-      await sleep(400)
+      await sleep(PAUSE_MS)
       await checker.append({ type: 'turn/end', data: { verdict: 'sources agree' } })
     } finally {
       await checker.close() // its tree row turns 'inactive'

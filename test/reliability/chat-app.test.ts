@@ -52,7 +52,8 @@ async function tab(name: string): Promise<Page> {
   const page = await context!.newPage()
   page.on('pageerror', (e) => problems.push(`${name} pageerror: ${e.message}`))
   page.on('console', (m) => m.type() === 'error' && problems.push(`${name} console: ${m.text()}`))
-  await page.goto(`${base}/`)
+  // Subagents stay 'running' for 3 s (400 ms by default): under load a tab's tree may take longer than 400 ms to show them.
+  await page.goto(`${base}/?pause=3000`)
   await page.locator('nav.sidebar').waitFor()
   return page
 }
@@ -125,7 +126,7 @@ describe('the chat app in two tabs', () => {
     await row(b, id).locator('.tag', { hasText: 'subagents' }).waitFor()
     await a.screenshot({ path: join(OUT, 'chat-app-a.png') })
     await b.screenshot({ path: join(OUT, 'chat-app-b.png') })
-  }, 20_000)
+  }, 40_000)
 
   it('a rename in tab A shows in tab B; a delete in A leaves both sidebars, and B lets the chat go', async () => {
     await a.getByRole('button', { name: 'Rename' }).click()
