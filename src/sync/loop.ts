@@ -6,7 +6,8 @@ import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from './p
 import { extend, trimKnown, type Extent } from './extent'
 import { HttpFailure, Link, type Lane } from './link'
 import type { LoopHost } from './types'
-import { forkedIn, readEvents, serverCopy, told } from './pulls'
+import { forkedIn, pullQuery, readEvents, serverCopy, told } from './pulls'
+import { Again, readSaved, writeSaved } from './saved'
 
 const REQUEST_TIMEOUT_MS = 30_000
 /** Events per push (and about 4 MiB at most, changesSince's default): a catch-up in few requests. */
@@ -23,14 +24,12 @@ class Loop {
   #pushCursor: ChangeCursor | null = null
   /** The server's cursor: opaque, sealed by the server. */
   #pullCursor: string | null = null
-  /** Sessions to send again whole (skipped by the server: locked there, or a gap). */
-  readonly #retryPush = new Set<SessionId>()
-  /** The events of each session in #retryPush that the server skipped: still pending until sent. */
-  readonly #retryEvents = new Map<SessionId, number>()
+  /** Sessions to send again whole (skipped by the server: locked there, or a gap), with their events skipped (pending until sent). */
+  readonly #retryPush = new Again()
   /** The events of each session the server refused as a conflict: pending until their fork takes them. */
   readonly #stranded = new Map<SessionId, number>()
   /** Sessions to fetch again whole (skipped here: open for writing here). */
-  readonly #retryPull = new Set<SessionId>()
+  readonly #retryPull = new Again()
   /**
    * Sessions in conflict with the server whose events here move to a fork (onConflict 'fork'),
    * with the conflicts found and not told yet (see #addConflicts): kept in the store with the
@@ -58,10 +57,12 @@ class Loop {
     try {
       const saved = await this.host.store.getMeta(this.host.key)
       if (saved) {
-        const s = JSON.parse(saved) as { push?: ChangeCursor | null; pull?: string | null; fork?: unknown }
-        this.#pushCursor = s.push ?? null
-        this.#pullCursor = typeof s.pull === 'string' ? s.pull : null
-        if (Array.isArray(s.fork)) for (const id of s.fork) if (typeof id === 'string') this.#toFork.set(id, [])
+        const s = readSaved(saved)
+        this.#pushCursor = s.push
+        this.#pullCursor = s.pull
+        for (const id of s.fork) this.#toFork.set(id, [])
+        for (const id of s.pushAgain) this.#retryPush.add(id)
+        for (const id of s.pullAgain) this.#retryPull.add(id)
       }
     } catch {
       // an unreadable record: start over (sending again what the server has is harmless)
@@ -159,22 +160,28 @@ class Loop {
 
   /** Events the server skipped (sent again), or refused as a conflict (until their fork takes them): counted in `pending`. */
   #skipped(): number {
-    return [...this.#retryEvents.values(), ...this.#stranded.values()].reduce((n, events) => n + events, 0)
+    return [...this.#stranded.values()].reduce((n, events) => n + events, this.#retryPush.events())
   }
 
+  /** Keeps the cursors and what waits to be done again (with what a try under way has taken), for the next run. */
   async #save(): Promise<void> {
-    const fork = this.#toFork.size > 0 ? { fork: [...this.#toFork.keys()] } : {}
-    await this.host.store.putMeta(this.host.key, JSON.stringify({ push: this.#pushCursor, pull: this.#pullCursor, ...fork }))
+    const saved = writeSaved({
+      push: this.#pushCursor,
+      pull: this.#pullCursor,
+      fork: [...this.#toFork.keys()],
+      pushAgain: this.#retryPush.ids(),
+      pullAgain: this.#retryPull.ids(),
+    })
+    await this.host.store.putMeta(this.host.key, saved)
   }
 
   /** Pushes everything local after the push cursor (and sessions to send again), batch by batch. */
   async #pushAll(): Promise<void> {
     const only = this.host.options.sessions
     if (this.#retryPush.size > 0) {
-      const ids = [...this.#retryPush]
-      this.#retryPush.clear()
-      this.#retryEvents.clear() // counted again by the push below, and again here if skipped again
-      await this.#pushFrom({ v: 1, sessions: {} }, ids, false)
+      // Counted by the push (and here again if skipped again).
+      await this.#retryPush.take((ids) => this.#pushFrom({ v: 1, sessions: {} }, ids, false))
+      await this.#save()
     }
     await this.#pushFrom(this.#pushCursor, only, true)
   }
@@ -198,8 +205,7 @@ class Loop {
             await this.#deleteHere(s)
             continue
           }
-          this.#retryPush.add(s.id)
-          this.#retryEvents.set(s.id, (this.#retryEvents.get(s.id) ?? 0) + Math.max(1, sentOf(s.id)))
+          this.#retryPush.add(s.id, Math.max(1, sentOf(s.id)))
         }
         await this.#addConflicts(result.conflicts)
         // With forks, what the server refused is not here as sent (another history is), and pending until moved.
@@ -275,7 +281,7 @@ class Loop {
 
   /** A pull of the server's changes after `cursor` (null: from the start), of `ids` only when given, held up to `wait` ms. */
   async #pull(cursor: string | null, ids: readonly SessionId[] | undefined, wait = 0, lane: Lane = 'round'): Promise<PullAnswer> {
-    const response = await this.#request(`${SYNC_PATHS.pull}${this.#pullQuery(cursor, ids, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait, lane)
+    const response = await this.#request(`${SYNC_PATHS.pull}${pullQuery(cursor, ids, wait)}`, { method: 'GET' }, REQUEST_TIMEOUT_MS + wait, lane)
     return (await response.json()) as PullAnswer
   }
 
@@ -297,15 +303,6 @@ class Loop {
     await this.#save()
   }
 
-  #pullQuery(cursor: string | null, sessions: readonly SessionId[] | undefined, wait = 0): string {
-    const q = new URLSearchParams()
-    if (cursor) q.set('cursor', cursor)
-    if (sessions) q.set('sessions', sessions.join(','))
-    if (wait > 0) q.set('wait', String(wait))
-    const s = q.toString()
-    return s ? `?${s}` : ''
-  }
-
   async #pullAll(wait: number): Promise<void> {
     for (;;) {
       const answer = await this.#pull(this.#pullCursor, this.host.options.sessions, wait)
@@ -316,20 +313,21 @@ class Loop {
 
   /** Sessions this store skipped (open for writing here), fetched again whole from the server. */
   async #pullAgain(): Promise<void> {
-    const ids = [...this.#retryPull]
-    this.#retryPull.clear()
-    let cursor: string | null = null // no cursor, these sessions only: each sent whole
-    for (;;) {
-      const answer = await this.#pull(cursor, ids)
-      if (answer.batch.sessions.length > 0 || answer.batch.deleted) {
-        const result = await this.host.store.applyChanges(answer.batch)
-        await this.#addConflicts(result.conflicts)
-        for (const s of result.skipped) if (s.reason !== 'deleted') this.#retryPull.add(s.id)
-        this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
+    await this.#retryPull.take(async (ids) => {
+      let cursor: string | null = null // no cursor, these sessions only: each sent whole
+      for (;;) {
+        const answer = await this.#pull(cursor, ids)
+        if (answer.batch.sessions.length > 0 || answer.batch.deleted) {
+          const result = await this.host.store.applyChanges(answer.batch)
+          await this.#addConflicts(result.conflicts)
+          for (const s of result.skipped) if (s.reason !== 'deleted') this.#retryPull.add(s.id)
+          this.host.set({ pulled: this.host.state().pulled + result.copiedEvents })
+        }
+        cursor = answer.cursor || null
+        if (answer.done) return
       }
-      cursor = answer.cursor || null
-      if (answer.done) return
-    }
+    })
+    await this.#save()
   }
 
   /** The server's changes as server-sent events, reconnecting with backoff until closed. */
@@ -347,7 +345,7 @@ class Loop {
           continue
         }
         const signal = stop
-        const response = await this.host.fetch(`${this.host.base}${SYNC_PATHS.live}${this.#pullQuery(this.#pullCursor, this.host.options.sessions)}`, {
+        const response = await this.host.fetch(`${this.host.base}${SYNC_PATHS.live}${pullQuery(this.#pullCursor, this.host.options.sessions)}`, {
           headers: await this.#headers(),
           signal,
         })

@@ -36,6 +36,16 @@ export function forkedIn(conflicts: readonly SyncConflict[], header: SessionHead
   return out
 }
 
+/** The query of a pull: after `cursor` (none: from the start), of `sessions` only when given, held up to `wait` ms. */
+export function pullQuery(cursor: string | null, sessions: readonly SessionId[] | undefined, wait = 0): string {
+  const q = new URLSearchParams()
+  if (cursor) q.set('cursor', cursor)
+  if (sessions) q.set('sessions', sessions.join(','))
+  if (wait > 0) q.set('wait', String(wait))
+  const s = q.toString()
+  return s ? `?${s}` : ''
+}
+
 /** Server-sent events from a response body: `{ event, data }` per message. */
 export async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string }> {
   const decoder = new TextDecoder()

@@ -24,8 +24,8 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-async function open(name: string): Promise<Store> {
-  const store = await openStore({ storage: 'fs', dir: join(dir, name) })
+async function open(name: string, options: { worker?: false } = {}): Promise<Store> {
+  const store = await openStore({ storage: 'fs', dir: join(dir, name), ...options })
   cleanups.push(() => store.close())
   return store
 }
@@ -107,6 +107,46 @@ function deletesOver(serverStore: () => Promise<Store>) {
     expect(await ids(server)).toEqual([])
     await ra.whenSynced()
     expect(await ids(a)).toEqual([])
+  })
+
+  it('a tombstone that finds the session open for writing here deletes it once let go: after the replication is closed and connected again, or a failed try', async () => {
+    const server = await serverStore()
+    const http = await serve(server, cleanups)
+    const [a, b] = [await open('a'), await open('b', { worker: false })] // b's fetch function stays in this thread
+    const ra = connect(a, http.url)
+    let failPulls = 0
+    const fetch: typeof globalThis.fetch = async (input, init) => {
+      if (failPulls > 0 && String(input).includes('sessions=')) {
+        failPulls--
+        throw new TypeError('fetch failed (a test fault)')
+      }
+      return globalThis.fetch(input, init)
+    }
+    for (const [i, id] of ['u1-closed', 'u1-failed'].entries()) {
+      const s = await a.createSession({ id })
+      await s.append({ type: 'msg', data: { text: 'one' } })
+      await s.close()
+      await ra.whenSynced()
+      const rb = connect(b, http.url, { fetch })
+      await rb.whenSynced()
+      const held = await b.openSession(id)
+      await a.deleteSession(id)
+      await ra.whenSynced()
+      await rb.whenSynced() // a round begun after the delete: the tombstone came, and waits for the writer here
+      expect(await ids(b)).toContain(id)
+      if (i === 0) {
+        await rb.close()
+        await held.close()
+        await connect(b, http.url, { fetch }).whenSynced()
+      } else {
+        failPulls = 1
+        await held.close()
+        await until(() => failPulls === 0, 10_000)
+        await rb.whenSynced()
+      }
+      await until(async () => !(await ids(b)).includes(id), 10_000)
+      expect(await ids(server)).not.toContain(id)
+    }
   })
 
   it('a tombstone is a write: a token that may not write the session is refused (403) and nothing is deleted', async () => {

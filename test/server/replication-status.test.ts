@@ -37,8 +37,8 @@ const AUTH = { authorization: 'Bearer user1' }
 const MODES = [undefined, true, 'long-poll'] as const
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function open(name: string): Promise<Store> {
-  const store = await openStore({ storage: 'fs', dir: join(dir, name) })
+async function open(name: string, options: { worker?: false } = {}): Promise<Store> {
+  const store = await openStore({ storage: 'fs', dir: join(dir, name), ...options })
   cleanups.push(() => store.close())
   return store
 }
@@ -332,4 +332,55 @@ it('a session the server holds open for writing is skipped and stays pending: wh
   expect(r.pending).toBe(0)
   expect(await count(server, 'held')).toBe(before + 1)
   await s.close()
+})
+
+it('a session the server skipped is sent again by a later replication of the store (kept with the cursors), and after a try that failed', async () => {
+  const server = await open('server')
+  const http = await serve(server)
+  const a = await open('a', { worker: false }) // a fetch function stays in this thread
+  let failPushes = 0
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    if (failPushes > 0 && String(input).endsWith('/push')) {
+      failPushes--
+      throw new TypeError('fetch failed (a test fault)')
+    }
+    return globalThis.fetch(input, init)
+  }
+  const connectA = () => {
+    const r = a.connect(http.url, { headers: AUTH, fetch, pollMs: 50, maxBackoffMs: 200 })
+    cleanups.push(() => r.close())
+    return r
+  }
+  for (const [i, id] of ['closed', 'failed'].entries()) {
+    const first = connectA()
+    const s = await a.createSession({ id })
+    await s.append({ type: 'app/x', data: 1 })
+    await s.close()
+    await first.whenSynced()
+    const held = await server.openSession(id)
+    const pushes = () => http.log.filter((e) => e.path === '/push' && e.status === 200).length
+    const pushed = pushes()
+    const w = await a.openSession(id)
+    await w.append({ type: 'app/x', data: 2 })
+    await w.close()
+    await until(() => pushes() >= pushed + 2, 10_000) // skipped (locked there), and again
+    if (i === 0) {
+      // Closed while the server skips it: the next replication of this store sends it.
+      await first.close()
+      await held.close()
+      const again = connectA()
+      await again.whenSynced()
+      expect(again.pending).toBe(0)
+      await again.close()
+    } else {
+      // The try after the server lets go fails: the one after sends it.
+      failPushes = 1
+      await held.close()
+      await until(() => failPushes === 0, 10_000)
+      await first.whenSynced()
+      expect(first.pending).toBe(0)
+      await first.close()
+    }
+    expect(await count(server, id), id).toBe(2)
+  }
 })
