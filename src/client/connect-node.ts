@@ -17,7 +17,12 @@ export const nodeConnectors: Connectors = {
   backends: NODE_BACKENDS,
   here: 'in Node',
   canStartWorker: () => true,
-  inThread: (projections) => connectInThread(projections, async () => nodePlatform),
+  inThread: (projections) =>
+    connectInThread(
+      projections,
+      async () => nodePlatform,
+      async () => (await import('../host/node-extras')).NODE_ENGINE_EXTRAS,
+    ),
   inWorker: ({ url, host }) => nodeWorker(url, host),
 }
 

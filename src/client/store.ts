@@ -1,6 +1,7 @@
 // The Store: opens handles on sessions, lists, verifies, exchanges changes with other stores,
 // and closes. openStore (open-store.ts) makes one over a Connection.
 import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from '../core/changes'
+import type { StreamAnswer, StreamRequest } from '../core/streams'
 import { applyResultProblem, changesProblem } from './answer-checks'
 import { SessionfoldError } from '../core/errors'
 import { handleProblem, headerProblem, verifyPlanProblem, verifyStepProblem } from './answer-checks'
@@ -282,6 +283,11 @@ export class Store {
   async applyChanges(batch: ChangeBatch): Promise<ApplyResult> {
     assertPlainJson(batch, 'the change batch')
     return this.#calls.checked('apply result', (api) => api.applyChanges(batch), applyResultProblem)
+  }
+
+  /** @internal A Durable Streams request of the protocol's handler (`createStreamsHandler`, sessionfold/server). */
+  streamRequest(request: StreamRequest): Promise<StreamAnswer> {
+    return this.#calls.call((api) => api.stream(request), request.id)
   }
 
   /**

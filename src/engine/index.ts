@@ -34,6 +34,7 @@ import { StoreReader, type ColdRead } from './reader'
 import { verifyPlan, verifyStep } from './verify'
 import { sessionIndexOf, sessionsPage, type SessionIndex } from './session-index'
 import { Tombstones } from './tombstones'
+import { noStreams, type StreamsRunner } from './streams-lazy'
 import { recordsOf } from '../storage/records'
 import type { SessionsPage } from '../core/session-list'
 
@@ -70,6 +71,8 @@ export class Engine {
   readonly index: SessionIndex | undefined
   /** What is kept of deleted sessions, so their deletes reach every store this one syncs with (tombstones.ts). */
   readonly tombstones: Tombstones
+  /** Durable Streams (streams.ts): each stream a session, its protocol state a record beside it. */
+  readonly streams: StreamsRunner
   private isClosed = false
 
   constructor(options: EngineOptions) {
@@ -142,6 +145,8 @@ export class Engine {
     const { reader, maxEventBytes, tombstones } = this
     const remove = async (id: SessionId) => void (await this.deleteSessions([id]))
     this.importTarget = { reader, maxEventBytes, withWriter, tombstones, remove, chainAt: (header, at) => this.chainAt(header, at) }
+    const host = { reader, kv: this.storage.kv, sessions: this.sessions, maxEventBytes, remove, now: this.now, open: () => this.open() }
+    this.streams = (options.streams ?? noStreams)({ ...host, wrote: () => this.written.forEach((f) => f()) })
   }
 
   /** Creates a root session and opens it for writing. */
@@ -169,10 +174,7 @@ export class Engine {
     return { header: live.header, length: live.log.durable }
   }
 
-  /**
-   * The session as of its first `at` events (`options`: `{ at }`, checked): its header and
-   * values, folded once from the nearest row (history.ts). Nothing is kept live or followed.
-   */
+  /** The session as of its first `at` events (`options`: `{ at }`, checked), folded once from the nearest row (history.ts). */
   async observeAt(id: SessionId, options: unknown): Promise<{ header: SessionHeader; snapshot: ProjectionSnapshot; at: number }> {
     const { header, snapshot, length } = await this.coldReadAt(id, atOption(id, options))
     return { header, snapshot, at: length }
@@ -203,10 +205,7 @@ export class Engine {
     return sessionsPage(this.index, this.storage.kind, query, count, after)
   }
 
-  /**
-   * Appends events to a session open for writing here. Resolves once they are durable and
-   * folded. `expectedSeq`: the seq the first event must receive, else SEQ_CONFLICT.
-   */
+  /** Appends to a session open for writing here, once durable and folded; `expectedSeq`: the first event's seq, else SEQ_CONFLICT. */
   append(id: SessionId, input: unknown, options?: { expectedSeq?: number }): Promise<AppendResult> {
     return this.writing(id, (live) => this.pipeline.appendInputs(live, input, options))
   }

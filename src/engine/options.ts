@@ -6,6 +6,8 @@ import { describe } from '../core/validate'
 import type { SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
 import type { WriterLocks } from '../storage/locks'
+import type { StreamsHost } from './streams'
+import type { StreamsRunner } from './streams-lazy'
 
 export interface EngineOptions {
   storage: StorageAdapter
@@ -31,6 +33,8 @@ export interface EngineOptions {
   /** The same for the whole store, for the session list: calls `onChange` when another engine may have written anything; returns its stop. */
   watchFeed?: (onChange: () => void) => () => void
   now?: () => number
+  /** Durable Streams (streams-lazy.ts): given where an engine serves them (Node's); elsewhere a stream request is STORAGE_UNAVAILABLE. */
+  streams?: (host: StreamsHost) => StreamsRunner
 }
 
 /** `n` when it is a number > 0; INVALID_ARGUMENT, naming the option, otherwise. */

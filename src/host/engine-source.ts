@@ -3,7 +3,7 @@
 import type { ProjectionDefinition } from '../core/projection'
 import type { HostOptions } from './options'
 import type { Platform } from '../backends/platform'
-import { openEngine, storeKeyOf, type OpenedEngine } from './open-engine'
+import { openEngine, storeKeyOf, type EngineSettings, type OpenedEngine } from './open-engine'
 
 /** Where a host gets its engine: its own (the default), or one shared by every connection. */
 export interface EngineSource {
@@ -12,9 +12,9 @@ export interface EngineSource {
 }
 
 /** A host's own engine on this platform's storage: closed with the host. */
-export function ownEngine(platform: Platform): EngineSource {
+export function ownEngine(platform: Platform, extra: Pick<EngineSettings, 'streams'> = {}): EngineSource {
   return {
-    open: ({ store, aliveLock: _alive, tabLock: _tab, ...settings }, projections) => openEngine(platform, store, { ...settings, projections }),
+    open: ({ store, aliveLock: _alive, tabLock: _tab, ...settings }, projections) => openEngine(platform, store, { ...settings, ...extra, projections }),
     close: (opened) => opened.close(),
   }
 }

@@ -3,6 +3,7 @@
 // changes, batched per task of the event loop (and before the answer of the append that made
 // them), while some handle has it open; and the states of its replications, on the same channel.
 import { deleteSessionInputSchema, listSessionsInputSchema, parseInput } from '../core/inputs'
+import type { StreamRequest } from '../core/streams'
 import type { ChangeBatch, ChangeCursor, ChangesOptions } from '../core/changes'
 import { framesOf, mergeChange, type PendingFrame } from './frames'
 import { nextTask } from './next-task'
@@ -302,6 +303,10 @@ export class EngineHost {
 
   applyChanges(batch: ChangeBatch) {
     return this.engine.applyChanges(batch)
+  }
+
+  stream(request: StreamRequest) {
+    return this.engine.streams.run(request)
   }
 
   async verifyPlan() {

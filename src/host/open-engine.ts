@@ -7,7 +7,7 @@ import { isSessionfoldError, type SessionfoldError } from '../core/errors'
 import type { ProjectionDefinition } from '../core/projection'
 import type { HostOptions } from './options'
 import type { StoreConfig } from '../backends/config'
-import { Engine } from '../engine'
+import { Engine, type EngineOptions } from '../engine'
 import { backendOf, type GrowthTail, type OpenPurpose, type Platform } from '../backends/platform'
 import type { ReplicationHub } from '../sync/runs'
 
@@ -21,6 +21,8 @@ export interface EngineSettings extends Omit<HostOptions, 'store' | 'aliveLock' 
   /** The engine's locks made from the store's (the command line's delete hands over locks it holds). */
   locks?: (locks: WriterLocks) => WriterLocks
   onError?: (err: SessionfoldError) => void
+  /** Durable Streams, where the engine serves them (Node's entries). */
+  streams?: EngineOptions['streams']
 }
 
 /** An engine, with what it was opened on. */
@@ -65,6 +67,7 @@ export async function openEngine(platform: Platform, store: StoreConfig, setting
     projections: settings.projections,
     checkpoint: settings.checkpoint,
     maxEventBytes: settings.maxEventBytes,
+    streams: settings.streams,
     locks: storage.encrypted && purpose !== 'read' ? keyChecked(own, storage) : own,
     onError: settings.onError,
     onGrow: channel ? (id, length) => channel.announce(id, length) : undefined,

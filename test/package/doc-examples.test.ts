@@ -27,7 +27,7 @@ const CONTEXT = `import http from 'node:http'
 import { createElement, useSyncExternalStore } from 'react'
 import { z } from 'zod'
 import { bind, bindList, bindText, defineProjection, isSessionfoldError, openStore, sync, type ChangeCursor, type EventInput, type ProjectionMap, type Session, type Store } from 'sessionfold'
-import { createSyncHandler, toNodeListener, type Authorize } from 'sessionfold/server'
+import { createStreamsHandler, createSyncHandler, toNodeListener, type Authorize } from 'sessionfold/server'
 import { useChildren, useProjection, useSessions } from 'sessionfold/react'
 
 // The app's stores (main: an Electron main process's), and the session handles it writes with.

@@ -20,7 +20,7 @@ const MAX_LINES = 400
 function layerOf(file: string): string {
   const r = relative(root, file)
   if (/^src\/index(-node|-browser)?\.ts$/.test(r)) return 'entry'
-  if (r.startsWith('src/sync/server/')) return 'server'
+  if (r.startsWith('src/sync/server/') || r.startsWith('src/streams/server/')) return 'server'
   if (r === 'src/sync/runs.ts') return 'host'
   if (r === 'src/sync/connect.ts' || r === 'src/sync/between-stores.ts') return 'client'
   if (r.startsWith('src/types/')) return 'core'

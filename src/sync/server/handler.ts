@@ -10,6 +10,7 @@ import { describe, isPlainObject } from '../../core/validate'
 import { DEFAULT_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_WAIT_MS, SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type SyncErrorBody } from '../protocol'
 import { createCursorSeal } from './cursor-seal'
 import { Waiters } from './waiters'
+import { readBytes } from './body'
 
 /** What `authorize` is asked: may this request read (or write) this session, or list (no `sessionId`)? */
 export interface AuthorizeRequest {
@@ -359,28 +360,7 @@ export function createSyncHandler(options: SyncHandlerOptions): SyncHandler {
 
 /** The request's body as text, refused (400) past `max` bytes without reading the rest. */
 async function readBody(request: Request, max: number): Promise<string> {
-  const declared = Number(request.headers.get('content-length') ?? NaN)
-  if (declared > max) throw new Refusal(400, 'INVALID_ARGUMENT', `the push body is ${declared} bytes, over the limit of ${max}`)
-  if (!request.body) return ''
-  const reader = request.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > max) {
-      await reader.cancel().catch(() => {})
-      throw new Refusal(400, 'INVALID_ARGUMENT', `the push body is over the limit of ${max} bytes`)
-    }
-    chunks.push(value)
-  }
-  const all = new Uint8Array(size)
-  let at = 0
-  for (const c of chunks) {
-    all.set(c, at)
-    at += c.byteLength
-  }
+  const all = await readBytes(request, max, (detail) => new Refusal(400, 'INVALID_ARGUMENT', `the push: ${detail}`))
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(all)
   } catch {

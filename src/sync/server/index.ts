@@ -6,4 +6,5 @@
  */
 export { createSyncHandler, type Authorize, type AuthorizeRequest, type SyncHandler, type SyncHandlerOptions } from './handler'
 export { toNodeListener } from './node'
+export { createStreamsHandler, type StreamsHandler, type StreamsHandlerOptions } from '../../streams/server/handler'
 export { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer, type SyncErrorBody } from '../protocol'

@@ -1,0 +1,172 @@
+// GET on a stream (PROTOCOL.md §5.6-5.8): a catch-up read, a long-poll that waits at the tail,
+// or server-sent events that go on as the stream grows. Readers wait on the handler's Tails
+// (woken at once by an append through this handler) and look again every `pollMs` for
+// appends made elsewhere (another process over the same store, an app's own writer).
+import type { Store } from '../../client/store'
+import type { SessionEvent, SessionId } from '../../core/model'
+import { decodeOffset, encodeOffset, mediaType, type StreamAnswer, type StreamState } from '../../core/streams'
+import { fromBase64, toBase64 } from '../../core/base64'
+import { H, responseCursor, type Tails } from './http'
+
+export interface ReadContext {
+  store: Store
+  tails: Tails
+  /** How long a long-poll waits at the tail before 204, and an idle SSE stream between control events. */
+  longPollMs: number
+  pollMs: number
+  /** An SSE response ends after this long (the client reconnects from its offset). */
+  sseMs: number
+  maxReadBytes: number
+  headers: Record<string, string>
+  /** A refusal: status and message. */
+  fail(status: number, message: string): Response
+  /** The answer for a stream that is not there (404) or deleted while forks stand (410). */
+  missing(answer: StreamAnswer): Response
+}
+
+type Read = Extract<StreamAnswer, { status: 'read' }>
+
+export async function handleRead(ctx: ReadContext, id: SessionId, url: URL, request: Request): Promise<Response> {
+  const offsets = url.searchParams.getAll('offset')
+  if (offsets.length > 1) return ctx.fail(400, 'one offset parameter at most')
+  const offset = offsets[0]
+  const live = url.searchParams.get('live')
+  if (live !== null && live !== 'long-poll' && live !== 'sse') return ctx.fail(400, `live must be long-poll or sse, got ${live}`)
+  if (offset === '') return ctx.fail(400, 'the offset parameter is empty')
+  if (live !== null && offset === undefined) return ctx.fail(400, `live=${live} needs an offset`)
+  const given = offset === undefined || offset === '-1' || offset === 'now' ? undefined : decodeOffset(offset)
+  if (offset !== undefined && offset !== '-1' && offset !== 'now' && given === undefined) return ctx.fail(400, 'the offset is not one this server gave')
+  const head = await ctx.store.streamRequest({ op: 'head', id })
+  if (head.status !== 'ok') return ctx.missing(head)
+  const from = offset === 'now' ? head.stream.length : (given ?? 0)
+  if (from > head.stream.length) return ctx.fail(400, 'the offset is past the end of the stream')
+  if (live === 'sse') return sse(ctx, id, from, url.searchParams.get('cursor'), head.stream, request.signal)
+  const headers: Record<string, string> = { ...ctx.headers, 'content-type': head.stream.contentType }
+  if (offset === 'now' && live === null) {
+    const touched = await read(ctx, id, from) // a read: it resets a TTL's countdown
+    if (touched.status !== 'read') return ctx.missing(touched)
+    const h: Record<string, string> = { ...headers, [H.offset]: encodeOffset(from), [H.upToDate]: 'true', 'cache-control': 'no-store' }
+    if (touched.stream.closed) h[H.closed] = 'true'
+    return new Response(head.stream.mode === 'bytes' ? '' : '[]', { status: 200, headers: h })
+  }
+  let answer = await read(ctx, id, from)
+  if (answer.status !== 'read') return ctx.missing(answer)
+  if (live === 'long-poll' && answer.events.length === 0) {
+    const deadline = Date.now() + ctx.longPollMs
+    while (answer.status === 'read' && answer.events.length === 0 && !answer.stream.closed && Date.now() < deadline && !request.signal.aborted) {
+      await ctx.tails.wait(id, Math.min(ctx.pollMs, deadline - Date.now()), request.signal)
+      answer = await read(ctx, id, from)
+    }
+    if (answer.status !== 'read') return ctx.missing(answer)
+    if (answer.events.length === 0) {
+      const h: Record<string, string> = { ...ctx.headers, [H.offset]: encodeOffset(from), [H.upToDate]: 'true', 'cache-control': 'no-store' }
+      if (answer.stream.closed) h[H.closed] = 'true'
+      else h[H.cursor] = responseCursor(url.searchParams.get('cursor'))
+      return new Response(null, { status: 204, headers: h })
+    }
+  }
+  const next = from + answer.events.length
+  const atTail = next === answer.stream.length
+  const closedHere = answer.stream.closed && atTail
+  if (atTail) headers[H.upToDate] = 'true'
+  if (closedHere) headers[H.closed] = 'true'
+  if (live === 'long-poll') headers[H.cursor] = responseCursor(url.searchParams.get('cursor'))
+  headers[H.offset] = encodeOffset(next)
+  const etag = `"${id}:${offset ?? '-1'}:${encodeOffset(next)}${closedHere ? ':c' : ''}"`
+  headers.etag = etag
+  headers['cache-control'] = answer.events.length > 0 ? 'private, max-age=60, stale-while-revalidate=300' : 'no-store'
+  if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: { ...ctx.headers, etag } })
+  return new Response(body(answer.stream, answer.events) as BodyInit, { status: 200, headers })
+}
+
+/** An SSE data line: `data:` and the text (a space between only when the text starts with one, which a parser takes off). */
+function dataLine(line: string): string {
+  return line.startsWith(' ') ? `data: ${line}` : `data:${line}`
+}
+
+function read(ctx: ReadContext, id: SessionId, from: number): Promise<StreamAnswer> {
+  return ctx.store.streamRequest({ op: 'read', id, from, maxBytes: ctx.maxReadBytes })
+}
+
+/** The body of a read: a JSON array of the messages (a session's: its events), or the bytes. */
+function body(stream: StreamState, events: readonly SessionEvent[]): string | Uint8Array {
+  if (stream.mode === 'json') return `[${events.map((e) => JSON.stringify(e.data)).join(',')}]`
+  if (stream.mode === 'events') return `[${events.map((e) => JSON.stringify({ seq: e.seq, type: e.type, data: e.data, time: e.time })).join(',')}]`
+  const parts = events.map((e) => fromBase64(e.data as string))
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.byteLength
+  }
+  return out
+}
+
+/** Server-sent events from `from` on (PROTOCOL.md §5.8): data events, each followed by a control event. */
+function sse(ctx: ReadContext, id: SessionId, start: number, cursor: string | null, stream: StreamState, signal: AbortSignal): Response {
+  const type = mediaType(stream.contentType)
+  const text = stream.mode !== 'bytes' || type.startsWith('text/')
+  const encoder = new TextEncoder()
+  const headers: Record<string, string> = { ...ctx.headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }
+  if (!text) headers[H.sseEncoding] = 'base64'
+  const stop = new AbortController()
+  const abort = () => stop.abort()
+  signal.addEventListener('abort', abort, { once: true })
+  const ends = setTimeout(abort, ctx.sseMs)
+  let from = start
+  const send = (controller: ReadableStreamDefaultController<Uint8Array>, event: string, data: string) =>
+    controller.enqueue(
+      encoder.encode(
+        `event: ${event}\n${data
+          .split(/\r\n|\r|\n/)
+          .map(dataLine)
+          .join('\n')}\n\n`,
+      ),
+    )
+  const control = (controller: ReadableStreamDefaultController<Uint8Array>, answer: Read) => {
+    const atTail = from === answer.stream.length
+    const data: Record<string, unknown> = { streamNextOffset: encodeOffset(from) }
+    if (answer.stream.closed && atTail) data.streamClosed = true
+    else {
+      data.streamCursor = responseCursor(cursor)
+      if (atTail) data.upToDate = true
+    }
+    send(controller, 'control', JSON.stringify(data))
+    return answer.stream.closed && atTail
+  }
+  const events = new ReadableStream<Uint8Array>({
+    start: async (controller) => {
+      try {
+        let quietSince = Date.now()
+        let first = true
+        while (!stop.signal.aborted) {
+          const answer = await read(ctx, id, from)
+          if (answer.status !== 'read') break
+          if (answer.events.length > 0) {
+            const payload = body(answer.stream, answer.events)
+            send(controller, 'data', typeof payload === 'string' ? payload : text ? new TextDecoder().decode(payload) : toBase64(payload))
+            from += answer.events.length
+          }
+          if (answer.events.length > 0 || first || Date.now() - quietSince >= ctx.longPollMs || answer.stream.closed) {
+            first = false
+            quietSince = Date.now()
+            if (control(controller, answer)) break
+          }
+          if (from === answer.stream.length) await ctx.tails.wait(id, ctx.pollMs, stop.signal)
+        }
+      } catch {
+        // the store closed, or the client went: the stream ends
+      } finally {
+        clearTimeout(ends)
+        signal.removeEventListener('abort', abort)
+        try {
+          controller.close()
+        } catch {
+          // cancelled by the client already
+        }
+      }
+    },
+    cancel: () => stop.abort(),
+  })
+  return new Response(events, { status: 200, headers })
+}
