@@ -14,6 +14,7 @@ export { deriveKey } from './core/derive-key'
 export type { SyncOptions, SyncResult } from './sync/between-stores'
 export { Replication } from './sync/connect'
 export type { ConnectOptions, ReplicationState, ReplicationStatus, ReplicationStore } from './sync/connect'
+export { Follow, type FollowOptions, type FollowState } from './sync/follow'
 export type {
   ApplyResult,
   ChangeBatch,

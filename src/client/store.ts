@@ -2,6 +2,7 @@
 // and closes. openStore (open-store.ts) makes one over a Connection.
 import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions } from '../core/changes'
 import type { StreamAnswer, StreamRequest } from '../core/streams'
+import { Follow, type FollowOptions } from '../sync/follow'
 import { applyResultProblem, changesProblem } from './answer-checks'
 import { SessionfoldError } from '../core/errors'
 import { handleProblem, headerProblem, verifyPlanProblem, verifyStepProblem } from './answer-checks'
@@ -39,10 +40,7 @@ export interface VerifyOptions {
 
 /** Options of {@link Store.rotateKey}. */
 export interface RotateKeyOptions {
-  /**
-   * Called at the start and after each session: `sessions` to walk (those there when the
-   * rotation began, and any made meanwhile that it met), `done` so far, and their `events`.
-   */
+  /** Called at the start and after each session: `sessions` to walk (those there at the start, and any made meanwhile it met), `done` so far, their `events`. */
   onProgress?: (progress: { sessions: number; done: number; events: number }) => void
 }
 
@@ -119,10 +117,8 @@ export class Store {
   }
 
   /**
-   * Opens an existing session for writing. One writer per session: `SESSION_LOCKED` while
-   * another client (a handle of this store, another tab, thread or process) has it open for
-   * writing; a lock left by a dead process or a closed tab is taken over. `SESSION_NOT_FOUND`
-   * when there is no such session. Close the handle to let others write.
+   * Opens an existing session for writing. One writer per session: `SESSION_LOCKED` while another client (a handle of this store,
+   * another tab, thread or process) has it so; a dead process's or closed tab's lock is taken over. `SESSION_NOT_FOUND` without the session.
    */
   async openSession(id: SessionId): Promise<Session> {
     assertSessionId(id)
@@ -275,14 +271,20 @@ export class Store {
   }
 
   /**
-   * Imports a batch made by another store's `changesSince`: missing sessions and events are
-   * added with their headers and seqs unchanged; what is already here is compared, and a
-   * difference is reported as a conflict with neither side changed. Idempotent. A malformed
-   * batch is INVALID_ARGUMENT and nothing is written.
+   * Imports a batch of another store's `changesSince`: missing sessions and events added as they were; a difference is a
+   * conflict, with neither side changed. Idempotent. A malformed batch is INVALID_ARGUMENT and nothing is written.
    */
   async applyChanges(batch: ChangeBatch): Promise<ApplyResult> {
     assertPlainJson(batch, 'the change batch')
     return this.#calls.checked('apply result', (api) => api.applyChanges(batch), applyResultProblem)
+  }
+
+  /**
+   * Copies the Durable Stream at `url` (a server speaking the protocol) into a session of this store, folded like any
+   * session, live, resuming from the offset it reached after a restart; offline and back as `connect` is. Node's stores.
+   */
+  follow(url: string, options?: FollowOptions): Follow {
+    return new Follow((request) => this.streamRequest(request), url, options)
   }
 
   /** @internal A Durable Streams request of the protocol's handler (`createStreamsHandler`, sessionfold/server). */

@@ -44,6 +44,16 @@ export type StreamRequest =
     }
   | { op: 'read'; id: SessionId; from: number; maxBytes: number }
   | { op: 'delete'; id: SessionId }
+  | {
+      op: 'follow'
+      id: SessionId
+      /** The followed stream's URL, and the offsets this copy was at and is now at (null: the start). */
+      url: string
+      from: string | null
+      to: string
+      /** Event inputs (`{ type, data?, time? }`) from the stream's messages. */
+      events: unknown[]
+    }
 
 /** A stream as it stands: its configuration, its tail (events), closure. */
 export interface StreamState extends StreamConfig {
@@ -52,6 +62,8 @@ export interface StreamState extends StreamConfig {
   /** 'events': a session's own stream (each message an event); 'json': messages kept as given; 'bytes'. */
   mode: StreamMode
   closed: boolean
+  /** A session copying a stream of another server (`store.follow`): its URL and the offset copied up to. */
+  follow?: { url: string; offset: string }
 }
 
 export type StreamMode = 'events' | 'json' | 'bytes'
@@ -67,6 +79,7 @@ export type StreamAnswer =
   | { status: 'duplicate'; stream: StreamState; producerSeq: number }
   | { status: 'closed'; stream: StreamState }
   | { status: 'seq-regression'; detail: string }
+  | { status: 'followed'; stream: StreamState }
   | { status: 'stale-epoch'; epoch: number }
   | { status: 'epoch-seq' }
   | { status: 'gap'; expected: number; received: number }

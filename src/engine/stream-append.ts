@@ -22,6 +22,8 @@ export interface StreamRecord {
   gone?: true
   /** A fork's source, position and sub-offset as its PUT gave them (an idempotent PUT compares them). */
   fork?: [SessionId, number, number]
+  /** The stream of another server this session copies (`store.follow`), and the offset copied up to. */
+  follow?: { url: string; offset: string }
   /** A change whose events were being appended at log length `at` (see the top of this file). */
   intent?: { at: number; next: Omit<StreamRecord, 'intent'> }
 }

@@ -76,6 +76,8 @@ export class Streams {
         return this.#append(request)
       case 'delete':
         return this.#delete(request.id)
+      case 'follow':
+        return this.#follow(request)
     }
   }
 
@@ -266,6 +268,39 @@ export class Streams {
     return answer!
   }
 
+  /**
+   * A copy of another server's stream (`store.follow`) moves on: its events appended (the session
+   * made at the first), the offset kept with them, so a restart resumes where the copy ends;
+   * 'conflict' when the copy is not at `from` (another follower moved it, or it follows another URL).
+   */
+  async #follow(request: Extract<StreamRequest, { op: 'follow' }>): Promise<StreamAnswer> {
+    const { id, url, from, to } = request
+    let answer: StreamAnswer | undefined
+    const locked = await this.#locked(id, async (writer) => {
+      const info = await this.host.reader.find(id)
+      if (!info) await writer.create({ version: 1, id, createdAt: this.host.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }, [])
+      const length = info?.length ?? 0
+      const record = info ? await this.#record(id, length) : sessionRecord()
+      if ((record.follow?.url ?? url) !== url || (record.follow?.offset ?? null) !== from) {
+        answer = { status: 'conflict', detail: `${id} copies ${record.follow?.url ?? 'no stream'} up to ${record.follow?.offset ?? 'its start'}` }
+        return
+      }
+      const events = bodyEvents('events', { json: request.events }, id, length, this.host, true)
+      if ('status' in events) {
+        answer = events
+        return
+      }
+      const next: StreamRecord = { ...record, follow: { url, offset: to } }
+      if (events.length > 0) await this.host.kv!.put(recordKey(id), JSON.stringify({ ...record, intent: { at: length, next } }), { durability: 'durable' })
+      if (events.length > 0) await writer.append(events)
+      await this.host.kv!.put(recordKey(id), JSON.stringify(next), { durability: events.length > 0 ? 'whole' : 'durable' })
+      answer = { status: 'followed', stream: stateOf(next, length + events.length) }
+    })
+    if (locked) return { status: 'locked' }
+    if (answer?.status === 'followed') this.host.wrote()
+    return answer!
+  }
+
   async #delete(id: SessionId): Promise<StreamAnswer> {
     const found = await this.#find(id)
     if (found.status !== 'ok') return found
@@ -299,6 +334,7 @@ function stateOf(record: StreamRecord, length: number): StreamState {
   const state: StreamState = { contentType: record.type, mode: record.mode, length, closed: record.closed === true }
   if (record.ttl !== undefined) state.ttl = record.ttl
   if (record.expiresAt !== undefined) state.expiresAt = record.expiresAt
+  if (record.follow) state.follow = record.follow
   return state
 }
 

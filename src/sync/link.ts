@@ -30,6 +30,12 @@ function isRefusal(err: unknown): boolean {
   return err instanceof HttpFailure && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429
 }
 
+/** What a link needs of what it serves (a replication's loop, a follow): its status, its wait, its close. */
+export interface LinkHost extends Pick<LoopHost, 'signal' | 'setKick' | 'whenOnline'> {
+  readonly options: { maxBackoffMs?: number }
+  set(patch: Partial<Pick<ReplicationState, 'status' | 'error' | 'retryAt'>>): void
+}
+
 export class Link {
   readonly #failures: Record<Lane, number> = { round: 0, live: 0 }
   /** Each lane's last outcome, the most recent last. */
@@ -37,7 +43,7 @@ export class Link {
   /** The retry waits under way: when each is due, and how to end it early. */
   readonly #waits = new Map<Lane, { at: number; end: () => void }>()
 
-  constructor(private readonly host: LoopHost) {}
+  constructor(private readonly host: LinkHost) {}
 
   /** A request of `lane` was answered 2xx (for a live stream: its first message came). */
   succeeded(lane: Lane): void {

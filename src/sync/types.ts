@@ -1,7 +1,8 @@
-// The public shapes of store.connect: its options and the state a Replication reports, and
-// what a replication uses of its store.
+// The public shapes of store.connect (its options, the state a Replication reports, what a
+// replication uses of its store) and of store.follow (its options and state).
 import type { ApplyResult, ChangeBatch, ChangeCursor, Changes, ChangesOptions, ConflictFork } from '../core/changes'
 import type { SessionId } from '../core/model'
+import type { StreamAnswer, StreamRequest } from '../core/streams'
 
 /** Options of `store.connect`. */
 export interface ConnectOptions {
@@ -41,7 +42,7 @@ export interface ConnectOptions {
 }
 
 export type { ReplicationState, ReplicationStatus } from '../core/changes'
-import type { ReplicationState } from '../core/changes'
+import type { ReplicationState, ReplicationStatus } from '../core/changes'
 
 /** What a replication uses of its store: the engine's calls, seen through this narrow interface. */
 export interface ReplicationStore {
@@ -79,4 +80,56 @@ export interface LoopHost {
   consumeKick(): boolean
   /** Calls `f` when the network comes back (the browser's `online` event) until the returned function is called. */
   whenOnline?(f: () => void): () => void
+}
+
+/** Options of `store.follow`. */
+export interface FollowOptions {
+  /** The session the stream is copied into (default: the URL's last segment, when it is a session id). */
+  id?: SessionId
+  /** Tail the stream as it grows (default true; false: copy up to its tail, then look again every `pollMs`). */
+  live?: boolean
+  /** Headers of every request (a function: called before each). */
+  headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>)
+  /** Aborting it is `close()`. */
+  signal?: AbortSignal
+  /** Between looks when not live, and after a copy the store could not take yet (default 1000 ms). */
+  pollMs?: number
+  /** The longest wait between tries while the server is away (default 30 s). */
+  maxBackoffMs?: number
+  /** The fetch to use (default the global one). */
+  fetch?: typeof fetch
+}
+
+/** What a follow's subscribers receive. */
+export interface FollowState {
+  /** As a replication's (see `ReplicationStatus`); `closed` once the stream was closed by its writer and copied whole. */
+  status: ReplicationStatus | 'closed'
+  /** The session the stream is copied into. */
+  id: SessionId
+  /** The stream's offset this copy reached (null before the first message). */
+  offset: string | null
+  /** Events copied since follow began. */
+  copied: number
+  /** The last failure, while status is offline or error (as a replication's). */
+  error?: {
+    /** A SessionfoldError code, or HTTP_<status> for the stream's server's refusal. */
+    code: string
+    /** What happened, for people. */
+    message: string
+    /** The HTTP status, when the server answered. */
+    status?: number
+  }
+  /** While offline or refused: when the next try is due (ms since the epoch). */
+  retryAt?: number
+}
+
+/** What the loop (follow-loop.ts) works with. */
+export interface FollowHost {
+  readonly url: string
+  readonly options: FollowOptions
+  request(request: StreamRequest): Promise<StreamAnswer>
+  readonly signal: AbortSignal
+  state(): FollowState
+  set(patch: Partial<FollowState>): void
+  setKick(kick: (() => void) | undefined): void
 }

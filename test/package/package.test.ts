@@ -84,7 +84,9 @@ describe('the package', () => {
   // (15.8 before them), the engine-only parts of the browser platform and the watch loaded lazily.
   // 18.5 kB since the session list (store.sessions(), §14, 18.0 kB): what nearly every agent app
   // shows (its sidebar), so it is in the entry rather than loaded on first use.
-  it('keeps the client entry under 18.5 kB min+gzip, and says how big the worker is', async () => {
+  // 19 kB since store.follow (Durable Streams, §16, 18.6 kB): its handle and option checks are in
+  // the entry, so that bad options throw at once; its loop is loaded at the first follow.
+  it('keeps the client entry under 19 kB min+gzip, and says how big the worker is', async () => {
     const client = await minGzip(dist('browser/index.js'))
     const clientWithDeps = await minGzip(dist('browser/index.js'), [])
     const worker = await minGzip(dist('browser/worker-entry.browser.js'), [])
@@ -92,8 +94,8 @@ describe('the package', () => {
       `client entry (browser, min+gzip): ${(client / 1024).toFixed(1)} kB of our code, ${(clientWithDeps / 1024).toFixed(1)} kB with idb, comlink and zod`,
     )
     console.log(`worker bundle (self-contained, min+gzip): ${(worker / 1024).toFixed(1)} kB`)
-    expect(client).toBeLessThan(18.5 * 1024)
-    expect(clientWithDeps).toBeLessThan(18.5 * 1024) // the client loads no zod: what an app ships
+    expect(client).toBeLessThan(19 * 1024)
+    expect(clientWithDeps).toBeLessThan(19 * 1024) // the client loads no zod: what an app ships
   })
 
   it('has no eval or new Function in our bundles', () => {

@@ -1,0 +1,128 @@
+// Contract: §16 Durable Streams, store.follow — a stream of the protocol's reference server
+// (@durable-streams/server, file-backed, started here on 127.0.0.1) copied into a session of an
+// fs store, folded like any session, live; through a restart of the server (offline, then
+// online, nothing lost or copied twice) and of this store (it resumes from the offset it
+// reached); bad options are INVALID_ARGUMENT and start nothing.
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { DurableStreamTestServer } from '@durable-streams/server'
+import { openStore, type Store } from 'sessionfold'
+import type { FollowState } from '../../src/sync/follow'
+import { eventsOf, expectCode, until } from '../support/helpers'
+
+let dir: string
+const cleanups: (() => Promise<unknown>)[] = []
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sessionfold-follow-'))
+})
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {})
+  await rm(dir, { recursive: true, force: true })
+})
+
+async function reference(port = 0): Promise<DurableStreamTestServer> {
+  const server = new DurableStreamTestServer({ port, host: '127.0.0.1', dataDir: join(dir, 'reference'), longPollTimeout: 1000 })
+  await server.start()
+  cleanups.push(() => server.stop())
+  return server
+}
+
+async function open(): Promise<Store> {
+  const store = await openStore({ storage: 'fs', dir: join(dir, 'store') })
+  cleanups.push(() => store.close())
+  return store
+}
+
+const post = async (url: string, body: unknown) => {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  expect(response.ok, await response.text()).toBe(true)
+}
+
+describe('store.follow', () => {
+  it("copies a stream of the reference server into a session, live, folded; through the server's restart and this store's", async () => {
+    let server = await reference()
+    const port = Number(new URL(server.url).port)
+    const url = `${server.url}/v1/stream/agent-7`
+    expect((await fetch(url, { method: 'PUT', headers: { 'content-type': 'application/json' } })).status).toBe(201)
+    await post(url, [{ type: 'turn/start', data: { by: 'go' }, time: 100 }, { note: 'not an event' }, 'hello'])
+
+    let store = await open()
+    let follow = store.follow(url, { maxBackoffMs: 300 })
+    const statuses: FollowState['status'][] = []
+    follow.subscribe((s) => {
+      if (statuses.at(-1) !== s.status) statuses.push(s.status)
+    })
+    await until(async () => (await eventsOf(store, 'agent-7').catch(() => [])).length === 3, 10_000)
+    const view = await store.observe('agent-7')
+    expect(view.projections.get('subagentTiming')).toEqual({ turns: 1, settledMs: 0, runningSince: 100 })
+    expect((await eventsOf(store, 'agent-7')).map((e) => [e.type, e.data])).toEqual([
+      ['turn/start', { by: 'go' }],
+      ['message', { note: 'not an event' }],
+      ['message', 'hello'],
+    ])
+    // Live: what the server gets next arrives, and folds.
+    await post(url, { type: 'turn/end', time: 400 })
+    await until(() => view.projections.get('subagentTiming')?.settledMs === 300, 10_000)
+
+    // The server goes away and comes back on the same port and files.
+    await server.stop()
+    await until(() => follow.status === 'offline', 10_000)
+    server = await reference(port)
+    await post(url, { type: 'msg', data: 'after the restart' })
+    await until(async () => (await eventsOf(store, 'agent-7')).length === 5, 15_000)
+    expect(follow.status).toBe('online')
+    expect(statuses).toEqual(['connecting', 'online', 'offline', 'online'])
+
+    // This store closes and opens again: the copy resumes from its offset, nothing twice.
+    await view.close()
+    await follow.close()
+    await store.close()
+    await post(url, { type: 'msg', data: 'while this store was closed' })
+    store = await open()
+    follow = store.follow(url)
+    await post(url, { type: 'msg', data: 'after it came back' })
+    await until(async () => (await eventsOf(store, 'agent-7')).length === 7, 10_000)
+    expect((await eventsOf(store, 'agent-7')).slice(4).map((e) => e.data)).toEqual(['after the restart', 'while this store was closed', 'after it came back'])
+    expect(follow.state.copied).toBe(2)
+    await follow.close()
+
+    // Closed by its writer: the copy ends with it.
+    await fetch(url, { method: 'POST', headers: { 'stream-closed': 'true' } })
+    const last = store.follow(url)
+    await until(() => last.status === 'closed', 10_000)
+    await last.close()
+    expect(await eventsOf(store, 'agent-7')).toHaveLength(7)
+  })
+
+  it('refuses bad options with INVALID_ARGUMENT, and a session that copies another stream with SESSION_EXISTS', async () => {
+    const server = await reference()
+    const store = await open()
+    const url = `${server.url}/v1/stream/s1`
+    await fetch(url, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '[{"a":1}]' })
+    for (const [u, o] of [
+      ['not a url', {}],
+      ['ftp://127.0.0.1/x', {}],
+      [`${server.url}/v1/stream/has.dot`, {}],
+      [url, { id: 'no spaces' }],
+      [url, { pollMs: -1 }],
+      [url, { nope: true }],
+      [url, { headers: 'x' }],
+    ] as const) {
+      await expectCode(
+        Promise.resolve().then(() => store.follow(u, o as never)),
+        'INVALID_ARGUMENT',
+      )
+    }
+    expect(await store.listSessions()).toEqual([])
+    const first = store.follow(url, { id: 'copy' })
+    await until(async () => (await eventsOf(store, 'copy').catch(() => [])).length === 1, 10_000)
+    await first.close()
+    await fetch(`${server.url}/v1/stream/s2`, { method: 'PUT', headers: { 'content-type': 'application/json' } })
+    const other = store.follow(`${server.url}/v1/stream/s2`, { id: 'copy' })
+    await until(() => other.status === 'error', 10_000)
+    expect(other.state.error?.code).toBe('SESSION_EXISTS')
+    await other.close()
+  })
+})
