@@ -41,7 +41,7 @@ function sessionRecord(): StreamRecord {
   return { v: 1, type: 'application/json', mode: 'events' }
 }
 
-/** Runs stream requests on one engine: one at a time per stream here, under its writer lock. */
+/** Runs stream requests on one engine: writes one at a time per stream here, under its writer lock; reads at once. */
 export class Streams {
   readonly #queues = new Map<SessionId, Promise<unknown>>()
 
@@ -51,6 +51,8 @@ export class Streams {
   run(request: StreamRequest): Promise<StreamAnswer> {
     this.host.open()
     if (!this.host.kv) throw new SessionfoldError('STORAGE_UNAVAILABLE', 'this storage keeps no records beside its logs: it cannot serve streams')
+    // Reads take no lock and wait for no append queued before them (#record settles an append under way by the log's length).
+    if (request.op === 'head' || request.op === 'read') return this.#run(request)
     const { id } = request
     const before = this.#queues.get(id) ?? Promise.resolve()
     const next = before.then(() => this.#run(request))
