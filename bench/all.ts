@@ -31,7 +31,7 @@ interface Run {
 
 const CHILDREN_SIZES = [10, 100, 1_000, 10_000]
 /** Parts that came after the first suite (older results lack them). */
-const LATER_PARTS = ['api', 'postgres', 'sync', 'sync-browser', 'time-travel', 'inspector', 'codec', 'codec-browser', 'sessions'] as const
+const LATER_PARTS = ['api', 'postgres', 'sync', 'sync-browser', 'streams', 'time-travel', 'inspector', 'codec', 'codec-browser', 'sessions'] as const
 
 const RUNS: Run[] = [
   // The headline figures, through openStore() (issue 14); the runs after it are diagnostics of the layers below, and peers.
@@ -42,6 +42,9 @@ const RUNS: Run[] = [
   { name: 'sync', file: 'bench/http-sync.ts', env: {} },
   // HTTP sync in Chromium (issue 17): two devices (the demo sync page) through the demo sync server, against another tab.
   { name: 'sync-browser', file: 'bench/sync-browser.ts', env: {} },
+  // Durable Streams (§16): createStreamsHandler (fs) against the reference server (@durable-streams/server, file-backed) on 127.0.0.1:
+  // 50 idempotent producers, a catch-up read of 100,000 messages, append → SSE reader; the conformance suite's counts on each (6-10 min).
+  { name: 'streams', file: 'bench/streams.ts', env: {} },
   // Time travel (§11): store.observe(id, { at }) at random points of a 1,000,000-event session, against a 1,000-event one and a refold; the history rows' size.
   { name: 'time-travel', file: 'bench/time-travel.ts', env: {} },
   // The inspector's timeline in Chromium (§11): a move to a random point of a 100,000-event session, against a move to the end.

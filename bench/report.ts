@@ -134,6 +134,38 @@ const PARTS: Part[] = [
     about: "Two Chromium devices (the demo sync page) through its server: an append on A to a subscriber on B, against A's other tab.",
   },
   {
+    key: 'streams',
+    title: 'Durable Streams against the reference server',
+    script: 'bench:streams',
+    rows: headline,
+    figures: (r) => {
+      const one = (r.appends?.shapes as Any[] | undefined)?.find((x) => x.shape === 'one')
+      const each = (r.appends?.shapes as Any[] | undefined)?.find((x) => x.shape === 'each')
+      const identity = (r.catchUp?.byEncoding as Any[] | undefined)?.find((e) => e.key === 'identity')
+      const said: string[] = []
+      if (one && each)
+        said.push(
+          `appends ${fmt(one.rate.sessionfold.median, 0)} events/s on one stream and ${fmt(each.rate.sessionfold.median, 0)} on ${r.config.producers} streams ` +
+            `against the reference's ${fmt(one.rate.reference.median, 0)} and ${fmt(each.rate.reference.median, 0)}`,
+        )
+      if (identity) said.push(`catch-up ${fmt(identity.rate.sessionfold.median, 0)} messages/s against ${fmt(identity.rate.reference.median, 0)}`)
+      if (r.sse)
+        said.push(
+          `append → SSE reader p50 ${fmt(r.sse.all.sessionfold.p50, 1)} ms, p99 ${fmt(r.sse.all.sessionfold.p99, 0)} ms against ${fmt(r.sse.all.reference.p50, 1)} ms and ${fmt(r.sse.all.reference.p99, 0)} ms`,
+        )
+      return (
+        `sessionfold: ${said.join('; ')} (rates: medians over the rounds; latencies: of all samples). Measured on ${r.environment.cpus} cores (${r.environment.cpuModel}), Node ${r.environment.node}, ` +
+        `@durable-streams/server ${r.versions.server}, @durable-streams/client ${r.versions.client}, server-conformance-tests ${r.versions.conformance}` +
+        `${r.postgres ? `, PostgreSQL from ${r.postgres}` : ''}; the stores in ${r.environment.tmpdir}; the whole run took ${fmt(r.totalSeconds / 60, 1)} min.`
+      )
+    },
+    notes: (r) => r.meaning ?? [],
+    about:
+      "`createStreamsHandler` over an fs store (openStore's defaults) against the protocol's reference server, `@durable-streams/server` with its file-backed store (`dataDir`), " +
+      'each in a process of its own on 127.0.0.1, the clients in a third: 50 `IdempotentProducer`s (the official client) appending on one stream and on 50, ' +
+      'a catch-up read of a 100,000-message JSON stream, an append until an SSE reader has it; and the official conformance suite on the reference, on sessionfold over fs and over PostgreSQL.',
+  },
+  {
     key: 'time-travel',
     title: 'Time travel through the public API',
     script: 'bench:time-travel',

@@ -55,11 +55,14 @@ async function serverChild(): Promise<void> {
   try {
     let running: Running
     if (kind === 'reference') {
+      // Its info lines (recovery, every append slower than 50 ms) would drown the benchmark's output; warnings and errors stay.
+      console.info = () => {}
       const server = new DurableStreamTestServer({ port: 0, host: '127.0.0.1', dataDir: where, longPollTimeout: longPollMs })
       await server.start()
       running = { url: server.url, close: () => server.stop() }
     } else {
-      const store = kind === 'sessionfold-postgres' ? await openStore({ storage: 'postgres', url: where, schema }) : await openStore({ storage: 'fs', dir: where })
+      const store =
+        kind === 'sessionfold-postgres' ? await openStore({ storage: 'postgres', url: where, schema }) : await openStore({ storage: 'fs', dir: where })
       running = await serveSessionfold(store, longPollMs)
     }
     let closing = false
