@@ -197,7 +197,9 @@ export class Streams {
     try {
       const locked = await this.#locked(id, async (writer) => {
         await writer.create(header, seed)
-        if (record.mode !== 'events' || record.closed) await this.host.kv!.put(recordKey(id), JSON.stringify(record), { durability: 'durable' })
+        // Kept unless it says nothing a session's own stream does not (a fork of a session, with no TTL, open).
+        if (JSON.stringify(record) !== JSON.stringify(sessionRecord()))
+          await this.host.kv!.put(recordKey(id), JSON.stringify(record), { durability: 'durable' })
         if (record.ttl !== undefined) await this.host.kv!.put(touchKey(id), String(this.host.now()))
         if (fork) await this.host.kv!.put(forkKey(fork.from, id), '1', { durability: 'durable' })
         if (extra.length > 0) await writer.append(extra)

@@ -112,6 +112,14 @@ describe('the official client', () => {
     stop()
     res.cancel()
     await s.close()
+    // A fork of it through the protocol is a fork session; the same PUT again is 200, another 409.
+    const fork = (offset: string) =>
+      fetch(`${base}/u1-agent-fork`, { method: 'PUT', headers: { ...USER1, 'stream-forked-from': '/v1/stream/u1-agent', 'stream-fork-offset': offset } })
+    expect((await fork('0000000000000002_0000000000000000')).status).toBe(201)
+    expect((await fork('0000000000000002_0000000000000000')).status).toBe(200)
+    expect((await fork('0000000000000001_0000000000000000')).status).toBe(409)
+    const header = (await store.listSessions()).find((h) => h.id === 'u1-agent-fork')
+    expect(header).toMatchObject({ origin: 'fork', forkedFrom: 'u1-agent', seedLength: 2 })
   })
 })
 
