@@ -25,10 +25,10 @@ export class Follow {
 
   /** @internal Made by `store.follow`. */
   constructor(
-    private readonly request: (request: StreamRequest) => Promise<StreamAnswer>,
+    request: (request: StreamRequest) => Promise<StreamAnswer>,
     /** The stream's URL. */
     readonly url: string,
-    private readonly options: FollowOptions = {},
+    options: FollowOptions = {},
   ) {
     assertOptions(options, 'follow', KNOWN)
     const { id, pollMs, maxBackoffMs, headers } = options
