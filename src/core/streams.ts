@@ -3,7 +3,7 @@
 // store; the engine keeps the protocol's own state of a stream (content type, expiry, closure,
 // Stream-Seq, idempotent producers) in a record beside the session's log, and changes it with
 // the session's writer lock held, so that handlers in several processes over one store agree.
-import type { SessionEvent, SessionId } from './model'
+import type { SessionId } from './model'
 
 /** A stream's configuration as a PUT gives it (and as HEAD shows it). */
 export interface StreamConfig {
@@ -83,7 +83,8 @@ export type StreamAnswer =
   | { status: 'stale-epoch'; epoch: number }
   | { status: 'epoch-seq' }
   | { status: 'gap'; expected: number; received: number }
-  | { status: 'read'; stream: StreamState; events: SessionEvent[] }
+  /** Messages `[from, from + count)`: a JSON array's text (a JSON stream, a session's events), or the bytes. */
+  | { status: 'read'; stream: StreamState; from: number; count: number; body: string | Uint8Array }
   | { status: 'deleted' }
 
 /**

@@ -141,11 +141,11 @@ export class Engine {
       append: (id, input) => this.append(id, input),
       discard: (id) => this.sessions.discard(id),
     }
-    const withWriter: ImportTarget['withWriter'] = (id, write) => this.sessions.withImportWriter(id, write)
+    const withWriter: ImportTarget['withWriter'] = async (id, write) => (await this.streams.letGo([id]), this.sessions.withImportWriter(id, write))
     const { reader, maxEventBytes, tombstones } = this
     const remove = async (id: SessionId) => void (await this.deleteSessions([id]))
     this.importTarget = { reader, maxEventBytes, withWriter, tombstones, remove, chainAt: (header, at) => this.chainAt(header, at) }
-    const host = { reader, kv: this.storage.kv, sessions: this.sessions, maxEventBytes, remove, now: this.now, open: () => this.open() }
+    const host = { reader, kv: this.storage.kv, sessions: this.sessions, maxEventBytes, remove, now: this.now, open: () => this.open(), onError: this.onError }
     this.streams = (options.streams ?? noStreams)({ ...host, wrote: () => this.written.forEach((f) => f()) })
   }
 
@@ -161,6 +161,7 @@ export class Engine {
   async openSession(id: SessionId): Promise<{ header: SessionHeader; length: number }> {
     this.open()
     assertSessionId(id)
+    await this.streams.letGo([id]) // a stream's writer held here, idle or about to be
     const live = await this.sessions.openWriter(id)
     this.index?.tell()
     return { header: live.header, length: live.log.durable }
@@ -193,8 +194,9 @@ export class Engine {
   }
 
   /** Deletes sessions nobody holds open for writing (with `tree`, each with its descendants), all or nothing (delete-tree.ts). */
-  deleteSessions(ids: readonly SessionId[], options?: DeleteOptions): Promise<SessionId[]> {
+  async deleteSessions(ids: readonly SessionId[], options?: DeleteOptions): Promise<SessionId[]> {
     this.open()
+    await this.streams.letGo(ids)
     const { reader, locks, index, sessions, onDelete, tombstones } = this
     return deleteSessions({ reader, locks, index, sessions, onDelete, tombstones, listChildren: (id, o) => this.listChildren(id, o) }, ids, options)
   }
@@ -361,6 +363,7 @@ export class Engine {
   async close(): Promise<void> {
     if (this.isClosed) return
     this.isClosed = true
+    await this.streams.close()
     await this.sessions.loaded()
     for (const live of this.sessions.all()) {
       if (live.writer) await this.release(live.header.id, 'writer').catch((err) => this.onError(err as SessionfoldError))

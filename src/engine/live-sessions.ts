@@ -12,6 +12,12 @@ import { newLogState, type AppendPipeline, type LogState } from './append-pipeli
 import { newWatchState, notifyGone, notifyReset, type WatchState } from './watchers'
 import { newCheckpointState, type CheckpointPolicy, type CheckpointState } from './checkpoints'
 import type { ImportWriter } from './apply-changes'
+
+/** An import's writer of a session, held until released. */
+export interface HeldImportWriter {
+  writer: ImportWriter
+  release(): Promise<void>
+}
 import type { ChainKeeper, PrefixState } from './chains'
 import type { StoreReader } from './reader'
 
@@ -206,6 +212,18 @@ export class LiveSessions {
    * when another writer has it. The session is opened here only once the import writes.
    */
   async withImportWriter(id: SessionId, write: (writer: ImportWriter) => Promise<void>): Promise<'locked' | undefined> {
+    const held = await this.holdImportWriter(id)
+    if (held === 'locked') return 'locked'
+    try {
+      await write(held.writer)
+    } finally {
+      await held.release()
+    }
+    return undefined
+  }
+
+  /** As withImportWriter, the writer held until `release()` (a busy stream keeps its own, streams.ts). */
+  async holdImportWriter(id: SessionId): Promise<HeldImportWriter | 'locked'> {
     let release: () => Promise<void>
     try {
       release = await this.options.locks.acquire(id)
@@ -214,27 +232,31 @@ export class LiveSessions {
       throw err
     }
     let live: LiveSession | undefined
-    try {
-      await write({
-        create: async (header, seed) => {
-          live = await this.create(header, seed, release)
-        },
-        append: async (events) => {
-          live ??= await this.attachWriter(id, release, true)
-          await this.options.pipeline.appendNumbered(live, events)
-        },
-        chainAt: async (position) => {
-          live ??= await this.attachWriter(id, release, true)
-          return this.options.chains.at(live.header, position, live)
-        },
-      })
-    } finally {
-      // Releasing the writer writes a row when one is due: the next batch starts warm enough.
-      // The record this import holds: its writer is the one to let go, with its lock.
-      if (live) await this.releaseRecord(live, 'writer')
-      else await release()
+    let released = false
+    const writer: ImportWriter = {
+      create: async (header, seed) => {
+        live = await this.create(header, seed, release)
+      },
+      append: async (events) => {
+        live ??= await this.attachWriter(id, release, true)
+        await this.options.pipeline.appendNumbered(live, events)
+      },
+      chainAt: async (position) => {
+        live ??= await this.attachWriter(id, release, true)
+        return this.options.chains.at(live.header, position, live)
+      },
     }
-    return undefined
+    return {
+      writer,
+      release: async () => {
+        if (released) return
+        released = true
+        // Releasing the writer writes a row when one is due: the next batch starts warm enough.
+        // The record this import holds: its writer is the one to let go, with its lock.
+        if (live) await this.releaseRecord(live, 'writer')
+        else await release()
+      },
+    }
   }
 
   /**

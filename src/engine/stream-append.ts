@@ -3,7 +3,16 @@
 // what passes them as the events to append and the stream's next record.
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import type { SessionId } from '../core/model'
-import { mediaType, type ProducerTuple, type StreamAnswer, type StreamBody, type StreamMode, type StreamRequest, type StreamState } from '../core/streams'
+import {
+  mediaType,
+  type ProducerTuple,
+  type StreamAnswer,
+  type StreamBody,
+  type StreamConfig,
+  type StreamMode,
+  type StreamRequest,
+  type StreamState,
+} from '../core/streams'
 import { encodeEvent, encodeEventBody, isPlainObject, type EncodedEvent } from '../core/validate'
 
 /** The protocol's state of a stream, kept beside its session's log (streams.ts). */
@@ -134,4 +143,29 @@ export function bodyEvents(
     throw err
   }
   return events
+}
+
+export function stateOf(record: StreamRecord, length: number): StreamState {
+  const state: StreamState = { contentType: record.type, mode: record.mode, length, closed: record.closed === true }
+  if (record.ttl !== undefined) state.ttl = record.ttl
+  if (record.expiresAt !== undefined) state.expiresAt = record.expiresAt
+  if (record.follow) state.follow = record.follow
+  return state
+}
+
+export function withoutIntent(record: StreamRecord): StreamRecord {
+  const { intent: _, ...rest } = record
+  return rest
+}
+
+/** Whether a PUT of a stream that exists asks for what it is (200) or for something else (409). */
+export function sameConfig(record: StreamRecord, stream: StreamState, config: StreamConfig, fork: Extract<StreamRequest, { op: 'create' }>['fork']): boolean {
+  const type = fork && !fork.contentTypeGiven ? record.type : config.contentType
+  if (mediaType(type) !== mediaType(record.type)) return false
+  if (config.ttl !== record.ttl && !(fork && config.ttl === undefined)) return false
+  if (config.expiresAt !== record.expiresAt && !(fork && config.expiresAt === undefined)) return false
+  if ((config.closed ?? false) !== stream.closed) return false
+  if (!fork) return record.fork === undefined
+  if (!record.fork || record.fork[0] !== fork.from) return false
+  return (fork.at === undefined || fork.at === record.fork[1]) && (fork.sub ?? 0) === record.fork[2]
 }

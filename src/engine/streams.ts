@@ -2,25 +2,30 @@
 // (content type, expiry, closure, Stream-Seq, idempotent producers) a record beside its log.
 // Every change holds the session's writer lock (so handlers in several processes over one store
 // take turns), and a change that moves the record and appends is made safe against a crash
-// between the two: the record first takes the change as an intent naming the log's length, the
-// events are appended, then the record is written without it. A reader that finds an intent
-// applies it when the log grew past that length (the append landed), and drops it otherwise.
+// between the two: the record takes the change as an intent naming the log's length, then the
+// events are appended. A reader that finds an intent applies it when the log grew past that
+// length (the append landed), and drops it otherwise; so the intent, left in place, is the record
+// (an append writes the record once). Appends queued for one stream go out together: one lock,
+// one record write and one log write for all of them.
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
-import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
-import { mediaType, modeOf, type StreamAnswer, type StreamConfig, type StreamMode, type StreamRequest, type StreamState } from '../core/streams'
+import type { SessionHeader, SessionId } from '../core/model'
+import { mediaType, modeOf, type StreamAnswer, type StreamMode, type StreamRequest, type StreamState } from '../core/streams'
 import { encodeEvent, type EncodedEvent } from '../core/validate'
 import type { KeyValueStore } from '../storage/types'
 import type { ImportWriter } from './apply-changes'
 import type { LiveSessions } from './live-sessions'
 import type { StoreReader } from './reader'
-import { appendTo, bodyEvents, type Outcome, type StreamRecord } from './stream-append'
+import { appendTo, bodyEvents, sameConfig, stateOf, withoutIntent, type Outcome, type StreamRecord } from './stream-append'
+import { GAP_PAUSE_MS, GAP_WAIT_MS, inProducerOrder, MAX_BATCH, type Queued } from './stream-batch'
 import { fromBase64, toBase64 } from '../core/base64'
+import { StreamWriters } from './stream-writers'
+import { readBody } from './stream-read'
 
 /** What the streams need of the engine. */
 export interface StreamsHost {
   reader: Pick<StoreReader, 'find' | 'pages'>
   kv: KeyValueStore | undefined
-  sessions: Pick<LiveSessions, 'withImportWriter'>
+  sessions: Pick<LiveSessions, 'holdImportWriter'>
   maxEventBytes: number
   remove(id: SessionId): Promise<void>
   now(): number
@@ -28,14 +33,14 @@ export interface StreamsHost {
   wrote(): void
   /** Throws CLOSED once the engine closed. */
   open(): void
+  /** Told of a failure no request hears of (letting go of an idle stream's writer). */
+  onError(err: SessionfoldError): void
 }
 
 const recordKey = (id: SessionId) => ['session', id, 'stream']
 const touchKey = (id: SessionId) => ['session', id, 'stream-touched']
 const forkKey = (source: SessionId, fork: SessionId) => ['session', source, 'stream-fork', fork]
-/** How long a request waits for a session another writer has open before it answers 'locked'. */
-const LOCK_WAIT_MS = 10_000
-
+type Found = { status: 'not-found' | 'gone' } | { status: 'ok'; stream: StreamState; record: StreamRecord; header: SessionHeader }
 /** A session's record as the protocol sees it (a session made by the SDK is a JSON stream of its events). */
 function sessionRecord(): StreamRecord {
   return { v: 1, type: 'application/json', mode: 'events' }
@@ -43,9 +48,25 @@ function sessionRecord(): StreamRecord {
 
 /** Runs stream requests on one engine: writes one at a time per stream here, under its writer lock; reads at once. */
 export class Streams {
-  readonly #queues = new Map<SessionId, Promise<unknown>>()
+  readonly #writers: StreamWriters
+  /** Streams whose writer is held here: their record and length, as the last append left them. */
+  readonly #known = new Map<SessionId, Found>()
+  /** Per stream: the appends waiting for their turn that one more append may join. */
+  readonly #joinable = new Map<SessionId, Queued[]>()
 
-  constructor(private readonly host: StreamsHost) {}
+  constructor(private readonly host: StreamsHost) {
+    this.#writers = new StreamWriters(host.sessions, host.onError, (id) => this.#known.delete(id))
+  }
+
+  /** Lets go of the writers held of streams `ids` (an app's delete or writer needs them), once the writes queued for them are done. */
+  async letGo(ids: readonly SessionId[]): Promise<void> {
+    await Promise.all(ids.map((id) => this.#writers.letGo(id)))
+  }
+
+  /** Lets go of every writer held (the engine closes). */
+  close(): Promise<void> {
+    return this.#writers.close()
+  }
 
   /** Answers `request` (see core/streams.ts). */
   run(request: StreamRequest): Promise<StreamAnswer> {
@@ -54,14 +75,23 @@ export class Streams {
     // Reads take no lock and wait for no append queued before them (#record settles an append under way by the log's length).
     if (request.op === 'head' || request.op === 'read') return this.#run(request)
     const { id } = request
-    const before = this.#queues.get(id) ?? Promise.resolve()
-    const next = before.then(() => this.#run(request))
-    const tail = next.catch(() => {})
-    this.#queues.set(id, tail)
-    void tail.then(() => {
-      if (this.#queues.get(id) === tail) this.#queues.delete(id)
+    if (request.op === 'append') return new Promise((resolve, reject) => this.#submit({ request, resolve, reject }))
+    this.#joinable.delete(id) // an append after this must not go out before it
+    this.#known.delete(id)
+    return this.#writers.queue(id, () => this.#run(request))
+  }
+
+  /** Appends queued behind the stream's write in progress go out together, in the order they came. */
+  #submit(queued: Queued): void {
+    const { id } = queued.request
+    const joining = this.#joinable.get(id)
+    if (joining && joining.length < MAX_BATCH) return void joining.push(queued)
+    const batch = [queued]
+    this.#joinable.set(id, batch)
+    void this.#writers.queue(id, () => {
+      if (this.#joinable.get(id) === batch) this.#joinable.delete(id)
+      return this.#appendBatch(id, batch)
     })
-    return next
   }
 
   async #run(request: StreamRequest): Promise<StreamAnswer> {
@@ -75,7 +105,7 @@ export class Streams {
       case 'create':
         return this.#create(request)
       case 'append':
-        return this.#append(request)
+        return new Promise((resolve, reject) => void this.#appendBatch(request.id, [{ request, resolve, reject }]))
       case 'delete':
         return this.#delete(request.id)
       case 'follow':
@@ -84,13 +114,13 @@ export class Streams {
   }
 
   /** The stream, its record brought up to date (an expired stream deleted), or why there is none. */
-  async #find(id: SessionId): Promise<{ status: 'not-found' | 'gone' } | { status: 'ok'; stream: StreamState; record: StreamRecord; header: SessionHeader }> {
+  async #find(id: SessionId, owned = false): Promise<Found> {
     const info = await this.host.reader.find(id)
     if (!info) return { status: 'not-found' }
     const record = await this.#record(id, info.length)
     if (record.gone) return { status: 'gone' }
     if (await this.#expired(id, record)) {
-      await this.#removeStream(id, info.header)
+      await this.#removeStream(id, info.header, owned)
       return { status: 'not-found' }
     }
     return { status: 'ok', stream: stateOf(record, info.length), record, header: info.header }
@@ -121,33 +151,14 @@ export class Streams {
     const found = await this.#find(id)
     if (found.status !== 'ok') return found
     await this.#touch(id, found.record)
-    const events: SessionEvent[] = []
-    let bytes = 0
-    if (from < found.stream.length) {
-      read: for await (const page of this.host.reader.pages(id, { from, to: found.stream.length })) {
-        for (const e of page) {
-          if (events.length > 0 && bytes >= maxBytes) break read
-          events.push(e)
-          bytes += typeof e.data === 'string' ? e.data.length : JSON.stringify(e.data).length
-        }
-      }
-    }
-    return { status: 'read', stream: found.stream, events }
-  }
-
-  /** Runs `write` holding the session's writer lock (waiting for another writer a while): 'locked' when it never came. */
-  async #locked(id: SessionId, write: (writer: ImportWriter) => Promise<void>): Promise<'locked' | undefined> {
-    const deadline = Date.now() + LOCK_WAIT_MS
-    for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
-      if ((await this.host.sessions.withImportWriter(id, write)) === undefined) return undefined
-      if (Date.now() > deadline) return 'locked'
-      await new Promise((resolve) => setTimeout(resolve, pause))
-    }
+    // Past the end: the stream as it is, nothing read (the handler answers 400).
+    const { count, body } = await readBody(this.host.reader, id, found.record.mode, Math.min(from, found.stream.length), found.stream.length, maxBytes)
+    return { status: 'read', stream: found.stream, from, count, body }
   }
 
   async #create(request: Extract<StreamRequest, { op: 'create' }>): Promise<StreamAnswer> {
     const { id, config, fork } = request
-    const found = await this.#find(id)
+    const found = await this.#find(id, true)
     if (found.status === 'gone') return { status: 'conflict', detail: `${id} was deleted while forks of it stand: its path cannot be used again until they go` }
     if (found.status === 'ok') {
       const same = sameConfig(found.record, found.stream, config, fork)
@@ -195,7 +206,7 @@ export class Streams {
     }
     extra = [...own, ...extra]
     try {
-      const locked = await this.#locked(id, async (writer) => {
+      const locked = await this.#writers.locked(id, async (writer) => {
         await writer.create(header, seed)
         // Kept unless it says nothing a session's own stream does not (a fork of a session, with no TTL, open).
         if (JSON.stringify(record) !== JSON.stringify(sessionRecord()))
@@ -242,34 +253,88 @@ export class Streams {
     return out
   }
 
-  async #append(request: Extract<StreamRequest, { op: 'append' }>): Promise<StreamAnswer> {
-    const { id } = request
-    let answer: StreamAnswer | undefined
-    const locked = await this.#locked(id, async (writer) => {
-      const found = await this.#find(id)
-      if (found.status !== 'ok') {
-        answer = found
-        return
-      }
-      const outcome: Outcome = appendTo(found.record, found.stream, request, this.host)
-      if (outcome.answer) {
-        answer = outcome.answer
-        return
-      }
-      const { next, events } = outcome
-      const at = found.stream.length
-      const recordChanges = JSON.stringify(next) !== JSON.stringify(found.record)
-      if (recordChanges && events.length > 0) {
-        await this.host.kv!.put(recordKey(id), JSON.stringify({ ...found.record, intent: { at, next } }), { durability: 'durable' })
-      }
-      if (events.length > 0) await writer.append(events)
-      if (recordChanges) await this.host.kv!.put(recordKey(id), JSON.stringify(next), { durability: events.length > 0 ? 'whole' : 'durable' })
-      await this.#touch(id, next)
-      answer = { status: 'appended', stream: stateOf(next, at + events.length), ...(request.producer ? { producerSeq: request.producer[2] } : {}) }
-    })
-    if (locked) return { status: 'locked' }
-    if (answer?.status === 'appended') this.host.wrote()
-    return answer!
+  /**
+   * Appends `batch` (requests to stream `id`, in their order) under one writer lock: each decided
+   * against the record the ones before it left, their events appended in one write. The record
+   * is written once, before the events, as an intent naming the log's length; it stays so (a
+   * reader resolves it by the log's length), so an append costs one record write and the log's.
+   * When the write fails, every request of the batch fails with it.
+   */
+  async #appendBatch(id: SessionId, batch: Queued[]): Promise<void> {
+    inProducerOrder(batch)
+    const answers: StreamAnswer[] = []
+    /** Appends that came before the one their producer sent ahead of them: tried again in a moment. */
+    const later = new Set<Queued>()
+    try {
+      const locked = await this.#writers.locked(id, async (writer) => {
+        answers.length = 0
+        const found = this.#known.get(id) ?? (await this.#find(id, true))
+        if (found.status !== 'ok') {
+          for (const _ of batch) answers.push(found)
+          return
+        }
+        const at = found.stream.length
+        let record = found.record
+        const events: EncodedEvent[] = []
+        later.clear()
+        for (const queued of batch) {
+          const { request } = queued
+          const stream = stateOf(record, at + events.length)
+          const outcome: Outcome = appendTo(record, stream, request, this.host)
+          if (
+            outcome.answer?.status === 'gap' &&
+            outcome.answer.expected < outcome.answer.received &&
+            Date.now() < (queued.gapUntil ??= Date.now() + GAP_WAIT_MS)
+          ) {
+            later.add(queued)
+            answers.push(outcome.answer)
+            continue
+          }
+          if (outcome.answer) {
+            answers.push(outcome.answer)
+            continue
+          }
+          record = outcome.next
+          events.push(...outcome.events)
+          const { producer } = request
+          answers.push({ status: 'appended', stream: stateOf(record, at + events.length), ...(producer ? { producerSeq: producer[2] } : {}) })
+        }
+        this.#known.delete(id)
+        if (JSON.stringify(record) !== JSON.stringify(found.record)) await this.#write(writer, id, found.record, record, at, events)
+        else if (events.length > 0) await writer.append(events)
+        await this.#touch(id, record)
+        // Nobody else changes it while this engine holds its writer (expiry aside).
+        if (record.ttl === undefined && record.expiresAt === undefined)
+          this.#known.set(id, { status: 'ok', stream: stateOf(record, at + events.length), record, header: found.header })
+      })
+      if (locked) answers.splice(0, answers.length, ...batch.map((): StreamAnswer => ({ status: 'locked' })))
+    } catch (err) {
+      for (const { reject } of batch) reject(err)
+      return
+    }
+    if (answers.some((a) => a.status === 'appended')) this.host.wrote()
+    for (const [i, queued] of batch.entries()) {
+      if (later.has(queued)) setTimeout(() => this.#submit(queued), GAP_PAUSE_MS)
+      else queued.resolve(answers[i]!)
+    }
+  }
+
+  /**
+   * Moves stream `id`'s record from `record` to `next` with `events` appended at log length `at`
+   * (see the top of this file): the intent written durably, then the events. The intent stays:
+   * once they landed it reads as `next`, so the record is written once. When the append fails,
+   * the record is put back (another writer growing the log would make the intent read as landed).
+   */
+  async #write(writer: ImportWriter, id: SessionId, record: StreamRecord, next: StreamRecord, at: number, events: EncodedEvent[]): Promise<void> {
+    const kv = this.host.kv!
+    if (events.length === 0) return kv.put(recordKey(id), JSON.stringify(next), { durability: 'durable' })
+    await kv.put(recordKey(id), JSON.stringify({ ...record, intent: { at, next } }), { durability: 'durable' })
+    try {
+      await writer.append(events)
+    } catch (err) {
+      await kv.put(recordKey(id), JSON.stringify(record), { durability: 'durable' }).catch(() => {})
+      throw err
+    }
   }
 
   /**
@@ -280,7 +345,7 @@ export class Streams {
   async #follow(request: Extract<StreamRequest, { op: 'follow' }>): Promise<StreamAnswer> {
     const { id, url, from, to } = request
     let answer: StreamAnswer | undefined
-    const locked = await this.#locked(id, async (writer) => {
+    const locked = await this.#writers.locked(id, async (writer) => {
       const info = await this.host.reader.find(id)
       if (!info) await writer.create({ version: 1, id, createdAt: this.host.now(), seedLength: 0, delegationDepth: 0, origin: 'root' }, [])
       const length = info?.length ?? 0
@@ -295,9 +360,7 @@ export class Streams {
         return
       }
       const next: StreamRecord = { ...record, follow: { url, offset: to } }
-      if (events.length > 0) await this.host.kv!.put(recordKey(id), JSON.stringify({ ...record, intent: { at: length, next } }), { durability: 'durable' })
-      if (events.length > 0) await writer.append(events)
-      await this.host.kv!.put(recordKey(id), JSON.stringify(next), { durability: events.length > 0 ? 'whole' : 'durable' })
+      await this.#write(writer, id, record, next, length, events)
       answer = { status: 'followed', stream: stateOf(next, length + events.length) }
     })
     if (locked) return { status: 'locked' }
@@ -306,22 +369,24 @@ export class Streams {
   }
 
   async #delete(id: SessionId): Promise<StreamAnswer> {
-    const found = await this.#find(id)
+    const found = await this.#find(id, true)
     if (found.status !== 'ok') return found
     const forks = (await this.host.kv?.list(['session', id, 'stream-fork'], { limit: 1 })) ?? []
     if (forks.length > 0) {
       // Forks stand on it: gone to clients, kept until the last of them goes.
-      const locked = await this.#locked(id, async () => {
+      const locked = await this.#writers.locked(id, async () => {
         await this.host.kv!.put(recordKey(id), JSON.stringify({ ...found.record, gone: true }), { durability: 'durable' })
       })
       return locked ? { status: 'locked' } : { status: 'deleted' }
     }
-    await this.#removeStream(id, found.header)
+    await this.#removeStream(id, found.header, true)
     return { status: 'deleted' }
   }
 
   /** Deletes a stream's session; then its source, if that was deleted and this was its last fork. */
-  async #removeStream(id: SessionId, header: SessionHeader): Promise<void> {
+  async #removeStream(id: SessionId, header: SessionHeader, owned: boolean): Promise<void> {
+    // Its writer, when held here, let go first (at once from a write queued for it; else after those queued).
+    await (owned ? this.#writers.release(id) : this.#writers.letGo(id))
     await this.host.remove(id)
     this.host.wrote()
     const source = header.origin === 'fork' ? header.forkedFrom : undefined
@@ -330,31 +395,7 @@ export class Streams {
     if (!info) return
     await this.host.kv.delete(forkKey(source, id))
     const record = await this.#record(source, info.length)
-    if (record.gone && (await this.host.kv.list(['session', source, 'stream-fork'], { limit: 1 })).length === 0) await this.#removeStream(source, info.header)
+    if (record.gone && (await this.host.kv.list(['session', source, 'stream-fork'], { limit: 1 })).length === 0)
+      await this.#removeStream(source, info.header, false)
   }
-}
-
-function stateOf(record: StreamRecord, length: number): StreamState {
-  const state: StreamState = { contentType: record.type, mode: record.mode, length, closed: record.closed === true }
-  if (record.ttl !== undefined) state.ttl = record.ttl
-  if (record.expiresAt !== undefined) state.expiresAt = record.expiresAt
-  if (record.follow) state.follow = record.follow
-  return state
-}
-
-function withoutIntent(record: StreamRecord): StreamRecord {
-  const { intent: _, ...rest } = record
-  return rest
-}
-
-/** Whether a PUT of a stream that exists asks for what it is (200) or for something else (409). */
-function sameConfig(record: StreamRecord, stream: StreamState, config: StreamConfig, fork: Extract<StreamRequest, { op: 'create' }>['fork']): boolean {
-  const type = fork && !fork.contentTypeGiven ? record.type : config.contentType
-  if (mediaType(type) !== mediaType(record.type)) return false
-  if (config.ttl !== record.ttl && !(fork && config.ttl === undefined)) return false
-  if (config.expiresAt !== record.expiresAt && !(fork && config.expiresAt === undefined)) return false
-  if ((config.closed ?? false) !== stream.closed) return false
-  if (!fork) return record.fork === undefined
-  if (!record.fork || record.fork[0] !== fork.from) return false
-  return (fork.at === undefined || fork.at === record.fork[1]) && (fork.sub ?? 0) === record.fork[2]
 }

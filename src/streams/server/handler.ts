@@ -223,19 +223,23 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
     const contentType = get('content-type')
     if (bytes.byteLength > 0 && contentType === undefined) return fail(400, 'an append needs its Content-Type')
     const streamSeq = get(H.seq)
+    const body = bytes.byteLength > 0 ? streamBody(bytes, /^application\/json\b/i.test(contentType!.trim())) : undefined
     const answer = await store.streamRequest({
       op: 'append',
       id,
       close,
       ...(contentType === undefined ? {} : { contentType }),
-      ...(bytes.byteLength > 0 ? { body: streamBody(bytes, /^application\/json\b/i.test(contentType!.trim())) } : {}),
+      ...(body ? { body } : {}),
       ...(streamSeq === undefined ? {} : { streamSeq }),
       ...(producer ? { producer } : {}),
     })
     const echo = (seq: number): Record<string, string> => (producer ? { [H.producerEpoch]: String(producer[1]), [H.producerSeq]: String(seq) } : {})
     switch (answer.status) {
       case 'appended': {
-        tails.wake(id)
+        // A JSON stream's readers at its tail get the messages with the wake: the text a read makes of them.
+        const json = body && 'json' in body && answer.stream.mode === 'json' ? body.json : undefined
+        const from = answer.stream.length - (json?.length ?? 0)
+        tails.wake(id, json ? { from, stream: answer.stream, body: `[${json.map((v) => JSON.stringify(v)).join(',')}]` } : undefined)
         const h: Record<string, string> = { ...headers, [H.offset]: encodeOffset(answer.stream.length), ...echo(producer?.[2] ?? 0) }
         if (answer.stream.closed) h[H.closed] = 'true'
         return new Response(null, { status: producer && bytes.byteLength > 0 ? 200 : 204, headers: h })

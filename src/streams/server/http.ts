@@ -3,7 +3,7 @@
 // of live reads, and the wake-ups of readers waiting at a stream's tail.
 import { toBase64 } from '../../core/base64'
 import { readBytes } from '../../sync/server/body'
-import type { StreamBody } from '../../core/streams'
+import type { StreamBody, StreamState } from '../../core/streams'
 
 export const H = {
   offset: 'Stream-Next-Offset',
@@ -67,30 +67,67 @@ export function responseCursor(client: string | null): string {
   return String(given + Math.max(1, Math.ceil((1 + Math.floor(Math.random() * 3600)) / (CURSOR_INTERVAL_MS / 1000))))
 }
 
+/** What an append through this handler brought: messages `[from, stream.length)` of a JSON stream, as a read's body. */
+export interface Fresh {
+  from: number
+  stream: StreamState
+  body: string
+}
+
+/** A reader's watch on a stream's tail: it hears every wake from its start, so one between a read and the next wait is not lost. */
+export interface TailWatch {
+  /** Resolves at once when a wake came since the last wait; else at the next wake, after `ms`, or when `signal` aborts. */
+  wait(ms: number, signal: AbortSignal): Promise<void>
+  /** The last append's messages, when they start at `from` (a reader there needs no read of the store). */
+  fresh(from: number): Fresh | undefined
+  stop(): void
+}
+
 /** Readers waiting at the tail of a stream, woken by an append through this handler (others: by their poll). */
 export class Tails {
-  readonly #waiting = new Map<string, Set<() => void>>()
+  readonly #watching = new Map<string, Set<(fresh: Fresh | undefined) => void>>()
 
-  wake(id: string): void {
-    for (const f of this.#waiting.get(id) ?? []) f()
+  /** Wakes the readers of `id`, handing them `fresh` (the append's messages) when it has them. */
+  wake(id: string, fresh?: Fresh): void {
+    for (const f of this.#watching.get(id) ?? []) f(fresh)
   }
 
-  /** Resolves at a wake of `id`, after `ms`, or when `signal` aborts. */
-  wait(id: string, ms: number, signal: AbortSignal): Promise<void> {
-    if (signal.aborted || ms <= 0) return Promise.resolve()
-    return new Promise((resolve) => {
-      const set = this.#waiting.get(id) ?? new Set()
-      this.#waiting.set(id, set)
-      const done = () => {
-        clearTimeout(timer)
-        set.delete(done)
-        if (set.size === 0 && this.#waiting.get(id) === set) this.#waiting.delete(id)
-        signal.removeEventListener('abort', done)
-        resolve()
-      }
-      const timer = setTimeout(done, ms)
-      set.add(done)
-      signal.addEventListener('abort', done, { once: true })
-    })
+  watch(id: string): TailWatch {
+    const set = this.#watching.get(id) ?? new Set()
+    this.#watching.set(id, set)
+    let woken = false
+    let last: Fresh | undefined
+    let resolveWait: (() => void) | undefined
+    const heard = (fresh: Fresh | undefined) => {
+      woken = true
+      last = fresh
+      resolveWait?.()
+    }
+    set.add(heard)
+    return {
+      wait: (ms, signal) => {
+        if (woken || signal.aborted || ms <= 0) {
+          woken = false
+          return Promise.resolve()
+        }
+        return new Promise((resolve) => {
+          const done = () => {
+            clearTimeout(timer)
+            signal.removeEventListener('abort', done)
+            resolveWait = undefined
+            woken = false
+            resolve()
+          }
+          const timer = setTimeout(done, ms)
+          resolveWait = done
+          signal.addEventListener('abort', done, { once: true })
+        })
+      },
+      fresh: (from) => (last?.from === from ? last : undefined),
+      stop: () => {
+        set.delete(heard)
+        if (set.size === 0 && this.#watching.get(id) === set) this.#watching.delete(id)
+      },
+    }
   }
 }

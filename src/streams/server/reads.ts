@@ -3,9 +3,9 @@
 // (woken at once by an append through this handler) and look again every `pollMs` for
 // appends made elsewhere (another process over the same store, an app's own writer).
 import type { Store } from '../../client/store'
-import type { SessionEvent, SessionId } from '../../core/model'
+import type { SessionId } from '../../core/model'
 import { decodeOffset, encodeOffset, mediaType, type StreamAnswer, type StreamState } from '../../core/streams'
-import { fromBase64, toBase64 } from '../../core/base64'
+import { toBase64 } from '../../core/base64'
 import { H, responseCursor, type Tails } from './http'
 
 export interface ReadContext {
@@ -36,36 +36,49 @@ export async function handleRead(ctx: ReadContext, id: SessionId, url: URL, requ
   if (live !== null && offset === undefined) return ctx.fail(400, `live=${live} needs an offset`)
   const given = offset === undefined || offset === '-1' || offset === 'now' ? undefined : decodeOffset(offset)
   if (offset !== undefined && offset !== '-1' && offset !== 'now' && given === undefined) return ctx.fail(400, 'the offset is not one this server gave')
-  const head = await ctx.store.streamRequest({ op: 'head', id })
-  if (head.status !== 'ok') return ctx.missing(head)
-  const from = offset === 'now' ? head.stream.length : (given ?? 0)
-  if (from > head.stream.length) return ctx.fail(400, 'the offset is past the end of the stream')
-  if (live === 'sse') return sse(ctx, id, from, url.searchParams.get('cursor'), head.stream, request.signal)
-  const headers: Record<string, string> = { ...ctx.headers, 'content-type': head.stream.contentType }
-  if (offset === 'now' && live === null) {
-    const touched = await read(ctx, id, from) // a read: it resets a TTL's countdown
-    if (touched.status !== 'read') return ctx.missing(touched)
-    const h: Record<string, string> = { ...headers, [H.offset]: encodeOffset(from), [H.upToDate]: 'true', 'cache-control': 'no-store' }
-    if (touched.stream.closed) h[H.closed] = 'true'
-    return new Response(head.stream.mode === 'bytes' ? '' : '[]', { status: 200, headers: h })
+  let from = given ?? 0
+  let answer: StreamAnswer
+  if (offset === 'now' || live === 'sse') {
+    const head = await ctx.store.streamRequest({ op: 'head', id })
+    if (head.status !== 'ok') return ctx.missing(head)
+    if (offset === 'now') from = head.stream.length
+    if (from > head.stream.length) return ctx.fail(400, 'the offset is past the end of the stream')
+    if (live === 'sse') return sse(ctx, id, from, url.searchParams.get('cursor'), head.stream, request.signal)
+    answer = await read(ctx, id, from) // a read: it resets a TTL's countdown
+    if (answer.status !== 'read') return ctx.missing(answer)
+    if (live === null) {
+      const h: Record<string, string> = { ...ctx.headers, 'content-type': head.stream.contentType, [H.offset]: encodeOffset(from), [H.upToDate]: 'true' }
+      h['cache-control'] = 'no-store'
+      if (answer.stream.closed) h[H.closed] = 'true'
+      return new Response(head.stream.mode === 'bytes' ? '' : '[]', { status: 200, headers: h })
+    }
+  } else {
+    // A catch-up or long-poll from an offset: one request of the engine for the stream and its messages.
+    answer = await read(ctx, id, from)
+    if (answer.status !== 'read') return ctx.missing(answer)
+    if (from > answer.stream.length) return ctx.fail(400, 'the offset is past the end of the stream')
   }
-  let answer = await read(ctx, id, from)
-  if (answer.status !== 'read') return ctx.missing(answer)
-  if (live === 'long-poll' && answer.events.length === 0) {
+  const headers: Record<string, string> = { ...ctx.headers, 'content-type': answer.stream.contentType }
+  if (live === 'long-poll' && answer.count === 0) {
     const deadline = Date.now() + ctx.longPollMs
-    while (answer.status === 'read' && answer.events.length === 0 && !answer.stream.closed && Date.now() < deadline && !request.signal.aborted) {
-      await ctx.tails.wait(id, Math.min(ctx.pollMs, deadline - Date.now()), request.signal)
-      answer = await read(ctx, id, from)
+    const tail = ctx.tails.watch(id)
+    try {
+      while (answer.status === 'read' && answer.count === 0 && !answer.stream.closed && Date.now() < deadline && !request.signal.aborted) {
+        await tail.wait(Math.min(ctx.pollMs, deadline - Date.now()), request.signal)
+        answer = await read(ctx, id, from)
+      }
+    } finally {
+      tail.stop()
     }
     if (answer.status !== 'read') return ctx.missing(answer)
-    if (answer.events.length === 0) {
+    if (answer.count === 0) {
       const h: Record<string, string> = { ...ctx.headers, [H.offset]: encodeOffset(from), [H.upToDate]: 'true', 'cache-control': 'no-store' }
       if (answer.stream.closed) h[H.closed] = 'true'
       else h[H.cursor] = responseCursor(url.searchParams.get('cursor'))
       return new Response(null, { status: 204, headers: h })
     }
   }
-  const next = from + answer.events.length
+  const next = from + answer.count
   const atTail = next === answer.stream.length
   const closedHere = answer.stream.closed && atTail
   if (atTail) headers[H.upToDate] = 'true'
@@ -74,9 +87,9 @@ export async function handleRead(ctx: ReadContext, id: SessionId, url: URL, requ
   headers[H.offset] = encodeOffset(next)
   const etag = `"${id}:${offset ?? '-1'}:${encodeOffset(next)}${closedHere ? ':c' : ''}"`
   headers.etag = etag
-  headers['cache-control'] = answer.events.length > 0 ? 'private, max-age=60, stale-while-revalidate=300' : 'no-store'
+  headers['cache-control'] = answer.count > 0 ? 'private, max-age=60, stale-while-revalidate=300' : 'no-store'
   if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: { ...ctx.headers, etag } })
-  return new Response(body(answer.stream, answer.events) as BodyInit, { status: 200, headers })
+  return new Response(answer.body as BodyInit, { status: 200, headers })
 }
 
 /** An SSE data line: `data:` and the text (a space between only when the text starts with one, which a parser takes off). */
@@ -86,20 +99,6 @@ function dataLine(line: string): string {
 
 function read(ctx: ReadContext, id: SessionId, from: number): Promise<StreamAnswer> {
   return ctx.store.streamRequest({ op: 'read', id, from, maxBytes: ctx.maxReadBytes })
-}
-
-/** The body of a read: a JSON array of the messages (a session's: its events), or the bytes. */
-function body(stream: StreamState, events: readonly SessionEvent[]): string | Uint8Array {
-  if (stream.mode === 'json') return `[${events.map((e) => JSON.stringify(e.data)).join(',')}]`
-  if (stream.mode === 'events') return `[${events.map((e) => JSON.stringify({ seq: e.seq, type: e.type, data: e.data, time: e.time })).join(',')}]`
-  const parts = events.map((e) => fromBase64(e.data as string))
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.byteLength
-  }
-  return out
 }
 
 /** Server-sent events from `from` on (PROTOCOL.md §5.8): data events, each followed by a control event. */
@@ -136,27 +135,33 @@ function sse(ctx: ReadContext, id: SessionId, start: number, cursor: string | nu
   }
   const events = new ReadableStream<Uint8Array>({
     start: async (controller) => {
+      const tail = ctx.tails.watch(id)
       try {
         let quietSince = Date.now()
         let first = true
         while (!stop.signal.aborted) {
-          const answer = await read(ctx, id, from)
+          // The append this reader was woken by, when it brought the messages from here; else a read.
+          const fresh = tail.fresh(from)
+          const answer: StreamAnswer = fresh
+            ? { status: 'read', stream: fresh.stream, from, count: fresh.stream.length - from, body: fresh.body }
+            : await read(ctx, id, from)
           if (answer.status !== 'read') break
-          if (answer.events.length > 0) {
-            const payload = body(answer.stream, answer.events)
+          if (answer.count > 0) {
+            const payload = answer.body
             send(controller, 'data', typeof payload === 'string' ? payload : text ? new TextDecoder().decode(payload) : toBase64(payload))
-            from += answer.events.length
+            from += answer.count
           }
-          if (answer.events.length > 0 || first || Date.now() - quietSince >= ctx.longPollMs || answer.stream.closed) {
+          if (answer.count > 0 || first || Date.now() - quietSince >= ctx.longPollMs || answer.stream.closed) {
             first = false
             quietSince = Date.now()
             if (control(controller, answer)) break
           }
-          if (from === answer.stream.length) await ctx.tails.wait(id, ctx.pollMs, stop.signal)
+          if (from === answer.stream.length) await tail.wait(ctx.pollMs, stop.signal)
         }
       } catch {
         // the store closed, or the client went: the stream ends
       } finally {
+        tail.stop()
         clearTimeout(ends)
         signal.removeEventListener('abort', abort)
         try {

@@ -1,0 +1,135 @@
+// How createStreamsHandler's engine writes (src/engine/streams.ts, stream-batch.ts,
+// stream-writers.ts), over a real fs store and node:http, with plain fetch:
+//  - appends that arrive together go out together, each decided in turn: every one lands once,
+//    in order, and a producer's requests sent at once land in the order of their Producer-Seq
+//    whatever order they arrive in;
+//  - a busy stream keeps its writer between requests, and lets go of it when the app opens the
+//    session for writing or deletes it, and when the store closes;
+//  - the producer state is committed with the append: after a restart, a retry is a duplicate.
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { openStore, type Store } from 'sessionfold'
+import { createStreamsHandler, toNodeListener } from '../../src/sync/server/index'
+import { eventsOf } from '../support/helpers'
+
+let dir: string
+const cleanups: (() => Promise<unknown>)[] = []
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sessionfold-streams-writes-'))
+})
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {})
+  await rm(dir, { recursive: true, force: true })
+})
+
+async function serve(store: Store): Promise<{ base: string; stop(): Promise<void> }> {
+  const server: Server = createServer(toNodeListener(createStreamsHandler({ store, authorize: () => true, longPollMs: 1000 })))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const stop = async () => {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+  cleanups.push(stop)
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/stream`, stop }
+}
+
+async function open(): Promise<Store> {
+  const store = await openStore({ storage: 'fs', dir: join(dir, 'store') })
+  cleanups.push(() => store.close())
+  return store
+}
+
+const json = { 'content-type': 'application/json' }
+const producer = (id: string, epoch: number, seq: number) => ({ ...json, 'producer-id': id, 'producer-epoch': String(epoch), 'producer-seq': String(seq) })
+
+async function post(url: string, headers: Record<string, string>, body: unknown): Promise<number> {
+  const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) })
+  await res.arrayBuffer()
+  return res.status
+}
+
+async function messages(url: string): Promise<unknown[]> {
+  const res = await fetch(`${url}?offset=-1`)
+  expect(res.status).toBe(200)
+  return (await res.json()) as unknown[]
+}
+
+describe('stream writes', () => {
+  it('lands appends sent at once, each once; a producer’s in the order of its Producer-Seq, whatever order they arrive in', async () => {
+    const store = await open()
+    const { base } = await serve(store)
+    const url = `${base}/together`
+    expect((await fetch(url, { method: 'PUT', headers: json })).status).toBe(201)
+    // 4 producers, 15 requests each, all sent at once, each producer's in reverse order of seq.
+    const sends: Promise<number>[] = []
+    for (let n = 14; n >= 0; n--) for (let p = 0; p < 4; p++) sends.push(post(url, producer(`p${p}`, 0, n), { p, n }))
+    // And 20 without a producer, at the same time.
+    for (let i = 0; i < 20; i++) sends.push(post(url, json, { free: i }))
+    const statuses = await Promise.all(sends)
+    expect(statuses.filter((s) => s !== 200 && s !== 204)).toEqual([])
+    const got = (await messages(url)) as { p?: number; n?: number; free?: number }[]
+    expect(got).toHaveLength(80)
+    for (let p = 0; p < 4; p++) expect(got.filter((m) => m.p === p).map((m) => m.n)).toEqual([...Array(15).keys()])
+    expect(
+      got
+        .filter((m) => m.free !== undefined)
+        .map((m) => m.free)
+        .sort((a, b) => a! - b!),
+    ).toEqual([...Array(20).keys()])
+
+    // A seq that skips ahead, with nothing to fill the gap, is refused (409) once it waited, and writes nothing.
+    const res = await fetch(url, { method: 'POST', headers: producer('p0', 0, 20), body: JSON.stringify({ p: 0, n: 20 }) })
+    expect(res.status).toBe(409)
+    expect(res.headers.get('producer-expected-seq')).toBe('15')
+    expect(await messages(url)).toHaveLength(80)
+  })
+
+  it('lets go of a busy stream’s writer when the app opens the session for writing, deletes it, or the store closes', async () => {
+    const store = await open()
+    const { base, stop } = await serve(store)
+    const url = `${base}/held`
+    await (await store.createSession({ id: 'held' })).close()
+    expect(await post(url, json, { type: 'turn/start' })).toBe(204)
+    // Right after an append through the protocol, the app writes to the same session here.
+    const session = await store.openSession('held')
+    await session.append({ type: 'note', data: 'by the app' })
+    await session.close()
+    expect(await post(url, json, [{ type: 'turn/end' }])).toBe(204)
+    expect((await eventsOf(store, 'held')).map((e) => e.type)).toEqual(['turn/start', 'note', 'turn/end'])
+    // Deleting it right after an append.
+    expect(await post(url, json, { type: 'turn/start' })).toBe(204)
+    await store.deleteSession('held')
+    expect((await fetch(url, { method: 'HEAD' })).status).toBe(404)
+    // Closing the store right after an append lets go of the lock: another store opens the session for writing.
+    expect((await fetch(`${base}/last`, { method: 'PUT', headers: json })).status).toBe(201)
+    expect(await post(`${base}/last`, json, { n: 1 })).toBe(204)
+    await stop()
+    await store.close()
+    const again = await open()
+    const writer = await again.openSession('last')
+    await writer.close()
+  })
+
+  it('keeps the producer state with the append: after a restart a retry is a duplicate, the next seq lands', async () => {
+    let store = await open()
+    let served = await serve(store)
+    const url = () => `${served.base}/restart`
+    expect((await fetch(url(), { method: 'PUT', headers: json })).status).toBe(201)
+    expect(await post(url(), producer('w', 3, 0), { n: 0 })).toBe(200)
+    expect(await post(url(), producer('w', 3, 1), { n: 1 })).toBe(200)
+    await served.stop()
+    await store.close()
+    store = await open()
+    served = await serve(store)
+    const retry = await fetch(url(), { method: 'POST', headers: producer('w', 3, 1), body: JSON.stringify({ n: 1 }) })
+    expect(retry.status).toBe(204) // a duplicate: nothing written
+    expect(retry.headers.get('producer-seq')).toBe('1')
+    expect(await post(url(), producer('w', 3, 2), { n: 2 })).toBe(200)
+    expect(await post(url(), producer('w', 2, 3), { n: 3 })).toBe(403) // a stale epoch
+    expect(await messages(url())).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }])
+  })
+})
