@@ -45,13 +45,20 @@ export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res
       try {
         const response = await handler(request)
         res.writeHead(response.status, Object.fromEntries(response.headers))
-        res.flushHeaders()
         if (!response.body) return void res.end()
+        // Server-sent events: the headers go at once (the client waits for them before any event);
+        // any other answer's go with its first bytes, and a body of one chunk in one write.
+        if (response.headers.get('content-type')?.startsWith('text/event-stream')) res.flushHeaders()
         const reader = response.body.getReader()
         abort.signal.addEventListener('abort', () => void reader.cancel().catch(() => {}), { once: true })
+        let pending = reader.read()
         for (;;) {
-          const { done, value } = await reader.read()
+          const { done, value } = await pending
           if (done) break
+          pending = reader.read()
+          // When the end is right behind this chunk (a body of one chunk): headers and body in one write.
+          const settled = await Promise.race([pending, Promise.resolve(undefined)])
+          if (settled?.done) return void res.end(value)
           // A client slower than the stream: wait until it took what was written.
           if (!res.write(value))
             await new Promise<void>((resolve) => {
