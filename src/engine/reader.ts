@@ -7,9 +7,13 @@ import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
 import type { ProjectionDefinition, ProjectionSnapshot } from '../core/projection'
 import type { EventsPage } from '../core/protocol'
 import { foldEvent, restoreSlots, snapshotOf, type UnitSlot } from './units'
+import { encodeEvent } from '../core/validate'
 
 /** What reading needs of an adapter: none of its writes. */
-export type ReadableStorage = Pick<StorageAdapter, 'getSession' | 'readEvents' | 'listIds' | 'listSessions' | 'getCheckpoint' | 'feed' | 'history' | 'kv'>
+export type ReadableStorage = Pick<
+  StorageAdapter,
+  'getSession' | 'readEvents' | 'readTexts' | 'listIds' | 'listSessions' | 'getCheckpoint' | 'feed' | 'history' | 'kv'
+>
 
 /** A session folded from storage: its header, durable length, unit states and values. */
 export interface ColdRead {
@@ -60,6 +64,12 @@ export class StoreReader {
   /** Events `[from, to)` in pages, oldest first. */
   pages(id: SessionId, range: ReadRange): AsyncIterable<SessionEvent[]> {
     return this.storage.readEvents(id, range)
+  }
+
+  /** As `pages`, each event as its JSON text (`encodeEvent`'s), unparsed where the storage keeps it so. */
+  async *texts(id: SessionId, range: ReadRange): AsyncIterable<string[]> {
+    if (this.storage.readTexts) return yield* this.storage.readTexts(id, range)
+    for await (const page of this.storage.readEvents(id, range)) yield page.map((e) => encodeEvent(e, id, Number.MAX_SAFE_INTEGER).json)
   }
 
   /** The first page of events from `from`, up to `to` (default: the log's end now), which the answer fixes. */

@@ -1,6 +1,7 @@
 // A read of a stream (DESIGN §16), its body made here, beside the log: a JSON stream's messages
 // (a session's: its events) as the JSON array the protocol answers, a bytes stream's chunks
-// joined. One string (or one byte array) goes back to the handler instead of an object an event.
+// joined. One string (or one byte array) goes back to the handler instead of an object an event;
+// a JSON stream's messages are cut from the events' stored texts, unparsed.
 import { fromBase64 } from '../core/base64'
 import type { SessionId } from '../core/model'
 import type { StreamMode } from '../core/streams'
@@ -8,7 +9,7 @@ import type { StoreReader } from './reader'
 
 /** Events `[from, to)` of `id`, up to about `maxBytes` of body (one event at least): how many, and the body. */
 export async function readBody(
-  reader: Pick<StoreReader, 'pages'>,
+  reader: Pick<StoreReader, 'pages' | 'texts'>,
   id: SessionId,
   mode: StreamMode,
   from: number,
@@ -19,7 +20,18 @@ export async function readBody(
   const chunks: Uint8Array[] = []
   let bytes = 0
   let count = 0
-  if (from < to) {
+  if (from < to && mode === 'json') {
+    // A message is its event's data: cut from the event's text (`data` comes last), not parsed and made again.
+    read: for await (const page of reader.texts(id, { from, to })) {
+      for (const text of page) {
+        if (count > 0 && bytes >= maxBytes) break read
+        count++
+        const data = text.slice(text.indexOf(',"data":') + 8, -1)
+        texts.push(data)
+        bytes += data.length
+      }
+    }
+  } else if (from < to) {
     read: for await (const page of reader.pages(id, { from, to })) {
       for (const e of page) {
         if (count > 0 && bytes >= maxBytes) break read
@@ -30,7 +42,7 @@ export async function readBody(
           bytes += chunk.byteLength
           continue
         }
-        const text = JSON.stringify(mode === 'json' ? e.data : { seq: e.seq, type: e.type, data: e.data, time: e.time })
+        const text = JSON.stringify({ seq: e.seq, type: e.type, data: e.data, time: e.time })
         texts.push(text)
         bytes += text.length
       }

@@ -23,7 +23,7 @@ import { readBody } from './stream-read'
 
 /** What the streams need of the engine. */
 export interface StreamsHost {
-  reader: Pick<StoreReader, 'find' | 'pages'>
+  reader: Pick<StoreReader, 'find' | 'pages' | 'texts'>
   kv: KeyValueStore | undefined
   sessions: Pick<LiveSessions, 'holdImportWriter'>
   maxEventBytes: number

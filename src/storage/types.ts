@@ -192,6 +192,12 @@ export interface LogStore {
   append(id: SessionId, batch: readonly EncodedEvent[]): Promise<void>
   /** Events `[from, to)` in pages, oldest first, without parsing events before `from`. */
   readEvents(id: SessionId, range?: ReadRange): AsyncIterable<SessionEvent[]>
+  /**
+   * As `readEvents`, each event as the JSON text it was appended as (`encodeEvent`'s: `seq`,
+   * `type`, `time`, `data` in that order), where the adapter keeps that text: a reader that
+   * passes events on as JSON (a Durable Streams read) is spared parsing them. Optional.
+   */
+  readTexts?(id: SessionId, range?: ReadRange): AsyncIterable<string[]>
   /** The header and durable length, or undefined when there is no such session. */
   getSession(id: SessionId): Promise<SessionInfo | undefined>
   /** Headers ordered by id, strictly after `after`, at most `limit` (default 100). */

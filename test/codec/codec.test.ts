@@ -431,16 +431,25 @@ for (const [ciphers, writeCipher, readCipher] of [
         for await (const page of reader.readEvents(id, { from })) out.push(...page)
         return out
       }
-      return { read }
+      /** The same through readTexts (a Durable Streams read's): the events' texts, unparsed. */
+      const texts = async (id: string, from = 0, to?: number) => {
+        const out: string[] = []
+        for await (const page of reader.readTexts!(id, { from, to })) out.push(...page)
+        return out
+      }
+      return { read, texts }
     }
 
     it('reads back what it wrote, from any seq', async () => {
-      const { read } = await sealedPair((_, p) => p)
+      const { read, texts } = await sealedPair((_, p) => p)
       expect((await read('a')).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5])
       expect((await read('a', 4)).map((e) => [e.seq, (e.data as { tag: string }).tag])).toEqual([
         [4, 'a'],
         [5, 'a'],
       ])
+      // As texts, from and to anywhere (inside a frame, across two): exactly the JSON each event was appended as.
+      const written = (await read('a')).map((e) => JSON.stringify({ seq: e.seq, type: e.type, time: e.time, data: e.data }))
+      for (let from = 0; from <= 6; from++) for (let to = from; to <= 6; to++) expect(await texts('a', from, to)).toEqual(written.slice(from, to))
     })
 
     it('reads back text of every width: accents, CJK, emoji, and escaped lone surrogates, in frames and checkpoint rows', async () => {
@@ -468,6 +477,10 @@ for (const [ciphers, writeCipher, readCipher] of [
         }),
       )
       await expect(read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+      const { texts } = await sealedPair((_, page) =>
+        page.map((e) => (typeof e.data === 'string' ? { ...e, data: e.data.slice(0, 20) + (e.data[20] === 'A' ? 'B' : 'A') + e.data.slice(21) } : e)),
+      )
+      await expect(texts('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
     })
 
     it('a frame moved to another session, or to another position, does not open', async () => {

@@ -12,7 +12,7 @@
 // are the key-value records' (sealed-records.ts), composed over the sealed log once (src/storage/records).
 import { SessionfoldError, isSessionfoldError, where } from '../../core/errors'
 import { safeParse, sessionHeaderSchema } from '../../core/schemas'
-import { describe } from '../../core/validate'
+import { describe, encodeEvent } from '../../core/validate'
 import type { SessionEvent, SessionHeader, SessionId } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
 import { READ_PAGE, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
@@ -199,35 +199,49 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     return undefined
   }
 
-  /** The events of the block whose first record is `head`, checked against the seqs it stands for. */
-  async function openBlock(id: SessionId, createdAt: number, head: SessionEvent | undefined, seq: number): Promise<SessionEvent[]> {
+  /** The texts of the events of the block whose first record is `head` (its envelope checked), and its first seq. */
+  async function openLines(id: SessionId, createdAt: number, head: SessionEvent | undefined, seq: number): Promise<{ from: number; lines: string[] }> {
     if (head?.type !== '' || typeof head.data !== 'string' || !Number.isInteger(head.time) || head.time < 1) {
       throw corrupt(id, 'a block record', new Error('the block it belongs to is missing or malformed'), seq)
     }
     const from = head.seq
     const n = head.time
     const plain = await openEnvelope(id, `events ${id} ${createdAt} ${from} ${n}`, head.data, `the block of events from seq ${from}`, from)
+    const lines = decoder.decode(plain).split('\n')
+    if (lines.length !== n || from + n <= seq) throw corrupt(id, `the block from seq ${from}`, new Error('its events are not the seqs it stands for'), seq)
+    return { from, lines }
+  }
+
+  /** The events of the block whose first record is `head`, checked against the seqs it stands for. */
+  async function openBlock(id: SessionId, createdAt: number, head: SessionEvent | undefined, seq: number): Promise<SessionEvent[]> {
+    const { from, lines } = await openLines(id, createdAt, head, seq)
     let events: SessionEvent[]
     try {
-      events = decoder
-        .decode(plain)
-        .split('\n')
-        .map((l) => JSON.parse(l) as SessionEvent)
+      events = lines.map((l) => JSON.parse(l) as SessionEvent)
     } catch (err) {
       throw corrupt(id, `the block from seq ${from}`, err, seq)
     }
-    if (events.length !== n || events.some((e, i) => e?.seq !== from + i) || from + n <= seq) {
+    if (events.some((e, i) => e?.seq !== from + i)) {
       throw corrupt(id, `the block from seq ${from}`, new Error('its events are not the seqs it stands for'), seq)
     }
     return events
   }
 
-  async function* readEvents(id: SessionId, range?: ReadRange): AsyncGenerator<SessionEvent[]> {
+  /**
+   * Events `range` of `id` as `block` and `plain` make them of a block (its head record, the seq
+   * read from) and of a record stored plain: parsed events (readEvents) or their texts (readTexts).
+   */
+  async function* walk<T>(
+    id: SessionId,
+    range: ReadRange | undefined,
+    block: (createdAt: number, head: SessionEvent | undefined, seq: number) => Promise<{ from: number; items: T[] }>,
+    plain: (e: SessionEvent) => T,
+  ): AsyncGenerator<T[]> {
     const to = range?.to
     const createdAt = codec.encrypted ? await lifeOf(id) : 0
     let covered = range?.from ?? 0 // seqs below this were given out
     let head = -1 // the first seq of the block opened last
-    let out: SessionEvent[] = []
+    let out: T[] = []
     for await (const page of inner.readEvents(id, range)) {
       for (const e of page) {
         if (e.seq < covered) {
@@ -239,7 +253,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
         if (e.type !== '') {
           if (codec.encrypted)
             throw new SessionfoldError('CORRUPT_LOG', `${where(id, e.seq)} is not encrypted, in an encrypted store`, { sessionId: id, seq: e.seq })
-          out.push(e)
+          out.push(plain(e))
           covered = e.seq + 1
           continue
         }
@@ -249,10 +263,11 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
           if (!Number.isInteger(e.data) || e.data < 0 || e.data >= e.seq) throw corrupt(id, 'a block record', new Error('it names no block'), e.seq)
           first = await recordAt(id, e.data, range?.signal)
         }
-        const block = await openBlock(id, createdAt, first, e.seq)
-        head = block[0]!.seq
-        for (const ev of block) if (ev.seq >= e.seq && (to === undefined || ev.seq < to)) out.push(ev)
-        covered = block[block.length - 1]!.seq + 1
+        const opened = await block(createdAt, first, e.seq)
+        head = opened.from
+        const end = opened.from + opened.items.length
+        for (let s = Math.max(e.seq, opened.from); s < end && (to === undefined || s < to); s++) out.push(opened.items[s - opened.from]!)
+        covered = end
       }
       if (out.length >= READ_PAGE) {
         yield out
@@ -261,6 +276,29 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     }
     if (out.length > 0) yield out
   }
+
+  const readEvents = (id: SessionId, range?: ReadRange): AsyncGenerator<SessionEvent[]> =>
+    walk(
+      id,
+      range,
+      async (createdAt, head, seq) => {
+        const items = await openBlock(id, createdAt, head, seq)
+        return { from: items[0]!.seq, items }
+      },
+      (e) => e,
+    )
+
+  /** As readEvents, the texts of the events: a block's lines as they were sealed, a plain record's JSON made again. */
+  const readTexts = (id: SessionId, range?: ReadRange): AsyncGenerator<string[]> =>
+    walk(
+      id,
+      range,
+      async (createdAt, head, seq) => {
+        const { from, lines } = await openLines(id, createdAt, head, seq)
+        return { from, items: lines }
+      },
+      (e) => encodeEvent(e, id, Number.MAX_SAFE_INTEGER).json,
+    )
 
   const log: LogStore = {
     kind: inner.kind,
@@ -287,6 +325,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
       return issued.then(() => appended!)
     },
     readEvents,
+    readTexts,
     async getSession(id) {
       const info = await inner.getSession(id)
       if (!info) {
