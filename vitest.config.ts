@@ -22,7 +22,16 @@ export default defineConfig({
         resolve: { alias: alias('node') },
         // rejections.ts: a test fails on an unhandled rejection of its own, of a worker thread
         // or of a process it started (vitest alone fails the run, naming no test, for its own).
-        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: ['test/browser/**'], pool: 'forks', setupFiles: ['test/support/rejections.ts'] },
+        // Two files at a time on these 2-core machines (vitest's default is one fewer than the
+        // cores): most of a file's time waits on disks, servers, processes and timers.
+        test: {
+          name: 'node',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/browser/**'],
+          pool: 'forks',
+          maxWorkers: 2,
+          setupFiles: ['test/support/rejections.ts'],
+        },
       },
       {
         extends: true,
