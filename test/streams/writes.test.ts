@@ -116,6 +116,26 @@ describe('stream writes', () => {
     await writer.close()
   })
 
+  it('answers 503 with Retry-After, writing nothing, when the app keeps the session open for writing past the 10 s wait; then appends once it closed', async () => {
+    const store = await open()
+    const { base } = await serve(store)
+    const url = `${base}/busy`
+    const session = await store.createSession({ id: 'busy' })
+    await session.append({ type: 'turn/start' })
+    const t0 = Date.now()
+    const res = await fetch(url, { method: 'POST', headers: json, body: JSON.stringify({ type: 'note' }) })
+    expect(res.status).toBe(503)
+    expect(res.headers.get('retry-after')).toBe('1')
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(9_000)
+    expect((await eventsOf(store, 'busy')).map((e) => e.type)).toEqual(['turn/start'])
+    // A POST waiting when the app lets go lands.
+    const waiting = post(url, json, { type: 'turn/end' })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await session.close()
+    expect(await waiting).toBe(204)
+    expect((await eventsOf(store, 'busy')).map((e) => e.type)).toEqual(['turn/start', 'turn/end'])
+  }, 30_000)
+
   it('keeps the producer state with the append: after a restart a retry is a duplicate, the next seq lands', async () => {
     let store = await open()
     let served = await serve(store)
