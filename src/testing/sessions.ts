@@ -1,7 +1,7 @@
 // The storage conformance suite, sessions and events: creating (forks with their seed), appending
 // contiguously, reading ranges, listing, ids that differ only in case, deleting.
 import { expect } from 'vitest'
-import { witnessOf } from '../core/model'
+import { witnessOf, type SessionEvent } from '../core/model'
 import { encodeEventInput } from '../core/validate'
 import { ev, evs, expectCode, readAll, rootHeader, snapshotStore } from './helpers'
 import type { Group } from './suite'
@@ -86,6 +86,35 @@ export function sessionTests(t: Group): void {
     ])
     await expectCode(readAll(adapter, 'r', { from: -1 }), 'INVALID_ARGUMENT')
     await expectCode(readAll(adapter, 'r', { from: 1.5 }), 'INVALID_ARGUMENT')
+  })
+
+  t.test('reads ranges as texts (readTexts, where the adapter has it): each event as the JSON it was appended as', async ({ adapter }) => {
+    if (!adapter.readTexts) return
+    await adapter.createSession(rootHeader('x'))
+    // Batches of one and of many (a codec stores them plain and in blocks), 600 events in all.
+    for (let at = 0; at < 600; ) {
+      const size = at % 200 === 0 ? 150 : 1
+      await adapter.append('x', evs('x', at, size))
+      at += size
+    }
+    const texts = async (from?: number, to?: number) => {
+      const out: string[] = []
+      for await (const page of adapter.readTexts!('x', { from, to })) out.push(...page)
+      return out
+    }
+    const json = (events: readonly SessionEvent[]) => events.map((e) => JSON.stringify({ seq: e.seq, type: e.type, time: e.time, data: e.data }))
+    expect(await texts()).toEqual(json(await readAll(adapter, 'x')))
+    for (const [from, to] of [
+      [0, 1],
+      [1, 149],
+      [149, 152],
+      [200, 350],
+      [210, 600],
+      [599, 600],
+      [600, 700],
+    ] as const) {
+      expect(await texts(from, to), `[${from}, ${to})`).toEqual(json(await readAll(adapter, 'x', { from, to })))
+    }
   })
 
   t.test('stops a read when its signal aborts', async ({ adapter }) => {

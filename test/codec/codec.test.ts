@@ -392,15 +392,20 @@ describe('compression through openStore', () => {
 
 /** A memory adapter whose stored records a test can change under the codec. */
 function hostile(inner: StorageAdapter, change: (id: string, page: SessionEvent[]) => SessionEvent[]): StorageAdapter {
+  const readEvents: StorageAdapter['readEvents'] = async function* (id, range) {
+    for await (const page of inner.readEvents(id, range))
+      yield change(
+        id,
+        page.map((e) => ({ ...e })),
+      )
+  }
   return {
     ...inner,
     kind: inner.kind,
-    readEvents: async function* (id, range) {
-      for await (const page of inner.readEvents(id, range))
-        yield change(
-          id,
-          page.map((e) => ({ ...e })),
-        )
+    readEvents,
+    // As the fs adapter gives them: the records' texts, so that the codec's readTexts reads them so.
+    readTexts: async function* (id, range) {
+      for await (const page of readEvents(id, range)) yield page.map((e) => JSON.stringify({ seq: e.seq, type: e.type, time: e.time, data: e.data }))
     },
   }
 }
@@ -505,12 +510,18 @@ for (const [ciphers, writeCipher, readCipher] of [
     })
 
     it('a damaged pointer record inside a frame is CORRUPT_LOG on a full read too (so verify sees it)', async () => {
-      const { read } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { ...e, data: 'garbage' } : e)))
+      const { read, texts } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { ...e, data: 'garbage' } : e)))
       await expect(read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+      await expect(texts('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+      // A pointer to another block's first seq, as text too.
+      const moved = await sealedPair((_, page) => page.map((e) => (e.seq === 4 ? { ...e, data: 0 } : e)))
+      await expect(moved.texts('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+      await expect(moved.read('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
     })
 
     it('a plain event slipped into an encrypted store is CORRUPT_LOG, never accepted', async () => {
-      const { read } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { seq: 1, type: 'app/forged', time: 1, data: 'x' } : e)))
+      const { read, texts } = await sealedPair((_, page) => page.map((e) => (e.seq === 1 ? { seq: 1, type: 'app/forged', time: 1, data: 'x' } : e)))
+      await expect(texts('a')).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
       await expect(read('a', 1)).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
     })
   })

@@ -21,7 +21,7 @@ import { createLogCache } from './log-cache'
 import { createOffsetIndex } from './offset-index'
 import { createRecordFiles } from './records'
 import { settingsOf, type FsAdapterOptions } from './options'
-import { createEventReader } from './read-events'
+import { asEvent, asText, createEventReader } from './read-events'
 import { replaceInLog } from './replace-records'
 import { createWriterHandles } from './writer-handles'
 
@@ -103,7 +103,12 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
 
     async *readEvents(id, range) {
       const log = await onSession('read', id, () => logOf(id))
-      yield* eventsOf(log, range)
+      yield* eventsOf(log, range, asEvent)
+    },
+
+    async *readTexts(id, range) {
+      const log = await onSession('read', id, () => logOf(id))
+      yield* eventsOf(log, range, asText)
     },
 
     getSession: (id) =>

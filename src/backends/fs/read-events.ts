@@ -16,17 +16,39 @@ import { scanLog } from './scan'
 
 const READ_CHUNK = 256 * 1024
 
-/** Events `range` of `log`, in pages of READ_PAGE. */
-export type ReadEvents = (log: Log, range: ReadRange | undefined) => AsyncGenerator<SessionEvent[]>
+/** Events `range` of `log`, in pages of READ_PAGE, each as `as` makes it of its record's text. */
+export type ReadEvents = <T>(log: Log, range: ReadRange | undefined, as: RecordAs<T>) => AsyncGenerator<T[]>
+
+/** What a record of seq `seq` is read as, from its text (checksummed already); throws why it is not that seq's event. */
+export type RecordAs<T> = (text: string, seq: number) => T
+
+/** The event, parsed. */
+export const asEvent: RecordAs<SessionEvent> = (text, seq) => {
+  let event: SessionEvent
+  try {
+    event = JSON.parse(text) as SessionEvent
+  } catch {
+    throw new Error('a record that is not JSON')
+  }
+  if (event?.seq !== seq) throw new Error(`a record of seq ${String(event?.seq)} where ${seq} belongs`)
+  return event
+}
+
+/** The event's text as it was appended (encodeEvent's, `seq` first), unparsed; one written otherwise is parsed and written so. */
+export const asText: RecordAs<string> = (text, seq) => {
+  if (text.startsWith(`{"seq":${seq},`)) return text
+  const { type, time, data } = asEvent(text, seq)
+  return JSON.stringify({ seq, type, time, data })
+}
 
 export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<OffsetIndex, 'rewrite'>, guard: Pick<Guard, 'check'>): ReadEvents {
-  async function* readRange(log: Log, fh: FileHandle, from: number, to: number, signal?: AbortSignal): AsyncGenerator<SessionEvent[]> {
+  async function* readRange<T>(log: Log, fh: FileHandle, from: number, to: number, as: RecordAs<T>, signal?: AbortSignal): AsyncGenerator<T[]> {
     let rebuilt = false
     for (;;) {
       const block = Math.floor(from / INDEX_STRIDE)
       const start = log.index[block]
       if (start !== undefined && (await recordIs(readerOf(fh), start, block * INDEX_STRIDE, log.size))) {
-        yield* readFrom(log, fh, start, block * INDEX_STRIDE, from, to, signal)
+        yield* readFrom(log, fh, start, block * INDEX_STRIDE, from, to, as, signal)
         return
       }
       if (rebuilt) throw corrupt(log, start ?? 0, `the record of seq ${block * INDEX_STRIDE} cannot be found`, block * INDEX_STRIDE)
@@ -39,22 +61,30 @@ export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<Of
     }
   }
 
-  async function* readFrom(log: Log, fh: FileHandle, at: number, seq: number, from: number, to: number, signal?: AbortSignal): AsyncGenerator<SessionEvent[]> {
+  async function* readFrom<T>(
+    log: Log,
+    fh: FileHandle,
+    at: number,
+    seq: number,
+    from: number,
+    to: number,
+    as: RecordAs<T>,
+    signal?: AbortSignal,
+  ): AsyncGenerator<T[]> {
     const w = newWindow(READ_CHUNK)
     const read = readerOf(fh)
-    let page: SessionEvent[] = []
+    let page: T[] = []
     while (seq < to) {
       const record = await readRecord(read, w, at, log.size)
       if (record.kind !== 'ok') throw corrupt(log, at, 'a record with a bad checksum or length', seq)
       if (seq >= from) {
-        let event: SessionEvent
+        let item: T
         try {
-          event = JSON.parse(w.buf.toString('utf8', record.start, record.end)) as SessionEvent
-        } catch {
-          throw corrupt(log, at, 'a record that is not JSON', seq)
+          item = as(w.buf.toString('utf8', record.start, record.end), seq)
+        } catch (err) {
+          throw corrupt(log, at, (err as Error).message, seq)
         }
-        if (event?.seq !== seq) throw corrupt(log, at, `a record of seq ${String(event?.seq)} where ${seq} belongs`, seq)
-        page.push(event)
+        page.push(item)
         if (page.length === READ_PAGE) {
           if (signal?.aborted) throw cancelled(log.id)
           guard.check()
@@ -71,7 +101,7 @@ export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<Of
     }
   }
 
-  return async function* readEvents(log, range) {
+  return async function* readEvents<T>(log: Log, range: ReadRange | undefined, as: RecordAs<T>): AsyncGenerator<T[]> {
     const id = log.id
     const { from, to } = resolveRange(id, range, log.length)
     if (from >= to) return
@@ -83,7 +113,7 @@ export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<Of
       throw errno(err) === 'ENOENT' ? notFound(id) : storageError(err, id, 'read')
     }
     try {
-      for await (const page of readRange(log, fh, from, to, range?.signal)) yield page
+      for await (const page of readRange(log, fh, from, to, as, range?.signal)) yield page
     } catch (err) {
       throw storageError(err, id, 'read')
     } finally {
