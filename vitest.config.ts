@@ -23,13 +23,15 @@ export default defineConfig({
         // rejections.ts: a test fails on an unhandled rejection of its own, of a worker thread
         // or of a process it started (vitest alone fails the run, naming no test, for its own).
         // Two files at a time on these 2-core machines (vitest's default is one fewer than the
-        // cores): most of a file's time waits on disks, servers, processes and timers.
+        // cores): most of a file's time waits on disks, servers, processes and timers. Projects
+        // of different widths run one after the other (groupOrder): Node's, then Chromium's.
         test: {
           name: 'node',
           include: ['test/**/*.test.ts'],
           exclude: ['test/browser/**'],
           pool: 'forks',
           maxWorkers: 2,
+          sequence: { groupOrder: 0 },
           setupFiles: ['test/support/rejections.ts'],
         },
       },
@@ -42,6 +44,7 @@ export default defineConfig({
         test: {
           name: 'chromium',
           include: ['test/browser/**/*.test.ts'],
+          sequence: { groupOrder: 1 },
           browser: {
             enabled: true,
             headless: true,
