@@ -37,6 +37,11 @@ export interface StreamRecord {
   intent?: { at: number; next: Omit<StreamRecord, 'intent'> }
 }
 
+/** A session's record as the protocol sees it (a session made by the SDK is a JSON stream of its events). */
+export function sessionRecord(): StreamRecord {
+  return { v: 1, type: 'application/json', mode: 'events' }
+}
+
 /** What an append comes to: an answer at once (nothing written), or events and the record that goes with them. */
 export type Outcome = { answer: StreamAnswer; next?: undefined; events?: undefined } | { answer?: undefined; next: StreamRecord; events: EncodedEvent[] }
 

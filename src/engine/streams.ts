@@ -15,7 +15,7 @@ import type { KeyValueStore } from '../storage/types'
 import type { ImportWriter } from './apply-changes'
 import type { LiveSessions } from './live-sessions'
 import type { StoreReader } from './reader'
-import { appendTo, bodyEvents, sameConfig, stateOf, withoutIntent, type Outcome, type StreamRecord } from './stream-append'
+import { appendTo, bodyEvents, sameConfig, sessionRecord, stateOf, withoutIntent, type Outcome, type StreamRecord } from './stream-append'
 import { GAP_PAUSE_MS, GAP_WAIT_MS, inProducerOrder, MAX_BATCH, type Queued } from './stream-batch'
 import { fromBase64, toBase64 } from '../core/base64'
 import { StreamWriters } from './stream-writers'
@@ -41,11 +41,6 @@ const recordKey = (id: SessionId) => ['session', id, 'stream']
 const touchKey = (id: SessionId) => ['session', id, 'stream-touched']
 const forkKey = (source: SessionId, fork: SessionId) => ['session', source, 'stream-fork', fork]
 type Found = { status: 'not-found' | 'gone' } | { status: 'ok'; stream: StreamState; record: StreamRecord; header: SessionHeader }
-/** A session's record as the protocol sees it (a session made by the SDK is a JSON stream of its events). */
-function sessionRecord(): StreamRecord {
-  return { v: 1, type: 'application/json', mode: 'events' }
-}
-
 /** Runs stream requests on one engine: writes one at a time per stream here, under its writer lock; reads at once. */
 export class Streams {
   readonly #writers: StreamWriters
