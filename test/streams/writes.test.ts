@@ -4,7 +4,8 @@
 //    in order, and a producer's requests sent at once land in the order of their Producer-Seq
 //    whatever order they arrive in;
 //  - a busy stream keeps its writer between requests, and lets go of it when the app opens the
-//    session for writing or deletes it, and when the store closes;
+//    session for writing or deletes it, and when the store closes; and after 2 s held, so a
+//    handler of another store over the same folder gets its turn;
 //  - the producer state is committed with the append: after a restart, a retry is a duplicate;
 //  - over an encrypted store: streams and their forks read back exactly, nothing of them is
 //    readable at rest, and verify finds every session whole.
@@ -134,6 +135,32 @@ describe('stream writes', () => {
     await session.close()
     expect(await waiting).toBe(204)
     expect((await eventsOf(store, 'busy')).map((e) => e.type)).toEqual(['turn/start', 'turn/end'])
+  }, 30_000)
+
+  it('hands a busy stream over to another store on the same folder: its writer is let go after 2 s held', async () => {
+    const a = await open()
+    const b = await open()
+    const served = [await serve(a), await serve(b)]
+    const url = (i: number) => `${served[i]!.base}/shared`
+    expect((await fetch(url(0), { method: 'PUT', headers: json })).status).toBe(201)
+    // Store a appends back to back (its writer never idle for 100 ms) until b's append is answered.
+    let answered = false
+    const busy = (async () => {
+      let n = 0
+      while (!answered) expect(await post(url(0), json, { from: 'a', n: n++ })).toBe(204)
+      return n
+    })()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const t0 = Date.now()
+    const status = await post(url(1), json, { from: 'b' })
+    const waited = Date.now() - t0
+    answered = true
+    const fromA = await busy
+    expect(status).toBe(204) // not 503 after the 10 s wait
+    expect(waited).toBeLessThan(6_000)
+    const got = (await messages(url(0))) as { from: string }[]
+    expect(got.filter((m) => m.from === 'b')).toHaveLength(1)
+    expect(got.filter((m) => m.from === 'a')).toHaveLength(fromA)
   }, 30_000)
 
   it('keeps the producer state with the append: after a restart a retry is a duplicate, the next seq lands', async () => {
