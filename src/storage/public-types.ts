@@ -17,6 +17,7 @@ export type {
   RecordReplacement,
   RepairReport,
   SessionInfo,
+  SkipTexts,
   StorageAdapter,
 } from './types'
 export type { EncodedEvent } from '../core/validate'

@@ -66,6 +66,13 @@ export interface ReadRange {
   signal?: AbortSignal
 }
 
+/**
+ * How many records right after the one of `text` (seq `seq`) a reader of texts will not look at:
+ * asked of each text an adapter makes in `readTexts`. The codec's reader says it of a block's
+ * pointers (256 records a block, each a text made, checked and dropped otherwise).
+ */
+export type SkipTexts = (text: string, seq: number) => number
+
 /** A torn or incomplete tail that an adapter cut from a log before writing to it. */
 export interface RepairReport {
   /** The session whose log was cut. */
@@ -196,8 +203,10 @@ export interface LogStore {
    * As `readEvents`, each event as the JSON text it was appended as (`encodeEvent`'s: `seq`,
    * `type`, `time`, `data` in that order), where the adapter keeps that text: a reader that
    * passes events on as JSON (a Durable Streams read) is spared parsing them. Optional.
+   * With `skip`, an adapter may give `''` for the records it says the reader will not look at
+   * (checked as stored all the same: a damaged one is still CORRUPT_LOG), and make no text of them.
    */
-  readTexts?(id: SessionId, range?: ReadRange): AsyncIterable<string[]>
+  readTexts?(id: SessionId, range?: ReadRange, skip?: SkipTexts): AsyncIterable<string[]>
   /** The header and durable length, or undefined when there is no such session. */
   getSession(id: SessionId): Promise<SessionInfo | undefined>
   /** Headers ordered by id, strictly after `after`, at most `limit` (default 100). */

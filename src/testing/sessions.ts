@@ -115,6 +115,26 @@ export function sessionTests(t: Group): void {
     ] as const) {
       expect(await texts(from, to), `[${from}, ${to})`).toEqual(json(await readAll(adapter, 'x', { from, to })))
     }
+    // Told to skip: the three records after each seq that is a multiple of 10 may come as '', no other.
+    const all = json(await readAll(adapter, 'x'))
+    for (const from of [0, 5, 598]) {
+      const asked: number[] = []
+      const skip = (text: string, seq: number) => {
+        expect(text, `the text given to skip at ${seq}`).toBe(all[seq])
+        asked.push(seq)
+        return seq % 10 === 0 ? 3 : 0
+      }
+      const got: string[] = []
+      for await (const page of adapter.readTexts('x', { from }, skip)) got.push(...page)
+      expect(got).toHaveLength(600 - from)
+      got.forEach((text, i) => {
+        const seq = from + i
+        const skippable = seq % 10 >= 1 && seq % 10 <= 3 && seq - (seq % 10) >= from
+        if (text === '') expect(skippable, `'' at seq ${seq}`).toBe(true)
+        else expect(text, `seq ${seq}`).toBe(all[seq])
+      })
+      for (const seq of asked) expect(got[seq - from]).not.toBe('')
+    }
   })
 
   t.test('stops a read when its signal aborts', async ({ adapter }) => {

@@ -457,6 +457,51 @@ for (const [ciphers, writeCipher, readCipher] of [
       for (let from = 0; from <= 6; from++) for (let to = from; to <= 6; to++) expect(await texts('a', from, to)).toEqual(written.slice(from, to))
     })
 
+    it("skips the pointers it reads as texts when the adapter can; '' where no block covers is CORRUPT_LOG", async () => {
+      const memory = createMemoryAdapter()
+      const writer = await openSealed(memory, { key, compressor, cipher: writeCipher })
+      await writer.createSession(header('s'))
+      await writer.append('s', events(0, 3, 's'))
+      await writer.append('s', events(3, 3, 's'))
+      await writer.append('s', events(6, 1, 's'))
+      const told: number[] = []
+      /** The memory adapter with texts as fs gives them, '' for what the codec says it skips (and `extra` more). */
+      const skipping = (extra: number): StorageAdapter => ({
+        ...memory,
+        kind: memory.kind,
+        readTexts: async function* (id, range, skip) {
+          let skipped = 0
+          for await (const page of memory.readEvents(id, range))
+            yield page.map((e) => {
+              if (skipped > 0) {
+                skipped--
+                return ''
+              }
+              const text = JSON.stringify({ seq: e.seq, type: e.type, time: e.time, data: e.data })
+              skipped = skip ? skip(text, e.seq) : 0
+              if (skipped > 0) {
+                told.push(e.seq, skipped)
+                skipped += extra
+              }
+              return text
+            })
+        },
+      })
+      const texts = async (adapter: StorageAdapter, from = 0) => {
+        const reader = await openSealed(adapter, { key, compressor, cipher: readCipher })
+        const out: string[] = []
+        for await (const page of reader.readTexts!('s', { from })) out.push(...page)
+        return out
+      }
+      const written: string[] = []
+      for await (const page of writer.readEvents('s'))
+        written.push(...page.map((e) => JSON.stringify({ seq: e.seq, type: e.type, time: e.time, data: e.data })))
+      expect(await texts(skipping(0))).toEqual(written)
+      expect(told, 'the two blocks’ pointers: two after seq 0, two after seq 3').toEqual([0, 2, 3, 2])
+      expect(await texts(skipping(0), 1)).toEqual(written.slice(1))
+      await expect(texts(skipping(1))).rejects.toMatchObject({ code: 'CORRUPT_LOG' })
+    })
+
     it('reads back text of every width: accents, CJK, emoji, and escaped lone surrogates, in frames and checkpoint rows', async () => {
       const memory = createMemoryAdapter()
       const sealed = await openSealed(memory, { key, compressor, cipher: writeCipher })

@@ -21,7 +21,7 @@ import { createLogCache } from './log-cache'
 import { createOffsetIndex } from './offset-index'
 import { createRecordFiles } from './records'
 import { settingsOf, type FsAdapterOptions } from './options'
-import { asEvent, asText, createEventReader } from './read-events'
+import { asEvent, asText, createEventReader, textsSkipping } from './read-events'
 import { replaceInLog } from './replace-records'
 import { createWriterHandles } from './writer-handles'
 
@@ -106,9 +106,9 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
       yield* eventsOf(log, range, asEvent)
     },
 
-    async *readTexts(id, range) {
+    async *readTexts(id, range, skip) {
       const log = await onSession('read', id, () => logOf(id))
-      yield* eventsOf(log, range, asText)
+      yield* eventsOf(log, range, skip ? textsSkipping(skip) : asText)
     },
 
     getSession: (id) =>

@@ -5,13 +5,13 @@ import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent } from '../../core/model'
 import { cancelled, notFound, resolveRange, type Guard } from '../../storage/guard'
-import { READ_PAGE, type ReadRange } from '../../storage/types'
+import { READ_PAGE, type ReadRange, type SkipTexts } from '../../storage/types'
 import { corrupt, errno, storageError } from './errors'
 import { LOG_FILE } from './layout'
 import type { Log } from './log'
 import { INDEX_STRIDE, recordIs, type OffsetIndex } from './offset-index'
 import type { FsSettings } from './options'
-import { newWindow, readRecord, readerOf } from './record-format'
+import { newWindow, readRecord, readerOf, recordAt } from './record-format'
 import { scanLog } from './scan'
 
 const READ_CHUNK = 256 * 1024
@@ -19,11 +19,13 @@ const READ_CHUNK = 256 * 1024
 /** Events `range` of `log`, in pages of READ_PAGE, each as `as` makes it of its record's text. */
 export type ReadEvents = <T>(log: Log, range: ReadRange | undefined, as: RecordAs<T>) => AsyncGenerator<T[]>
 
-/** What a record of seq `seq` is read as, from its text (checksummed already); throws why it is not that seq's event. */
-export type RecordAs<T> = (text: string, seq: number) => T
+/** What a record of seq `seq` is read as, from its payload `buf[start, end)` (checksummed already); throws why it is not that seq's event. */
+export type RecordAs<T> = (buf: Buffer, start: number, end: number, seq: number) => T
 
 /** The event, parsed. */
-export const asEvent: RecordAs<SessionEvent> = (text, seq) => {
+export const asEvent: RecordAs<SessionEvent> = (buf, start, end, seq) => parsed(buf.toString('utf8', start, end), seq)
+
+function parsed(text: string, seq: number): SessionEvent {
   let event: SessionEvent
   try {
     event = JSON.parse(text) as SessionEvent
@@ -35,10 +37,32 @@ export const asEvent: RecordAs<SessionEvent> = (text, seq) => {
 }
 
 /** The event's text as it was appended (encodeEvent's, `seq` first), unparsed; one written otherwise is parsed and written so. */
-export const asText: RecordAs<string> = (text, seq) => {
-  if (text.startsWith(`{"seq":${seq},`)) return text
-  const { type, time, data } = asEvent(text, seq)
+export const asText: RecordAs<string> = (buf, start, end, seq) => textOf(buf.toString('utf8', start, end), seq)
+
+function textOf(text: string, seq: number): string {
+  if (startsWithSeq(text, seq)) return text
+  const { type, time, data } = parsed(text, seq)
   return JSON.stringify({ seq, type, time, data })
+}
+
+/** As asText, '' for the records `skip` says the reader will not look at (no text made of them). A read's own: it counts. */
+export function textsSkipping(skip: SkipTexts): RecordAs<string> {
+  let skipped = 0 // records still to skip
+  return (buf, start, end, seq) => {
+    if (skipped > 0) {
+      skipped--
+      return ''
+    }
+    const text = asText(buf, start, end, seq)
+    skipped = skip(text, seq)
+    return text
+  }
+}
+
+/** Whether `text` starts `{"seq":<seq>,` (no string made to compare: this runs once a record). */
+export function startsWithSeq(text: string, seq: number): boolean {
+  const digits = String(seq)
+  return text.startsWith('{"seq":') && text.startsWith(digits, 7) && text.charCodeAt(7 + digits.length) === 44
 }
 
 export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<OffsetIndex, 'rewrite'>, guard: Pick<Guard, 'check'>): ReadEvents {
@@ -75,12 +99,14 @@ export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<Of
     const read = readerOf(fh)
     let page: T[] = []
     while (seq < to) {
-      const record = await readRecord(read, w, at, log.size)
+      // The window holds most records whole: read the file only for one it does not.
+      let record = at >= w.pos ? recordAt(w.buf, at - w.pos, w.end) : undefined
+      if (record?.kind !== 'ok') record = await readRecord(read, w, at, log.size)
       if (record.kind !== 'ok') throw corrupt(log, at, 'a record with a bad checksum or length', seq)
       if (seq >= from) {
         let item: T
         try {
-          item = as(w.buf.toString('utf8', record.start, record.end), seq)
+          item = as(w.buf, record.start, record.end, seq)
         } catch (err) {
           throw corrupt(log, at, (err as Error).message, seq)
         }

@@ -62,8 +62,24 @@ export function recordAt(buf: Buffer, at: number, bufEnd = buf.length): FoundRec
   const flags = buf[at + 8]!
   if (len > MAX_RECORD || (flags & ~FLAG_COMMIT) !== 0) return { kind: 'bad' }
   if (bufEnd - at < RECORD_HEADER + len) return { kind: 'short', need: RECORD_HEADER + len }
-  if (crc32(buf.subarray(at + 4, at + RECORD_HEADER + len)) !== buf.readUInt32LE(at)) return { kind: 'bad' }
+  if (crcOf(buf, at + 4, at + RECORD_HEADER + len) !== buf.readUInt32LE(at)) return { kind: 'bad' }
   return { kind: 'ok', flags, start: at + RECORD_HEADER, end: at + RECORD_HEADER + len }
+}
+
+/** CRC-32 of a record's bytes below this many is computed here: zlib's call costs more than the loop (266 ns against 140 at 45 B). */
+const SMALL_CRC = 96
+const CRC_TABLE = Int32Array.from({ length: 256 }, (_, n) => {
+  let c = n
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+  return c
+})
+
+/** The CRC-32 of `buf[start, end)`, zlib's. */
+function crcOf(buf: Buffer, start: number, end: number): number {
+  if (end - start >= SMALL_CRC) return crc32(buf.subarray(start, end))
+  let c = -1
+  for (let i = start; i < end; i++) c = CRC_TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8)
+  return (c ^ -1) >>> 0
 }
 
 /** True when `rec` (a whole record) carries the checksum of its contents. */

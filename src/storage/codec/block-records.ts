@@ -2,6 +2,7 @@
 // and the pointers of the block's later seqs to it, written out as JSON by hand.
 import type { SessionEvent } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
+import type { SkipTexts } from '../types'
 
 const encoder = new TextEncoder()
 
@@ -26,6 +27,33 @@ export function utf8(text: string): Uint8Array {
   if (read === text.length) return out.subarray(0, written)
   const wide = new Uint8Array(text.length * 3)
   return wide.subarray(0, encoder.encodeInto(text, wide).written)
+}
+
+/**
+ * The records after a block's own that a reader of texts skips (readTexts' `skip`): its pointers,
+ * `time - 1` of them, read from the block record's text. The walk checks the count when it opens
+ * the block; other records skip none.
+ */
+export const skipPointers: SkipTexts = (text, seq) => {
+  const digits = String(seq)
+  const at = 7 + digits.length
+  if (!text.startsWith('{"seq":') || !text.startsWith(digits, 7) || !text.startsWith(',"type":"","time":', at)) return 0
+  const end = text.indexOf(',', at + 18)
+  const count = Number(text.slice(at + 18, end))
+  return text.startsWith(',"data":"', end) && Number.isInteger(count) && count > 1 ? count - 1 : 0
+}
+
+/**
+ * The test of texts for pointers to the block from `head`: isPointer's, with the text's end made
+ * once a block rather than the whole text once a record (a block's later seqs are all pointers).
+ */
+export function pointersTo(head: number): (text: string, seq: number) => boolean {
+  const end = `,"type":"","time":0,"data":${head}}`
+  return (text, seq) => {
+    const digits = String(seq)
+    if (text.length === 7 + digits.length + end.length && text.startsWith('{"seq":') && text.startsWith(digits, 7) && text.endsWith(end)) return true
+    return isPointer(text, seq, head)
+  }
 }
 
 /** Whether `r` (a record, or its text) is seq `seq`'s pointer to the block from `head`. */

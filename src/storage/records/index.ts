@@ -4,7 +4,7 @@
 import { SessionfoldError } from '../../core/errors'
 import type { SessionId } from '../../core/model'
 import { assertKey, assertValue, flat, MAX_KEY_PARTS, resolveKeyRange } from '../kv'
-import type { KeyValueStore, LogStore, ReadRange, RecordKey, StorageAdapter } from '../types'
+import type { KeyValueStore, LogStore, ReadRange, RecordKey, SkipTexts, StorageAdapter } from '../types'
 import { isReserved } from './keys'
 import { storeRows, type Exists } from './rows'
 
@@ -90,7 +90,7 @@ export function composeStorage(log: LogStore, kv: KeyValueStore, options: Compos
     createSession: (header, seed) => log.createSession(header, seed),
     append: (id, batch) => log.append(id, batch),
     readEvents: (id, range) => log.readEvents(id, range),
-    ...(log.readTexts ? { readTexts: (id: SessionId, range?: ReadRange) => log.readTexts!(id, range) } : {}),
+    ...(log.readTexts ? { readTexts: (id: SessionId, range?: ReadRange, skip?: SkipTexts) => log.readTexts!(id, range, skip) } : {}),
     getSession: (id) => log.getSession(id),
     listSessions: (o) => log.listSessions(o),
     listIds: (o) => log.listIds(o),
