@@ -42,7 +42,8 @@ export type StreamRequest =
       streamSeq?: string
       producer?: ProducerTuple
     }
-  | { op: 'read'; id: SessionId; from: number; maxBytes: number }
+  /** Messages from `from` up to about `maxBytes` of body (one at least), and not past `to` (the stream's length when not given). */
+  | { op: 'read'; id: SessionId; from: number; maxBytes: number; to?: number }
   | { op: 'delete'; id: SessionId }
   | {
       op: 'follow'

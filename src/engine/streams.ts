@@ -96,7 +96,7 @@ export class Streams {
         return found.status === 'ok' ? { status: 'ok', stream: found.stream } : found
       }
       case 'read':
-        return this.#read(request.id, request.from, request.maxBytes)
+        return this.#read(request.id, request.from, request.maxBytes, request.to)
       case 'create':
         return this.#create(request)
       case 'append':
@@ -142,12 +142,13 @@ export class Streams {
     if (record.ttl !== undefined) await this.host.kv?.put(touchKey(id), String(this.host.now())).catch(() => {})
   }
 
-  async #read(id: SessionId, from: number, maxBytes: number): Promise<StreamAnswer> {
+  async #read(id: SessionId, from: number, maxBytes: number, to = Number.POSITIVE_INFINITY): Promise<StreamAnswer> {
     const found = await this.#find(id)
     if (found.status !== 'ok') return found
     await this.#touch(id, found.record)
     // Past the end: the stream as it is, nothing read (the handler answers 400).
-    const { count, body } = await readBody(this.host.reader, id, found.record.mode, Math.min(from, found.stream.length), found.stream.length, maxBytes)
+    const end = Math.min(to, found.stream.length)
+    const { count, body } = await readBody(this.host.reader, id, found.record.mode, Math.min(from, end), end, maxBytes)
     return { status: 'read', stream: found.stream, from, count, body }
   }
 

@@ -5,6 +5,7 @@
 // (the engine keeps each stream's protocol state beside its log, changed under the session's
 // writer lock): several processes over one PostgreSQL store serve the same streams.
 import type { Store } from '../../client/store'
+import { SessionfoldError } from '../../core/errors'
 import { isSessionId } from '../../core/limits'
 import type { SessionId } from '../../core/model'
 import { decodeOffset, encodeOffset, type ProducerTuple, type StreamAnswer, type StreamState } from '../../core/streams'
@@ -91,6 +92,7 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
     pollMs: options.pollMs ?? 100,
     sseMs: options.sseMs ?? 60_000,
     maxReadBytes: 1024 * 1024,
+    maxAnswerBytes: 32 * 1024 * 1024,
     headers,
     fail,
     missing,
@@ -138,7 +140,8 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
       }
     } catch (err) {
       if (err instanceof TooLarge) return fail(413, err.message)
-      return fail(503, `the store could not answer: ${(err as Error)?.message ?? String(err)}`)
+      // The code only: a storage error's message names files of the server, which a client has no business seeing.
+      return fail(503, `the store could not answer (${err instanceof SessionfoldError ? err.code : 'an error'})`)
     }
   }
 

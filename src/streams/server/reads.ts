@@ -16,7 +16,10 @@ export interface ReadContext {
   pollMs: number
   /** An SSE response ends after this long (the client reconnects from its offset). */
   sseMs: number
+  /** A page read of the engine, in bytes of body. */
   maxReadBytes: number
+  /** A catch-up answer's bytes, about: past its first page, the pages to this much go out in the same answer. */
+  maxAnswerBytes: number
   headers: Record<string, string>
   /** A refusal: status and message. */
   fail(status: number, message: string): Response
@@ -78,7 +81,8 @@ export async function handleRead(ctx: ReadContext, id: SessionId, url: URL, requ
       return new Response(null, { status: 204, headers: h })
     }
   }
-  const next = from + answer.count
+  // A catch-up that the first page does not finish goes on in the same answer (see `catchUpBody`).
+  const next = live === null && answer.count > 0 ? catchUpEnd(answer, from, ctx.maxAnswerBytes) : from + answer.count
   const atTail = next === answer.stream.length
   const closedHere = answer.stream.closed && atTail
   if (atTail) headers[H.upToDate] = 'true'
@@ -89,7 +93,52 @@ export async function handleRead(ctx: ReadContext, id: SessionId, url: URL, requ
   headers.etag = etag
   headers['cache-control'] = answer.count > 0 ? 'private, max-age=60, stale-while-revalidate=300' : 'no-store'
   if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: { ...ctx.headers, etag } })
-  return new Response(answer.body as BodyInit, { status: 200, headers })
+  const body = next > from + answer.count ? catchUpBody(ctx, id, answer, next) : answer.body
+  return new Response(body as BodyInit, { status: 200, headers })
+}
+
+/**
+ * Where a catch-up answer that starts with `first` ends: the stream's length when `first` was read,
+ * or sooner, so that the answer holds about `maxBytes` at the first page's bytes a message.
+ */
+function catchUpEnd(first: Read, from: number, maxBytes: number): number {
+  const size = typeof first.body === 'string' ? first.body.length : first.body.byteLength
+  const perMessage = Math.max(1, size / first.count)
+  return Math.min(first.stream.length, from + Math.max(first.count, Math.floor(maxBytes / perMessage)))
+}
+
+/**
+ * The body of a catch-up answer from the first page to `end`: one answer, not a request a page. The
+ * pages after the first are read while the one before goes out; each is cut into the one JSON array
+ * (or bytes) the answer promised. A page that cannot be read (the stream deleted meanwhile, the store
+ * closed) breaks the answer off, so that the client sees a failed transfer, never a short body.
+ */
+function catchUpBody(ctx: ReadContext, id: SessionId, first: Read, end: number): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder()
+  const json = typeof first.body === 'string'
+  let at = first.from + first.count
+  const readFrom = (from: number): Promise<StreamAnswer> => {
+    const page = ctx.store.streamRequest({ op: 'read', id, from, maxBytes: ctx.maxReadBytes, to: end })
+    page.catch(() => {}) // awaited by pull; this keeps a client gone meanwhile from leaving it unhandled
+    return page
+  }
+  let ahead = readFrom(at)
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      const body = first.body
+      controller.enqueue(typeof body === 'string' ? encoder.encode(body.slice(0, -1)) : body)
+    },
+    async pull(controller) {
+      const page = await ahead
+      if (page.status !== 'read' || page.count === 0 || page.from !== at) throw new Error(`the stream's page at ${at} could not be read (${page.status})`)
+      at += page.count
+      if (at < end) ahead = readFrom(at)
+      const body = page.body
+      if (!json) controller.enqueue(body as Uint8Array)
+      else controller.enqueue(encoder.encode(`,${(body as string).slice(1, at < end ? -1 : undefined)}`))
+      if (at >= end) controller.close()
+    },
+  })
 }
 
 /** An SSE data line: `data:` and the text (a space between only when the text starts with one, which a parser takes off). */

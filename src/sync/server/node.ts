@@ -58,7 +58,10 @@ export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res
         }
         res.end()
       } catch {
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+        // A body broken off after its headers went: the connection is cut, so that the client sees a
+        // failed transfer rather than a short body that ended well.
+        if (res.headersSent) return void res.destroy()
+        res.writeHead(500, { 'content-type': 'application/json' })
         res.end()
       }
     })()
