@@ -17,6 +17,7 @@ import type { ImportWriter } from './apply-changes'
 export interface HeldImportWriter {
   writer: ImportWriter
   release(): Promise<void>
+  wanted(since: number): Promise<boolean> // another engine was refused the lock since `since` (true: cannot tell)
 }
 import type { ChainKeeper, PrefixState } from './chains'
 import type { StoreReader } from './reader'
@@ -248,6 +249,7 @@ export class LiveSessions {
     }
     return {
       writer,
+      wanted: async (since) => this.options.locks.wanted?.(id, since) ?? true,
       release: async () => {
         if (released) return
         released = true

@@ -1,7 +1,7 @@
 // The writes of Durable Streams (streams.ts): each stream's one at a time, in the order they
 // came, under the session's writer lock. A busy stream keeps its writer between requests (the
 // lock, the session open, its log and projections warm) and lets go of it once idle for
-// IDLE_MS, after HOLD_MS held (another process waiting for the lock gets its turn), and when
+// IDLE_MS, after HOLD_MS held when another process asked for the lock (it gets its turn), and when
 // the engine or the session needs it (a delete, an app opening it for writing).
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import type { SessionId } from '../core/model'
@@ -10,7 +10,7 @@ import type { HeldImportWriter, LiveSessions } from './live-sessions'
 
 /** A stream's writer is let go once no write came for this long. */
 const IDLE_MS = 100
-/** ...and after it was held this long, for at least YIELD_MS, so that another process waiting gets it. */
+/** ...and after it was held this long, for at least YIELD_MS, when another process asked for it meanwhile (WriterLocks.wanted). */
 const HOLD_MS = 2000
 const YIELD_MS = 40
 /** How long a write waits for a session another writer has open before it answers 'locked'; the most it pauses between tries. */
@@ -62,6 +62,8 @@ export class StreamWriters {
       await this.release(id)
       throw err
     }
+    // Held HOLD_MS: let go for YIELD_MS when another engine asked for it meanwhile, else held on.
+    if (!this.#closed && Date.now() - held.since >= HOLD_MS && !(await held.wanted(held.since))) held.since = Date.now()
     if (this.#closed || Date.now() - held.since >= HOLD_MS) {
       this.#yielding.set(id, Date.now() + YIELD_MS)
       await this.release(id)

@@ -8,6 +8,12 @@ export interface WriterLocks {
   acquire(id: SessionId): Promise<() => Promise<void>>
   /** True while some client holds the session open for writing. */
   isHeld(id: SessionId): Promise<boolean>
+  /**
+   * Whether another engine was refused the session's lock since `since` (ms since the epoch),
+   * asked by one that holds it for a while (a busy Durable Stream) before it keeps it longer.
+   * Optional: a holder that cannot ask lets go every so often all the same.
+   */
+  wanted?(id: SessionId, since: number): Promise<boolean>
 }
 
 export function locked(id: SessionId): SessionfoldError {
@@ -30,5 +36,7 @@ export function createLocalLocks(): WriterLocks {
     async isHeld(id) {
       return held.has(id)
     },
+    // No other engine sees these locks.
+    wanted: async () => false,
   }
 }

@@ -154,6 +154,23 @@ describe('writer locks across processes', () => {
     expect((await readdir(join(dir, 'locks'))).filter((n) => n.includes('takeover'))).toEqual([])
   })
 
+  it('tells the holder when another engine was refused its lock since a time (wanted), and forgets it on release', async () => {
+    const [a, b] = [createFsLocks(dir), createFsLocks(dir)]
+    const release = await a.acquire('w')
+    const since = Date.now()
+    expect(await a.wanted!('w', since)).toBe(false)
+    await expectCode(b.acquire('w'), 'SESSION_LOCKED')
+    expect(await a.wanted!('w', since)).toBe(true)
+    expect(await a.wanted!('w', Date.now() + 5_000), 'a refusal before the time asked about').toBe(false)
+    expect(await a.wanted!('other', since), 'another session').toBe(false)
+    await release()
+    expect(await b.wanted!('w', since), 'released: the want is gone with the lock').toBe(false)
+    const again = await b.acquire('w')
+    expect(await b.wanted!('w', since)).toBe(false)
+    await again()
+    expect((await readdir(join(dir, 'locks'))).filter((n) => n.includes(folderOf('w')))).toEqual([])
+  })
+
   it('a thread that dies while writing a lock leaves none behind: the session is free at once', async () => {
     await mkdir(join(dir, 'locks'), { recursive: true })
     const worker = new Worker(new URL('../../src/client/node-boot.mjs', import.meta.url), {

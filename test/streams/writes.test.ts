@@ -3,7 +3,7 @@
 //  - appends that arrive together go out together, each decided in turn: every one lands once,
 //    in order, and a producer's requests sent at once land in the order of their Producer-Seq
 //    whatever order they arrive in;
-//  - a busy stream keeps its writer between requests, and lets go of it when the app opens the
+//  - a busy stream keeps its writer between requests (past 2 s when no other store asks), and lets go of it when the app opens the
 //    session for writing or deletes it, and when the store closes; and after 2 s held, so a
 //    handler of another store over the same folder gets its turn;
 //  - the producer state is committed with the append: after a restart, a retry is a duplicate;
@@ -11,7 +11,7 @@
 //    readable at rest, and verify finds every session whole.
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -162,6 +162,22 @@ describe('stream writes', () => {
     expect(got.filter((m) => m.from === 'b')).toHaveLength(1)
     expect(got.filter((m) => m.from === 'a')).toHaveLength(fromA)
   }, 30_000)
+
+  it('keeps a busy stream’s writer past 2 s when no other store asks for it: its lock is never let go meanwhile', async () => {
+    const a = await open()
+    const { base } = await serve(a)
+    expect((await fetch(`${base}/kept`, { method: 'PUT', headers: json })).status).toBe(201)
+    expect(await post(`${base}/kept`, json, { n: -1 })).toBe(204)
+    const lock = join(dir, 'store', 'locks', 's-kept.lock')
+    const first = await stat(lock)
+    // Appends back to back (the writer never idle for 100 ms) for 2.6 s: past one HOLD_MS.
+    const t0 = Date.now()
+    let n = 0
+    while (Date.now() - t0 < 2_600) expect(await post(`${base}/kept`, json, { n: n++ })).toBe(204)
+    // Let go and taken again, the lock would be another file (made anew and linked into place).
+    expect((await stat(lock)).ino).toBe(first.ino)
+    expect(await messages(`${base}/kept`)).toHaveLength(n + 1)
+  })
 
   it('keeps the producer state with the append: after a restart a retry is a duplicate, the next seq lands', async () => {
     let store = await open()

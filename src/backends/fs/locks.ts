@@ -2,7 +2,7 @@
 // session, created with O_EXCL, holding its owner's pid, thread and token. A lock whose owner
 // process is gone is taken over; the client removes those of a worker thread that exited.
 import { randomBytes } from 'node:crypto'
-import { link, mkdir, open, readFile, readdir, stat, unlink } from 'node:fs/promises'
+import { link, mkdir, open, readFile, readdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { threadId } from 'node:worker_threads'
 import { lockFile, locksDir } from './layout'
@@ -34,6 +34,9 @@ function lockError(err: unknown, id: SessionId): SessionfoldError {
   }
   return new SessionfoldError('STORAGE_UNAVAILABLE', `the writer lock of ${where(id)} cannot be written: ${(err as Error)?.message ?? String(err)}`, details)
 }
+
+/** A want file's time is taken as up to this much late: some file systems keep whole seconds only. */
+const MTIME_SLACK_MS = 1000
 
 export function createFsLocks(dir: string): WriterLocks {
   const lockDir = locksDir(dir)
@@ -96,6 +99,15 @@ export function createFsLocks(dir: string): WriterLocks {
     }
   }
 
+  /** Beside the lock: touched by every engine refused it, so that one holding it for a while knows to let go (`wanted`). */
+  const wantFile = (id: SessionId) => `${path(id)}.want`
+
+  /** SESSION_LOCKED, once the want file says so to the holder (a file that cannot be written only goes unsaid). */
+  async function refused(id: SessionId): Promise<SessionfoldError> {
+    await writeFile(wantFile(id), '').catch(() => {})
+    return locked(id)
+  }
+
   /** Writes `data` whole to a new file at `file` (EEXIST if there is one); on failure, leaves none. */
   async function writeNew(file: string, data: string, id: SessionId): Promise<void> {
     const fh = await open(file, 'wx')
@@ -148,22 +160,27 @@ export function createFsLocks(dir: string): WriterLocks {
             held.delete(id)
             const o = await owner(id)
             if (typeof o === 'object' && o.token === token) await unlink(path(id)).catch(() => {})
+            await unlink(wantFile(id)).catch(() => {}) // whoever wanted it can take it now
           }
         } catch (err) {
           if (err instanceof SessionfoldError) throw err
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw lockError(err, id)
           const now = await current(id)
-          if (!stale(now.owner)) throw locked(id)
+          if (!stale(now.owner)) throw await refused(id)
           if (now.key !== undefined) await takeOver(id, now.key) // from a dead owner; then race for it again
         }
       }
-      throw locked(id)
+      throw await refused(id)
     },
     async isHeld(id) {
       await ready
       if (held.has(id)) return true
       const o = await owner(id)
       return o !== undefined && !stale(o)
+    },
+    async wanted(id, since) {
+      const st = await stat(wantFile(id)).catch(() => undefined)
+      return st !== undefined && st.mtimeMs >= since - MTIME_SLACK_MS
     },
   }
 }
