@@ -121,6 +121,33 @@ describe('catch-up reads', () => {
       expect((await fetch(url, { method: 'HEAD' })).status).toBe(200)
     })
 
+  for (const live of ['sse', 'long-poll'])
+    it(`stops a ${live} read when its client goes away: no more reads of the store for it`, async () => {
+      const store = await open()
+      let reads = 0
+      const url = `${await serve({
+        streamRequest: (request: StreamRequest) => {
+          if (request.op === 'read' || request.op === 'head') reads++
+          return store.streamRequest(request)
+        },
+      })}/watched`
+      await fill(url, 1)
+      const tail = (await fetch(url, { method: 'HEAD' })).headers.get('stream-next-offset')
+      const gone = new AbortController()
+      // A long-poll answers only at its end (20 s): not awaited. An SSE answer's headers come at once.
+      const answer = fetch(`${url}?offset=${tail}&live=${live}`, { signal: gone.signal }).then((res) => res.status)
+      answer.catch(() => {})
+      if (live === 'sse') expect(await answer).toBe(200)
+      const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+      await pause(400)
+      expect(reads, 'the reader looks again every pollMs (100 ms) while it waits').toBeGreaterThan(3)
+      gone.abort()
+      await pause(200)
+      const after = reads
+      await pause(600)
+      expect(reads).toBe(after)
+    })
+
   it('still checks the records a read skips (a block’s pointers): a damaged one is refused, nothing of the stream given', async () => {
     const store = await open()
     const url = `${await serve(store)}/damaged`
