@@ -43,6 +43,8 @@ import {
 } from './stats'
 import { startStreamsServer, type StreamsServer, type StreamsServerKind } from './support/streams-server'
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+
 // ---- configuration ------------------------------------------------------------------------
 
 const CONFIG = {
@@ -367,7 +369,7 @@ async function partCatchUp(servers: Record<Side, StreamsServer>): Promise<ReadPa
         }
         shape.set(enc.key, { ...shape.get(enc.key)!, [side]: { requests: read.requests, bodyBytes: read.bodyBytes, compressed: read.compressed } })
         line.push(
-          `${enc.key} ${side} ${fmt(perSecond, 0)}/s (${read.requests} requests${read.compressed ? ', compressed' : ''}, server ${fmt(cpuMs, 0)} ms CPU)`,
+          `${enc.key} ${side} ${fmt(perSecond, 0)}/s (${plural(read.requests, 'request')}${read.compressed ? ', compressed' : ''}, server ${fmt(cpuMs, 0)} ms CPU)`,
         )
       }
     }
@@ -655,7 +657,7 @@ async function main(): Promise<void> {
         ),
       )
       for (const side of SERVERS) {
-        const how = `${e.requests[side]} requests, ${fmt(e.bodyBytes[side] / 2 ** 20, 1)} MiB of JSON${e.compressed[side] ? ', gzipped' : ''}`
+        const how = `${plural(e.requests[side], 'request')}, ${fmt(e.bodyBytes[side] / 2 ** 20, 1)} MiB of JSON${e.compressed[side] ? ', gzipped' : ''}`
         figures.push([`(2) catch-up, ${e.key}: ${side} (${how})`, e.rate[side], 'messages/s', 0])
         figures.push([`(2) catch-up, ${e.key}: ${side} server CPU`, e.cpuMsPerRead[side], 'ms a read', 0])
       }
@@ -764,7 +766,7 @@ function explain(
   const gzip = read?.byEncoding.find((e) => e.key === 'gzip')
   if (read && identity) {
     out.push(
-      `Catch-up: sessionfold answers in ${identity.requests.sessionfold} requests (pages of at most 1 MiB), the reference in ${identity.requests.reference}; ` +
+      `Catch-up: sessionfold answers in ${plural(identity.requests.sessionfold, 'request')} (read in pages of 1 MiB, each while the one before goes out), the reference in ${identity.requests.reference}; ` +
         `the server's CPU a read is ${fmt(identity.cpuMsPerRead.sessionfold.median, 0)} ms against ${fmt(identity.cpuMsPerRead.reference.median, 0)} ms` +
         `${gzip ? ` (offered gzip, the reference compresses: ${fmt(gzip.cpuMsPerRead.reference.median, 0)} ms)` : ''}. ` +
         `Filling the stream (POSTs of ${CONFIG.fillBatch} messages, ${CONFIG.fillWriters} at once, untimed for the ratio) took ${fmt(read.fill.sessionfold.seconds, 1)} s on sessionfold ` +
