@@ -20,6 +20,8 @@ export interface Guard {
    * what the call throws into the error the caller sees (see toStorageError).
    */
   run<T>(call: () => Promise<T>, mapError?: (err: unknown) => unknown): Promise<T>
+  /** How many calls are in flight. */
+  inFlight(): number
   /**
    * Refuses new calls, waits for those in flight (and any they start), then `release`s the
    * adapter's files or connections. Every call of close() answers with the first one's promise.
@@ -49,6 +51,7 @@ export function createGuard(kind: string): Guard {
       task.then(settle, settle)
       return task
     },
+    inFlight: () => inFlight.size,
     close(release) {
       closing ??= (async () => {
         isClosed = true

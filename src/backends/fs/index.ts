@@ -48,7 +48,7 @@ export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter 
   const feed = createFeedFile(settings)
   const folders = createFolders(settings, logs.isRemoving, feed)
   const records = createRecordFiles(settings, folders.has, folders.idsAfter)
-  const commit = createGroupCommit(settings, handles, index, feed)
+  const commit = createGroupCommit(settings, handles, index, feed, guard.inFlight)
   const eventsOf = createEventReader(settings, index, guard)
 
   /** Runs a public operation through the guard, once the store's folders are there. */
