@@ -38,6 +38,8 @@ export interface StreamsHost {
 }
 
 const recordKey = (id: SessionId) => ['session', id, 'stream']
+/** A stream record's puts: durable, and often (once an append: fs writes it over in place, one sync). */
+const DURABLE = { durability: 'durable', often: true } as const
 const touchKey = (id: SessionId) => ['session', id, 'stream-touched']
 const forkKey = (source: SessionId, fork: SessionId) => ['session', source, 'stream-fork', fork]
 type Found = { status: 'not-found' | 'gone' } | { status: 'ok'; stream: StreamState; record: StreamRecord; header: SessionHeader }
@@ -205,8 +207,7 @@ export class Streams {
       const locked = await this.#writers.locked(id, async (writer) => {
         await writer.create(header, seed)
         // Kept unless it says nothing a session's own stream does not (a fork of a session, with no TTL, open).
-        if (JSON.stringify(record) !== JSON.stringify(sessionRecord()))
-          await this.host.kv!.put(recordKey(id), JSON.stringify(record), { durability: 'durable' })
+        if (JSON.stringify(record) !== JSON.stringify(sessionRecord())) await this.host.kv!.put(recordKey(id), JSON.stringify(record), DURABLE)
         if (record.ttl !== undefined) await this.host.kv!.put(touchKey(id), String(this.host.now()))
         if (fork) await this.host.kv!.put(forkKey(fork.from, id), '1', { durability: 'durable' })
         if (extra.length > 0) await writer.append(extra)
@@ -323,12 +324,12 @@ export class Streams {
    */
   async #write(writer: ImportWriter, id: SessionId, record: StreamRecord, next: StreamRecord, at: number, events: EncodedEvent[]): Promise<void> {
     const kv = this.host.kv!
-    if (events.length === 0) return kv.put(recordKey(id), JSON.stringify(next), { durability: 'durable' })
-    await kv.put(recordKey(id), JSON.stringify({ ...record, intent: { at, next } }), { durability: 'durable' })
+    if (events.length === 0) return kv.put(recordKey(id), JSON.stringify(next), DURABLE)
+    await kv.put(recordKey(id), JSON.stringify({ ...record, intent: { at, next } }), DURABLE)
     try {
       await writer.append(events)
     } catch (err) {
-      await kv.put(recordKey(id), JSON.stringify(record), { durability: 'durable' }).catch(() => {})
+      await kv.put(recordKey(id), JSON.stringify(record), DURABLE).catch(() => {})
       throw err
     }
   }
@@ -371,7 +372,7 @@ export class Streams {
     if (forks.length > 0) {
       // Forks stand on it: gone to clients, kept until the last of them goes.
       const locked = await this.#writers.locked(id, async () => {
-        await this.host.kv!.put(recordKey(id), JSON.stringify({ ...found.record, gone: true }), { durability: 'durable' })
+        await this.host.kv!.put(recordKey(id), JSON.stringify({ ...found.record, gone: true }), DURABLE)
       })
       return locked ? { status: 'locked' } : { status: 'deleted' }
     }

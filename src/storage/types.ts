@@ -141,6 +141,11 @@ export type PutDurability = 'cache' | 'whole' | 'durable'
 export interface PutOptions {
   /** Default 'cache'. */
   durability?: PutDurability
+  /**
+   * A hint: this key is put again and again (a Durable Stream's record, once an append). An
+   * adapter may keep it in a form cheaper to replace; durability is as asked all the same.
+   */
+  often?: boolean
 }
 
 /**

@@ -1,7 +1,7 @@
 // Key-value records on files (StorageAdapter.kv and the store's rows over it): one file per key,
 // exactly its value, written to a temp file and renamed into place (synced first for a 'whole'
 // put, and its folder after for a 'durable' one), so a reader finds the old value or the new
-// one. A session's records are in its folder's kv/, so deleting the session (its folder renamed
+// one; a key put often and durably is a file of two copies written over in place (slotted.ts). A session's records are in its folder's kv/, so deleting the session (its folder renamed
 // to the trash at once) takes them with it; the store's own are in <root>/kv/. The store's rows
 // (src/storage/records) stay where stores of 0.1 keep them: a session's checkpoint row in its
 // checkpoint.json, its history rows in history/<at>.json, meta records in <root>/meta/<key>; its
@@ -15,6 +15,7 @@ import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, takeRan
 import { CHECKPOINT_PART, HISTORY_PART, INDEX_PART, META_PART, positionOf, positionPart, SUMMARY_PART } from '../../storage/records/keys'
 import type { KeyValueStore, PutDurability, RecordKey } from '../../storage/types'
 import { replaceDurable, writeDurable } from './durable'
+import { isSlotted, overwriteSlotted, slottedFile, slottedValue } from './slotted'
 import { errno, namesIn } from './errors'
 import { createIndexFiles, isIndexKey } from './index-files'
 import { createListings } from './listings'
@@ -114,7 +115,7 @@ export function createRecordFiles(
     return keys
   }
 
-  async function write(tmp: string, path: string, value: string, durability: PutDurability): Promise<void> {
+  async function write(tmp: string, path: string, value: string | Buffer, durability: PutDurability): Promise<void> {
     if (durability === 'durable') return replaceDurable(fs, tmp, path, value)
     if (durability === 'whole') {
       await writeDurable(fs, tmp, value)
@@ -136,7 +137,8 @@ export function createRecordFiles(
       const { dir, name, legacy } = placeOf(key)
       for (const path of legacy === undefined ? [join(dir, name)] : [join(dir, name), legacy]) {
         try {
-          return await fs.readFile(path, 'utf8')
+          const file = await fs.readFile(path)
+          return isSlotted(file) ? slottedValue(file) : file.toString('utf8')
         } catch (err) {
           if (errno(err) !== 'ENOENT') throw err
         }
@@ -147,6 +149,10 @@ export function createRecordFiles(
       assertKey(key)
       if (isIndexKey(key)) return index.put(key, value, options?.durability ?? 'cache')
       const { dir, name, owner, row, legacy } = placeOf(key)
+      const durability = options?.durability ?? 'cache'
+      // Put often and durably: written over in place (slotted.ts) once its file is of two copies.
+      const slotted = options?.often === true && durability === 'durable' && !row && legacy === undefined
+      if (slotted && (await overwriteSlotted(fs, join(dir, name), value))) return
       if (owner !== undefined && !(await sessionExists(owner))) throw notFoundForKey(owner, key)
       // A row's temp file is named as the session's checkpoint in the making (layout.ts).
       const tmp = join(tmpDir(root), row ? scratchName(owner!, 'ckpt') : `rec.${randomBytes(6).toString('hex')}`)
@@ -156,7 +162,7 @@ export function createRecordFiles(
         await fs.mkdir(dir, { recursive: owner === undefined }).catch((err: unknown) => {
           if (errno(err) !== 'EEXIST') throw err
         })
-        await write(tmp, join(dir, name), value, options?.durability ?? 'cache')
+        await write(tmp, join(dir, name), slotted ? slottedFile(value) : value, durability)
         listed.forget(dir)
         if (legacy !== undefined) await removeLegacy(legacy)
       } catch (err) {
