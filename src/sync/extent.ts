@@ -16,6 +16,15 @@ export function extend(map: Map<SessionId, Extent>, id: SessionId, createdAt: nu
   if (!had || had.createdAt !== createdAt || had.length < length) map.set(id, { createdAt, length })
 }
 
+/**
+ * `map` extended by what `batch` holds: the server's, before an import of it lands here (the
+ * live loop and the push rounds run side by side: a round while it lands would send it back,
+ * and for a token that may only read, that push is refused, a flip to `error`).
+ */
+export function extendBy(map: Map<SessionId, Extent>, batch: ChangeBatch): void {
+  for (const e of batch.sessions) extend(map, e.header.id, e.header.createdAt, e.from + e.events.length)
+}
+
 /** The batch without the part of each session `known` says is there already. */
 export function trimKnown(batch: ChangeBatch, known: ReadonlyMap<SessionId, Extent>): ChangeBatch {
   const sessions = []

@@ -3,7 +3,7 @@
 import type { ChangeCursor, SyncConflict, SyncSkip } from '../core/changes'
 import type { SessionId } from '../core/model'
 import { SYNC_PATHS, SYNC_PROTOCOL, type PullAnswer, type PushAnswer } from './protocol'
-import { extend, trimKnown, type Extent } from './extent'
+import { extend, extendBy, trimKnown, type Extent } from './extent'
 import { HttpFailure, Link, type Lane } from './link'
 import type { LoopHost } from './types'
 import { forkedIn, pullQuery, readEvents, serverCopy, told } from './pulls'
@@ -291,6 +291,7 @@ class Loop {
     // pulls and live stream carry back to every reader, this one included.
     const batch = trimKnown(answer.batch, this.#hereHas)
     if (batch.sessions.length > 0 || batch.deleted) {
+      extendBy(this.#serverHas, batch) // before it lands: a push round meanwhile must not send it back
       const result = await this.host.store.applyChanges(batch)
       await this.#addConflicts(result.conflicts)
       // A session deleted here stays so (this store's tombstone goes to the server with its next push).
@@ -318,6 +319,7 @@ class Loop {
       for (;;) {
         const answer = await this.#pull(cursor, ids)
         if (answer.batch.sessions.length > 0 || answer.batch.deleted) {
+          extendBy(this.#serverHas, answer.batch)
           const result = await this.host.store.applyChanges(answer.batch)
           await this.#addConflicts(result.conflicts)
           for (const s of result.skipped) if (s.reason !== 'deleted') this.#retryPull.add(s.id)

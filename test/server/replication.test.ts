@@ -75,7 +75,14 @@ async function serve(store: Store, extra: Partial<SyncHandlerOptions> = {}): Pro
 }
 
 /** A loop host over `store` that records every batch the loop imports, and whose `online()` plays the browser's event. */
-function hostOver(store: Store, base: string, options: ConnectOptions, meta = new Map<string, string>()) {
+function hostOver(
+  store: Store,
+  base: string,
+  options: ConnectOptions,
+  meta = new Map<string, string>(),
+  /** `holdApplyMs`: each import's answer held this long after its events landed; `fetch`: the loop's. */
+  hooks: { holdApplyMs?: number; fetch?: typeof fetch } = {},
+) {
   const stop = new AbortController()
   const imported: ChangeBatch[] = []
   const onlineWaits = new Set<() => void>()
@@ -86,7 +93,12 @@ function hostOver(store: Store, base: string, options: ConnectOptions, meta = ne
   const host: LoopHost = {
     store: {
       changesSince: (cursor, o) => store.changesSince(cursor, o),
-      applyChanges: (batch) => (imported.push(batch), store.applyChanges(batch)),
+      applyChanges: async (batch) => {
+        imported.push(batch)
+        const result = await store.applyChanges(batch)
+        if (hooks.holdApplyMs) await new Promise((resolve) => setTimeout(resolve, hooks.holdApplyMs))
+        return result
+      },
       forkConflict: () => Promise.reject(new Error('these tests connect with onConflict: report')),
       isOpenForWriting: async () => false,
       getMeta: async (key) => meta.get(key),
@@ -95,7 +107,7 @@ function hostOver(store: Store, base: string, options: ConnectOptions, meta = ne
     base,
     key: 'test',
     options: { headers: AUTH, pollMs: 50, onConflict: 'report', ...options },
-    fetch: globalThis.fetch,
+    fetch: hooks.fetch ?? globalThis.fetch,
     signal: stop.signal,
     state: () => state,
     set: (patch) => {
@@ -173,6 +185,31 @@ describe('the replication loop', () => {
       await ra.close()
       await rb.close()
       expect(await dumpStore(b)).toEqual(await dumpStore(a))
+    }
+  })
+
+  it('sends nothing back of what it pulls, even to a round that runs while the import lands', async () => {
+    for (const live of [true, 'long-poll', false] as const) {
+      const server = await open(`server-held-${live}`)
+      const http = await serve(server)
+      const theirs = await server.createSession({ id: `theirs-held-${live}` })
+      await theirs.append([{ type: 'app/x' }, { type: 'app/y' }])
+      await theirs.close()
+      const a = await open(`a-held-${live}`)
+      // Every push the loop sends: the sessions in it.
+      const pushed: string[] = []
+      const fetch: typeof globalThis.fetch = async (url, init) => {
+        if (String(url).endsWith('/push') && typeof init?.body === 'string')
+          pushed.push(...(JSON.parse(init.body) as ChangeBatch).sessions.map((e) => e.header.id))
+        return globalThis.fetch(url, init)
+      }
+      // The import's events are in the store 300 ms before its answer: rounds (every 50 ms) run meanwhile.
+      const r = hostOver(a, http.url, { live }, undefined, { holdApplyMs: 300, fetch })
+      await until(async () => (await count(a, `theirs-held-${live}`)) === 2, 10_000)
+      await r.synced()
+      await new Promise((resolve) => setTimeout(resolve, 400))
+      expect(pushed, `live: ${live}`).not.toContain(`theirs-held-${live}`)
+      await r.close()
     }
   })
 
