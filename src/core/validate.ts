@@ -270,6 +270,16 @@ export function eventFromBody(body: string, seq: number, sessionId: SessionId, m
   return { event, json }
 }
 
+/**
+ * Where an event's text as encodeEvent writes it (`{"seq":<seq>,…`) goes on after its seq: the
+ * index just past the digits, or -1 when it does not start so. Makes no string of the text (its
+ * readers run it once a record).
+ */
+export function seqEnd(text: string, seq: number): number {
+  const digits = String(seq)
+  return text.startsWith('{"seq":') && text.startsWith(digits, 7) ? 7 + digits.length : -1
+}
+
 /** Validates one app-supplied event and encodes it with its seq (body, then seq). */
 export function encodeEventInput(input: unknown, seq: number, sessionId: SessionId, options: { maxBytes?: number; now?: number } = {}): EncodedEvent {
   return eventFromBody(encodeEventBody(input, sessionId, { ...options, seq }), seq, sessionId, options.maxBytes)

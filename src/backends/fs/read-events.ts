@@ -4,6 +4,7 @@
 import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent } from '../../core/model'
+import { seqEnd } from '../../core/validate'
 import { cancelled, notFound, resolveRange, type Guard } from '../../storage/guard'
 import { READ_PAGE, type ReadRange, type SkipTexts } from '../../storage/types'
 import { corrupt, errno, storageError } from './errors'
@@ -40,7 +41,8 @@ function parsed(text: string, seq: number): SessionEvent {
 export const asText: RecordAs<string> = (buf, start, end, seq) => textOf(buf.toString('utf8', start, end), seq)
 
 function textOf(text: string, seq: number): string {
-  if (startsWithSeq(text, seq)) return text
+  const at = seqEnd(text, seq)
+  if (at > 0 && text.charCodeAt(at) === 44) return text
   const { type, time, data } = parsed(text, seq)
   return JSON.stringify({ seq, type, time, data })
 }
@@ -57,12 +59,6 @@ export function textsSkipping(skip: SkipTexts): RecordAs<string> {
     skipped = skip(text, seq)
     return text
   }
-}
-
-/** Whether `text` starts `{"seq":<seq>,` (no string made to compare: this runs once a record). */
-export function startsWithSeq(text: string, seq: number): boolean {
-  const digits = String(seq)
-  return text.startsWith('{"seq":') && text.startsWith(digits, 7) && text.charCodeAt(7 + digits.length) === 44
 }
 
 export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<OffsetIndex, 'rewrite'>, guard: Pick<Guard, 'check'>): ReadEvents {

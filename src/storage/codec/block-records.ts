@@ -1,7 +1,7 @@
 // The inner adapter's records of a sealed log (sealed-storage.ts): a block's record (its envelope)
 // and the pointers of the block's later seqs to it, written out as JSON by hand.
 import type { SessionEvent } from '../../core/model'
-import type { EncodedEvent } from '../../core/validate'
+import { seqEnd, type EncodedEvent } from '../../core/validate'
 import type { SkipTexts } from '../types'
 
 const encoder = new TextEncoder()
@@ -29,15 +29,20 @@ export function utf8(text: string): Uint8Array {
   return wide.subarray(0, encoder.encodeInto(text, wide).written)
 }
 
+/** Whether `text` (seq `seq`'s) is a record of the codec's: a block's, or a pointer to one. */
+export const isBlockText = (text: string, seq: number): boolean => {
+  const at = seqEnd(text, seq)
+  return at > 0 && text.startsWith(',"type":"",', at)
+}
+
 /**
  * The records after a block's own that a reader of texts skips (readTexts' `skip`): its pointers,
  * `time - 1` of them, read from the block record's text. The walk checks the count when it opens
  * the block; other records skip none.
  */
 export const skipPointers: SkipTexts = (text, seq) => {
-  const digits = String(seq)
-  const at = 7 + digits.length
-  if (!text.startsWith('{"seq":') || !text.startsWith(digits, 7) || !text.startsWith(',"type":"","time":', at)) return 0
+  const at = seqEnd(text, seq)
+  if (at < 0 || !text.startsWith(',"type":"","time":', at)) return 0
   const end = text.indexOf(',', at + 18)
   const count = Number(text.slice(at + 18, end))
   return text.startsWith(',"data":"', end) && Number.isInteger(count) && count > 1 ? count - 1 : 0
@@ -50,8 +55,8 @@ export const skipPointers: SkipTexts = (text, seq) => {
 export function pointersTo(head: number): (text: string, seq: number) => boolean {
   const end = `,"type":"","time":0,"data":${head}}`
   return (text, seq) => {
-    const digits = String(seq)
-    if (text.length === 7 + digits.length + end.length && text.startsWith('{"seq":') && text.startsWith(digits, 7) && text.endsWith(end)) return true
+    const at = seqEnd(text, seq)
+    if (at > 0 && text.length === at + end.length && text.endsWith(end)) return true
     return isPointer(text, seq, head)
   }
 }

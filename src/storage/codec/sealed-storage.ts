@@ -22,7 +22,7 @@ import { CODEC_META_KEY, type EncryptionKey, type Keyring } from './keyring'
 import { resealSession, type ResealReport } from './reseal'
 import { checkSealedValue, sealedRecords } from './sealed-records'
 import { Unreadable, type EnvelopeCodec } from './seal'
-import { isPointer, pointersTo, record, skipPointers, utf8 } from './block-records'
+import { isBlockText, isPointer, pointersTo, record, skipPointers, utf8 } from './block-records'
 
 /** The id of warmUp's envelopes (never stored). */
 const WARM_UP_ID = 'sessionfold-warm-up'
@@ -237,7 +237,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
           continue
         }
         if (r === '') throw corrupt(id, 'a block record', new Error('it was skipped as a pointer of a block that does not cover it'), seq)
-        if (typeof r === 'string' ? !r.startsWith('"type":"",', 8 + String(seq).length) || !r.startsWith(`{"seq":${seq},`) : r.type !== '') {
+        if (typeof r === 'string' ? !isBlockText(r, seq) : r.type !== '') {
           if (codec.encrypted) throw new SessionfoldError('CORRUPT_LOG', `${where(id, seq)} is not encrypted, in an encrypted store`, { sessionId: id, seq })
           out.push(plain(r))
           covered = seq + 1

@@ -118,7 +118,7 @@ function catchUpBody(ctx: ReadContext, id: SessionId, first: Read, end: number):
   const json = typeof first.body === 'string'
   let at = first.from + first.count
   const readFrom = (from: number): Promise<StreamAnswer> => {
-    const page = ctx.store.streamRequest({ op: 'read', id, from, maxBytes: ctx.maxReadBytes, to: end })
+    const page = read(ctx, id, from, end)
     page.catch(() => {}) // awaited by pull; this keeps a client gone meanwhile from leaving it unhandled
     return page
   }
@@ -146,8 +146,9 @@ function dataLine(line: string): string {
   return line.startsWith(' ') ? `data: ${line}` : `data:${line}`
 }
 
-function read(ctx: ReadContext, id: SessionId, from: number): Promise<StreamAnswer> {
-  return ctx.store.streamRequest({ op: 'read', id, from, maxBytes: ctx.maxReadBytes })
+/** A page of messages from `from`, not past `to` (the stream's length when not given). */
+function read(ctx: ReadContext, id: SessionId, from: number, to?: number): Promise<StreamAnswer> {
+  return ctx.store.streamRequest({ op: 'read', id, from, maxBytes: ctx.maxReadBytes, ...(to === undefined ? {} : { to }) })
 }
 
 /** Server-sent events from `from` on (PROTOCOL.md §5.8): data events, each followed by a control event. */
