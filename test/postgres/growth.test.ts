@@ -2,7 +2,8 @@
 // pg_notify on a followed session's channel committed by another connection (as the adapter's
 // append does) reaches listen's callback (latency measured over 200 notices and printed), with
 // its length and the events it carries; sessions not followed are not heard; growth without a
-// notice is found by the poll of followed sessions within pollMs; a cut connection is LISTENed
+// notice is found by the poll of followed sessions within pollMs, and a poll that read the row
+// before a notice's commit does not take the older length for a delete; a cut connection is LISTENed
 // again and everything followed is polled at once; after a server restart, notices resume;
 // close() stops it all.
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
@@ -29,9 +30,9 @@ const client = (url = cluster.url) => {
   return c
 }
 /** A growth channel on `url`: polls on a pool of its own, notices on a connection made as openStore makes it. */
-const open = (url: string, pollMs?: number) => {
+const open = (url: string, pollMs?: number, wrap: (sql: Sql) => Sql = (sql) => sql) => {
   const g = pgGrowth({
-    sql: client(url),
+    sql: wrap(client(url)),
     schema,
     pollMs,
     connect: ({ onnotify, onclose }) => {
@@ -174,6 +175,48 @@ it('growth with no notice is found by the poll of followed sessions only; a noti
   await append('quiet')
   await sleep(pollMs * 3)
   expect(r.count('quiet')).toBe(3)
+})
+
+it("a poll that read the row before a notice's commit is not taken for a delete: each notified growth is told once", async () => {
+  // Every poll's answer is held 150 ms after its query ran, so that notices land while a poll
+  // that read the old length is on its way (polls run back to back at pollMs 20).
+  const held = (sql: Sql) =>
+    new Proxy(sql, {
+      apply(target, self, args: unknown[]) {
+        const q = Reflect.apply(target, self, args) as unknown
+        if (!Array.isArray(args[0]) || !('raw' in (args[0] as object))) return q // sql(schema): not a query
+        return (async () => {
+          const rows = await (q as Promise<unknown>)
+          await sleep(150)
+          return rows
+        })()
+      },
+    })
+  const g = open(cluster.url, 20, held)
+  const r = recorder()
+  g.listen(r.fn)
+  await create('raced')
+  g.watch!('raced')
+  for (let i = 0; r.count('raced') === 0; i++) {
+    if (i > 100) throw new Error('never seen')
+    await sleep(20)
+  }
+  // Listening is in place once one notice gets through.
+  for (let i = 0; !r.calls.some((c) => c.length! > 0); i++) {
+    if (i > 100) throw new Error('never listening')
+    await append('raced')
+    await sleep(50)
+  }
+  await sleep(400)
+  const before = r.count('raced')
+  for (let i = 0; i < 5; i++) {
+    await append('raced')
+    await sleep(80)
+  }
+  await sleep(500)
+  const told = r.calls.filter((c) => c.id === 'raced').slice(before)
+  expect(told.map((c) => c.length)).toEqual(told.map((_, i) => told[0]!.length! + i))
+  expect(told.length).toBe(5)
 })
 
 /** A TCP proxy to the cluster that the test can cut (as a network would), and let through again. */

@@ -49,6 +49,8 @@ interface Watched {
   channel: string
   /** The length last seen (by a poll or a notice); undefined until first seen. */
   seen?: number
+  /** When its last notice came, in notices counted (`heard`): a poll begun before it is older. */
+  heardAt: number
 }
 
 export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
@@ -63,6 +65,8 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
 
   let onGrow: ((sessionId: string, length?: number, tail?: GrowthTail) => void) | undefined
   let closed = false
+  /** Notices heard so far: a poll notes it when its query goes out. */
+  let heard = 0
   const watched = new Map<string, Watched>()
   let timer: ReturnType<typeof setInterval> | undefined
   let polling: Promise<void> | undefined
@@ -86,12 +90,17 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
     }
   }
 
-  /** A length seen for a followed session: told when it is new (the first sighting included). */
-  function sighted(id: string, length: number) {
+  /**
+   * A length a poll begun at `began` saw for a followed session: told when it is new (the first
+   * sighting included). Shorter than a notice heard since the poll began is not a delete: the
+   * poll read the row before that notice's commit (the next poll looks again).
+   */
+  function sighted(id: string, length: number, began: number) {
     const w = watched.get(id)
     if (!w) return
     const before = w.seen
     if (before === length) return
+    if (before !== undefined && length < before && w.heardAt > began) return
     w.seen = length
     // Shorter than before (deleted and made again): no length, so that the engine looks.
     tell(id, before === undefined || length > before ? length : undefined)
@@ -102,19 +111,20 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
     const ids = only ? [...only].filter((id) => watched.has(id)) : [...watched.keys()]
     if (ids.length === 0 || closed) return
     let rows: { id: string; length: string }[]
+    const began = heard
     try {
       rows = await sql<{ id: string; length: string }[]>`SELECT id, length FROM ${S}.sessions WHERE id = ANY(${ids}::text[])`
     } catch {
       return // unreachable for now: the next poll (or the reconnect) looks again
     }
-    for (const row of rows) sighted(row.id, Number(row.length))
+    for (const row of rows) sighted(row.id, Number(row.length), began)
     // A followed session that is no longer there was deleted (its notice may have been lost):
     // no length, so that the engine looks, and lets its views know.
     // (Each looked up again: one may have been let go while the query ran.)
     const found = new Set(rows.map((r) => r.id))
     for (const id of ids) {
       const w = watched.get(id)
-      if (found.has(id) || !w || w.seen === -1) continue
+      if (found.has(id) || !w || w.seen === -1 || w.heardAt > began) continue
       w.seen = -1
       tell(id)
     }
@@ -148,6 +158,7 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
     const id = payload.slice(0, a)
     const w = watched.get(id)
     if (!w || w.channel !== channel) return // not followed here (any more)
+    w.heardAt = ++heard
     const b = payload.indexOf(':', a + 1)
     const length = Number(payload.slice(a + 1, b < 0 ? undefined : b))
     if (!Number.isSafeInteger(length) || length < 0) return tell(id)
@@ -231,7 +242,7 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
     },
     watch(sessionId) {
       let w = watched.get(sessionId)
-      if (!w) watched.set(sessionId, (w = { count: 0, channel: growthChannelOf(schema, sessionId) }))
+      if (!w) watched.set(sessionId, (w = { count: 0, channel: growthChannelOf(schema, sessionId), heardAt: 0 }))
       w.count++
       if (!timer && !closed) {
         timer = setInterval(() => void poll(), pollMs)
