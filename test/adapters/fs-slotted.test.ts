@@ -3,6 +3,8 @@
 // each time, the copy not holding the current value; a copy torn by a crash reads as the value
 // before it; a value that outgrows its copies, a plain put over them and a session deleted
 // meanwhile all behave as for any record.
+import { writeSync } from 'node:fs'
+import * as nodeFs from 'node:fs/promises'
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,11 +16,6 @@ import { expectCode } from '../support/helpers'
 
 let dir: string
 let adapter: StorageAdapter
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sessionfold-slotted-'))
-  adapter = createFsAdapter({ dir })
-  await adapter.createSession(rootHeader('s'))
-})
 afterEach(async () => {
   await adapter.close()
   await rm(dir, { recursive: true, force: true })
@@ -29,7 +26,17 @@ const often = { durability: 'durable', often: true } as const
 const file = () => join(dir, 'sessions', 's-s', 'kv', 'stream')
 const kv = () => adapter.kv!
 
-describe('records put often (two copies, written over in place)', () => {
+// The default fs writes a copy with synchronous calls and syncs it on the thread pool; an fs
+// given without those calls goes through a file handle.
+describe.each([
+  ['synchronous calls', undefined],
+  ['a file handle', { ...nodeFs, writeSync }],
+])('records put often (two copies, written over in place), through %s', (_, fs) => {
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sessionfold-slotted-'))
+    adapter = createFsAdapter({ dir, fs })
+    await adapter.createSession(rootHeader('s'))
+  })
   it('writes the same file each time, the other copy of it, and reads the latest value', async () => {
     await kv().put(key, 'one', often)
     const first = await stat(file())

@@ -1,5 +1,5 @@
 // The fs adapter's options, and the settings its parts work from once defaults are applied.
-import { fdatasyncSync, writeSync } from 'node:fs'
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, openSync, readSync, writeSync } from 'node:fs'
 import * as nodeFs from 'node:fs/promises'
 import type { RepairReport } from '../../storage/types'
 
@@ -14,6 +14,18 @@ export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'rea
   writeSync: typeof writeSync
   /** Optional: without it every fdatasync goes through the thread pool. */
   fdatasyncSync?: typeof fdatasyncSync
+  /**
+   * Optional, all four with `fdatasync`: a record put often (slotted.ts) is opened, read and
+   * written with these (copies in and out of the page cache, microseconds each, against a
+   * thread-pool round trip each) and only its fdatasync waits on the thread pool. Without
+   * them, through `open`'s file handle.
+   */
+  openSync?: typeof openSync
+  fstatSync?: typeof fstatSync
+  readSync?: typeof readSync
+  closeSync?: typeof closeSync
+  /** `node:fs`'s callback fdatasync (on the thread pool). */
+  fdatasync?: typeof fdatasync
   /**
    * Optional (node:fs/promises has it): puts a file in place only where none is, which the change
    * feed's identity needs when processes make it at once. Without it, rename, where two
@@ -66,7 +78,7 @@ export interface FsSettings {
 
 export function settingsOf(options: FsAdapterOptions): FsSettings {
   return {
-    fs: options.fs ?? { ...nodeFs, writeSync, fdatasyncSync },
+    fs: options.fs ?? { ...nodeFs, writeSync, fdatasyncSync, openSync, fstatSync, readSync, closeSync, fdatasync },
     root: options.dir ?? '.sessionfold',
     strict: (options.durability ?? 'strict') === 'strict',
     readOnly: options.readOnly === true,

@@ -43,9 +43,35 @@ export function slottedFile(value: string): Buffer {
 /**
  * Writes `value` over the file at `path` in place, as its next generation, and syncs it: false
  * (nothing written) when there is no such file, it is not of two copies, or `value` outgrew its
- * copies; the caller then replaces the file with a new one.
+ * copies; the caller then replaces the file with a new one. With the fs's synchronous calls
+ * (options.ts) only the fdatasync leaves the thread.
  */
 export async function overwriteSlotted(fs: FsPromises, path: string, value: string): Promise<boolean> {
+  const { openSync, fstatSync, readSync, closeSync, fdatasync } = fs
+  if (!openSync || !fstatSync || !readSync || !closeSync || !fdatasync) return overwriteThroughHandle(fs, path, value)
+  let fd: number
+  try {
+    fd = openSync(path, 'r+')
+  } catch {
+    return false
+  }
+  try {
+    const { size } = fstatSync(fd)
+    if (!sizeFits(size)) return false
+    const file = Buffer.alloc(size)
+    if (readSync(fd, file, 0, size, 0) !== size) return false
+    const next = nextCopy(file, value)
+    if (!next) return false
+    for (let done = 0; done < next.bytes.length; ) done += fs.writeSync(fd, next.bytes, done, next.bytes.length - done, next.at + done)
+    await new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())))
+    return true
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** overwriteSlotted through `open`'s file handle (an fs without the synchronous calls). */
+async function overwriteThroughHandle(fs: FsPromises, path: string, value: string): Promise<boolean> {
   let fh: Awaited<ReturnType<FsPromises['open']>>
   try {
     fh = await fs.open(path, 'r+')
@@ -54,23 +80,31 @@ export async function overwriteSlotted(fs: FsPromises, path: string, value: stri
   }
   try {
     const { size } = await fh.stat()
-    if (size < HEAD || size > HEAD + 2 * 64 * 1024 * 1024) return false
+    if (!sizeFits(size)) return false
     const file = Buffer.alloc(size)
     const { bytesRead } = await fh.read(file, 0, size, 0)
-    if (bytesRead !== size || !isSlotted(file)) return false
-    const current = currentSlot(file)
-    const bytes = Buffer.from(value, 'utf8')
-    const slotSize = file.readUInt32LE(4)
-    if (!current || current.gen === LAST_GEN || SLOT_HEAD + bytes.length > slotSize) return false
-    const at = HEAD + (1 - current.index) * slotSize
-    const next = slot(bytes, current.gen + 1)
-    const { bytesWritten } = await fh.write(next, 0, next.length, at)
-    if (bytesWritten !== next.length) throw new Error(`a record copy written short (${bytesWritten} of ${next.length} bytes)`)
+    if (bytesRead !== size) return false
+    const next = nextCopy(file, value)
+    if (!next) return false
+    const { bytesWritten } = await fh.write(next.bytes, 0, next.bytes.length, next.at)
+    if (bytesWritten !== next.bytes.length) throw new Error(`a record copy written short (${bytesWritten} of ${next.bytes.length} bytes)`)
     await fh.datasync()
     return true
   } finally {
     await fh.close()
   }
+}
+
+const sizeFits = (size: number): boolean => size >= HEAD && size <= HEAD + 2 * 64 * 1024 * 1024
+
+/** The copy that puts `value` over `file`'s current one, and where it goes; undefined when it cannot. */
+function nextCopy(file: Buffer, value: string): { bytes: Buffer; at: number } | undefined {
+  if (!isSlotted(file)) return undefined
+  const current = currentSlot(file)
+  const bytes = Buffer.from(value, 'utf8')
+  const slotSize = file.readUInt32LE(4)
+  if (!current || current.gen === LAST_GEN || SLOT_HEAD + bytes.length > slotSize) return undefined
+  return { bytes: slot(bytes, current.gen + 1), at: HEAD + (1 - current.index) * slotSize }
 }
 
 /** A copy's bytes: its header and `bytes`. */
