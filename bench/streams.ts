@@ -52,6 +52,8 @@ const CONFIG = {
   producers: env('BENCH_STREAMS_PRODUCERS', 50),
   producerMessages: env('BENCH_STREAMS_PRODUCER_MESSAGES', 50),
   appendRounds: env('BENCH_STREAMS_APPEND_ROUNDS', 4),
+  /** (1) BENCH_STREAMS_SHAPES=each: only the producers each on its own stream (a quicker loop). */
+  shapes: (process.env.BENCH_STREAMS_SHAPES || 'one,each').split(',') as ('one' | 'each')[],
   /** (1) messages each producer appends in the warm-up round (unrecorded: it warms the servers and connections). */
   warmUpMessages: env('BENCH_STREAMS_WARM_UP_MESSAGES', 10),
   /** (1) on one stream: ms between HEADs of it while the producers append (a reader's wait under writes). */
@@ -255,7 +257,7 @@ interface AppendPart {
 async function partAppends(servers: Record<Side, StreamsServer>): Promise<AppendPart> {
   const out: AppendPart = { shapes: [] }
   const events = CONFIG.producers * CONFIG.producerMessages
-  for (const shape of ['one', 'each'] as const) {
+  for (const shape of CONFIG.shapes) {
     const rate: Record<Side, number[]> = { sessionfold: [], reference: [] }
     const cpu: Record<Side, number[]> = { sessionfold: [], reference: [] }
     const headP50: Record<Side, number[]> = { sessionfold: [], reference: [] }

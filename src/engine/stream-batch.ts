@@ -28,7 +28,7 @@ export function inProducerOrder(batch: Queued[]): void {
  * A producer's append that came before the ones it follows (HTTP requests sent at once arrive in
  * any order) waits this long for them, tried again every GAP_PAUSE_MS, before its 409 goes out.
  */
-export const GAP_WAIT_MS = 200
+export const GAP_WAIT_MS = 500
 export const GAP_PAUSE_MS = 5
 
 /** An append waiting for its turn, and its caller. */

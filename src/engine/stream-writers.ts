@@ -1,15 +1,21 @@
 // The writes of Durable Streams (streams.ts): each stream's one at a time, in the order they
 // came, under the session's writer lock. A busy stream keeps its writer between requests (the
 // lock, the session open, its log and projections warm) and lets go of it once idle for
-// IDLE_MS, after HOLD_MS held when another process asked for the lock (it gets its turn), and when
+// IDLE_MS when another process asked for the lock (or the locks cannot tell), else once idle for
+// KEEP_MS; after HOLD_MS held when another process asked for it (it gets its turn); and when
 // the engine or the session needs it (a delete, an app opening it for writing).
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import type { SessionId } from '../core/model'
 import type { ImportWriter } from './apply-changes'
 import type { HeldImportWriter, LiveSessions } from './live-sessions'
 
-/** A stream's writer is let go once no write came for this long. */
+/** A stream's writer is let go once no write came for this long and another process asked for it... */
 const IDLE_MS = 100
+/**
+ * ...else once none came for this long: a producer slower than IDLE_MS between its appends (a
+ * busy server answers slower) does not pay for the lock and the session's opening each time.
+ */
+const KEEP_MS = 1000
 /** ...and after it was held this long, for at least YIELD_MS, when another process asked for it meanwhile (WriterLocks.wanted). */
 const HOLD_MS = 2000
 const YIELD_MS = 40
@@ -20,6 +26,10 @@ const PAUSE_MS = 25
 interface Held extends HeldImportWriter {
   since: number
   timer?: ReturnType<typeof setTimeout>
+  /** Writes begun with it: an idle check that waited on `wanted` is void once another began. */
+  writes: number
+  /** When its last write ended. */
+  last: number
 }
 
 export class StreamWriters {
@@ -56,6 +66,7 @@ export class StreamWriters {
     const held = this.#held.get(id) ?? (await this.#take(id))
     if (!held) return 'locked'
     clearTimeout(held.timer)
+    held.writes++
     try {
       await write(held.writer)
     } catch (err) {
@@ -68,10 +79,22 @@ export class StreamWriters {
       this.#yielding.set(id, Date.now() + YIELD_MS)
       await this.release(id)
     } else {
-      held.timer = setTimeout(() => void this.letGo(id).catch((err) => this.onError(asError(err))), IDLE_MS)
-      held.timer.unref?.()
+      held.last = Date.now()
+      this.#whenIdle(id, held)
     }
     return undefined
+  }
+
+  /** In IDLE_MS: lets go of `id`'s writer when another process asked for it or it was idle KEEP_MS, else looks again. */
+  #whenIdle(id: SessionId, held: Held): void {
+    const writes = held.writes
+    held.timer = setTimeout(async () => {
+      const asked = Date.now() - held.last >= KEEP_MS || (await held.wanted(held.since).catch(() => true))
+      if (this.#held.get(id) !== held || held.writes !== writes) return // let go, or written since: that write looks after it
+      if (asked) void this.letGo(id).catch((err) => this.onError(asError(err)))
+      else this.#whenIdle(id, held)
+    }, IDLE_MS)
+    held.timer.unref?.()
   }
 
   async #take(id: SessionId): Promise<Held | undefined> {
@@ -84,7 +107,7 @@ export class StreamWriters {
     for (let wait = 5; ; wait = Math.min(wait * 2, PAUSE_MS)) {
       const got = await this.sessions.holdImportWriter(id)
       if (got !== 'locked') {
-        const held: Held = { ...got, since: Date.now() }
+        const held: Held = { ...got, since: Date.now(), writes: 0, last: Date.now() }
         this.#held.set(id, held)
         return held
       }

@@ -3,7 +3,8 @@
 //  - appends that arrive together go out together, each decided in turn: every one lands once,
 //    in order, and a producer's requests sent at once land in the order of their Producer-Seq
 //    whatever order they arrive in;
-//  - a busy stream keeps its writer between requests (past 2 s when no other store asks), and lets go of it when the app opens the
+//  - a busy stream keeps its writer between requests (past 2 s when no other store asks; idle, up
+//    to 1 s, or about 100 ms once another store asks), and lets go of it when the app opens the
 //    session for writing or deletes it, and when the store closes; and after 2 s held, so a
 //    handler of another store over the same folder gets its turn;
 //  - the producer state is committed with the append: after a restart, a retry is a duplicate;
@@ -177,6 +178,40 @@ describe('stream writes', () => {
     // Let go and taken again, the lock would be another file (made anew and linked into place).
     expect((await stat(lock)).ino).toBe(first.ino)
     expect(await messages(`${base}/kept`)).toHaveLength(n + 1)
+  })
+
+  it('keeps an idle stream’s writer up to 1 s while no other store asks for it, and lets go of it soon after one does', async () => {
+    const a = await open()
+    const { base } = await serve(a)
+    const lock = (id: string) => join(dir, 'store', 'locks', `s-${id}.lock`)
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+    for (const id of ['idle', 'asked']) {
+      expect((await fetch(`${base}/${id}`, { method: 'PUT', headers: json })).status).toBe(201)
+      expect(await post(`${base}/${id}`, json, { n: 0 })).toBe(204)
+    }
+    const first = await stat(lock('asked'))
+    // Idle for 300 ms (past the 100 ms after which another store's ask is heeded): still held.
+    await sleep(300)
+    expect((await stat(lock('asked'))).ino).toBe(first.ino)
+    const b = await open()
+    expect(await post(`${base}/asked`, json, { n: 1 })).toBe(204)
+    // Another store asks (its open is refused, which asks): let go within about 100 ms of it,
+    // long before the 1 s an unasked writer is kept.
+    const t0 = Date.now()
+    for (;;) {
+      try {
+        await (await b.openSession('asked')).close()
+        break
+      } catch (err) {
+        expect(err).toMatchObject({ code: 'SESSION_LOCKED' })
+        await sleep(20)
+      }
+    }
+    expect(Date.now() - t0).toBeLessThan(600)
+    // Nobody asked for 'idle': let go once idle for 1 s.
+    await sleep(1_000)
+    await expect(stat(lock('idle'))).rejects.toMatchObject({ code: 'ENOENT' })
+    expect(await messages(`${base}/asked`)).toHaveLength(2)
   })
 
   it('keeps the producer state with the append: after a restart a retry is a duplicate, the next seq lands', async () => {
