@@ -65,7 +65,9 @@ const CONFIG = {
   readRounds: env('BENCH_STREAMS_READ_ROUNDS', 5),
   /** (3) blocks (each a new reader, the servers alternating), recorded samples a block, unrecorded ones before them, ms between samples. */
   sseBlocks: env('BENCH_STREAMS_SSE_BLOCKS', 4),
-  sseSamples: env('BENCH_STREAMS_SSE_SAMPLES', 50),
+  // 250 a block: the p99 of all samples then rests on their 10 slowest, not on 2 (with 50 a
+  // block, one disk stall of this shared machine decided it: 0.89 to 1.39 between runs).
+  sseSamples: env('BENCH_STREAMS_SSE_SAMPLES', 250),
   sseWarmUp: 10,
   sseGapMs: env('BENCH_STREAMS_SSE_GAP_MS', 20),
   /** (4) BENCH_STREAMS_CONFORMANCE=0: no conformance runs; BENCH_STREAMS_PG=0: none against PostgreSQL. */
