@@ -1,10 +1,15 @@
 // The headline figures through the public API (npm run bench:api): openStore() with its Node
-// defaults (engine in a worker_threads worker, fs, strict) and with worker: false.
-//   (1) batched durable appends (100 batches of 100 events of ~300 B, each awaited) against the raw
-//       disk limit: the same record bytes, encoded before the clock starts, written with writeSync +
-//       fsyncSync per batch into one new file. Diagnostics: the same calls on a memory store, the fs
-//       adapter alone, and a JSON log's own work with no store (the ceiling), here and across a worker.
-//   (2) group commit: 100 single appends at once (Promise.all) against 100 one after another.
+// defaults (engine in a worker_threads worker, fs, strict) and with worker: false, against what
+// an app would use instead, measured in the same run.
+//   (1) batched durable appends (100 batches of 100 events of ~300 B, each awaited) against the
+//       peers: better-sqlite3 12 (WAL, synchronous FULL, one transaction a batch, each row made with
+//       JSON.stringify) and a JSONL file (JSON.stringify, writeSync + fdatasyncSync a batch); and
+//       against the raw disk limit: the same record bytes, encoded before the clock starts, written
+//       with writeSync + fsyncSync per batch into one new file. Diagnostics: the same calls on a
+//       memory store, the fs adapter alone, and a JSON log's own work with no store (the ceiling),
+//       here and across a worker.
+//   (2) single appends: 100 at once (Promise.all) against 100 one after another (group commit),
+//       and against better-sqlite3's single-row commits one after another (its best: it is synchronous).
 //   (3) a catalog fact (recordExternal) on a session whose catalog holds 10,000 entries against 100,
 //       until the writer's mirror holds it; for information, until an observer's listener hears it.
 // Ratios pair runs of the same round (the order rotating), after a warm-up round. Settings:
@@ -19,7 +24,8 @@ import { openStore, type AppendResult, type EventInput, type Session, type Sessi
 import { encodeEventInput } from '../src/core/validate'
 import { encodeBatch } from '../src/backends/fs/record-format'
 import { runJsonFloor, runJsonFloorWorker } from './support/floor'
-import { messageInput, rawWriteFsync, rotate, runBatched, runRounds, sourceState } from './common'
+import { openSqlitePeer, type SqlitePeer } from './sqlite-peer'
+import { messageInput, rawWriteFsync, rotate, runBatched, runRounds, sourceState, writeAllSync } from './common'
 import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, median, summarize, settlesWithin } from './stats'
 
 const CONFIG = {
@@ -51,6 +57,14 @@ const CONFIG = {
 }
 
 const TARGETS = {
+  /** (1) openStore({ dir }) events/s ÷ better-sqlite3's, at least. */
+  sqliteWorker: 1,
+  /** (1) openStore({ dir, worker: false }) events/s ÷ better-sqlite3's, at least. */
+  sqliteThread: 1.3,
+  /** (2) sequential single appends through the worker ÷ better-sqlite3's single-row commits, at least. */
+  sqliteSingles: 1,
+  /** (2) concurrent single appends through the worker ÷ better-sqlite3's single-row commits, at least. */
+  sqliteConcurrent: 3,
   /** (1) openStore({ dir }) events/s ÷ raw events/s, at least. */
   batchedWorker: 0.5,
   /** (1) openStore({ dir, worker: false }) events/s ÷ raw events/s, at least. */
@@ -66,6 +80,7 @@ const LAYER = {
   worker: 'openStore() in a worker',
   thread: 'openStore({ worker: false })',
   raw: 'raw baseline',
+  peer: 'peer',
 } as const
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
@@ -87,9 +102,60 @@ async function runAdapter(adapter: StorageAdapter, batches: readonly EventInput[
   return ((encoded.length * encoded[0]!.length) / ms) * 1000
 }
 
+/** better-sqlite3: the batches into a new session's rows, one transaction each; events/s. */
+let peerRuns = 0
+function runSqlite(peer: SqlitePeer, batches: readonly EventInput[][]): number {
+  const id = `peer-${peerRuns++}`
+  const t0 = performance.now()
+  let seq = 0
+  for (const b of batches) {
+    peer.appendInputs(id, seq, b)
+    seq += b.length
+  }
+  const ms = performance.now() - t0
+  const rows = (peer.db.prepare('SELECT count(*) AS n FROM events WHERE session = ?').get(id) as { n: number }).n
+  if (rows !== seq) throw new Error(`sqlite run: ${rows} rows, expected ${seq}`)
+  peer.db.prepare('DELETE FROM events WHERE session = ?').run(id)
+  return (seq / ms) * 1000
+}
+
+/** A JSONL file: each batch's lines made with JSON.stringify, writeSync + fdatasyncSync, into one new file; events/s. */
+function runJsonl(path: string, batches: readonly EventInput[][]): number {
+  const fd = fs.openSync(path, 'w')
+  let seq = 0
+  let ms: number
+  try {
+    const t0 = performance.now()
+    for (const b of batches) {
+      const time = Date.now()
+      let text = ''
+      for (const { type, data } of b) text += `${JSON.stringify({ seq: seq++, type, time, data })}\n`
+      writeAllSync(fd, Buffer.from(text))
+      fs.fdatasyncSync(fd)
+    }
+    ms = performance.now() - t0
+  } finally {
+    fs.closeSync(fd)
+  }
+  const lines = fs.readFileSync(path, 'utf8').split('\n').length - 1
+  if (lines !== seq) throw new Error(`jsonl run: ${lines} lines, expected ${seq}`)
+  fs.rmSync(path)
+  return (seq / ms) * 1000
+}
+
 /** The raw limit: the same record bytes, writeSync + fsyncSync per batch, into one new file; events/s. */
 function runRaw(dir: string, bufs: readonly Buffer[], events: number, n: number): number {
   return (events / rawWriteFsync(join(dir, `raw-${n}.log`), bufs)) * 1000
+}
+
+/** `n` single-event rows into a new session of better-sqlite3, one transaction each, one after another; events/s. */
+function runSqliteSingles(peer: SqlitePeer, input: EventInput, n: number): number {
+  const id = `peer-${peerRuns++}`
+  const t0 = performance.now()
+  for (let i = 0; i < n; i++) peer.appendInputs(id, i, [input])
+  const ms = performance.now() - t0
+  peer.db.prepare('DELETE FROM events WHERE session = ?').run(id)
+  return (n / ms) * 1000
 }
 
 /** `n` single-event appends to a new session, all at once or one after another; returns events/s. */
@@ -209,6 +275,7 @@ async function main(): Promise<void> {
     const memThread = await openStore({ storage: 'memory', worker: false })
     stores.push(memWorker, memThread)
     const adapter = createFsAdapter({ dir: join(root, 'adapter') })
+    const sqlite = openSqlitePeer(join(root, 'peer.sqlite'), 'FULL')
     const input = messageInput(CONFIG.eventBytes)
 
     // ---- (1) batched appends ----
@@ -223,6 +290,18 @@ async function main(): Promise<void> {
     let rawRuns = 0
     let floorRuns = 0
     const BATCHED = [
+      {
+        key: 'sqlite',
+        label: 'better-sqlite3 12, WAL, synchronous FULL: one transaction a batch, each row JSON.stringify(event)',
+        layer: LAYER.peer,
+        run: async () => runSqlite(sqlite, batches),
+      },
+      {
+        key: 'jsonl',
+        label: 'a JSONL file: JSON.stringify(event) a line, writeSync + fdatasyncSync a batch',
+        layer: LAYER.peer,
+        run: async () => runJsonl(join(rawDir, `peer-${rawRuns++}.jsonl`), batches),
+      },
       {
         key: 'raw',
         label: 'raw: writeSync + fsyncSync of the same record bytes per batch, one new file',
@@ -280,22 +359,27 @@ async function main(): Promise<void> {
     const bS = new Map(BATCHED.map((x) => [x.key, summarize(batchedRuns.get(x.key)!)]))
 
     // ---- (2) single appends ----
+    const n = CONFIG.singles
     const SINGLES = [
-      { key: 'workerConcurrent', label: `openStore({ dir }): ${CONFIG.singles} at once (Promise.all)`, layer: LAYER.worker, store: worker, concurrent: true },
-      { key: 'workerSequential', label: `openStore({ dir }): ${CONFIG.singles} one after another`, layer: LAYER.worker, store: worker, concurrent: false },
+      {
+        key: 'sqliteSequential',
+        label: `better-sqlite3 12, WAL, synchronous FULL: ${n} single-row transactions one after another`,
+        layer: LAYER.peer,
+        run: async () => runSqliteSingles(sqlite, input, n),
+      },
+      { key: 'workerConcurrent', label: `openStore({ dir }): ${n} at once (Promise.all)`, layer: LAYER.worker, run: () => runSingles(worker, input, n, true) },
+      { key: 'workerSequential', label: `openStore({ dir }): ${n} one after another`, layer: LAYER.worker, run: () => runSingles(worker, input, n, false) },
       {
         key: 'threadConcurrent',
-        label: `openStore({ dir, worker: false }): ${CONFIG.singles} at once (Promise.all)`,
+        label: `openStore({ dir, worker: false }): ${n} at once (Promise.all)`,
         layer: LAYER.thread,
-        store: thread,
-        concurrent: true,
+        run: () => runSingles(thread, input, n, true),
       },
       {
         key: 'threadSequential',
-        label: `openStore({ dir, worker: false }): ${CONFIG.singles} one after another`,
+        label: `openStore({ dir, worker: false }): ${n} one after another`,
         layer: LAYER.thread,
-        store: thread,
-        concurrent: false,
+        run: () => runSingles(thread, input, n, false),
       },
     ]
     const singlesRuns = new Map<string, number[]>(SINGLES.map((x) => [x.key, []]))
@@ -305,7 +389,7 @@ async function main(): Promise<void> {
       const ms = new Map<string, number>(SINGLES.map((x) => [x.key, 0]))
       for (let k = 0; k < CONFIG.singlesRepeats; k++) {
         for (const x of [...order, ...[...order].reverse()]) {
-          ms.set(x.key, ms.get(x.key)! + (CONFIG.singles / (await runSingles(x.store, input, CONFIG.singles, x.concurrent))) * 1000)
+          ms.set(x.key, ms.get(x.key)! + (CONFIG.singles / (await x.run())) * 1000)
         }
       }
       const line: string[] = []
@@ -373,6 +457,7 @@ async function main(): Promise<void> {
     const cS = new Map([...catRuns].map(([k, v]) => [k, summarize(v)]))
     for (const s of stores.splice(0)) await s.close()
     await adapter.close()
+    sqlite.close()
 
     // ---- report ----
     // Where a batch's time goes: each layer's ms per batch (from its median events/s), and the
@@ -381,7 +466,9 @@ async function main(): Promise<void> {
     const msPerBatch = (key: string) => (CONFIG.batch / bS.get(key)!.median) * 1000
     const breakdown = {
       rows: [
-        ['raw write + fsync (the baseline)', msPerBatch('raw')],
+        ['better-sqlite3, WAL, synchronous FULL (the peer)', msPerBatch('sqlite')],
+        ['a JSONL file (the peer)', msPerBatch('jsonl')],
+        ['raw write + fsync (the physical limit)', msPerBatch('raw')],
         ["a JSON log's own work, no store (validate, stringify, parse, CRC-32, write, fdatasync)", msPerBatch('jsonFloor')],
         ['the same with the parse, CRC-32, write and fdatasync in a worker, no store', msPerBatch('jsonFloorWorker')],
         ['storage layer: the fs adapter alone (encode, write, fdatasync)', msPerBatch('adapter')],
@@ -397,10 +484,80 @@ async function main(): Promise<void> {
     }
     const small = fmt(CONFIG.catalogSmall, 0)
     const big = fmt(CONFIG.catalogLarge, 0)
+    const batchedWhat = `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B)`
+    const singlesWhat = `single durable appends (${CONFIG.singles} a run)`
     const headline: HeadlineRatio[] = [
       headlineRatio(
+        'sqlite-batched-worker',
+        `${batchedWhat} vs better-sqlite3 (WAL, synchronous FULL, a transaction a batch)`,
+        LAYER.worker,
+        'openStore({ dir }) events/s ÷ better-sqlite3 events/s',
+        bS.get('worker')!,
+        bS.get('sqlite')!,
+        { atLeast: TARGETS.sqliteWorker },
+      ),
+      headlineRatio(
+        'sqlite-batched-thread',
+        `${batchedWhat} vs better-sqlite3 (WAL, synchronous FULL, a transaction a batch)`,
+        LAYER.thread,
+        'openStore({ dir, worker: false }) events/s ÷ better-sqlite3 events/s',
+        bS.get('thread')!,
+        bS.get('sqlite')!,
+        { atLeast: TARGETS.sqliteThread },
+      ),
+      headlineRatio(
+        'jsonl-batched-worker',
+        `${batchedWhat} vs a JSONL file (writeSync + fdatasyncSync a batch)`,
+        LAYER.worker,
+        'openStore({ dir }) events/s ÷ JSONL events/s',
+        bS.get('worker')!,
+        bS.get('jsonl')!,
+      ),
+      headlineRatio(
+        'jsonl-batched-thread',
+        `${batchedWhat} vs a JSONL file (writeSync + fdatasyncSync a batch)`,
+        LAYER.thread,
+        'openStore({ dir, worker: false }) events/s ÷ JSONL events/s',
+        bS.get('thread')!,
+        bS.get('jsonl')!,
+      ),
+      headlineRatio(
+        'sqlite-singles-worker',
+        `${singlesWhat} one after another vs better-sqlite3's single-row transactions one after another`,
+        LAYER.worker,
+        'sequential events/s ÷ better-sqlite3 events/s',
+        sS.get('workerSequential')!,
+        sS.get('sqliteSequential')!,
+        { atLeast: TARGETS.sqliteSingles },
+      ),
+      headlineRatio(
+        'sqlite-singles-thread',
+        `${singlesWhat} one after another vs better-sqlite3's single-row transactions one after another`,
+        LAYER.thread,
+        'sequential events/s ÷ better-sqlite3 events/s',
+        sS.get('threadSequential')!,
+        sS.get('sqliteSequential')!,
+      ),
+      headlineRatio(
+        'sqlite-concurrent-worker',
+        `${singlesWhat} at once (Promise.all) vs better-sqlite3's single-row transactions one after another (its best)`,
+        LAYER.worker,
+        'concurrent events/s ÷ better-sqlite3 events/s',
+        sS.get('workerConcurrent')!,
+        sS.get('sqliteSequential')!,
+        { atLeast: TARGETS.sqliteConcurrent },
+      ),
+      headlineRatio(
+        'sqlite-concurrent-thread',
+        `${singlesWhat} at once (Promise.all) vs better-sqlite3's single-row transactions one after another (its best)`,
+        LAYER.thread,
+        'concurrent events/s ÷ better-sqlite3 events/s',
+        sS.get('threadConcurrent')!,
+        sS.get('sqliteSequential')!,
+      ),
+      headlineRatio(
         'batched-worker',
-        `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
+        `${batchedWhat} vs raw writeSync + fsyncSync of the same bytes (the physical limit)`,
         LAYER.worker,
         'openStore({ dir }) events/s ÷ raw events/s',
         bS.get('worker')!,
@@ -409,7 +566,7 @@ async function main(): Promise<void> {
       ),
       headlineRatio(
         'batched-thread',
-        `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B) vs raw writeSync + fsyncSync of the same bytes`,
+        `${batchedWhat} vs raw writeSync + fsyncSync of the same bytes (the physical limit)`,
         LAYER.thread,
         'openStore({ dir, worker: false }) events/s ÷ raw events/s',
         bS.get('thread')!,

@@ -97,7 +97,9 @@ const PARTS: Part[] = [
     rows: () => [],
     matrix: byLayer,
     about:
-      '`openStore()` with its Node defaults (worker, fs, strict) and with `worker: false`: batched appends against `writeSync` + `fsyncSync` of the same bytes; ' +
+      '`openStore()` with its Node defaults (worker, fs, strict) and with `worker: false`, against what an app would use instead, in the same run: ' +
+      'better-sqlite3 12 (WAL, `synchronous = FULL`, a transaction a batch or a row, each row made with `JSON.stringify`) and a JSONL file ' +
+      '(`JSON.stringify`, `writeSync` + `fdatasyncSync` a batch); then the physical limit, `writeSync` + `fsyncSync` of the same record bytes; ' +
       '100 appends at once against 100 in turn; a catalog fact at 10,000 entries against 100. What an app gets; later parts measure layers below.',
   },
   {

@@ -2,11 +2,13 @@
 // with one events table, WAL, `synchronous = FULL` for strict durability (each commit syncs the
 // WAL) or `NORMAL` for relaxed (commits are not synced; the WAL is synced at checkpoints), and
 // the same folds (the subagent catalog and the turn timing) computed by app code while reading
-// the session back. Used by bench/storage.ts (appends) and bench/scaling.ts (cold opens).
+// the session back. Used by bench/storage.ts (appends), bench/scaling.ts (cold opens) and
+// bench/api.ts (appends of the app's own inputs, each row made with JSON.stringify).
 import Database from 'better-sqlite3'
 import type { SessionEvent } from '../src/core/model'
 import { CATALOG, TURN_END, TURN_START } from '../src/core/units/payloads'
 import type { EncodedEvent } from '../src/core/validate'
+import type { EventInput } from '../src/index-node'
 
 export type Synchronous = 'FULL' | 'NORMAL'
 
@@ -14,6 +16,11 @@ export interface SqlitePeer {
   db: Database.Database
   /** One transaction: every event of the batch, or none. */
   append(sessionId: string, batch: readonly EncodedEvent[]): void
+  /**
+   * One transaction of the app's own inputs, numbered from `from`, each row's JSON made with
+   * JSON.stringify (seq, type, time, data), as an app writing its events to SQLite would.
+   */
+  appendInputs(sessionId: string, from: number, batch: readonly EventInput[]): void
   /** Reads every event of the session in seq order and folds it in app code. */
   fold(sessionId: string): AppFold
   close(): void
@@ -42,9 +49,17 @@ export function openSqlitePeer(path: string, synchronous: Synchronous): SqlitePe
   const insertAll = db.transaction((sessionId: string, batch: readonly EncodedEvent[]) => {
     for (const e of batch) insert.run(sessionId, e.event.seq, e.event.type, e.json)
   })
+  const insertInputs = db.transaction((sessionId: string, from: number, batch: readonly EventInput[]) => {
+    const time = Date.now()
+    for (let i = 0; i < batch.length; i++) {
+      const { type, data } = batch[i]!
+      insert.run(sessionId, from + i, type, JSON.stringify({ seq: from + i, type, time, data }))
+    }
+  })
   return {
     db,
     append: (sessionId, batch) => insertAll(sessionId, batch),
+    appendInputs: (sessionId, from, batch) => insertInputs(sessionId, from, batch),
     fold(sessionId) {
       const out: AppFold = { length: 0, catalog: [], timing: { turns: 0, settledMs: 0, runningSince: null } }
       const t = out.timing
