@@ -196,9 +196,9 @@ export class Engine {
   /** Deletes sessions nobody holds open for writing (with `tree`, each with its descendants), all or nothing (delete-tree.ts). */
   async deleteSessions(ids: readonly SessionId[], options?: DeleteOptions): Promise<SessionId[]> {
     this.open()
-    await this.streams.letGo(ids)
     const { reader, locks, index, sessions, onDelete, tombstones } = this
-    return deleteSessions({ reader, locks, index, sessions, onDelete, tombstones, listChildren: (id, o) => this.listChildren(id, o) }, ids, options)
+    const letGo = (id: SessionId) => this.streams.letGo([id]) // descendants' too, as a tree delete finds them
+    return deleteSessions({ reader, locks, index, sessions, onDelete, tombstones, letGo, listChildren: (id, o) => this.listChildren(id, o) }, ids, options)
   }
 
   /** A page of the session list (`store.sessions()`): `query` checked, `count` rows after `after`. */

@@ -5,7 +5,7 @@
 //    whatever order they arrive in;
 //  - a busy stream keeps its writer between requests (past 2 s when no other store asks; idle, up
 //    to 1 s, or about 100 ms once another store asks), and lets go of it when the app opens the
-//    session for writing or deletes it, and when the store closes; and after 2 s held, so a
+//    session for writing or deletes it (or a tree above it), and when the store closes; and after 2 s held, so a
 //    handler of another store over the same folder gets its turn;
 //  - the producer state is committed with the append: after a restart, a retry is a duplicate;
 //  - over an encrypted store: streams and their forks read back exactly, nothing of them is
@@ -92,7 +92,7 @@ describe('stream writes', () => {
     expect(await messages(url)).toHaveLength(80)
   })
 
-  it('lets go of a busy stream’s writer when the app opens the session for writing, deletes it, or the store closes', async () => {
+  it('lets go of a busy stream’s writer when the app opens the session for writing, deletes it (or a tree above it), or the store closes', async () => {
     const store = await open()
     const { base, stop } = await serve(store)
     const url = `${base}/held`
@@ -108,6 +108,14 @@ describe('stream writes', () => {
     expect(await post(url, json, { type: 'turn/start' })).toBe(204)
     await store.deleteSession('held')
     expect((await fetch(url, { method: 'HEAD' })).status).toBe(404)
+    // Deleting a tree right after an append to a descendant's stream (found by the delete, not named).
+    const parent = await store.createSession({ id: 'parent' })
+    const child = await parent.spawn({ mode: 'one-shot', id: 'child' })
+    await child.close()
+    await parent.close()
+    expect(await post(`${base}/child`, json, { type: 'turn/start' })).toBe(204)
+    expect(await store.deleteSession('parent', { tree: true })).toBeUndefined()
+    expect((await fetch(`${base}/child`, { method: 'HEAD' })).status).toBe(404)
     // Closing the store right after an append lets go of the lock: another store opens the session for writing.
     expect((await fetch(`${base}/last`, { method: 'PUT', headers: json })).status).toBe(201)
     expect(await post(`${base}/last`, json, { n: 1 })).toBe(204)
