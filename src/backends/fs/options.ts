@@ -15,16 +15,19 @@ export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'rea
   /** Optional: without it every fdatasync goes through the thread pool. */
   fdatasyncSync?: typeof fdatasyncSync
   /**
-   * Optional, all four with `fdatasync`: a record put often (slotted.ts) is opened, read and
-   * written with these (copies in and out of the page cache, microseconds each, against a
-   * thread-pool round trip each) and only its fdatasync waits on the thread pool. Without
-   * them, through `open`'s file handle.
+   * `node:fs`'s `openSync`. Optional, with the four below: a record put often (`PutOptions.often`,
+   * a Durable Stream's record) is opened, read and written with these (copies in and out of the
+   * page cache, microseconds each, against a thread-pool round trip each), and only its
+   * fdatasync waits on the thread pool. Without them, through `open`'s file handle.
    */
   openSync?: typeof openSync
+  /** `node:fs`'s `fstatSync` (see `openSync`). */
   fstatSync?: typeof fstatSync
+  /** `node:fs`'s `readSync` (see `openSync`). */
   readSync?: typeof readSync
+  /** `node:fs`'s `closeSync` (see `openSync`). */
   closeSync?: typeof closeSync
-  /** `node:fs`'s callback fdatasync (on the thread pool). */
+  /** `node:fs`'s `fdatasync`, the callback one (it runs on the thread pool). */
   fdatasync?: typeof fdatasync
   /**
    * Optional (node:fs/promises has it): puts a file in place only where none is, which the change
