@@ -9,7 +9,7 @@
 // one record write and one log write for all of them.
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
-import { mediaType, modeOf, type StreamAnswer, type StreamMode, type StreamRequest, type StreamState } from '../core/streams'
+import { mediaType, modeOf, type StreamAnswer, type StreamRequest, type StreamState } from '../core/streams'
 import { encodeEvent, type EncodedEvent } from '../core/validate'
 import type { KeyValueStore } from '../storage/types'
 import type { ImportWriter } from './apply-changes'
@@ -17,9 +17,8 @@ import type { LiveSessions } from './live-sessions'
 import type { StoreReader } from './reader'
 import { appendTo, bodyEvents, sameConfig, sessionRecord, stateOf, withoutIntent, type Outcome, type StreamRecord } from './stream-append'
 import { GAP_PAUSE_MS, GAP_WAIT_MS, inProducerOrder, MAX_BATCH, type Queued } from './stream-batch'
-import { fromBase64, toBase64 } from '../core/base64'
 import { StreamWriters } from './stream-writers'
-import { readBody } from './stream-read'
+import { eventsTo, forkPart, readBody } from './stream-read'
 
 /** What the streams need of the engine. */
 export interface StreamsHost {
@@ -70,6 +69,9 @@ export class Streams {
     this.host.open()
     if (!this.host.kv) throw new SessionfoldError('STORAGE_UNAVAILABLE', 'this storage keeps no records beside its logs: it cannot serve streams')
     // Reads take no lock and wait for no append queued before them (#record settles an append under way by the log's length).
+    // A HEAD of a stream whose writer is held here is what its last append left (every append answered is in it).
+    const known = request.op === 'head' ? this.#known.get(request.id) : undefined
+    if (known?.status === 'ok') return Promise.resolve({ status: 'ok', stream: known.stream })
     if (request.op === 'head' || request.op === 'read') return this.#run(request)
     const { id } = request
     if (request.op === 'append') return new Promise((resolve, reject) => this.#submit({ request, resolve, reject }))
@@ -180,10 +182,10 @@ export class Streams {
         return { status: 'type-mismatch', detail: `${fork.from} is ${source.record.type}` }
       const at = fork.at ?? source.stream.length
       const sub = fork.sub ?? 0
-      const split = at > source.stream.length ? undefined : await this.#part(fork.from, source.record.mode, at, sub, source.stream.length)
+      const split = at > source.stream.length ? undefined : await forkPart(this.host.reader, fork.from, source.record.mode, at, sub, source.stream.length)
       if (!split) return { status: 'bad-fork-offset', detail: `${fork.from} has no position ${at} (and ${sub} past it)` }
       const parted = split.whole
-      seed = await this.#events(fork.from, parted)
+      seed = await eventsTo(this.host.reader, fork.from, parted)
       if (split.rest !== undefined)
         own.push(encodeEvent({ seq: parted, type: 'stream/bytes', time: this.host.now(), data: split.rest }, id, this.host.maxEventBytes))
       record = { ...record, type: fork.contentTypeGiven ? config.contentType : source.record.type, mode: source.record.mode, fork: [fork.from, at, sub] }
@@ -219,35 +221,6 @@ export class Streams {
     }
     this.host.wrote()
     return { status: 'created', stream: stateOf(record, seed.length + extra.length) }
-  }
-
-  /**
-   * Where a fork parts from `id` at position `at` and `sub` past it: JSON messages are events,
-   * so `whole` is `at + sub`; bytes are counted through the events from `at`, and a part of an
-   * event is `rest` (base64), the fork's own first event. Undefined past the source's end.
-   */
-  async #part(id: SessionId, mode: StreamMode, at: number, sub: number, length: number): Promise<{ whole: number; rest?: string } | undefined> {
-    if (mode !== 'bytes' || sub === 0) return at + sub <= length ? { whole: at + sub } : undefined
-    let left = sub
-    let whole = at
-    for await (const page of this.host.reader.pages(id, { from: at, to: length })) {
-      for (const e of page) {
-        const bytes = fromBase64(e.data as string)
-        if (left < bytes.length) return { whole, rest: toBase64(bytes.subarray(0, left)) }
-        left -= bytes.length
-        whole++
-        if (left === 0) return { whole }
-      }
-    }
-    return undefined
-  }
-
-  /** The first `to` events of `id`, to seed a fork. */
-  async #events(id: SessionId, to: number): Promise<EncodedEvent[]> {
-    const out: EncodedEvent[] = []
-    if (to === 0) return out
-    for await (const page of this.host.reader.pages(id, { from: 0, to })) for (const e of page) out.push(encodeEvent(e, id, Number.MAX_SAFE_INTEGER))
-    return out
   }
 
   /**
@@ -296,13 +269,20 @@ export class Streams {
           const { producer } = request
           answers.push({ status: 'appended', stream: stateOf(record, at + events.length), ...(producer ? { producerSeq: producer[2] } : {}) })
         }
-        this.#known.delete(id)
-        if (JSON.stringify(record) !== JSON.stringify(found.record)) await this.#write(writer, id, found.record, record, at, events)
-        else if (events.length > 0) await writer.append(events)
-        await this.#touch(id, record)
+        // What is known stays the last append's while this one is written (a HEAD answers it), and is
+        // forgotten when this one fails: where its record and log stand is then read again.
+        try {
+          if (JSON.stringify(record) !== JSON.stringify(found.record)) await this.#write(writer, id, found.record, record, at, events)
+          else if (events.length > 0) await writer.append(events)
+          await this.#touch(id, record)
+        } catch (err) {
+          this.#known.delete(id)
+          throw err
+        }
         // Nobody else changes it while this engine holds its writer (expiry aside).
         if (record.ttl === undefined && record.expiresAt === undefined)
           this.#known.set(id, { status: 'ok', stream: stateOf(record, at + events.length), record, header: found.header })
+        else this.#known.delete(id)
       })
       if (locked) answers.splice(0, answers.length, ...batch.map((): StreamAnswer => ({ status: 'locked' })))
     } catch (err) {

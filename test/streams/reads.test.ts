@@ -5,7 +5,9 @@
 //  - an answer that cannot go on after its headers left breaks the connection off, so a client
 //    sees a failed transfer and never a short body that ended well;
 //  - the records a read skips without making their text (a block's pointers) are still checked:
-//    a damaged one is a refused read, nothing of the stream.
+//    a damaged one is a refused read, nothing of the stream;
+//  - a HEAD while a stream is appended to is never behind an append answered, and reads the
+//    stream again once the app wrote to its session.
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
@@ -171,5 +173,45 @@ describe('catch-up reads', () => {
     expect(body).not.toContain('proposed a patch')
     expect(body, 'the server’s files are not named to the client').not.toContain(dir)
     expect((await again.verify()).damaged.map((d) => [d.id, d.code])).toEqual([['damaged', 'CORRUPT_LOG']])
+  })
+})
+
+describe('HEAD while a stream is appended to', () => {
+  it('answers with what the appends answered so far: never behind an append answered, the last one at the end', async () => {
+    const store = await open()
+    const url = `${await serve(store)}/busy`
+    expect((await fetch(url, { method: 'PUT', headers: json })).status).toBe(201)
+    const behind: string[] = []
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, w) => {
+        for (let k = 0; k < 25; k++) {
+          const res = await fetch(url, { method: 'POST', headers: json, body: JSON.stringify(message(w * 100 + k)) })
+          expect(res.status).toBe(204)
+          const answered = res.headers.get('stream-next-offset')!
+          const seen = (await fetch(url, { method: 'HEAD' })).headers.get('stream-next-offset')!
+          if (!(seen >= answered)) behind.push(`HEAD ${seen} after an append answered ${answered}`) // offsets sort as strings
+        }
+      }),
+    )
+    expect(behind).toEqual([])
+    const read = await fetch(`${url}?offset=-1`)
+    expect(((await read.json()) as unknown[]).length).toBe(100)
+    expect((await fetch(url, { method: 'HEAD' })).headers.get('stream-next-offset')).toBe(read.headers.get('stream-next-offset'))
+  })
+
+  it('reads the stream again once the app wrote to its session (the writer let go of)', async () => {
+    const store = await open()
+    const url = `${await serve(store)}/shared`
+    expect((await fetch(url, { method: 'PUT', headers: json })).status).toBe(201)
+    expect((await fetch(url, { method: 'POST', headers: json, body: JSON.stringify(message(0)) })).status).toBe(204)
+    const before = (await fetch(url, { method: 'HEAD' })).headers.get('stream-next-offset')!
+    const session = await store.openSession('shared')
+    await session.append({ type: 'note', data: { by: 'the app' } })
+    await session.close()
+    const after = (await fetch(url, { method: 'HEAD' })).headers.get('stream-next-offset')!
+    expect(after > before).toBe(true)
+    const read = await fetch(`${url}?offset=-1`)
+    expect(((await read.json()) as unknown[]).length).toBe(2)
+    expect(after).toBe(read.headers.get('stream-next-offset'))
   })
 })
