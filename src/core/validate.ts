@@ -131,12 +131,13 @@ function findNonJson(value: unknown, ancestors: object[], path: string): string 
 
 /**
  * Throws INVALID_ARGUMENT unless `options` is undefined or a plain object with only the given
- * keys, each undefined or plain JSON (`signal` excepted: the caller checks it). The engine checks
+ * keys, each undefined or plain JSON (`signal` excepted: the caller checks it; and a function where
+ * its key is one of `functions`: options that stay in the caller's thread). The engine checks
  * each value's meaning; this check makes sure it sees exactly what the caller passed in both
  * worker modes: a class instance, a function or a typo'd key (`expectSeq`) is refused here,
  * not cloned into something else, failed with a DataCloneError or silently ignored.
  */
-export function assertOptions(options: unknown, what: string, keys: readonly string[], sessionId?: SessionId): void {
+export function assertOptions(options: unknown, what: string, keys: readonly string[], sessionId?: SessionId, functions: readonly string[] = []): void {
   const at = sessionId === undefined ? '' : ` for ${where(sessionId)}`
   const fail = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `${what} options${at} ${why}`, sessionId === undefined ? {} : { sessionId })
   if (options === undefined) return
@@ -146,7 +147,7 @@ export function assertOptions(options: unknown, what: string, keys: readonly str
     for (const key of Object.keys(options)) {
       if (!keys.includes(key)) throw fail(`have an unknown field ${describe(key)}`)
       const value = options[key]
-      if (value === undefined || key === 'signal') continue
+      if (value === undefined || key === 'signal' || (typeof value === 'function' && functions.includes(key))) continue
       const problem = findNonJson(value, [], `.${key}`)
       if (problem !== undefined) throw fail(`are not plain JSON: ${problem}`)
     }

@@ -30,7 +30,8 @@ export class Follow {
     readonly url: string,
     options: FollowOptions = {},
   ) {
-    assertOptions(options, 'follow', KNOWN)
+    // A headers function and a fetch run here, in the app's thread: never cloned to the engine.
+    assertOptions(options, 'follow', KNOWN, undefined, ['headers', 'fetch'])
     const { id, pollMs, maxBackoffMs, headers } = options
     const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `follow: ${why}`)
     const path = /^https?:\/\/[^/]+(\/[^?#]*)/.exec(url)?.[1]
@@ -40,6 +41,7 @@ export class Follow {
     for (const n of [pollMs, maxBackoffMs])
       if (n !== undefined && !(typeof n === 'number' && n > 0 && n < Infinity)) throw bad('pollMs and maxBackoffMs are positive numbers')
     if (headers !== undefined && typeof headers !== 'function' && !isPlainObject(headers)) throw bad('headers are an object or a function')
+    if (options.fetch !== undefined && typeof options.fetch !== 'function') throw bad('fetch is a function')
     this.#state = { status: 'connecting', id: session, offset: null, copied: 0 }
     options.signal?.addEventListener('abort', () => void this.close(), { once: true })
     const host: FollowHost = {

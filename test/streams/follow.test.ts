@@ -2,14 +2,17 @@
 // (@durable-streams/server, file-backed, started here on 127.0.0.1) copied into a session of an
 // fs store, folded like any session, live; through a restart of the server (offline, then
 // online, nothing lost or copied twice) and of this store (it resumes from the offset it
-// reached); bad options are INVALID_ARGUMENT and start nothing.
-import type { Server } from 'node:http'
+// reached); bad options are INVALID_ARGUMENT and start nothing; a headers function and a fetch
+// of the app are used for every request (against createStreamsHandler letting in a token only).
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { DurableStreamTestServer } from '@durable-streams/server'
 import { openStore, type Store } from 'sessionfold'
+import { createStreamsHandler, toNodeListener } from '../../src/sync/server/index'
 import type { FollowState } from '../../src/sync/follow'
 import { eventsOf, expectCode, until } from '../support/helpers'
 
@@ -41,8 +44,8 @@ async function stop(server: DurableStreamTestServer): Promise<void> {
   await stopping
 }
 
-async function open(): Promise<Store> {
-  const store = await openStore({ storage: 'fs', dir: join(dir, 'store') })
+async function open(name = 'store'): Promise<Store> {
+  const store = await openStore({ storage: 'fs', dir: join(dir, name) })
   cleanups.push(() => store.close())
   return store
 }
@@ -121,6 +124,9 @@ describe('store.follow', () => {
       [url, { pollMs: -1 }],
       [url, { nope: true }],
       [url, { headers: 'x' }],
+      [url, { headers: { a: 1n } }],
+      [url, { fetch: 'x' }],
+      [url, { live: () => true }],
     ] as const) {
       await expectCode(
         Promise.resolve().then(() => store.follow(u, o as never)),
@@ -136,5 +142,55 @@ describe('store.follow', () => {
     await until(() => other.status === 'error', 10_000)
     expect(other.state.error?.code).toBe('SESSION_EXISTS')
     await other.close()
+  })
+
+  it("takes a headers function and a fetch of the app: called for every request, the stream's server sees the headers", async () => {
+    // The stream's server: createStreamsHandler over another store, letting in only a bearer token.
+    const source = await open('source')
+    const seen: (string | null)[] = []
+    const server = createServer(
+      toNodeListener(
+        createStreamsHandler({
+          store: source,
+          authorize: ({ request }) => {
+            seen.push(request.headers.get('authorization'))
+            return request.headers.get('authorization') === 'Bearer t0k3n' || 'unauthenticated'
+          },
+        }),
+      ),
+    )
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    cleanups.push(async () => {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    })
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/stream/agent`
+    const put = await fetch(url, { method: 'PUT', headers: { 'content-type': 'application/json', authorization: 'Bearer t0k3n' } })
+    expect(put.status).toBe(201)
+    const post = (body: unknown) =>
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer t0k3n' }, body: JSON.stringify(body) })
+    expect((await post([{ type: 'turn/start' }, { type: 'note', data: 1 }])).status).toBe(204)
+
+    const store = await open()
+    let asked = 0
+    let fetched = 0
+    const follow = store.follow(url, {
+      headers: async () => {
+        asked++
+        return { authorization: 'Bearer t0k3n' }
+      },
+      fetch: (input, init) => {
+        fetched++
+        return fetch(input, init)
+      },
+    })
+    await until(async () => (await eventsOf(store, 'agent').catch(() => [])).length === 2, 10_000)
+    expect((await post([{ type: 'turn/end' }])).status).toBe(204)
+    await until(async () => (await eventsOf(store, 'agent').catch(() => [])).length === 3, 10_000)
+    await follow.close()
+    expect((await eventsOf(store, 'agent')).map((e) => e.type)).toEqual(['turn/start', 'note', 'turn/end'])
+    expect(fetched).toBeGreaterThanOrEqual(2)
+    expect(asked).toBe(fetched)
+    expect(seen.every((h) => h === 'Bearer t0k3n')).toBe(true)
   })
 })
