@@ -91,3 +91,26 @@ describe('many tabs (Chromium)', () => {
     await b.close()
   })
 })
+
+// A browser's engine does not carry the Durable Streams code (src/engine/streams-lazy.ts).
+describe('Durable Streams (Chromium)', () => {
+  it('serves no Durable Streams (Node serves them): follow ends in error STORAGE_UNAVAILABLE, fetching nothing; the store carries on', async () => {
+    for (const worker of [true, false]) {
+      const store = await openStore({ name: db(), worker })
+      let fetched = 0
+      const follow = store.follow('http://127.0.0.1:9/v1/stream/x', {
+        fetch: async () => {
+          fetched++
+          return new Response(null, { status: 500 })
+        },
+      })
+      await until(() => follow.status === 'error')
+      expect(follow.state.error?.code).toBe('STORAGE_UNAVAILABLE')
+      expect(fetched).toBe(0)
+      await follow.close()
+      const s = await store.createSession({ id: 'after' })
+      expect((await s.append({ type: 'app/a' })).firstSeq).toBe(0)
+      await store.close()
+    }
+  })
+})
