@@ -219,6 +219,34 @@ it("a poll that read the row before a notice's commit is not taken for a delete:
   expect(told.length).toBe(5)
 })
 
+it("a session deleted and made again: its delete is told, and the new one's first notices are heard (shorter than before)", async () => {
+  const g = open(cluster.url, 60_000) // no poll in this test's time: only notices
+  const r = recorder()
+  g.listen(r.fn)
+  await create('again')
+  g.watch!('again')
+  for (let i = 0; r.calls.filter((c) => c.id === 'again' && c.length! > 0).length === 0; i++) {
+    if (i > 100) throw new Error('never listening')
+    await append('again')
+    await sleep(20)
+  }
+  for (let i = 0; i < 3; i++) await append('again')
+  await sleep(200)
+  const before = r.count('again')
+  // Deleted as the adapter deletes (its notice says so), then made again and appended to.
+  await sql.begin(async (tx) => {
+    await tx.unsafe(`DELETE FROM "${schema}".sessions WHERE id = 'again'`)
+    await tx.unsafe('SELECT pg_notify($1, $2)', [growthChannelOf(schema, 'again'), 'again:deleted'])
+  })
+  await create('again')
+  const got = r.next('again')
+  await append('again')
+  await within(2000, "the new session's first notice", got)
+  await sleep(200)
+  const told = r.calls.filter((c) => c.id === 'again').slice(before)
+  expect(told.map((c) => c.length)).toEqual([undefined, 1])
+})
+
 /** A TCP proxy to the cluster that the test can cut (as a network would), and let through again. */
 async function cuttableProxy(port: number): Promise<{ url: string; cut(): void; restore(): void; close(): Promise<void> }> {
   const sockets = new Set<Socket>()

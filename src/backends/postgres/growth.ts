@@ -158,12 +158,16 @@ export function pgGrowth(options: PgGrowthOptions): GrowthChannel {
     const id = payload.slice(0, a)
     const w = watched.get(id)
     if (!w || w.channel !== channel) return // not followed here (any more)
-    w.heardAt = ++heard
     const b = payload.indexOf(':', a + 1)
     const length = Number(payload.slice(a + 1, b < 0 ? undefined : b))
-    if (!Number.isSafeInteger(length) || length < 0) return tell(id)
+    if (!Number.isSafeInteger(length) || length < 0) {
+      // `<id>:deleted` (or a length we cannot read): whatever length comes next is news.
+      w.seen = -1
+      return tell(id)
+    }
     if (w.seen !== undefined && length <= w.seen) return
     w.seen = length
+    w.heardAt = ++heard // only a notice that moved what is seen makes a poll begun before it old
     let tail: GrowthTail | undefined
     if (b > 0) {
       const c = payload.indexOf(':', b + 1)
