@@ -76,8 +76,11 @@ export class Streams {
     const { id } = request
     if (request.op === 'append') return new Promise((resolve, reject) => this.#submit({ request, resolve, reject }))
     this.#joinable.delete(id) // an append after this must not go out before it
-    this.#known.delete(id)
-    return this.#writers.queue(id, () => this.#run(request))
+    // Forgotten when it runs, not before: an append under way until then sets it again.
+    return this.#writers.queue(id, () => {
+      this.#known.delete(id)
+      return this.#run(request)
+    })
   }
 
   /** Appends queued behind the stream's write in progress go out together, in the order they came. */

@@ -214,4 +214,26 @@ describe('HEAD while a stream is appended to', () => {
     expect(((await read.json()) as unknown[]).length).toBe(2)
     expect(after).toBe(read.headers.get('stream-next-offset'))
   })
+
+  it('is gone once a DELETE sent during an append is answered, forks standing on the stream (it is kept for them)', async () => {
+    const store = await open()
+    const base = await serve(store)
+    const answers: number[] = []
+    for (let i = 0; i < 8; i++) {
+      const url = `${base}/forked-${i}`
+      expect((await fetch(url, { method: 'PUT', headers: json })).status).toBe(201)
+      expect((await fetch(url, { method: 'POST', headers: json, body: JSON.stringify(message(0)) })).status).toBe(204)
+      expect((await fetch(`${url}-fork`, { method: 'PUT', headers: { ...json, 'stream-forked-from': `/v1/stream/forked-${i}` } })).status).toBe(201)
+      // An append, and the DELETE right behind it (it arrives while the append is written).
+      const appended = fetch(url, { method: 'POST', headers: json, body: JSON.stringify(message(1)) })
+      await new Promise((resolve) => setTimeout(resolve, 1))
+      expect((await fetch(url, { method: 'DELETE' })).status).toBe(204)
+      expect((await appended).status).toBe(204)
+      answers.push((await fetch(url, { method: 'HEAD' })).status)
+      // And an append after it does not bring it back.
+      expect((await fetch(url, { method: 'POST', headers: json, body: JSON.stringify(message(2)) })).status).not.toBe(204)
+      expect((await fetch(url, { method: 'HEAD' })).status).not.toBe(200)
+    }
+    expect(answers.filter((status) => status === 200)).toEqual([])
+  })
 })
