@@ -356,7 +356,8 @@ export class Engine {
   /** Resolves a sync conflict by a fork of this store's events, given the server's whole copy (conflict-fork.ts). */
   forkConflict(serverCopy: unknown): Promise<ConflictFork> {
     this.open()
-    return forkConflict({ ...this.importTarget, locks: this.locks, sessions: this.sessions, index: this.index, now: this.now }, serverCopy)
+    const letGo = (id: SessionId) => this.streams.letGo([id])
+    return forkConflict({ ...this.importTarget, locks: this.locks, sessions: this.sessions, index: this.index, now: this.now, letGo }, serverCopy)
   }
 
   /** Waits for every append, writes close checkpoints, releases locks, closes storage. */

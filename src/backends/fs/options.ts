@@ -15,10 +15,11 @@ export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'rea
   /** Optional: without it every fdatasync goes through the thread pool. */
   fdatasyncSync?: typeof fdatasyncSync
   /**
-   * `node:fs`'s `openSync`. Optional, with the four below: a record put often (`PutOptions.often`,
-   * a Durable Stream's record) is opened, read and written with these (copies in and out of the
-   * page cache, microseconds each, against a thread-pool round trip each), and only its
-   * fdatasync waits on the thread pool. Without them, through `open`'s file handle.
+   * `node:fs`'s `openSync`. Optional, with `fstatSync`, `readSync`, `closeSync` and `fdatasync`:
+   * a record put often (`PutOptions.often`, a Durable Stream's record) is opened, read and
+   * written with these (copies in and out of the page cache, microseconds each, against a
+   * thread-pool round trip each), and only its fdatasync waits on the thread pool. Without
+   * them, through `open`'s file handle.
    */
   openSync?: typeof openSync
   /** `node:fs`'s `fstatSync` (see `openSync`). */
