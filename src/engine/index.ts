@@ -275,8 +275,7 @@ export class Engine {
 
   /** A session's catalog and header, live when it is open here (no reads), else cold; `entries` null: catalog rejected. */
   async catalogOf(id: SessionId, signal?: AbortSignal): Promise<{ header: SessionHeader; entries: CatalogEntry[] | null; live: boolean }> {
-    // Followed here but written elsewhere (another tab or process): catch up from storage
-    // first, rather than answer from whatever notices have arrived so far.
+    // Followed here but written elsewhere (another tab or process): catch up from storage first, not from notices.
     const followed = this.sessions.get(id)
     if (followed && !followed.writer) await this.follow(id)
     const live = this.sessions.get(id)
@@ -304,9 +303,8 @@ export class Engine {
   }
 
   /**
-   * Another engine appended to a session this engine follows without writing it: fold what
-   * is new from storage (up to `length` when the notice said how long the log now is; the
-   * notice's own events when it carried them) and push it to listeners.
+   * Another engine appended to a session this engine follows without writing it: fold what is new from storage (up to
+   * `length` when the notice said how long the log now is; the notice's own events when it carried them), tell listeners.
    */
   follow(id: SessionId, length?: number, tail?: FollowTail): Promise<void> {
     const live = this.sessions.get(id)
