@@ -26,7 +26,20 @@ import { encodeBatch } from '../src/backends/fs/record-format'
 import { runJsonFloor, runJsonFloorWorker } from './support/floor'
 import { openSqlitePeer, type SqlitePeer } from './sqlite-peer'
 import { messageInput, rawWriteFsync, rotate, runBatched, runRounds, sourceState, writeAllSync } from './common'
-import { benchRoot, checkSettings, env, finishBench, fmt, headlineRatio, type Figure, type HeadlineRatio, median, summarize, settlesWithin } from './stats'
+import {
+  benchRoot,
+  checkSettings,
+  env,
+  finishBench,
+  fmt,
+  headlineRatio,
+  type Figure,
+  type HeadlineRatio,
+  median,
+  summarize,
+  settlesWithin,
+  type Summary,
+} from './stats'
 
 const CONFIG = {
   eventBytes: 300,
@@ -486,74 +499,70 @@ async function main(): Promise<void> {
     const big = fmt(CONFIG.catalogLarge, 0)
     const batchedWhat = `batched durable appends (${CONFIG.batches} × ${CONFIG.batch} events of ~${CONFIG.eventBytes} B)`
     const singlesWhat = `single durable appends (${CONFIG.singles} a run)`
+    /** The same ratio through the worker and in the app's thread: `workerKey` and `threadKey` of `of` against `base`. */
+    const both = (
+      id: string,
+      figure: string,
+      measure: string,
+      of: Map<string, Summary>,
+      [workerKey, threadKey]: [string, string],
+      base: Summary,
+      targets: { worker?: number; thread?: number } = {},
+    ): HeadlineRatio[] => [
+      headlineRatio(
+        `${id}-worker`,
+        figure,
+        LAYER.worker,
+        measure,
+        of.get(workerKey)!,
+        base,
+        targets.worker === undefined ? undefined : { atLeast: targets.worker },
+      ),
+      headlineRatio(
+        `${id}-thread`,
+        figure,
+        LAYER.thread,
+        measure,
+        of.get(threadKey)!,
+        base,
+        targets.thread === undefined ? undefined : { atLeast: targets.thread },
+      ),
+    ]
     const headline: HeadlineRatio[] = [
-      headlineRatio(
-        'sqlite-batched-worker',
+      ...both(
+        'sqlite-batched',
         `${batchedWhat} vs better-sqlite3 (WAL, synchronous FULL, a transaction a batch)`,
-        LAYER.worker,
-        'openStore({ dir }) events/s ÷ better-sqlite3 events/s',
-        bS.get('worker')!,
+        'events/s ÷ better-sqlite3 events/s',
+        bS,
+        ['worker', 'thread'],
         bS.get('sqlite')!,
-        { atLeast: TARGETS.sqliteWorker },
+        { worker: TARGETS.sqliteWorker, thread: TARGETS.sqliteThread },
       ),
-      headlineRatio(
-        'sqlite-batched-thread',
-        `${batchedWhat} vs better-sqlite3 (WAL, synchronous FULL, a transaction a batch)`,
-        LAYER.thread,
-        'openStore({ dir, worker: false }) events/s ÷ better-sqlite3 events/s',
-        bS.get('thread')!,
-        bS.get('sqlite')!,
-        { atLeast: TARGETS.sqliteThread },
-      ),
-      headlineRatio(
-        'jsonl-batched-worker',
+      ...both(
+        'jsonl-batched',
         `${batchedWhat} vs a JSONL file (writeSync + fdatasyncSync a batch)`,
-        LAYER.worker,
-        'openStore({ dir }) events/s ÷ JSONL events/s',
-        bS.get('worker')!,
+        'events/s ÷ JSONL events/s',
+        bS,
+        ['worker', 'thread'],
         bS.get('jsonl')!,
       ),
-      headlineRatio(
-        'jsonl-batched-thread',
-        `${batchedWhat} vs a JSONL file (writeSync + fdatasyncSync a batch)`,
-        LAYER.thread,
-        'openStore({ dir, worker: false }) events/s ÷ JSONL events/s',
-        bS.get('thread')!,
-        bS.get('jsonl')!,
-      ),
-      headlineRatio(
-        'sqlite-singles-worker',
+      ...both(
+        'sqlite-singles',
         `${singlesWhat} one after another vs better-sqlite3's single-row transactions one after another`,
-        LAYER.worker,
         'sequential events/s ÷ better-sqlite3 events/s',
-        sS.get('workerSequential')!,
+        sS,
+        ['workerSequential', 'threadSequential'],
         sS.get('sqliteSequential')!,
-        { atLeast: TARGETS.sqliteSingles },
+        { worker: TARGETS.sqliteSingles },
       ),
-      headlineRatio(
-        'sqlite-singles-thread',
-        `${singlesWhat} one after another vs better-sqlite3's single-row transactions one after another`,
-        LAYER.thread,
-        'sequential events/s ÷ better-sqlite3 events/s',
-        sS.get('threadSequential')!,
-        sS.get('sqliteSequential')!,
-      ),
-      headlineRatio(
-        'sqlite-concurrent-worker',
+      ...both(
+        'sqlite-concurrent',
         `${singlesWhat} at once (Promise.all) vs better-sqlite3's single-row transactions one after another (its best)`,
-        LAYER.worker,
         'concurrent events/s ÷ better-sqlite3 events/s',
-        sS.get('workerConcurrent')!,
+        sS,
+        ['workerConcurrent', 'threadConcurrent'],
         sS.get('sqliteSequential')!,
-        { atLeast: TARGETS.sqliteConcurrent },
-      ),
-      headlineRatio(
-        'sqlite-concurrent-thread',
-        `${singlesWhat} at once (Promise.all) vs better-sqlite3's single-row transactions one after another (its best)`,
-        LAYER.thread,
-        'concurrent events/s ÷ better-sqlite3 events/s',
-        sS.get('threadConcurrent')!,
-        sS.get('sqliteSequential')!,
+        { worker: TARGETS.sqliteConcurrent },
       ),
       headlineRatio(
         'batched-worker',
