@@ -31,8 +31,6 @@ export interface ConflictForkHost {
   sessions: Pick<LiveSessions, 'withImportWriter' | 'replaceLog'>
   index: Pick<SessionIndex, 'row' | 'deleted'> | undefined
   now(): number
-  /** Lets go of the session's writer this engine keeps between Durable Streams appends, before its lock is taken. */
-  letGo?: (id: SessionId) => Promise<void>
 }
 
 /** The id of the fork that takes a copy's events from `at` on: the same for a retry of the same move. */
@@ -54,7 +52,6 @@ export async function forkConflict(host: ConflictForkHost, serverCopy: unknown):
   const server = entry!
   const id = server.header.id
   let release: () => Promise<void>
-  await host.letGo?.(id)
   try {
     release = once(await host.locks.acquire(id))
   } catch (err) {

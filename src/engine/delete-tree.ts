@@ -41,8 +41,6 @@ export interface DeleteHost {
   onDelete: ((id: SessionId) => void) | undefined
   /** Where the tombstone of each deleted life is kept, written before its session goes. */
   tombstones: Pick<Tombstones, 'add'>
-  /** Lets go of a session's writer this engine keeps between Durable Streams appends (streams.ts), before its lock is taken. */
-  letGo?: (id: SessionId) => Promise<void>
 }
 
 /** Deletes one session whose writer lock the delete holds (`info` undefined: its log is damaged, its header unread). */
@@ -74,7 +72,6 @@ export async function deleteSessions(host: DeleteHost, ids: readonly SessionId[]
     // 2. Lock them, then their descendants, until a walk finds no session it has not locked.
     const lock = async (id: SessionId) => {
       if (held.has(id)) return
-      await host.letGo?.(id)
       try {
         held.set(id, await host.locks.acquire(id))
       } catch (err) {

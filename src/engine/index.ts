@@ -51,6 +51,8 @@ export class Engine {
   readonly reader: StoreReader
   readonly registry: ProjectionRegistry
   readonly locks: WriterLocks
+  /** The same locks, each taken after letting go of a stream writer this engine keeps for the session (a delete's, a conflict fork's). */
+  readonly #lettingGo: WriterLocks
   private readonly storage: StorageAdapter
   private readonly defs: readonly ProjectionDefinition[]
   private readonly maxEventBytes: number
@@ -80,6 +82,7 @@ export class Engine {
     this.registry = new ProjectionRegistry([...BUILTIN_PROJECTIONS, ...(options.projections ?? [])])
     this.defs = this.registry.list()
     this.locks = options.locks ?? createLocalLocks()
+    this.#lettingGo = { ...this.locks, acquire: async (id) => (await this.streams.letGo([id]), this.locks.acquire(id)) }
     this.maxEventBytes = positive(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, 'maxEventBytes')
     this.now = options.now ?? Date.now
     this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
@@ -196,9 +199,9 @@ export class Engine {
   /** Deletes sessions nobody holds open for writing (with `tree`, each with its descendants), all or nothing (delete-tree.ts). */
   async deleteSessions(ids: readonly SessionId[], options?: DeleteOptions): Promise<SessionId[]> {
     this.open()
-    const { reader, locks, index, sessions, onDelete, tombstones } = this
-    const letGo = (id: SessionId) => this.streams.letGo([id]) // descendants' too, as a tree delete finds them
-    return deleteSessions({ reader, locks, index, sessions, onDelete, tombstones, letGo, listChildren: (id, o) => this.listChildren(id, o) }, ids, options)
+    const { reader, index, sessions, onDelete, tombstones } = this
+    const locks = this.#lettingGo // a tree's descendants' kept stream writers too, as the delete finds them
+    return deleteSessions({ reader, locks, index, sessions, onDelete, tombstones, listChildren: (id, o) => this.listChildren(id, o) }, ids, options)
   }
 
   /** A page of the session list (`store.sessions()`): `query` checked, `count` rows after `after`. */
@@ -302,10 +305,7 @@ export class Engine {
     return watch(this.sessions.liveOf(id), listener)
   }
 
-  /**
-   * Another engine appended to a session this engine follows without writing it: fold what is new from storage (up to
-   * `length` when the notice said how long the log now is; the notice's own events when it carried them), tell listeners.
-   */
+  /** Another engine appended to a session followed here, not written: fold what is new (up to `length`; the notice's `tail`), tell listeners. */
   follow(id: SessionId, length?: number, tail?: FollowTail): Promise<void> {
     const live = this.sessions.get(id)
     if (!live || live.writer || this.isClosed) return Promise.resolve()
@@ -354,8 +354,7 @@ export class Engine {
   /** Resolves a sync conflict by a fork of this store's events, given the server's whole copy (conflict-fork.ts). */
   forkConflict(serverCopy: unknown): Promise<ConflictFork> {
     this.open()
-    const letGo = (id: SessionId) => this.streams.letGo([id])
-    return forkConflict({ ...this.importTarget, locks: this.locks, sessions: this.sessions, index: this.index, now: this.now, letGo }, serverCopy)
+    return forkConflict({ ...this.importTarget, locks: this.#lettingGo, sessions: this.sessions, index: this.index, now: this.now }, serverCopy)
   }
 
   /** Waits for every append, writes close checkpoints, releases locks, closes storage. */
