@@ -2,10 +2,18 @@
 // a declared length over it is refused before a byte is read, and a body that grows past it
 // is cancelled there, so a hostile client cannot make the server hold more than the bound.
 
+/** Where `toNodeListener` leaves a body it read whole on the Request it makes (no web stream to read it back from). */
+export const WHOLE_BODY = Symbol('sessionfold.wholeBody')
+
 /** The body's bytes; `over(detail)` is thrown past `max` bytes. */
 export async function readBytes(request: Request, max: number, over: (detail: string) => Error): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length') ?? Number.NaN)
   if (declared > max) throw over(`the body is ${declared} bytes, over the limit of ${max}`)
+  const whole = (request as { [WHOLE_BODY]?: Uint8Array })[WHOLE_BODY]
+  if (whole) {
+    if (whole.byteLength > max) throw over(`the body is over the limit of ${max} bytes`)
+    return whole
+  }
   if (!request.body) return new Uint8Array(0)
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []

@@ -1,6 +1,7 @@
 // toNodeListener: a Fetch-API handler served by node:http. Only types of node:http are
 // imported, so this file costs an edge runtime nothing.
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { WHOLE_BODY } from './body'
 import type { SyncHandler } from './handler'
 
 /**
@@ -13,29 +14,25 @@ import type { SyncHandler } from './handler'
  */
 export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    const abort = new AbortController()
     // Only a client gone before its answer ended aborts (an abort makes a DOMException: a request's worth of CPU otherwise).
+    let abort: AbortController | undefined
+    let gone = false
     res.on('close', () => {
-      if (!res.writableFinished) abort.abort()
+      if (res.writableFinished) return
+      gone = true
+      abort?.abort()
     })
-    const headers = new Headers()
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value === undefined) continue
-      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
+    const signal = () => {
+      abort ??= new AbortController()
+      if (gone) abort.abort()
+      return abort.signal
     }
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
     void (async () => {
       try {
         // A small body of a known length is read whole first (cheaper than a stream for the Request); others stream in.
         const body = !hasBody ? undefined : Number(req.headers['content-length']) <= WHOLE_BODY_BYTES ? await whole(req) : streamOf(req)
-        const request = new Request(`http://${req.headers.host ?? '127.0.0.1'}${req.url ?? '/'}`, {
-          method: req.method,
-          headers,
-          body: body as BodyInit | undefined,
-          signal: abort.signal,
-          // @ts-expect-error Node's fetch needs duplex for a streamed body; the DOM types do not know it
-          duplex: 'half',
-        })
+        const request = nodeRequest(req, body, signal)
         const response = await handler(request)
         res.writeHead(response.status, Object.fromEntries(response.headers))
         if (!response.body) return void res.end()
@@ -43,7 +40,7 @@ export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res
         // any other answer's go with its first bytes, and a body of one chunk in one write.
         if (response.headers.get('content-type')?.startsWith('text/event-stream')) res.flushHeaders()
         const reader = response.body.getReader()
-        abort.signal.addEventListener('abort', () => void reader.cancel().catch(() => {}), { once: true })
+        signal().addEventListener('abort', () => void reader.cancel().catch(() => {}), { once: true })
         let pending = reader.read()
         for (;;) {
           const { done, value } = await pending
@@ -68,6 +65,102 @@ export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res
         res.end()
       }
     })()
+  }
+}
+
+/**
+ * The Request a handler is given: its method, URL, headers, signal and a body read whole are
+ * had without undici's Request, whose making (its body as a web stream, its own signal) was a
+ * fifth of the CPU of a small Durable Streams append. Anything else of a Request (`text()`,
+ * `clone()`, `body` ...) makes the real one first and answers from it. The pattern is
+ * `@hono/node-server`'s (src/request.ts).
+ */
+function nodeRequest(req: IncomingMessage, body: Uint8Array | ReadableStream<Uint8Array> | undefined, signal: () => AbortSignal): Request {
+  const light = Object.create(LIGHT_REQUEST) as LightRequest
+  light[INCOMING] = { req, body, signal }
+  if (body instanceof Uint8Array) light[WHOLE_BODY] = body
+  return light as unknown as Request
+}
+
+interface LightRequest {
+  [INCOMING]: { req: IncomingMessage; body: Uint8Array | ReadableStream<Uint8Array> | undefined; signal: () => AbortSignal }
+  [WHOLE_BODY]?: Uint8Array
+  [HEADERS]?: Headers
+  [REAL]?: Request
+}
+
+const INCOMING = Symbol('incoming')
+const HEADERS = Symbol('headers')
+const REAL = Symbol('real')
+
+function headersOf(light: LightRequest): Headers {
+  if (light[HEADERS]) return light[HEADERS]
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(light[INCOMING].req.headers)) {
+    if (value === undefined) continue
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
+  }
+  light[HEADERS] = headers
+  return headers
+}
+
+function urlOf(req: IncomingMessage): string {
+  return `http://${req.headers.host ?? '127.0.0.1'}${req.url ?? '/'}`
+}
+
+function realOf(light: LightRequest): Request {
+  if (light[REAL]) return light[REAL]
+  const { req, body, signal } = light[INCOMING]
+  light[REAL] = new Request(urlOf(req), {
+    method: req.method,
+    headers: headersOf(light),
+    body: body as BodyInit | undefined,
+    signal: signal(),
+    // @ts-expect-error Node's fetch needs duplex for a streamed body; the DOM types do not know it
+    duplex: 'half',
+  })
+  return light[REAL]
+}
+
+/** A Request's prototype whose method, URL, headers and signal come off the incoming message; every other member of Request asks the real one. */
+const LIGHT_REQUEST: object = Object.create(Request.prototype, {
+  method: {
+    get(this: LightRequest) {
+      return this[INCOMING].req.method ?? 'GET'
+    },
+  },
+  url: {
+    get(this: LightRequest) {
+      return urlOf(this[INCOMING].req)
+    },
+  },
+  headers: {
+    get(this: LightRequest) {
+      return headersOf(this)
+    },
+  },
+  signal: {
+    get(this: LightRequest) {
+      return this[REAL]?.signal ?? this[INCOMING].signal()
+    },
+  },
+})
+for (const name of Object.getOwnPropertyNames(Request.prototype)) {
+  if (name === 'constructor' || Object.hasOwn(LIGHT_REQUEST, name)) continue
+  const member = Object.getOwnPropertyDescriptor(Request.prototype, name)!
+  const real = (self: LightRequest) => realOf(self) as unknown as Record<string, unknown>
+  if (typeof member.value === 'function') {
+    Object.defineProperty(LIGHT_REQUEST, name, {
+      value(this: LightRequest, ...args: unknown[]) {
+        return (real(this)[name] as (...a: unknown[]) => unknown).apply(realOf(this), args)
+      },
+    })
+  } else if (member.get) {
+    Object.defineProperty(LIGHT_REQUEST, name, {
+      get(this: LightRequest) {
+        return real(this)[name]
+      },
+    })
   }
 }
 
