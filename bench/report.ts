@@ -485,16 +485,59 @@ export function renderMarkdown(res: SuiteResults, charts: string[]): string {
   return L.join('\n')
 }
 
-/** Writes the charts and BENCHMARKS.md from a results object. */
+/** The line that opens a section's notes written by hand (kept when the report is written again). */
+export const HAND_NOTES = '**Beside this run**'
+
+/**
+ * `fresh` with the notes written by hand in `old` put back: each section's block that opens with
+ * HAND_NOTES (to the next section) goes again at the end of the section of the same heading. A
+ * section no longer in `fresh` loses its notes.
+ */
+export function keepHandNotes(old: string, fresh: string): string {
+  const notes = new Map<string, string[]>()
+  let heading: string | undefined
+  let block: string[] | undefined
+  for (const line of old.split('\n')) {
+    if (line.startsWith('## ')) {
+      heading = line
+      block = undefined
+    } else if (line.startsWith(HAND_NOTES) && heading !== undefined) {
+      block = []
+      notes.set(heading, block)
+    }
+    block?.push(line)
+  }
+  const out: string[] = []
+  let open: string[] | undefined
+  const close = () => {
+    if (!open) return
+    while (out.length > 0 && out[out.length - 1] === '') out.pop()
+    out.push('', ...open)
+    while (out[out.length - 1] === '') out.pop()
+    out.push('')
+    open = undefined
+  }
+  for (const line of fresh.split('\n')) {
+    if (line.startsWith('## ')) {
+      close()
+      open = notes.get(line)
+    }
+    out.push(line)
+  }
+  close()
+  return out.join('\n')
+}
+
+/** Writes the charts and BENCHMARKS.md from a results object (the notes written by hand in it kept). */
 export function writeReport(res: SuiteResults): void {
   fs.mkdirSync(here('./charts'), { recursive: true })
   const charts = chartsOf(res)
   for (const { file, chart } of charts) fs.writeFileSync(here(`./charts/${file}`), renderChart(chart))
-  fs.writeFileSync(
-    here('../BENCHMARKS.md'),
-    renderMarkdown(
-      res,
-      charts.map((c) => c.file),
-    ),
+  const path = here('../BENCHMARKS.md')
+  const old = fs.existsSync(path) ? fs.readFileSync(path, 'utf8') : ''
+  const fresh = renderMarkdown(
+    res,
+    charts.map((c) => c.file),
   )
+  fs.writeFileSync(path, keepHandNotes(old, fresh))
 }
