@@ -9,6 +9,8 @@ import { createMemoryAdapter } from '../../src/backends/memory'
 import type { ChangeBatch, ChangeEntry } from '../../src/core/changes'
 import type { SessionEvent } from '../../src/core/model'
 import { Engine } from '../../src/engine'
+import type { EngineOptions } from '../../src/engine/options'
+import { lazyStreams } from '../../src/engine/streams-lazy'
 import { forkConflict, type ConflictForkHost } from '../../src/engine/conflict-fork'
 import type { ProjectionChange } from '../../src/engine/watchers'
 import { expectCode } from '../support/helpers'
@@ -21,8 +23,8 @@ async function eventsOf(engine: Engine, id: string): Promise<SessionEvent[]> {
 const types = (events: readonly SessionEvent[]) => events.map((e) => e.type)
 
 /** An engine holding `s` as [app/common, mine/1, mine/2], and the server's copy [app/common, theirs/1]. */
-async function conflicted(): Promise<{ engine: Engine; copy: ChangeBatch }> {
-  const engine = new Engine({ storage: createMemoryAdapter() })
+async function conflicted(settings: Partial<Pick<EngineOptions, 'streams'>> = {}): Promise<{ engine: Engine; copy: ChangeBatch }> {
+  const engine = new Engine({ storage: createMemoryAdapter(), ...settings })
   await engine.createSession({ id: 's' })
   await engine.append('s', { type: 'app/common' })
   await engine.release('s', 'writer')
@@ -84,6 +86,21 @@ describe('a conflicted session moved to a fork (the engine)', () => {
     expect(await dump(engine)).toEqual(before)
     await engine.release('s', 'writer')
     expect(typeof (await engine.forkConflict(copy))).toBe('object')
+    await engine.close()
+  })
+
+  it('lets go of the writer a Durable Streams append keeps here (up to 1 s idle) and moves the session', async () => {
+    const { engine, copy } = await conflicted({ streams: lazyStreams })
+    const appended = await engine.streams.run({ op: 'append', id: 's', contentType: 'application/json', body: { json: [{ type: 'mine/3' }] }, close: false })
+    expect(appended.status).toBe('appended')
+    const outcome = await engine.forkConflict(copy)
+    if (typeof outcome === 'string') throw new Error(`no fork: ${outcome}`)
+    expect(types(await eventsOf(engine, 's'))).toEqual(['app/common', 'theirs/1'])
+    expect(types(await eventsOf(engine, outcome.forkedAs))).toEqual(['app/common', 'mine/1', 'mine/2', 'mine/3'])
+    // The stream goes on from the server's history: its next append lands after theirs/1.
+    const next = await engine.streams.run({ op: 'append', id: 's', contentType: 'application/json', body: { json: [{ type: 'app/after' }] }, close: false })
+    expect(next).toMatchObject({ status: 'appended', stream: { length: 3 } })
+    expect(types(await eventsOf(engine, 's'))).toEqual(['app/common', 'theirs/1', 'app/after'])
     await engine.close()
   })
 
