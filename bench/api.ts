@@ -373,6 +373,7 @@ async function main(): Promise<void> {
 
     // ---- (2) single appends ----
     const n = CONFIG.singles
+    const singleBatches: EventInput[][] = Array.from({ length: n }, () => [input])
     const SINGLES = [
       {
         key: 'sqliteSequential',
@@ -393,6 +394,20 @@ async function main(): Promise<void> {
         label: `openStore({ dir, worker: false }): ${n} one after another`,
         layer: LAYER.thread,
         run: () => runSingles(thread, input, n, false),
+      },
+      // The floor of the single-append targets: the JSON log's own work (no store) for one event at
+      // a time, in this thread and with its engine half across a worker (one postMessage each way).
+      {
+        key: 'floorSequential',
+        label: `(diagnostic) a JSON log's own work, no store: ${n} single events one after another, each written and fdatasynced`,
+        layer: 'diagnostic (floor)',
+        run: async () => runJsonFloor(rawDir, singleBatches, floorRuns++),
+      },
+      {
+        key: 'floorWorkerSequential',
+        label: `(diagnostic) the same across a worker, no store: each event posted to a worker_threads worker that writes and fdatasyncs it and answers`,
+        layer: 'diagnostic (floor)',
+        run: () => runJsonFloorWorker(rawDir, singleBatches, floorRuns++, CONFIG.stallMs),
       },
     ]
     const singlesRuns = new Map<string, number[]>(SINGLES.map((x) => [x.key, []]))
@@ -538,6 +553,22 @@ async function main(): Promise<void> {
         bS.get('sqlite')!,
         { worker: TARGETS.sqliteWorker, thread: TARGETS.sqliteThread },
       ),
+      headlineRatio(
+        'floor-batched-worker',
+        `(floor) the same batches, a JSON log's own work with its engine half across a worker, no store, vs better-sqlite3: the most the batched ratio through a worker can be here`,
+        'diagnostic (floor)',
+        'floor events/s ÷ better-sqlite3 events/s',
+        bS.get('jsonFloorWorker')!,
+        bS.get('sqlite')!,
+      ),
+      headlineRatio(
+        'floor-batched-thread',
+        `(floor) the same in one thread, no store, vs better-sqlite3: the most the batched ratio in the app's thread can be here`,
+        'diagnostic (floor)',
+        'floor events/s ÷ better-sqlite3 events/s',
+        bS.get('jsonFloor')!,
+        bS.get('sqlite')!,
+      ),
       ...both(
         'jsonl-batched',
         `${batchedWhat} vs a JSONL file (writeSync + fdatasyncSync a batch)`,
@@ -554,6 +585,22 @@ async function main(): Promise<void> {
         ['workerSequential', 'threadSequential'],
         sS.get('sqliteSequential')!,
         { worker: TARGETS.sqliteSingles },
+      ),
+      headlineRatio(
+        'floor-singles-worker',
+        `(floor) ${n} single events one after another, a JSON log's own work with its engine half across a worker, no store, vs better-sqlite3's single-row transactions: the most the single-append ratio through a worker can be here`,
+        'diagnostic (floor)',
+        'floor events/s ÷ better-sqlite3 events/s',
+        sS.get('floorWorkerSequential')!,
+        sS.get('sqliteSequential')!,
+      ),
+      headlineRatio(
+        'floor-singles-thread',
+        `(floor) the same in one thread, no store, vs better-sqlite3's single-row transactions: the most the single-append ratio in the app's thread can be here`,
+        'diagnostic (floor)',
+        'floor events/s ÷ better-sqlite3 events/s',
+        sS.get('floorSequential')!,
+        sS.get('sqliteSequential')!,
       ),
       ...both(
         'sqlite-concurrent',
