@@ -89,6 +89,8 @@ const TARGETS = {
 }
 
 /** The layers a figure is measured at (BENCHMARKS.md labels every row with one). */
+/** The floor rows' subject, as it reads in their names. */
+const FLOOR_WORKER = "a JSON log's own work with its engine half across a worker, no store, vs better-sqlite3"
 const LAYER = {
   worker: 'openStore() in a worker',
   thread: 'openStore({ worker: false })',
@@ -543,6 +545,9 @@ async function main(): Promise<void> {
         targets.thread === undefined ? undefined : { atLeast: targets.thread },
       ),
     ]
+    /** What a store of this design can reach at most here (bench/support/floor.ts), against the peer. */
+    const floorRatio = (id: string, figure: string, floor: Summary, peer: Summary) =>
+      headlineRatio(id, figure, 'diagnostic (floor)', 'floor events/s ÷ better-sqlite3 events/s', floor, peer)
     const headline: HeadlineRatio[] = [
       ...both(
         'sqlite-batched',
@@ -553,19 +558,15 @@ async function main(): Promise<void> {
         bS.get('sqlite')!,
         { worker: TARGETS.sqliteWorker, thread: TARGETS.sqliteThread },
       ),
-      headlineRatio(
+      floorRatio(
         'floor-batched-worker',
-        `(floor) the same batches, a JSON log's own work with its engine half across a worker, no store, vs better-sqlite3: the most the batched ratio through a worker can be here`,
-        'diagnostic (floor)',
-        'floor events/s ÷ better-sqlite3 events/s',
+        `(floor) the same batches, ${FLOOR_WORKER}: the most the batched ratio through a worker can be here`,
         bS.get('jsonFloorWorker')!,
         bS.get('sqlite')!,
       ),
-      headlineRatio(
+      floorRatio(
         'floor-batched-thread',
         `(floor) the same in one thread, no store, vs better-sqlite3: the most the batched ratio in the app's thread can be here`,
-        'diagnostic (floor)',
-        'floor events/s ÷ better-sqlite3 events/s',
         bS.get('jsonFloor')!,
         bS.get('sqlite')!,
       ),
@@ -586,19 +587,15 @@ async function main(): Promise<void> {
         sS.get('sqliteSequential')!,
         { worker: TARGETS.sqliteSingles },
       ),
-      headlineRatio(
+      floorRatio(
         'floor-singles-worker',
-        `(floor) ${n} single events one after another, a JSON log's own work with its engine half across a worker, no store, vs better-sqlite3's single-row transactions: the most the single-append ratio through a worker can be here`,
-        'diagnostic (floor)',
-        'floor events/s ÷ better-sqlite3 events/s',
+        `(floor) ${n} single events one after another, ${FLOOR_WORKER}'s single-row transactions: the most the single-append ratio through a worker can be here`,
         sS.get('floorWorkerSequential')!,
         sS.get('sqliteSequential')!,
       ),
-      headlineRatio(
+      floorRatio(
         'floor-singles-thread',
         `(floor) the same in one thread, no store, vs better-sqlite3's single-row transactions: the most the single-append ratio in the app's thread can be here`,
-        'diagnostic (floor)',
-        'floor events/s ÷ better-sqlite3 events/s',
         sS.get('floorSequential')!,
         sS.get('sqliteSequential')!,
       ),
