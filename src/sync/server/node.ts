@@ -7,7 +7,10 @@ import type { SyncHandler } from './handler'
 /**
  * Adapts a Fetch-API handler to `node:http`'s `(req, res)`: the request's body streams in,
  * the response's body streams out (server-sent events are flushed as they come), and a client
- * that goes away aborts the request's signal.
+ * that goes away aborts the request's signal. The handler is given a `Request` (every member of
+ * one, `instanceof Request`) whose method, URL, headers and signal are read off the incoming
+ * message; the platform's own `Request` is made only when the handler asks for more of it
+ * (`text()`, `body`, `clone()` ...), which keeps a small request's cost down.
  *
  * @example
  * http.createServer(toNodeListener(createSyncHandler({ store, authorize }))).listen(8787, '127.0.0.1')
