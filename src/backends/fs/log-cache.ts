@@ -11,7 +11,7 @@ import { HEADER_FILE, LOG_FILE, sessionDir } from './layout'
 import { writing, type Log } from './log'
 import { INDEX_STRIDE, recordIs, type OffsetIndex } from './offset-index'
 import type { FsSettings } from './options'
-import { readerOf } from './record-format'
+import { openForReading } from './quick-reads'
 import { scanLog } from './scan'
 
 export interface LogCache {
@@ -120,9 +120,9 @@ export function createLogCache(
     }
     const stored = await index.read(dir)
     const log: Log = { id, dir, header, ino, size: 0, fileSize, length: 0, index: [], indexStored: 0, queue: [], queued: 0 }
-    const fh = await fs.open(join(dir, LOG_FILE), 'r')
+    const file = await openForReading(fs, join(dir, LOG_FILE))
     try {
-      const read = readerOf(fh)
+      const { read } = file
       // Trust the last index entry that points at the record it claims; scan from there.
       let k = stored.length - 1
       while (k > 0 && !(await recordIs(read, stored[k]!, k * INDEX_STRIDE, fileSize))) k--
@@ -135,16 +135,16 @@ export function createLogCache(
       const same = stored.length >= log.index.length && log.index.every((o, i) => o === stored[i])
       log.indexStored = same ? log.index.length : await index.rewrite(log)
     } finally {
-      await fh.close()
+      await file.close()
     }
     return log
   }
 
   /** Reads records another process appended since we last looked. */
   async function extend(log: Log, fileSize: number): Promise<void> {
-    const fh = await fs.open(join(log.dir, LOG_FILE), 'r')
+    const file = await openForReading(fs, join(log.dir, LOG_FILE))
     try {
-      const scan = await scanLog(readerOf(fh), log.size, log.length, fileSize)
+      const scan = await scanLog(file.read, log.size, log.length, fileSize)
       if (writing(log)) return // we began appending meanwhile: what grew is ours
       log.index.push(...scan.indexed)
       log.size = scan.end
@@ -152,7 +152,7 @@ export function createLogCache(
       log.fileSize = fileSize
       if (scan.damagedAt !== undefined) log.damage = corrupt(log, scan.damagedAt, 'a bad record followed by whole ones', scan.length)
     } finally {
-      await fh.close()
+      await file.close()
     }
   }
 

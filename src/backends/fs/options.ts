@@ -1,5 +1,6 @@
 // The fs adapter's options, and the settings its parts work from once defaults are applied.
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, openSync, readSync, writeSync } from 'node:fs'
+import { quickReadFile, quickStat } from './quick-reads'
 import * as nodeFs from 'node:fs/promises'
 import type { RepairReport } from '../../storage/types'
 
@@ -64,7 +65,11 @@ export interface FsAdapterOptions {
    * tail) on next use, so memory stays bounded however many sessions a long-lived process touches.
    */
   maxCachedLogs?: number
-  /** The file system (default `node:fs/promises` and `writeSync`); tests inject faults such as ENOSPC here. */
+  /**
+   * The file system (default `node:fs/promises` with the synchronous calls above, its `stat` and
+   * its `readFile` of files up to 1 MiB made with `statSync` and `readFileSync`: a thread-pool
+   * round trip each costs more than the call); tests inject faults such as ENOSPC here.
+   */
   fs?: FsPromises
 }
 
@@ -82,7 +87,7 @@ export interface FsSettings {
 
 export function settingsOf(options: FsAdapterOptions): FsSettings {
   return {
-    fs: options.fs ?? { ...nodeFs, writeSync, fdatasyncSync, openSync, fstatSync, readSync, closeSync, fdatasync },
+    fs: options.fs ?? { ...nodeFs, readFile: quickReadFile, stat: quickStat, writeSync, fdatasyncSync, openSync, fstatSync, readSync, closeSync, fdatasync },
     root: options.dir ?? '.sessionfold',
     strict: (options.durability ?? 'strict') === 'strict',
     readOnly: options.readOnly === true,

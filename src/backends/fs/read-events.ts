@@ -1,7 +1,6 @@
 // Reading events from a log: the offset index finds the record to start from (rebuilt by one
 // full scan when it is wrong), then records are read in large windows and parsed from `from`
 // on, each checked for its checksum and its seq.
-import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent } from '../../core/model'
 import { seqEnd } from '../../core/validate'
@@ -12,7 +11,8 @@ import { LOG_FILE } from './layout'
 import type { Log } from './log'
 import { INDEX_STRIDE, recordIs, type OffsetIndex } from './offset-index'
 import type { FsSettings } from './options'
-import { newWindow, readRecord, readerOf, recordAt } from './record-format'
+import { openForReading, type ReadableFile } from './quick-reads'
+import { newWindow, readRecord, recordAt, type ReadAt } from './record-format'
 import { scanLog } from './scan'
 
 const READ_CHUNK = 256 * 1024
@@ -62,18 +62,18 @@ export function textsSkipping(skip: SkipTexts): RecordAs<string> {
 }
 
 export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<OffsetIndex, 'rewrite'>, guard: Pick<Guard, 'check'>): ReadEvents {
-  async function* readRange<T>(log: Log, fh: FileHandle, from: number, to: number, as: RecordAs<T>, signal?: AbortSignal): AsyncGenerator<T[]> {
+  async function* readRange<T>(log: Log, read: ReadAt, from: number, to: number, as: RecordAs<T>, signal?: AbortSignal): AsyncGenerator<T[]> {
     let rebuilt = false
     for (;;) {
       const block = Math.floor(from / INDEX_STRIDE)
       const start = log.index[block]
-      if (start !== undefined && (await recordIs(readerOf(fh), start, block * INDEX_STRIDE, log.size))) {
-        yield* readFrom(log, fh, start, block * INDEX_STRIDE, from, to, as, signal)
+      if (start !== undefined && (await recordIs(read, start, block * INDEX_STRIDE, log.size))) {
+        yield* readFrom(log, read, start, block * INDEX_STRIDE, from, to, as, signal)
         return
       }
       if (rebuilt) throw corrupt(log, start ?? 0, `the record of seq ${block * INDEX_STRIDE} cannot be found`, block * INDEX_STRIDE)
       // The index is wrong (damaged or stale): rebuild it from a full scan, once.
-      const scan = await scanLog(readerOf(fh), 0, 0, log.size)
+      const scan = await scanLog(read, 0, 0, log.size)
       if (scan.end < log.size) throw corrupt(log, scan.damagedAt ?? scan.end, 'a record with a bad checksum', scan.length)
       log.index = scan.indexed
       log.indexStored = await index.rewrite(log)
@@ -83,7 +83,7 @@ export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<Of
 
   async function* readFrom<T>(
     log: Log,
-    fh: FileHandle,
+    read: ReadAt,
     at: number,
     seq: number,
     from: number,
@@ -92,7 +92,6 @@ export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<Of
     signal?: AbortSignal,
   ): AsyncGenerator<T[]> {
     const w = newWindow(READ_CHUNK)
-    const read = readerOf(fh)
     let page: T[] = []
     while (seq < to) {
       // The window holds most records whole: read the file only for one it does not.
@@ -128,18 +127,18 @@ export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<Of
     const { from, to } = resolveRange(id, range, log.length)
     if (from >= to) return
     if (range?.signal?.aborted) throw cancelled(id)
-    let fh: FileHandle
+    let file: ReadableFile
     try {
-      fh = await fs.open(join(log.dir, LOG_FILE), 'r')
+      file = await openForReading(fs, join(log.dir, LOG_FILE))
     } catch (err) {
       throw errno(err) === 'ENOENT' ? notFound(id) : storageError(err, id, 'read')
     }
     try {
-      for await (const page of readRange(log, fh, from, to, as, range?.signal)) yield page
+      for await (const page of readRange(log, file.read, from, to, as, range?.signal)) yield page
     } catch (err) {
       throw storageError(err, id, 'read')
     } finally {
-      await fh.close()
+      await file.close()
     }
   }
 }
