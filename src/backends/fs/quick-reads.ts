@@ -6,9 +6,8 @@
 // pool for nearly all its time. Files over QUICK_READ_BYTES (an offset index or a feed of a big
 // store) are still read through the pool: the thread goes on with other work meanwhile. A
 // log is read the same way (openForReading) when the fs has the synchronous calls.
-import { readFileSync, statSync } from 'node:fs'
+import { type closeSync, type openSync, readFileSync, type readSync, statSync } from 'node:fs'
 import * as nodeFs from 'node:fs/promises'
-import type { FsPromises } from './options'
 import { readerOf, type ReadAt } from './record-format'
 
 /** Files up to this size are read on the calling thread. */
@@ -24,6 +23,14 @@ export const quickReadFile = (async (path: string, options?: Parameters<typeof n
 /** `stat` of node:fs/promises, on this thread. */
 export const quickStat = (async (path: string, options?: Parameters<typeof statSync>[1]) => statSync(path, options)) as typeof nodeFs.stat
 
+/** What openForReading needs of an fs (FsPromises, options.ts, has these). */
+export interface ReadingFs {
+  open: typeof nodeFs.open
+  openSync?: typeof openSync
+  readSync?: typeof readSync
+  closeSync?: typeof closeSync
+}
+
 /** A file opened for positioned reads (a log: its scan at open, its events read). */
 export interface ReadableFile {
   read: ReadAt
@@ -35,7 +42,7 @@ export interface ReadableFile {
  * `closeSync`) its reads are made on this thread, a copy from the page cache each; else
  * through `open`'s file handle.
  */
-export async function openForReading(fs: FsPromises, path: string): Promise<ReadableFile> {
+export async function openForReading(fs: ReadingFs, path: string): Promise<ReadableFile> {
   const { openSync, readSync, closeSync } = fs
   if (!openSync || !readSync || !closeSync) {
     const fh = await fs.open(path, 'r')
