@@ -2,7 +2,7 @@
 // Crash: a child process drives the built client under strict durability (appends to three
 // sessions at once, spawns, forks) and is SIGKILLed at random moments, CRASH_ROUNDS times in
 // all (default 80, in four independent stores at once; `npm run test:crash` runs 400, about
-// five minutes, kept out of the README's test command for its time). After every kill the store is checked:
+// three minutes, kept out of the README's test command for its time). After every kill the store is checked:
 // every acknowledged event is there and identical; no seq is missing; no checkpoint is ahead
 // of its log; every projection read cold equals a full refold (store.verify); acknowledged
 // children are in their parent's catalog and acknowledged forks hold their source's prefix.
