@@ -151,11 +151,11 @@ const LIGHT_REQUEST: object = Object.create(Request.prototype, {
 for (const name of Object.getOwnPropertyNames(Request.prototype)) {
   if (name === 'constructor' || Object.hasOwn(LIGHT_REQUEST, name)) continue
   const member = Object.getOwnPropertyDescriptor(Request.prototype, name)!
-  const real = (self: LightRequest) => realOf(self) as unknown as Record<string, unknown>
+  const real = (self: LightRequest) => realOf(self) as unknown as Record<string, (...args: unknown[]) => unknown>
   if (typeof member.value === 'function') {
     Object.defineProperty(LIGHT_REQUEST, name, {
       value(this: LightRequest, ...args: unknown[]) {
-        return (real(this)[name] as (...a: unknown[]) => unknown).apply(realOf(this), args)
+        return real(this)[name]!(...args)
       },
     })
   } else if (member.get) {
