@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { FsPromises } from '../../src/backends/fs/options'
-import { openForReading, QUICK_READ_BYTES, quickReadFile, quickStat } from '../../src/backends/fs/quick-reads'
+import { QUICK_READ_BYTES, quickReadFile, quickStat } from '../../src/backends/fs/node-fs'
+import { openForReading } from '../../src/backends/fs/quick-reads'
 
 let dir: string
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 // Writes that survive a crash once they resolve: a whole file synced, and a folder synced so
 // that a rename into it (or out of it) is durable too.
-import { dirname } from 'node:path'
 import type { FsPromises } from './options'
+import { dirname } from './host'
 
 /** Writes `data` as the whole of a new file at `path`, then syncs it. */
 export async function writeDurable(fs: FsPromises, path: string, data: string | Buffer): Promise<void> {

@@ -1,11 +1,11 @@
 // How the fs adapter words its failures: a platform error (mapped by the guard) names the
 // operation and the session, and damage names the file and the byte where it was found.
-import { join } from 'node:path'
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionId } from '../../core/model'
 import { toStorageError } from '../../storage/guard'
 import { LOG_FILE } from './layout'
 import type { FsPromises } from './options'
+import { join } from './host'
 
 /** The code of a Node file-system error ('ENOENT', 'ENOSPC', ...). */
 export const errno = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code

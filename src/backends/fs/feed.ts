@@ -13,8 +13,6 @@
 // that finds an earlier boot there first gives the feed a new identity, and every cursor made
 // before the crash starts over with a walk (which sends each session from where the other side
 // is), before anything of this boot is written or read.
-import { createHash } from 'node:crypto'
-import { join } from 'node:path'
 import type { FileHandle } from 'node:fs/promises'
 import type { SessionId } from '../../core/model'
 import { SessionfoldError } from '../../core/errors'
@@ -25,6 +23,7 @@ import { errno } from './errors'
 import { bootIdentity, sameBoot } from './boot'
 import { FEED_BOOT_FILE, FEED_FILE, FEED_ID_FILE, tmpDir } from './layout'
 import type { FsSettings } from './options'
+import { Buffer, join, sha256Hex } from './host'
 
 const RECORD = /^([A-Za-z0-9_-]{1,128}) (\d{1,15}) (\d{1,15})\.$/
 /** Bytes read per step while reading the feed. */
@@ -66,7 +65,7 @@ export function createFeedFile({ fs, root, readOnly }: Pick<FsSettings, 'fs' | '
       }
       // The new identity follows from the two boots, so processes of this boot that race here
       // all name the same one (a random one each would leave them handing out different ones).
-      await replace(FEED_ID_FILE, createHash('sha256').update(`${marked.trim()}>${now}`).digest('hex').slice(0, 32))
+      await replace(FEED_ID_FILE, (await sha256Hex(`${marked.trim()}>${now}`)).slice(0, 32))
     }
     // No mark: a new feed, or one whose records were each synced (an older sessionfold).
     if (!readOnly) await replace(FEED_BOOT_FILE, now)

@@ -2,7 +2,6 @@
 // required to be there) and crash leftovers are cleaned from them in the background; a
 // session's folder is created whole (made in tmp, synced, renamed into place) and deleted by
 // renaming it to the trash, so no reader ever sees half of one.
-import { join } from 'node:path'
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionHeader, SessionId } from '../../core/model'
 import { storedHeaderSchema } from '../../core/schemas'
@@ -16,6 +15,7 @@ import { HEADER_FILE, INDEX_FILE, LOG_FILE, idOfFolder, scratchName, sessionDir,
 import { indexOfBatch } from './offset-index'
 import type { FsSettings } from './options'
 import { encodeBatch } from './record-format'
+import { Buffer, join } from './host'
 
 /** Temp entries older than this are leftovers of a crash (younger ones may be another process's). */
 const STALE_TMP_MS = 10 * 60 * 1000

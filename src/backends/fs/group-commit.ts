@@ -1,7 +1,6 @@
 // Group commit: appends to a session queue behind its flush in progress and go out together
 // in one write and one fdatasync; sessions flush in parallel. A torn tail left by a crash is
 // cut before anything is written after it.
-import { join } from 'node:path'
 import type { EncodedEvent } from '../../core/validate'
 import { assertContinues } from '../../storage/guard'
 import type { RepairReport } from '../../storage/types'
@@ -13,6 +12,7 @@ import type { FsSettings } from './options'
 import { encodeBatch } from './record-format'
 import type { WriterHandles } from './writer-handles'
 import type { FeedFile } from './feed'
+import { join } from './host'
 
 export interface GroupCommit {
   /**

@@ -12,8 +12,6 @@
 // another process did, or wrote in one meanwhile) and a put makes them again; two puts of one
 // entry at once may leave it at two levels, which a list shows once and a delete removes one at a
 // time.
-import { randomBytes } from 'node:crypto'
-import { dirname, join, relative, sep } from 'node:path'
 import { flat, SEPARATOR } from '../../storage/kv'
 import { INDEX_LISTS, INDEX_PART, TIME_DIGITS } from '../../storage/records/keys'
 import type { PutDurability, RecordKey } from '../../storage/types'
@@ -22,6 +20,7 @@ import { errno, namesIn } from './errors'
 import { createListings, type Listing as FolderListing } from './listings'
 import { INDEX_LEVELS, INDEX_OTHER_DIR, INDEX_STATE_FILE, partsOfRecordName, recordName, sessionIndexDir, tmpDir } from './layout'
 import type { FsSettings } from './options'
+import { dirname, join, randomHex, relative, sep } from './host'
 
 /** A list's range, as resolveKeyRange gives it. */
 type Range = { prefix: string; after: string | undefined; limit: number }
@@ -184,7 +183,7 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
 
   async function put(key: RecordKey, value: string, durability: PutDurability): Promise<void> {
     const { dir, name } = await placeFor(key)
-    const tmp = join(tmpDir(root), `rec.${randomBytes(6).toString('hex')}`)
+    const tmp = join(tmpDir(root), `rec.${randomHex(6)}`)
     try {
       if (durability === 'cache') {
         const fh = await fs.open(tmp, 'w')

@@ -1,36 +1,18 @@
-// The Node file-system adapter: one folder per session (layout.ts), each log appended by
-// group commit (group-commit.ts) and known to this process through the log cache
-// (log-cache.ts). This file wires the parts together behind the guard.
+// The Node file-system adapter: the file adapter (adapter.ts) on Node's files (node-fs.ts).
 /**
  * Storage on plain files (Node only), behind the `StorageAdapter` interface. An app normally
  * picks it with `openStore({ storage: 'fs', dir })`, Node's default.
  *
  * @module sessionfold/adapters/fs
  */
-import { SessionfoldError, where } from '../../core/errors'
-import type { SessionId } from '../../core/model'
-import { writing } from './log'
-import { assertHeader, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../../storage/guard'
-import { composeStorage } from '../../storage/records'
-import type { KeyValueStore, LogStore, SessionInfo, StorageAdapter } from '../../storage/types'
-import { storageError } from './errors'
-import { createFeedFile } from './feed'
-import { createFolders } from './folders'
-import { createGroupCommit } from './group-commit'
-import { createLogCache } from './log-cache'
-import { createOffsetIndex } from './offset-index'
-import { createRecordFiles } from './records'
-import { settingsOf, type FsAdapterOptions } from './options'
-import { asEvent, asText, createEventReader, textsSkipping } from './read-events'
-import { replaceInLog } from './replace-records'
-import { createWriterHandles } from './writer-handles'
+import type { StorageAdapter } from '../../storage/types'
+import { createFileAdapter } from './adapter'
+import { nodeFileSystem } from './node-fs'
+import type { FsAdapterOptions } from './options'
 
 export type { FsAdapterOptions, FsPromises } from './options'
 // The storage contract, for code that uses an adapter directly.
 export * from '../../storage/public-types'
-
-/** Operations (names given to run()) that change the store. */
-const WRITES = new Set(['create', 'append', 'delete', 'replace', 'record write', 'record delete'])
 
 /**
  * A storage adapter on plain files (Node): one folder per session under `dir`, each event a
@@ -40,141 +22,5 @@ const WRITES = new Set(['create', 'append', 'delete', 'replace', 'record write',
  * `STORAGE_QUOTA_EXCEEDED`.
  */
 export function createFsAdapter(options: FsAdapterOptions = {}): StorageAdapter {
-  const settings = settingsOf(options)
-  const guard = createGuard('fs')
-  const index = createOffsetIndex(settings)
-  const handles = createWriterHandles(settings, index)
-  const logs = createLogCache(settings, index, handles.drop)
-  const feed = createFeedFile(settings)
-  const folders = createFolders(settings, logs.isRemoving, feed)
-  const records = createRecordFiles(settings, folders.has, folders.idsAfter)
-  const commit = createGroupCommit(settings, handles, index, feed, guard.inFlight)
-  const eventsOf = createEventReader(settings, index, guard)
-
-  /** Runs a public operation through the guard, once the store's folders are there. */
-  function run<T>(op: string, id: SessionId | undefined, fn: () => Promise<T>): Promise<T> {
-    return guard.run(
-      async () => {
-        if (settings.readOnly && WRITES.has(op)) {
-          throw new SessionfoldError(
-            'STORAGE_UNAVAILABLE',
-            `${op} of ${id === undefined ? 'the store' : where(id)} refused: the store at ${settings.root} is open read-only`,
-            { sessionId: id },
-          )
-        }
-        await folders.ready
-        return fn()
-      },
-      (err) => storageError(err, id, op),
-    )
-  }
-
-  /** An operation on session `id`, once its id is checked. */
-  const onSession = <T>(op: string, id: SessionId, fn: () => Promise<T>): Promise<T> =>
-    run(op, id, async () => {
-      assertSessionId(id)
-      return fn()
-    })
-
-  /** The session's log: SESSION_NOT_FOUND when there is none, its damage when it is damaged. */
-  const logOf = async (id: SessionId, forWrite = false) => {
-    const log = await logs.get(id, forWrite)
-    if (!log) throw notFound(id)
-    if (log.damage) throw log.damage
-    return log
-  }
-
-  const log: LogStore = {
-    kind: 'fs',
-
-    createSession: (header, seed = []) =>
-      run('create', undefined, async () => {
-        assertHeader(header)
-        assertSeed(header, seed)
-        await folders.create(header, seed)
-      }),
-
-    append: (id, batch) =>
-      onSession('append', id, async () => {
-        const log = await logOf(id, true)
-        if (batch.length === 0) return
-        return commit.append(log, batch)
-      }),
-
-    async *readEvents(id, range) {
-      const log = await onSession('read', id, () => logOf(id))
-      yield* eventsOf(log, range, asEvent)
-    },
-
-    async *readTexts(id, range, skip) {
-      const log = await onSession('read', id, () => logOf(id))
-      yield* eventsOf(log, range, skip ? textsSkipping(skip) : asText)
-    },
-
-    getSession: (id) =>
-      onSession('read', id, async (): Promise<SessionInfo | undefined> => {
-        await folders.settled(id) // named by the feed, its folder on its way (folders.ts)
-        const log = await logs.get(id)
-        if (!log) return undefined
-        if (log.flushing) await log.lastDone
-        if (log.damage) throw log.damage
-        return { header: structuredClone(log.header), length: log.length }
-      }),
-
-    listSessions: (opts) =>
-      run('list', undefined, async () => {
-        const { after, limit } = resolveList(opts)
-        return folders.headersAfter(after, limit)
-      }),
-
-    listIds: (opts) =>
-      run('list', undefined, async () => {
-        const { after, limit } = resolveList(opts)
-        return (await folders.idsAfter(after)).slice(0, limit)
-      }),
-
-    deleteSession: (id) => onSession('delete', id, () => logs.remove(id, () => folders.remove(id))),
-    feed: {
-      id: () => run('feed read', undefined, () => feed.id()),
-      head: () =>
-        run('feed read', undefined, async () => {
-          const at = await feed.head()
-          await folders.settled() // sessions the feed names before `at` are in place for a walk after it
-          return at
-        }),
-      read: (after, limit) => run('feed read', undefined, () => feed.read(after, limit)),
-    },
-
-    replaceRecords: (id, replacement) =>
-      onSession('replace', id, async () => {
-        const log = await logOf(id)
-        await log.lastDone?.catch(() => {})
-        if (writing(log))
-          throw new SessionfoldError('SESSION_LOCKED', `replaceRecords of ${where(id)}: appends of this process are in flight (hold the writer lock)`, {
-            sessionId: id,
-          })
-        try {
-          await replaceInLog(settings, log, replacement)
-        } finally {
-          logs.forget(log) // its writer handle, inode and header are the old file's: loaded afresh
-        }
-      }),
-
-    close: () =>
-      guard.close(async () => {
-        await folders.cleanup // its folders may still be in the making, its leftovers being removed
-        await Promise.allSettled([...logs.logs()].map((l) => l.flushing))
-        await Promise.allSettled([...logs.logs()].map(index.store))
-        await handles.closeAll()
-        await feed.close()
-        logs.clear()
-      }),
-  }
-  const kv: KeyValueStore = {
-    get: (key) => run('record read', undefined, () => records.get(key)),
-    put: (key, value, options) => run('record write', undefined, () => records.put(key, value, options)),
-    delete: (key) => run('record delete', undefined, () => records.delete(key)),
-    list: (prefix, range) => run('record read', undefined, () => records.list(prefix, range)),
-  }
-  return composeStorage(log, kv, { exists: (id) => run('read', id, () => folders.has(id)) })
+  return createFileAdapter({ ...options, fs: options.fs ?? nodeFileSystem() })
 }

@@ -32,11 +32,10 @@
 // Windows reserves device names (CON, NUL, LPT1, ...). So a folder is named "s-" + the id in
 // lower case, plus "." and a hex mask of the upper-case positions when there are any:
 // "Agent" -> "s-agent.1", "CON" -> "s-con.7". At most 2 + 128 + 1 + 32 = 163 characters.
-import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import { SESSION_ID_PATTERN } from '../../core/limits'
 import type { SessionId } from '../../core/model'
 import { assertSessionId } from '../../core/validate'
+import { join, randomHex } from './host'
 
 export const HEADER_FILE = 'header.json'
 export const LOG_FILE = 'events.log'
@@ -70,7 +69,7 @@ export const lockFile = (root: string, id: SessionId): string => join(locksDir(r
  * or on its way out, or (`what`) its checkpoint ('ckpt'), index ('idx'), log ('log') or header ('hdr') being rewritten.
  */
 export function scratchName(id: SessionId, what?: 'ckpt' | 'idx' | 'log' | 'hdr'): string {
-  return `${folderOf(id)}.${what === undefined ? '' : `${what}.`}${randomBytes(6).toString('hex')}`
+  return `${folderOf(id)}.${what === undefined ? '' : `${what}.`}${randomHex(6)}`
 }
 
 const PREFIX = 's-'

@@ -2,7 +2,6 @@
 // records after the index's last entry), read again only as far as another process appended,
 // and dropped when idle beyond maxCachedLogs, so memory stays bounded however many sessions
 // a long-lived process touches.
-import { join } from 'node:path'
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionHeader, SessionId } from '../../core/model'
 import { storedHeaderSchema } from '../../core/schemas'
@@ -13,6 +12,7 @@ import { INDEX_STRIDE, recordIs, type OffsetIndex } from './offset-index'
 import type { FsSettings } from './options'
 import { openForReading } from './quick-reads'
 import { scanLog } from './scan'
+import { join } from './host'
 
 export interface LogCache {
   /**

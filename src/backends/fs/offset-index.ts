@@ -2,13 +2,13 @@
 // seq k * INDEX_STRIDE. A log is opened by reading only the index and the records after its
 // last entry, so opening costs O(tail), not O(log). The index is a hint, never synced and
 // checked on use: a wrong or missing entry costs a longer scan, never a wrong read.
-import { join } from 'node:path'
 import type { SessionEvent } from '../../core/model'
 import { errno } from './errors'
 import { INDEX_FILE, scratchName, tmpDir } from './layout'
 import type { Log } from './log'
 import type { FsSettings } from './options'
 import { newWindow, readRecord, type ReadAt } from './record-format'
+import { Buffer, join } from './host'
 
 /** Events per entry of the index: entry k is the offset of seq 64k. */
 export const INDEX_STRIDE = 64

@@ -1,7 +1,6 @@
 // The fs adapter's options, and the settings its parts work from once defaults are applied.
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, openSync, readSync, writeSync } from 'node:fs'
-import { quickReadFile, quickStat } from './quick-reads'
-import * as nodeFs from 'node:fs/promises'
+import type { closeSync, fdatasync, fdatasyncSync, fstatSync, openSync, readSync, writeSync } from 'node:fs'
+import type * as nodeFs from 'node:fs/promises'
 import type { RepairReport } from '../../storage/types'
 
 /**
@@ -42,6 +41,12 @@ export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'rea
    * index entry does with the folders it empties. Without it they stay (empty, and read past).
    */
   rmdir?: typeof nodeFs.rmdir
+  /**
+   * Optional (`node:os`'s `uptime` by default): the machine's uptime in seconds. Where the
+   * system has no boot id to read (Linux has one), it tells one boot of the machine from the
+   * next, so that the change feed takes a new identity after a machine crash.
+   */
+  uptime?: () => number
 }
 
 /** Options of `createFsAdapter`. */
@@ -85,9 +90,10 @@ export interface FsSettings {
   onRepair?: (report: RepairReport) => void
 }
 
-export function settingsOf(options: FsAdapterOptions): FsSettings {
+/** The settings of `options`, whose `fs` is given (Node's default: node-fs.ts). */
+export function settingsOf(options: FsAdapterOptions & { fs: FsPromises }): FsSettings {
   return {
-    fs: options.fs ?? { ...nodeFs, readFile: quickReadFile, stat: quickStat, writeSync, fdatasyncSync, openSync, fstatSync, readSync, closeSync, fdatasync },
+    fs: options.fs,
     root: options.dir ?? '.sessionfold',
     strict: (options.durability ?? 'strict') === 'strict',
     readOnly: options.readOnly === true,

@@ -1,7 +1,6 @@
 // Reading events from a log: the offset index finds the record to start from (rebuilt by one
 // full scan when it is wrong), then records are read in large windows and parsed from `from`
 // on, each checked for its checksum and its seq.
-import { join } from 'node:path'
 import type { SessionEvent } from '../../core/model'
 import { seqEnd } from '../../core/validate'
 import { cancelled, notFound, resolveRange, type Guard } from '../../storage/guard'
@@ -14,6 +13,7 @@ import type { FsSettings } from './options'
 import { openForReading, type ReadableFile } from './quick-reads'
 import { newWindow, readRecord, recordAt, type ReadAt } from './record-format'
 import { scanLog } from './scan'
+import { join } from './host'
 
 const READ_CHUNK = 256 * 1024
 

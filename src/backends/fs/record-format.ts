@@ -5,8 +5,8 @@
 // last one flagged COMMIT: after a crash, records after the last COMMIT are an incomplete
 // batch and are cut with the torn tail, which is what makes a batch all-or-nothing.
 import type { FileHandle } from 'node:fs/promises'
-import { crc32 } from 'node:zlib'
 import type { EncodedEvent } from '../../core/validate'
+import { Buffer, crc32 } from './host'
 
 export const RECORD_HEADER = 9
 export const FLAG_COMMIT = 1

@@ -7,8 +7,6 @@
 // checkpoint.json, its history rows in history/<at>.json, meta records in <root>/meta/<key>; its
 // session index row is in its summary.json (formerly kv/_summary, read there while no new one is).
 // The session index's keys are in <root>/index/ (index-files.ts), where a list reads its page.
-import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import { compareIds } from '../../storage/types'
 import type { SessionId } from '../../core/model'
 import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, takeRange, unflat } from '../../storage/kv'
@@ -33,6 +31,7 @@ import {
   tmpDir,
 } from './layout'
 import type { FsSettings } from './options'
+import { join, randomHex } from './host'
 
 const ROW_NAME = /^([1-9]\d{0,15})\.json$/
 const META_NAME = /^[A-Za-z0-9_-]{1,128}$/
@@ -155,7 +154,7 @@ export function createRecordFiles(
       if (slotted && (await overwriteSlotted(fs, join(dir, name), value))) return
       if (owner !== undefined && !(await sessionExists(owner))) throw notFoundForKey(owner, key)
       // A row's temp file is named as the session's checkpoint in the making (layout.ts).
-      const tmp = join(tmpDir(root), row ? scratchName(owner!, 'ckpt') : `rec.${randomBytes(6).toString('hex')}`)
+      const tmp = join(tmpDir(root), row ? scratchName(owner!, 'ckpt') : `rec.${randomHex(6)}`)
       try {
         // A session's folders are made inside its folder only while that folder is there (not recursively:
         // that would make a deleted session's folder again).

@@ -4,7 +4,6 @@
 // A crash leaves each file whole, old or new. A reader that opened the old file reads it to its
 // end; the next one, in any process, finds a new file (another inode) and loads it afresh.
 import type { FileHandle } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { SessionEvent } from '../../core/model'
 import { checkReplacement, sameLength } from '../../storage/guard'
 import type { EncodedEvent } from '../../core/validate'
@@ -15,6 +14,7 @@ import { HEADER_FILE, LOG_FILE, scratchName, tmpDir } from './layout'
 import type { Log } from './log'
 import type { FsSettings } from './options'
 import { RECORD_HEADER, encodeRecord, newWindow, readRecord, readerOf } from './record-format'
+import { Buffer, join } from './host'
 
 /** Bytes gathered before a write to the temp file. */
 const WRITE_BYTES = 1 << 20

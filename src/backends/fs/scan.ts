@@ -3,6 +3,7 @@
 // whole ones after it, which no crash makes).
 import { INDEX_STRIDE } from './offset-index'
 import { FLAG_COMMIT, MAX_RECORD, RECORD_HEADER, WINDOW_BYTES, checksumHolds, newWindow, readRecord, type ReadAt } from './record-format'
+import { Buffer } from './host'
 
 export interface ScanResult {
   /** Offset just past the last COMMIT record: the end of the whole log. */

@@ -9,8 +9,8 @@
 // A reader takes the whole copy of the higher generation: a copy torn by a crash mid-write
 // fails its checksum, and the other (the value before that put) is read. Files of one value
 // (every other record, and these before their first such put) are read as they are.
-import { crc32 } from 'node:zlib'
 import type { FsPromises } from './options'
+import { Buffer, crc32 } from './host'
 
 const MAGIC = Buffer.from('\0SF2', 'latin1')
 const HEAD = 8

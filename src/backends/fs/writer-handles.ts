@@ -2,11 +2,11 @@
 // used one that is not flushing is closed (its index entries stored first and, in relaxed
 // durability, its writes synced).
 import type { FileHandle } from 'node:fs/promises'
-import { join } from 'node:path'
 import { LOG_FILE } from './layout'
 import type { Log } from './log'
 import type { OffsetIndex } from './offset-index'
 import type { FsSettings } from './options'
+import { join } from './host'
 
 export interface WriterHandles {
   /** The log's writer handle, opened if need be; now the most recently used. */
