@@ -1,12 +1,13 @@
-// Browsers' backends, one line each: IndexedDB and memory, with the locks and growth notices
+// Browsers' backends, one line each: IndexedDB, the origin's private file system and memory, with the locks and growth notices
 // shared by an origin's tabs; no files. Each row is its folder's registration.ts: the client reads the
 // rows to check openStore's options; the engine loads a backend's code from its row.
 import { indexedDbStorage } from './indexeddb/registration'
 import { memoryStorage } from './memory/registration'
+import { opfsStorage } from './opfs/registration'
 import type { Platform } from './platform'
 import type { Compressor } from '../storage/codec'
 
-export const BROWSER_BACKENDS = [indexedDbStorage, memoryStorage] as const
+export const BROWSER_BACKENDS = [indexedDbStorage, opfsStorage, memoryStorage] as const
 
 // What only an engine uses (the tabs' locks, the deflate) is loaded when an engine first needs
 // it: the client reads the rows, and its entry stays small.

@@ -18,8 +18,8 @@ import type { PostgresOptions } from './postgres/config'
 export type StoreConfig = ConfigOf<(typeof NODE_BACKENDS)[number] | (typeof BROWSER_BACKENDS)[number]>
 type ConfigOf<E> = E extends BackendEntry<infer C, infer _O> ? C : never
 
-/** Where a store keeps its sessions: IndexedDB (browsers), files (Node), PostgreSQL (Node) or memory (nothing kept). */
-export type StorageKind = 'indexeddb' | 'fs' | 'memory' | 'postgres'
+/** Where a store keeps its sessions: IndexedDB or the origin's private file system (browsers), files or PostgreSQL (Node), or memory (nothing kept). */
+export type StorageKind = 'indexeddb' | 'opfs' | 'fs' | 'memory' | 'postgres'
 
 // The public names (StorageKind, StoreOptions) are spelled out for the API reference; these
 // fail to compile when a platform's list and they disagree.

@@ -6,7 +6,7 @@ import { deleteSessionInputSchema, listSessionsInputSchema, parseInput } from '.
 import type { StreamRequest } from '../core/streams'
 import type { ChangeBatch, ChangeCursor, ChangesOptions } from '../core/changes'
 import { framesOf, mergeChange, type PendingFrame } from './frames'
-import { nextTask } from './next-task'
+import { nextTask } from '../core/next-task'
 import { closeWithTab, holdAliveLock } from './tab-locks'
 import { MAX_SESSIONS_ROWS, type SessionsPage } from '../core/session-list'
 import type { OpenedEngine } from './open-engine'

@@ -43,6 +43,10 @@ describe('BrowserBuffer does what Node Buffer does, where the file adapter uses 
     expect([...mine]).toEqual([...node])
     for (const at of [0, 4, 8]) expect(mine.readUInt32LE(at)).toBe(node.readUInt32LE(at))
     expect(() => mine.readUInt32LE(9)).toThrow(RangeError)
+    const doubles = [B.alloc(16), Buffer.alloc(16)] as const
+    for (const b of doubles) expect(b.writeDoubleLE(2 ** 53 - 1, 0) + b.writeDoubleLE(-1.5e-300, 8)).toBe(24)
+    expect([...doubles[0]]).toEqual([...doubles[1]])
+    expect([doubles[0].readDoubleLE(0), doubles[0].readDoubleLE(8)]).toEqual([2 ** 53 - 1, -1.5e-300])
     const view = mine.subarray(4, 8)
     expect(view).toBeInstanceOf(B)
     expect(view.readUInt32LE(0)).toBe(0x80000001)

@@ -19,6 +19,17 @@ class Bytes extends Uint8Array {
     return offset + 4
   }
 
+  readDoubleLE(offset = 0): number {
+    if (offset < 0 || offset + 8 > this.length) throw new RangeError(`offset ${offset} is out of range`)
+    return new DataView(this.buffer, this.byteOffset, this.byteLength).getFloat64(offset, true)
+  }
+
+  writeDoubleLE(value: number, offset = 0): number {
+    if (offset < 0 || offset + 8 > this.length) throw new RangeError(`offset ${offset} is out of range`)
+    new DataView(this.buffer, this.byteOffset, this.byteLength).setFloat64(offset, value, true)
+    return offset + 8
+  }
+
   /** `text` written at `offset`, up to `length` bytes (whole characters only); the bytes written. */
   write(text: string, offset = 0, length = this.length - offset, encoding: Encoding = 'utf8'): number {
     const into = this.subarray(offset, offset + length)

@@ -27,7 +27,7 @@ export async function replaceDurable(fs: FsPromises, made: string, path: string,
 
 /** Syncs a folder's entries (a rename into or out of it). */
 export async function syncDir(fs: FsPromises, path: string): Promise<void> {
-  if (process.platform === 'win32') return // directories cannot be opened for fsync there
+  if ((globalThis as { process?: { platform?: string } }).process?.platform === 'win32') return // directories cannot be opened for fsync there
   const fh = await fs.open(path, 'r')
   try {
     await fh.sync()

@@ -101,6 +101,49 @@ export function createFolders(
       .sort(compareIds)
   }
 
+  /**
+   * A file system that cannot rename a folder (the origin's private file system): the session's
+   * folder is made where it stays, and its header, written beside it and renamed into place
+   * (a file's rename), comes last, so that a reader finds the session whole or not at all (has()
+   * looks for the header). The caller holds the session's writer lock (the engine's), so no
+   * other creation of the id runs meanwhile; what a crash left of an earlier attempt or of a
+   * delete (a folder without a header) is removed first.
+   */
+  async function createInPlace(header: SessionHeader, seed: readonly EncodedEvent[]): Promise<void> {
+    const id = header.id
+    const final = sessionDir(root, id)
+    await fs.rm(final, { recursive: true, force: true })
+    await fs.mkdir(final, { recursive: true })
+    const batch = seed.length > 0 ? encodeBatch(seed) : undefined
+    await writeDurable(fs, join(final, LOG_FILE), batch?.buf ?? Buffer.alloc(0))
+    if (batch) await writeDurable(fs, join(final, INDEX_FILE), indexOfBatch(batch.offsets))
+    const made = join(final, scratchName(id, 'hdr'))
+    await writeDurable(fs, made, JSON.stringify(header))
+    let placed!: () => void
+    const inPlace = new Promise<void>((resolve) => (placed = resolve))
+    placing.set(inPlace, id)
+    try {
+      await feed.record([{ id, from: 0, to: seed.length }]) // before the header is in place, as above
+      await fs.rename(made, join(final, HEADER_FILE))
+    } finally {
+      placing.delete(inPlace)
+      placed()
+    }
+  }
+
+  /** A delete where folders cannot be renamed: the header goes first (the session is gone), then the rest. */
+  async function removeInPlace(id: SessionId): Promise<void> {
+    const dir = sessionDir(root, id)
+    try {
+      await fs.unlink(join(dir, HEADER_FILE))
+    } catch (err) {
+      if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') return
+      throw err
+    }
+    await feed.record([{ id, from: 0, to: 0 }])
+    await fs.rm(dir, { recursive: true, force: true })
+  }
+
   return {
     ready,
     cleanup,
@@ -125,6 +168,7 @@ export function createFolders(
       const id = header.id
       const final = sessionDir(root, id)
       if (await has(id)) throw alreadyExists(id)
+      if (fs.renamesFolders === false) return createInPlace(header, seed)
       const made = join(tmp, scratchName(id))
       await fs.mkdir(made)
       try {
@@ -160,6 +204,7 @@ export function createFolders(
       await syncDir(fs, sessions)
     },
     async remove(id) {
+      if (fs.renamesFolders === false) return removeInPlace(id)
       const away = join(trash, scratchName(id))
       try {
         await fs.rename(sessionDir(root, id), away)

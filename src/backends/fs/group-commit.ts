@@ -13,6 +13,7 @@ import { encodeBatch } from './record-format'
 import type { WriterHandles } from './writer-handles'
 import type { FeedFile } from './feed'
 import { join } from './host'
+import { nextTask } from '../../core/next-task'
 
 export interface GroupCommit {
   /**
@@ -22,7 +23,7 @@ export interface GroupCommit {
   append(log: Log, batch: readonly EncodedEvent[]): Promise<void>
 }
 
-const nextTask = () => new Promise<void>((resolve) => setImmediate(resolve))
+const afterIo = () => new Promise<void>((resolve) => nextTask(resolve))
 
 export function createGroupCommit(
   { fs, strict, onRepair }: Pick<FsSettings, 'fs' | 'strict' | 'onRepair'>,
@@ -43,7 +44,7 @@ export function createGroupCommit(
         // worker's messages still queued on its port, callers a flush just woke) queue now and
         // join it, instead of each paying an fdatasync of its own. A lone append pays only the
         // turn, a few microseconds.
-        await nextTask()
+        await afterIo()
         const group = log.queue.splice(0)
         try {
           await writeGroup(log, group.length === 1 ? group[0]!.batch : group.flatMap((p) => p.batch))

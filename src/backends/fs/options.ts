@@ -47,6 +47,12 @@ export type FsPromises = Pick<typeof nodeFs, 'open' | 'mkdir' | 'readdir' | 'rea
    * next, so that the change feed takes a new identity after a machine crash.
    */
   uptime?: () => number
+  /**
+   * `false` where a folder cannot be renamed (the origin's private file system): a session's
+   * folder is then made in place, its header written last, and deleted header first (see
+   * folders.ts). Default: folders are renamed, which Node's files do atomically.
+   */
+  renamesFolders?: boolean
 }
 
 /** Options of `createFsAdapter`. */
