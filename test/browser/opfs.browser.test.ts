@@ -88,4 +88,23 @@ describe("storage 'opfs' across crashes and tabs (Chromium)", () => {
     await made.close()
     await Promise.all([a.close(), b.close()])
   })
+
+  it('a session written in one tab and closed there is deleted from another tab, the first tab still open', async () => {
+    const store = name()
+    const [a, b] = [await openStore({ storage: 'opfs', name: store }), await openStore({ storage: 'opfs', name: store })]
+    const s = await b.createSession({ id: 'w' })
+    await s.append([{ type: 'app/a' }, { type: 'app/b' }])
+    await s.close() // the store stays open: its worker may keep the log's file open
+    await a.deleteSession('w')
+    await expectCode(b.observe('w'), 'SESSION_NOT_FOUND')
+    expect((await a.listSessions()).map((h) => h.id)).toEqual([])
+    // Made again in the first tab, and written again in the second: a new log there too.
+    await (await a.createSession({ id: 'w' })).close()
+    const again = await b.openSession('w')
+    expect((await again.append({ type: 'app/new' })).firstSeq).toBe(0)
+    const types: string[] = []
+    for await (const e of (await a.observe('w')).events()) types.push(e.type)
+    expect(types).toEqual(['app/new'])
+    await Promise.all([a.close(), b.close()])
+  })
 })

@@ -42,19 +42,31 @@ export function createOpfsFiles(top: FileSystemDirectoryHandle, channelName: str
 
   /**
    * Folder handles by path: a walk from the top costs a lookup a level, about a millisecond
-   * each. A folder removed or moved here is forgotten here and, over a BroadcastChannel, in
-   * the other tabs on the store (until that message comes, one of them may find it gone by
-   * its old handle: ENOENT, as it would a moment later).
+   * each. What is removed or moved here is forgotten here and, over a BroadcastChannel, in the
+   * other tabs on the store (`gone`: their folder handles and inode stand-ins of it; until that
+   * message comes, one of them may find it gone by its old handle: ENOENT, as it would a
+   * moment later). A remove that meets a file another tab holds open asks it to let go
+   * (`release`: it closes its handles of the path, and opens them again if it uses them after).
    */
   const folders = new Map<string, FileSystemDirectoryHandle>()
   const others = typeof BroadcastChannel === 'function' ? new BroadcastChannel(channelName) : undefined
-  if (others) others.onmessage = (event: MessageEvent) => typeof event.data === 'string' && forgetFolders(event.data, false)
+  if (others)
+    others.onmessage = (event: MessageEvent) => {
+      const { gone, release } = (event.data ?? {}) as { gone?: unknown; release?: unknown }
+      if (typeof gone === 'string') forget(gone, false)
+      if (typeof release === 'string') void drop(release)
+    }
 
-  function forgetFolders(path: string, tell = true): void {
+  /** `path` removed or moved: its folder handles and inode stand-ins forgotten, here and (`tell`) in the other tabs. */
+  function forget(path: string, tell = true): void {
     const at = partsOf(path).join('/')
     for (const key of folders.keys()) if (key === at || key.startsWith(`${at}/`)) folders.delete(key)
-    if (tell) others?.postMessage(at)
+    forgetInodes(at)
+    if (tell) others?.postMessage({ gone: at })
   }
+
+  /** `fn`, a remove or a move of `path`: the other tabs asked to let go of the path's files if it meets one they hold. */
+  const freeing = <T>(path: string, fn: () => Promise<T>): Promise<T> => whileBusy(fn, () => others?.postMessage({ release: partsOf(path).join('/') }))
 
   async function dirOf(parts: readonly string[], create = false): Promise<FileSystemDirectoryHandle> {
     let dir = top
@@ -262,9 +274,9 @@ export function createOpfsFiles(top: FileSystemDirectoryHandle, channelName: str
         if (over.dir) throw fsError('EISDIR', `rename ${from} over the folder ${to}`)
         await drop(from)
         await drop(to)
-        await whileBusy(() => (file as OpenFile).move(target.dir, target.name))
-        forgetInodes(from)
-        forgetInodes(to)
+        await freeing(to, () => freeing(from, () => (file as OpenFile).move(target.dir, target.name)))
+        forget(from)
+        forget(to)
       } catch (err) {
         throw wrap(err, `rename ${from} to ${to}`)
       }
@@ -274,9 +286,8 @@ export function createOpfsFiles(top: FileSystemDirectoryHandle, channelName: str
       try {
         const { dir, name } = await place(path)
         await drop(path)
-        await whileBusy(() => dir.removeEntry(name, { recursive: options?.recursive === true }))
-        forgetInodes(path)
-        forgetFolders(path)
+        await freeing(path, () => dir.removeEntry(name, { recursive: options?.recursive === true }))
+        forget(path)
       } catch (err) {
         if (options?.force && codeOf(err) === 'ENOENT') return
         throw wrap(err, `rm ${path}`)
@@ -289,8 +300,8 @@ export function createOpfsFiles(top: FileSystemDirectoryHandle, channelName: str
         if (!file) throw fsError('EISDIR', `unlink ${path}: a folder`)
         const { dir, name } = await place(path)
         await drop(path)
-        await whileBusy(() => dir.removeEntry(name))
-        forgetInodes(path)
+        await freeing(path, () => dir.removeEntry(name))
+        forget(path)
       } catch (err) {
         throw wrap(err, `unlink ${path}`)
       }
@@ -302,7 +313,7 @@ export function createOpfsFiles(top: FileSystemDirectoryHandle, channelName: str
         if (!folder) throw fsError('ENOTDIR', `rmdir ${path}: a file`)
         const { dir, name } = await place(path)
         await dir.removeEntry(name)
-        forgetFolders(path)
+        forget(path)
       } catch (err) {
         throw wrap(err, `rmdir ${path}`)
       }

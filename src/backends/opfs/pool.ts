@@ -34,14 +34,19 @@ const IDLE_MS = 300
 /** A remove or move that meets a file another tab holds open tries again, for up to this long. */
 const BUSY_WAIT_MS = 5000
 
-/** `fn`, tried again while another tab holds the file open (it closes idle ones within IDLE_MS). */
-export async function whileBusy<T>(fn: () => Promise<T>): Promise<T> {
-  for (const start = Date.now(); ; ) {
+/**
+ * `fn`, tried again while another tab holds the file open (it closes idle ones within
+ * IDLE_MS); `busy` is told the first time (to ask the other tabs to let go at once).
+ */
+export async function whileBusy<T>(fn: () => Promise<T>, busy?: () => void): Promise<T> {
+  for (let start: number | undefined; ; ) {
     try {
       return await fn()
     } catch (err) {
-      if (codeOf(err) !== 'EBUSY' || Date.now() - start > BUSY_WAIT_MS) throw err
-      await new Promise((r) => setTimeout(r, 50))
+      if (codeOf(err) !== 'EBUSY' || Date.now() - (start ?? Date.now()) > BUSY_WAIT_MS) throw err
+      if (start === undefined) busy?.()
+      start ??= Date.now()
+      await new Promise((r) => setTimeout(r, 20))
     }
   }
 }
