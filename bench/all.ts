@@ -31,7 +31,7 @@ interface Run {
 
 const CHILDREN_SIZES = [10, 100, 1_000, 10_000]
 /** Parts that came after the first suite (older results lack them). */
-const LATER_PARTS = ['api', 'postgres', 'sync', 'sync-browser', 'streams', 'time-travel', 'inspector', 'codec', 'codec-browser', 'sessions'] as const
+const LATER_PARTS = ['api', 'postgres', 'sync', 'sync-browser', 'streams', 'time-travel', 'inspector', 'codec', 'codec-browser', 'sessions', 'opfs'] as const
 
 const RUNS: Run[] = [
   // The headline figures, through openStore() (issue 14); the runs after it are diagnostics of the layers below, and peers.
@@ -56,6 +56,8 @@ const RUNS: Run[] = [
   // The session list (§14): store.sessions() first pages at a big store vs 100 sessions (fs, PostgreSQL, Chromium), an
   // append seen by another process's list, and the index's cost on appends and on disk. Builds its big stores first (~4 min).
   { name: 'sessions', file: 'bench/sessions.ts', env: {} },
+  // storage 'opfs' in Chromium (issue 34): the page's openStore({ storage: 'opfs' }) against its openStore() on IndexedDB and Dexie, batched and single appends (~2 min).
+  { name: 'opfs', file: 'bench/opfs.ts', env: {} },
   { name: 'storage', file: 'bench/storage.ts', env: {} },
   { name: 'projections', file: 'bench/projections.ts', gc: true, env: { BENCH_APPEND_ROUNDS: '7', BENCH_READ_ROUNDS: '7', BENCH_HEAP_ROUNDS: '3' } },
   { name: 'scaling', file: 'bench/scaling.ts', gc: true, env: {} },

@@ -229,6 +229,26 @@ const PARTS: Part[] = [
       'The big stores are built through the API in the run, up to 100,000 sessions or a build budget, whichever comes first.',
   },
   {
+    key: 'opfs',
+    title: "Chromium: storage 'opfs' against IndexedDB and Dexie",
+    script: 'bench:opfs',
+    rows: headline,
+    figures: (r) => {
+      const line = (w: 'batched' | 'single') =>
+        `${w} ${fmt(r.rates[w].opfs.median, 0)} (opfs), ${fmt(r.rates[w].idb.median, 0)} (IndexedDB), ${fmt(r.rates[w].dexie.median, 0)} (Dexie default), ` +
+        `${fmt(r.rates[w].dexieStrict.median, 0)} (Dexie strict), ${fmt(r.rates[w].raw.median, 0)} (raw OPFS)`
+      return (
+        `Events/s, medians over ${r.config.rounds} rounds: ${line('batched')}; ${line('single')}. Chromium ${r.chromium}, ${r.environment.cpus} cores ` +
+        `(${r.environment.cpuModel}); the whole run took ${fmt(r.totalSeconds / 60, 1)} min.`
+      )
+    },
+    about:
+      "The page's `openStore({ storage: 'opfs' })` (sync access handles in the engine's module Web Worker, strict: each append waits for `flush()`) against its " +
+      '`openStore()` on IndexedDB (strict) and Dexie 4 on IndexedDB, with its default durability (the target rows) and with `chromeTransactionDurability: ' +
+      "'strict'`: events of ~300 B in batches of 100 (`session.append([...])`, `bulkAdd`) and one at a time (`session.append({...})`, `add`), " +
+      'each awaited; a new store per run. For reference, the physical limit: a dedicated worker writing the same bytes with a sync access handle, write + `flush()` a batch (an event).',
+  },
+  {
     key: 'storage',
     title: 'Durable appends and range reads: the fs adapter (diagnostic)',
     script: 'bench:storage',
