@@ -11,7 +11,7 @@ import type { Log } from './log'
 import { INDEX_STRIDE, recordIs, type OffsetIndex } from './offset-index'
 import type { FsSettings } from './options'
 import { openForReading, type ReadableFile } from './quick-reads'
-import { newWindow, readRecord, recordAt, type ReadAt } from './record-format'
+import { newWindow, RECORD_HEADER, readRecord, recordAt, type ReadAt } from './record-format'
 import { scanLog } from './scan'
 import { join } from './host'
 
@@ -91,7 +91,7 @@ export function createEventReader({ fs }: Pick<FsSettings, 'fs'>, index: Pick<Of
     as: RecordAs<T>,
     signal?: AbortSignal,
   ): AsyncGenerator<T[]> {
-    const w = newWindow(READ_CHUNK)
+    const w = newWindow(Math.min(READ_CHUNK, Math.max(RECORD_HEADER, log.size - at))) // no larger than what is left (scan.ts)
     let page: T[] = []
     while (seq < to) {
       // The window holds most records whole: read the file only for one it does not.

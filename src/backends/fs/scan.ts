@@ -23,7 +23,9 @@ export interface ScanResult {
  */
 export async function scanLog(read: ReadAt, start: number, seq: number, fileSize: number): Promise<ScanResult> {
   const result: ScanResult = { end: start, length: seq, indexed: [] }
-  const w = newWindow()
+  // A window no larger than what there is to read: a pass over many small logs allocated a
+  // megabyte for each, and spent more time collecting them than reading.
+  const w = newWindow(Math.min(WINDOW_BYTES, Math.max(RECORD_HEADER, fileSize - start)))
   let at = start
   let pending: number[] = [] // index entries of the batch in progress
   while (at < fileSize) {
