@@ -187,12 +187,13 @@ export default [
     plugins: [typescript()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
   },
-  // The default browser worker, self-contained (its dependencies inlined) and minified.
-  {
-    input: { 'worker-entry.browser': 'src/host/entry/browser.ts' },
+  // The default browser worker and the one for storage 'opfs' (the default one with the file
+  // adapter), each self-contained (its dependencies inlined) and minified.
+  ...Object.entries({ 'worker-entry.browser': 'src/host/entry/browser.ts', 'worker-entry.opfs': 'src/host/entry/browser-opfs.ts' }).map(([name, file]) => ({
+    input: { [name]: file },
     plugins: [typescript(), nodeResolve(), minify()],
     output: { dir: 'dist/browser', format: 'es', entryFileNames: '[name].js', inlineDynamicImports: true, sourcemap: true },
-  },
+  })),
   // Bundled declarations, one file per entry point (and the chunks they share), as .d.ts (import)
   // and .d.cts (require), in one build so that each class is declared once.
   {

@@ -1,8 +1,9 @@
 // Browsers: the engine in a module Web Worker, or a SharedWorker shared by the tabs of an
 // origin, or in this thread. The default worker is the file `worker-entry.browser.js` beside
-// this code: the self-contained build in the package (dist/browser/), a stand-in that imports
-// src/host/entry/browser.ts in this source tree (src/client/). The URL is a literal, so that an
-// app's bundler (Vite, webpack) finds the file and ships it.
+// this code (`worker-entry.opfs.js` for a store whose storage is 'opfs'): the self-contained
+// build in the package (dist/browser/), a stand-in that imports src/host/entry/browser.ts
+// (browser-opfs.ts) in this source tree (src/client/). The URLs are literals, so that an app's
+// bundler (Vite, webpack) finds the files and ships them.
 import { BROWSER_BACKENDS, browserPlatform } from '../backends/browser'
 import type { Connection, Connectors } from './connection'
 import { connectInThread } from './connect-in-thread'
@@ -14,12 +15,19 @@ export const browserConnectors: Connectors = {
   here: 'in browsers',
   canStartWorker: () => typeof Worker !== 'undefined',
   inThread: (projections) => connectInThread(projections, async () => browserPlatform),
-  inWorker: ({ url, shared }) => browserWorker(url, shared),
+  inWorker: ({ url, shared, host }) => browserWorker(url ?? defaultWorker(host.store.storage), shared),
 }
 
-async function browserWorker(url: string | URL | undefined, shared: boolean): Promise<Connection> {
+/**
+ * The built-in worker for a store of `storage`: the OPFS worker for 'opfs' (the default one
+ * lacks the file adapter's code, about 16 kB gzip, which a store in IndexedDB never runs).
+ */
+function defaultWorker(storage: string): URL {
+  return storage === 'opfs' ? new URL('./worker-entry.opfs.js', import.meta.url) : new URL('./worker-entry.browser.js', import.meta.url)
+}
+
+async function browserWorker(entry: string | URL, shared: boolean): Promise<Connection> {
   const link = await loadComlink()
-  const entry = url ?? new URL('./worker-entry.browser.js', import.meta.url)
   const death = new WorkerDeath()
   const sharedWorker = shared && typeof SharedWorker !== 'undefined'
   let endpoint: MessagePort | Worker
