@@ -31,7 +31,20 @@ interface Run {
 
 const CHILDREN_SIZES = [10, 100, 1_000, 10_000]
 /** Parts that came after the first suite (older results lack them). */
-const LATER_PARTS = ['api', 'postgres', 'sync', 'sync-browser', 'streams', 'time-travel', 'inspector', 'codec', 'codec-browser', 'sessions', 'opfs'] as const
+const LATER_PARTS = [
+  'api',
+  'postgres',
+  'sync',
+  'sync-browser',
+  'streams',
+  'time-travel',
+  'inspector',
+  'codec',
+  'codec-browser',
+  'sessions',
+  'opfs',
+  'many',
+] as const
 
 const RUNS: Run[] = [
   // The headline figures, through openStore() (issue 14); the runs after it are diagnostics of the layers below, and peers.
@@ -58,6 +71,9 @@ const RUNS: Run[] = [
   { name: 'sessions', file: 'bench/sessions.ts', env: {} },
   // storage 'opfs' in Chromium (issue 34): the page's openStore({ storage: 'opfs' }) against its openStore() on IndexedDB and Dexie, batched and single appends (~2 min).
   { name: 'opfs', file: 'bench/opfs.ts', env: {} },
+  // Many sessions as cheap as few (issue 34): a changesSince pass from null and its import (applyChanges into a new store) over
+  // 2,000 sessions of 2 events against 40 of 1,000, through openStore() with its defaults (3-4 min, most of it the small import).
+  { name: 'many', file: 'bench/many.ts', env: {} },
   { name: 'storage', file: 'bench/storage.ts', env: {} },
   { name: 'projections', file: 'bench/projections.ts', gc: true, env: { BENCH_APPEND_ROUNDS: '7', BENCH_READ_ROUNDS: '7', BENCH_HEAP_ROUNDS: '3' } },
   { name: 'scaling', file: 'bench/scaling.ts', gc: true, env: {} },

@@ -249,6 +249,28 @@ const PARTS: Part[] = [
       'each awaited; a new store per run. For reference, the physical limit: a dedicated worker writing the same bytes with a sync access handle, write + `flush()` a batch (an event).',
   },
   {
+    key: 'many',
+    title: 'Many sessions as cheap as few (issue 34)',
+    script: 'bench:many',
+    rows: headline,
+    figures: (r) => {
+      const shape = (n: number, e: number) => `${fmt(n, 0)} × ${fmt(e, 0)}`
+      const small = shape(r.config.smallSessions, r.config.smallEvents)
+      const big = shape(r.config.bigSessions, r.config.bigEvents)
+      const rates = (op: 'pass' | 'import') => `${fmt(r.rates[op].small.median, 0)} events/s at ${small} against ${fmt(r.rates[op].big.median, 0)} at ${big}`
+      return (
+        `Medians over ${r.config.rounds} rounds: pass ${rates('pass')}; import ${rates('import')}; a small session costs ` +
+        `${fmt(r.perSession.pass.small.median, 0)} µs in the pass and ${fmt(r.perSession.import.small.median, 0)} µs in the import. ` +
+        `${r.config.smallSessions !== 20_000 ? `The small shape is ${fmt(r.config.smallSessions, 0)} sessions here (the issue's is 20,000: \`BENCH_MANY_SMALL=20000\`); the ratio is per event, so a cost per session shows at any count. ` : ''}` +
+        `Measured on ${r.environment.cpus} cores (${r.environment.cpuModel}), Node ${r.environment.node}; the stores in ${r.environment.tmpdir}; the whole run took ${fmt(r.totalSeconds / 60, 1)} min.`
+      )
+    },
+    about:
+      "`openStore({ storage: 'fs', dir })` with its defaults (worker, strict): a `store.changesSince` pass from `null` until `done` over many sessions of 2 events " +
+      '(~250 B each) against 40 sessions of 1,000, each on a store opened afresh; and its import, `store.applyChanges` of every batch of that pass into a new empty store ' +
+      "(what `sessionfold import` and a new device's first sync do). Events/s of the small shape against the big one, per round.",
+  },
+  {
     key: 'storage',
     title: 'Durable appends and range reads: the fs adapter (diagnostic)',
     script: 'bench:storage',
