@@ -9,7 +9,7 @@ export interface IndexedDbConfig {
 }
 
 export interface IndexedDbOptions {
-  /** IndexedDB database name (default 'sessionfold'). For storage 'indexeddb' (memory takes it too); another storage rejects it. */
+  /** The store's name (default 'sessionfold'): the IndexedDB database, or for storage 'opfs' the folder in the origin's private file system (memory takes it too); another storage rejects it. */
   name?: string
 }
 
