@@ -34,6 +34,29 @@ export type { ChangeMeta, ProjectionKey } from './client/projection-view'
 export { SessionfoldError, isSessionfoldError, ERROR_CODES } from './core/errors'
 export type { ErrorCode, ErrorDetails } from './core/errors'
 export { defineProjection } from './core/projection'
+export { defineEvent } from './core/events'
+export type {
+  AnyEvent,
+  AppendInput,
+  EventData,
+  EventDataOfDefinition,
+  EventDefinition,
+  EventMap,
+  EventMapClosed,
+  EventMapSettings,
+  EventSchema,
+  InputMaybeData,
+  InputWithData,
+  KnownEvents,
+  CatalogFactData,
+  SubagentDescriptorData,
+  EventsOf,
+  EventVersion,
+  KnownEventType,
+  ReservedEventMap,
+  SessionMetaData,
+  TypedEvent,
+} from './core/events'
 export type { ProjectionDefinition, ProjectionSnapshot, ProjectionFault } from './core/projection'
 export type { Json, SessionEvent, SessionHeader, SessionId, LifecycleWitness, SessionOrigin } from './core/model'
 export type { SubagentListEntry, ListChildrenOptions } from './core/children'

@@ -12,6 +12,7 @@ import {
   headerOriginProblems,
   isCount,
   isCwd,
+  isEventVersion,
   isLabel,
   isProjectionKey,
   isSessionId,
@@ -157,7 +158,14 @@ export function eventsPageProblem(page: unknown, from: number): string | undefin
   if (!isPlainObject(page) || !Array.isArray(page.events) || !isCount(page.to)) return 'bad page'
   for (let i = 0; i < page.events.length; i++) {
     const e: unknown = page.events[i]
-    if (!isPlainObject(e) || !only(e, ['seq', 'type', 'time', 'data']) || e.seq !== from + i || typeof e.type !== 'string' || !isTime(e.time))
+    if (
+      !isPlainObject(e) ||
+      !only(e, ['seq', 'type', 'time', 'v', 'data']) ||
+      e.seq !== from + i ||
+      typeof e.type !== 'string' ||
+      !isTime(e.time) ||
+      (e.v !== undefined && !isEventVersion(e.v))
+    )
       return `bad event at seq ${from + i}`
     try {
       assertPlainJson(e.data, 'data')

@@ -14,7 +14,7 @@ export const browserConnectors: Connectors = {
   backends: BROWSER_BACKENDS,
   here: 'in browsers',
   canStartWorker: () => typeof Worker !== 'undefined',
-  inThread: (projections) => connectInThread(projections, async () => browserPlatform),
+  inThread: (app) => connectInThread(app, async () => browserPlatform),
   inWorker: ({ url, shared, host }) => browserWorker(url ?? defaultWorker(host.store.storage), shared),
 }
 

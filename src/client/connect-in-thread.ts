@@ -2,20 +2,20 @@
 // host directly, with the app's units. Loaded on first use, so a store in a worker never loads
 // the engine here.
 import type { Platform } from '../backends/platform'
-import type { ProjectionDefinition } from '../core/projection'
+import type { AppDefinitions } from '../host/engine-source'
 import type { Push } from '../core/protocol'
 import type { Connection } from './connection'
 import type { EngineSettings } from '../host/open-engine'
 
 export async function connectInThread(
-  projections: readonly ProjectionDefinition[],
+  app: AppDefinitions,
   platform: () => Promise<Platform>,
   extras: () => Promise<Pick<EngineSettings, 'streams'>> = async () => ({}),
 ): Promise<Connection> {
   const [{ EngineHost, ownEngine }, engineOn, extra] = await Promise.all([import('../host/host'), platform(), extras()])
   // Pushes reach the store's listener in the host's own turn: before the answer of the call that made them.
   let listener: (push: Push) => void = () => {}
-  const host = new EngineHost(projections, ownEngine(engineOn, extra), (push) => listener(push))
+  const host = new EngineHost(app, ownEngine(engineOn, extra), (push) => listener(push))
   // Storage watching here never holds the process open by itself (src/backends/fs/growth.ts):
   // a timer that does nothing does, while a followed view has listeners.
   let holds = 0

@@ -17,9 +17,9 @@ export const nodeConnectors: Connectors = {
   backends: NODE_BACKENDS,
   here: 'in Node',
   canStartWorker: () => true,
-  inThread: (projections) =>
+  inThread: (app) =>
     connectInThread(
-      projections,
+      app,
       async () => nodePlatform,
       async () => (await import('../host/node-extras')).NODE_ENGINE_EXTRAS,
     ),

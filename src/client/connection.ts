@@ -2,7 +2,7 @@
 // (connect-node.ts, connect-browser.ts, connect-in-thread.ts). The package entry of each
 // platform (index-node.ts, index-browser.ts) hands its Connectors to openStore.
 import type { SessionfoldError } from '../core/errors'
-import type { ProjectionDefinition } from '../core/projection'
+import type { AppDefinitions } from '../host/engine-source'
 import type { Push } from '../core/protocol'
 import type { HostOptions } from '../host/options'
 import type { StorageKind } from '../backends/config'
@@ -45,7 +45,8 @@ export interface Connectors {
   readonly here: string
   /** Whether a worker can start here: where none can (a service worker), the engine runs in this thread. */
   canStartWorker(): boolean
-  inThread(projections: readonly ProjectionDefinition[]): Promise<Connection>
+  /** The engine in this thread, with the app's units and event definitions. */
+  inThread(app: AppDefinitions): Promise<Connection>
   inWorker(request: WorkerRequest): Promise<Connection>
 }
 

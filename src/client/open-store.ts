@@ -1,6 +1,7 @@
 // openStore's options, all checked before anything starts, and the opening itself: connect
 // through the platform's connectors, then start the host.
 import { SessionfoldError } from '../core/errors'
+import { checkedDefinitions, type EventDefinition } from '../core/events'
 import type { ProjectionDefinition } from '../core/projection'
 import type { HostOptions } from '../host/options'
 import { DEFAULT_MAX_EVENT_BYTES } from '../core/limits'
@@ -26,6 +27,11 @@ export interface OpenStoreOptions extends StoreOptions {
   workerUrl?: string | URL
   /** Your projection units, with worker: false only (in a worker, pass them to serveEngine). */
   projections?: readonly ProjectionDefinition[]
+  /**
+   * Your event definitions (`defineEvent`), with worker: false only (in a worker, pass them to
+   * serveEngine): appends are checked against them, reads upcast to their latest version.
+   */
+  events?: readonly EventDefinition[]
   /**
    * When the engine checkpoints a live session's projection states (a cache that spares a
    * full refold on the next cold read), besides at creation, every `turn/end` and close.
@@ -59,7 +65,7 @@ export interface OpenStoreOptions extends StoreOptions {
   compression?: 'deflate' | 'none'
 }
 
-const CLIENT_OPTIONS = ['worker', 'workerUrl', 'projections', 'checkpoint', 'maxEventBytes', 'encryption', 'compression']
+const CLIENT_OPTIONS = ['worker', 'workerUrl', 'projections', 'events', 'checkpoint', 'maxEventBytes', 'encryption', 'compression']
 
 const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', message)
 
@@ -69,7 +75,7 @@ export async function openStoreWith(connectors: Connectors, options: OpenStoreOp
   const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
   const connection =
     worker === false || !connectors.canStartWorker()
-      ? await connectors.inThread(options.projections ?? [])
+      ? await connectors.inThread({ projections: options.projections ?? [], events: options.events ?? [] })
       : await connectors.inWorker({ url: options.workerUrl, shared: worker === 'shared', host })
   const store = new Store(connection, maxEventBytes)
   connection.onPush(store._push)
@@ -112,6 +118,10 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   if (options.projections !== undefined) {
     if (!Array.isArray(options.projections)) throw bad('projections must be an array of defineProjection() units')
     if (worker !== false) throw bad('projections run in the engine: pass them with worker: false, or to serveEngine() in your own worker file (workerUrl)')
+  }
+  if (options.events !== undefined) {
+    checkedDefinitions(options.events, 'openStore')
+    if (worker !== false) throw bad('events are checked in the engine: pass them with worker: false, or to serveEngine() in your own worker file (workerUrl)')
   }
   if (options.workerUrl !== undefined) {
     if (typeof options.workerUrl !== 'string' && !(options.workerUrl instanceof URL))

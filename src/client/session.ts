@@ -3,8 +3,10 @@
 import type { SubagentListEntry, ListChildrenOptions } from '../core/children'
 import { SessionfoldError, isSessionfoldError, where } from '../core/errors'
 import { META_EVENT } from '../core/limits'
+import { eventsOptions } from './events-options'
+import type { AppendInput, EventMap, EventsOf, SessionMetaData } from '../core/events'
 import { appendResultProblem, childRowProblem, eventsPageProblem, handleProblem } from './answer-checks'
-import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
+import type { SessionHeader, SessionId } from '../core/model'
 import type { AppendItem, AppendResult, HandleInfo } from '../core/protocol'
 import type { AppendQueue } from './append-queue'
 import { assertOptions, describe, encodeEventBody, isPlainObject, metaOf, type EventInput } from '../core/validate'
@@ -129,22 +131,19 @@ export class SessionView {
    * // Streaming a transcript as it is written:
    * const stop = new AbortController()
    * for await (const e of session.events({ follow: true, signal: stop.signal })) render(e)
+   *
+   * `types`: only events of these types, each narrowed by its `type` as {@link EventMap} says
+   * (the others are skipped). An event of a type defined with versions (`defineEvent`) comes
+   * at its latest version.
+   *
+   * @example
+   * for await (const e of session.events({ types: ['chat/message'] })) show(e.data.text)
    */
-  async *events(options: { from?: number; to?: number; follow?: boolean; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
-    assertOptions(options, 'events', ['from', 'to', 'follow', 'signal'], this.id)
+  async *events<const T extends string = never>(
+    options: { from?: number; to?: number; follow?: boolean; signal?: AbortSignal; types?: readonly T[] } = {},
+  ): AsyncGenerator<EventsOf<T>> {
     this._checkGone()
-    const { from = 0, to, signal, follow = false } = options
-    if (typeof follow !== 'boolean') throw bad(`events of ${where(this.id)}: follow must be true or false, got ${describe(follow)}`)
-    if (follow && to !== undefined) throw bad(`events of ${where(this.id)}: follow reads on past the end, so it takes no to`)
-    if (follow && this.at !== undefined) throw bad(`events of ${where(this.id)}: a view as of a point never grows, so it cannot follow`)
-    if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad(`events signal for ${where(this.id)} must be an AbortSignal`)
-    for (const [k, v] of [
-      ['from', from],
-      ['to', to],
-    ] as const) {
-      if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0))
-        throw bad(`events of ${where(this.id)}: ${k} must be an integer >= 0, got ${describe(v)}`)
-    }
+    const { from, to, signal, follow, types } = eventsOptions(options, this.id, this.at)
     let at = from
     // A view as of a point shows only the events before it.
     let end = this.at === undefined ? to : Math.min(to ?? this.at, this.at)
@@ -174,7 +173,7 @@ export class SessionView {
       for (const e of page.events) {
         // An abort (a tail's end, a cancel) takes effect between events, not after the page.
         if (signal?.aborted) break
-        yield e
+        if (!types || types.has(e.type)) yield e as EventsOf<T>
         at++
       }
     }
@@ -312,9 +311,9 @@ export class Session extends SessionView {
    * else `SEQ_CONFLICT` and nothing is written. Data that is not plain JSON is
    * `INVALID_ARGUMENT`, an event over `maxEventBytes` `EVENT_TOO_LARGE`; nothing is written.
    */
-  async append(input: EventInput | EventInput[], options?: { expectedSeq?: number }): Promise<AppendResult> {
+  async append<const T extends string>(input: AppendInput<T> | readonly AppendInput<T>[], options?: { expectedSeq?: number }): Promise<AppendResult> {
     this._check()
-    const inputs = Array.isArray(input) ? input : [input]
+    const inputs: readonly unknown[] = Array.isArray(input) ? input : [input]
     if (inputs.length === 0) throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(this.id)} needs at least one event`, { sessionId: this.id })
     const now = Date.now()
     // Validated and encoded here: nothing that is not plain JSON ever reaches the worker.
@@ -378,7 +377,7 @@ export class Session extends SessionView {
     assertOptions(meta, 'setMeta', ['title', 'tags'], this.id)
     const data = metaOf(meta, 'setMeta', this.id, true)
     if (data === undefined) throw bad(`setMeta for ${where(this.id)} needs title or tags`)
-    return this.append({ type: META_EVENT, data })
+    return this.append({ type: META_EVENT, data: data as SessionMetaData })
   }
 
   /**

@@ -66,6 +66,12 @@ export const isEventType = (v: unknown): v is string => typeof v === 'string' &&
 /** True for milliseconds, a time (an event's `time`, a header's `createdAt`) or a duration: a finite number >= 0. */
 export const isTime = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0
 
+/**
+ * True for the version an event stores (`v`, DESIGN §19): a safe integer >= 2. Version 1 is
+ * stored as no `v`, so an event has one encoding and its chain one text.
+ */
+export const isEventVersion = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 2
+
 /** True for a count or a seq: a safe integer >= 0. */
 export const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
 

@@ -41,6 +41,11 @@ export interface SessionEvent<T extends string = string, D = Json> {
   time: number
   /** Plain JSON, `null` when none was given. */
   data: D
+  /**
+   * The version of `data`'s shape, for a type defined with versions (`defineEvent`): absent
+   * for version 1. Reads hand over the latest version; one above it was written by newer code.
+   */
+  v?: number
 }
 
 /**

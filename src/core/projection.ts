@@ -1,7 +1,8 @@
 import type { $ZodType } from 'zod/v4/core'
 import { SessionfoldError } from './errors'
-import { MAX_PROJECTION_KEY_LENGTH, isCount, isProjectionKey } from './limits'
-import type { Json, SessionEvent, SessionHeader } from './model'
+import { MAX_EVENT_TYPE_LENGTH, MAX_PROJECTION_KEY_LENGTH, isCount, isEventType, isProjectionKey } from './limits'
+import type { EventsOf } from './events'
+import type { Json, SessionHeader } from './model'
 import { describe } from './validate'
 
 /**
@@ -18,9 +19,14 @@ import { describe } from './validate'
  * parses them with zod's functional safeParse, never by their methods.
  */
 // biome-ignore lint/suspicious/noExplicitAny: the defaults make any unit assignable to a plain ProjectionDefinition
-export interface ProjectionDefinition<S = any, V = any> {
+export interface ProjectionDefinition<S = any, V = any, T extends string = any> {
   /** The key its view is read by: 1-64 characters of `[A-Za-z0-9_.-]`, starting with a letter. */
   readonly key: string
+  /**
+   * The event types it folds (default: all). `apply` is then handed only those, its `event`
+   * narrowed by `type` ({@link EventMap}); the others pass it by, at no cost.
+   */
+  readonly types?: readonly T[]
   /** Bump it whenever the state's meaning changes: checkpoints of other versions are ignored. */
   readonly stateVersion: number
   /** Validates a state read back from a checkpoint (one that fails is ignored, and the unit refolds). */
@@ -31,8 +37,11 @@ export interface ProjectionDefinition<S = any, V = any> {
    * in (0 otherwise): events below it are the original session's, not this one's.
    */
   init(header: SessionHeader, inheritedEventCount: number): S
-  /** The state after `event`: pure, and the SAME reference for an event it ignores. */
-  apply(state: S, event: SessionEvent): S
+  /**
+   * The state after `event`: pure, and the SAME reference for an event it ignores. An event
+   * of a type defined with versions (`defineEvent`) comes at its latest version.
+   */
+  apply(state: S, event: EventsOf<T>): S
   /** What apps read: a value computed from the state, pushed to every handle while it changes. */
   readonly view?: {
     /** Validates each value before it crosses the worker (and again in the client). */
@@ -70,7 +79,8 @@ const isSchema = (s: unknown): boolean => typeof (s as { _zod?: { run?: unknown 
  *   view: { schema: z.number(), view: (n) => n },
  * })
  */
-export function defineProjection<S, V = never>(def: ProjectionDefinition<S, V>): ProjectionDefinition<S, V> {
+// biome-ignore lint/suspicious/noExplicitAny: no `types`: any type, and `apply` takes every event (EventsOf<any> is AnyEvent)
+export function defineProjection<S, V = never, const T extends string = any>(def: ProjectionDefinition<S, V, T>): ProjectionDefinition<S, V, T> {
   const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `projection ${describe(def?.key)}: ${why}`)
   if (typeof def !== 'object' || def === null) throw bad('the definition must be an object')
   if (!isProjectionKey(def.key)) throw bad(`key must be 1-${MAX_PROJECTION_KEY_LENGTH} characters of [A-Za-z0-9_.-], starting with a letter`)
@@ -80,7 +90,10 @@ export function defineProjection<S, V = never>(def: ProjectionDefinition<S, V>):
   if (def.view !== undefined && (typeof def.view.view !== 'function' || !isSchema(def.view.schema))) {
     throw bad('view must be { schema, view }')
   }
-  return Object.freeze({ ...def })
+  if (def.types !== undefined && (!Array.isArray(def.types) || def.types.length === 0 || !def.types.every(isEventType))) {
+    throw bad(`types must be a list of event types (1-${MAX_EVENT_TYPE_LENGTH} characters each)`)
+  }
+  return Object.freeze({ ...def, ...(def.types ? { types: Object.freeze([...def.types]) } : {}) }) as ProjectionDefinition<S, V, T>
 }
 
 /** Units by key. A key registered twice must keep its stateVersion; the later definition wins. */

@@ -4,7 +4,17 @@
 // Built with zod/mini, zod's functional API: a bundler keeps only the checks used, where
 // classic schemas pin every method and zod's JSON Schema converters into the browser worker.
 import { z } from 'zod/mini'
-import { HEADER_VERSION, MAX_CWD_LENGTH, MAX_EVENT_TYPE_LENGTH, SESSION_ID_PATTERN, SESSION_ORIGINS, headerOriginProblems, isCwd, isEventType } from './limits'
+import {
+  HEADER_VERSION,
+  MAX_CWD_LENGTH,
+  MAX_EVENT_TYPE_LENGTH,
+  SESSION_ID_PATTERN,
+  SESSION_ORIGINS,
+  headerOriginProblems,
+  isCwd,
+  isEventType,
+  isEventVersion,
+} from './limits'
 import type { Json, LifecycleWitness, SessionEvent, SessionHeader } from './model'
 
 /** Any zod 4 schema, classic (`zod`) or mini (`zod/mini`): both build on zod's core type. */
@@ -78,6 +88,7 @@ export const sessionEventSchema = z.strictObject({
   seq: countSchema,
   type: eventTypeSchema,
   time: timeSchema,
+  v: z.optional(z.number().check(z.refine(isEventVersion, 'must be an integer >= 2'))),
   data: jsonSchema,
 }) satisfies AnySchema<SessionEvent>
 

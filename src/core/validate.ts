@@ -7,6 +7,7 @@ import {
   MAX_JSON_DEPTH,
   MAX_SESSION_ID_LENGTH,
   isEventType,
+  isEventVersion,
   isSessionId,
   isTime,
   META_EVENT,
@@ -161,7 +162,7 @@ export function assertOptions(options: unknown, what: string, keys: readonly str
 export interface EncodedEvent {
   /** The event, with its seq. */
   readonly event: SessionEvent
-  /** `JSON.stringify(event)` with keys in the order seq, type, time, data. */
+  /** `JSON.stringify(event)` with keys in the order seq, type, time, v (when the event has a version), data. */
   readonly json: string
 }
 
@@ -251,12 +252,14 @@ export function eventFromBody(body: string, seq: number, sessionId: SessionId, m
     throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, seq)} is not valid JSON`, { sessionId, seq })
   }
   const keys = Object.keys(event)
+  // A version (DESIGN §19) sits between time and data: `v`, 2 or more.
+  const versioned = keys.length === 5 && keys[3] === 'v' && isEventVersion(event.v)
   if (
-    keys.length !== 4 ||
+    keys.length !== (versioned ? 5 : 4) ||
     keys[0] !== 'seq' ||
     keys[1] !== 'type' ||
     keys[2] !== 'time' ||
-    keys[3] !== 'data' ||
+    keys[versioned ? 4 : 3] !== 'data' ||
     event.seq !== seq ||
     !isEventType(event.type) ||
     !isTime(event.time)
@@ -292,7 +295,10 @@ function tooLarge(sessionId: SessionId, seq: number | undefined, maxBytes: numbe
 
 /** Encodes an event that is already known to be well-formed, enforcing the size limit. */
 export function encodeEvent(event: SessionEvent, sessionId: SessionId, maxBytes = DEFAULT_MAX_EVENT_BYTES): EncodedEvent {
-  const ordered: SessionEvent = { seq: event.seq, type: event.type, time: event.time, data: event.data }
+  const ordered: SessionEvent =
+    event.v === undefined
+      ? { seq: event.seq, type: event.type, time: event.time, data: event.data }
+      : { seq: event.seq, type: event.type, time: event.time, v: event.v, data: event.data }
   const json = JSON.stringify(ordered)
   if (!fitsUtf8(json, maxBytes)) throw tooLarge(sessionId, event.seq, maxBytes)
   return { event: ordered, json }

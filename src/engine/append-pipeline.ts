@@ -2,7 +2,8 @@
 // send them to storage, and once they are durable fold them in seq order and hand the session
 // on (change feed, checkpoint policy, other engines). Appends from clients, spawns, forks,
 // imports and store-to-store sync all come through here.
-import { appendInputSchema, checkReservedData, parseInput } from '../core/inputs'
+import { appendInputSchema, parseInput } from '../core/inputs'
+import type { EventRegistry } from './event-registry'
 import type { StorageAdapter } from '../storage/types'
 import { SessionfoldError, where } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
@@ -41,6 +42,8 @@ export interface PipelineSession {
 
 export interface AppendPipelineOptions<S extends PipelineSession> {
   storage: Pick<StorageAdapter, 'createSession' | 'append' | 'deleteSession'>
+  /** Checks each event an app appends against its type's definition, and stamps its version. */
+  events: Pick<EventRegistry, 'check'>
   maxEventBytes: number
   now: () => number
   /** Called once `events` more (of `bytes` bytes, the last at `lastTime`) are durable and folded (`turnEnded`: one was a turn/end). */
@@ -102,8 +105,8 @@ export class AppendPipeline<S extends PipelineSession> {
       })
     }
     const first = log.nextSeq
-    const encoded = bodies.map((b: unknown, i) => eventFromBody(b as string, first + i, id, this.options.maxEventBytes))
-    for (const { event } of encoded) checkReservedData(event, id)
+    const { events, maxEventBytes } = this.options
+    const encoded = bodies.map((b: unknown, i) => events.check(eventFromBody(b as string, first + i, id, maxEventBytes), id))
     return this.write(session, encoded)
   }
 

@@ -3,7 +3,7 @@
 import { z } from 'zod/mini'
 import { SessionfoldError, where } from '../core/errors'
 import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
-import { MAX_EVENT_TYPE_LENGTH, isEventType, isTime } from '../core/limits'
+import { MAX_EVENT_TYPE_LENGTH, isEventType, isEventVersion, isTime } from '../core/limits'
 import type { Tombstone } from '../core/changes'
 import { countSchema, safeParse, sessionHeaderSchema, sessionIdSchema, timeSchema } from '../core/schemas'
 import { CHAIN_ZERO, isChain } from '../core/chain'
@@ -77,16 +77,18 @@ export function checkHeader(raw: unknown, what: string): SessionHeader {
 function checkEvent(e: unknown, seq: number, id: SessionId, maxEventBytes: number): EncodedEvent {
   if (!isPlainObject(e)) throw bad(`the change batch's event for ${where(id, seq)} is not an object`, id, seq)
   const keys = Object.keys(e)
-  if (keys.length !== 4 || !['seq', 'type', 'time', 'data'].every((k) => k in e)) {
-    throw bad(`the change batch's event for ${where(id, seq)} must have exactly seq, type, time and data`, id, seq)
+  const fields = 'v' in e ? 5 : 4
+  if (keys.length !== fields || !['seq', 'type', 'time', 'data'].every((k) => k in e)) {
+    throw bad(`the change batch's event for ${where(id, seq)} must have exactly seq, type, time, data and (a version) v`, id, seq)
   }
-  const { type, time, data } = e as unknown as SessionEvent
+  const { type, time, data, v } = e as unknown as SessionEvent
+  if (v !== undefined && !isEventVersion(v)) throw bad(`the change batch's event version for ${where(id, seq)} must be an integer >= 2`, id, seq)
   if (e.seq !== seq) throw bad(`the change batch's events of ${where(id)} are not contiguous: seq ${describe(e.seq)} where ${seq} belongs`, id, seq)
   if (!isEventType(type)) throw bad(`the change batch's event type for ${where(id, seq)} must be a string of 1-${MAX_EVENT_TYPE_LENGTH} characters`, id, seq)
   if (!isTime(time)) throw bad(`the change batch's event time for ${where(id, seq)} must be a finite number >= 0`, id, seq)
   try {
     assertPlainJson(data, `the change batch's event data for ${where(id, seq)}`)
-    return encodeEvent({ seq, type, time, data }, id, maxEventBytes)
+    return encodeEvent(v === undefined ? { seq, type, time, data } : { seq, type, time, v, data }, id, maxEventBytes)
   } catch (err) {
     throw bad(`the change batch cannot be applied: ${(err as Error).message}`, id, seq)
   }

@@ -17,6 +17,7 @@ import { assertSessionId, isPlainObject, type EncodedEvent } from '../core/valid
 import { createLocalLocks, type WriterLocks } from '../storage/locks'
 import { snapshotOf } from './units'
 import { AppendPipeline } from './append-pipeline'
+import { EventRegistry } from './event-registry'
 import { applyChanges, type ImportTarget } from './apply-changes'
 import { forkConflict } from './conflict-fork'
 import { notify, watch, type ChangeListener } from './watchers'
@@ -37,12 +38,11 @@ import { Tombstones } from './tombstones'
 import { noStreams, type StreamsRunner } from './streams-lazy'
 import { recordsOf } from '../storage/records'
 import type { SessionsPage } from '../core/session-list'
-
 export type { ChangeListener, ProjectionChange } from './watchers'
 export type { ColdRead } from './reader'
 export { newSessionId } from './lineage'
-export type { EngineOptions } from './options'
 import { positive, type EngineOptions } from './options'
+export type { EngineOptions }
 
 export class Engine {
   /** Told after each local write lands (appends, imports, creations): replications push at once. */
@@ -50,11 +50,12 @@ export class Engine {
   /** Every read of the store goes through here (the host, sync and the CLI included). */
   readonly reader: StoreReader
   readonly registry: ProjectionRegistry
+  readonly events: EventRegistry // the event definitions, reserved and the app's (event-registry.ts)
   readonly locks: WriterLocks
   /** The same locks, each taken after letting go of a stream writer this engine keeps for the session (a delete's, a conflict fork's). */
   readonly #lettingGo: WriterLocks
   private readonly storage: StorageAdapter
-  private readonly defs: readonly ProjectionDefinition[]
+  private readonly defs: readonly ProjectionDefinition[] // the units, each folding through `events`
   private readonly maxEventBytes: number
   private readonly now: () => number
   private readonly onError: (err: SessionfoldError) => void
@@ -79,7 +80,8 @@ export class Engine {
 
   constructor(options: EngineOptions) {
     this.storage = options.storage
-    this.registry = new ProjectionRegistry([...BUILTIN_PROJECTIONS, ...(options.projections ?? [])])
+    this.events = new EventRegistry(options.events)
+    this.registry = new ProjectionRegistry([...BUILTIN_PROJECTIONS, ...(options.projections ?? [])].map((unit) => this.events.folding(unit)))
     this.defs = this.registry.list()
     this.locks = options.locks ?? createLocalLocks()
     this.#lettingGo = { ...this.locks, acquire: async (id) => (await this.streams.letGo([id]), this.locks.acquire(id)) }
@@ -104,6 +106,7 @@ export class Engine {
     if (index) this.written.add(() => index.soon())
     this.pipeline = new AppendPipeline<LiveSession>({
       storage: this.storage,
+      events: this.events,
       maxEventBytes: this.maxEventBytes,
       now: this.now,
       ...(this.history ? { reached: (session: LiveSession, at: number) => this.history!.reached(session, at) } : {}),
@@ -130,6 +133,7 @@ export class Engine {
     })
     this.lineage = {
       now: this.now,
+      checked: this.events.check,
       maxEventBytes: this.maxEventBytes,
       reader: this.reader,
       writable: (id) => this.sessions.writable(id),
@@ -149,7 +153,7 @@ export class Engine {
     const remove = async (id: SessionId) => void (await this.deleteSessions([id]))
     this.importTarget = { reader, maxEventBytes, withWriter, tombstones, remove, chainAt: (header, at) => this.chainAt(header, at) }
     const host = { reader, kv: this.storage.kv, sessions: this.sessions, maxEventBytes, remove, now: this.now, open: () => this.open(), onError: this.onError }
-    this.streams = (options.streams ?? noStreams)({ ...host, wrote: () => this.written.forEach((f) => f()) })
+    this.streams = (options.streams ?? noStreams)({ ...host, events: this.events, wrote: () => this.written.forEach((f) => f()) })
   }
 
   /** Creates a root session and opens it for writing. */
@@ -174,14 +178,12 @@ export class Engine {
   async observe(id: SessionId): Promise<{ header: SessionHeader; length: number }> {
     this.open()
     assertSessionId(id)
-    const live = await this.sessions.observe(id)
-    return { header: live.header, length: live.log.durable }
+    return this.sessions.observe(id).then((live) => ({ header: live.header, length: live.log.durable }))
   }
 
   /** The session as of its first `at` events (`options`: `{ at }`, checked), folded once from the nearest row (history.ts). */
   async observeAt(id: SessionId, options: unknown): Promise<{ header: SessionHeader; snapshot: ProjectionSnapshot; at: number }> {
-    const { header, snapshot, length } = await this.coldReadAt(id, atOption(id, options))
-    return { header, snapshot, at: length }
+    return this.coldReadAt(id, atOption(id, options)).then(({ header, snapshot, length }) => ({ header, snapshot, at: length }))
   }
 
   /** Folds a session as of its first `at` events, without keeping it (the CLI's --at). */

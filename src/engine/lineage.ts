@@ -24,6 +24,8 @@ export interface LineageHost<S extends { header: SessionHeader; log: { nextSeq: 
   /** Stores a new session with its seed and opens it for writing here. */
   create(header: SessionHeader, seed: readonly EncodedEvent[]): Promise<S>
   appendNumbered(session: S, events: readonly EncodedEvent[]): Promise<AppendResult>
+  /** An event an app gives, checked against its type's definition and stamped with its version (event-registry.ts). */
+  checked(encoded: EncodedEvent, sessionId: SessionId): EncodedEvent
   /** Appends an event input to a session open for writing here. */
   append(id: SessionId, input: unknown): Promise<AppendResult>
   /** Deletes a session just created here and still held (spawn's undo). */
@@ -47,7 +49,11 @@ export async function createRoot<S extends { header: SessionHeader; log: { nextS
   if (given.cwd !== undefined) header.cwd = given.cwd
   const data = metaData(given)
   const meta =
-    data && eventFromBody(encodeEventBody({ type: META, data, time: header.createdAt }, id, { maxBytes: host.maxEventBytes }), 0, id, host.maxEventBytes)
+    data &&
+    host.checked(
+      eventFromBody(encodeEventBody({ type: META, data, time: header.createdAt }, id, { maxBytes: host.maxEventBytes }), 0, id, host.maxEventBytes),
+      id,
+    )
   let session: S
   try {
     session = await host.create(header, [])
@@ -111,7 +117,7 @@ export async function spawn<S extends { header: SessionHeader; log: { nextSeq: n
   const data = metaData({ title, tags })
   const meta = data === undefined ? [] : [encode({ type: META, data, time: header.createdAt })]
   const childEvents = [encode({ type: DESCRIPTOR, data: descriptor, time: header.createdAt }), ...meta, ...(bodies ?? events.map(encode))].map((b, i) =>
-    eventFromBody(b, i, id, host.maxEventBytes),
+    host.checked(eventFromBody(b, i, id, host.maxEventBytes), id),
   )
   const factData =
     label === undefined

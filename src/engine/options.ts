@@ -5,6 +5,7 @@ import { SessionfoldError } from '../core/errors'
 import { describe } from '../core/validate'
 import type { SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
+import type { EventDefinition } from '../core/events'
 import type { WriterLocks } from '../storage/locks'
 import type { StreamsHost } from './streams'
 import type { StreamsRunner } from './streams-lazy'
@@ -13,6 +14,8 @@ export interface EngineOptions {
   storage: StorageAdapter
   /** The app's units, registered after the built-in ones. */
   projections?: readonly ProjectionDefinition[]
+  /** The app's event definitions (`defineEvent`): appends checked against them, reads upcast by them. */
+  events?: readonly EventDefinition[]
   /** Checkpoint a live session after this many events (default 256) or this long after an unsaved event (default 2000 ms). */
   checkpoint?: { everyEvents?: number; everyMs?: number }
   /** Largest encoded event (default 1 MiB). */

@@ -14,6 +14,7 @@ import {
   type StreamState,
 } from '../core/streams'
 import { encodeEvent, encodeEventBody, isPlainObject, type EncodedEvent } from '../core/validate'
+import type { EventRegistry } from './event-registry'
 
 /** The protocol's state of a stream, kept beside its session's log (streams.ts). */
 export interface StreamRecord {
@@ -48,7 +49,7 @@ export type Outcome = { answer: StreamAnswer; next?: undefined; events?: undefin
 type Append = Extract<StreamRequest, { op: 'append' }>
 
 /** Decides `request` against the stream's `record` and state. */
-export function appendTo(record: StreamRecord, stream: StreamState, request: Append, host: { maxEventBytes: number; now(): number }): Outcome {
+export function appendTo(record: StreamRecord, stream: StreamState, request: Append, host: Parameters<typeof bodyEvents>[4]): Outcome {
   const { producer, close } = request
   const sameTuple = producer !== undefined && record.closedBy?.every((v, i) => v === producer[i]) === true
   if (!request.body) {
@@ -116,7 +117,7 @@ export function bodyEvents(
   body: StreamBody,
   id: SessionId,
   from: number,
-  host: { maxEventBytes: number; now(): number },
+  host: { maxEventBytes: number; now(): number; events?: Pick<EventRegistry, 'check'> },
   creating: boolean,
 ): EncodedEvent[] | StreamAnswer {
   if ('badJson' in body) return { status: 'bad-body', detail: `the body is not JSON: ${body.badJson}` }
@@ -140,7 +141,9 @@ export function bodyEvents(
     for (const [i, input] of inputs.entries()) {
       const seq = from + i
       const parsed = JSON.parse(encodeEventBody(input, id, { maxBytes: host.maxEventBytes, now, seq })) as { type: string; time: number; data: never }
-      events.push(encodeEvent({ seq, ...parsed }, id, host.maxEventBytes))
+      const encoded = encodeEvent({ seq, ...parsed }, id, host.maxEventBytes)
+      // A session's own stream takes its events as any append does: checked by their definitions.
+      events.push(mode === 'events' && host.events ? host.events.check(encoded, id) : encoded)
     }
   } catch (err) {
     if (isSessionfoldError(err, 'EVENT_TOO_LARGE')) return { status: 'too-large', detail: err.message }

@@ -4,7 +4,7 @@
 // a JSON stream's messages are cut from the events' stored texts, unparsed. And what a fork
 // reads of its source: where it parts, and the events it is seeded with.
 import { fromBase64, toBase64 } from '../core/base64'
-import type { SessionId } from '../core/model'
+import type { SessionEvent, SessionId } from '../core/model'
 import type { StreamMode } from '../core/streams'
 import { encodeEvent, type EncodedEvent } from '../core/validate'
 import type { StoreReader } from './reader'
@@ -17,6 +17,7 @@ export async function readBody(
   from: number,
   to: number,
   maxBytes: number,
+  events?: { read(event: SessionEvent): SessionEvent },
 ): Promise<{ count: number; body: string | Uint8Array }> {
   const texts: string[] = []
   const chunks: Uint8Array[] = []
@@ -44,7 +45,9 @@ export async function readBody(
           bytes += chunk.byteLength
           continue
         }
-        const text = JSON.stringify({ seq: e.seq, type: e.type, data: e.data, time: e.time })
+        // A session's event as reads hand it over: at its type's latest version (event-registry.ts).
+        const { seq, type, data, time, v } = events ? events.read(e) : e
+        const text = JSON.stringify(v === undefined ? { seq, type, data, time } : { seq, type, data, time, v })
         texts.push(text)
         bytes += text.length
       }

@@ -9,6 +9,7 @@
 // one record write and one log write for all of them.
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import type { SessionHeader, SessionId } from '../core/model'
+import type { EventRegistry } from './event-registry'
 import { mediaType, modeOf, type StreamAnswer, type StreamRequest, type StreamState } from '../core/streams'
 import { encodeEvent, type EncodedEvent } from '../core/validate'
 import type { KeyValueStore } from '../storage/types'
@@ -26,6 +27,8 @@ export interface StreamsHost {
   kv: KeyValueStore | undefined
   sessions: Pick<LiveSessions, 'holdImportWriter'>
   maxEventBytes: number
+  /** Event definitions: a session's own stream takes and reads its events by them, as any append and read does (event-registry.ts). */
+  events?: Pick<EventRegistry, 'check' | 'read'>
   remove(id: SessionId): Promise<void>
   now(): number
   /** Told after each write (replications push at once). */
@@ -155,7 +158,7 @@ export class Streams {
     await this.#touch(id, found.record)
     // Past the end: the stream as it is, nothing read (the handler answers 400).
     const end = Math.min(to, found.stream.length)
-    const { count, body } = await readBody(this.host.reader, id, found.record.mode, Math.min(from, end), end, maxBytes)
+    const { count, body } = await readBody(this.host.reader, id, found.record.mode, Math.min(from, end), end, maxBytes, this.host.events)
     return { status: 'read', stream: found.stream, from, count, body }
   }
 

@@ -12,7 +12,6 @@ import { MAX_SESSIONS_ROWS, type SessionsPage } from '../core/session-list'
 import type { OpenedEngine } from './open-engine'
 import { SessionfoldError, toWireError, where } from '../core/errors'
 import type { SessionId } from '../core/model'
-import type { ProjectionDefinition } from '../core/projection'
 import {
   PUSH_MESSAGE,
   type AppendInput,
@@ -37,9 +36,8 @@ import type { HostOptions } from './options'
 import { ReplicationHub } from '../sync/runs'
 import { assertSessionId, describe, isPlainObject } from '../core/validate'
 import type { Engine, ProjectionChange } from '../engine'
-import type { EngineSource } from './engine-source'
+import type { EngineSource, ServeEngineOptions } from './engine-source'
 import { finishRotation, rotationStep, startRotation, type KeyRotation } from './rotate-key'
-
 /** The engine's pushes of one session to this host, and how many handles here take them. */
 interface Watch {
   handles: number
@@ -54,13 +52,7 @@ interface Handle {
   gone?: boolean
 }
 
-/** What a worker file passes to `serveEngine()` (`sessionfold/worker`, in Node and browsers alike). */
-export interface ServeEngineOptions {
-  /** The app's projection units, registered after the built-in ones. */
-  projections?: readonly ProjectionDefinition[]
-}
-
-export { ownEngine, sharedEngines, type EngineSource } from './engine-source'
+export { appOf, ownEngine, sharedEngines, type EngineSource, type ServeEngineOptions } from './engine-source'
 
 /**
  * What a client calls: the host's public methods, the same in this thread and across a worker
@@ -89,7 +81,7 @@ export class EngineHost {
 
   /** `post`: how pushes leave (a worker: a PushMessage on its port; this thread: the store's callback). */
   constructor(
-    private readonly projections: readonly ProjectionDefinition[],
+    private readonly app: ServeEngineOptions,
     private readonly source: EngineSource,
     private readonly post: (push: Push) => void,
   ) {}
@@ -97,7 +89,7 @@ export class EngineHost {
   async init(options: HostOptions): Promise<void> {
     if (this.opened) throw new SessionfoldError('INVALID_ARGUMENT', 'this engine host is already initialised')
     if (options.aliveLock) this.releaseAlive = await holdAliveLock(options.aliveLock)
-    this.opened = await this.source.open(options, this.projections)
+    this.opened = await this.source.open(options, this.app)
     // A SharedWorker outlives the tabs it serves: when this one's tab dies, close its handles,
     // so its writer locks go with it, as they would with a dedicated worker.
     if (options.tabLock) closeWithTab(options.tabLock, () => this.close())
@@ -283,7 +275,10 @@ export class EngineHost {
 
   async readEvents(id: string, from: number, to: number | undefined): Promise<EventsPage> {
     assertSessionId(id)
-    return this.engine.reader.page(id, from, to)
+    const page = await this.engine.reader.page(id, from, to)
+    // Each event at its type's latest version (defineEvent): stored bytes stay as they are.
+    const { events } = this.engine
+    return events.versioned ? { ...page, events: page.events.map((e) => events.read(e)) } : page
   }
 
   async listChildren(id: string, options: { recursive?: boolean; at?: number }, cancelToken: number) {

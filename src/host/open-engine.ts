@@ -4,6 +4,7 @@
 import { CODEC_META_KEY, openSealed, type KeyAdvice, type SealedStorage } from '../storage/codec'
 import type { WriterLocks } from '../storage/locks'
 import { isSessionfoldError, type SessionfoldError } from '../core/errors'
+import type { EventDefinition } from '../core/events'
 import type { ProjectionDefinition } from '../core/projection'
 import type { HostOptions } from './options'
 import type { StoreConfig } from '../backends/config'
@@ -14,6 +15,7 @@ import type { ReplicationHub } from '../sync/runs'
 /** How an engine is opened, besides its store (HostOptions, for an app's store). */
 export interface EngineSettings extends Omit<HostOptions, 'store' | 'aliveLock' | 'tabLock'> {
   projections?: readonly ProjectionDefinition[]
+  events?: readonly EventDefinition[]
   /** What it is opened for (default 'app'; the command line opens for 'read', 'write' or 'create'). */
   purpose?: OpenPurpose
   /** What KEY_REJECTED advises (the command line names its flags, not the API's options). */
@@ -65,6 +67,7 @@ export async function openEngine(platform: Platform, store: StoreConfig, setting
   const engine = new Engine({
     storage,
     projections: settings.projections,
+    events: settings.events,
     checkpoint: settings.checkpoint,
     maxEventBytes: settings.maxEventBytes,
     streams: settings.streams,

@@ -51,9 +51,9 @@ beforeAll(async () => {
   await (await parent.spawn({ mode: 'one-shot', id: 'gone' })).close()
   await parent.recordExternal({ childId: 'remote', label: 'elsewhere' })
   await (await parent.fork({ at: 2, id: 'forked' })).close()
-  const faulty = await s.createSession({ id: 'faulty' })
-  await faulty.append({ type: 'subagent/catalog', data: { v: 9, childId: 'x' } }) // an unsupported fact: the catalog faults
-  await faulty.close()
+  // An unsupported fact (as newer code would write it; an append here refuses it), imported: the catalog faults.
+  const header = { version: 1, id: 'faulty', createdAt: 1, seedLength: 0, delegationDepth: 0, origin: 'root' } as const
+  await s.applyChanges({ v: 1, sessions: [{ header, from: 0, events: [{ seq: 0, type: 'subagent/catalog', time: 1, data: { v: 9, childId: 'x' } }] }] })
   const broken = await s.createSession({ id: 'broken' })
   for (let i = 0; i < 3; i++) await broken.append({ type: 'app/e', data: 'x'.repeat(50) })
   await helper.close()

@@ -33,7 +33,7 @@ async function hostWithFrames(): Promise<{ host: EngineHost; frames: Frame[] }> 
       return taken
     }
   }
-  const host = new Recording([notes, fewNotes], ownEngine(nodePlatform), () => {})
+  const host = new Recording({ projections: [notes, fewNotes] }, ownEngine(nodePlatform), () => {})
   await host.init({ store: { storage: 'fs', dir, durability: 'relaxed' } })
   return { host, frames }
 }

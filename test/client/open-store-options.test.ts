@@ -15,7 +15,7 @@ import { memoryStorage } from '../../src/backends/memory/registration'
 import { browserConnectors } from '../../src/client/connect-browser'
 import { connectInThread } from '../../src/client/connect-in-thread'
 import { nodeConnectors } from '../../src/client/connect-node'
-import type { ProjectionDefinition } from '../../src/core/projection'
+import type { AppDefinitions } from '../../src/host/engine-source'
 import { openStoreWith } from '../../src/client/open-store'
 import { notes } from '../fixtures/notes-units'
 import { expectCode } from '../support/helpers'
@@ -165,7 +165,7 @@ describe('openStore: a backend is its folder and one row in its platform list (s
   const withScratch = {
     ...nodeConnectors,
     backends: rows,
-    inThread: (projections: readonly ProjectionDefinition[]) => connectInThread(projections, async () => ({ ...nodePlatform, backends: rows })),
+    inThread: (app: AppDefinitions) => connectInThread(app, async () => ({ ...nodePlatform, backends: rows })),
   }
 
   it('opens a store of a backend listed by one row, which keeps and reads sessions', async () => {

@@ -59,7 +59,9 @@ session.projections.subscribe('nope', () => {})
 // @ts-expect-error: the listener gets the key's type
 session.projections.subscribe('subagentTiming', (v: { total: number } | null) => v)
 
-expectTypeOf(session.append).parameter(0).toMatchTypeOf<{ type: string } | { type: string }[]>()
+expectTypeOf(session.append<'app/x'>)
+  .parameter(0)
+  .toMatchTypeOf<{ type: string } | readonly { type: string }[]>()
 expectTypeOf(session.listChildren).returns.resolves.toEqualTypeOf<SubagentListEntry[]>()
 declare const row: SubagentListEntry
 if (row.kind === 'diagnostic') expectTypeOf(row.reason).toEqualTypeOf<'corrupt' | 'unsupported' | 'unavailable'>()

@@ -40,6 +40,7 @@ export const catalogViewSchema = z.array(catalogEntrySchema)
 
 export const subagentCatalogUnit = defineProjection<CatalogState, CatalogEntry[]>({
   key: 'subagentCatalog',
+  types: [CATALOG],
   stateVersion: 1,
   stateSchema: stateSchema as unknown as z.ZodMiniType<CatalogState>,
   init: (_header, inherited) => ({ inherited, entries: ChunkedList.empty() }),

@@ -22,6 +22,7 @@ export type SessionMetaView = z.infer<typeof metaViewSchema>
 
 export const sessionMetaUnit = defineProjection<SessionMetaView, SessionMetaView>({
   key: 'sessionMeta',
+  types: [META],
   stateVersion: 1,
   stateSchema: metaViewSchema,
   init: () => ({ title: null, tags: [] }),

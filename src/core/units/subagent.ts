@@ -29,6 +29,7 @@ type State = z.infer<typeof stateSchema>
 
 export const subagentUnit = defineProjection<State, SubagentView>({
   key: 'subagent',
+  types: [DESCRIPTOR],
   stateVersion: 1,
   stateSchema,
   init: (_header, inherited) => ({ inherited, identity: null }),

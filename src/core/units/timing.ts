@@ -26,6 +26,7 @@ type State = z.infer<typeof stateSchema>
 
 export const subagentTimingUnit = defineProjection<State, TimingView>({
   key: 'subagentTiming',
+  types: [TURN_START, TURN_END, DESCRIPTOR],
   stateVersion: 1,
   stateSchema,
   init: (_header, inherited) => ({ inherited, turns: 0, settledMs: 0, runningSince: null }),

@@ -13,7 +13,7 @@ import { parentPort } from 'node:worker_threads'
 import { registerErrorTransfer } from '../../core/transfer'
 // For units written in worker files: the strict schema of a ChunkedList state.
 export { chunkedListSchema } from '../../core/chunked-list-schema'
-import { EngineHost, ownEngine, postPushes, type ServeEngineOptions } from '../host'
+import { EngineHost, appOf, ownEngine, postPushes, type ServeEngineOptions } from '../host'
 import { nodePlatform } from '../../backends/node'
 import { NODE_ENGINE_EXTRAS } from '../node-extras'
 export type { ServeEngineOptions } from '../host'
@@ -30,5 +30,5 @@ export type { ServeEngineOptions } from '../host'
 export async function serveEngine(options: ServeEngineOptions = {}): Promise<void> {
   if (!parentPort) throw new Error('serveEngine() must run inside a worker thread')
   registerErrorTransfer()
-  expose(new EngineHost(options.projections ?? [], ownEngine(nodePlatform, NODE_ENGINE_EXTRAS), postPushes(parentPort)), nodeEndpoint(parentPort) as Endpoint)
+  expose(new EngineHost(appOf(options), ownEngine(nodePlatform, NODE_ENGINE_EXTRAS), postPushes(parentPort)), nodeEndpoint(parentPort) as Endpoint)
 }

@@ -4,12 +4,12 @@
 import { expose, type Endpoint } from 'comlink'
 import type { Platform } from '../../backends/platform'
 import { registerErrorTransfer } from '../../core/transfer'
-import { EngineHost, ownEngine, postPushes, type ServeEngineOptions, sharedEngines } from '../host'
+import { EngineHost, appOf, ownEngine, postPushes, type ServeEngineOptions, sharedEngines } from '../host'
 
 /** serveEngine (serve-browser.ts) on the backends of `platform`. */
 export async function serveEngineOn(platform: Platform, options: ServeEngineOptions = {}): Promise<void> {
   registerErrorTransfer()
-  const projections = options.projections ?? []
+  const app = appOf(options)
   const scope = globalThis as unknown as { onconnect?: unknown }
   if ('onconnect' in scope) {
     // A SharedWorker: each tab gets its own host (its own handles) over one shared engine, so
@@ -17,10 +17,10 @@ export async function serveEngineOn(platform: Platform, options: ServeEngineOpti
     const shared = sharedEngines(platform)
     scope.onconnect = (event: MessageEvent) => {
       const port = event.ports[0]!
-      expose(new EngineHost(projections, shared, postPushes(port)), port)
+      expose(new EngineHost(app, shared, postPushes(port)), port)
       port.start()
     }
     return
   }
-  expose(new EngineHost(projections, ownEngine(platform), postPushes(globalThis as unknown as MessagePort)), globalThis as unknown as Endpoint)
+  expose(new EngineHost(app, ownEngine(platform), postPushes(globalThis as unknown as MessagePort)), globalThis as unknown as Endpoint)
 }
