@@ -1,11 +1,13 @@
-// Package: the published types work in an app under every moduleResolution — node16, nodenext, bundler, node10 — from ESM and CJS files (§3 projections, §6 entry points)
+// Package: the published types work in an app under every moduleResolution — node16, nodenext, bundler, node10 — from ESM and CJS files (§3 projections, §6 entry points, §19 an app's events)
 // For each resolution mode and each module format (ESM: .ts in a "type": "module" app; CJS:
 // .cts), a throwaway app gets the built package in node_modules as published (package.json
 // and dist/types) and is compiled, strict, by our own tsc: one `tsc -b` per mode for its two
 // apps, two at a time. Its files are what an app writes: a projection of its own typed the
-// documented way (declare module 'sessionfold'), a main file reading built-in and own keys,
+// documented way (declare module 'sessionfold'), its events merged into EventMap with a
+// versioned defineEvent, a main file reading built-in and own keys and appending typed events,
 // a worker file, a sync server on openStore's store, the adapters. Each also holds lines that must NOT compile (@ts-expect-error:
-// an unknown key, a wrong value type) and exact type checks, so that `never` or `any` fails
+// an unknown key, a wrong value type, wrong or missing event data, a type outside a closed
+// EventMap: a third app per mode closes it) and exact type checks, so that `never` or `any` fails
 // as surely as a missing export. publint and attw check where the types are; this checks
 // what they say, as an app's compiler reads them.
 import { execFile } from 'node:child_process'
@@ -51,14 +53,14 @@ const ENTRIES = Object.entries(pkg.exports)
 const IMPORTS = {
   esm: {
     ext: 'ts',
-    main: `import { openStore, type CatalogEntry, type ProjectionMap, type TimingView } from 'sessionfold'
+    main: `import { openStore, type CatalogEntry, type Json, type ProjectionMap, type TimingView } from 'sessionfold'
 import { tokenCount, type TokenCount } from './token-count.js'`,
-    tokenCount: `import { defineProjection } from 'sessionfold'
+    tokenCount: `import { defineEvent, defineProjection, type Json } from 'sessionfold'
 import { z } from 'zod'`,
     worker: `import type { ChunkedList } from 'sessionfold'
 import { chunkedListSchema, serveEngine } from 'sessionfold/worker'
 import { z } from 'zod'
-import { tokenCount } from './token-count.js'`,
+import { tokenCount, usageEvent, usageTotal } from './token-count.js'`,
     server: `import { createServer } from 'node:http'
 import { openStore } from 'sessionfold'
 import { createSyncHandler, toNodeListener, type SyncHandler } from 'sessionfold/server'`,
@@ -76,16 +78,18 @@ const { tokenCount } = tc
 type CatalogEntry = sessionfold.CatalogEntry
 type ProjectionMap = sessionfold.ProjectionMap
 type TimingView = sessionfold.TimingView
+type Json = sessionfold.Json
 type TokenCount = tc.TokenCount`,
     tokenCount: `import sessionfold = require('sessionfold')
 import { z } from 'zod'
-const { defineProjection } = sessionfold`,
+const { defineEvent, defineProjection } = sessionfold
+type Json = sessionfold.Json`,
     worker: `import sessionfold = require('sessionfold')
 import sfWorker = require('sessionfold/worker')
 import { z } from 'zod'
 import tc = require('./token-count.cjs')
 const { chunkedListSchema, serveEngine } = sfWorker
-const { tokenCount } = tc
+const { tokenCount, usageEvent, usageTotal } = tc
 type ChunkedList<T> = sessionfold.ChunkedList<T>`,
     server: `import nodeHttp = require('node:http')
 import sessionfold = require('sessionfold')
@@ -130,9 +134,36 @@ export const tokenCount = defineProjection({
   view: { schema: state, view: (s) => s },
 })
 
+// The app's own event, at its second version: typed by EventMap, checked and upcast by its definition.
+const usageV1 = z.object({ count: z.number() })
+export const usageEvent = defineEvent({
+  type: 'llm/usage',
+  versions: [usageV1, { schema: usage, up: (v1) => ({ tokens: v1.count }) }],
+})
+// A unit that names its types gets each event narrowed by its type.
+export const usageTotal = defineProjection({
+  key: 'usageTotal',
+  stateVersion: 1,
+  stateSchema: z.number(),
+  types: ['llm/usage', 'turn/end'],
+  init: () => 0,
+  apply(n, event) {
+    if (event.type === 'turn/end') return n
+    const tokens: number = event.data.tokens
+    // @ts-expect-error: llm/usage data has no text
+    void event.data.text
+    return n + tokens
+  },
+})
+
 declare module 'sessionfold' {
   interface ProjectionMap {
     tokenCount: TokenCount
+  }
+  interface EventMap {
+    'llm/usage': { tokens: number }
+    'app/note': { text: string; tags?: string[] } | null
+    'app/json': Json
   }
 }`,
   main: `${EQUAL}
@@ -174,6 +205,28 @@ export async function main(): Promise<number> {
   // @ts-expect-error: no such storage
   await openStore({ storage: 'paper' })
 
+  // The app's events (EventMap, in token-count): append checks data by type.
+  await session.append({ type: 'llm/usage', data: { tokens: 3 } })
+  await session.append([{ type: 'llm/usage', data: { tokens: 1 } }, { type: 'app/note' }, { type: 'app/untyped', data: [1, 'x'] }])
+  await session.append({ type: 'session/meta', data: { title: 'typed too' } })
+  // @ts-expect-error: wrong data for its type
+  await session.append({ type: 'llm/usage', data: { tokens: 'many' } })
+  // @ts-expect-error: a missing field
+  await session.append({ type: 'llm/usage', data: {} })
+  // @ts-expect-error: its data cannot be left out
+  await session.append({ type: 'llm/usage' })
+  // @ts-expect-error: one wrong event in a batch
+  await session.append([{ type: 'app/note' }, { type: 'llm/usage', data: { tokens: null } }])
+  // @ts-expect-error: a reserved event's data is typed as well
+  await session.append({ type: 'session/meta', data: { title: 5 } })
+  // A type outside the map takes any Json.
+  await session.append({ type: 'app/untyped', data: { any: ['json', 1, null] } })
+  for await (const e of session.events({ types: ['llm/usage', 'app/note'] })) {
+    if (e.type === 'llm/usage') assertType<Equal<typeof e.data, { tokens: number }>>()
+    else assertType<Equal<typeof e.data, { text: string; tags?: string[] } | null>>()
+  }
+  for await (const e of session.events()) assertType<Equal<typeof e.data, Json>>()
+
   stop()
   await store.close()
   return labels.length + (wrong ?? 0)
@@ -181,6 +234,9 @@ export async function main(): Promise<number> {
   worker: `${EQUAL}
 
 export function start(): Promise<void> {
+  // @ts-expect-error: events are defineEvent() definitions
+  void serveEngine({ events: ['llm/usage'] })
+  void serveEngine({ projections: [tokenCount, usageTotal], events: [usageEvent] })
   const list = chunkedListSchema(z.number())
   assertType<Equal<ReturnType<typeof list.parse>['length'], number>>()
   // The class 'sessionfold' exports is the one the schema parses to: one declaration of it
@@ -239,6 +295,43 @@ export function register(): void {
   storageConformance('memory', setup, { without: ['append'] })
   // @ts-expect-error: setup returns a harness, not an adapter
   storageConformance('memory', async () => createMemoryAdapter())
+}
+`
+
+/**
+ * An app that closes its EventMap (ESM, one file, a project of its own: the setting is for a
+ * whole program): a type outside the map, or one known only at run time, does not compile.
+ */
+const CLOSED = `import type { Store } from 'sessionfold'
+
+declare module 'sessionfold' {
+  interface EventMapSettings {
+    closed: true
+  }
+  interface EventMap {
+    'chat/message': { role: 'user' | 'assistant'; text: string }
+  }
+}
+
+export async function closed(store: Store): Promise<void> {
+  const s = await store.createSession()
+  await s.append({ type: 'chat/message', data: { role: 'user', text: 'hi' } })
+  await s.append([{ type: 'turn/start' }, { type: 'turn/end', data: { ok: true } }])
+  // @ts-expect-error: a type outside the closed map
+  await s.append({ type: 'app/other', data: 1 })
+  const dynamic: string = 'chat/message'
+  // @ts-expect-error: a type known only at run time
+  await s.append({ type: dynamic, data: null })
+  // @ts-expect-error: wrong data for its type
+  await s.append({ type: 'chat/message', data: { role: 'robot', text: 'hi' } })
+  for await (const e of s.events()) {
+    if (e.type === 'chat/message') {
+      const text: string = e.data.text
+      void text
+    }
+    // @ts-expect-error: not a type of the closed map
+    if (e.type === 'app/other') void e
+  }
 }
 `
 
@@ -310,7 +403,7 @@ interface Compiled {
  */
 function tsc(dir: string): Promise<Compiled> {
   const started = performance.now()
-  const args = [join(root, 'node_modules/typescript/bin/tsc'), '-b', ...FORMATS, '--pretty', 'false']
+  const args = [join(root, 'node_modules/typescript/bin/tsc'), '-b', ...FORMATS, 'closed', '--pretty', 'false']
   return new Promise((resolve) => {
     execFile(process.execPath, args, { cwd: dir, timeout: 240_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, output: stdout + stderr, ms: performance.now() - started })
@@ -341,7 +434,14 @@ beforeAll(async () => {
   if (missing.length > 0) {
     throw new Error(`the built package is missing ${missing.join(', ')}: build it first with \`npm run build\` (npm test does)`)
   }
-  for (const mode of modes) for (const format of FORMATS) makeApp(join(base, mode, format), mode, format)
+  for (const mode of modes) {
+    for (const format of FORMATS) makeApp(join(base, mode, format), mode, format)
+    const closed = join(base, mode, 'closed')
+    makeApp(closed, mode, 'esm')
+    rmSync(join(closed, 'src'), { recursive: true })
+    mkdirSync(join(closed, 'src'))
+    writeFileSync(join(closed, 'src/closed.ts'), CLOSED)
+  }
   const compiled = await pooled(
     modes.map((mode) => () => tsc(join(base, mode))),
     2,
