@@ -72,7 +72,7 @@ export function bindList<K extends ListKey>(
   renderItem: (item: ItemOf<K>, index: number) => Node,
 ): () => void {
   return bind(view, key, (value) => {
-    const items = (value ?? []) as readonly ItemOf<K>[]
+    const items = (value ?? []) as unknown as readonly ItemOf<K>[]
     container.replaceChildren(...items.map((item, i) => renderItem(item, i)))
   })
 }

@@ -120,6 +120,10 @@ export class SessionView {
    * Aborting `signal` rejects with `CANCELLED`. The command line's `events --from N --to M`
    * reads the same range.
    *
+   * `types`: only events of these types, each narrowed by its `type` as {@link EventMap} says
+   * (the others are skipped). An event of a type defined with versions (`defineEvent`) comes
+   * at its latest version.
+   *
    * With `follow: true` (a live tail, no `to`): the events from `from`, then each event as it is
    * appended, by any writer (this handle, another tab, thread or process), until `signal`
    * aborts or this handle or the store closes: then the iteration ends, without an error. A
@@ -132,12 +136,8 @@ export class SessionView {
    * const stop = new AbortController()
    * for await (const e of session.events({ follow: true, signal: stop.signal })) render(e)
    *
-   * `types`: only events of these types, each narrowed by its `type` as {@link EventMap} says
-   * (the others are skipped). An event of a type defined with versions (`defineEvent`) comes
-   * at its latest version.
-   *
-   * @example
-   * for await (const e of session.events({ types: ['chat/message'] })) show(e.data.text)
+   * // Only chat messages (their data typed as EventMap says):
+   * for await (const e of session.events({ types: ['chat/message'] })) console.log(e.seq, e.data)
    */
   async *events<const T extends string = never>(
     options: { from?: number; to?: number; follow?: boolean; signal?: AbortSignal; types?: readonly T[] } = {},

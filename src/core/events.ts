@@ -16,7 +16,7 @@ import { describe } from './validate'
  * close the map ({@link EventMapSettings}).
  *
  * @example
- * export {} // or any import or export: it makes this file a module
+ * import type { Json } from 'sessionfold' // any import or export: it makes this file a module
  *
  * declare module 'sessionfold' {
  *   interface EventMap {
@@ -29,13 +29,10 @@ import { describe } from './validate'
 export interface EventMap {}
 
 /**
- * Settings of {@link EventMap}, merged the same way. `closed: true`: an event type outside
- * the map and the reserved ones does not compile, in `append` as in reads.
- *
- * @example
- * declare module 'sessionfold' {
- *   interface EventMapSettings { closed: true }
- * }
+ * Settings of {@link EventMap}, merged the same way, in a module of your app:
+ * `declare module 'sessionfold' { interface EventMapSettings { closed: true } }`. Closed, an
+ * event type outside the map and the reserved ones does not compile, in `append` as in reads
+ * (a setting of the whole program: every file of the app sees it).
  */
 // biome-ignore lint/suspicious/noEmptyInterface: apps merge their settings into it
 export interface EventMapSettings {}
@@ -189,7 +186,10 @@ const isSchema = (s: unknown): boolean => typeof (s as { _zod?: { run?: unknown 
  * over the latest shape: each older event passed through the `up` of every version after its own.
  *
  * @example
- * const message = defineEvent({
+ * import { defineEvent } from 'sessionfold'
+ * import { z } from 'zod'
+ *
+ * export const message = defineEvent({
  *   type: 'chat/message',
  *   versions: [
  *     z.object({ text: z.string() }),

@@ -26,8 +26,8 @@ describe('an app’s events in Chromium', () => {
     const name = db()
     const v1 = await openStore({ name, worker: false, ...appV1 })
     const s = await v1.createSession({ id: 'chat' })
-    await s.append([{ type: 'chat/message', data: { text: 'hi' } }, { type: 'turn/start' }])
-    await expectCode(() => s.append({ type: 'chat/message', data: { text: 5 } } as never), 'INVALID_ARGUMENT')
+    await s.append([{ type: 'fixture/message', data: { text: 'hi' } }, { type: 'turn/start' }])
+    await expectCode(() => s.append({ type: 'fixture/message', data: { text: 5 } } as never), 'INVALID_ARGUMENT')
     await s.close()
     const storedByV1 = (await v1.changesSince(null)).batch.sessions[0]!.events
     await v1.close()
@@ -38,13 +38,13 @@ describe('an app’s events in Chromium', () => {
       expect(w.projections.get('transcript' as never)).toEqual(['user: hi'])
       // Refused by the third version's schema, in its worker: nothing written.
       for (const data of [{ text: 'the first shape' }, { role: 'user', parts: [] }, { role: 'robot', parts: ['x'] }]) {
-        await expectCode(() => w.append({ type: 'chat/message', data } as never), 'INVALID_ARGUMENT')
+        await expectCode(() => w.append({ type: 'fixture/message', data } as never), 'INVALID_ARGUMENT')
       }
       expect((await eventsOf(v3, 'chat')).length).toBe(2)
-      await w.append({ type: 'chat/message', data: { role: 'assistant', parts: ['he', 'llo'] } })
+      await w.append({ type: 'fixture/message', data: { role: 'assistant', parts: ['he', 'llo'] } })
       expect(w.projections.get('transcript' as never)).toEqual(['user: hi', 'assistant: hello'])
       const read = await eventsOf(v3, 'chat')
-      expect(read.filter((e) => e.type === 'chat/message').map((e) => [e.v, e.data])).toEqual([
+      expect(read.filter((e) => e.type === 'fixture/message').map((e) => [e.v, e.data])).toEqual([
         [3, { role: 'user', parts: ['hi'] }],
         [3, { role: 'assistant', parts: ['he', 'llo'] }],
       ])
@@ -77,8 +77,8 @@ describe('an app’s events in Chromium', () => {
     const store = await openStore({ name: db(), storage: 'opfs', workerUrl: ownWorker() })
     try {
       const s = await store.createSession({ id: 'chat' })
-      await s.append({ type: 'chat/message', data: { role: 'user', parts: ['hi'] } })
-      await expectCode(() => s.append([{ type: 'turn/start' }, { type: 'chat/message', data: { role: 'user' } } as never]), 'INVALID_ARGUMENT')
+      await s.append({ type: 'fixture/message', data: { role: 'user', parts: ['hi'] } })
+      await expectCode(() => s.append([{ type: 'turn/start' }, { type: 'fixture/message', data: { role: 'user' } } as never]), 'INVALID_ARGUMENT')
       expect(await eventsOf(store, 'chat')).toHaveLength(1)
       expect(s.projections.get('transcript' as never)).toEqual(['user: hi'])
       await s.close()

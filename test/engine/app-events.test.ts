@@ -67,23 +67,23 @@ describe.each(MODES)('an append is checked by its definition (%s)', (_name, opti
     const store = await openStore(options(d))
     try {
       const chat = await store.createSession({ id: 'chat' })
-      await chat.append({ type: 'chat/message', data: { role: 'user', parts: ['hello'] } })
+      await chat.append({ type: 'fixture/message', data: { role: 'user', parts: ['hello'] } })
       await chat.close()
       const w = await store.openSession('chat')
       const before = await files(d)
       const bad = [
-        () => w.append({ type: 'chat/message', data: { text: 'an old shape' } } as never),
-        () => w.append({ type: 'chat/message', data: { role: 'robot', parts: ['x'] } } as never),
-        () => w.append({ type: 'chat/message', data: { role: 'user', parts: [] } }),
-        () => w.append({ type: 'chat/message' } as never),
+        () => w.append({ type: 'fixture/message', data: { text: 'an old shape' } } as never),
+        () => w.append({ type: 'fixture/message', data: { role: 'robot', parts: ['x'] } } as never),
+        () => w.append({ type: 'fixture/message', data: { role: 'user', parts: [] } }),
+        () => w.append({ type: 'fixture/message' } as never),
         // One bad event in a batch: the batch is refused whole.
         () =>
           w.append([
             { type: 'turn/start' },
-            { type: 'chat/message', data: { role: 'user', parts: ['fine'] } },
-            { type: 'chat/message', data: { role: 'user', parts: 'not a list' } } as never,
+            { type: 'fixture/message', data: { role: 'user', parts: ['fine'] } },
+            { type: 'fixture/message', data: { role: 'user', parts: 'not a list' } } as never,
           ]),
-        () => w.spawn({ mode: 'one-shot', id: 'kid', events: [{ type: 'chat/message', data: { parts: ['x'] } }] }),
+        () => w.spawn({ mode: 'one-shot', id: 'kid', events: [{ type: 'fixture/message', data: { parts: ['x'] } }] }),
         // The reserved events are described the same way.
         () => w.append({ type: 'subagent/catalog', data: { v: 9, childId: 'x' } } as never),
         () => w.append({ type: 'subagent/descriptor', data: { v: 2, mode: 'continuable' } } as never),
@@ -91,16 +91,16 @@ describe.each(MODES)('an append is checked by its definition (%s)', (_name, opti
       ]
       for (const run of bad) {
         const err = await expectCode(run, 'INVALID_ARGUMENT')
-        expect(err.message).toMatch(/chat\/message|subagent\/catalog|subagent\/descriptor|session\/meta|label/)
+        expect(err.message).toMatch(/fixture\/message|subagent\/catalog|subagent\/descriptor|session\/meta|label/)
       }
-      const err = await expectCode(() => w.append({ type: 'chat/message', data: { role: 'robot', parts: ['x'] } } as never), 'INVALID_ARGUMENT')
+      const err = await expectCode(() => w.append({ type: 'fixture/message', data: { role: 'robot', parts: ['x'] } } as never), 'INVALID_ARGUMENT')
       expect(err.message).toContain('role')
       expect(err.message).toContain('session "chat" at seq 1')
       expect(await store.listSessions()).toHaveLength(1)
       expect(await files(d)).toEqual(before)
       await w.close()
       const [first] = await stored(store, 'chat')
-      expect(first).toEqual({ seq: 0, type: 'chat/message', time: first!.time, v: 3, data: { role: 'user', parts: ['hello'] } })
+      expect(first).toEqual({ seq: 0, type: 'fixture/message', time: first!.time, v: 3, data: { role: 'user', parts: ['hello'] } })
     } finally {
       await store.close()
     }
@@ -112,7 +112,7 @@ describe('versions', () => {
     const d = fresh()
     const v1 = await openStore({ dir: d, worker: false, ...appV1 })
     const first = await v1.createSession({ id: 'chat' })
-    await first.append([{ type: 'chat/message', data: { text: 'hi' } }, { type: 'turn/start' }, { type: 'chat/message', data: { text: 'there' } }])
+    await first.append([{ type: 'fixture/message', data: { text: 'hi' } }, { type: 'turn/start' }, { type: 'fixture/message', data: { text: 'there' } }])
     expect(first.projections.get('transcript' as never)).toEqual(['hi', 'there'])
     await first.close()
     const storedByV1 = await stored(v1, 'chat')
@@ -122,9 +122,9 @@ describe('versions', () => {
     const v2 = await openStore({ dir: d, worker: false, ...appV2 })
     const second = await v2.openSession('chat')
     expect(second.projections.get('transcript' as never)).toEqual(['user: hi', 'user: there'])
-    await second.append({ type: 'chat/message', data: { role: 'assistant', text: 'yo' } })
+    await second.append({ type: 'fixture/message', data: { role: 'assistant', text: 'yo' } })
     expect(second.projections.get('transcript' as never)).toEqual(['user: hi', 'user: there', 'assistant: yo'])
-    expect((await eventsOf(v2, 'chat')).filter((e) => e.type === 'chat/message').map((e) => [e.v, e.data])).toEqual([
+    expect((await eventsOf(v2, 'chat')).filter((e) => e.type === 'fixture/message').map((e) => [e.v, e.data])).toEqual([
       [2, { role: 'user', text: 'hi' }],
       [2, { role: 'user', text: 'there' }],
       [2, { role: 'assistant', text: 'yo' }],
@@ -146,10 +146,10 @@ describe('versions', () => {
       ]
       // events(), with and without a list of types.
       const all = await eventsOf(v3, 'chat')
-      expect(all.filter((e) => e.type === 'chat/message').map((e) => [e.v, e.data])).toEqual(latest.map((m) => [3, m]))
+      expect(all.filter((e) => e.type === 'fixture/message').map((e) => [e.v, e.data])).toEqual(latest.map((m) => [3, m]))
       const view = await v3.observe('chat')
       const typed: unknown[] = []
-      for await (const e of view.events({ types: ['chat/message'] })) typed.push(e.data)
+      for await (const e of view.events({ types: ['fixture/message'] })) typed.push(e.data)
       expect(typed).toEqual(latest)
       // A cold fold (no checkpoint of this unit version fits: it refolds the log).
       expect(view.projections.get('transcript' as never)).toEqual(shown)
@@ -164,12 +164,12 @@ describe('versions', () => {
       try {
         const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/stream/chat?offset=-1`)
         const body = (await response.json()) as SessionEvent[]
-        expect(body.filter((e) => e.type === 'chat/message').map((e) => [e.v, e.data])).toEqual(latest.map((m) => [3, m]))
+        expect(body.filter((e) => e.type === 'fixture/message').map((e) => [e.v, e.data])).toEqual(latest.map((m) => [3, m]))
         // A POST to the session's stream is checked like any append: the old shape is refused.
         const post = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/stream/chat`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify([{ type: 'chat/message', data: { text: 'old' } }]),
+          body: JSON.stringify([{ type: 'fixture/message', data: { text: 'old' } }]),
         })
         expect(post.status).toBe(400)
       } finally {
@@ -187,7 +187,7 @@ describe('versions', () => {
         expect(copy.projections.get('transcript' as never)).toEqual(shown)
         await copy.close()
         const w = await v3.openSession('chat')
-        await w.append({ type: 'chat/message', data: { role: 'user', parts: ['more'] } })
+        await w.append({ type: 'fixture/message', data: { role: 'user', parts: ['more'] } })
         await w.close()
         expect((await sync(v3, other)).conflicts).toEqual([])
         expect((await stored(other, 'chat')).at(-1)).toMatchObject({ v: 3, data: { parts: ['more'] } })
@@ -204,7 +204,7 @@ describe('versions', () => {
     const d = fresh()
     const newer = await openStore({ dir: d, worker: false, ...appV3 })
     const s = await newer.createSession({ id: 'chat' })
-    await s.append([{ type: 'turn/start' }, { type: 'chat/message', data: { role: 'user', parts: ['from', ' the future'] } }, { type: 'turn/end' }])
+    await s.append([{ type: 'turn/start' }, { type: 'fixture/message', data: { role: 'user', parts: ['from', ' the future'] } }, { type: 'turn/end' }])
     await s.close()
     await newer.close()
     const older = await openStore({ dir: d, worker: false, ...appV2 })
@@ -216,7 +216,7 @@ describe('versions', () => {
       expect(values.subagentTiming).toMatchObject({ turns: 1, runningSince: null })
       const events = await eventsOf(older, 'chat')
       expect(events).toHaveLength(3)
-      expect(events[1]).toMatchObject({ type: 'chat/message', v: 3, data: { role: 'user', parts: ['from', ' the future'] } })
+      expect(events[1]).toMatchObject({ type: 'fixture/message', v: 3, data: { role: 'user', parts: ['from', ' the future'] } })
       await view.close()
     } finally {
       await older.close()

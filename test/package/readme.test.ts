@@ -124,6 +124,9 @@ describe('the guide', () => {
       'examples/custom-projection/token-count.ts',
       'examples/custom-projection/worker.ts',
       'examples/custom-projection/main.ts',
+      'examples/app-events/chat-events.ts',
+      'examples/app-events/worker.ts',
+      'examples/app-events/main.ts',
       'examples/session-tree.ts',
       'examples/encrypted-store.ts',
       'examples/testing-an-adapter/my-adapter.test.ts',
@@ -155,6 +158,11 @@ describe('the guide', () => {
       expect(script.stdout).toContain('2 turn/end')
       const custom = run('examples/custom-projection/main.ts', [], dir)
       expect(custom.stdout).toContain('{ total: 1545, turns: 2 }')
+      const events = run('examples/app-events/main.ts', [], dir)
+      expect(events.stderr).toBe('')
+      expect(events.stdout).toMatch(/refused: chat\/message data for session "\w+" at seq 2: role: /)
+      expect(events.stdout).toContain("{ role: 'assistant', text: 'Hi! How can I help?' }")
+      expect(events.stdout).toContain('1 2 assistant Hi! How can I help?')
       // A small tree for session-tree to print.
       const store = await openStore({ dir, worker: false })
       const p = await store.createSession({ id: 'tree-root' })
