@@ -16,6 +16,9 @@ export const nodeConnectors: Connectors = {
   defaultStorage: 'fs',
   backends: NODE_BACKENDS,
   here: 'in Node',
+  // Node has no bundler's worker pattern to serve: workerUrl starts the app's file (TypeScript
+  // through tsx), with what a worker_threads Worker needs (see startWorker).
+  startsWorkerFunction: false,
   canStartWorker: () => true,
   inThread: (app) =>
     connectInThread(

@@ -43,6 +43,8 @@ export interface Connectors {
   readonly backends: readonly AnyBackendEntry[]
   /** Where this is, for messages: 'in Node', 'in browsers'. */
   readonly here: string
+  /** Whether `worker` may be a function that starts the engine's worker (browsers); where not, `workerUrl` names the app's. */
+  readonly startsWorkerFunction: boolean
   /** Whether a worker can start here: where none can (a service worker), the engine runs in this thread. */
   canStartWorker(): boolean
   /** The engine in this thread, with the app's units and event definitions. */
@@ -51,8 +53,10 @@ export interface Connectors {
 }
 
 export interface WorkerRequest {
-  /** The app's worker file; undefined: the built-in one. */
+  /** The app's worker file; undefined: the built-in one (or the one `start` starts). */
   url: string | URL | undefined
+  /** The app's function that starts its worker (`worker: () => new Worker(…)`), not yet called. */
+  start?: () => unknown
   /** A SharedWorker, where there are any. */
   shared: boolean
   host: HostOptions

@@ -10,6 +10,28 @@ import { assertOptions, describe, isPlainObject } from '../core/validate'
 import type { Connectors } from './connection'
 import { Store, checkKey } from './store'
 
+/**
+ * A dedicated Web Worker as openStore uses one: what `new Worker(…)` returns. Structural, so
+ * that an app's types need no DOM lib to name it.
+ */
+export interface WorkerLike {
+  /** Sends a message to the worker (the engine's calls go this way). */
+  postMessage(message: unknown): void
+  /** Stops the worker: `store.close()` calls it. */
+  terminate(): void
+}
+
+/** A SharedWorker as openStore uses one: what `new SharedWorker(…)` returns (structural, as {@link WorkerLike}). */
+export interface SharedWorkerLike {
+  /** The port this page talks to the worker through. */
+  readonly port: {
+    /** Sends a message to the worker (the engine's calls go this way). */
+    postMessage(message: unknown): void
+    /** Closes this page's line to the worker: `store.close()` calls it. */
+    close(): void
+  }
+}
+
 /** Options of `openStore()`. Every one is checked before anything starts; an unknown key is `INVALID_ARGUMENT`. */
 export interface OpenStoreOptions extends StoreOptions {
   /**
@@ -17,12 +39,30 @@ export interface OpenStoreOptions extends StoreOptions {
    * worker_threads in Node); 'shared': a SharedWorker shared by the tabs of an origin (falls
    * back to a dedicated worker where SharedWorker is missing); false: in this thread. Where no
    * Worker exists (a service worker, an extension's background), true means this thread.
+   *
+   * In browsers, a function that starts your own worker file (one that calls
+   * serveEngine({ projections })): openStore calls it once, and the `Worker` it returns runs the
+   * engine for this store (a `SharedWorker`: the engine shared through its port, as with
+   * 'shared'). Written `() => new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' })`,
+   * it is the pattern Vite, webpack, Parcel and esbuild-based tools bundle as a worker, with
+   * your units in it. close() terminates that Worker (closes the SharedWorker's port). Refused
+   * (`INVALID_ARGUMENT`, nothing started) with `workerUrl`, with `projections`, where no Worker
+   * can start, and in Node, where `workerUrl` names your worker file; a function that throws or
+   * returns no Worker is `INVALID_ARGUMENT` too (what it returned is terminated).
+   *
+   * @example
+   * ```ts
+   * const store = await openStore({
+   *   worker: () => new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' }),
+   * })
+   * ```
    */
-  worker?: boolean | 'shared'
+  worker?: boolean | 'shared' | (() => WorkerLike | SharedWorkerLike)
   /**
    * Your own worker file that calls serveEngine({ projections }); default: the built-in one.
    * Only where the engine runs in a worker: rejected with worker: false, and where no Worker can
-   * start (then pass worker: false and `projections`).
+   * start (then pass worker: false and `projections`). In browsers a bundler ships the file
+   * when it is started by a function (see `worker`): pass that instead.
    */
   workerUrl?: string | URL
   /** Your projection units, with worker: false only (in a worker, pass them to serveEngine). */
@@ -76,7 +116,12 @@ export async function openStoreWith(connectors: Connectors, options: OpenStoreOp
   const connection =
     worker === false || !connectors.canStartWorker()
       ? await connectors.inThread({ projections: options.projections ?? [], events: options.events ?? [] })
-      : await connectors.inWorker({ url: options.workerUrl, shared: worker === 'shared', host })
+      : await connectors.inWorker({
+          url: options.workerUrl,
+          ...(typeof worker === 'function' ? { start: worker } : {}),
+          shared: worker === 'shared',
+          host,
+        })
   const store = new Store(connection, maxEventBytes)
   connection.onPush(store._push)
   try {
@@ -90,7 +135,7 @@ export async function openStoreWith(connectors: Connectors, options: OpenStoreOp
 }
 
 /** The host's options, and where the engine runs; INVALID_ARGUMENT for anything else. */
-function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host: HostOptions; worker: boolean | 'shared' } {
+function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host: HostOptions; worker: NonNullable<OpenStoreOptions['worker']> } {
   if (!isPlainObject(options as unknown)) throw bad(`openStore options must be an object, got ${describe(options)}`)
   const known = [...storeOptionKeys(connectors.backends), ...CLIENT_OPTIONS]
   for (const key of Object.keys(options)) if (!known.includes(key)) throw bad(`openStore has no option ${describe(key)} ${connectors.here}`)
@@ -114,15 +159,20 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
   const compression = options.compression ?? 'deflate'
   if (compression !== 'deflate' && compression !== 'none') throw bad(`compression must be 'deflate' or 'none', got ${describe(compression)}`)
   const worker = options.worker ?? true
-  if (worker !== true && worker !== false && worker !== 'shared') throw bad(`worker must be true, false or 'shared', got ${describe(worker)}`)
+  if (worker !== true && worker !== false && worker !== 'shared' && typeof worker !== 'function')
+    throw bad(`worker must be true, false, 'shared' or a function that starts your worker, got ${describe(worker)}`)
   if (options.projections !== undefined) {
     if (!Array.isArray(options.projections)) throw bad('projections must be an array of defineProjection() units')
-    if (worker !== false) throw bad('projections run in the engine: pass them with worker: false, or to serveEngine() in your own worker file (workerUrl)')
+    if (worker !== false)
+      throw bad(
+        `projections run in the engine: pass them with worker: false, or to serveEngine() in your own worker file (${typeof worker === 'function' ? 'the one your worker function starts' : 'workerUrl'})`,
+      )
   }
   if (options.events !== undefined) {
     checkedDefinitions(options.events, 'openStore')
     if (worker !== false) throw bad('events are checked in the engine: pass them with worker: false, or to serveEngine() in your own worker file (workerUrl)')
   }
+  if (typeof worker === 'function') checkWorkerFunction(options, connectors)
   if (options.workerUrl !== undefined) {
     if (typeof options.workerUrl !== 'string' && !(options.workerUrl instanceof URL))
       throw bad(`workerUrl must be a string or a URL, got ${describe(options.workerUrl)}`)
@@ -145,4 +195,19 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
     ...(encryption ? { encryption } : {}),
   }
   return { host, worker }
+}
+
+/** worker: a function, where it can start the engine's worker, and alone. */
+function checkWorkerFunction(options: OpenStoreOptions, connectors: Connectors): void {
+  // Two worker files: which one the engine runs in would be a guess.
+  if (options.workerUrl !== undefined)
+    throw bad(
+      'worker (a function) and workerUrl both name your worker file: keep one (the function in browsers, where bundlers find the file it starts; workerUrl in Node)',
+    )
+  if (!connectors.startsWorkerFunction)
+    throw bad(`worker cannot be a function ${connectors.here}: pass your worker file as workerUrl (openStore starts it in worker_threads, TypeScript included)`)
+  if (!connectors.canStartWorker())
+    throw bad(
+      "worker cannot be a function here: no Worker can start in this context (a service worker, an extension's background), so the engine runs in this thread: pass worker: false with your units as projections",
+    )
 }

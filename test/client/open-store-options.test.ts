@@ -18,7 +18,7 @@ import { nodeConnectors } from '../../src/client/connect-node'
 import type { AppDefinitions } from '../../src/host/engine-source'
 import { openStoreWith } from '../../src/client/open-store'
 import { notes } from '../fixtures/notes-units'
-import { expectCode } from '../support/helpers'
+import { expectCode, until } from '../support/helpers'
 
 const notesWorker = new URL('../fixtures/notes-worker.ts', import.meta.url)
 /** A port nothing listens on: a store that dialled it would fail with STORAGE_UNAVAILABLE, not INVALID_ARGUMENT. */
@@ -91,6 +91,87 @@ describe('openStore: an option that cannot apply is refused, and nothing is crea
     await (await store.createSession({ id: 's' })).append({ type: 'app/e' })
     await store.close()
     expect(await readdir(dir)).toContain('sessions')
+  })
+})
+
+describe("openStore: worker as a function that starts the engine's worker (browsers), refused where it cannot apply", () => {
+  /** Browsers' connectors where a Worker can start (the checks run before any is used). */
+  const browser = { ...browserConnectors, canStartWorker: () => true }
+  const idb = () => `fn-${Math.random()}`
+  /** A worker function that counts its calls, returning what `made` gives. */
+  const counted = (made: () => unknown = () => ({})) => {
+    const fn = Object.assign(() => (fn.calls++, made()), { calls: 0 })
+    return fn
+  }
+
+  it('in Node, naming workerUrl: the function is never called', async () => {
+    const start = counted()
+    await refused(openStore({ dir, worker: start as never }), ['worker', 'function', 'in Node', 'workerUrl'])
+    await refused(openStore({ storage: 'memory', worker: start as never }), ['workerUrl'])
+    expect(start.calls).toBe(0)
+  })
+
+  it('with workerUrl, saying which to keep', async () => {
+    const start = counted()
+    for (const connectors of [nodeConnectors, browser]) {
+      await refused(openStoreWith(connectors, { name: idb(), storage: 'indexeddb', workerUrl: notesWorker, worker: start as never }), [
+        'workerUrl',
+        'keep one',
+        'in browsers',
+        'in Node',
+      ])
+    }
+    expect(start.calls).toBe(0)
+  })
+
+  it('with projections, and where no Worker can start', async () => {
+    const start = counted()
+    await refused(openStoreWith(browser, { name: idb(), worker: start as never, projections: [notes] }), ['projections', 'serveEngine', 'worker: false'])
+    // browserConnectors as they are in Node: no Worker constructor.
+    expect(browserConnectors.canStartWorker()).toBe(false)
+    await refused(openStoreWith(browserConnectors, { name: idb(), worker: start as never }), ['worker', 'no Worker can start', 'worker: false'])
+    expect(start.calls).toBe(0)
+  })
+
+  it('a function that throws: its message, as the cause, and nothing made', async () => {
+    const start = counted(() => {
+      throw new TypeError('Failed to construct Worker: bad URL')
+    })
+    const err = await expectCode(openStoreWith(browser, { name: idb(), worker: start as never }), 'INVALID_ARGUMENT')
+    expect(err.message).toContain('worker')
+    expect(err.message).toContain('threw: Failed to construct Worker: bad URL')
+    expect((err.cause as Error).message).toBe('Failed to construct Worker: bad URL')
+    await refused(openStoreWith(browser, { name: idb(), worker: start as never }), ['threw'])
+    expect(start.calls).toBe(2)
+  })
+
+  it('a function that returns no Worker: refused, and what it returned ended where it can be', async () => {
+    let terminated = 0
+    let closed = 0
+    for (const [made, words] of [
+      [undefined, ['a Worker or a SharedWorker', 'undefined']],
+      ['worker.ts', ['a Worker or a SharedWorker', 'worker.ts']],
+      [{}, ['a Worker or a SharedWorker', 'Object']],
+      // A Worker's name, without what a Worker does: ended all the same.
+      [{ terminate: () => terminated++ }, ['a Worker or a SharedWorker']],
+      [{ postMessage() {}, terminate: () => terminated++ }, ['a Worker or a SharedWorker']],
+      // A SharedWorker whose port cannot carry messages.
+      [{ port: { close: () => closed++ } }, ['a Worker or a SharedWorker']],
+    ] as const) {
+      await refused(openStoreWith(browser, { name: idb(), worker: (() => made) as never }), ['worker', ...words])
+    }
+    expect({ terminated, closed }).toEqual({ terminated: 2, closed: 1 })
+  })
+
+  it('an async function: refused, and the Worker it resolves with is terminated', async () => {
+    let terminated = 0
+    const worker = { postMessage() {}, addEventListener() {}, terminate: () => terminated++ }
+    await refused(openStoreWith(browser, { name: idb(), worker: (async () => worker) as never }), ['not a Promise', 'async'])
+    await until(() => terminated === 1)
+  })
+
+  it('worker of any other kind names the function form', async () => {
+    await refused(openStore({ dir, worker: 'dedicated' as never }), ['worker', "'shared'", 'function'])
   })
 })
 

@@ -204,6 +204,12 @@ export async function main(): Promise<number> {
   session.projections.subscribe('subagentTiming', (v: { total: number } | null) => v)
   // @ts-expect-error: no such storage
   await openStore({ storage: 'paper' })
+  // The worker function's result is typed by its shape (WorkerLike, SharedWorkerLike): a
+  // Worker, or anything shaped so, with or without the DOM lib.
+  const started = () => ({ postMessage: (message: unknown) => void message, terminate: () => {} })
+  void openStore({ storage: 'indexeddb', worker: started })
+  // @ts-expect-error: the function returns the Worker it starts, not where its file is
+  void openStore({ worker: () => './worker.js' })
 
   // The app's events (EventMap, in token-count): append checks data by type.
   await session.append({ type: 'llm/usage', data: { tokens: 3 } })
