@@ -2,6 +2,7 @@
 import { zodConfig } from './jitless' // first: ES modules run in order
 import { serveEngine } from 'sessionfold/worker'
 import { tokenCount } from '../custom-projection/token-count'
+import { chatMessage, transcript } from '../app-events/chat-events'
 
 if (!zodConfig.jitless) throw new Error('zod must parse jitless here (see jitless.ts)')
-await serveEngine({ projections: [tokenCount] })
+await serveEngine({ projections: [tokenCount, transcript], events: [chatMessage] })

@@ -12,7 +12,14 @@ export async function connectInThread(
   platform: () => Promise<Platform>,
   extras: () => Promise<Pick<EngineSettings, 'streams'>> = async () => ({}),
 ): Promise<Connection> {
-  const [{ EngineHost, ownEngine }, engineOn, extra] = await Promise.all([import('../host/host'), platform(), extras()])
+  const [{ EngineHost, ownEngine }, { checkedDefinitions }, engineOn, extra] = await Promise.all([
+    import('../host/host'),
+    import('../core/events'),
+    platform(),
+    extras(),
+  ])
+  // The app's event definitions, checked before anything opens (the page's code does not carry these checks).
+  checkedDefinitions(app.events ?? [], 'openStore')
   // Pushes reach the store's listener in the host's own turn: before the answer of the call that made them.
   let listener: (push: Push) => void = () => {}
   const host = new EngineHost(app, ownEngine(engineOn, extra), (push) => listener(push))

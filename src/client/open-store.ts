@@ -1,7 +1,7 @@
 // openStore's options, all checked before anything starts, and the opening itself: connect
 // through the platform's connectors, then start the host.
 import { SessionfoldError } from '../core/errors'
-import { checkedDefinitions, type EventDefinition } from '../core/events'
+import type { EventDefinition } from '../core/events'
 import type { ProjectionDefinition } from '../core/projection'
 import type { HostOptions } from '../host/options'
 import { DEFAULT_MAX_EVENT_BYTES } from '../core/limits'
@@ -169,7 +169,8 @@ function checkOptions(options: OpenStoreOptions, connectors: Connectors): { host
       )
   }
   if (options.events !== undefined) {
-    checkedDefinitions(options.events, 'openStore')
+    // Each definition is checked with the engine's code (connect-in-thread.ts), before anything opens.
+    if (!Array.isArray(options.events)) throw bad(`events must be an array of defineEvent() definitions, got ${describe(options.events)}`)
     if (worker !== false) throw bad('events are checked in the engine: pass them with worker: false, or to serveEngine() in your own worker file (workerUrl)')
   }
   if (typeof worker === 'function') checkWorkerFunction(options, connectors)
