@@ -1,5 +1,5 @@
 // examples/custom-projection/worker.ts
 import { serveEngine } from 'sessionfold/worker'
-import { tokenCount } from './token-count'
+import { llmUsage, tokenCount } from './token-count'
 
-await serveEngine({ projections: [tokenCount] })
+await serveEngine({ projections: [tokenCount], events: [llmUsage] })

@@ -13,7 +13,9 @@ export async function events(engine: Engine, io: Io, id: SessionId, args: { from
   const print = async (to: number) => {
     if (at >= to) return
     for await (const page of engine.reader.pages(id, { from: at, to })) {
-      await write(io.stdout, page.map((e) => `${JSON.stringify(e)}\n`).join(''))
+      // With --definitions, each event as an app reads it: at its type's latest version.
+      const shown = engine.events.versioned ? page.map(engine.events.read) : page
+      await write(io.stdout, shown.map((e) => `${JSON.stringify(e)}\n`).join(''))
       at = page[page.length - 1]!.seq + 1
     }
   }

@@ -24,6 +24,7 @@ import { applyImport, checkImport, exportSessions, type CheckedImport } from './
 import { COMMANDS, commandUsage, generalUsage, isCommand, type CommandName, type CommandSpec } from './usage'
 import { packageVersion } from './version'
 import { cliAdvice, cliKey } from './key'
+import { loadDefinitions } from './definitions'
 
 export type { Io } from './output'
 
@@ -50,6 +51,8 @@ interface Args {
   tree: boolean
   /** --key-file: where the key of an encrypted store is (else SESSIONFOLD_KEY, else none). */
   keyFile?: string
+  /** events: a module of the app's event definitions (`--definitions`), to print at the latest version. */
+  definitions?: string
   /** ls: the session list's query (`store.sessions`), as far as given. */
   query: { roots?: boolean; tag?: string; search?: string; order?: string; limit?: number }
 }
@@ -116,6 +119,7 @@ export function parseArgs(argv: readonly string[]): Parsed {
     else if (flag === '--search') args.query.search = value()
     else if (flag === '--order') args.query.order = value()
     else if (flag === '--limit') args.query.limit = seq()
+    else if (flag === '--definitions') args.definitions = value()
     else throw fail(`${flag} takes no value`)
   }
   if (dirGiven && url !== undefined) throw fail('--dir and --url name two different stores: give one of them')
@@ -172,9 +176,12 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   let checked: CheckedImport | undefined
   try {
     const key = await cliKey(args.keyFile)
+    // Loaded and checked before the store is opened: a bad module opens nothing.
+    const definitions = args.definitions === undefined ? undefined : await loadDefinitions(args.definitions)
     const open = (purpose: OpenPurpose) =>
       openEngine(nodePlatform, store, {
         purpose,
+        events: definitions,
         encryption: key ? { key } : undefined,
         keyAdvice: cliAdvice(args.keyFile),
         onError: () => {},

@@ -56,10 +56,12 @@ export const COMMANDS = {
       '--from': 'N  first seq to print (default 0)',
       '--to': 'N  stop before this seq',
       '--follow': 'keep printing appends (by any process) until Ctrl-C',
+      '--definitions': 'FILE  a JavaScript module exporting your defineEvent() definitions: events printed at their latest version',
     },
-    synopsis: 'events <id> [--from N] [--to N] [--follow]',
+    synopsis: 'events <id> [--from N] [--to N] [--follow] [--definitions FILE]',
     summary: 'events as NDJSON, one per line',
-    details: 'Prints the events of a session as NDJSON (always, --json or not).',
+    details:
+      "Prints the events of a session as NDJSON (always, --json or not), as they are stored. With\n--definitions, a module (.js or .mjs) whose exports (or lists of them) are defineEvent()\ndefinitions: each event of a type defined there is printed at its latest version, as an\napp's events() reads it; one of a version the module does not know, as stored.",
     example: 'sessionfold events agent-1 --from 10 --follow',
   },
   verify: {

@@ -11,6 +11,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../support/run-cli'
 import { openStore } from 'sessionfold'
+import { fileURLToPath } from 'node:url'
+import { appV1, appV2 } from '../fixtures/chat-events'
 import { folderOf } from '../../src/backends/fs/layout'
 import { until as waitUntil } from '../support/helpers'
 
@@ -176,6 +178,48 @@ describe('sessionfold command line', () => {
       [2, 'turn/end'],
     ])
     expect(lines[0].data).toEqual({ text: 'hi' })
+  })
+
+  it('events --definitions: each event at its latest version, as the app reads it; stored bytes as they are without it', async () => {
+    const dir = join(store, '..', 'with-versions')
+    const v1 = await openStore({ dir, worker: false, ...appV1 })
+    const s = await v1.createSession({ id: 'chat' })
+    await s.append([{ type: 'fixture/message', data: { text: 'hi' } }, { type: 'turn/start' }])
+    await s.close()
+    await v1.close()
+    const v2 = await openStore({ dir, worker: false, ...appV2 })
+    const w = await v2.openSession('chat')
+    await w.append({ type: 'fixture/message', data: { role: 'assistant', text: 'yo' } })
+    await w.close()
+    await v2.close()
+    const lines = (out: string) =>
+      out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+    const stored = await run(['events', 'chat', '--dir', dir])
+    expect(lines(stored.out).map((e) => [e.v, e.data])).toEqual([
+      [undefined, { text: 'hi' }],
+      [undefined, null],
+      [2, { role: 'assistant', text: 'yo' }],
+    ])
+    const definitions = fileURLToPath(new URL('../fixtures/chat-definitions.mjs', import.meta.url))
+    const latest = await run(['events', 'chat', '--dir', dir, '--definitions', definitions])
+    expect(latest.code).toBe(0)
+    expect(lines(latest.out).map((e) => [e.v, e.data])).toEqual([
+      [3, { role: 'user', parts: ['hi'] }],
+      [undefined, null],
+      [3, { role: 'assistant', parts: ['yo'] }],
+    ])
+    // A module that cannot be loaded, or holds no definition, is refused before the store opens.
+    await writeFile(join(dir, 'none.mjs'), 'export const answer = 42\n')
+    for (const file of [join(dir, 'nowhere.mjs'), join(dir, 'none.mjs')]) {
+      const bad = await run(['events', 'chat', '--dir', join(dir, 'not-made'), '--definitions', file])
+      expect(bad.code).toBe(1)
+      expect(bad.err).toContain('INVALID_ARGUMENT')
+      expect(existsSync(join(dir, 'not-made'))).toBe(false)
+    }
+    expect((await run(['show', 'chat', '--dir', dir, '--definitions', definitions])).err).toContain('show has no option --definitions')
   })
 
   it('verify: a progress bar on a terminal, plain lines otherwise, exit 1 and a clear report on damage', async () => {
