@@ -5,7 +5,8 @@ import { SessionfoldError, where } from '../core/errors'
 import { checkedDefinitions, defineEvent, versionOf, type EventDefinition, type EventVersion } from '../core/events'
 import type { SessionEvent, SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
-import { jsonSchema, safeParse, type AnySchema } from '../core/schemas'
+import { z } from 'zod/mini'
+import { safeParse, type AnySchema } from '../core/schemas'
 import { CATALOG, catalogFactSchema, DESCRIPTOR, descriptorSchema, META, metaSchema, TURN_END, TURN_START } from '../core/units/payloads'
 import { encodeEvent, type EncodedEvent } from '../core/validate'
 
@@ -14,8 +15,9 @@ export const RESERVED_EVENTS: readonly EventDefinition[] = [
   defineEvent({ type: DESCRIPTOR, schema: descriptorSchema }),
   defineEvent({ type: CATALOG, schema: catalogFactSchema }),
   defineEvent({ type: META, schema: metaSchema }),
-  defineEvent({ type: TURN_START, schema: jsonSchema }),
-  defineEvent({ type: TURN_END, schema: jsonSchema }),
+  // Free-form data: any JSON, which an event's data is by the time it is checked (parsed from its text).
+  defineEvent({ type: TURN_START, schema: z.unknown() }),
+  defineEvent({ type: TURN_END, schema: z.unknown() }),
 ]
 
 export class EventRegistry {

@@ -5,21 +5,13 @@
 // INVALID_ARGUMENT with nothing written; every read hands over the latest shape; an event
 // newer than the code faults the unit that reads it and is not dropped.
 import { describe, expect, it } from 'vitest'
-import { openStore, type SessionEvent, type Store } from 'sessionfold'
-import { expectCode } from '../support/helpers'
+import { openStore } from 'sessionfold'
+import { eventsOf, expectCode } from '../support/helpers'
 import { appV1, appV2 } from '../fixtures/chat-events'
 
 let n = 0
 const db = () => `app-events-${Date.now()}-${n++}`
 const ownWorker = () => new URL('./chat-v3-worker.ts', import.meta.url)
-
-async function eventsOf(store: Store, id: string): Promise<SessionEvent[]> {
-  const view = await store.observe(id)
-  const out: SessionEvent[] = []
-  for await (const e of view.events()) out.push(e)
-  await view.close()
-  return out
-}
 
 describe('an app’s events in Chromium', () => {
   it('written by the first version in the page, read and written by the third in its own worker: checked, upcast, stored bytes unchanged', async () => {

@@ -1,15 +1,6 @@
-// Contract: §19 an app's own events — checked once where they are appended, versioned, read back at the latest version (docs/CONTRACT.md)
-// The chat app of test/fixtures/chat-events.ts at three versions of its message event, on real
-// files: appends checked by the definitions in both worker modes (the code, and nothing written:
-// every file under the store hashed before and after); a store written by the first version read
-// and written by the second and third (events(), folds, time travel, the Durable Streams read
-// path and sync all hand over the latest shape, the stored bytes never change); an event newer
-// than the code a fault of the unit that reads it, never a drop; units handed only the types they
-// name; the reserved events checked by the same mechanism.
-import { createHash } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -17,7 +8,8 @@ import { z } from 'zod'
 import { defineEvent, defineProjection, openStore, sync, type OpenStoreOptions, type SessionEvent, type Store } from 'sessionfold'
 import { createStreamsHandler, toNodeListener } from '../../src/sync/server/index'
 import { appV1, appV2, appV3, messageV2 } from '../fixtures/chat-events'
-import { expectCode } from '../support/helpers'
+import { filesOf } from '../support/files'
+import { eventsOf, expectCode } from '../support/helpers'
 
 let dir: string
 let n = 0
@@ -28,27 +20,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 const fresh = () => join(dir, `store-${++n}`)
-
-/** Every file under `root`, by path, with the hash of its content. */
-async function files(root: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {}
-  for (const entry of await readdir(root, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue
-    const path = join(entry.parentPath, entry.name)
-    out[path.slice(root.length)] = createHash('sha256')
-      .update(await readFile(path))
-      .digest('hex')
-  }
-  return out
-}
-
-async function eventsOf(store: Store, id: string): Promise<SessionEvent[]> {
-  const view = await store.observe(id)
-  const out: SessionEvent[] = []
-  for await (const e of view.events()) out.push(e)
-  await view.close()
-  return out
-}
 
 /** The session's events as the store keeps them (a change batch carries them as stored). */
 async function stored(store: Store, id: string): Promise<SessionEvent[]> {
@@ -70,7 +41,7 @@ describe.each(MODES)('an append is checked by its definition (%s)', (_name, opti
       await chat.append({ type: 'fixture/message', data: { role: 'user', parts: ['hello'] } })
       await chat.close()
       const w = await store.openSession('chat')
-      const before = await files(d)
+      const before = await filesOf(d)
       const bad = [
         () => w.append({ type: 'fixture/message', data: { text: 'an old shape' } } as never),
         () => w.append({ type: 'fixture/message', data: { role: 'robot', parts: ['x'] } } as never),
@@ -97,7 +68,7 @@ describe.each(MODES)('an append is checked by its definition (%s)', (_name, opti
       expect(err.message).toContain('role')
       expect(err.message).toContain('session "chat" at seq 1')
       expect(await store.listSessions()).toHaveLength(1)
-      expect(await files(d)).toEqual(before)
+      expect(await filesOf(d)).toEqual(before)
       await w.close()
       const [first] = await stored(store, 'chat')
       expect(first).toEqual({ seq: 0, type: 'fixture/message', time: first!.time, v: 3, data: { role: 'user', parts: ['hello'] } })

@@ -17,7 +17,6 @@
 // a new cluster (a backup restored elsewhere), where two feed steps fail (see there).
 import 'fake-indexeddb/auto'
 import { execFile } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import { cp, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -25,6 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openStore, type OpenStoreOptions } from 'sessionfold'
+import { filesOf } from '../support/files'
 import { expectCode } from '../support/helpers'
 import { idbLayout, loadIdbDump, type IdbDump } from '../support/idb-fixture'
 import { postgresBin, startCluster, type PgCluster } from '../support/postgres'
@@ -36,19 +36,6 @@ const KEY_HEX = '5e55f01d000102030405060708090a0b0c0d0e0f101112131415161718191a1
 const key = () => Uint8Array.from(KEY_HEX.match(/../g)!.map((h) => parseInt(h, 16)))
 const FIXTURES = fileURLToPath(new URL('../fixtures/stores/v0.1/', import.meta.url))
 const manifestOf = async (name: string) => JSON.parse(await readFile(join(FIXTURES, `${name}.manifest.json`), 'utf8')) as V01Manifest
-
-/** Every file under `root`, by path, with a hash of its bytes. */
-async function filesOf(root: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {}
-  for (const entry of await readdir(root, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile()) continue
-    const path = join(entry.parentPath, entry.name)
-    out[path.slice(root.length)] = createHash('sha256')
-      .update(await readFile(path))
-      .digest('hex')
-  }
-  return out
-}
 
 let temp: string
 let committed: Record<string, string>
