@@ -40,6 +40,13 @@ export class EventRegistry {
    */
   check = (encoded: EncodedEvent, sessionId: SessionId): EncodedEvent => {
     const { event } = encoded
+    // An append's version is its definition's latest, never the sender's (a body with a `v` is not a client's).
+    if (event.v !== undefined) {
+      throw new SessionfoldError('INVALID_ARGUMENT', `event for ${where(sessionId, event.seq)} gives a version: an append is stored at its definition's`, {
+        sessionId,
+        seq: event.seq,
+      })
+    }
     const def = this.#defs.get(event.type)
     if (!def) return encoded
     const result = safeParse(latestSchema(def), event.data)

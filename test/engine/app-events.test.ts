@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { defineEvent, defineProjection, openStore, sync, type OpenStoreOptions, type SessionEvent, type Store } from 'sessionfold'
 import { createStreamsHandler, toNodeListener } from '../../src/sync/server/index'
+import { createMemoryAdapter } from '../../src/backends/memory'
+import { Engine } from '../../src/engine'
 import { appV1, appV2, appV3, messageV2 } from '../fixtures/chat-events'
 import { filesOf } from '../support/files'
 import { eventsOf, expectCode } from '../support/helpers'
@@ -210,6 +212,21 @@ describe('definitions', () => {
     await expectCode(() => openStore({ dir: d, worker: false, events: [messageV2, messageV2] }), 'INVALID_ARGUMENT')
     await expectCode(() => openStore({ dir: d, events: [messageV2] }), 'INVALID_ARGUMENT') // in a worker: serveEngine takes them
     await expect(readdir(d)).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+
+  it('a body that gives its own version is refused: an append is stored at its definition’s version', async () => {
+    const engine = new Engine({ storage: createMemoryAdapter(), events: appV3.events })
+    try {
+      await engine.createSession({ id: 's' })
+      const body = (v: number, data: unknown) => `{"type":"fixture/message","time":1,"v":${v},"data":${JSON.stringify(data)}}`
+      await expectCode(() => engine.appendBodies('s', [body(3, { role: 'user', parts: ['x'] })]), 'INVALID_ARGUMENT')
+      await expectCode(() => engine.appendBodies('s', [`{"type":"app/x","time":1,"v":7,"data":null}`]), 'INVALID_ARGUMENT')
+      expect((await engine.reader.info('s')).length).toBe(0)
+      await engine.appendBodies('s', ['{"type":"fixture/message","time":1,"data":{"role":"user","parts":["x"]}}'])
+      expect((await engine.reader.page('s', 0, undefined)).events[0]).toMatchObject({ v: 3 })
+    } finally {
+      await engine.close()
+    }
   })
 
   it('a unit that names its types is handed only those', async () => {
