@@ -98,15 +98,16 @@ export class AppendPipeline<S extends PipelineSession> {
       throw new SessionfoldError('INVALID_ARGUMENT', `append to ${where(id)} needs at least one event`, { sessionId: id })
     const expected = options === undefined ? undefined : parseInput(appendInputSchema, options, 'append options', id).expectedSeq
     while (log.inflightBytes > WRITE_BUFFER_BYTES) await log.folds // bounded write buffer
-    if (expected !== undefined && expected !== log.nextSeq) {
-      throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id)} expected seq ${expected}, but the next seq is ${log.nextSeq}`, {
+    const first = log.nextSeq
+    const { events, maxEventBytes } = this.options
+    // Bad events first (what the request itself gets wrong), as the client's own checks come first.
+    const encoded = bodies.map((b: unknown, i) => events.check(eventFromBody(b as string, first + i, id, maxEventBytes), id))
+    if (expected !== undefined && expected !== first) {
+      throw new SessionfoldError('SEQ_CONFLICT', `append to ${where(id)} expected seq ${expected}, but the next seq is ${first}`, {
         sessionId: id,
         seq: expected,
       })
     }
-    const first = log.nextSeq
-    const { events, maxEventBytes } = this.options
-    const encoded = bodies.map((b: unknown, i) => events.check(eventFromBody(b as string, first + i, id, maxEventBytes), id))
     return this.write(session, encoded)
   }
 
