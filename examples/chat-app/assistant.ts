@@ -1,12 +1,9 @@
 // A pretend model. A real agent would append each delta as its model streams it: appending is
 // what makes the reply durable (a reload mid-reply keeps what was said) and visible to every
-// tab that follows the log, with no channel of its own between tabs.
+// tab that follows the log, with no channel of its own between tabs. The events are the app's
+// own (chat-events.ts): their data is checked by tsc here, and by the worker when appended.
 import type { Session } from 'sessionfold'
-
-/** What the transcript reads (transcript.ts): the app's own event types. */
-export const USER_MESSAGE = 'user/message'
-export const ASSISTANT_DELTA = 'assistant/delta'
-export const ASSISTANT_DONE = 'assistant/done'
+import type {} from './chat-events' // its EventMap entries, and none of its code
 
 const TOKEN_MS = 30
 /** How long each subagent stays open for writing ('running' in the tree): `?pause=` in the page's URL, else 400 ms. */
@@ -16,10 +13,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** Appends `text` as a reply, one word at a time, then closes the reply. */
 export async function streamReply(session: Session, text: string): Promise<void> {
   for (const token of text.match(/\S+\s*/g) ?? []) {
-    await session.append({ type: ASSISTANT_DELTA, data: { text: token } })
+    await session.append({ type: 'assistant/delta', data: { text: token } })
     await sleep(TOKEN_MS)
   }
-  await session.append({ type: ASSISTANT_DONE })
+  await session.append({ type: 'assistant/done' }) // its data is null: it may be left out
 }
 
 export function replyTo(prompt: string): string {

@@ -1,10 +1,10 @@
 // One chat: its transcript, a composer, a rename, and the tree of subagents the assistant
 // spawned. The chat is opened for writing if no other tab writes it; otherwise this tab reads
 // along (the composer is off) and sees every event the writing tab appends.
-import { type FormEvent, createElement as h, useEffect, useRef, useState } from 'react'
+import { type FormEvent, type ReactNode, createElement as h, useEffect, useRef, useState } from 'react'
 import { type Session, type SessionId, type SessionView, isSessionfoldError } from 'sessionfold'
 import { useChildren, useProjection } from 'sessionfold/react'
-import { USER_MESSAGE, delegate, replyTo, streamReply } from './assistant'
+import { delegate, replyTo, streamReply } from './assistant'
 import type { OpenChat, OpenChats } from './open-chats'
 import { type Message, useTranscript } from './transcript'
 
@@ -25,7 +25,7 @@ export function ChatPane({ chats, id, onGone, onProblem }: PaneProps) {
   const view = chat?.view ?? null
   const writer = chat?.writer ?? null
   const meta = useProjection(view, 'sessionMeta')
-  const { messages, ended } = useTranscript(view)
+  const { messages, ended, unreadable } = useTranscript(view)
   const [busy, setBusy] = useState(false)
 
   const gone = isSessionfoldError(ended ?? error, 'SESSION_NOT_FOUND')
@@ -45,7 +45,9 @@ export function ChatPane({ chats, id, onGone, onProblem }: PaneProps) {
 
   const send = (text: string) =>
     run(async (w) => {
-      await w.append({ type: USER_MESSAGE, data: { text } })
+      // Typed by EventMap (chat-events.ts): the data of the latest version, `format` included.
+      // The first version's `{ text }` alone does not compile, and the worker would refuse it.
+      await w.append({ type: 'user/message', data: { text, format: 'markdown' } })
       // A new chat takes its first message as its title, as chat apps do.
       if (w.projections.get('sessionMeta')?.title === NEW_CHAT_TITLE) await w.setMeta({ title: text.slice(0, 60) })
       await streamReply(w, replyTo(text))
@@ -72,6 +74,7 @@ export function ChatPane({ chats, id, onGone, onProblem }: PaneProps) {
           h('button', { type: 'button', className: 'link', onClick: () => setAttempt((n) => n + 1) }, 'Write here'),
         ),
       h(MessageList, { messages, loading: !chat }),
+      unreadable && h('p', { className: 'error', role: 'alert' }, 'Part of this chat was written by a newer version of the app; reload to read it.'),
       // The worker died, say: what is shown stays, but nothing new will come.
       ended && !gone && h('p', { className: 'error', role: 'alert' }, `Stopped following this chat: ${ended.message}`),
       h(Composer, { disabled: !writer || busy, busy, onSend: send, onAskSubagent: askSubagent }),
@@ -131,8 +134,26 @@ function MessageList({ messages, loading }: { messages: Message[]; loading: bool
   return h(
     'ol',
     { className: 'messages', ref: list },
-    messages.map((m) => h('li', { key: m.key, className: `message ${m.role}${m.open ? ' open' : ''}`, 'data-role': m.role }, m.text)),
+    messages.map((m) =>
+      h(
+        'li',
+        { key: m.key, className: `message ${m.role}${m.open ? ' open' : ''}`, 'data-role': m.role, 'data-format': m.format },
+        m.format === 'markdown' ? markdown(m.text) : m.text,
+      ),
+    ),
   )
+}
+
+/**
+ * The little Markdown this app renders: **strong** and `code`; everything else is shown as
+ * typed. React elements, never HTML: a message cannot inject markup.
+ */
+function markdown(text: string): ReactNode[] {
+  // split() with a capturing group: the odd items are the marked spans.
+  return text.split(/(\*\*[^*]+\*\*|`[^`]+`)/).map((part, i) => {
+    if (i % 2 === 0) return part
+    return part.startsWith('`') ? h('code', { key: i }, part.slice(1, -1)) : h('strong', { key: i }, part.slice(2, -2))
+  })
 }
 
 interface ComposerProps {

@@ -154,7 +154,8 @@ async function simulate(): Promise<void> {
   void refresh()
 
   await root.append({ type: 'turn/start', data: { prompt: 'Refactor the storage layer' } })
-  await root.append({ type: 'user/message', data: { text: 'Refactor the storage layer, keep the tests green' } })
+  // The shape examples/chat-app gives user/message (its EventMap entry types it repo-wide).
+  await root.append({ type: 'user/message', data: { text: 'Refactor the storage layer, keep the tests green', format: 'plain' } })
   await Promise.all([
     continuable(root, 'planner', 2, (planner) =>
       Promise.all([continuable(planner, 'coder', 3, (coder) => oneShot(coder, 'grep', 1)), oneShot(planner, 'test-run', 2)]).then(() => {}),

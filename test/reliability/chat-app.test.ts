@@ -4,7 +4,9 @@
 // sends a message and waits for the streamed reply, then has the assistant spawn a subagent
 // that spawns one of its own; tab B, on the same store, sees the chat in its sidebar, reads it
 // along read-only (A holds the writer), and sees the tree, a rename and the delete, all live.
-// Screenshots of both tabs go to test-output/.
+// Then a chat written as the app's first version wrote it (user/message { text }, no event
+// definitions) is read by the app's own worker at the latest version (chat-events.ts), and that
+// worker refuses the old shape for a new append. Screenshots of both tabs go to test-output/.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,6 +17,8 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/chromium'
 import { serveExample } from '../support/vite'
 
 const OUT = join(__dirname, '../../test-output')
+/** The package's browser entry, as Vite serves it from this source tree (the app's own alias target). */
+const SESSIONFOLD = `/@fs${join(__dirname, '../../src/index-browser.ts')}`
 
 let server: ViteDevServer | undefined
 let context: BrowserContext | undefined
@@ -145,4 +149,75 @@ describe('the chat app in two tabs', () => {
     expect(await a.locator('.notice').count()).toBe(0)
     expect(problems).toEqual([])
   }, 20_000)
+
+  it("a chat the app's first version wrote shows at the latest version, as it was typed; the app's worker refuses that shape now", async () => {
+    await b.bringToFront()
+    // In tab B's page (same origin, same IndexedDB): first the app as it was before it defined
+    // its events, a store in the page's thread with no definitions; then the app's own worker
+    // file, on the same database, as main.ts starts it.
+    // A string, so that vitest's transform leaves its import() as the page's own.
+    await b.evaluate(`import(${JSON.stringify(SESSIONFOLD)}).then((m) => { globalThis.sessionfold = m })`)
+    const seen = await b.evaluate(async () => {
+      const { openStore, isSessionfoldError } = (globalThis as unknown as { sessionfold: typeof import('sessionfold') }).sessionfold
+      const first = await openStore({ worker: false })
+      const old = await first.createSession({ title: 'From the first version' })
+      await old.append([
+        // No `format` then: the app showed the text as typed.
+        { type: 'user/message', data: { text: 'Is 2 * 3 = 6? I put **stars** here' } } as never,
+        { type: 'assistant/delta', data: { text: 'It is, ' } },
+        { type: 'assistant/delta', data: { text: 'yes.' } },
+        { type: 'assistant/done' },
+      ])
+      await old.close()
+      await first.close()
+
+      const store = await openStore({ worker: () => new Worker(new URL('/worker.ts', location.href), { type: 'module' }) })
+      try {
+        const s = await store.openSession(old.id)
+        const refused: string[] = []
+        for (const data of [{ text: 'the first shape' }, { text: 'x', format: 'html' }]) {
+          await s.append({ type: 'user/message', data } as never).then(
+            () => refused.push('accepted'),
+            (err: unknown) => refused.push(isSessionfoldError(err) ? err.code : String(err)),
+          )
+        }
+        const stored: [number, number | undefined, unknown][] = []
+        for await (const e of s.events({ types: ['user/message'] })) stored.push([e.seq, e.v, e.data])
+        const transcript = s.projections.get('chatTranscript')
+        await s.close()
+        return { id: old.id, refused, stored, transcript }
+      } finally {
+        await store.close()
+      }
+    })
+    // Refused in the worker (INVALID_ARGUMENT), nothing written; the old event read upcast.
+    expect(seen.refused).toEqual(['INVALID_ARGUMENT', 'INVALID_ARGUMENT'])
+    expect(seen.stored).toEqual([[1, 2, { text: 'Is 2 * 3 = 6? I put **stars** here', format: 'plain' }]])
+    expect(seen.transcript).toEqual([
+      { key: 1, role: 'user', text: 'Is 2 * 3 = 6? I put **stars** here', format: 'plain', open: false },
+      { key: 2, role: 'assistant', text: 'It is, yes.', format: 'plain', open: false },
+    ])
+
+    // Tab A opens it: the old message as it was typed, its stars not turned bold.
+    await a.bringToFront()
+    await row(a, seen.id).locator('.chat-open').click()
+    await a.locator('.chat-header h1', { hasText: 'From the first version' }).waitFor()
+    await a.locator('li.message.assistant:not(.open)', { hasText: 'It is, yes.' }).waitFor()
+    const old = a.locator('li.message.user[data-format="plain"]')
+    expect(await old.textContent()).toBe('Is 2 * 3 = 6? I put **stars** here')
+    expect(await old.locator('strong').count()).toBe(0)
+
+    // A new message is written at the latest version, as Markdown.
+    await a.locator('.composer button[type="submit"]:not([disabled])').waitFor()
+    await a.getByLabel('Message').fill('Now **bold** and `code`')
+    await a.getByRole('button', { name: 'Send' }).click()
+    const typed = a.locator('li.message.user[data-format="markdown"]')
+    await typed.locator('strong', { hasText: 'bold' }).waitFor()
+    expect(await typed.locator('code').textContent()).toBe('code')
+    expect(await typed.textContent()).toBe('Now bold and code')
+    await a.locator('li.message.assistant:not(.open)', { hasText: REPLY_END }).nth(0).waitFor()
+    expect(await a.locator('li.message').count()).toBe(4)
+    await a.screenshot({ path: join(OUT, 'chat-app-a-versions.png') })
+    expect(problems).toEqual([])
+  }, 30_000)
 })
