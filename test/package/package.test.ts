@@ -86,7 +86,11 @@ describe('the package', () => {
   // shows (its sidebar), so it is in the entry rather than loaded on first use.
   // 19 kB since store.follow (Durable Streams, §16, 18.6 kB): its handle and option checks are in
   // the entry, so that bad options throw at once; its loop is loaded at the first follow.
-  it('keeps the client entry under 19 kB min+gzip, and says how big the worker is', async () => {
+  // 21 kB since an app's own events (§19: 19.9 kB with idb and comlink, 18.0 kB of our code):
+  // defineEvent, events({ types }) and the checks of openStore's worker function, about 1.3 kB;
+  // a page that imports its definitions' module for types only (as the guide shows) ships none
+  // of defineEvent's code.
+  it('keeps the client entry under 21 kB min+gzip, and says how big the worker is', async () => {
     const client = await minGzip(dist('browser/index.js'))
     const clientWithDeps = await minGzip(dist('browser/index.js'), [])
     const worker = await minGzip(dist('browser/worker-entry.browser.js'), [])
@@ -94,8 +98,8 @@ describe('the package', () => {
       `client entry (browser, min+gzip): ${(client / 1024).toFixed(1)} kB of our code, ${(clientWithDeps / 1024).toFixed(1)} kB with idb, comlink and zod`,
     )
     console.log(`worker bundle (self-contained, min+gzip): ${(worker / 1024).toFixed(1)} kB`)
-    expect(client).toBeLessThan(19 * 1024)
-    expect(clientWithDeps).toBeLessThan(19 * 1024) // the client loads no zod: what an app ships
+    expect(client).toBeLessThan(21 * 1024)
+    expect(clientWithDeps).toBeLessThan(21 * 1024) // the client loads no zod: what an app ships
   })
 
   it('has no eval or new Function in our bundles', () => {
