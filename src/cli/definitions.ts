@@ -3,11 +3,7 @@
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { SessionfoldError } from '../core/errors'
-import { checkedDefinitions, type EventDefinition } from '../core/events'
-
-/** A value defineEvent returned: frozen, with its type, versions and latest version. */
-const isDefinition = (v: unknown): v is EventDefinition =>
-  typeof v === 'object' && v !== null && Object.isFrozen(v) && typeof (v as EventDefinition).type === 'string' && Array.isArray((v as EventDefinition).versions)
+import { checkedDefinitions, isEventDefinition as isDefinition, type EventDefinition } from '../core/events'
 
 /**
  * The definitions module `file` exports: each export that is a definition, or a list of them

@@ -6,7 +6,7 @@ import type { $ZodType } from 'zod/v4/core'
 import { SessionfoldError } from './errors'
 import { isEventType, MAX_EVENT_TYPE_LENGTH } from './limits'
 import type { Json, SessionEvent } from './model'
-import { describe } from './validate'
+import { describe, isZodSchema } from './validate'
 
 /**
  * Your app's events by type: the data each one carries. Merge your types into it, and
@@ -173,9 +173,6 @@ export type EventDataOfDefinition<E> = E extends EventDefinition<string, infer D
 // biome-ignore lint/suspicious/noExplicitAny: a schema's input type is whatever it accepts
 export type EventSchema<O> = $ZodType<O, any>
 
-/** A zod 4 schema, classic or mini: both carry zod's core internals, `_zod.run` among them. */
-const isSchema = (s: unknown): boolean => typeof (s as { _zod?: { run?: unknown } } | undefined)?._zod?.run === 'function'
-
 /**
  * Declares an event type of your app: the schema its data must pass when it is appended
  * (`INVALID_ARGUMENT`, nothing written, otherwise), and its versions. Register it with
@@ -222,10 +219,10 @@ export function defineEvent(def: { type: string; schema?: unknown; versions?: re
   if ((def.schema === undefined) === (def.versions === undefined)) throw bad('give either schema or versions')
   const versions = def.versions ?? [def.schema]
   if (!Array.isArray(versions) || versions.length === 0) throw bad('versions must be a list: the first version a schema, each later one { schema, up }')
-  if (!isSchema(versions[0])) throw bad(def.versions ? 'versions[0] must be a zod schema' : 'schema must be a zod schema')
+  if (!isZodSchema(versions[0])) throw bad(def.versions ? 'versions[0] must be a zod schema' : 'schema must be a zod schema')
   for (let i = 1; i < versions.length; i++) {
     const step = versions[i] as EventVersion | undefined
-    if (typeof step !== 'object' || step === null || !isSchema(step.schema) || typeof step.up !== 'function')
+    if (typeof step !== 'object' || step === null || !isZodSchema(step.schema) || typeof step.up !== 'function')
       throw bad(`versions[${i}] must be { schema, up } (version ${i + 1}: its schema, and how version ${i} becomes it)`)
   }
   return Object.freeze({ type: def.type, versions: Object.freeze([...versions]) as EventDefinition['versions'], latest: versions.length })
@@ -240,6 +237,14 @@ export const RESERVED_EVENT_TYPES = [
   'session/meta',
 ] as const satisfies readonly (keyof ReservedEventMap)[]
 
+/** A value defineEvent returned: frozen, with its type, versions and latest version. */
+export const isEventDefinition = (v: unknown): v is EventDefinition =>
+  typeof v === 'object' &&
+  v !== null &&
+  Object.isFrozen(v) &&
+  typeof (v as EventDefinition).type === 'string' &&
+  typeof (v as EventDefinition).latest === 'number'
+
 /**
  * An app's list of event definitions, checked before anything opens: INVALID_ARGUMENT for an
  * entry that is not one, a reserved type, or a type defined twice.
@@ -248,8 +253,8 @@ export function checkedDefinitions(list: unknown, where: string): readonly Event
   const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `${where}: ${why}`)
   if (!Array.isArray(list)) throw bad(`events must be an array of defineEvent() definitions, got ${describe(list)}`)
   const seen = new Set<string>()
-  return list.map((def: EventDefinition) => {
-    const checked = Object.isFrozen(def) && typeof def.latest === 'number' ? def : defineEvent(def as Parameters<typeof defineEvent>[0])
+  return list.map((def: unknown) => {
+    const checked = isEventDefinition(def) ? def : defineEvent(def as Parameters<typeof defineEvent>[0])
     if ((RESERVED_EVENT_TYPES as readonly string[]).includes(checked.type)) throw bad(`event "${checked.type}" is sessionfold's own: its type is reserved`)
     if (seen.has(checked.type)) throw bad(`event "${checked.type}" is defined twice`)
     seen.add(checked.type)

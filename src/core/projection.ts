@@ -3,7 +3,7 @@ import { SessionfoldError } from './errors'
 import { MAX_EVENT_TYPE_LENGTH, MAX_PROJECTION_KEY_LENGTH, isCount, isEventType, isProjectionKey } from './limits'
 import type { EventsOf } from './events'
 import type { Json, SessionHeader } from './model'
-import { describe } from './validate'
+import { describe, isZodSchema } from './validate'
 
 /**
  * A projection unit: a pure fold of a session's events into a small state, and optionally a
@@ -65,9 +65,6 @@ export interface ProjectionSnapshot<M = Record<string, Json | null>> {
   faults: { [K in keyof M]?: ProjectionFault }
 }
 
-/** A zod 4 schema, classic or mini: both carry zod's core internals, `_zod.run` among them. */
-const isSchema = (s: unknown): boolean => typeof (s as { _zod?: { run?: unknown } } | undefined)?._zod?.run === 'function'
-
 /**
  * Declares a projection unit; checks its shape so mistakes fail at startup, not mid-fold.
  *
@@ -85,9 +82,9 @@ export function defineProjection<S, V = never, const T extends string = any>(def
   if (typeof def !== 'object' || def === null) throw bad('the definition must be an object')
   if (!isProjectionKey(def.key)) throw bad(`key must be 1-${MAX_PROJECTION_KEY_LENGTH} characters of [A-Za-z0-9_.-], starting with a letter`)
   if (!isCount(def.stateVersion)) throw bad('stateVersion must be an integer >= 0')
-  if (!isSchema(def.stateSchema)) throw bad('stateSchema must be a zod schema')
+  if (!isZodSchema(def.stateSchema)) throw bad('stateSchema must be a zod schema')
   if (typeof def.init !== 'function' || typeof def.apply !== 'function') throw bad('init and apply must be functions')
-  if (def.view !== undefined && (typeof def.view.view !== 'function' || !isSchema(def.view.schema))) {
+  if (def.view !== undefined && (typeof def.view.view !== 'function' || !isZodSchema(def.view.schema))) {
     throw bad('view must be { schema, view }')
   }
   if (def.types !== undefined && (!Array.isArray(def.types) || def.types.length === 0 || !def.types.every(isEventType))) {

@@ -36,6 +36,9 @@ export function assertSessionId(id: unknown, what = 'session id'): asserts id is
   }
 }
 
+/** A zod 4 schema, classic or mini: both carry zod's core internals, `_zod.run` among them (defineProjection, defineEvent). */
+export const isZodSchema = (s: unknown): boolean => typeof (s as { _zod?: { run?: unknown } } | undefined)?._zod?.run === 'function'
+
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object') return false
   const proto = Object.getPrototypeOf(value)
