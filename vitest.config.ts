@@ -22,15 +22,16 @@ export default defineConfig({
         resolve: { alias: alias('node') },
         // rejections.ts: a test fails on an unhandled rejection of its own, of a worker thread
         // or of a process it started (vitest alone fails the run, naming no test, for its own).
-        // Two files at a time on these 2-core machines (vitest's default is one fewer than the
-        // cores): most of a file's time waits on disks, servers, processes and timers. Projects
-        // of different widths run one after the other (groupOrder): Node's, then Chromium's.
+        // Three files at a time on these 2-core machines (vitest's default is one fewer than the
+        // cores): most of a file's time waits on disks, servers, processes and timers (two at a
+        // time kept the cores about half idle). Projects of different widths run one after the
+        // other (groupOrder): Node's, then Chromium's.
         test: {
           name: 'node',
           include: ['test/**/*.test.ts'],
           exclude: ['test/browser/**'],
           pool: 'forks',
-          maxWorkers: 2,
+          maxWorkers: 3,
           sequence: { groupOrder: 0 },
           setupFiles: ['test/support/rejections.ts'],
         },

@@ -1,7 +1,7 @@
 // Reliability: SIGKILL of a writing process, and its engine thread exiting mid-append — nothing acknowledged is lost (§7 durability)
 // Crash: a child process drives the built client under strict durability (appends to three
 // sessions at once, spawns, forks) and is SIGKILLed at random moments, CRASH_ROUNDS times in
-// all (default 80, in four independent stores at once; `npm run test:crash` runs 400, about
+// all (default 32, in four independent stores at once; `npm run test:crash` runs 400, about
 // three minutes, kept out of the README's test command for its time). After every kill the store is checked:
 // every acknowledged event is there and identical; no seq is missing; no checkpoint is ahead
 // of its log; every projection read cold equals a full refold (store.verify); acknowledged
@@ -24,7 +24,7 @@ import { readAll } from '../support/helpers'
 /** What the crash child writes as the k-th event of the append tagged `tag` (see the fixture). */
 const crashData = (tag: string, k: number) => ({ tag, k, pad: 'p'.repeat(((tag.length + k) * 37) % 400) })
 
-const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 80)
+const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 32)
 const LANES = 4
 const fixture = join(__dirname, '../fixtures/crash-client.mjs')
 
