@@ -254,21 +254,46 @@ const PARTS: Part[] = [
     script: 'bench:many',
     rows: headline,
     figures: (r) => {
-      const shape = (n: number, e: number) => `${fmt(n, 0)} × ${fmt(e, 0)}`
-      const small = shape(r.config.smallSessions, r.config.smallEvents)
-      const big = shape(r.config.bigSessions, r.config.bigEvents)
-      const rates = (op: 'pass' | 'import') => `${fmt(r.rates[op].small.median, 0)} events/s at ${small} against ${fmt(r.rates[op].big.median, 0)} at ${big}`
+      // Results from before PostgreSQL and Chromium were measured hold fs alone, at the top level.
+      const stores: Record<string, Any> = r.byBackend ?? {
+        fs: {
+          name: 'fs',
+          sizes: {
+            small: { sessions: r.config.smallSessions, events: r.config.smallEvents },
+            big: { sessions: r.config.bigSessions, events: r.config.bigEvents },
+          },
+          rates: r.rates,
+          perSession: r.perSession,
+        },
+      }
+      const shape = (s: Any) => `${fmt(s.sessions, 0)} × ${fmt(s.events, 0)}`
+      const one = (b: Any) => {
+        const rates = (op: 'pass' | 'import') =>
+          `${fmt(b.rates[op].small.median, 0)} events/s at ${shape(b.sizes.small)} against ${fmt(b.rates[op].big.median, 0)} at ${shape(b.sizes.big)}`
+        return (
+          `${b.name}${
+            b.version
+              ? ` (${String(b.version)
+                  .replace(/^(PostgreSQL|Chromium) /, '')
+                  .replace(/ \(.*\)$/, '')})`
+              : ''
+          }: pass ${rates('pass')}; import ${rates('import')}; a small session costs ` +
+          `${fmt(b.perSession.pass.small.median, 0)} µs in the pass and ${fmt(b.perSession.import.small.median, 0)} µs in the import ` +
+          `(a big one ${fmt(b.perSession.pass.big.median, 0)} µs and ${fmt(b.perSession.import.big.median, 0)} µs)`
+        )
+      }
       return (
-        `Medians over ${r.config.rounds} rounds: pass ${rates('pass')}; import ${rates('import')}; a small session costs ` +
-        `${fmt(r.perSession.pass.small.median, 0)} µs in the pass and ${fmt(r.perSession.import.small.median, 0)} µs in the import. ` +
-        `${r.config.smallSessions !== 20_000 ? `The small shape is ${fmt(r.config.smallSessions, 0)} sessions here (the issue's is 20,000: \`BENCH_MANY_SMALL=20000\`); the ratio is per event, so a cost per session shows at any count. ` : ''}` +
+        `Medians over ${r.config.rounds} rounds. ${Object.values(stores).map(one).join('. ')}. ` +
+        `${r.config.smallSessions !== 20_000 ? `The small shape is ${fmt(r.config.smallSessions, 0)} sessions on fs and PostgreSQL${stores.chromium ? ` and ${fmt(r.config.browserSmallSessions, 0)} in Chromium` : ''} here (the issue's is 20,000: \`BENCH_MANY_SMALL=20000\`); the ratio is per event, so a cost per session shows at any count. ` : ''}` +
         `Measured on ${r.environment.cpus} cores (${r.environment.cpuModel}), Node ${r.environment.node}; the stores in ${r.environment.tmpdir}; the whole run took ${fmt(r.totalSeconds / 60, 1)} min.`
       )
     },
     about:
-      "`openStore({ storage: 'fs', dir })` with its defaults (worker, strict): a `store.changesSince` pass from `null` until `done` over many sessions of 2 events " +
-      '(~250 B each) against 40 sessions of 1,000, each on a store opened afresh; and its import, `store.applyChanges` of every batch of that pass into a new empty store ' +
-      "(what `sessionfold import` and a new device's first sync do). Events/s of the small shape against the big one, per round.",
+      "Each store with its defaults (worker, strict): `openStore({ storage: 'fs', dir })` (the rows without a prefix), `openStore({ storage: 'postgres', url })` on a throwaway cluster " +
+      "(fsync on), and the page's `openStore({ name })` in headless Chromium (IndexedDB, its Web Worker): a `store.changesSince` pass from `null` until `done` over many sessions " +
+      'of 2 events (~250 B each) against few sessions of many events (40 × 1,000; 10 × 1,000 in Chromium, where IndexedDB writes are slow), each on a store opened afresh; and its import, ' +
+      "`store.applyChanges` of every batch of that pass into a new empty store (a new folder, database, IndexedDB database: what `sessionfold import` and a new device's first sync do). " +
+      'Events/s of the small shape against the big one, per round.',
   },
   {
     key: 'storage',

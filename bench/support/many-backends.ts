@@ -1,0 +1,220 @@
+// The stores bench/many.ts (issue 34) measures, each behind one small interface: fs and
+// PostgreSQL through Node's openStore() with its defaults (the engine in a worker_threads
+// worker), IndexedDB through the page's own openStore({ name }) in headless Chromium (its module
+// Web Worker), the page served by Vite on 127.0.0.1 (bench/many-browser/). Each keeps the
+// batches of its last pass for the import that follows it; sources and imports live in the
+// run's temp folder, the throwaway cluster, or the browser profile, and go with them.
+import * as fs from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type BrowserContext, type Page } from 'playwright'
+import { createServer, type ViteDevServer } from 'vite'
+import { type ChangeBatch, type EventInput, openStore } from '../../src/index-node'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../test/support/chromium'
+import { startCluster } from '../../test/support/postgres'
+import type { ManyPageApi } from '../many-browser/page'
+import { settlesWithin } from '../stats'
+import { buildShape, importBatches, passOver, type ShapeSize } from './many-work'
+
+export type BackendKey = 'fs' | 'postgres' | 'chromium'
+export const BACKEND_KEYS: readonly BackendKey[] = ['fs', 'postgres', 'chromium']
+export type Shape = 'small' | 'big'
+
+export interface PassFigures {
+  ms: number
+  batches: number
+  events: number
+}
+
+export interface ManyBackend {
+  key: BackendKey
+  /** Where it runs, for the report (the server's or the browser's version). */
+  version: string
+  /** Builds the source store of `shape` (untimed); seconds. */
+  build(shape: Shape, want: ShapeSize): Promise<number>
+  /** A store opened afresh on the source of `shape` (untimed), its pass from null (timed), closed. */
+  pass(shape: Shape, want: ShapeSize): Promise<PassFigures>
+  /** The last pass's batches applied into a new empty store (open, close, removal untimed); ms. */
+  importLast(want: ShapeSize): Promise<number>
+  close(): Promise<void>
+}
+
+export interface BackendOptions {
+  root: string
+  input: EventInput
+  buildConcurrency: number
+  stallMs: number
+  log: (msg: string) => void
+}
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url))
+
+/** fs: a folder per source, a new folder per import (removed after). */
+export function fsBackend(o: BackendOptions): ManyBackend {
+  let last: ChangeBatch[] = []
+  let imports = 0
+  return {
+    key: 'fs',
+    version: '',
+    async build(shape, want) {
+      const t0 = performance.now()
+      const store = await openStore({ storage: 'fs', dir: join(o.root, shape), durability: 'relaxed' })
+      try {
+        await buildShape(store, want, o.input, o.buildConcurrency, (n) => o.log(`building fs ${shape}: ${n} of ${want.sessions} sessions`))
+      } finally {
+        await store.close()
+      }
+      return (performance.now() - t0) / 1000
+    },
+    async pass(shape, want) {
+      const store = await openStore({ storage: 'fs', dir: join(o.root, shape) })
+      try {
+        const p = await settlesWithin(passOver(store, want), 'a changesSince pass', o.stallMs)
+        last = p.batches
+        return { ms: p.ms, batches: p.batches.length, events: p.events }
+      } finally {
+        await store.close()
+      }
+    },
+    async importLast(want) {
+      const dir = join(o.root, `import-${imports++}`)
+      const store = await openStore({ storage: 'fs', dir })
+      try {
+        return await settlesWithin(importBatches(store, last, want), 'an import', o.stallMs)
+      } finally {
+        last = []
+        await store.close()
+        fs.rmSync(dir, { recursive: true, force: true })
+      }
+    },
+    async close() {},
+  }
+}
+
+/** PostgreSQL: a throwaway cluster (fsync on), a database per source, a new database per import (dropped after). */
+export async function postgresBackend(o: BackendOptions): Promise<ManyBackend> {
+  const cluster = await startCluster()
+  const version = `PostgreSQL ${(await cluster.psql('SHOW server_version')).trim()}`
+  const sources: Partial<Record<Shape, string>> = {}
+  let last: ChangeBatch[] = []
+  let imports = 0
+  return {
+    key: 'postgres',
+    version,
+    async build(shape, want) {
+      const t0 = performance.now()
+      const url = await cluster.createDatabase(`many_${shape}`)
+      sources[shape] = url
+      const store = await openStore({ storage: 'postgres', url, durability: 'relaxed' })
+      try {
+        await buildShape(store, want, o.input, o.buildConcurrency, (n) => o.log(`building postgres ${shape}: ${n} of ${want.sessions} sessions`))
+      } finally {
+        await store.close()
+      }
+      return (performance.now() - t0) / 1000
+    },
+    async pass(shape, want) {
+      const store = await openStore({ storage: 'postgres', url: sources[shape]! })
+      try {
+        const p = await settlesWithin(passOver(store, want), 'a changesSince pass', o.stallMs)
+        last = p.batches
+        return { ms: p.ms, batches: p.batches.length, events: p.events }
+      } finally {
+        await store.close()
+      }
+    },
+    async importLast(want) {
+      const name = `import_${imports++}`
+      const url = await cluster.createDatabase(name)
+      const store = await openStore({ storage: 'postgres', url })
+      try {
+        return await settlesWithin(importBatches(store, last, want), 'an import', o.stallMs)
+      } finally {
+        last = []
+        await store.close()
+        await cluster.psql(`DROP DATABASE ${name} WITH (FORCE)`)
+      }
+    },
+    close: () => cluster.stop(),
+  }
+}
+
+/** IndexedDB in headless Chromium: a database per source, a new database per import (deleted after). */
+export async function chromiumBackend(o: BackendOptions): Promise<ManyBackend> {
+  if (!fs.existsSync(CHROMIUM_PATH)) throw new Error(`no Chromium at ${CHROMIUM_PATH} (set CHROMIUM_PATH)`)
+  let server: ViteDevServer | undefined
+  let context: BrowserContext | undefined
+  const shutdown = async () => {
+    await context?.close().catch((err) => o.log(`closing Chromium: ${err}`))
+    await server?.close().catch((err) => o.log(`closing vite: ${err}`))
+  }
+  let page: Page
+  let version: string
+  try {
+    server = await createServer({
+      configFile: false,
+      root: join(REPO, 'bench/many-browser'),
+      cacheDir: join(o.root, 'vite'),
+      logLevel: 'warn',
+      clearScreen: false,
+      resolve: {
+        alias: [
+          { find: 'sessionfold/worker', replacement: join(REPO, 'src/host/entry/serve-browser.ts') },
+          { find: /^sessionfold$/, replacement: join(REPO, 'src/index-browser.ts') },
+        ],
+      },
+      // Everything the page and the worker import, optimised up front: a dependency found late would make vite reload the page mid-run.
+      optimizeDeps: { entries: ['index.html'], include: ['comlink', 'idb', 'zod'] },
+      // No file watching: source edited while the benchmark runs must not reload the page.
+      server: { host: '127.0.0.1', port: 0, hmr: false, watch: null, fs: { allow: [REPO] } },
+    })
+    await server.listen()
+    const address = server.httpServer?.address()
+    if (!address || typeof address === 'string') throw new Error('vite did not listen on a port')
+    context = await chromium.launchPersistentContext(join(o.root, 'profile'), { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS })
+    version = `Chromium ${context.browser()?.version() ?? ''}`
+    page = context.pages()[0] ?? (await context.newPage())
+    page.on('console', (m) => {
+      const text = m.text()
+      if (text.startsWith('[bench] ')) o.log(text.slice(8))
+      else if ((m.type() === 'error' || m.type() === 'warning') && !m.location().url.endsWith('/favicon.ico')) o.log(`page ${m.type()}: ${text}`)
+    })
+    page.on('pageerror', (err) => o.log(`page error: ${err.message}`))
+    await page.goto(`http://127.0.0.1:${address.port}/index.html`)
+    await page.waitForFunction(() => typeof (window as unknown as { manyBench?: unknown }).manyBench === 'object', null, { timeout: o.stallMs })
+    o.log(`${version}, profile (IndexedDB on disk) in ${join(o.root, 'profile')}`)
+  } catch (err) {
+    await shutdown()
+    throw err
+  }
+  /** Calls window.manyBench[name](...args) in the page; the timing happens there. */
+  const call = async <K extends keyof ManyPageApi>(name: K, ...args: Parameters<ManyPageApi[K]>): Promise<Awaited<ReturnType<ManyPageApi[K]>>> => {
+    // An inline function only: tsx's __name helper is not in the page.
+    const result = page.evaluate(
+      ({ name, args }) => {
+        const api = (window as unknown as { manyBench: Record<string, (...a: unknown[]) => unknown> }).manyBench
+        return api[name]!(...args)
+      },
+      { name: name as string, args: args as unknown[] },
+    )
+    return (await settlesWithin(result, `the page's ${String(name)}()`, o.stallMs)) as Awaited<ReturnType<ManyPageApi[K]>>
+  }
+  const stamp = Date.now().toString(36)
+  let imports = 0
+  return {
+    key: 'chromium',
+    version,
+    build: async (shape, want) => (await call('build', `many-${stamp}-${shape}`, want, JSON.stringify(o.input), o.buildConcurrency)) / 1000,
+    async pass(shape, want) {
+      const p = await call('pass', `many-${stamp}-${shape}`, want)
+      return { ms: p.ms, batches: p.batches, events: p.events }
+    },
+    importLast: (want) => call('importLast', `many-${stamp}-import-${imports++}`, want),
+    async close() {
+      const left = await call('leftovers', `many-${stamp}-import-`).catch(() => [])
+      if (left.length > 0) o.log(`left behind in the profile: ${left.join(', ')}`)
+      for (const w of (await call('warnings').catch(() => [] as string[])).slice(0, 10)) o.log(`page: ${w}`)
+      await shutdown()
+    },
+  }
+}
