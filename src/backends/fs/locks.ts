@@ -2,6 +2,7 @@
 // session, created with O_EXCL, holding its owner's pid, thread and token. A lock whose owner
 // process is gone is taken over; the client removes those of a worker thread that exited.
 import { randomBytes } from 'node:crypto'
+import { type Stats, statSync } from 'node:fs'
 import { link, mkdir, open, readFile, readdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { threadId } from 'node:worker_threads'
@@ -179,7 +180,16 @@ export function createFsLocks(dir: string): WriterLocks {
       return o !== undefined && !stale(o)
     },
     async wanted(id, since) {
-      const st = await stat(wantFile(id)).catch(() => undefined)
+      // Asked every IDLE_MS of a Durable Stream held idle (stream-writers.ts), and the file is
+      // mostly not there: a synchronous stat that returns undefined for a missing file costs a
+      // few microseconds, where the promise's ENOENT made an Error and a thread-pool round trip
+      // (queued behind the store's fdatasyncs) each time.
+      let st: Stats | undefined
+      try {
+        st = statSync(wantFile(id), { throwIfNoEntry: false })
+      } catch {
+        st = undefined
+      }
       return st !== undefined && st.mtimeMs >= since - MTIME_SLACK_MS
     },
   }
