@@ -11,6 +11,7 @@ import { countSchema, safeParse, sessionIdSchema, timeSchema } from '../core/sch
 import { utf8Length } from '../core/validate'
 import type { StoreReader } from './reader'
 import type { Tombstones } from './tombstones'
+import { WalkAhead } from './walk-ahead'
 
 type Reader = Pick<StoreReader, 'find' | 'pages' | 'ids'>
 /** The chain value of a session at a position: the witness an entry from there carries (chains.ts). */
@@ -77,7 +78,7 @@ export class Batch {
    * grown), as far as the budget goes; returns how far it got, or undefined when the log
    * could not be read (reported in `failed`).
    */
-  async take(reader: Reader, header: SessionHeader, from: number, length: number, total: number): Promise<number | undefined> {
+  async take(reader: Pick<StoreReader, 'pages'>, header: SessionHeader, from: number, length: number, total: number): Promise<number | undefined> {
     const id = header.id
     let entry = this.#byId.get(id)
     const fresh = !entry
@@ -192,40 +193,51 @@ async function walk(
   let pending = 0
   let stopped = false
   const ids = only ? [...only].sort().filter((id) => cursor.walk?.after === undefined || id > cursor.walk.after) : reader.ids(cursor.walk?.after)
-  for await (const id of ids) {
-    let info
-    try {
-      info = await reader.find(id)
-    } catch (err) {
-      if (!isSessionfoldError(err, 'CORRUPT_LOG')) throw err
-      batch.failed.push({ id, code: err.code, detail: err.message })
-      if (!stopped) next.walk = { after: id }
-      continue
-    }
-    if (!info) continue
-    const { header, length } = info
-    const part = cursor.part && cursor.part[0] === id && cursor.part[1] === header.createdAt ? cursor.part[2] : 0
-    if (stopped || batch.full) {
-      stopped = true
-      pending += length - part
-      // Counting what is left is a look at every remaining session: only the first few.
-      if (pending > 0) break
-      continue
-    }
-    const reached = await batch.take(reader, header, part, length, length)
-    if (reached === undefined) {
+  const ahead = new WalkAhead(reader, ids)
+  try {
+    for (let looked = await ahead.next(); looked; looked = await ahead.next()) {
+      const { id } = looked
+      let info = looked.info
+      try {
+        if (looked.err !== undefined) throw looked.err
+        // A session read ahead whole is taken as read; a bigger one is looked up again now, right before its events are.
+        if (info && info.length > 0 && !looked.events && !stopped && !batch.full) info = await reader.find(id)
+      } catch (err) {
+        if (!isSessionfoldError(err, 'CORRUPT_LOG')) throw err
+        // Reported once, by the call whose walk gets to it (one past where this batch stopped only counts what is left).
+        if (stopped) continue
+        batch.failed.push({ id, code: err.code, detail: err.message })
+        next.walk = { after: id }
+        continue
+      }
+      if (!info) continue
+      const { header, length } = info
+      const part = cursor.part && cursor.part[0] === id && cursor.part[1] === header.createdAt ? cursor.part[2] : 0
+      if (stopped || batch.full) {
+        stopped = true
+        pending += length - part
+        // Counting what is left is a look at every remaining session: only the first few.
+        if (pending > 0) break
+        continue
+      }
+      const reached = await batch.take(ahead.readerFor(looked), header, part, length, length)
+      if (reached === undefined) {
+        next.walk = { after: id }
+        delete next.part
+        continue
+      }
+      if (reached < length) {
+        next.part = [id, header.createdAt, reached]
+        pending += length - reached
+        stopped = true
+        continue
+      }
       next.walk = { after: id }
       delete next.part
-      continue
+      if (!batch.full) ahead.widen()
     }
-    if (reached < length) {
-      next.part = [id, header.createdAt, reached]
-      pending += length - reached
-      stopped = true
-      continue
-    }
-    next.walk = { after: id }
-    delete next.part
+  } finally {
+    await ahead.stop()
   }
   if (!stopped) {
     delete next.walk

@@ -16,6 +16,7 @@ import type { StorageAdapter } from '../../src/storage/types'
 import { Engine } from '../../src/engine'
 import { encodeEventBody } from '../../src/core/validate'
 import { dumpStore, expectCode } from '../support/helpers'
+import { SessionfoldError } from '../../src/core/errors'
 
 let dir: string
 beforeEach(async () => {
@@ -128,6 +129,67 @@ describe('feed cursors: cost and checks', () => {
     expect(counts.listIds).toBe(0)
     expect(counts.getSession).toBeLessThanOrEqual(2)
     expect(JSON.stringify(c.cursor).length).toBeLessThan(200)
+    await engine.close()
+  })
+
+  it('the first walk looks sessions up several at a time, and still hands them over in id order within the budget: small ones, big ones, a damaged one in its place', async () => {
+    const inner = createMemoryAdapter()
+    let slow = false
+    let inFlight = 0
+    let most = 0
+    const storage: StorageAdapter = {
+      ...inner,
+      // A lookup that takes a round trip's time, as on PostgreSQL or IndexedDB; s017's header damaged.
+      getSession: async (id) => {
+        most = Math.max(most, ++inFlight)
+        try {
+          if (slow) await new Promise((resolve) => setTimeout(resolve, 2))
+          if (slow && id === 's017') throw new SessionfoldError('CORRUPT_LOG', 'the header of s017 is damaged')
+          return await inner.getSession(id)
+        } finally {
+          inFlight--
+        }
+      },
+    }
+    const engine = new Engine({ storage })
+    const lengths = new Map<string, number>()
+    for (let i = 0; i < 42; i++) {
+      const id = `s${String(i).padStart(3, '0')}`
+      const n = i === 10 || i === 30 ? 100 : 2 // two sessions longer than a look ahead reads whole
+      await engine.createSession({ id })
+      await engine.appendBodies(
+        id,
+        Array.from({ length: n }, (_, k) => encodeEventBody({ type: 'app/e', data: { id, k } }, id)),
+      )
+      if (id !== 's017') lengths.set(id, n)
+    }
+    slow = true
+    most = 0
+    const order: string[] = []
+    const seqs = new Map<string, number[]>()
+    const failed: string[] = []
+    let cursor: ChangeCursor | null = null
+    for (let calls = 1; ; calls++) {
+      const c = await engine.changesSince(cursor, { maxEvents: 50 })
+      for (const e of c.batch.sessions) {
+        if (!seqs.has(e.header.id)) order.push(e.header.id)
+        const got = seqs.get(e.header.id) ?? []
+        for (const event of e.events) {
+          expect(event.data).toEqual({ id: e.header.id, k: event.seq })
+          got.push(event.seq)
+        }
+        seqs.set(e.header.id, got)
+      }
+      expect(c.batch.sessions.reduce((n, e) => n + 1 + e.events.length, 0)).toBeLessThanOrEqual(50)
+      failed.push(...c.failed.map((f) => f.id))
+      cursor = c.cursor
+      if (c.done) break
+      expect(calls).toBeLessThan(100)
+    }
+    expect(order).toEqual([...lengths.keys()])
+    for (const [id, n] of lengths) expect(seqs.get(id), id).toEqual(Array.from({ length: n }, (_, k) => k))
+    expect(failed).toEqual(['s017'])
+    expect(most).toBeGreaterThanOrEqual(4) // lookups overlapped (one at a time before)
     await engine.close()
   })
 
