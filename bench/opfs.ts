@@ -20,9 +20,9 @@
 import * as fs from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { chromium, type BrowserContext, type Page } from 'playwright'
-import { createServer, type ViteDevServer } from 'vite'
+import type { ViteDevServer } from 'vite'
+import { serveBenchPage } from './support/vite-page'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../test/support/chromium'
 import { SYSTEMS, WORKLOADS, type OpfsPage, type RunResult, type SystemKey, type Workload } from './opfs/types'
 import { messageInput, rotate, sourceState } from './common'
@@ -76,7 +76,6 @@ const SHORT: Record<string, string> = {
   'opfs-single-raw': 'single: opfs ÷ raw OPFS write + flush (physical limit)',
 }
 
-const REPO = fileURLToPath(new URL('..', import.meta.url))
 const T0 = performance.now()
 const log = (msg: string) => process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0)} s] ${msg}\n`)
 
@@ -180,28 +179,9 @@ async function main(): Promise<void> {
   const problems: string[] = []
   let m: Measured
   try {
-    server = await createServer({
-      configFile: false,
-      root: join(REPO, 'bench/opfs'),
-      cacheDir: join(tmp, 'vite'),
-      logLevel: 'warn',
-      clearScreen: false,
-      resolve: {
-        alias: [
-          { find: 'sessionfold/worker', replacement: join(REPO, 'src/host/entry/serve-browser.ts') },
-          { find: /^sessionfold$/, replacement: join(REPO, 'src/index-browser.ts') },
-        ],
-      },
-      // Everything the page and the workers import, optimised up front: a dependency found late
-      // would make vite reload the page in the middle of the run.
-      optimizeDeps: { entries: ['index.html'], include: ['comlink', 'idb', 'zod', 'dexie'] },
-      // No file watching: source edited while the benchmark runs must not reload the page.
-      server: { host: '127.0.0.1', port: 0, hmr: false, watch: null, fs: { allow: [REPO] } },
-    })
-    await server.listen()
-    const address = server.httpServer?.address()
-    if (!address || typeof address === 'string') throw new Error('vite did not listen on a port')
-    const url = `http://127.0.0.1:${address.port}/index.html`
+    const served = await serveBenchPage('opfs', join(tmp, 'vite'), ['dexie'])
+    server = served.server
+    const { url } = served
     const profile = join(tmp, 'profile')
     context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS })
     const chromiumVersion = context.browser()?.version() ?? ''

@@ -27,7 +27,8 @@ import os from 'node:os'
 import { join, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type BrowserContext, type Page } from 'playwright'
-import { createServer, type ViteDevServer } from 'vite'
+import type { ViteDevServer } from 'vite'
+import { serveBenchPage } from './support/vite-page'
 import { createFsAdapter, type FsPromises } from '../src/backends/fs'
 import { createPostgresAdapter } from '../src/backends/postgres'
 import { Engine } from '../src/engine'
@@ -229,27 +230,8 @@ async function startBrowser(tmp: string): Promise<Browser> {
     await server?.close().catch((err) => log(`closing vite: ${err}`))
   }
   try {
-    server = await createServer({
-      configFile: false,
-      root: join(REPO, 'bench/sessions-browser'),
-      cacheDir: join(tmp, 'vite'),
-      logLevel: 'warn',
-      clearScreen: false,
-      resolve: {
-        alias: [
-          { find: 'sessionfold/worker', replacement: join(REPO, 'src/host/entry/serve-browser.ts') },
-          { find: /^sessionfold$/, replacement: join(REPO, 'src/index-browser.ts') },
-        ],
-      },
-      // Everything the page and the worker import, optimised up front: a dependency found late
-      // would make vite reload the page in the middle of the run.
-      optimizeDeps: { entries: ['index.html'], include: ['comlink', 'idb', 'zod'] },
-      // No file watching: source edited while the benchmark runs must not reload the page.
-      server: { host: '127.0.0.1', port: 0, hmr: false, watch: null, fs: { allow: [REPO] } },
-    })
-    await server.listen()
-    const address = server.httpServer?.address()
-    if (!address || typeof address === 'string') throw new Error('vite did not listen on a port')
+    const served = await serveBenchPage('sessions-browser', join(tmp, 'vite'))
+    server = served.server
     context = await chromium.launchPersistentContext(join(tmp, 'profile'), { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS })
     const version = context.browser()?.version() ?? ''
     const page = context.pages()[0] ?? (await context.newPage())
@@ -259,7 +241,7 @@ async function startBrowser(tmp: string): Promise<Browser> {
       else if ((m.type() === 'error' || m.type() === 'warning') && !m.location().url.endsWith('/favicon.ico')) log(`page ${m.type()}: ${text}`)
     })
     page.on('pageerror', (err) => log(`page error: ${err.message}`))
-    await page.goto(`http://127.0.0.1:${address.port}/index.html`)
+    await page.goto(served.url)
     await page.waitForFunction(() => typeof (window as unknown as { sessionsBench?: unknown }).sessionsBench === 'object', null, { timeout: CONFIG.stallMs })
     log(`Chromium ${version}, profile (IndexedDB on disk) in ${join(tmp, 'profile')}`)
     return { page, version, close }

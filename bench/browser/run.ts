@@ -13,9 +13,9 @@
 import * as fs from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { chromium, type BrowserContext } from 'playwright'
-import { createServer, type ViteDevServer } from 'vite'
+import type { ViteDevServer } from 'vite'
+import { serveBenchPage } from '../support/vite-page'
 import { fmt, fmtSummary, median, pairRatios, printTable, resultsPath, summarize, type Summary } from '../stats'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../test/support/chromium'
 import {
@@ -28,9 +28,6 @@ import {
   type CatalogResult,
   type LatencySystem,
 } from './types'
-
-const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
-const REPO = here('../../')
 
 const env = (name: string, fallback: number): number => {
   const v = process.env[name]
@@ -132,27 +129,9 @@ async function main(): Promise<void> {
   let results: BrowserBenchResults
   let chromiumVersion = ''
   try {
-    server = await createServer({
-      configFile: false,
-      root: here('.'),
-      cacheDir: join(tmp, 'vite'),
-      logLevel: 'warn',
-      clearScreen: false,
-      resolve: {
-        alias: [
-          { find: 'sessionfold/worker', replacement: join(REPO, 'src/host/entry/serve-browser.ts') },
-          { find: /^sessionfold$/, replacement: join(REPO, 'src/index-browser.ts') },
-        ],
-      },
-      // Everything the page and the worker import, optimised up front: a dependency found late
-      // would make vite reload the page in the middle of the run.
-      optimizeDeps: { entries: ['index.html'], include: ['comlink', 'idb', 'zod', 'dexie'] },
-      server: { host: '127.0.0.1', port: 0, hmr: false, watch: null, fs: { allow: [REPO] } },
-    })
-    await server.listen()
-    const address = server.httpServer?.address()
-    if (!address || typeof address === 'string') throw new Error('vite did not listen on a port')
-    const url = `http://127.0.0.1:${address.port}/index.html`
+    const served = await serveBenchPage('browser', join(tmp, 'vite'), ['dexie'])
+    server = served.server
+    const { url } = served
 
     const profile = join(tmp, 'profile')
     context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args: CHROMIUM_ARGS })

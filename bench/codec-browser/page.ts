@@ -10,6 +10,7 @@ import { fromBase64, toBase64 } from '../../src/storage/codec/base64'
 import { EnvelopeCodec, type DataKeys } from '../../src/storage/codec/seal'
 import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
 import { streamCompressor } from '../../src/storage/codec/browser'
+import { keepWarnings } from '../support/page-helpers'
 
 /** The variants, as bench/codec.ts names them. */
 export type VariantKey = 'plain' | 'deflate' | 'sealed' | 'sealedRaw'
@@ -100,14 +101,7 @@ export interface CodecPage {
 
 export const READ_ID = 'codec-read'
 
-const warnings: string[] = []
-for (const level of ['warn', 'error'] as const) {
-  const original = console[level].bind(console)
-  console[level] = (...args: unknown[]) => {
-    warnings.push(`${level}: ${args.map(String).join(' ')}`)
-    original(...args)
-  }
-}
+const warnings = keepWarnings()
 
 const now = () => performance.now()
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))

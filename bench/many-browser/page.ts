@@ -7,6 +7,7 @@
 import type { ChangeBatch, EventInput } from 'sessionfold'
 import { openStore } from 'sessionfold'
 import { buildShape, importBatches, passOver, type ShapeSize } from '../support/many-work'
+import { keepWarnings, deleteDatabase } from '../support/page-helpers'
 
 export interface ManyPageApi {
   info(): { userAgent: string; hardwareConcurrency: number }
@@ -21,25 +22,9 @@ export interface ManyPageApi {
   warnings(): string[]
 }
 
-const warnings: string[] = []
-for (const level of ['warn', 'error'] as const) {
-  const original = console[level].bind(console)
-  console[level] = (...args: unknown[]) => {
-    warnings.push(`${level}: ${args.map(String).join(' ')}`)
-    original(...args)
-  }
-}
+const warnings = keepWarnings()
 
 let lastBatches: ChangeBatch[] = []
-
-function deleteDatabase(name: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = indexedDB.deleteDatabase(name)
-    req.onsuccess = () => resolve()
-    req.onerror = () => reject(req.error)
-    // 'blocked' (the worker's connection still closing) needs nothing: the delete waits for it.
-  })
-}
 
 const api: ManyPageApi = {
   info: () => ({ userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency }),

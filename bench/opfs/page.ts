@@ -16,15 +16,9 @@ import Dexie, { type Table } from 'dexie'
 import { openStore, type EventInput, type Store } from 'sessionfold'
 import type { RawReply, RawRequest } from './raw-worker'
 import type { OpfsPage, PageConfig, RunResult, Workload } from './types'
+import { keepWarnings, deleteDatabase } from '../support/page-helpers'
 
-const warnings: string[] = []
-for (const level of ['warn', 'error'] as const) {
-  const original = console[level].bind(console)
-  console[level] = (...args: unknown[]) => {
-    warnings.push(`${level}: ${args.map(String).join(' ')}`)
-    original(...args)
-  }
-}
+const warnings = keepWarnings()
 
 const now = () => performance.now()
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
@@ -189,15 +183,6 @@ async function removeFolder(name: string): Promise<void> {
       await sleep(50)
     }
   }
-}
-
-function deleteDatabase(name: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = indexedDB.deleteDatabase(name)
-    req.onsuccess = () => resolve()
-    req.onerror = () => reject(req.error)
-    // 'blocked' (a connection closing: a worker ending, a transaction finishing) needs nothing: the delete waits for it.
-  })
 }
 
 // ---- the page's API -----------------------------------------------------------------------

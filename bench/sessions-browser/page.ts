@@ -5,6 +5,7 @@
 // here, the statistics in Node.
 import { openStore } from 'sessionfold'
 import { buildSessions, type BuildOptions, type BuildResult } from '../support/session-build'
+import { keepWarnings } from '../support/page-helpers'
 
 export interface ColdPage {
   /** ms of openStore({ name }) (a new worker, its engine and database opened). */
@@ -34,14 +35,7 @@ export interface SessionsPageApi {
   warnings(): string[]
 }
 
-const warnings: string[] = []
-for (const level of ['warn', 'error'] as const) {
-  const original = console[level].bind(console)
-  console[level] = (...args: unknown[]) => {
-    warnings.push(`${level}: ${args.map(String).join(' ')}`)
-    original(...args)
-  }
-}
+const warnings = keepWarnings()
 
 const now = () => performance.now()
 const log = (line: string) => console.log(`[bench] ${line}`)

@@ -6,10 +6,10 @@
 // run's temp folder, the throwaway cluster, or the browser profile, and go with them.
 import * as fs from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { chromium, type BrowserContext, type Page } from 'playwright'
-import { createServer, type ViteDevServer } from 'vite'
-import { type ChangeBatch, type EventInput, openStore } from '../../src/index-node'
+import type { ViteDevServer } from 'vite'
+import { serveBenchPage } from './vite-page'
+import { type ChangeBatch, type EventInput, openStore, type OpenStoreOptions } from '../../src/index-node'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../test/support/chromium'
 import { startCluster } from '../../test/support/postgres'
 import type { ManyPageApi } from '../many-browser/page'
@@ -47,27 +47,35 @@ export interface BackendOptions {
   log: (msg: string) => void
 }
 
-const REPO = fileURLToPath(new URL('../..', import.meta.url))
+/** Where a Node store of the run keeps a source or an import, and how an import goes after. */
+interface NodeStores {
+  key: 'fs' | 'postgres'
+  version: string
+  /** The options of the source store of `shape` (made on first use). */
+  source(shape: Shape): Promise<OpenStoreOptions>
+  /** The options of a new empty store, and its removal. */
+  target(): Promise<{ options: OpenStoreOptions; drop(): Promise<void> }>
+  close(): Promise<void>
+}
 
-/** fs: a folder per source, a new folder per import (removed after). */
-export function fsBackend(o: BackendOptions): ManyBackend {
+/** A store through Node's openStore() with its defaults: sources built relaxed, passes and imports measured strict. */
+function nodeBackend(o: BackendOptions, stores: NodeStores): ManyBackend {
   let last: ChangeBatch[] = []
-  let imports = 0
   return {
-    key: 'fs',
-    version: '',
+    key: stores.key,
+    version: stores.version,
     async build(shape, want) {
       const t0 = performance.now()
-      const store = await openStore({ storage: 'fs', dir: join(o.root, shape), durability: 'relaxed' })
+      const store = await openStore({ ...(await stores.source(shape)), durability: 'relaxed' })
       try {
-        await buildShape(store, want, o.input, o.buildConcurrency, (n) => o.log(`building fs ${shape}: ${n} of ${want.sessions} sessions`))
+        await buildShape(store, want, o.input, o.buildConcurrency, (n) => o.log(`building ${stores.key} ${shape}: ${n} of ${want.sessions} sessions`))
       } finally {
         await store.close()
       }
       return (performance.now() - t0) / 1000
     },
     async pass(shape, want) {
-      const store = await openStore({ storage: 'fs', dir: join(o.root, shape) })
+      const store = await openStore(await stores.source(shape))
       try {
         const p = await settlesWithin(passOver(store, want), 'a changesSince pass', o.stallMs)
         last = p.batches
@@ -77,66 +85,51 @@ export function fsBackend(o: BackendOptions): ManyBackend {
       }
     },
     async importLast(want) {
-      const dir = join(o.root, `import-${imports++}`)
-      const store = await openStore({ storage: 'fs', dir })
+      const { options, drop } = await stores.target()
+      const store = await openStore(options)
       try {
         return await settlesWithin(importBatches(store, last, want), 'an import', o.stallMs)
       } finally {
         last = []
         await store.close()
-        fs.rmSync(dir, { recursive: true, force: true })
+        await drop()
       }
     },
-    async close() {},
+    close: () => stores.close(),
   }
+}
+
+/** fs: a folder per source, a new folder per import (removed after). */
+export function fsBackend(o: BackendOptions): ManyBackend {
+  let imports = 0
+  return nodeBackend(o, {
+    key: 'fs',
+    version: '',
+    source: async (shape) => ({ storage: 'fs', dir: join(o.root, shape) }),
+    async target() {
+      const dir = join(o.root, `import-${imports++}`)
+      return { options: { storage: 'fs', dir }, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) }
+    },
+    close: async () => {},
+  })
 }
 
 /** PostgreSQL: a throwaway cluster (fsync on), a database per source, a new database per import (dropped after). */
 export async function postgresBackend(o: BackendOptions): Promise<ManyBackend> {
   const cluster = await startCluster()
-  const version = `PostgreSQL ${(await cluster.psql('SHOW server_version')).trim()}`
   const sources: Partial<Record<Shape, string>> = {}
-  let last: ChangeBatch[] = []
   let imports = 0
-  return {
+  return nodeBackend(o, {
     key: 'postgres',
-    version,
-    async build(shape, want) {
-      const t0 = performance.now()
-      const url = await cluster.createDatabase(`many_${shape}`)
-      sources[shape] = url
-      const store = await openStore({ storage: 'postgres', url, durability: 'relaxed' })
-      try {
-        await buildShape(store, want, o.input, o.buildConcurrency, (n) => o.log(`building postgres ${shape}: ${n} of ${want.sessions} sessions`))
-      } finally {
-        await store.close()
-      }
-      return (performance.now() - t0) / 1000
-    },
-    async pass(shape, want) {
-      const store = await openStore({ storage: 'postgres', url: sources[shape]! })
-      try {
-        const p = await settlesWithin(passOver(store, want), 'a changesSince pass', o.stallMs)
-        last = p.batches
-        return { ms: p.ms, batches: p.batches.length, events: p.events }
-      } finally {
-        await store.close()
-      }
-    },
-    async importLast(want) {
+    version: `PostgreSQL ${(await cluster.psql('SHOW server_version')).trim()}`,
+    source: async (shape) => ({ storage: 'postgres', url: (sources[shape] ??= await cluster.createDatabase(`many_${shape}`)) }),
+    async target() {
       const name = `import_${imports++}`
       const url = await cluster.createDatabase(name)
-      const store = await openStore({ storage: 'postgres', url })
-      try {
-        return await settlesWithin(importBatches(store, last, want), 'an import', o.stallMs)
-      } finally {
-        last = []
-        await store.close()
-        await cluster.psql(`DROP DATABASE ${name} WITH (FORCE)`)
-      }
+      return { options: { storage: 'postgres', url }, drop: () => cluster.psql(`DROP DATABASE ${name} WITH (FORCE)`).then(() => {}) }
     },
     close: () => cluster.stop(),
-  }
+  })
 }
 
 /** IndexedDB in headless Chromium: a database per source, a new database per import (deleted after). */
@@ -151,26 +144,8 @@ export async function chromiumBackend(o: BackendOptions): Promise<ManyBackend> {
   let page: Page
   let version: string
   try {
-    server = await createServer({
-      configFile: false,
-      root: join(REPO, 'bench/many-browser'),
-      cacheDir: join(o.root, 'vite'),
-      logLevel: 'warn',
-      clearScreen: false,
-      resolve: {
-        alias: [
-          { find: 'sessionfold/worker', replacement: join(REPO, 'src/host/entry/serve-browser.ts') },
-          { find: /^sessionfold$/, replacement: join(REPO, 'src/index-browser.ts') },
-        ],
-      },
-      // Everything the page and the worker import, optimised up front: a dependency found late would make vite reload the page mid-run.
-      optimizeDeps: { entries: ['index.html'], include: ['comlink', 'idb', 'zod'] },
-      // No file watching: source edited while the benchmark runs must not reload the page.
-      server: { host: '127.0.0.1', port: 0, hmr: false, watch: null, fs: { allow: [REPO] } },
-    })
-    await server.listen()
-    const address = server.httpServer?.address()
-    if (!address || typeof address === 'string') throw new Error('vite did not listen on a port')
+    const served = await serveBenchPage('many-browser', join(o.root, 'vite'))
+    server = served.server
     context = await chromium.launchPersistentContext(join(o.root, 'profile'), { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS })
     version = `Chromium ${context.browser()?.version() ?? ''}`
     page = context.pages()[0] ?? (await context.newPage())
@@ -180,7 +155,7 @@ export async function chromiumBackend(o: BackendOptions): Promise<ManyBackend> {
       else if ((m.type() === 'error' || m.type() === 'warning') && !m.location().url.endsWith('/favicon.ico')) o.log(`page ${m.type()}: ${text}`)
     })
     page.on('pageerror', (err) => o.log(`page error: ${err.message}`))
-    await page.goto(`http://127.0.0.1:${address.port}/index.html`)
+    await page.goto(served.url)
     await page.waitForFunction(() => typeof (window as unknown as { manyBench?: unknown }).manyBench === 'object', null, { timeout: o.stallMs })
     o.log(`${version}, profile (IndexedDB on disk) in ${join(o.root, 'profile')}`)
   } catch (err) {
