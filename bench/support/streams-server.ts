@@ -108,7 +108,7 @@ export interface StreamsServer {
  */
 export async function startStreamsServer(kind: StreamsServerKind, where: string, options: { schema?: string; longPollMs: number }): Promise<StreamsServer> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--server', kind, where, options.schema ?? '-', String(options.longPollMs)], {
-    execArgv: ['--import', 'tsx', ...(process.env.PROF_DIR && kind !== 'reference' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF_DIR}`] : [])],
+    execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const next = <K extends FromServer['kind']>(what: K) =>

@@ -4,7 +4,7 @@
 // same Web Locks and channels).
 import { describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
-import { expectCode } from '../support/helpers'
+import { appendThatKillsTheWorker, expectCode } from '../support/helpers'
 
 let n = 0
 const db = () => `tabs-${Date.now()}-${n++}`
@@ -37,15 +37,7 @@ for (const storage of ['indexeddb', 'opfs'] as const) {
       const s = await a.createSession({ id: 'crash' })
       await s.append({ type: 'app/before' })
       await expectCode(b.openSession('crash'), 'SESSION_LOCKED')
-      // The worker closes itself while folding (its reply to that append may or may not get out);
-      // browsers send no event, yet no call may hang: the next one gets WORKER_TERMINATED.
-      expect(
-        await s.append({ type: 'app/die' }).then(
-          () => 'durable',
-          (e: { code?: string }) => e.code,
-        ),
-      ).toMatch(/^(durable|WORKER_TERMINATED)$/)
-      await expectCode(s.append({ type: 'app/after' }), 'WORKER_TERMINATED')
+      await appendThatKillsTheWorker(s)
       let reopened
       for (const end = Date.now() + 5000; !reopened && Date.now() < end; ) {
         reopened = await b.openSession('crash').catch(() => undefined)

@@ -5,7 +5,7 @@
 // left running and no IndexedDB database made.
 import { afterEach, describe, expect, it } from 'vitest'
 import { openStore } from 'sessionfold'
-import { expectCode } from '../support/helpers'
+import { appendThatKillsTheWorker, expectCode } from '../support/helpers'
 
 let n = 0
 const db = () => `worker-fn-${Date.now()}-${n++}`
@@ -104,13 +104,7 @@ describe('worker: a function that starts the app’s own worker (Chromium)', () 
     const store = await openStore({ name: db(), worker: () => new Worker(new URL('./dying-worker.ts', import.meta.url), { type: 'module' }) })
     const s = await store.createSession({ id: 'crash' })
     await s.append({ type: 'app/before' })
-    expect(
-      await s.append({ type: 'app/die' }).then(
-        () => 'durable',
-        (e: { code?: string }) => e.code,
-      ),
-    ).toMatch(/^(durable|WORKER_TERMINATED)$/)
-    await expectCode(s.append({ type: 'app/after' }), 'WORKER_TERMINATED')
+    await appendThatKillsTheWorker(s)
     await store.close().catch(() => {})
   })
 })

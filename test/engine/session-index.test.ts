@@ -1,13 +1,13 @@
 // Contract: §14 the session index behind store.sessions() — a cache: rebuilt when missing, a
 // damaged row written again, entries a delete elsewhere left settled, checked by verify, kept
 // through replication (sync between stores); a bad query writes nothing (docs/CONTRACT.md)
-import { createHash } from 'node:crypto'
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openStore, sync, type SessionList, type SessionQuery, type Store } from 'sessionfold'
 import { folderOf } from '../../src/backends/fs/layout'
+import { filesOf } from '../support/files'
 import { until } from '../support/helpers'
 
 let dir: string
@@ -44,19 +44,6 @@ async function populate(store: Store): Promise<void> {
 }
 
 const EXPECTED = ['a:Alpha 2:3', 'b::1']
-
-/** Every file under `root` with a hash of its bytes. */
-async function files(root: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {}
-  for (const name of await readdir(root, { recursive: true, withFileTypes: true })) {
-    if (!name.isFile()) continue
-    const p = join(name.parentPath, name.name)
-    out[p.slice(root.length)] = createHash('sha256')
-      .update(await readFile(p))
-      .digest('hex')
-  }
-  return out
-}
 
 describe('the session index', () => {
   it('is rebuilt from the logs when it is missing (a store written before it, or its folder removed)', async () => {
@@ -128,11 +115,11 @@ describe('the session index', () => {
     const store = await open()
     await populate(store)
     await rows(store) // the index has caught up
-    const before = await files(join(dir, 'store'))
+    const before = await filesOf(join(dir, 'store'))
     for (const bad of [{ limit: 1.5 }, { search: 'x'.repeat(201) }, { roots: null }, { order: 'activity', tag: 7 }])
       expect(() => store.sessions(bad as never)).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
     await new Promise((r) => setTimeout(r, 100))
-    const after = await files(join(dir, 'store'))
+    const after = await filesOf(join(dir, 'store'))
     const changed = Object.keys(after).filter((k) => after[k] !== before[k] && !k.includes('locks') && !k.startsWith('/tmp'))
     expect(changed).toEqual([])
     await store.close()

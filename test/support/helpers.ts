@@ -1,7 +1,9 @@
 // Support: shared helpers — rootHeader, ev/evs, readAll, expectCode, snapshotStore (the storage
-// conformance suite's, src/testing/helpers.ts), dumpStore, until, eventsOf
+// conformance suite's, src/testing/helpers.ts), dumpStore, until, eventsOf, appendThatKillsTheWorker
 import type { SessionEvent, SessionHeader, SessionId } from '../../src/core/model'
+import { expect } from 'vitest'
 import type { Store } from '../../src/client/store'
+import { expectCode } from '../../src/testing/helpers'
 
 export { ev, evs, expectCode, readAll, recordsOf, rootHeader, snapshotStore } from '../../src/testing/helpers'
 
@@ -36,4 +38,19 @@ export async function eventsOf(store: Store, id: SessionId): Promise<SessionEven
     await view.close()
   }
   return out
+}
+
+/**
+ * Appends `app/die` through a session whose engine is test/browser/dying-worker.ts (its worker
+ * closes itself while folding it) and checks what the app sees: that append lands or fails with
+ * WORKER_TERMINATED (its reply may or may not get out; browsers send no event), and the next one
+ * fails with WORKER_TERMINATED rather than hang.
+ */
+export async function appendThatKillsTheWorker(session: { append(input: { type: string }): Promise<unknown> }): Promise<void> {
+  const outcome = await session.append({ type: 'app/die' }).then(
+    () => 'durable',
+    (e: { code?: string }) => e.code,
+  )
+  expect(outcome).toMatch(/^(durable|WORKER_TERMINATED)$/)
+  await expectCode(session.append({ type: 'app/after' }), 'WORKER_TERMINATED')
 }
