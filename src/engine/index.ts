@@ -31,6 +31,7 @@ import { createRoot, fork, recordExternal, spawn, type LineageHost } from './lin
 import { catalogEntries, listChildren } from './list-children'
 import { deleteSessions, type DeleteOptions } from './delete-tree'
 import { LiveSessions, type LiveSession } from './live-sessions'
+import { CloseWatch, endAll } from './close-watch'
 import { StoreReader, type ColdRead } from './reader'
 import { verifyPlan, verifyStep } from './verify'
 import { sessionIndexOf, sessionsPage, type SessionIndex } from './session-index'
@@ -77,6 +78,7 @@ export class Engine {
   /** Durable Streams (streams.ts): each stream a session, its protocol state a record beside it. */
   readonly streams: StreamsRunner
   private isClosed = false
+  readonly closeWatch = new CloseWatch() // a close on storage that stopped answering (close-watch.ts): a host begins it, then ends its handles
 
   constructor(options: EngineOptions) {
     this.storage = options.storage
@@ -87,7 +89,7 @@ export class Engine {
     this.#lettingGo = { ...this.locks, acquire: async (id) => (await this.streams.letGo([id]), this.locks.acquire(id)) }
     this.maxEventBytes = positive(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES, 'maxEventBytes')
     this.now = options.now ?? Date.now
-    this.onError = options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`))
+    this.onError = this.closeWatch.wrap(options.onError ?? ((err) => console.warn(`sessionfold: ${err.message}`)))
     this.onDelete = options.onDelete
     this.reader = new StoreReader(this.storage, this.defs)
     this.tombstones = new Tombstones(recordsOf(this.storage))
@@ -363,14 +365,12 @@ export class Engine {
   async close(): Promise<void> {
     if (this.isClosed) return
     this.isClosed = true
+    this.closeWatch.begin()
     await this.streams.close()
     await this.sessions.loaded()
-    for (const live of this.sessions.all()) {
-      if (live.writer) await this.release(live.header.id, 'writer').catch((err) => this.onError(err as SessionfoldError))
-      this.sessions.remove(live)
-    }
+    await endAll(this.sessions, this.onError)
     await this.history?.close()
-    await this.index?.close()
+    await this.index?.close({ write: this.closeWatch.writes })
     await this.storage.close()
   }
 

@@ -225,14 +225,22 @@ export class SessionIndex {
     return (this.passing = run())
   }
 
-  /** Stops: what this engine wrote and the index has not yet is written first (one more pass). */
-  async close(): Promise<void> {
+  /**
+   * Stops: what this engine wrote and the index has not yet is written first (one more pass),
+   * unless `write` is false (the storage stopped answering): the next engine then catches up
+   * from the change feed, and a pass under way is left to fail on its own.
+   */
+  async close({ write = true }: { write?: boolean } = {}): Promise<void> {
     if (this.closing) return
     this.closing = true
     clearTimeout(this.timer)
     this.timer = undefined
     this.unwatch()
     this.listeners.clear()
+    if (!write) {
+      this.closed = true
+      return
+    }
     try {
       if (this.hints.size > 0 || this.pending.size > 0) await this.pass()
       else await this.passing

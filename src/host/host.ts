@@ -380,10 +380,14 @@ export class EngineHost {
     await opened.replications?.closeAll(this.replications)
     this.replications.clear()
     // Every handle of this client: appends settle, writers checkpoint and release their locks.
-    for (const handle of [...this.handles.keys()]) await this.closeHandle(handle)
+    // All at once: against a store that stopped answering, close waits one deadline, not one a handle.
+    opened.engine.closeWatch.begin()
+    const ended = await Promise.allSettled([...this.handles.keys()].map((handle) => this.closeHandle(handle)))
     await this.source.close(opened)
     this.flush()
     this.releaseAlive?.()
+    const failed = ended.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed) throw failed.reason
   }
 }
 
