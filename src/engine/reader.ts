@@ -2,7 +2,7 @@
 // engine, its host, store-to-store sync and the CLI make goes through here, and so does the
 // cold read (a session folded from storage without keeping it).
 import { notFound } from '../storage/guard'
-import type { ChangeFeed, HistoryRows, KeyValueStore, ReadRange, SessionInfo, StorageAdapter } from '../storage/types'
+import type { ChangeFeed, HistoryRows, KeyValueStore, ReadRange, SessionInfo, SessionRead, StorageAdapter } from '../storage/types'
 import type { SessionEvent, SessionHeader, SessionId } from '../core/model'
 import type { ProjectionDefinition, ProjectionSnapshot } from '../core/projection'
 import type { EventsPage } from '../core/protocol'
@@ -12,7 +12,7 @@ import { encodeEvent } from '../core/validate'
 /** What reading needs of an adapter: none of its writes. */
 export type ReadableStorage = Pick<
   StorageAdapter,
-  'getSession' | 'readEvents' | 'readTexts' | 'listIds' | 'listSessions' | 'getCheckpoint' | 'feed' | 'history' | 'kv'
+  'getSession' | 'getSessions' | 'readEvents' | 'readTexts' | 'listIds' | 'listSessions' | 'getCheckpoint' | 'feed' | 'history' | 'kv'
 >
 
 /** A session folded from storage: its header, durable length, unit states and values. */
@@ -52,6 +52,12 @@ export class StoreReader {
   /** The header and durable length, or undefined when there is no such session. */
   find(id: SessionId): Promise<SessionInfo | undefined> {
     return this.storage.getSession(id)
+  }
+
+  /** `find` of many sessions at once, with the events of those of at most `maxEvents`, where the storage can (getSessions). */
+  get findMany(): ((ids: readonly SessionId[], maxEvents: number) => Promise<(SessionRead | undefined)[]>) | undefined {
+    const { storage } = this
+    return storage.getSessions && ((ids, maxEvents) => storage.getSessions!(ids, maxEvents))
   }
 
   /** The header and durable length; SESSION_NOT_FOUND when there is no such session. */

@@ -8,7 +8,11 @@
 // How many at once grows while the sessions are small and taken whole (1, 2, 4 … AHEAD), so a
 // walk of big sessions, a batch each, does not read far past where its batch ends. A session
 // of more than AHEAD_EVENTS events is looked up again when its turn comes (its events are read
-// then, as before); a small one's header and events are read together, back to back.
+// then, as before); a small one's header and events are read together, back to back. A
+// storage with getSessions (PostgreSQL, IndexedDB) is asked for a group of sessions in one call
+// once half the look-ahead was taken: one statement or transaction for up to eight small
+// sessions where each had two (a pass over 2,000 sessions of 2 events went from 395 to 242 µs a
+// session on PostgreSQL, and from 943 to 330 µs in Chromium).
 import type { SessionEvent, SessionId } from '../core/model'
 import type { ReadRange, SessionInfo } from '../storage/types'
 import type { StoreReader } from './reader'
@@ -18,7 +22,7 @@ const AHEAD = 16
 /** A session of at most this many events is read whole when looked up ahead. */
 const AHEAD_EVENTS = 64
 
-type Reader = Pick<StoreReader, 'find' | 'pages'>
+type Reader = Pick<StoreReader, 'find' | 'pages'> & Partial<Pick<StoreReader, 'findMany'>>
 
 /** A session looked up ahead: what find said (or its error), and a small session's events. */
 export interface Looked {
@@ -42,12 +46,22 @@ export class WalkAhead {
     this.#ids = Symbol.asyncIterator in ids ? ids[Symbol.asyncIterator]() : ids[Symbol.iterator]()
   }
 
-  /** The next session in id order, undefined after the last. Never rejects for a lookup: its error is in `err`. */
+  /**
+   * The next session in id order, undefined after the last. Never rejects for a lookup: its
+   * error is in `err`. A storage that looks many sessions up at once (getSessions) is asked for
+   * them in groups, once half the look-ahead was taken; else each is looked up on its own.
+   */
   async next(): Promise<Looked | undefined> {
-    while (!this.#done && this.#queue.length < this.#width) {
-      const r = await this.#ids.next()
-      if (r.done) this.#done = true
-      else this.#queue.push(lookUp(this.reader, r.value))
+    const many = this.reader.findMany
+    if (this.#queue.length <= (many ? this.#width / 2 : this.#width - 1)) {
+      const ids: SessionId[] = []
+      while (!this.#done && this.#queue.length + ids.length < this.#width) {
+        const r = await this.#ids.next()
+        if (r.done) this.#done = true
+        else if (many) ids.push(r.value)
+        else this.#queue.push(lookUp(this.reader, r.value))
+      }
+      if (many && ids.length > 0) this.#queue.push(...lookUpAll(this.reader, many, ids))
     }
     return this.#queue.shift()
   }
@@ -75,6 +89,20 @@ export class WalkAhead {
       },
     }
   }
+}
+
+/** `ids` looked up in one call; when it fails, each on its own (which tells whose the failure is). */
+function lookUpAll(reader: Reader, many: NonNullable<Reader['findMany']>, ids: SessionId[]): Promise<Looked>[] {
+  if (ids.length === 1) return [lookUp(reader, ids[0]!)]
+  const all = many(ids, AHEAD_EVENTS).catch(() => undefined)
+  return ids.map(async (id, i) => {
+    const reads = await all
+    if (!reads) return lookUp(reader, id)
+    const read = reads[i]
+    if (!read) return { id }
+    const info = { header: read.header, length: read.length }
+    return read.events && read.length > 0 ? { id, info, events: read.events } : { id, info }
+  })
 }
 
 async function lookUp(reader: Reader, id: SessionId): Promise<Looked> {

@@ -17,6 +17,7 @@ export type {
   RecordReplacement,
   RepairReport,
   SessionInfo,
+  SessionRead,
   SkipTexts,
   StorageAdapter,
 } from './types'

@@ -56,6 +56,12 @@ export interface SessionInfo {
   length: number
 }
 
+/** A session as `getSessions` reads it: its events too when they were few enough. */
+export interface SessionRead extends SessionInfo {
+  /** Every event (`length` of them), when `length` is at most what was asked. */
+  events?: SessionEvent[]
+}
+
 /** Which events `readEvents` reads. */
 export interface ReadRange {
   /** First seq to read (default 0). */
@@ -214,6 +220,14 @@ export interface LogStore {
   readTexts?(id: SessionId, range?: ReadRange, skip?: SkipTexts): AsyncIterable<string[]>
   /** The header and durable length, or undefined when there is no such session. */
   getSession(id: SessionId): Promise<SessionInfo | undefined>
+  /**
+   * Optional: `getSession` of each of `ids` at once (undefined for one not there, in the order
+   * of `ids`), each session of at most `maxEvents` events with all of them: one round trip for
+   * many small sessions where each of getSession and readEvents is one (the first walk of
+   * `changesSince` over a store of many sessions). Rejects as those do, for the first session
+   * they would reject for: a caller then asks session by session.
+   */
+  getSessions?(ids: readonly SessionId[], maxEvents: number): Promise<(SessionRead | undefined)[]>
   /** Headers ordered by id, strictly after `after`, at most `limit` (default 100). */
   listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]>
   /**

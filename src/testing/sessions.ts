@@ -39,6 +39,33 @@ export function sessionTests(t: Group): void {
     expect(await adapter.getSession('g')).toBeUndefined()
   })
 
+  // getSessions is optional and no adapter is asked to have it: the test is skipped for one without it.
+  t.own('getSessions: each session as getSession has it, with every event of the small ones, in the order asked', async ({ skip }) => {
+    const { adapter, teardown } = await t.setup()
+    try {
+      if (!adapter.getSessions) return skip('the adapter has no getSessions (optional: the walk of changesSince then looks sessions up one by one)')
+      await adapter.createSession(rootHeader('m1'))
+      await adapter.append('m1', evs('m1', 0, 3))
+      await adapter.createSession(rootHeader('m2', { cwd: '/w' }))
+      await adapter.createSession(rootHeader('m3'))
+      await adapter.append('m3', evs('m3', 0, 6))
+      const reads = await adapter.getSessions(['m3', 'none', 'm1', 'm2'], 4)
+      expect(reads.map((r) => r && { header: r.header, length: r.length })).toEqual([
+        await adapter.getSession('m3'),
+        undefined,
+        await adapter.getSession('m1'),
+        await adapter.getSession('m2'),
+      ])
+      expect(reads[0]!.events).toBeUndefined() // 6 events: more than asked
+      expect(reads[2]!.events).toEqual(await readAll(adapter, 'm1'))
+      expect(reads[3]!.events ?? []).toEqual([])
+      expect(await adapter.getSessions([], 4)).toEqual([])
+      await expectCode(adapter.getSessions(['m1', 'bad id!'], 4), 'INVALID_ARGUMENT')
+    } finally {
+      await teardown()
+    }
+  })
+
   t.test('appends contiguously; a gap, a repeat or a broken batch is SEQ_CONFLICT and writes nothing', async ({ adapter }) => {
     await adapter.createSession(rootHeader('s'))
     await adapter.append('s', [ev('s', 0)])

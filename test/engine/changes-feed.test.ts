@@ -132,66 +132,91 @@ describe('feed cursors: cost and checks', () => {
     await engine.close()
   })
 
-  it('the first walk looks sessions up several at a time, and still hands them over in id order within the budget: small ones, big ones, a damaged one in its place', async () => {
-    const inner = createMemoryAdapter()
-    let slow = false
-    let inFlight = 0
-    let most = 0
-    const storage: StorageAdapter = {
-      ...inner,
-      // A lookup that takes a round trip's time, as on PostgreSQL or IndexedDB; s017's header damaged.
-      getSession: async (id) => {
-        most = Math.max(most, ++inFlight)
-        try {
-          if (slow) await new Promise((resolve) => setTimeout(resolve, 2))
-          if (slow && id === 's017') throw new SessionfoldError('CORRUPT_LOG', 'the header of s017 is damaged')
-          return await inner.getSession(id)
-        } finally {
-          inFlight--
-        }
-      },
-    }
-    const engine = new Engine({ storage })
-    const lengths = new Map<string, number>()
-    for (let i = 0; i < 42; i++) {
-      const id = `s${String(i).padStart(3, '0')}`
-      const n = i === 10 || i === 30 ? 100 : 2 // two sessions longer than a look ahead reads whole
-      await engine.createSession({ id })
-      await engine.appendBodies(
-        id,
-        Array.from({ length: n }, (_, k) => encodeEventBody({ type: 'app/e', data: { id, k } }, id)),
-      )
-      if (id !== 's017') lengths.set(id, n)
-    }
-    slow = true
-    most = 0
-    const order: string[] = []
-    const seqs = new Map<string, number[]>()
-    const failed: string[] = []
-    let cursor: ChangeCursor | null = null
-    for (let calls = 1; ; calls++) {
-      const c = await engine.changesSince(cursor, { maxEvents: 50 })
-      for (const e of c.batch.sessions) {
-        if (!seqs.has(e.header.id)) order.push(e.header.id)
-        const got = seqs.get(e.header.id) ?? []
-        for (const event of e.events) {
-          expect(event.data).toEqual({ id: e.header.id, k: event.seq })
-          got.push(event.seq)
-        }
-        seqs.set(e.header.id, got)
+  for (const grouped of [false, true]) {
+    it(`the first walk looks sessions up several at a time${grouped ? ', in groups where the storage has getSessions (one that fails asked again one by one)' : ''}, and still hands them over in id order within the budget: small ones, big ones, a damaged one in its place`, async () => {
+      const inner = createMemoryAdapter()
+      let slow = false
+      let inFlight = 0
+      let most = 0
+      let inGroups = 0
+      let alone = 0
+      const damaged = () => new SessionfoldError('CORRUPT_LOG', 'the header of s017 is damaged')
+      const storage: StorageAdapter = {
+        ...inner,
+        // A lookup that takes a round trip's time, as on PostgreSQL or IndexedDB; s017's header damaged.
+        getSession: async (id) => {
+          most = Math.max(most, ++inFlight)
+          alone++
+          try {
+            if (slow) await new Promise((resolve) => setTimeout(resolve, 2))
+            if (slow && id === 's017') throw damaged()
+            return await inner.getSession(id)
+          } finally {
+            inFlight--
+          }
+        },
+        // As on PostgreSQL: one round trip for the group, which fails whole for a damaged header.
+        getSessions: grouped
+          ? async (ids, maxEvents) => {
+              most = Math.max(most, (inFlight += ids.length))
+              try {
+                if (slow) await new Promise((resolve) => setTimeout(resolve, 2))
+                if (slow && ids.includes('s017')) throw damaged()
+                if (slow) inGroups += ids.length
+                return await inner.getSessions!(ids, maxEvents)
+              } finally {
+                inFlight -= ids.length
+              }
+            }
+          : undefined,
       }
-      expect(c.batch.sessions.reduce((n, e) => n + 1 + e.events.length, 0)).toBeLessThanOrEqual(50)
-      failed.push(...c.failed.map((f) => f.id))
-      cursor = c.cursor
-      if (c.done) break
-      expect(calls).toBeLessThan(100)
-    }
-    expect(order).toEqual([...lengths.keys()])
-    for (const [id, n] of lengths) expect(seqs.get(id), id).toEqual(Array.from({ length: n }, (_, k) => k))
-    expect(failed).toEqual(['s017'])
-    expect(most).toBeGreaterThanOrEqual(4) // lookups overlapped (one at a time before)
-    await engine.close()
-  })
+      if (!grouped) delete storage.getSessions
+      const engine = new Engine({ storage })
+      const lengths = new Map<string, number>()
+      for (let i = 0; i < 42; i++) {
+        const id = `s${String(i).padStart(3, '0')}`
+        const n = i === 10 || i === 30 ? 100 : 2 // two sessions longer than a look ahead reads whole
+        await engine.createSession({ id })
+        await engine.appendBodies(
+          id,
+          Array.from({ length: n }, (_, k) => encodeEventBody({ type: 'app/e', data: { id, k } }, id)),
+        )
+        if (id !== 's017') lengths.set(id, n)
+      }
+      slow = true
+      most = 0
+      alone = 0
+      const order: string[] = []
+      const seqs = new Map<string, number[]>()
+      const failed: string[] = []
+      let cursor: ChangeCursor | null = null
+      for (let calls = 1; ; calls++) {
+        const c = await engine.changesSince(cursor, { maxEvents: 50 })
+        for (const e of c.batch.sessions) {
+          if (!seqs.has(e.header.id)) order.push(e.header.id)
+          const got = seqs.get(e.header.id) ?? []
+          for (const event of e.events) {
+            expect(event.data).toEqual({ id: e.header.id, k: event.seq })
+            got.push(event.seq)
+          }
+          seqs.set(e.header.id, got)
+        }
+        expect(c.batch.sessions.reduce((n, e) => n + 1 + e.events.length, 0)).toBeLessThanOrEqual(50)
+        failed.push(...c.failed.map((f) => f.id))
+        cursor = c.cursor
+        if (c.done) break
+        expect(calls).toBeLessThan(100)
+      }
+      expect(order).toEqual([...lengths.keys()])
+      for (const [id, n] of lengths) expect(seqs.get(id), id).toEqual(Array.from({ length: n }, (_, k) => k))
+      expect(failed).toEqual(['s017'])
+      expect(most).toBeGreaterThanOrEqual(4) // lookups overlapped (one at a time before)
+      // In groups, most lookups were a group's (63 here), few alone (32: the first of each call, the big ones in their
+      // turn, the failed group's); one by one, 107 were alone.
+      if (grouped) expect({ inGroups: inGroups >= 40, alone: alone <= 45 }).toEqual({ inGroups: true, alone: true })
+      await engine.close()
+    })
+  }
 
   it('pending counts each event left behind once, however many feed entries name it', async () => {
     const store = await openStore({ storage: 'memory', worker: false })

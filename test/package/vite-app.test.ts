@@ -37,8 +37,9 @@ const config = join(root, 'examples/vite-app/vite.config.ts')
 const WORKER_MAX_GZIP = 68 * 1024
 // The worker of a store whose storage is 'opfs' is the default one with the file adapter (its
 // group commit, feed, session index and records, on the origin's private file system): about
-// 16.6 kB more. A page on IndexedDB never loads it.
-const OPFS_WORKER_MAX_GZIP = 82 * 1024
+// 16.6 kB more. A page on IndexedDB never loads it. 82.7 kB with getSessions (IndexedDB's, the
+// codec's, the walk's groups of lookups) and a close that ends its writers together: 84 kB.
+const OPFS_WORKER_MAX_GZIP = 84 * 1024
 
 let app: BuiltExample
 let emitted: Emitted[] = []

@@ -376,6 +376,28 @@ describe('values and input', () => {
     await psql(`UPDATE ${schema}.checkpoints SET row = '{not json'`)
     await expectCode(a.getCheckpoint('d'), 'CORRUPT_LOG')
   })
+
+  it('getSessions gives a damaged log without its events (its own read reports it), and rejects a damaged header as CORRUPT_LOG', async () => {
+    const schema = fresh()
+    const a = adapterOn(schema)
+    for (const id of ['g1', 'g2', 'g3']) {
+      await a.createSession(rootHeader(id))
+      await a.append(id, evs(id, 0, 3))
+    }
+    await psql(`UPDATE ${schema}.events SET body = '{"seq": 1, "ty' WHERE session_id = 'g1' AND seq = 1`)
+    await psql(`DELETE FROM ${schema}.events WHERE session_id = 'g2' AND seq = 2`)
+    const reads = await a.getSessions!(['g1', 'g2', 'g3'], 8)
+    expect(reads.map((r) => [r?.length, r?.events?.length])).toEqual([
+      [3, undefined],
+      [3, undefined],
+      [3, 3],
+    ])
+    expect(reads[2]!.events).toEqual(await readAll(a, 'g3'))
+    await expectCode(readAll(a, 'g1'), 'CORRUPT_LOG')
+    await psql(`UPDATE ${schema}.sessions SET header = to_jsonb('{"id": "g3", '::text) WHERE id = 'g3'`)
+    await expectCode(a.getSessions!(['g2', 'g3'], 8), 'CORRUPT_LOG')
+    await expectCode(a.getSession('g3'), 'CORRUPT_LOG')
+  })
 })
 
 describe('server failures', () => {

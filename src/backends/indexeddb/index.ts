@@ -31,7 +31,7 @@ import { IdbConnection } from './connection'
 import { isNamed, quiet, type Db, type StoreName, type Tx } from './schema'
 import { createIdbRecords, deleteRecordsOf } from './records'
 import { composeStorage } from '../../storage/records'
-import { READ_PAGE, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
+import { READ_PAGE, type LogStore, type ReadRange, type SessionInfo, type SessionRead, type StorageAdapter } from '../../storage/types'
 
 // The storage contract, for code that uses an adapter directly.
 export * from '../../storage/public-types'
@@ -277,6 +277,26 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
       }
     },
     getSession: (id) => forSession(id, () => getInfo(id)),
+    // One read-only transaction for all of them (one a session costs 0.6 ms in Chromium).
+    getSessions: (ids, maxEvents) =>
+      guard.run(async () => {
+        for (const id of ids) assertSessionId(id)
+        return withDb('read', undefined, (db) =>
+          inTx(db, ['sessions', 'events'], 'readonly', async (tx) => {
+            const metas = await Promise.all(ids.map((id) => tx.objectStore('sessions').get(id)))
+            const read = async (id: SessionId, i: number): Promise<SessionRead | undefined> => {
+              const meta = metas[i]
+              if (!meta) return undefined
+              const info: SessionRead = { header: meta.header, length: meta.length }
+              if (meta.length > maxEvents) return info
+              const events = meta.length === 0 ? [] : await tx.objectStore('events').getAll(IDBKeyRange.bound([id, 0], [id, meta.length - 1]), meta.length)
+              // Rows missing or out of place: given without them, so that its own read reports it.
+              return events.length === meta.length && events.every((e, k) => e.seq === k) ? { ...info, events } : info
+            }
+            return Promise.all(ids.map(read))
+          }),
+        )
+      }),
     listSessions: (options) =>
       guard.run(async () => {
         const { after, limit } = resolveList(options)

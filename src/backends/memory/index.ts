@@ -31,6 +31,7 @@ import {
   type LogStore,
   type ReadRange,
   type SessionInfo,
+  type SessionRead,
   type StorageAdapter,
 } from '../../storage/types'
 import { createSortedKeys } from './sorted-keys'
@@ -105,6 +106,17 @@ export function createMemoryAdapter(): StorageAdapter {
         assertSessionId(id)
         const s = sessions.get(id)
         return s && { header: structuredClone(s.header), length: s.events.length }
+      }),
+    getSessions: (ids, maxEvents) =>
+      guard.run(async (): Promise<(SessionRead | undefined)[]> => {
+        for (const id of ids) assertSessionId(id)
+        return ids.map((id) => {
+          const s = sessions.get(id)
+          if (!s) return undefined
+          const read: SessionRead = { header: structuredClone(s.header), length: s.events.length }
+          if (s.events.length <= maxEvents) read.events = s.events.map((j) => JSON.parse(j) as SessionEvent)
+          return read
+        })
       }),
     listSessions: (options) =>
       guard.run(async () => {

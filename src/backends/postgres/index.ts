@@ -21,7 +21,7 @@ import { growthChannelOf } from './channel'
 import { DRIVER_OPTIONS } from './driver-types'
 import { codeOf, corrupt, redact, storageError } from './errors'
 import { settingsOf, type PgSettings, type PostgresAdapterOptions, type PostgresClient } from './options'
-import { readHeaders, readIds, readInfo, readPage } from './read'
+import { readHeaders, readIds, readInfo, readPage, readSessions } from './read'
 import { createPgRecords } from './records'
 import { replaceRecords } from './replace'
 import { migrate, namesOf, settleFeed } from './schema'
@@ -218,6 +218,12 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
     },
 
     getSession: (id) => onSession('read', id, (sql) => getInfo(sql, id)),
+
+    getSessions: (ids, maxEvents) =>
+      run('read', undefined, async () => {
+        for (const id of ids) assertSessionId(id)
+        return readSessions(await db(), n, ids, maxEvents, settings.prepare)
+      }),
 
     listSessions: (opts) =>
       run('list', undefined, async () => {

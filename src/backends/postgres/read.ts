@@ -4,7 +4,7 @@
 // never share objects; a value that does not parse, or an event that is not where its seq
 // says, is CORRUPT_LOG.
 import type { SessionEvent, SessionHeader, SessionId } from '../../core/model'
-import { READ_PAGE } from '../../storage/types'
+import { READ_PAGE, type SessionRead } from '../../storage/types'
 import { corrupt } from './errors'
 import type { PostgresClient } from './options'
 import type { Names } from './schema'
@@ -60,6 +60,50 @@ export async function readPage(sql: PostgresClient, n: Names, id: SessionId, at:
     if (Number(row.seq) !== seq || event?.seq !== seq) throw corrupt(id, `the event stored for seq ${seq} says seq ${String(event?.seq)}`, seq)
     return event
   })
+}
+
+/**
+ * Sessions `ids` at once (getSessions), in one statement: header and length, and every event of
+ * those of at most `maxEvents`; undefined for an id not there. A header that does not parse is
+ * CORRUPT_LOG (the caller asks session by session); a session whose events are not all where
+ * their seqs say is given without them, so that its own read reports it.
+ */
+export async function readSessions(
+  sql: PostgresClient,
+  n: Names,
+  ids: readonly SessionId[],
+  maxEvents: number,
+  prepare = true,
+): Promise<(SessionRead | undefined)[]> {
+  const rows = (await sql.unsafe(
+    `SELECT s.id, s.header #>> '{}' AS header, s.length, e.seq, e.body FROM ${n.sessions} s
+     LEFT JOIN ${n.events} e ON e.session_id = s.id AND s.length <= $2 AND e.seq < s.length
+     WHERE s.id = ANY($1::text[]) ORDER BY s.id, e.seq`,
+    [ids as SessionId[], maxEvents],
+    { prepare },
+  )) as { id: string; header: string; length: string; seq: string | null; body: string | null }[]
+  const found = new Map<SessionId, SessionRead>()
+  const broken = new Set<SessionId>()
+  for (const row of rows) {
+    let read = found.get(row.id)
+    if (!read) {
+      read = { header: parseHeader(row.id, row.header), length: Number(row.length) }
+      if (read.length <= maxEvents) read.events = []
+      found.set(row.id, read)
+    }
+    if (row.seq === null || !read.events) continue
+    const seq = read.events.length
+    let event: SessionEvent | undefined
+    try {
+      event = JSON.parse(row.body!) as SessionEvent
+    } catch {
+      broken.add(row.id)
+    }
+    if (Number(row.seq) !== seq || event?.seq !== seq) broken.add(row.id)
+    else read.events.push(event)
+  }
+  for (const [id, read] of found) if (read.events && (broken.has(id) || read.events.length !== read.length)) delete read.events
+  return ids.map((id) => found.get(id))
 }
 
 /** Ids strictly after `after` in byte order (compareIds), at most `limit`. */

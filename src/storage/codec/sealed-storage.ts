@@ -16,6 +16,7 @@ import { describe, encodeEvent } from '../../core/validate'
 import type { SessionEvent, SessionHeader, SessionId } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
 import { READ_PAGE, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
+import { openSessions } from './sealed-reads'
 import { composeStorage, recordsOf } from '../records'
 import { fromBase64, toBase64 } from './base64'
 import { CODEC_META_KEY, type EncryptionKey, type Keyring } from './keyring'
@@ -217,6 +218,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     block: (createdAt: number, head: SessionEvent | undefined, seq: number) => Promise<{ from: number; items: T[] }>,
     plain: (r: SessionEvent | string) => T,
     texts = false,
+    given?: SessionEvent[], // the inner records, when read already (getSessions)
   ): AsyncGenerator<T[]> {
     const to = range?.to
     const createdAt = codec.encrypted ? await lifeOf(id) : 0
@@ -225,7 +227,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     let pointer = pointersTo(head) // the test of its pointers' texts
     let next = range?.from ?? 0 // the seq of the next inner record (texts carry theirs unparsed)
     let out: T[] = []
-    const records: AsyncIterable<(SessionEvent | string)[]> = texts && inner.readTexts ? inner.readTexts(id, range, skipPointers) : inner.readEvents(id, range)
+    const records = given ? [given] : texts && inner.readTexts ? inner.readTexts(id, range, skipPointers) : inner.readEvents(id, range)
     for await (const page of records) {
       for (const r of page) {
         const seq = typeof r === 'string' ? next : r.seq
@@ -270,7 +272,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
     if (out.length > 0) yield out
   }
 
-  const readEvents = (id: SessionId, range?: ReadRange): AsyncGenerator<SessionEvent[]> =>
+  const readEvents = (id: SessionId, range?: ReadRange, given?: SessionEvent[]): AsyncGenerator<SessionEvent[]> =>
     walk(
       id,
       range,
@@ -279,6 +281,8 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
         return { from: items[0]!.seq, items }
       },
       (e) => e as SessionEvent,
+      false,
+      given,
     )
 
   /** As readEvents, the texts of the events: a block's lines as they were sealed, a plain record's JSON made again. */
@@ -341,6 +345,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
       )
       return opened.filter((h): h is SessionHeader => h !== undefined)
     },
+    getSessions: inner.getSessions && ((ids, most) => openSessions(inner, ids, most, { openHeader, lives, readEvents })),
     listIds: (options) => inner.listIds(options),
     async deleteSession(id) {
       await inner.deleteSession(id)

@@ -92,6 +92,7 @@ export function composeStorage(log: LogStore, kv: KeyValueStore, options: Compos
     readEvents: (id, range) => log.readEvents(id, range),
     ...(log.readTexts ? { readTexts: (id: SessionId, range?: ReadRange, skip?: SkipTexts) => log.readTexts!(id, range, skip) } : {}),
     getSession: (id) => log.getSession(id),
+    ...(log.getSessions ? { getSessions: (ids: readonly SessionId[], maxEvents: number) => log.getSessions!(ids, maxEvents) } : {}),
     listSessions: (o) => log.listSessions(o),
     listIds: (o) => log.listIds(o),
     deleteSession: (id) => log.deleteSession(id),
