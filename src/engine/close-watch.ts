@@ -33,7 +33,8 @@ export class CloseWatch {
 /**
  * Ends every writer of `sessions` and forgets every record (the engine closes). The writers end
  * together: against a store that stopped answering, that takes one call's deadline, not one a
- * session. Failures go to `onError`.
+ * session. Failures go to `onError`. (The session index is not told of each, as Engine.release
+ * tells it: it closes right after, with its last pass.)
  */
 export async function endAll(sessions: Pick<LiveSessions, 'all' | 'release' | 'remove'>, onError: (err: SessionfoldError) => void): Promise<void> {
   const end = async (live: ReturnType<LiveSessions['all']>[number]) => {

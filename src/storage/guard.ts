@@ -98,6 +98,14 @@ export function assertHeader(header: unknown): asserts header is SessionHeader {
   }
 }
 
+/** INVALID_ARGUMENT, before anything is read, unless getSessions was given an array of session ids and a count. */
+export function assertGetSessions(ids: unknown, maxEvents: unknown): asserts ids is readonly SessionId[] {
+  if (!Array.isArray(ids)) throw new SessionfoldError('INVALID_ARGUMENT', `getSessions takes an array of session ids, got ${describe(ids)}`)
+  for (const id of ids) assertSessionId(id)
+  if (!isCount(maxEvents))
+    throw new SessionfoldError('INVALID_ARGUMENT', `getSessions: maxEvents must be a count (an integer >= 0), got ${describe(maxEvents)}`)
+}
+
 /** SEQ_CONFLICT unless `batch` continues a log of `length` events contiguously. */
 export function assertContinues(id: SessionId, batch: readonly EncodedEvent[], length: number): void {
   for (let i = 0; i < batch.length; i++) {

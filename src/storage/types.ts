@@ -58,7 +58,7 @@ export interface SessionInfo {
 
 /** A session as `getSessions` reads it: its events too when they were few enough. */
 export interface SessionRead extends SessionInfo {
-  /** Every event (`length` of them), when `length` is at most what was asked. */
+  /** Every event (`length` of them), when `length` is at most what was asked and they could all be read. */
   events?: SessionEvent[]
 }
 
@@ -224,8 +224,9 @@ export interface LogStore {
    * Optional: `getSession` of each of `ids` at once (undefined for one not there, in the order
    * of `ids`), each session of at most `maxEvents` events with all of them: one round trip for
    * many small sessions where each of getSession and readEvents is one (the first walk of
-   * `changesSince` over a store of many sessions). Rejects as those do, for the first session
-   * they would reject for: a caller then asks session by session.
+   * `changesSince` over a store of many sessions). A session whose events cannot all be read
+   * comes without them (its own read reports why). INVALID_ARGUMENT for a bad id or count;
+   * CORRUPT_LOG when a header is damaged (a caller then asks session by session, to learn whose).
    */
   getSessions?(ids: readonly SessionId[], maxEvents: number): Promise<(SessionRead | undefined)[]>
   /** Headers ordered by id, strictly after `after`, at most `limit` (default 100). */

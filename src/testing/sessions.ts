@@ -59,8 +59,11 @@ export function sessionTests(t: Group): void {
       expect(reads[0]!.events).toBeUndefined() // 6 events: more than asked
       expect(reads[2]!.events).toEqual(await readAll(adapter, 'm1'))
       expect(reads[3]!.events ?? []).toEqual([])
+      expect((await adapter.getSessions(['m1'], 3))[0]!.events).toEqual(await readAll(adapter, 'm1')) // exactly as many as asked
       expect(await adapter.getSessions([], 4)).toEqual([])
       await expectCode(adapter.getSessions(['m1', 'bad id!'], 4), 'INVALID_ARGUMENT')
+      for (const most of [-1, 1.5, Number.NaN, '4'] as never[]) await expectCode(adapter.getSessions(['m1'], most), 'INVALID_ARGUMENT')
+      await expectCode(adapter.getSessions('m1' as never, 4), 'INVALID_ARGUMENT')
     } finally {
       await teardown()
     }

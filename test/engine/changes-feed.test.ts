@@ -218,6 +218,31 @@ describe('feed cursors: cost and checks', () => {
     })
   }
 
+  it('a group lookup that fails for want of storage (not damage) fails the walk at once: its sessions are not asked for again one by one', async () => {
+    const inner = createMemoryAdapter()
+    let down = false
+    let alone = 0
+    const storage: StorageAdapter = {
+      ...inner,
+      getSession: async (id) => {
+        if (down) alone++
+        return inner.getSession(id)
+      },
+      getSessions: async (ids, maxEvents) => {
+        if (down) throw new SessionfoldError('STORAGE_UNAVAILABLE', 'the store did not answer')
+        return inner.getSessions!(ids, maxEvents)
+      },
+    }
+    const engine = new Engine({ storage })
+    for (let i = 0; i < 20; i++) await engine.createSession({ id: `u${String(i).padStart(2, '0')}` })
+    down = true
+    await expect(engine.changesSince(null)).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE' })
+    // The first lookups of a walk go alone (its look-ahead grows from one); none after a group failed.
+    expect(alone).toBeLessThanOrEqual(3)
+    down = false
+    await engine.close()
+  })
+
   it('pending counts each event left behind once, however many feed entries name it', async () => {
     const store = await openStore({ storage: 'memory', worker: false })
     const s = await store.createSession({ id: 'one' })

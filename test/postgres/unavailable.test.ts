@@ -131,7 +131,7 @@ describe('an open store', () => {
       // A call's deadline here is connect 1 s + 2 x statement 2 s + 5 s = 10 s. A writer's close
       // meets at most two (its checkpoint, its lease), then the pools end (5 s): about 25 s, however
       // many sessions are open. Writer after writer, as before, four of them took 95 s.
-      expect(Date.now() - started).toBeLessThan(2 * 10_000 + 5_000 + 10_000)
+      expect(Date.now() - started).toBeLessThan(2 * 10_000 + 5_000 + 20_000) // slack for a loaded machine: 45 s, against 95 s before
       expect(state === 'silent' ? proxy.stats.connections : proxy.stats.held).toBeGreaterThan(0)
     }, 120_000)
   }

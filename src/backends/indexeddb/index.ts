@@ -17,6 +17,7 @@ import {
   assertSeed,
   assertSessionId,
   cancelled,
+  assertGetSessions,
   createGuard,
   notFound,
   platformErrorCode,
@@ -280,7 +281,7 @@ export function createIndexedDbAdapter(options: IndexedDbAdapterOptions = {}): S
     // One read-only transaction for all of them (one a session costs 0.6 ms in Chromium).
     getSessions: (ids, maxEvents) =>
       guard.run(async () => {
-        for (const id of ids) assertSessionId(id)
+        assertGetSessions(ids, maxEvents)
         return withDb('read', undefined, (db) =>
           inTx(db, ['sessions', 'events'], 'readonly', async (tx) => {
             const metas = await Promise.all(ids.map((id) => tx.objectStore('sessions').get(id)))

@@ -11,6 +11,7 @@ import { utf8Length, type EncodedEvent } from '../../core/validate'
 import {
   alreadyExists,
   assertContinues,
+  assertGetSessions,
   assertHeader,
   assertSeed,
   assertSessionId,
@@ -109,7 +110,7 @@ export function createMemoryAdapter(): StorageAdapter {
       }),
     getSessions: (ids, maxEvents) =>
       guard.run(async (): Promise<(SessionRead | undefined)[]> => {
-        for (const id of ids) assertSessionId(id)
+        assertGetSessions(ids, maxEvents)
         return ids.map((id) => {
           const s = sessions.get(id)
           if (!s) return undefined

@@ -12,7 +12,18 @@
 import { SessionfoldError, where } from '../../core/errors'
 import type { SessionEvent, SessionId } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
-import { alreadyExists, assertHeader, assertSeed, assertSessionId, cancelled, createGuard, notFound, resolveList, resolveRange } from '../../storage/guard'
+import {
+  alreadyExists,
+  assertGetSessions,
+  assertHeader,
+  assertSeed,
+  assertSessionId,
+  cancelled,
+  createGuard,
+  notFound,
+  resolveList,
+  resolveRange,
+} from '../../storage/guard'
 import { isCount } from '../../core/limits'
 import { composeStorage } from '../../storage/records'
 import { READ_PAGE, type KeyValueStore, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
@@ -221,7 +232,7 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
 
     getSessions: (ids, maxEvents) =>
       run('read', undefined, async () => {
-        for (const id of ids) assertSessionId(id)
+        assertGetSessions(ids, maxEvents)
         return readSessions(await db(), n, ids, maxEvents, settings.prepare)
       }),
 

@@ -76,8 +76,11 @@ export async function readSessions(
   prepare = true,
 ): Promise<(SessionRead | undefined)[]> {
   const rows = (await sql.unsafe(
+    // Each session's events by its own index lookup, bounded by its length (none for a session
+    // over maxEvents): a join filter on the length alone read a big session's whole log to drop it.
     `SELECT s.id, s.header #>> '{}' AS header, s.length, e.seq, e.body FROM ${n.sessions} s
-     LEFT JOIN ${n.events} e ON e.session_id = s.id AND s.length <= $2 AND e.seq < s.length
+     LEFT JOIN LATERAL (SELECT seq, body FROM ${n.events} WHERE session_id = s.id
+       AND seq < CASE WHEN s.length <= $2 THEN s.length ELSE 0 END ORDER BY seq LIMIT $2) e ON true
      WHERE s.id = ANY($1::text[]) ORDER BY s.id, e.seq`,
     [ids as SessionId[], maxEvents],
     { prepare },

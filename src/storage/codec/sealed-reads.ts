@@ -6,7 +6,7 @@ import type { LogStore, ReadRange, SessionRead } from '../types'
 
 interface Opening {
   openHeader(stored: SessionHeader): Promise<SessionHeader>
-  /** Lives by id (sealed-storage.ts): a session's createdAt, which its sealed records are bound to. */
+  /** Lives by id (sealed-storage.ts): a session's createdAt, which its sealed records are bound to (openHeader notes it). */
   lives: Map<SessionId, number>
   /** readEvents of the sealed store over records already read. */
   readEvents(id: SessionId, range: ReadRange | undefined, given: SessionEvent[]): AsyncIterable<SessionEvent[]>
@@ -24,7 +24,6 @@ export async function openSessions(
       if (!read) return void lives.delete(ids[i]!)
       const header = await openHeader(read.header)
       if (!read.events) return { header, length: read.length }
-      lives.set(header.id, header.createdAt)
       const events: SessionEvent[] = []
       for await (const page of readEvents(header.id, undefined, read.events)) events.push(...page)
       return { header, length: read.length, events }
