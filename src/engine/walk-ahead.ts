@@ -11,8 +11,8 @@
 // then, as before); a small one's header and events are read together, back to back. A
 // storage with getSessions (PostgreSQL, IndexedDB, memory) is asked for a group of sessions in
 // one call once half the look-ahead was taken: one statement or transaction for about eight
-// small sessions where each had two (a pass over 2,000 sessions of 2 events went from 395 to
-// 201 µs a session on PostgreSQL, and from 943 to 413 µs in Chromium).
+// small sessions where each had two (a small session's pass, in BENCHMARKS.md's many-sessions
+// rows: PostgreSQL 395 to 191 µs, Chromium 943 to 321 µs).
 import { isSessionfoldError } from '../core/errors'
 import type { SessionEvent, SessionId } from '../core/model'
 import type { ReadRange, SessionInfo } from '../storage/types'
