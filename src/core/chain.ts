@@ -83,9 +83,14 @@ export function chainOver(prev: string, jsons: Iterable<string>): string {
   return state.value
 }
 
-/** The stored JSON of an event, as `encodeEvent` writes it: what its chain step hashes. */
+/**
+ * The stored JSON of an event, as `encodeEvent` writes it: what its chain step hashes. Its
+ * version `v` is part of it when it has one, as in the record a writer's chain steps over: a
+ * chain made from events read back must equal the one made as they were appended.
+ */
 export function eventJson(event: SessionEvent): string {
-  return JSON.stringify({ seq: event.seq, type: event.type, time: event.time, data: event.data })
+  const { seq, type, time, v, data } = event
+  return JSON.stringify(v === undefined ? { seq, type, time, data } : { seq, type, time, v, data })
 }
 
 const C1 = 0x239b961b

@@ -153,9 +153,11 @@ export class Engine {
     const withWriter: ImportTarget['withWriter'] = async (id, write) => (await this.streams.letGo([id]), this.sessions.withImportWriter(id, write))
     const { reader, maxEventBytes, tombstones } = this
     const remove = async (id: SessionId) => void (await this.deleteSessions([id]))
-    this.importTarget = { reader, maxEventBytes, withWriter, tombstones, remove, chainAt: (header, at) => this.chainAt(header, at) }
+    const createMany = this.storage.createSessions?.bind(this.storage)
+    const wrote = () => this.written.forEach((f) => f())
+    this.importTarget = { reader, maxEventBytes, withWriter, tombstones, remove, chainAt: (h, at) => this.chainAt(h, at), createMany, wrote }
     const host = { reader, kv: this.storage.kv, sessions: this.sessions, maxEventBytes, remove, now: this.now, open: () => this.open(), onError: this.onError }
-    this.streams = (options.streams ?? noStreams)({ ...host, events: this.events, wrote: () => this.written.forEach((f) => f()) })
+    this.streams = (options.streams ?? noStreams)({ ...host, events: this.events, wrote })
   }
 
   /** Creates a root session and opens it for writing. */
@@ -216,12 +218,12 @@ export class Engine {
 
   /** Appends to a session open for writing here, once durable and folded; `expectedSeq`: the first event's seq, else SEQ_CONFLICT. */
   append(id: SessionId, input: unknown, options?: { expectedSeq?: number }): Promise<AppendResult> {
-    return this.writing(id, (live) => this.pipeline.appendInputs(live, input, options))
+    return this.checked(id, () => this.pipeline.appendInputs(this.sessions.writable(id), input, options))
   }
 
   /** Appends events encoded as bodies by the client (`encodeEventBody`): checked again here. */
   appendBodies(id: SessionId, bodies: unknown, options?: unknown): Promise<AppendResult> {
-    return this.writing(id, (live) => this.pipeline.appendBodies(live, bodies, options))
+    return this.checked(id, () => this.pipeline.appendBodies(this.sessions.writable(id), bodies, options))
   }
 
   /** Creates a subagent of `parentId`, then records it in the parent's catalog (see lineage.ts). */
@@ -379,10 +381,6 @@ export class Engine {
     this.open()
     assertSessionId(id)
     return call()
-  }
-
-  private writing<T>(id: SessionId, call: (live: LiveSession) => Promise<T>): Promise<T> {
-    return this.checked(id, () => call(this.sessions.writable(id)))
   }
 
   /** Stores a new session and opens it for writing here (see LiveSessions.create). */

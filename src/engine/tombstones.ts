@@ -50,6 +50,11 @@ export class Tombstones {
     return (await this.of(id)).find((t) => t.createdAt === createdAt)
   }
 
+  /** Whether any life of any id was deleted here (one listing): a store that deleted nothing is spared a lookup a session. */
+  async any(): Promise<boolean> {
+    return this.records !== undefined && (await this.records.list(deletedPrefix, { limit: 1 })).length > 0
+  }
+
   /** Keeps `t` (durably), unless that life is known deleted already. */
   async add(t: Tombstone): Promise<void> {
     if (!this.records) return

@@ -7,7 +7,7 @@ import { isCount } from '../core/limits'
 import { safeParse, storedHeaderSchema } from '../core/schemas'
 import { assertSessionId, describe, utf8Length } from '../core/validate'
 import type { EncodedEvent } from '../core/validate'
-import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ReadRange, type RecordReplacement, type SessionInfo } from './types'
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type NewSession, type ReadRange, type RecordReplacement, type SessionInfo } from './types'
 
 export { assertSessionId }
 
@@ -104,6 +104,28 @@ export function assertGetSessions(ids: unknown, maxEvents: unknown): asserts ids
   for (const id of ids) assertSessionId(id)
   if (!isCount(maxEvents))
     throw new SessionfoldError('INVALID_ARGUMENT', `getSessions: maxEvents must be a count (an integer >= 0), got ${describe(maxEvents)}`)
+}
+
+/**
+ * INVALID_ARGUMENT, before anything is written, unless `sessions` is an array of new sessions:
+ * each a well-formed header, events numbered 0..n-1 (SEQ_CONFLICT's test, reported here as a
+ * bad argument) of at least its seed, no id twice.
+ */
+export function assertNewSessions(sessions: unknown): asserts sessions is readonly NewSession[] {
+  if (!Array.isArray(sessions)) throw new SessionfoldError('INVALID_ARGUMENT', `createSessions takes an array of sessions, got ${describe(sessions)}`)
+  const ids = new Set<string>()
+  for (const s of sessions as Partial<NewSession>[]) {
+    assertHeader(s?.header)
+    const { header, events } = s as NewSession
+    if (ids.has(header.id)) throw new SessionfoldError('INVALID_ARGUMENT', `createSessions: ${where(header.id)} is given twice`, { sessionId: header.id })
+    ids.add(header.id)
+    const bad = (why: string) => new SessionfoldError('INVALID_ARGUMENT', `createSessions: ${where(header.id)} ${why}`, { sessionId: header.id })
+    if (!Array.isArray(events)) throw bad(`has no array of events, got ${describe(events)}`)
+    if (events.length < header.seedLength) throw bad(`has seedLength ${header.seedLength} but ${events.length} events`)
+    events.forEach((e, i) => {
+      if (e?.event?.seq !== i || typeof e.json !== 'string') throw bad(`has an event at index ${i} that is not seq ${i} with its JSON`)
+    })
+  }
 }
 
 /** SEQ_CONFLICT unless `batch` continues a log of `length` events contiguously. */

@@ -10,6 +10,7 @@ export type {
   KeyRange,
   KeyValueStore,
   LogStore,
+  NewSession,
   PutDurability,
   PutOptions,
   ReadRange,

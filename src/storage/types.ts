@@ -62,6 +62,14 @@ export interface SessionRead extends SessionInfo {
   events?: SessionEvent[]
 }
 
+/** A session `createSessions` stores: its header and every event it starts with (seqs 0..n-1, its seed first). */
+export interface NewSession {
+  /** The session's header. */
+  header: SessionHeader
+  /** Its events from seq 0: at least its `seedLength` (the seed), and what followed it. */
+  events: readonly EncodedEvent[]
+}
+
 /** Which events `readEvents` reads. */
 export interface ReadRange {
   /** First seq to read (default 0). */
@@ -229,6 +237,17 @@ export interface LogStore {
    * CORRUPT_LOG when a header is damaged (a caller then asks session by session, to learn whose).
    */
   getSessions?(ids: readonly SessionId[], maxEvents: number): Promise<(SessionRead | undefined)[]>
+  /**
+   * Optional: stores each of `sessions` that is not stored yet with its events, as
+   * `createSession` with its seed and then `append` of the rest would, in one round trip for
+   * many small sessions (an import of many sessions: `applyChanges`). Each is atomic (there
+   * whole or not at all after a crash), and the call resolves once all are durable; an
+   * adapter may commit them together. Answers per session, in order: true when it was
+   * created, false when its id was taken (that session left as it is). One change-feed entry
+   * each, from 0. INVALID_ARGUMENT, with nothing written, for a bad header, events that do
+   * not run 0..n-1 or are fewer than the seed, or an id given twice.
+   */
+  createSessions?(sessions: readonly NewSession[]): Promise<boolean[]>
   /** Headers ordered by id, strictly after `after`, at most `limit` (default 100). */
   listSessions(options?: { after?: SessionId; limit?: number }): Promise<SessionHeader[]>
   /**

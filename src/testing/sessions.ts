@@ -69,6 +69,70 @@ export function sessionTests(t: Group): void {
     }
   })
 
+  // createSessions is optional too: the test is skipped for an adapter without it.
+  t.own('createSessions: each new session with its events, a taken id passed over, bad input refused with nothing written', async ({ skip }) => {
+    const { adapter, teardown } = await t.setup()
+    try {
+      if (!adapter.createSessions) return skip('the adapter has no createSessions (optional: an import then creates sessions one at a time)')
+      await adapter.createSession(rootHeader('c2'))
+      await adapter.append('c2', evs('c2', 0, 2))
+      const c2 = await adapter.getSession('c2')
+      const fork = rootHeader('c4', { origin: 'fork', forkedFrom: 'c2', seedLength: 2 })
+      const before = await snapshotStore(adapter)
+      const head = await adapter.feed?.head()
+      for (const bad of [
+        'c1',
+        [
+          { header: rootHeader('c1'), events: evs('c1', 0, 2) },
+          { header: rootHeader('c3'), events: evs('c3', 1, 3) },
+        ], // not from seq 0
+        [
+          { header: rootHeader('c1'), events: evs('c1', 0, 2) },
+          { header: rootHeader('c3'), events: [ev('c3', 0), ev('c3', 2)] },
+        ], // a gap
+        [
+          { header: rootHeader('c1'), events: [] },
+          { header: rootHeader('c1'), events: [] },
+        ], // an id twice
+        [{ header: fork, events: evs('c4', 0, 1) }], // fewer events than the seed
+        [{ header: { id: 'c1' }, events: [] }], // a header without its fields
+        [{ header: rootHeader('c1') }], // no events
+        [null],
+      ])
+        await expectCode(adapter.createSessions(bad as never), 'INVALID_ARGUMENT')
+      expect(await snapshotStore(adapter)).toEqual(before)
+      if (adapter.feed) expect(await adapter.feed.read(head!, 100)).toEqual([])
+      expect(await adapter.createSessions([])).toEqual([])
+      const made = await adapter.createSessions([
+        { header: rootHeader('c3', { cwd: '/w' }), events: evs('c3', 0, 3) },
+        { header: rootHeader('c2', { createdAt: 5 }), events: evs('c2', 0, 5) },
+        { header: rootHeader('c1'), events: [] },
+        { header: fork, events: evs('c4', 0, 4) }, // a fork: its seed and what followed it
+      ])
+      expect(made).toEqual([true, false, true, true])
+      expect(await adapter.getSession('c2')).toEqual(c2) // a taken id: left as it is
+      expect(await adapter.getSession('c3')).toEqual({ header: rootHeader('c3', { cwd: '/w' }), length: 3 })
+      expect(await readAll(adapter, 'c3')).toEqual(evs('c3', 0, 3).map((e) => e.event))
+      expect(await adapter.getSession('c1')).toEqual({ header: rootHeader('c1'), length: 0 })
+      expect(await adapter.getSession('c4')).toEqual({ header: fork, length: 4 })
+      expect(await readAll(adapter, 'c4', { from: 1, to: 3 })).toEqual(evs('c4', 1, 2).map((e) => e.event))
+      await adapter.append('c3', [ev('c3', 3)])
+      await expectCode(adapter.append('c4', [ev('c4', 5)]), 'SEQ_CONFLICT')
+      expect((await adapter.listSessions()).map((h) => h.id)).toEqual(['c1', 'c2', 'c3', 'c4'])
+      if (adapter.feed) {
+        const entries = (await adapter.feed.read(head!, 100)).map(({ id, from, to }) => ({ id, from, to }))
+        expect(entries.slice(0, 3).sort((a, b) => (a.id < b.id ? -1 : 1))).toEqual([
+          { id: 'c1', from: 0, to: 0 },
+          { id: 'c3', from: 0, to: 3 },
+          { id: 'c4', from: 0, to: 4 },
+        ])
+        expect(entries.slice(3)).toEqual([{ id: 'c3', from: 3, to: 4 }])
+      }
+    } finally {
+      await teardown()
+    }
+  })
+
   t.test('appends contiguously; a gap, a repeat or a broken batch is SEQ_CONFLICT and writes nothing', async ({ adapter }) => {
     await adapter.createSession(rootHeader('s'))
     await adapter.append('s', [ev('s', 0)])

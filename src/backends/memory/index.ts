@@ -13,6 +13,7 @@ import {
   assertContinues,
   assertGetSessions,
   assertHeader,
+  assertNewSessions,
   assertSeed,
   assertSessionId,
   cancelled,
@@ -83,6 +84,16 @@ export function createMemoryAdapter(): StorageAdapter {
         if (sessions.has(header.id)) throw alreadyExists(header.id)
         sessions.set(header.id, { header: structuredClone(header), events: seed.map((e) => e.json) })
         feed.push({ id: header.id, from: 0, to: seed.length })
+      }),
+    createSessions: (news) =>
+      guard.run(async () => {
+        assertNewSessions(news)
+        return news.map(({ header, events }) => {
+          if (sessions.has(header.id)) return false
+          sessions.set(header.id, { header: structuredClone(header), events: events.map((e) => e.json) })
+          feed.push({ id: header.id, from: 0, to: events.length })
+          return true
+        })
       }),
     append: (id, batch: readonly EncodedEvent[]) =>
       guard.run(async () => {

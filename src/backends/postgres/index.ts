@@ -16,6 +16,7 @@ import {
   alreadyExists,
   assertGetSessions,
   assertHeader,
+  assertNewSessions,
   assertSeed,
   assertSessionId,
   cancelled,
@@ -28,6 +29,7 @@ import { isCount } from '../../core/limits'
 import { composeStorage } from '../../storage/records'
 import { READ_PAGE, type KeyValueStore, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../../storage/types'
 import { createAppender } from './append'
+import { createMany } from './create'
 import { growthChannelOf } from './channel'
 import { DRIVER_OPTIONS } from './driver-types'
 import { codeOf, corrupt, redact, storageError } from './errors'
@@ -190,6 +192,12 @@ export function createPostgresAdapter(options: PostgresAdapterOptions): StorageA
           if (codeOf(err) === '23505') throw alreadyExists(id)
           throw err
         }
+      }),
+
+    createSessions: (sessions) =>
+      run('create', undefined, async () => {
+        assertNewSessions(sessions)
+        return createMany(await db(), n, sessions, settings.strict)
       }),
 
     append: (id, batch) => onSession('append', id, () => appender.append(id, batch)),

@@ -16,7 +16,7 @@ import { describe, encodeEvent } from '../../core/validate'
 import type { SessionEvent, SessionHeader, SessionId } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
 import { READ_PAGE, type LogStore, type ReadRange, type SessionInfo, type StorageAdapter } from '../types'
-import { openSessions } from './sealed-reads'
+import { createSealed, openSessions } from './sealed-groups'
 import { composeStorage, recordsOf } from '../records'
 import { fromBase64, toBase64 } from './base64'
 import { CODEC_META_KEY, type EncryptionKey, type Keyring } from './keyring'
@@ -301,9 +301,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
   const log: LogStore = {
     kind: inner.kind,
     async createSession(header, seed = []) {
-      const stored = await sealHeader(header)
-      const records = await encodeEvents(header.id, header.createdAt, seed)
-      await inner.createSession(stored, records)
+      await inner.createSession(await sealHeader(header), await encodeEvents(header.id, header.createdAt, seed))
       lives.set(header.id, header.createdAt)
     },
     append(id, batch) {
@@ -346,6 +344,7 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
       return opened.filter((h): h is SessionHeader => h !== undefined)
     },
     getSessions: inner.getSessions && ((ids, most) => openSessions(inner, ids, most, { openHeader, lives, readEvents })),
+    createSessions: inner.createSessions && ((sessions) => createSealed(inner, sessions, { sealHeader, encodeEvents, lives })),
     listIds: (options) => inner.listIds(options),
     async deleteSession(id) {
       await inner.deleteSession(id)

@@ -4,7 +4,7 @@
 import { SessionfoldError } from '../../core/errors'
 import type { SessionId } from '../../core/model'
 import { assertKey, assertValue, flat, MAX_KEY_PARTS, resolveKeyRange } from '../kv'
-import type { KeyValueStore, LogStore, ReadRange, RecordKey, SkipTexts, StorageAdapter } from '../types'
+import type { KeyValueStore, LogStore, NewSession, ReadRange, RecordKey, SkipTexts, StorageAdapter } from '../types'
 import { isReserved } from './keys'
 import { storeRows, type Exists } from './rows'
 
@@ -93,6 +93,7 @@ export function composeStorage(log: LogStore, kv: KeyValueStore, options: Compos
     ...(log.readTexts ? { readTexts: (id: SessionId, range?: ReadRange, skip?: SkipTexts) => log.readTexts!(id, range, skip) } : {}),
     getSession: (id) => log.getSession(id),
     ...(log.getSessions ? { getSessions: (ids: readonly SessionId[], maxEvents: number) => log.getSessions!(ids, maxEvents) } : {}),
+    ...(log.createSessions ? { createSessions: (sessions: readonly NewSession[]) => log.createSessions!(sessions) } : {}),
     listSessions: (o) => log.listSessions(o),
     listIds: (o) => log.listIds(o),
     deleteSession: (id) => log.deleteSession(id),
