@@ -242,7 +242,9 @@ export interface LogStore {
    * `createSession` with its seed and then `append` of the rest would, in one round trip for
    * many small sessions (an import of many sessions: `applyChanges`). Each is atomic (there
    * whole or not at all after a crash), and the call resolves once all are durable; an
-   * adapter may commit them together. Answers per session, in order: true when it was
+   * adapter may commit them together (PostgreSQL and IndexedDB do: a call that fails made none
+   * of them; fs makes them side by side, so one that fails may have made some). Answers per
+   * session, in order: true when it was
    * created, false when its id was taken (that session left as it is). One change-feed entry
    * each, from 0. INVALID_ARGUMENT, with nothing written, for a bad header, events that do
    * not run 0..n-1 or are fewer than the seed, or an id given twice.

@@ -3,8 +3,10 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createFsAdapter } from '../../src/backends/fs'
-import type { StorageAdapter } from '../../src/storage/types'
+import { describe, expect, it } from 'vitest'
+import type { NewSession, StorageAdapter } from '../../src/storage/types'
 import { storageConformance } from 'sessionfold/testing'
+import { evs, readAll, rootHeader } from '../../src/testing/helpers'
 
 storageConformance('fs', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'sessionfold-fs-'))
@@ -40,4 +42,31 @@ storageConformance('fs, one cached log', async () => {
       await rm(dir, { recursive: true, force: true })
     },
   }
+})
+
+// createSessions takes no writer lock: the rename of a session's folder into place is what
+// refuses a taken id. Two adapters on one folder (two processes' worth) making the same ids at
+// once: each id made exactly once, whole, with the winner's header and events.
+describe('fs createSessions without locks', () => {
+  it('two adapters making the same sessions at once: each made once, by one of them, whole', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-fs-race-'))
+    const [a, b] = [createFsAdapter({ dir }), createFsAdapter({ dir })]
+    try {
+      const ids = Array.from({ length: 40 }, (_, i) => `r${i}`)
+      const sessionsOf = (createdAt: number, n: number): NewSession[] =>
+        ids.map((id) => ({ header: rootHeader(id, { createdAt }), events: evs(id, 0, n, () => ({ by: createdAt })) }))
+      const [madeA, madeB] = await Promise.all([a.createSessions!(sessionsOf(1, 2)), b.createSessions!(sessionsOf(2, 3))])
+      for (const [i, id] of ids.entries()) {
+        expect(madeA[i] !== madeB[i], id).toBe(true) // one of the two, never both, never neither
+        const winner = madeA[i] ? 1 : 2
+        expect(await a.getSession(id)).toEqual({ header: rootHeader(id, { createdAt: winner }), length: winner + 1 })
+        expect(await readAll(b, id)).toEqual(evs(id, 0, winner + 1, () => ({ by: winner })).map((e) => e.event))
+      }
+      expect((await a.listIds({ limit: 100 })).length).toBe(ids.length)
+    } finally {
+      await a.close()
+      await b.close()
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
 })

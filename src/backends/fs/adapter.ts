@@ -3,10 +3,10 @@
 // One folder per session (layout.ts), each log appended by group commit (group-commit.ts) and
 // known to this process through the log cache (log-cache.ts). This file wires the parts
 // together behind the guard.
-import { SessionfoldError, where } from '../../core/errors'
+import { SessionfoldError, isSessionfoldError, where } from '../../core/errors'
 import type { SessionId } from '../../core/model'
 import { writing } from './log'
-import { assertHeader, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../../storage/guard'
+import { assertHeader, assertNewSessions, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../../storage/guard'
 import { composeStorage } from '../../storage/records'
 import type { KeyValueStore, LogStore, SessionInfo, StorageAdapter } from '../../storage/types'
 import { storageError } from './errors'
@@ -23,6 +23,9 @@ import { createWriterHandles } from './writer-handles'
 
 /** Operations (names given to run()) that change the store. */
 const WRITES = new Set(['create', 'append', 'delete', 'replace', 'record write', 'record delete'])
+
+/** Sessions createSessions makes at a time. */
+const CREATE_AT_ONCE = 16
 
 /** The file adapter on `options.fs` (see createFsAdapter, index.ts, for what it keeps and how). */
 export function createFileAdapter(options: FsAdapterOptions & { fs: FsPromises }): StorageAdapter {
@@ -70,6 +73,34 @@ export function createFileAdapter(options: FsAdapterOptions & { fs: FsPromises }
     return log
   }
 
+  /**
+   * createSessions: each made as createSession makes it (its folder's files synced, then renamed
+   * into place), CREATE_AT_ONCE at a time so that their syncs overlap, without the writer lock,
+   * checkpoint row and index entries an import made for each through createSession. Only where
+   * folders are renamed into place: that rename is what refuses a taken id without a lock (a
+   * file system that makes a folder in place, the origin's private one, relies on the writer lock).
+   */
+  const createSessions: LogStore['createSessions'] = (news) =>
+    run('create', undefined, async () => {
+      assertNewSessions(news)
+      const made: boolean[] = []
+      let next = 0
+      const maker = async () => {
+        for (let at = next++; at < news.length; at = next++) {
+          const { header, events } = news[at]!
+          try {
+            await folders.create(header, events)
+            made[at] = true
+          } catch (err) {
+            if (!isSessionfoldError(err, 'SESSION_EXISTS')) throw err
+            made[at] = false
+          }
+        }
+      }
+      await Promise.all(Array.from({ length: Math.min(CREATE_AT_ONCE, news.length) }, maker))
+      return made
+    })
+
   const log: LogStore = {
     kind: 'fs',
 
@@ -79,6 +110,8 @@ export function createFileAdapter(options: FsAdapterOptions & { fs: FsPromises }
         assertSeed(header, seed)
         await folders.create(header, seed)
       }),
+
+    ...(settings.fs.renamesFolders === false ? {} : { createSessions }),
 
     append: (id, batch) =>
       onSession('append', id, async () => {
