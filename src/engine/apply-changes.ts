@@ -42,8 +42,8 @@ export interface ImportTarget {
   remove(id: SessionId): Promise<void>
   /** Stores new sessions with their events at once, where the storage can (its `createSessions`): true for each created. */
   createMany?: ((sessions: readonly NewSession[]) => Promise<boolean[]>) | undefined
-  /** Tells the engine that sessions were stored without a writer (createMany): its session list and replications hear it. */
-  wrote(): void
+  /** Tells the engine that `made` were stored without a writer (createMany): its session list and replications hear it. */
+  wrote(made: readonly NewSession[]): void
 }
 
 /**
@@ -63,6 +63,8 @@ const AT_ONCE = 16
  * way of the others), no checkpoint row (a cache; under MARK_EVERY events a fold is short).
  */
 const NEW_AT_ONCE = 256
+/** And at most about this many bytes of events a group (a hand-made batch may hold big ones: one statement, one transaction). */
+const NEW_GROUP_BYTES = 8 * 1024 * 1024
 /** Such groups stored at a time: one is sealed and sent while another's commit waits on the disk. */
 const GROUPS_AT_ONCE = 3
 
@@ -99,6 +101,8 @@ export async function applyChanges(target: ImportTarget, batch: unknown): Promis
  * Stores the entries that make a small session new here, NEW_AT_ONCE at a time (see there), each
  * one's outcome in `outcomes`. The others, and those the storage found taken meanwhile, are left
  * for applyEntry; so is a group in which a session is damaged here (applyEntry reports it).
+ * These go before the batch's other entries: a group that fails rejects the call before any of
+ * those is applied (a batch is applied again whole after a failure: what is here is compared).
  */
 async function createNew(
   target: ImportTarget,
@@ -120,13 +124,26 @@ async function createNew(
     const gone = anyDeleted ? await Promise.all(fresh.map((at) => target.tombstones.find(entries[at]!.header.id, entries[at]!.header.createdAt))) : []
     const news = fresh.filter((_, k) => !gone[k])
     if (news.length === 0) return
-    const made = await createMany(news.map((at) => ({ header: entries[at]!.header, events: entries[at]!.events })))
+    const sessions = news.map((at) => ({ header: entries[at]!.header, events: entries[at]!.events }))
+    const made = await createMany(sessions)
     news.forEach((at, k) => {
       if (made[k]) outcomes[at] = { ...emptyResult(), copiedSessions: 1, copiedEvents: entries[at]!.events.length }
     })
-    if (made.some(Boolean)) target.wrote()
+    if (made.some(Boolean)) target.wrote(sessions.filter((_, k) => made[k]))
   }
-  const groups = Array.from({ length: Math.ceil(small.length / NEW_AT_ONCE) }, (_, i) => small.slice(i * NEW_AT_ONCE, (i + 1) * NEW_AT_ONCE))
+  const groups: number[][] = []
+  let bytes = 0
+  for (const at of small) {
+    const size = entries[at]!.events.reduce((sum, e) => sum + e.json.length, 0)
+    const last = groups.at(-1)
+    if (last && last.length < NEW_AT_ONCE && bytes + size <= NEW_GROUP_BYTES) {
+      last.push(at)
+      bytes += size
+    } else {
+      groups.push([at])
+      bytes = size
+    }
+  }
   await inTurns(groups, GROUPS_AT_ONCE, group)
 }
 

@@ -13,10 +13,27 @@ export const PAGE_SPAN = MARK_EVERY * MARKS_PER_PAGE
 
 export const pageKey = (id: SessionId, index: number) => ['session', id, 'chain', String(index)]
 
+/**
+ * The page format. Version 1's marks could be wrong for a session of an app's versioned events:
+ * a writer that caught up from the log hashed each event without its `v` (eventJson left it
+ * out). Its pages are passed over as if missing (a cache: the marks are made again from
+ * the log, and stored anew by the next writer), not reported as damage.
+ */
+const PAGE_VERSION = 2
+
 /** A stored page's value: its session's life, its marks (hex, concatenated) and a sum of both. */
 export function encodePage(createdAt: number, marks: readonly string[]): string {
   const m = marks.join('')
-  return JSON.stringify({ v: 1, c: createdAt, m, s: sumOf(createdAt, m) })
+  return JSON.stringify({ v: PAGE_VERSION, c: createdAt, m, s: sumOf(createdAt, m) })
+}
+
+/** Whether `text` is a page of an earlier format (see PAGE_VERSION): outdated, not damaged. */
+function outdated(text: string | undefined): boolean {
+  try {
+    return (JSON.parse(text ?? '') as { v?: unknown } | null)?.v === 1
+  } catch {
+    return false
+  }
 }
 
 const encoder = new TextEncoder()
@@ -27,7 +44,14 @@ export function decodePage(text: string | undefined, createdAt: number): string[
   if (text === undefined) return undefined
   try {
     const b = JSON.parse(text) as { v?: unknown; c?: unknown; m?: unknown; s?: unknown }
-    if (b.v !== 1 || b.c !== createdAt || typeof b.m !== 'string' || b.m.length % 32 !== 0 || b.m.length > 32 * MARKS_PER_PAGE || b.s !== sumOf(createdAt, b.m))
+    if (
+      b.v !== PAGE_VERSION ||
+      b.c !== createdAt ||
+      typeof b.m !== 'string' ||
+      b.m.length % 32 !== 0 ||
+      b.m.length > 32 * MARKS_PER_PAGE ||
+      b.s !== sumOf(createdAt, b.m)
+    )
       return undefined
     const marks = b.m.match(/.{32}/g) ?? []
     return marks.every(isChain) ? marks : undefined
@@ -58,6 +82,7 @@ export async function storedMarks(
       continue
     }
     const marks = Number.isSafeInteger(index) && index >= 0 ? decodePage(text, header.createdAt) : undefined
+    if (!marks && outdated(text)) continue
     if (!marks) {
       // Verify has named a page a "block" since 0.1; its reports keep their words.
       problems.push(`block ${key[3]} is not a block of marks of this session (damaged, or of an earlier life of its id)`)

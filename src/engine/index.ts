@@ -3,7 +3,7 @@
 // it needs: the read path (reader), live sessions, the append pipeline, the checkpoint policy,
 // the change feed, follow, lineage (spawn, external, fork), list-children, verify, and
 // store-to-store changes (changes-since, apply-changes).
-import type { StorageAdapter } from '../storage/types'
+import type { NewSession, StorageAdapter } from '../storage/types'
 import type { ApplyResult, Changes, ConflictFork } from '../core/changes'
 import type { SubagentListEntry } from '../core/children'
 import { SessionfoldError, where } from '../core/errors'
@@ -34,7 +34,7 @@ import { LiveSessions, type LiveSession } from './live-sessions'
 import { CloseWatch, endAll } from './close-watch'
 import { StoreReader, type ColdRead } from './reader'
 import { verifyPlan, verifyStep } from './verify'
-import { sessionIndexOf, sessionsPage, type SessionIndex } from './session-index'
+import { hintOfNew, sessionIndexOf, sessionsPage, type SessionIndex } from './session-index'
 import { Tombstones } from './tombstones'
 import { noStreams, type StreamsRunner } from './streams-lazy'
 import { recordsOf } from '../storage/records'
@@ -154,7 +154,7 @@ export class Engine {
     const { reader, maxEventBytes, tombstones } = this
     const remove = async (id: SessionId) => void (await this.deleteSessions([id]))
     const createMany = this.storage.createSessions?.bind(this.storage)
-    const wrote = () => this.written.forEach((f) => f())
+    const wrote = (made: readonly NewSession[] = []) => (made.forEach((s) => this.index?.wrote(hintOfNew(s))), this.written.forEach((f) => f()))
     this.importTarget = { reader, maxEventBytes, withWriter, tombstones, remove, chainAt: (h, at) => this.chainAt(h, at), createMany, wrote }
     const host = { reader, kv: this.storage.kv, sessions: this.sessions, maxEventBytes, remove, now: this.now, open: () => this.open(), onError: this.onError }
     this.streams = (options.streams ?? noStreams)({ ...host, events: this.events, wrote })

@@ -13,7 +13,7 @@ import type { SessionHeader, SessionId } from '../core/model'
 import { resolveSessionQuery, type ResolvedSessionQuery, type SessionsPage } from '../core/session-list'
 import { recordsOf } from '../storage/records'
 import { indexEntryKey, indexStateKey, summaryKey } from '../storage/records/keys'
-import type { ChangeFeed, KeyValueStore, RecordKey, StorageAdapter } from '../storage/types'
+import type { ChangeFeed, KeyValueStore, NewSession, RecordKey, StorageAdapter } from '../storage/types'
 import type { SessionMetaView } from '../core/units/meta'
 import type { UnitSlot } from './units'
 import type { WriterLocks } from '../storage/locks'
@@ -361,6 +361,15 @@ export function hintOf(live: { header: SessionHeader; slots: readonly UnitSlot[]
   if (!slot || slot.fault) return undefined
   const { title, tags } = slot.state as SessionMetaView
   return { header: live.header, length: live.log.durable, lastEventAt, title, tags }
+}
+
+/** What a session stored with its events (an import's createSessions) holds: its row without reading it back. */
+export function hintOfNew({ header, events }: NewSession): IndexHint {
+  const { length, lastEventAt, title, tags } = extendRow(
+    freshRow(header),
+    events.map((e) => e.event),
+  )
+  return { header, length, lastEventAt, title, tags }
 }
 
 /** A record's value; one the codec cannot open (damaged) reads as a value no row parses. */

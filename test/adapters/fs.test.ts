@@ -3,6 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createFsAdapter } from '../../src/backends/fs'
+import { folderOf } from '../../src/backends/fs/layout'
+import { nodeFileSystem } from '../../src/backends/fs/node-fs'
 import { describe, expect, it } from 'vitest'
 import type { NewSession, StorageAdapter } from '../../src/storage/types'
 import { storageConformance } from 'sessionfold/testing'
@@ -66,6 +68,42 @@ describe('fs createSessions without locks', () => {
     } finally {
       await a.close()
       await b.close()
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('fs createSessions that fails', () => {
+  it('rejects naming the session, once the creations under way ended: none starts after, nothing is left running', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-fs-fail-'))
+    const base = nodeFileSystem()
+    const ids = Array.from({ length: 200 }, (_, i) => `x${String(i).padStart(3, '0')}`)
+    // The rename of x003's folder into place fails as a disk would (EIO); every rename is slowed
+    // a little so that many creations are under way when it does.
+    const fs = new Proxy(base, {
+      get(target, key) {
+        const value = (target as unknown as Record<string | symbol, unknown>)[key]
+        if (key === 'rename')
+          return async (from: string, to: string) => {
+            await new Promise((r) => setTimeout(r, 5))
+            if (to.endsWith(folderOf('x003'))) throw Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })
+            return base.rename(from, to)
+          }
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const a = createFsAdapter({ dir, fs })
+    try {
+      const err = await a.createSessions!(ids.map((id) => ({ header: rootHeader(id), events: evs(id, 0, 1) }))).catch((e: unknown) => e)
+      expect(err).toMatchObject({ code: 'STORAGE_UNAVAILABLE', sessionId: 'x003', message: expect.stringContaining('"x003"') })
+      const atRejection = await a.listIds({ limit: 1000 })
+      await new Promise((r) => setTimeout(r, 300))
+      expect(await a.listIds({ limit: 1000 })).toEqual(atRejection) // nothing made after the call ended
+      expect(atRejection.length).toBeLessThan(100) // those begun before the failure, not the 200
+      expect(atRejection).not.toContain('x003')
+      for (const id of atRejection) expect((await a.getSession(id))?.length, id).toBe(1) // each whole
+    } finally {
+      await a.close()
       await rm(dir, { recursive: true, force: true })
     }
   })

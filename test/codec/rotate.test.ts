@@ -199,7 +199,15 @@ describe('rotateKey re-encrypts every unit (fs)', () => {
     await a.rotateKey(keyOf(2))
     await expect(b.openSession('root')).rejects.toMatchObject({ code: 'KEY_REJECTED' })
     await expect(b.createSession({ id: 'new' })).rejects.toMatchObject({ code: 'KEY_REJECTED' })
+    // Nor an import of new sessions, which takes no writer lock (createSessions): KEY_REJECTED,
+    // not sessions sealed under a data key the store no longer lists.
+    const source = await openStore({ storage: 'memory', worker: false })
+    const imported = await source.createSession({ id: 'imported' })
+    await imported.append([{ type: 'app/a', data: { secret: 1 } }])
+    await expect(b.applyChanges((await source.changesSince(null)).batch)).rejects.toMatchObject({ code: 'KEY_REJECTED' })
+    await source.close()
     await b.close()
+    expect(await a.listSessions({ limit: 1000 })).not.toContainEqual(expect.objectContaining({ id: 'imported' }))
     expect(gensOf(await unitsOnDisk(where))).toEqual([2])
     expect((await a.verify()).damaged).toEqual([])
     await a.close()

@@ -14,7 +14,7 @@ import { createFsAdapter } from '../../src/backends/fs'
 import { createIndexedDbAdapter } from '../../src/backends/indexeddb'
 import { createMemoryAdapter } from '../../src/backends/memory'
 import type { StorageAdapter } from '../../src/storage/types'
-import { CHAIN_ZERO, chainOver, eventJson } from '../../src/core/chain'
+import { CHAIN_ZERO, chainOver, eventJson, murmur128 } from '../../src/core/chain'
 import type { SessionHeader } from '../../src/core/model'
 import { Engine } from '../../src/engine'
 import { MARK_EVERY, decodePage, encodePage } from '../../src/engine/chains'
@@ -109,6 +109,29 @@ for (const [name, make] of backends) {
       expect(inst.counts.eventsRead).toBeLessThan(MARK_EVERY)
       await reader.close()
       await fresh.close()
+      await storage.close()
+    })
+
+    it("a page of the first format (its marks possibly made without events' versions) is passed over, not reported, and written again by the next writer", async () => {
+      const storage = make()
+      const writer = new Engine({ storage: shared(storage) })
+      const header = await writeLog(writer, 's', [200])
+      await writer.close()
+      const key = ['session', 's', 'chain', '0']
+      const want = await expectedChains(storage, 's')
+      // Format 1, with a good sum and wrong marks (as such a writer made them).
+      const m = ['1'.repeat(32), '2'.repeat(32), '3'.repeat(32)].join('')
+      const sum = murmur128(new TextEncoder().encode(`${header.createdAt}:${m}`)).slice(0, 16)
+      await storage.kv!.put(key, JSON.stringify({ v: 1, c: header.createdAt, m, s: sum }))
+      const checker = new Engine({ storage: shared(storage) })
+      expect((await checker.verifyStep(undefined, 10_000)).damaged).toEqual([])
+      expect(await checker.chainAt(header, 192)).toBe(want[192]) // from the log, not the page
+      await checker.openSession('s')
+      await checker.append('s', [{ type: 'more' }])
+      await checker.release('s', 'writer')
+      expect(decodePage(await storage.kv!.get(key), header.createdAt)).toEqual([64, 128, 192].map((at) => want[at]))
+      expect(JSON.parse((await storage.kv!.get(key))!)).toMatchObject({ v: 2 })
+      await checker.close()
       await storage.close()
     })
 

@@ -1,6 +1,6 @@
 // Contract: §8 sync — an import's entries go at once, its result reads as one after another (docs/CONTRACT.md)
 // applyChanges imports up to 16 entries of a batch at a time (their disk waits overlap), and the
-// small sessions new here 64 at a time in one createSessions where the storage has it. What it
+// small sessions new here 256 at a time in one createSessions where the storage has it. What it
 // answers is what importing them one by one answers: counts, and conflicts and skips in the
 // batch's order; a storage failure of one entry rejects the call once the entries under way
 // have ended, and every entry before it in the batch is in.
@@ -141,6 +141,53 @@ describe('applyChanges with many entries', () => {
       await target.close()
     }
   })
+  it('groups hold at most about 8 MiB of events: big ones go in several calls', async () => {
+    const source = new Engine({ storage: createMemoryAdapter() })
+    const { storage, calls } = counting(true)
+    const target = new Engine({ storage })
+    try {
+      const big = 'x'.repeat(900 * 1024)
+      for (const id of ids.slice(0, 20)) {
+        await source.createSession({ id })
+        await source.append(id, [{ type: 'app/big', data: big }])
+      }
+      const c = await source.changesSince(null, { maxBytes: 64 * 1024 * 1024 })
+      expect((c.batch as ChangeBatch).sessions).toHaveLength(20)
+      expect(await target.applyChanges(c.batch)).toMatchObject({ copiedSessions: 20, copiedEvents: 20 })
+      expect(calls.many).toEqual([9, 9, 2]) // 9 × 900 KiB fit in 8 MiB, a tenth does not
+    } finally {
+      await source.close()
+      await target.close()
+    }
+  })
+
+  it('the session list holds what a grouped import made (titles, tags, lengths) without reading the logs back', async () => {
+    const source = new Engine({ storage: createMemoryAdapter() })
+    const { inner, storage, calls } = counting(true)
+    let reads = 0
+    storage.readEvents = (id, range) => (reads++, inner.readEvents(id, range))
+    const target = new Engine({ storage })
+    try {
+      for (const id of ids) {
+        await source.createSession({ id })
+        await source.append(id, [{ type: 'session/meta', data: { title: `title ${id}`, tags: ['imported'] } }, { type: 'app/a' }])
+      }
+      const c = await source.changesSince(null, {})
+      await target.applyChanges(c.batch)
+      expect(calls.many).toEqual([ids.length])
+      reads = 0
+      const page = await target.sessionsPage({ limit: 100 }, 100)
+      expect(reads).toBe(0)
+      const last = (c.batch as ChangeBatch).sessions.map((e) => e.events.at(-1)!.time)
+      expect(page.items.map((r) => [r.id, r.title, r.tags, r.length, r.lastEventAt]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1))).toEqual(
+        ids.map((id, i) => [id, `title ${id}`, ['imported'], 2, last[i]]),
+      )
+    } finally {
+      await source.close()
+      await target.close()
+    }
+  })
+
   it('a fork and its children, sealed by the record codec, imported grouped: every range reads back, verify finds nothing, a second sync continues', async () => {
     const source = await openStore({ storage: 'memory', worker: false })
     const target = await openStore({ storage: 'memory', worker: false, encryption: { key: new Uint8Array(32).fill(3) } })

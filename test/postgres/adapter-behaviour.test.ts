@@ -120,6 +120,51 @@ describe('migrations', () => {
     // A second create of a session that exists is refused, and clears nothing.
     await expectCode(a.createSession(rootHeader('kept')), 'SESSION_EXISTS')
     expect((await readAll(a, 'kept')).map((e) => e.seq)).toEqual([0, 1, 2])
+    // createSessions alike: the old events of an id it makes go, those of an id taken stay.
+    await psql(`DELETE FROM ${schema}.sessions WHERE id = 'orphaned'`)
+    expect(
+      await a.createSessions!([
+        { header: rootHeader('orphaned'), events: evs('orphaned', 0, 1, () => 'new') },
+        { header: rootHeader('kept'), events: [] },
+      ]),
+    ).toEqual([true, false])
+    expect((await readAll(a, 'orphaned')).map((e) => [e.seq, e.data])).toEqual([[0, 'new']])
+    expect((await readAll(a, 'kept')).map((e) => e.seq)).toEqual([0, 1, 2])
+  })
+
+  it('createSessions without locks: two adapters making overlapping groups in opposite orders beside single creates, each id made once, whole, no deadlock', async () => {
+    const schema = fresh()
+    const [a, b, c] = [adapterOn(schema), adapterOn(schema), adapterOn(schema)]
+    await a.listIds()
+    for (let round = 0; round < 10; round++) {
+      const ids = Array.from({ length: 60 }, (_, i) => `r${round}_${i}`)
+      const groupOf = (by: number, list: string[]) =>
+        list.map((id) => ({ header: rootHeader(id, { createdAt: by }), events: evs(id, 0, by + 1, () => ({ by })) }))
+      const singles = ids.filter((_, i) => i % 7 === 0)
+      const [madeA, madeB, madeC] = await Promise.all([
+        a.createSessions!(groupOf(1, ids)),
+        b.createSessions!(groupOf(2, [...ids].reverse())),
+        Promise.all(
+          singles.map((id) =>
+            c.createSession(rootHeader(id, { createdAt: 3 })).then(
+              () => true,
+              (err: { code?: string }) => {
+                if (err.code !== 'SESSION_EXISTS') throw err
+                return false
+              },
+            ),
+          ),
+        ),
+      ])
+      const byB = new Map([...ids].reverse().map((id, i) => [id, madeB[i]]))
+      const byC = new Map(singles.map((id, i) => [id, madeC[i]]))
+      for (const [i, id] of ids.entries()) {
+        const by = [madeA[i] ? 1 : 0, byB.get(id) ? 2 : 0, byC.get(id) ? 3 : 0].filter((n) => n > 0)
+        expect(by, id).toHaveLength(1)
+        expect((await a.getSession(id))?.header.createdAt, id).toBe(by[0])
+        expect(await readAll(b, id)).toEqual(by[0] === 3 ? [] : evs(id, 0, by[0]! + 1, () => ({ by: by[0]! })).map((e) => e.event))
+      }
+    }
   })
 
   it('refuses a schema at a newer version than it knows with STORAGE_UNAVAILABLE, touching nothing', async () => {

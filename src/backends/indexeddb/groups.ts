@@ -31,6 +31,8 @@ export async function createGroup(tx: Tx<'readwrite'>, news: readonly NewSession
     writes.push(quiet(sessions.add({ header, length: events.length }, id)), quiet(tx.objectStore('feed').add({ id, from: 0, to: events.length })))
     for (const e of events) writes.push(quiet(tx.objectStore('events').put(e.event, [id, e.event.seq])))
   })
+  // Committed once the writes are asked for, as the appends' group is: one round trip less. A failed put still aborts it.
+  tx.commit()
   await Promise.all(writes)
   return taken.map((k) => k === undefined)
 }

@@ -5,6 +5,7 @@ import type { SessionEvent, SessionHeader, SessionId } from '../../core/model'
 import type { EncodedEvent } from '../../core/validate'
 import { assertNewSessions } from '../guard'
 import type { LogStore, NewSession, ReadRange, SessionRead } from '../types'
+import type { Keyring } from './keyring'
 
 interface Opening {
   openHeader(stored: SessionHeader): Promise<SessionHeader>
@@ -34,18 +35,26 @@ export async function openSessions(
 }
 
 interface Sealing {
+  /** The store's keys where it is encrypted: their record is read again (another process may have rotated the key). */
+  keyring: Pick<Keyring, 'refresh'> | undefined
   sealHeader(header: SessionHeader): Promise<SessionHeader>
   encodeEvents(id: SessionId, createdAt: number, events: readonly EncodedEvent[]): Promise<readonly EncodedEvent[]>
   lives: Map<SessionId, number>
 }
 
-/** The inner adapter's createSessions of `sessions` sealed (each one's events in one block, as an append of them would be). */
+/**
+ * The inner adapter's createSessions of `sessions` sealed (each one's events in one block, as an
+ * append of them would be). No writer lock is taken for them, so the key record is read again
+ * here, as a writer's lock reads it (src/host/open-engine.ts): sealed under a data key that a
+ * rotation elsewhere dropped, they could never be read again.
+ */
 export async function createSealed(
   inner: Pick<LogStore, 'createSessions'>,
   sessions: readonly NewSession[],
-  { sealHeader, encodeEvents, lives }: Sealing,
+  { keyring, sealHeader, encodeEvents, lives }: Sealing,
 ): Promise<boolean[]> {
   assertNewSessions(sessions)
+  await keyring?.refresh()
   const sealed = await Promise.all(
     sessions.map(async ({ header, events }) => ({ header: await sealHeader(header), events: await encodeEvents(header.id, header.createdAt, events) })),
   )

@@ -344,7 +344,8 @@ export function sealedStorage(inner: StorageAdapter, keyring: Keyring, codec: En
       return opened.filter((h): h is SessionHeader => h !== undefined)
     },
     getSessions: inner.getSessions && ((ids, most) => openSessions(inner, ids, most, { openHeader, lives, readEvents })),
-    createSessions: inner.createSessions && ((sessions) => createSealed(inner, sessions, { sealHeader, encodeEvents, lives })),
+    createSessions:
+      inner.createSessions && ((s) => createSealed(inner, s, { keyring: codec.encrypted ? keyring : undefined, sealHeader, encodeEvents, lives })),
     listIds: (options) => inner.listIds(options),
     async deleteSession(id) {
       await inner.deleteSession(id)
