@@ -12,6 +12,7 @@ import type { ApplyResult, SyncConflict, SyncSkip, Tombstone } from '../core/cha
 import { isSessionfoldError, where } from '../core/errors'
 import { witnessOf, type SessionHeader, type SessionId } from '../core/model'
 import { chainOver } from '../core/chain'
+import { inTurns } from '../core/in-turns'
 import { encodeEvent, type EncodedEvent } from '../core/validate'
 import { checkBatch, type CheckedEntry } from './change-batch'
 import type { StoreReader } from './reader'
@@ -145,27 +146,6 @@ async function createNew(
     }
   }
   await inTurns(groups, GROUPS_AT_ONCE, group)
-}
-
-/**
- * Runs `work` on each item, `width` at a time. A failure stops new items from starting and is
- * thrown once those under way have ended (the first failing item's, in order).
- */
-async function inTurns<T>(items: readonly T[], width: number, work: (item: T, at: number) => Promise<void>): Promise<void> {
-  const failures: { at: number; err: unknown }[] = []
-  let next = 0
-  const worker = async () => {
-    while (failures.length === 0 && next < items.length) {
-      const at = next++
-      try {
-        await work(items[at]!, at)
-      } catch (err) {
-        failures.push({ at, err })
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker))
-  if (failures.length > 0) throw failures.sort((a, b) => a.at - b.at)[0]!.err
 }
 
 /** Whether each of `ids` is stored, at once where the reader can; undefined when one is damaged. */

@@ -4,6 +4,7 @@
 // known to this process through the log cache (log-cache.ts). This file wires the parts
 // together behind the guard.
 import { SessionfoldError, isSessionfoldError, where } from '../../core/errors'
+import { inTurns } from '../../core/in-turns'
 import type { SessionId } from '../../core/model'
 import { writing } from './log'
 import { assertHeader, assertNewSessions, assertSeed, assertSessionId, createGuard, notFound, resolveList } from '../../storage/guard'
@@ -84,24 +85,16 @@ export function createFileAdapter(options: FsAdapterOptions & { fs: FsPromises }
     run('create', undefined, async () => {
       assertNewSessions(news)
       const made: boolean[] = []
-      const failures: { at: number; err: unknown }[] = []
-      let next = 0
-      // A failure stops new creations from starting, and is thrown (naming its session) once
-      // those under way have ended: none is left running behind the call.
-      const maker = async () => {
-        for (let at = next++; at < news.length && failures.length === 0; at = next++) {
-          const { header, events } = news[at]!
-          try {
-            await folders.create(header, events)
-            made[at] = true
-          } catch (err) {
-            if (isSessionfoldError(err, 'SESSION_EXISTS')) made[at] = false
-            else failures.push({ at, err: storageError(err, header.id, 'create') })
-          }
+      // A failure (named by its session) stops new creations; none is left running behind the call.
+      await inTurns(news, CREATE_AT_ONCE, async ({ header, events }, at) => {
+        try {
+          await folders.create(header, events)
+          made[at] = true
+        } catch (err) {
+          if (!isSessionfoldError(err, 'SESSION_EXISTS')) throw storageError(err, header.id, 'create')
+          made[at] = false
         }
-      }
-      await Promise.all(Array.from({ length: Math.min(CREATE_AT_ONCE, news.length) }, maker))
-      if (failures.length > 0) throw failures.sort((a, b) => a.at - b.at)[0]!.err
+      })
       return made
     })
 
