@@ -1,9 +1,11 @@
 // Contract: §2 data model, §4 checkpoints, §7 durability — the storage suite on fs, also with one cached log (docs/CONTRACT.md)
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createFsAdapter } from '../../src/backends/fs'
-import { folderOf } from '../../src/backends/fs/layout'
+import { folderOf, INDEX_FILE, LOG_FILE, sessionDir, sessionsDir } from '../../src/backends/fs/layout'
+import { INDEX_STRIDE } from '../../src/backends/fs/offset-index'
+import { RECORD_HEADER } from '../../src/backends/fs/record-format'
 import { nodeFileSystem } from '../../src/backends/fs/node-fs'
 import { describe, expect, it } from 'vitest'
 import type { NewSession, StorageAdapter } from '../../src/storage/types'
@@ -102,6 +104,116 @@ describe('fs createSessions that fails', () => {
       expect(atRejection.length).toBeLessThan(100) // those begun before the failure, not the 200
       expect(atRejection).not.toContain('x003')
       for (const id of atRejection) expect((await a.getSession(id))?.length, id).toBe(1) // each whole
+    } finally {
+      await a.close()
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+/** The node file system, with its folder syncs (an open of a folder for reading) and its files' datasyncs recorded. */
+function syncsRecorded() {
+  const base = nodeFileSystem()
+  const folderSyncs: string[] = []
+  const datasyncs: string[] = []
+  const renames: string[] = []
+  const fs = new Proxy(base, {
+    get(target, key) {
+      const value = (target as unknown as Record<string | symbol, unknown>)[key]
+      if (key === 'rename')
+        return async (from: string, to: string) => {
+          renames.push(to)
+          return base.rename(from, to)
+        }
+      if (key === 'open')
+        return async (path: string, flags?: string) => {
+          const fh = await base.open(path, flags)
+          if (flags === 'r' && (await fh.stat()).isDirectory()) folderSyncs.push(path)
+          return new Proxy(fh, {
+            get(h, k) {
+              if (k === 'datasync') return () => (datasyncs.push(path), h.datasync())
+              const v = (h as unknown as Record<string | symbol, unknown>)[k]
+              return typeof v === 'function' ? v.bind(h) : v
+            },
+          })
+        }
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+  return { fs, folderSyncs, datasyncs, renames }
+}
+
+describe('fs syncs of new sessions', () => {
+  it('createSessions syncs sessions/ once, after every new folder is in place; createSession once each', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-fs-syncs-'))
+    const { fs, folderSyncs, renames } = syncsRecorded()
+    const a = createFsAdapter({ dir, fs })
+    try {
+      await a.listIds({ limit: 1 }) // the store's folders made
+      folderSyncs.length = 0
+      const ids = Array.from({ length: 40 }, (_, i) => `g${i}`)
+      expect(await a.createSessions!(ids.map((id) => ({ header: rootHeader(id), events: evs(id, 0, 2) })))).toEqual(ids.map(() => true))
+      const sessions = sessionsDir(dir)
+      expect(folderSyncs.filter((p) => p === sessions)).toHaveLength(1)
+      // After the last folder was renamed into place (and each folder synced before its rename).
+      const placed = renames.filter((to) => ids.some((id) => to === sessionDir(dir, id)))
+      expect(placed).toHaveLength(ids.length)
+      expect(folderSyncs.at(-1)).toBe(sessions)
+      expect(folderSyncs.filter((p) => p.startsWith(join(dir, 'tmp')))).toHaveLength(ids.length)
+      folderSyncs.length = 0
+      await a.createSession(rootHeader('one'), [])
+      await a.createSession(rootHeader('two'), [])
+      expect(folderSyncs.filter((p) => p === sessions)).toHaveLength(2)
+      for (const id of ids) expect(await a.getSession(id), id).toEqual({ header: rootHeader(id), length: 2 })
+    } finally {
+      await a.close()
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('a new log gets an offset index only where it tells more than entry 0, unsynced; entries written later start at entry 0', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-fs-index-'))
+    const { fs, datasyncs } = syncsRecorded()
+    const seeded = (id: string, n: number) => [rootHeader(id, { origin: 'fork', forkedFrom: 'source', seedLength: n }), evs(id, 0, n)] as const
+    const exists = (path: string) =>
+      stat(path).then(
+        () => true,
+        () => false,
+      )
+    let a: StorageAdapter = createFsAdapter({ dir, fs })
+    try {
+      await a.createSession(...seeded('small', INDEX_STRIDE))
+      await a.createSession(...seeded('big', INDEX_STRIDE + 1))
+      expect(await a.createSessions!([{ header: rootHeader('grouped'), events: evs('grouped', 0, 3) }])).toEqual([true])
+      const indexOf = (id: string) => join(sessionDir(dir, id), INDEX_FILE)
+      expect(await exists(indexOf('small'))).toBe(false)
+      expect(await exists(indexOf('grouped'))).toBe(false)
+      expect((await readFile(indexOf('big'))).length).toBe(2 * 8) // entries of seq 0 and 64
+      expect(datasyncs.filter((p) => p.endsWith(INDEX_FILE))).toEqual([])
+      expect(datasyncs.filter((p) => p.endsWith(LOG_FILE))).toHaveLength(3) // the logs are synced
+      await a.close()
+
+      // A fresh adapter reads them as they are, and writes no index for reading them.
+      a = createFsAdapter({ dir, fs })
+      expect(await readAll(a, 'small')).toEqual(evs('small', 0, INDEX_STRIDE).map((e) => e.event))
+      expect(await readAll(a, 'grouped')).toEqual(evs('grouped', 0, 3).map((e) => e.event))
+      expect(await exists(indexOf('small'))).toBe(false)
+
+      // Grown past INDEX_STRIDE * 9 events, its index is written from entry 0: entry k points at seq 64k.
+      let length = INDEX_STRIDE
+      for (; length < INDEX_STRIDE * 10; length += 100) await a.append('small', evs('small', length, 100))
+      await a.close()
+      a = createFsAdapter({ dir, fs })
+      const index = await readFile(indexOf('small'))
+      const log = await readFile(join(sessionDir(dir, 'small'), LOG_FILE))
+      expect(index.length / 8).toBeGreaterThanOrEqual(9)
+      for (let k = 0; k < index.length / 8; k++) {
+        const at = index.readDoubleLE(k * 8)
+        const length = log.readUInt32LE(at + 4)
+        const payload = JSON.parse(log.toString('utf8', at + RECORD_HEADER, at + RECORD_HEADER + length)) as { seq: number }
+        expect(payload.seq, `entry ${k}`).toBe(k * INDEX_STRIDE)
+      }
+      expect((await readAll(a, 'small', { from: 600 })).map((e) => e.seq)).toEqual(Array.from({ length: length - 600 }, (_, i) => 600 + i))
     } finally {
       await a.close()
       await rm(dir, { recursive: true, force: true })

@@ -86,15 +86,20 @@ export function createFileAdapter(options: FsAdapterOptions & { fs: FsPromises }
       assertNewSessions(news)
       const made: boolean[] = []
       // A failure (named by its session) stops new creations; none is left running behind the call.
-      await inTurns(news, CREATE_AT_ONCE, async ({ header, events }, at) => {
-        try {
-          await folders.create(header, events)
-          made[at] = true
-        } catch (err) {
-          if (!isSessionfoldError(err, 'SESSION_EXISTS')) throw storageError(err, header.id, 'create')
-          made[at] = false
-        }
-      })
+      // Their renames into sessions/ are synced once, at the end (also when one failed: those made stay).
+      try {
+        await inTurns(news, CREATE_AT_ONCE, async ({ header, events }, at) => {
+          try {
+            await folders.create(header, events, 'unsynced')
+            made[at] = true
+          } catch (err) {
+            if (!isSessionfoldError(err, 'SESSION_EXISTS')) throw storageError(err, header.id, 'create')
+            made[at] = false
+          }
+        })
+      } finally {
+        if (made.includes(true)) await folders.syncSessions()
+      }
       return made
     })
 

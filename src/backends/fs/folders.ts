@@ -12,7 +12,7 @@ import { syncDir, writeDurable } from './durable'
 import type { FeedFile } from './feed'
 import { errno } from './errors'
 import { HEADER_FILE, INDEX_FILE, LOG_FILE, idOfFolder, scratchName, sessionDir, sessionsDir, tmpDir, trashDir } from './layout'
-import { indexOfBatch } from './offset-index'
+import { INDEX_STRIDE, indexOfBatch } from './offset-index'
 import type { FsSettings } from './options'
 import { encodeBatch } from './record-format'
 import { Buffer, join } from './host'
@@ -25,8 +25,14 @@ export interface Folders {
   ready: Promise<void>
   /** Crash leftovers being removed, in the background: no call waits for it, close does. */
   cleanup: Promise<void>
-  /** Makes the session's folder with its header and seed, whole. SESSION_EXISTS when taken. */
-  create(header: SessionHeader, seed: readonly EncodedEvent[]): Promise<void>
+  /**
+   * Makes the session's folder with its header and seed, whole. SESSION_EXISTS when taken.
+   * `placed: 'unsynced'`: the rename into sessions/ is left for the caller to sync
+   * (syncSessions), once for many creations.
+   */
+  create(header: SessionHeader, seed: readonly EncodedEvent[], placed?: 'unsynced'): Promise<void>
+  /** Syncs sessions/ (the creations made with `placed: 'unsynced'` are then durable). */
+  syncSessions(): Promise<void>
   /** Deletes the session's folder; quietly when there is none. */
   remove(id: SessionId): Promise<void>
   /** True when the session exists (and is not being removed). */
@@ -102,6 +108,21 @@ export function createFolders(
   }
 
   /**
+   * A new log's offset index (offset-index.ts): a hint checked on use, so written without a sync;
+   * none for a seed of at most INDEX_STRIDE events, whose index is entry 0 alone (a log starts
+   * at 0: the entry tells nothing, and a log's first load takes a missing file for it).
+   */
+  async function writeIndex(path: string, offsets: readonly number[]): Promise<void> {
+    if (offsets.length <= INDEX_STRIDE) return
+    const fh = await fs.open(path, 'w')
+    try {
+      await fh.writeFile(indexOfBatch(offsets))
+    } finally {
+      await fh.close()
+    }
+  }
+
+  /**
    * A file system that cannot rename a folder (the origin's private file system): the session's
    * folder is made where it stays, and its header, written beside it and renamed into place
    * (a file's rename), comes last, so that a reader finds the session whole or not at all (has()
@@ -116,7 +137,7 @@ export function createFolders(
     await fs.mkdir(final, { recursive: true })
     const batch = seed.length > 0 ? encodeBatch(seed) : undefined
     await writeDurable(fs, join(final, LOG_FILE), batch?.buf ?? Buffer.alloc(0))
-    if (batch) await writeDurable(fs, join(final, INDEX_FILE), indexOfBatch(batch.offsets))
+    if (batch) await writeIndex(join(final, INDEX_FILE), batch.offsets)
     const made = join(final, scratchName(id, 'hdr'))
     await writeDurable(fs, made, JSON.stringify(header))
     let placed!: () => void
@@ -164,7 +185,8 @@ export function createFolders(
       }
       return out
     },
-    async create(header, seed) {
+    syncSessions: () => syncDir(fs, sessions),
+    async create(header, seed, placed) {
       const id = header.id
       const final = sessionDir(root, id)
       if (await has(id)) throw alreadyExists(id)
@@ -175,7 +197,7 @@ export function createFolders(
         await writeDurable(fs, join(made, HEADER_FILE), JSON.stringify(header))
         const batch = seed.length > 0 ? encodeBatch(seed) : undefined
         await writeDurable(fs, join(made, LOG_FILE), batch?.buf ?? Buffer.alloc(0))
-        if (batch) await writeDurable(fs, join(made, INDEX_FILE), indexOfBatch(batch.offsets))
+        if (batch) await writeIndex(join(made, INDEX_FILE), batch.offsets)
         await syncDir(fs, made)
         // Before the folder is in place: a crash leaves a record of nothing, never a session
         // the feed does not name (or, after a machine crash, a feed started over: feed.ts).
@@ -201,7 +223,7 @@ export function createFolders(
         await fs.rm(made, { recursive: true, force: true }).catch(() => {})
         throw err
       }
-      await syncDir(fs, sessions)
+      if (placed !== 'unsynced') await syncDir(fs, sessions)
     },
     async remove(id) {
       if (fs.renamesFolders === false) return removeInPlace(id)

@@ -133,7 +133,10 @@ export function createLogCache(
       log.length = log.queued = scan.length
       if (scan.damagedAt !== undefined) log.damage = corrupt(log, scan.damagedAt, 'a bad record followed by whole ones', scan.length)
       const same = stored.length >= log.index.length && log.index.every((o, i) => o === stored[i])
-      log.indexStored = same ? log.index.length : await index.rewrite(log)
+      // No index file and no entry past 0 (a small log made whole: folders.ts): nothing to store
+      // yet; the entries that follow are written with it, from entry 0.
+      if (!same && stored.length === 0 && log.index.length <= 1) log.indexStored = 0
+      else log.indexStored = same ? log.index.length : await index.rewrite(log)
     } finally {
       await file.close()
     }
