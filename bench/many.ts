@@ -91,8 +91,8 @@ const sizesOf = (b: BackendKey): Record<Shape, ShapeSize> =>
     : { small: { sessions: CONFIG.smallSessions, events: CONFIG.smallEvents }, big: { sessions: CONFIG.bigSessions, events: CONFIG.bigEvents } }
 const label = (s: ShapeSize) => `${fmt(s.sessions, 0)} × ${fmt(s.events, 0)}`
 
-type Key = `${'pass' | 'import'}-${Shape}`
-const series = (): Record<Key, number[]> => ({ 'pass-small': [], 'pass-big': [], 'import-small': [], 'import-big': [] })
+type Key = `${'pass' | 'import' | 'close'}-${Shape}`
+const series = (): Record<Key, number[]> => ({ 'pass-small': [], 'pass-big': [], 'import-small': [], 'import-big': [], 'close-small': [], 'close-big': [] })
 
 interface Measured {
   backend: ManyBackend
@@ -100,6 +100,8 @@ interface Measured {
   buildSeconds: Record<Shape, number>
   rate: Record<Key, number[]>
   usPerSession: Record<Key, number[]>
+  /** ms of the store's close after each import (the session list's rows of the sessions it made). */
+  closeMs: Record<Key, number[]>
   batchCounts: Record<Shape, number[]>
 }
 
@@ -118,7 +120,8 @@ async function round(m: Measured, r: number): Promise<string> {
   for (const shape of r % 2 === 0 ? SHAPES : [...SHAPES].reverse()) {
     const want = m.sizes[shape]
     const p = await m.backend.pass(shape, want)
-    const importMs = await m.backend.importLast(want)
+    const { ms: importMs, closeMs } = await m.backend.importLast(want)
+    m.closeMs[`close-${shape}`].push(closeMs)
     m.rate[`pass-${shape}`].push((p.events / p.ms) * 1000)
     m.rate[`import-${shape}`].push((p.events / importMs) * 1000)
     m.usPerSession[`pass-${shape}`].push((p.ms / want.sessions) * 1000)
@@ -126,7 +129,7 @@ async function round(m: Measured, r: number): Promise<string> {
     m.batchCounts[shape].push(p.batches)
     line.push(
       `${shape} (${label(want)}): pass ${fmt(p.ms, 0)} ms in ${p.batches} batches (${fmt((p.events / p.ms) * 1000, 0)} events/s), ` +
-        `import ${fmt(importMs, 0)} ms (${fmt((p.events / importMs) * 1000, 0)} events/s)`,
+        `import ${fmt(importMs, 0)} ms (${fmt((p.events / importMs) * 1000, 0)} events/s), its store closed in ${fmt(closeMs, 0)} ms`,
     )
   }
   return `${m.backend.key} ${line.join('; ')}`
@@ -171,6 +174,8 @@ function summary(m: Measured) {
     [`${prefix}import, ${small}: per session`, perSessionOf('import-small'), 'µs', 0],
     [`${prefix}pass, ${big}: per session`, perSessionOf('pass-big'), 'µs', 0],
     [`${prefix}import, ${big}: per session`, perSessionOf('import-big'), 'µs', 0],
+    [`${prefix}close after the import (session-list rows), ${small}`, summarize(m.closeMs['close-small']), 'ms', 0],
+    [`${prefix}close after the import (session-list rows), ${big}`, summarize(m.closeMs['close-big']), 'ms', 0],
   ]
   const results = {
     name: NAME[key],
@@ -189,6 +194,7 @@ function summary(m: Measured) {
       pass: { small: perSessionOf('pass-small'), big: perSessionOf('pass-big') },
       import: { small: perSessionOf('import-small'), big: perSessionOf('import-big') },
     },
+    closeAfterImport: { unit: 'ms', small: summarize(m.closeMs['close-small']), big: summarize(m.closeMs['close-big']) },
   }
   return { headline, figures, results }
 }
@@ -210,6 +216,7 @@ async function main(): Promise<void> {
         buildSeconds: { small: 0, big: 0 },
         rate: series(),
         usPerSession: series(),
+        closeMs: series(),
         batchCounts: { small: [], big: [] },
       })
 

@@ -279,7 +279,11 @@ const PARTS: Part[] = [
               : ''
           }: pass ${rates('pass')}; import ${rates('import')}; a small session costs ` +
           `${fmt(b.perSession.pass.small.median, 0)} µs in the pass and ${fmt(b.perSession.import.small.median, 0)} µs in the import ` +
-          `(a big one ${fmt(b.perSession.pass.big.median, 0)} µs and ${fmt(b.perSession.import.big.median, 0)} µs)`
+          `(a big one ${fmt(b.perSession.pass.big.median, 0)} µs and ${fmt(b.perSession.import.big.median, 0)} µs)` +
+          (b.closeAfterImport
+            ? `; the store's close after the import, untimed in the ratio (it writes the session list's rows of the sessions made), took ` +
+              `${fmt(b.closeAfterImport.small.median, 0)} ms at ${shape(b.sizes.small)} and ${fmt(b.closeAfterImport.big.median, 0)} ms at ${shape(b.sizes.big)}`
+            : '')
         )
       }
       return (

@@ -15,8 +15,8 @@ export interface ManyPageApi {
   build(name: string, want: ShapeSize, inputJson: string, concurrency: number): Promise<number>
   /** A new openStore({ name }) (untimed), the pass (timed), the store closed; the batches kept for importLast. */
   pass(name: string, want: ShapeSize): Promise<{ ms: number; batches: number; events: number; entries: number; sessions: number }>
-  /** The last pass's batches applied into a new database `name` (open, close and delete untimed); ms. */
-  importLast(name: string, want: ShapeSize): Promise<number>
+  /** The last pass's batches applied into a new database `name` (open and delete untimed): the import's ms, and the close after it apart. */
+  importLast(name: string, want: ShapeSize): Promise<{ ms: number; closeMs: number }>
   /** Databases whose name starts with `prefix`. */
   leftovers(prefix: string): Promise<string[]>
   warnings(): string[]
@@ -56,15 +56,18 @@ const api: ManyPageApi = {
 
   async importLast(name, want) {
     const store = await openStore({ name })
-    let ms: number
+    let closed = false
     try {
-      ms = await importBatches(store, lastBatches, want)
-    } finally {
+      const ms = await importBatches(store, lastBatches, want)
+      const t0 = performance.now()
       await store.close()
+      closed = true
+      return { ms, closeMs: performance.now() - t0 }
+    } finally {
+      if (!closed) await store.close()
       lastBatches = []
       await deleteDatabase(name)
     }
-    return ms
   },
 
   async leftovers(prefix) {

@@ -34,8 +34,11 @@ export interface ManyBackend {
   build(shape: Shape, want: ShapeSize): Promise<number>
   /** A store opened afresh on the source of `shape` (untimed), its pass from null (timed), closed. */
   pass(shape: Shape, want: ShapeSize): Promise<PassFigures>
-  /** The last pass's batches applied into a new empty store (open, close, removal untimed); ms. */
-  importLast(want: ShapeSize): Promise<number>
+  /**
+   * The last pass's batches applied into a new empty store (open and removal untimed): the
+   * import's ms, and apart the store's close after it (the session list's rows of the sessions it made).
+   */
+  importLast(want: ShapeSize): Promise<ImportFigures>
   close(): Promise<void>
 }
 
@@ -45,6 +48,11 @@ export interface BackendOptions {
   buildConcurrency: number
   stallMs: number
   log: (msg: string) => void
+}
+
+export interface ImportFigures {
+  ms: number
+  closeMs: number
 }
 
 /** Where a Node store of the run keeps a source or an import, and how an import goes after. */
@@ -87,11 +95,16 @@ function nodeBackend(o: BackendOptions, stores: NodeStores): ManyBackend {
     async importLast(want) {
       const { options, drop } = await stores.target()
       const store = await openStore(options)
+      let closed = false
       try {
-        return await settlesWithin(importBatches(store, last, want), 'an import', o.stallMs)
+        const ms = await settlesWithin(importBatches(store, last, want), 'an import', o.stallMs)
+        const t0 = performance.now()
+        await settlesWithin(store.close(), 'the close after an import', o.stallMs)
+        closed = true
+        return { ms, closeMs: performance.now() - t0 }
       } finally {
         last = []
-        await store.close()
+        if (!closed) await store.close()
         await drop()
       }
     },
