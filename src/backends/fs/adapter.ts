@@ -86,7 +86,10 @@ export function createFileAdapter(options: FsAdapterOptions & { fs: FsPromises }
       assertNewSessions(news)
       const made: boolean[] = []
       // A failure (named by its session) stops new creations; none is left running behind the call.
-      // Their renames into sessions/ are synced once, at the end (also when one failed: those made stay).
+      // Their renames into sessions/ are synced once, at the end: also when one failed (those made
+      // stay), and when none was made here (a session found in place may be one an earlier call
+      // made and could not sync). The first failure is the one thrown.
+      let failed: { err: unknown } | undefined
       try {
         await inTurns(news, CREATE_AT_ONCE, async ({ header, events }, at) => {
           try {
@@ -97,9 +100,13 @@ export function createFileAdapter(options: FsAdapterOptions & { fs: FsPromises }
             made[at] = false
           }
         })
-      } finally {
-        if (made.includes(true)) await folders.syncSessions()
+      } catch (err) {
+        failed = { err }
       }
+      await folders.syncSessions().catch((err: unknown) => {
+        failed ??= { err }
+      })
+      if (failed) throw failed.err
       return made
     })
 

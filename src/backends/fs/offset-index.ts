@@ -86,7 +86,8 @@ export function createOffsetIndex({ fs, root, readOnly }: Pick<FsSettings, 'fs' 
   async function writeEntries(log: IndexedLog): Promise<void> {
     const from = log.indexStored
     const to = log.index.length
-    if (to <= from) return
+    // An index of entry 0 alone tells nothing (a log starts at 0): none is written for it.
+    if (to <= from || to <= 1) return
     const buf = encodeIndex(log.index.slice(from, to))
     try {
       const fh = await fs.open(join(log.dir, INDEX_FILE), 'a')
