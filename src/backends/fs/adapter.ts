@@ -89,24 +89,18 @@ export function createFileAdapter(options: FsAdapterOptions & { fs: FsPromises }
       // Their renames into sessions/ are synced once, at the end: also when one failed (those made
       // stay), and when none was made here (a session found in place may be one an earlier call
       // made and could not sync). The first failure is the one thrown.
-      let failed: { err: unknown } | undefined
-      try {
-        await inTurns(news, CREATE_AT_ONCE, async ({ header, events }, at) => {
-          try {
-            await folders.create(header, events, 'unsynced')
-            made[at] = true
-          } catch (err) {
-            if (!isSessionfoldError(err, 'SESSION_EXISTS')) throw storageError(err, header.id, 'create')
-            made[at] = false
-          }
-        })
-      } catch (err) {
-        failed = { err }
-      }
-      await folders.syncSessions().catch((err: unknown) => {
-        failed ??= { err }
-      })
-      if (failed) throw failed.err
+      const failures: unknown[] = []
+      await inTurns(news, CREATE_AT_ONCE, async ({ header, events }, at) => {
+        try {
+          await folders.create(header, events, 'unsynced')
+          made[at] = true
+        } catch (err) {
+          if (!isSessionfoldError(err, 'SESSION_EXISTS')) throw storageError(err, header.id, 'create')
+          made[at] = false
+        }
+      }).catch((err: unknown) => failures.push(err))
+      await folders.syncSessions().catch((err: unknown) => failures.push(err))
+      if (failures.length > 0) throw failures[0]
       return made
     })
 

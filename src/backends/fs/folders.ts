@@ -111,20 +111,14 @@ export function createFolders(
    * A new log's offset index (offset-index.ts): a hint checked on use, so written without a sync;
    * none for a seed of at most INDEX_STRIDE events, whose index is entry 0 alone (a log starts
    * at 0: the entry tells nothing, and a log's first load takes a missing file for it). A
-   * failure to write it fails nothing: the log's first load scans it whole and writes it.
+   * failure to write it, or a file written in part, fails nothing: its entries are checked on use.
    */
   async function writeIndex(path: string, offsets: readonly number[]): Promise<void> {
-    if (offsets.length <= INDEX_STRIDE) return
-    try {
-      const fh = await fs.open(path, 'w')
-      try {
-        await fh.writeFile(indexOfBatch(offsets))
-      } finally {
-        await fh.close()
-      }
-    } catch {
-      await fs.rm(path, { force: true }).catch(() => {})
-    }
+    if (offsets.length > INDEX_STRIDE)
+      await fs
+        .open(path, 'w')
+        .then((fh) => fh.writeFile(indexOfBatch(offsets)).finally(() => fh.close()))
+        .catch(() => {})
   }
 
   /**
