@@ -7,6 +7,7 @@ import { folderOf, INDEX_FILE, LOG_FILE, sessionDir, sessionsDir } from '../../s
 import { INDEX_STRIDE } from '../../src/backends/fs/offset-index'
 import { RECORD_HEADER } from '../../src/backends/fs/record-format'
 import { nodeFileSystem } from '../../src/backends/fs/node-fs'
+import type { FsPromises } from '../../src/backends/fs/options'
 import { describe, expect, it } from 'vitest'
 import type { NewSession, StorageAdapter } from '../../src/storage/types'
 import { storageConformance } from 'sessionfold/testing'
@@ -51,6 +52,9 @@ storageConformance('fs, one cached log', async () => {
 // createSessions takes no writer lock: the rename of a session's folder into place is what
 // refuses a taken id. Two adapters on one folder (two processes' worth) making the same ids at
 // once: each id made exactly once, whole, with the winner's header and events.
+/** An error as a failing disk gives it. */
+const eio = (call: string) => Object.assign(new Error(`EIO: i/o error, ${call}`), { code: 'EIO' })
+
 describe('fs createSessions without locks', () => {
   it('two adapters making the same sessions at once: each made once, by one of them, whole', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sessionfold-fs-race-'))
@@ -82,18 +86,14 @@ describe('fs createSessions that fails', () => {
     const ids = Array.from({ length: 200 }, (_, i) => `x${String(i).padStart(3, '0')}`)
     // The rename of x003's folder into place fails as a disk would (EIO); every rename is slowed
     // a little so that many creations are under way when it does.
-    const fs = new Proxy(base, {
-      get(target, key) {
-        const value = (target as unknown as Record<string | symbol, unknown>)[key]
-        if (key === 'rename')
-          return async (from: string, to: string) => {
-            await new Promise((r) => setTimeout(r, 5))
-            if (to.endsWith(folderOf('x003'))) throw Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })
-            return base.rename(from, to)
-          }
-        return typeof value === 'function' ? value.bind(target) : value
+    const fs: FsPromises = {
+      ...base,
+      async rename(from, to) {
+        await new Promise((r) => setTimeout(r, 5))
+        if (String(to).endsWith(folderOf('x003'))) throw eio('rename')
+        return base.rename(from, to)
       },
-    })
+    }
     const a = createFsAdapter({ dir, fs })
     try {
       const err = await a.createSessions!(ids.map((id) => ({ header: rootHeader(id), events: evs(id, 0, 1) }))).catch((e: unknown) => e)
@@ -117,29 +117,20 @@ function syncsRecorded() {
   const folderSyncs: string[] = []
   const datasyncs: string[] = []
   const renames: string[] = []
-  const fs = new Proxy(base, {
-    get(target, key) {
-      const value = (target as unknown as Record<string | symbol, unknown>)[key]
-      if (key === 'rename')
-        return async (from: string, to: string) => {
-          renames.push(to)
-          return base.rename(from, to)
-        }
-      if (key === 'open')
-        return async (path: string, flags?: string) => {
-          const fh = await base.open(path, flags)
-          if (flags === 'r' && (await fh.stat()).isDirectory()) folderSyncs.push(path)
-          return new Proxy(fh, {
-            get(h, k) {
-              if (k === 'datasync') return () => (datasyncs.push(path), h.datasync())
-              const v = (h as unknown as Record<string | symbol, unknown>)[k]
-              return typeof v === 'function' ? v.bind(h) : v
-            },
-          })
-        }
-      return typeof value === 'function' ? value.bind(target) : value
+  const fs: FsPromises = {
+    ...base,
+    rename(from, to) {
+      renames.push(String(to))
+      return base.rename(from, to)
     },
-  })
+    async open(path, flags) {
+      const fh = await base.open(path, flags)
+      if (flags === 'r' && (await fh.stat()).isDirectory()) folderSyncs.push(String(path))
+      const datasync = fh.datasync.bind(fh)
+      fh.datasync = () => (datasyncs.push(String(path)), datasync())
+      return fh
+    },
+  }
   return { fs, folderSyncs, datasyncs, renames }
 }
 
@@ -177,25 +168,20 @@ describe('fs syncs of new sessions', () => {
     let failSyncs = 0
     let failRenameOf: string | undefined
     let sessionSyncs = 0
-    const fs = new Proxy(base, {
-      get(target, key) {
-        const value = (target as unknown as Record<string | symbol, unknown>)[key]
-        if (key === 'open')
-          return async (path: string, flags?: string) => {
-            if (path === sessionsDir(dir) && flags === 'r') {
-              sessionSyncs++
-              if (failSyncs > 0 && failSyncs--) throw Object.assign(new Error('EIO: i/o error, sync'), { code: 'EIO' })
-            }
-            return base.open(path, flags)
-          }
-        if (key === 'rename')
-          return async (from: string, to: string) => {
-            if (failRenameOf !== undefined && to === sessionDir(dir, failRenameOf)) throw Object.assign(new Error('EIO: i/o error, rename'), { code: 'EIO' })
-            return base.rename(from, to)
-          }
-        return typeof value === 'function' ? value.bind(target) : value
+    const fs: FsPromises = {
+      ...base,
+      async open(path, flags) {
+        if (path === sessionsDir(dir) && flags === 'r') {
+          sessionSyncs++
+          if (failSyncs > 0 && failSyncs--) throw eio('sync')
+        }
+        return base.open(path, flags)
       },
-    })
+      async rename(from, to) {
+        if (failRenameOf !== undefined && to === sessionDir(dir, failRenameOf)) throw eio('rename')
+        return base.rename(from, to)
+      },
+    }
     const a = createFsAdapter({ dir, fs })
     try {
       await a.listIds({ limit: 1 })
