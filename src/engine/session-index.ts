@@ -8,26 +8,29 @@
 // it is). This engine's own writes come with what they wrote (a hint: no read back). So the
 // cost of a pass is the change since the last one, whatever the store holds; and every engine
 // on the store (tabs, processes) keeps the same rows, each moving a row only forward.
-import { SessionfoldError, isSessionfoldError } from '../core/errors'
-import type { SessionHeader, SessionId } from '../core/model'
+import { SessionfoldError } from '../core/errors'
+import type { SessionId } from '../core/model'
 import { resolveSessionQuery, type ResolvedSessionQuery, type SessionsPage } from '../core/session-list'
 import { recordsOf } from '../storage/records'
 import { indexEntryKey, indexStateKey, summaryKey } from '../storage/records/keys'
-import type { ChangeFeed, KeyValueStore, NewSession, RecordKey, StorageAdapter } from '../storage/types'
-import type { SessionMetaView } from '../core/units/meta'
-import type { UnitSlot } from './units'
+import type { ChangeFeed, KeyValueStore, StorageAdapter } from '../storage/types'
 import type { WriterLocks } from '../storage/locks'
 import type { StoreReader } from './reader'
-import { entriesOf, extendRow, freshRow, parseRow, readPage, removeEntries, writeRow, type IndexRow } from './session-rows'
-
-/** What this engine knows of a session it wrote: its row as of `length` but for the stored metadata. */
-export interface IndexHint {
-  header: SessionHeader
-  length: number
-  lastEventAt: number
-  title: string | null
-  tags: string[]
-}
+import {
+  entriesOf,
+  extendRow,
+  freshRow,
+  hintOf,
+  parseRow,
+  readable,
+  readPage,
+  readRows,
+  removeEntries,
+  writeRows,
+  type IndexHint,
+  type IndexRow,
+  type RowMove,
+} from './session-rows'
 
 export interface SessionIndexOptions {
   records: KeyValueStore
@@ -61,6 +64,8 @@ const BEHIND_TRIES = 30
 const STATE_EVERY_MS = 1000
 /** Feed entries read per call. */
 const FEED_PAGE = 1000
+/** Sessions whose rows a pass reads and writes together (a query, a transaction each step). */
+const GROUP = 128
 
 interface IndexState {
   feed: string
@@ -132,12 +137,12 @@ export class SessionIndex {
 
   /** The row of `id` as stored, if any and readable. */
   async row(id: SessionId): Promise<IndexRow | undefined> {
-    return parseRow(id, await readable(this.o.records, summaryKey(id)))
+    return (await readRows(this.o.records, [id]))[0]
   }
 
   /** For verify: the row of `id` as stored (`stored`: whether there is one, readable or not), and the lists it lacks an entry in. */
   async check(id: SessionId): Promise<{ stored: boolean; row: IndexRow | undefined; missing: string[] }> {
-    const text = await readable(this.o.records, summaryKey(id))
+    const [text] = await readable(this.o.records, [summaryKey(id)])
     const row = parseRow(id, text)
     const missing: string[] = []
     for (const [list, time] of row ? entriesOf(row) : []) if ((await this.o.records.get(indexEntryKey(list, time, id))) === undefined) missing.push(list)
@@ -191,7 +196,7 @@ export class SessionIndex {
     const { rows, next } = await readPage(
       {
         records: this.o.records,
-        read: (key) => readable(this.o.records, key),
+        read: (keys) => readable(this.o.records, keys),
         exists: async (id) => (await this.o.reader.find(id)) !== undefined,
         repair: (id) => {
           this.pending.add(id)
@@ -272,15 +277,20 @@ export class SessionIndex {
     }
     // Lists hear of every write the feed told, moved here or already by its writer's engine.
     let changed = at !== state.at
-    for (const id of ids) {
-      const late = this.behind.get(id)
-      const named = want.get(id)
-      const length = named === undefined ? late?.want : Math.max(named, late?.want ?? 0)
-      const { moved, reached } = await this.refresh(id)
-      if (moved) changed = true
-      this.behind.delete(id)
-      const tries = (late?.tries ?? 0) + 1
-      if (length !== undefined && reached < length && this.watchers > 0 && tries <= BEHIND_TRIES) this.behind.set(id, { want: length, tries })
+    const all = [...ids]
+    for (let i = 0; i < all.length; i += GROUP) {
+      const group = all.slice(i, i + GROUP)
+      const done = await this.refresh(group)
+      for (const [k, id] of group.entries()) {
+        const late = this.behind.get(id)
+        const named = want.get(id)
+        const length = named === undefined ? late?.want : Math.max(named, late?.want ?? 0)
+        const { moved, reached } = done[k]!
+        if (moved) changed = true
+        this.behind.delete(id)
+        const tries = (late?.tries ?? 0) + 1
+        if (length !== undefined && reached < length && this.watchers > 0 && tries <= BEHIND_TRIES) this.behind.set(id, { want: length, tries })
+      }
     }
     if (this.behind.size > 0) this.soon()
     if (at !== state.at) {
@@ -309,36 +319,53 @@ export class SessionIndex {
     }
     // Rebuilt: every session looked at; entries of sessions deleted since go when a page meets them.
     const at = await this.o.feed.head()
-    for await (const id of this.o.reader.ids()) await this.refresh(id)
+    const group: SessionId[] = []
+    for await (const id of this.o.reader.ids()) {
+      group.push(id)
+      if (group.length === GROUP) await this.refresh(group.splice(0))
+    }
+    await this.refresh(group)
     this.state = { feed, at }
     await this.storeState()
   }
 
-  /** Brings the row of `id` up to its log (or to this engine's hint): whether it moved, and the length it has (-1: no session). */
-  private async refresh(id: SessionId): Promise<{ moved: boolean; reached: number }> {
-    const stored = await this.row(id)
+  /**
+   * Brings the rows of `ids` up to their logs (or to this engine's hints), written together
+   * (writeRows): for each, whether it moved and the length it has (-1: no session).
+   */
+  private async refresh(ids: readonly SessionId[]): Promise<{ moved: boolean; reached: number }[]> {
+    const stored = await readRows(this.o.records, ids)
+    const out: { moved: boolean; reached: number }[] = []
+    const moves: RowMove[] = []
+    for (const [i, id] of ids.entries()) {
+      const before = stored[i]
+      const next = await this.nextRow(id, before)
+      if (next === undefined || typeof next === 'number') {
+        out.push({ moved: next === undefined && before !== undefined, reached: next ?? -1 })
+        continue
+      }
+      moves.push({ before, next })
+      out.push({ moved: true, reached: next.length })
+    }
+    await writeRows(this.o.records, moves)
+    return out
+  }
+
+  /** The row `id` moves to from `stored`: a number when it stays (the length it has), undefined when there is no session (deleted, or not made yet). */
+  private async nextRow(id: SessionId, stored: IndexRow | undefined): Promise<IndexRow | number | undefined> {
     const hint = this.hints.get(id)
     this.hints.delete(id)
-    let next: IndexRow
     if (hint && !(stored && stored.createdAt === hint.header.createdAt && stored.length >= hint.length)) {
-      next = { ...freshRow(hint.header), length: hint.length, lastEventAt: hint.lastEventAt, title: hint.title, tags: [...hint.tags] }
-    } else {
-      const info = await this.o.reader.find(id)
-      // None: deleted (its row went with it, its entries go as pages meet them), or not made yet.
-      if (!info) return { moved: stored !== undefined, reached: -1 }
-      const same = stored && stored.createdAt === info.header.createdAt
-      if (same && stored.length === info.length) return { moved: false, reached: info.length }
-      let row = same && stored.length < info.length ? stored : freshRow(info.header)
-      for await (const page of this.o.reader.pages(id, { from: row.length, to: info.length })) row = extendRow(row, page)
-      next = row
+      return { ...freshRow(hint.header), length: hint.length, lastEventAt: hint.lastEventAt, title: hint.title, tags: [...hint.tags] }
     }
-    try {
-      await writeRow(this.o.records, stored, next)
-    } catch (err) {
-      if (!(err instanceof SessionfoldError && err.code === 'SESSION_NOT_FOUND')) throw err
-      await removeEntries(this.o.records, next) // deleted meanwhile
-    }
-    return { moved: true, reached: next.length }
+    const info = await this.o.reader.find(id)
+    // None: deleted (its row went with it, its entries go as pages meet them), or not made yet.
+    if (!info) return undefined
+    const same = stored && stored.createdAt === info.header.createdAt
+    if (same && stored.length === info.length) return info.length
+    let row = same && stored.length < info.length ? stored : freshRow(info.header)
+    for await (const page of this.o.reader.pages(id, { from: row.length, to: info.length })) row = extendRow(row, page)
+    return row
   }
 }
 
@@ -353,33 +380,6 @@ export function sessionsPage(index: SessionIndex | undefined, kind: string, quer
 export function sessionIndexOf(storage: StorageAdapter, o: Omit<SessionIndexOptions, 'records' | 'feed'>): SessionIndex | undefined {
   const records = recordsOf(storage)
   return records && storage.feed ? new SessionIndex({ ...o, records, feed: storage.feed }) : undefined
-}
-
-/** What a live session of this engine tells the index after a write (undefined: its metadata is faulted, so the log is read). */
-export function hintOf(live: { header: SessionHeader; slots: readonly UnitSlot[]; log: { durable: number } }, lastEventAt: number): IndexHint | undefined {
-  const slot = live.slots.find((s) => s.def.key === 'sessionMeta')
-  if (!slot || slot.fault) return undefined
-  const { title, tags } = slot.state as SessionMetaView
-  return { header: live.header, length: live.log.durable, lastEventAt, title, tags }
-}
-
-/** What a session stored with its events (an import's createSessions) holds: its row without reading it back. */
-export function hintOfNew({ header, events }: NewSession): IndexHint {
-  const { length, lastEventAt, title, tags } = extendRow(
-    freshRow(header),
-    events.map((e) => e.event),
-  )
-  return { header, length, lastEventAt, title, tags }
-}
-
-/** A record's value; one the codec cannot open (damaged) reads as a value no row parses. */
-export async function readable(records: KeyValueStore, key: RecordKey): Promise<string | undefined> {
-  try {
-    return await records.get(key)
-  } catch (err) {
-    if (isSessionfoldError(err, 'CORRUPT_LOG')) return ''
-    throw err
-  }
 }
 
 function parseState(text: string | undefined): IndexState | undefined {

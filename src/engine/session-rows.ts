@@ -8,9 +8,13 @@ import { META_EVENT, SESSION_ORIGINS, isSessionId, isTag, isTitle } from '../cor
 import type { ResolvedSessionQuery, SessionSummary } from '../core/session-list'
 import { matchesQuery } from '../core/session-list'
 import { indexEntryKey, indexListPrefix, summaryKey, timePart, type IndexList } from '../storage/records/keys'
-import type { KeyValueStore, RecordKey } from '../storage/types'
+import { flat, getMany, writeMany } from '../storage/kv'
+import type { KeyValueStore, NewSession, RecordKey, RecordWrite } from '../storage/types'
+import type { SessionMetaView } from '../core/units/meta'
+import type { UnitSlot } from './units'
 import type { SessionEvent } from '../core/model'
 import { isPlainObject } from '../core/validate'
+import { isSessionfoldError } from '../core/errors'
 
 /** What the index keeps of a session: its summary without `running` (which the locks know). */
 export type IndexRow = Omit<SessionSummary, 'running'>
@@ -84,8 +88,8 @@ export const listOf = (query: Pick<ResolvedSessionQuery, 'order' | 'roots'>): In
 /** What reading a page needs. */
 export interface PageReader {
   records: KeyValueStore
-  /** A record's value, '' for one that cannot be opened. */
-  read(key: RecordKey): Promise<string | undefined>
+  /** Records' values, '' for one that cannot be opened. */
+  read(keys: readonly RecordKey[]): Promise<(string | undefined)[]>
   /** Whether a session exists (an entry without a readable row: a damaged row, or a deleted session's leftover). */
   exists(id: SessionId): Promise<boolean>
   /** A session whose row is missing or damaged: the index writes it again. */
@@ -112,7 +116,8 @@ export async function readPage(
   let from: RecordKey | undefined = after === undefined ? undefined : after.split('+')
   for (;;) {
     const keys = await r.records.list(prefix, { limit: STEP, ...(from ? { after: from } : {}) })
-    const found = await Promise.all(keys.map(async (key) => ({ key, row: parseRow(key[3]!, await r.read(summaryKey(key[3]!))) })))
+    const texts = await r.read(keys.map((key) => summaryKey(key[3]!)))
+    const found = keys.map((key, i) => ({ key, row: parseRow(key[3]!, texts[i]) }))
     for (const { key, row } of found) {
       const [, , part, id] = key as [string, string, string, SessionId]
       const time = row && (list[0] === 'a' ? row.lastEventAt : row.createdAt)
@@ -140,21 +145,102 @@ async function settleStale(r: PageReader, list: IndexList, key: RecordKey, id: S
   if (part > timePart(time)) await r.records.delete(key)
 }
 
-/** Puts the entries `next` has and `before` had not, then the row, then deletes what only `before` had. */
-export async function writeRow(records: KeyValueStore, before: IndexRow | undefined, next: IndexRow): Promise<void> {
-  const was = new Set((before ? entriesOf(before) : []).map(([l, t]) => `${l} ${timePart(t)}`))
-  const now = entriesOf(next)
-  const is = new Set(now.map(([l, t]) => `${l} ${timePart(t)}`))
-  await Promise.all(now.filter(([l, t]) => !was.has(`${l} ${timePart(t)}`)).map(([l, t]) => records.put(indexEntryKey(l, t, next.id), '')))
-  await records.put(summaryKey(next.id), rowText(next))
-  if (before) await removeEntries(records, before, is)
+/** A row moved: as stored before (if at all), and as it is now. */
+export interface RowMove {
+  before: IndexRow | undefined
+  next: IndexRow
 }
 
-/** Deletes a row's entries (but those in `keep`, as `${list} ${part}`). */
-export async function removeEntries(records: KeyValueStore, row: IndexRow, keep: ReadonlySet<string> = new Set()): Promise<void> {
-  await Promise.all(
-    entriesOf(row)
-      .filter(([l, t]) => !keep.has(`${l} ${timePart(t)}`))
-      .map(([l, t]) => records.delete(indexEntryKey(l, t, row.id))),
+const entryKeys = (row: IndexRow | undefined): Map<string, RecordKey> =>
+  new Map((row ? entriesOf(row) : []).map(([l, t]) => [`${l} ${timePart(t)}`, indexEntryKey(l, t, row!.id)]))
+
+/**
+ * Writes rows in three steps for them all (each a writeMany): the entries each gains, the rows,
+ * the entries each leaves. A row whose session went meanwhile is not written, and its entries go
+ * (SESSION_NOT_FOUND: then the rows are put one by one to tell which). Returns the ids of those.
+ */
+export async function writeRows(records: KeyValueStore, moves: readonly RowMove[]): Promise<Set<SessionId>> {
+  const adds: RecordWrite[] = []
+  for (const { before, next } of moves) {
+    const was = entryKeys(before)
+    for (const [k, key] of entryKeys(next)) if (!was.has(k)) adds.push([key, ''])
+  }
+  await writeMany(records, adds)
+  const gone = new Set<SessionId>()
+  try {
+    await writeMany(
+      records,
+      moves.map(({ next }) => [summaryKey(next.id), rowText(next)]),
+    )
+  } catch (err) {
+    if (!isSessionfoldError(err, 'SESSION_NOT_FOUND')) throw err
+    for (const { next } of moves) {
+      try {
+        await records.put(summaryKey(next.id), rowText(next))
+      } catch (e) {
+        if (!isSessionfoldError(e, 'SESSION_NOT_FOUND')) throw e
+        gone.add(next.id)
+      }
+    }
+  }
+  const leaves = new Map<string, RecordWrite>()
+  for (const { before, next } of moves) {
+    const is = gone.has(next.id) ? new Map() : entryKeys(next)
+    for (const row of gone.has(next.id) ? [before, next] : [before]) {
+      for (const [k, key] of entryKeys(row)) if (!is.has(k)) leaves.set(flat(key), [key, undefined])
+    }
+  }
+  await writeMany(records, [...leaves.values()])
+  return gone
+}
+
+/** Deletes a row's entries. */
+export async function removeEntries(records: KeyValueStore, row: IndexRow): Promise<void> {
+  await writeMany(
+    records,
+    [...entryKeys(row).values()].map((key) => [key, undefined]),
   )
+}
+
+/** Records' values; one the codec cannot open (damaged) reads as '', a value no row parses. */
+export async function readable(records: KeyValueStore, keys: readonly RecordKey[]): Promise<(string | undefined)[]> {
+  try {
+    return await getMany(records, keys)
+  } catch (err) {
+    if (!isSessionfoldError(err, 'CORRUPT_LOG')) throw err
+    if (keys.length === 1) return ['']
+    return Promise.all(keys.map(async (key) => (await readable(records, [key]))[0]))
+  }
+}
+
+/** The stored rows of `ids` (undefined: none, or not readable). */
+export async function readRows(records: KeyValueStore, ids: readonly SessionId[]): Promise<(IndexRow | undefined)[]> {
+  const texts = await readable(records, ids.map(summaryKey))
+  return ids.map((id, i) => parseRow(id, texts[i]))
+}
+
+/** What this engine knows of a session it wrote: its row as of `length` but for the stored metadata. */
+export interface IndexHint {
+  header: SessionHeader
+  length: number
+  lastEventAt: number
+  title: string | null
+  tags: string[]
+}
+
+/** What a live session of this engine tells the index after a write (undefined: its metadata is faulted, so the log is read). */
+export function hintOf(live: { header: SessionHeader; slots: readonly UnitSlot[]; log: { durable: number } }, lastEventAt: number): IndexHint | undefined {
+  const slot = live.slots.find((s) => s.def.key === 'sessionMeta')
+  if (!slot || slot.fault) return undefined
+  const { title, tags } = slot.state as SessionMetaView
+  return { header: live.header, length: live.log.durable, lastEventAt, title, tags }
+}
+
+/** What a session stored with its events (an import's createSessions) holds: its row without reading it back. */
+export function hintOfNew({ header, events }: NewSession): IndexHint {
+  const { length, lastEventAt, title, tags } = extendRow(
+    freshRow(header),
+    events.map((e) => e.event),
+  )
+  return { header, length, lastEventAt, title, tags }
 }

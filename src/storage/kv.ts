@@ -5,7 +5,7 @@ import { SessionfoldError } from '../core/errors'
 import type { SessionId } from '../core/model'
 import { isSessionId } from '../core/limits'
 import { describe } from '../core/validate'
-import { MAX_RECORD_VALUE, type KeyRange, type RecordKey } from './types'
+import { MAX_RECORD_VALUE, type KeyRange, type KeyValueStore, type PutOptions, type RecordKey, type RecordWrite } from './types'
 
 export const MAX_KEY_PARTS = 6
 const PART = /^[A-Za-z0-9_-]{1,128}$/
@@ -94,4 +94,40 @@ export function takeFrom(sorted: Iterable<string>, range: { prefix: string; afte
     if (range.after === undefined || k > range.after) out.push(unflat(k))
   }
   return out
+}
+
+/** All of `calls` settled, then their values, or the first failure (none is left running). */
+export async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
+  const done = await Promise.allSettled(calls)
+  const failed = done.find((d) => d.status === 'rejected')
+  if (failed) throw failed.reason
+  return done.map((d) => (d as PromiseFulfilledResult<T>).value)
+}
+
+/** The values of `keys`: `kv.getMany` where the adapter has it, else a get of each. */
+export function getMany(kv: KeyValueStore, keys: readonly RecordKey[]): Promise<(string | undefined)[]> {
+  if (keys.length === 0) return Promise.resolve([])
+  return kv.getMany ? kv.getMany(keys) : settleAll(keys.map((k) => kv.get(k)))
+}
+
+/** Puts and deletes of distinct keys (KeyValueStore.writeMany): the adapter's where it has it, else each on its own. */
+export async function writeMany(kv: KeyValueStore, writes: readonly RecordWrite[], options?: PutOptions): Promise<void> {
+  assertWrites(writes)
+  if (writes.length === 0) return
+  if (kv.writeMany) return kv.writeMany(writes, options)
+  await settleAll(writes.map(([k, v]) => (v === undefined ? kv.delete(k) : kv.put(k, v, options))))
+}
+
+/** INVALID_ARGUMENT unless `writes` are writes of distinct keys with values a record may hold. */
+export function assertWrites(writes: unknown): asserts writes is readonly RecordWrite[] {
+  if (!Array.isArray(writes)) throw bad(`writes must be an array of [key, value] pairs, got ${describe(writes)}`)
+  const seen = new Set<string>()
+  for (const w of writes) {
+    if (!Array.isArray(w) || w.length !== 2) throw bad(`a write must be a [key, value] pair, got ${describe(w)}`)
+    assertKey(w[0])
+    if (w[1] !== undefined) assertValue(w[0], w[1])
+    const k = flat(w[0])
+    if (seen.has(k)) throw bad(`record ${k} is written twice in one writeMany`)
+    seen.add(k)
+  }
 }

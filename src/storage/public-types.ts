@@ -16,6 +16,7 @@ export type {
   ReadRange,
   RecordKey,
   RecordReplacement,
+  RecordWrite,
   RepairReport,
   SessionInfo,
   SessionRead,

@@ -178,7 +178,22 @@ export interface KeyValueStore {
   delete(key: RecordKey): Promise<void>
   /** The keys that start with `prefix` and are longer than it, in order (part by part, each by UTF-16 code units). */
   list(prefix: RecordKey, range?: KeyRange): Promise<string[][]>
+  /**
+   * Optional: the values of `keys`, in their order, as `get` of each. An adapter that has it
+   * reads them in one go (one query, one transaction); without it `getMany` (kv.ts) gets each.
+   */
+  getMany?(keys: readonly RecordKey[]): Promise<(string | undefined)[]>
+  /**
+   * Optional: puts (a value) and deletes (`undefined`) of distinct keys, in any order, each as
+   * `put` or `delete` would, with `options` for every put; on a failure (SESSION_NOT_FOUND for a
+   * session gone) some may be made and others not. An adapter that has it writes them in one go;
+   * without it `writeMany` (kv.ts) writes each.
+   */
+  writeMany?(writes: readonly RecordWrite[], options?: PutOptions): Promise<void>
 }
+
+/** A write of {@link KeyValueStore.writeMany}: the key and its new value, `undefined` to delete it. */
+export type RecordWrite = readonly [key: RecordKey, value: string | undefined]
 
 /** What {@link StorageAdapter.replaceRecords} writes in place of what is stored. */
 export interface RecordReplacement {

@@ -4,6 +4,10 @@ import { expect } from 'vitest'
 import type { CheckpointRow } from '../storage/types'
 import { witnessOf } from '../core/model'
 import { ev, evs, expectCode, readAll, rootHeader, snapshotStore } from './helpers'
+import type { RecordWrite } from '../storage/types'
+import { getMany, writeMany } from '../storage/kv'
+import { recordsOf as composedRecords } from '../storage/records'
+import { checkpointKey, HISTORY_PART, historyKey, indexEntryKey, metaKey, summaryKey } from '../storage/records/keys'
 import type { Group } from './suite'
 
 /** Registers the tests of checkpoints, history, key-value records and replaceRecords. @internal */
@@ -149,6 +153,98 @@ export function recordTests(t: Group): void {
       for (const limit of [0, -1, 1.5, 10_001]) await expectCode(adapter.kv!.list([], { limit }), 'INVALID_ARGUMENT')
       await expectCode(adapter.kv!.list([], { after: ['a b'] }), 'INVALID_ARGUMENT')
       expect(await snapshotStore(adapter)).toEqual(before)
+    },
+    'kv',
+  )
+
+  t.test(
+    "reads and writes many records at once (getMany and writeMany, the adapter's own where it has them), each as get, put and delete would, bad writes refused with nothing written",
+    async (h) => {
+      const records = composedRecords(h.adapter) ?? h.adapter.kv!
+      const all = async () => {
+        const keys = await records.list([], { limit: 10_000 })
+        return Object.fromEntries((await getMany(records, keys)).map((v, i) => [keys[i]!.join('+'), v]))
+      }
+      await h.adapter.createSession(rootHeader('m'))
+      await h.adapter.createSession(rootHeader('m-2'))
+      const row = (n: number) => JSON.stringify({ witness: witnessOf(rootHeader('m')), rows: { k: { ver: 1, seq: n, val: n } } })
+      // Every kind of key an adapter may keep apart: the store's records, a session's, its rows, meta, the session index's.
+      const first: RecordWrite[] = [
+        [['a'], 'one'],
+        [['a', 'b'], 'ab'],
+        [['session', 'm', 'chain', '0'], 'm0'],
+        [['session', 'm-2', 'chain', '0'], 'other'],
+        [checkpointKey('m'), row(1)],
+        [historyKey('m', 5), row(5)],
+        [historyKey('m', 9), row(9)],
+        [metaKey('many'), 'meta'],
+        [indexEntryKey('ax', 7, 'm'), ''],
+        [indexEntryKey('ax', 8, 'm-2'), ''],
+        [summaryKey('m'), '{"v":1}'],
+      ]
+      await writeMany(records, first)
+      const keys = [...first.map(([k]) => k), ['nothing'], checkpointKey('m-2'), historyKey('m', 6)]
+      const expected = [...first.map(([, v]) => v), undefined, undefined, undefined]
+      expect(await getMany(records, keys)).toEqual(expected)
+      expect(await Promise.all(keys.map((k) => records.get(k)))).toEqual(expected)
+      // Replaced whole, deleted (a delete of nothing is no failure), in one call.
+      await writeMany(records, [
+        [['a'], 'two'],
+        [['a', 'b'], undefined],
+        [historyKey('m', 5), undefined],
+        [checkpointKey('m'), row(2)],
+        [indexEntryKey('ax', 7, 'm'), undefined],
+        [indexEntryKey('cx', 7, 'm'), ''],
+        [['nothing'], undefined],
+      ])
+      expect(
+        await getMany(records, [
+          ['a'],
+          ['a', 'b'],
+          historyKey('m', 5),
+          historyKey('m', 9),
+          checkpointKey('m'),
+          indexEntryKey('ax', 7, 'm'),
+          indexEntryKey('cx', 7, 'm'),
+        ]),
+      ).toEqual(['two', undefined, undefined, row(9), row(2), undefined, ''])
+      expect(await records.list(['session', 'm', HISTORY_PART])).toEqual([historyKey('m', 9)])
+      // Bad writes: INVALID_ARGUMENT, nothing written.
+      const before = await all()
+      const bad: unknown[] = [
+        [
+          [['ok'], 'v'],
+          [['a b'], 'v'],
+        ],
+        [
+          [['ok'], 'v'],
+          [['ok'], 'w'],
+        ],
+        [
+          [['ok'], 'v'],
+          [['big'], 'x'.repeat(1024 * 1024 + 1)],
+        ],
+        [
+          [['ok'], 'v'],
+          [['n'], 1],
+        ],
+        [[['ok'], 'v'], ['x']],
+        'x',
+      ]
+      for (const writes of bad) await expectCode(writeMany(records, writes as never), 'INVALID_ARGUMENT')
+      await expectCode(getMany(records, [['ok'], ['a b']]), 'INVALID_ARGUMENT')
+      expect(await all()).toEqual(before)
+      // A session's record without the session.
+      await expectCode(writeMany(records, [[['session', 'ghost', 'x'], 'v']]), 'SESSION_NOT_FOUND')
+      await expectCode(writeMany(records, [[summaryKey('ghost'), '{}']]), 'SESSION_NOT_FOUND')
+      expect(await records.get(['session', 'ghost', 'x'])).toBeUndefined()
+      await h.adapter.deleteSession('m')
+      expect(await getMany(records, [['session', 'm', 'chain', '0'], checkpointKey('m'), historyKey('m', 9), ['session', 'm-2', 'chain', '0']])).toEqual([
+        undefined,
+        undefined,
+        undefined,
+        'other',
+      ])
     },
     'kv',
   )

@@ -197,6 +197,8 @@ export function createFileAdapter(options: FsAdapterOptions & { fs: FsPromises }
     put: (key, value, options) => run('record write', undefined, () => records.put(key, value, options)),
     delete: (key) => run('record delete', undefined, () => records.delete(key)),
     list: (prefix, range) => run('record read', undefined, () => records.list(prefix, range)),
+    getMany: (keys) => run('record read', undefined, () => records.getMany!(keys)),
+    writeMany: (writes, options) => run('record write', undefined, () => records.writeMany!(writes, options)),
   }
   return composeStorage(log, kv, { exists: (id) => run('read', id, () => folders.has(id)) })
 }

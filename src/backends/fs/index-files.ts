@@ -50,9 +50,14 @@ const LISTS: readonly string[] = [...INDEX_LISTS].sort()
 const ATTEMPTS = 50
 /** Entries a folder takes before new ones go a level down (the last level takes any): about as many as a page reads. */
 export const FOLDER_CAP = 256
-/** How long a folder found full is taken as full (entries leave the activity lists as sessions move up), and how many are remembered. */
-const FULL_MS = 5000
-const MAX_FULL = 1024
+/**
+ * How long a put takes a folder's names as it read them, with this process's puts and deletes
+ * since (a full one stays full that long: entries leave the activity lists as sessions move up),
+ * and how many folders it keeps so. Another process's puts meanwhile may take a folder past
+ * FOLDER_CAP by what they add in that time: the cap only spreads entries, any level takes any.
+ */
+const SEEN_MS = 5000
+const MAX_SEEN = 1024
 /** Folders whose names are kept while they stand (listings.ts). */
 const MAX_LISTINGS = 256
 
@@ -137,24 +142,43 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
     return [{ dir: other, name: recordName(key.slice(1)) }]
   }
 
-  /** Folders found full lately (when): a put passes over them unread for FULL_MS. */
-  const full = new Map<string, number>()
+  /** Folders as puts read them lately (see SEEN_MS): their names, and how many are entries. */
+  const seen = new Map<string, { at: number; names: Set<string>; entries: number }>()
+  /** Folders being read for a put (puts at once share the read). */
+  const reading = new Map<string, Promise<{ at: number; names: Set<string>; entries: number }>>()
+  async function folderNow(dir: string, level: number) {
+    const had = seen.get(dir)
+    if (had && Date.now() - had.at < SEEN_MS) return had
+    let read = reading.get(dir)
+    if (!read) {
+      read = namesIn(fs, dir).then((names) => {
+        const folder = { at: Date.now(), names: new Set(names), entries: names.filter((n) => !FOLDER_NAMES[level]?.test(n)).length }
+        seen.delete(dir)
+        if (seen.size >= MAX_SEEN) seen.delete(seen.keys().next().value!)
+        seen.set(dir, folder)
+        return folder
+      })
+      reading.set(dir, read)
+      read.then(
+        () => reading.delete(dir),
+        () => reading.delete(dir),
+      )
+    }
+    return read
+  }
 
   /** Where a put of `key` goes: the first of its places that has it or has room (the last one else). */
   async function placeFor(key: RecordKey): Promise<IndexPlace> {
     const places = placesOf(key)
     for (let level = 0; level < places.length - 1; level++) {
       const { dir, name } = places[level]!
-      if (Date.now() - (full.get(dir) ?? -Infinity) < FULL_MS) continue
-      // Read as it is (not from `listings`: a put's folders are mostly being written, so a stat would come on top).
-      const here = await namesIn(fs, dir)
-      if (here.includes(name)) return places[level]!
-      let entries = 0
-      for (const n of here) if (!FOLDER_NAMES[level]?.test(n)) entries++
-      if (entries < FOLDER_CAP) return places[level]!
-      full.delete(dir)
-      if (full.size >= MAX_FULL) full.delete(full.keys().next().value!)
-      full.set(dir, Date.now())
+      const here = await folderNow(dir, level)
+      if (here.names.has(name)) return places[level]!
+      if (here.entries < FOLDER_CAP) {
+        here.names.add(name)
+        here.entries++
+        return places[level]!
+      }
     }
     return places[places.length - 1]!
   }
@@ -181,8 +205,24 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
     }
   }
 
+  /** Makes the empty file `name` in `dir` (an entry: empty, so whole once made), and its folders where missing. */
+  async function putEmpty(dir: string, name: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await (await fs.open(join(dir, name), 'w')).close()
+        return
+      } catch (err) {
+        if ((errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') || attempt >= ATTEMPTS) throw err
+      }
+      await fs.mkdir(dir, { recursive: true }).catch((err: unknown) => {
+        if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw err // a folder on the way removed meanwhile: again
+      })
+    }
+  }
+
   async function put(key: RecordKey, value: string, durability: PutDurability): Promise<void> {
     const { dir, name } = await placeFor(key)
+    if (value === '' && durability === 'cache') return putEmpty(dir, name)
     const tmp = join(tmpDir(root), `rec.${randomHex(6)}`)
     try {
       if (durability === 'cache') {
@@ -222,6 +262,8 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
         if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') continue
         throw err
       }
+      const here = seen.get(place.dir)
+      if (here?.names.delete(place.name)) here.entries--
       return removeEmptied(place)
     }
   }
@@ -237,6 +279,7 @@ export function createIndexFiles({ fs, root }: Pick<FsSettings, 'fs' | 'root'>) 
       } catch (err) {
         if (errno(err) !== 'ENOENT') return
       }
+      seen.delete(at)
       if (at === list) return
     }
   }

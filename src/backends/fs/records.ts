@@ -32,9 +32,12 @@ import {
 } from './layout'
 import type { FsSettings } from './options'
 import { join, randomHex } from './host'
+import { inTurns } from '../../core/in-turns'
 
 const ROW_NAME = /^([1-9]\d{0,15})\.json$/
 const META_NAME = /^[A-Za-z0-9_-]{1,128}$/
+/** Records getMany and writeMany read or write at once. */
+const MANY_WIDTH = 8
 /** History folders whose listing is kept (sessions read as of a point lately). */
 const MAX_LISTED = 256
 
@@ -82,6 +85,9 @@ export function createRecordFiles(
     } catch (err) {
       if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw err
     }
+    knownGone(path)
+  }
+  function knownGone(path: string): void {
     if (noLegacy.size >= 4096) noLegacy.clear()
     noLegacy.add(path)
   }
@@ -129,7 +135,7 @@ export function createRecordFiles(
     await fs.rename(tmp, path)
   }
 
-  return {
+  const store: KeyValueStore = {
     async get(key) {
       assertKey(key)
       if (isIndexKey(key)) return index.get(key)
@@ -142,6 +148,7 @@ export function createRecordFiles(
           if (errno(err) !== 'ENOENT') throw err
         }
       }
+      if (legacy !== undefined) knownGone(legacy) // (a put of the row need not look for it again)
       return undefined
     },
     async put(key, value, options) {
@@ -157,10 +164,12 @@ export function createRecordFiles(
       const tmp = join(tmpDir(root), row ? scratchName(owner!, 'ckpt') : `rec.${randomHex(6)}`)
       try {
         // A session's folders are made inside its folder only while that folder is there (not recursively:
-        // that would make a deleted session's folder again).
-        await fs.mkdir(dir, { recursive: owner === undefined }).catch((err: unknown) => {
-          if (errno(err) !== 'EEXIST') throw err
-        })
+        // that would make a deleted session's folder again); a row in the folder itself needs none.
+        if (owner === undefined || dir !== sessionDir(root, owner)) {
+          await fs.mkdir(dir, { recursive: owner === undefined }).catch((err: unknown) => {
+            if (errno(err) !== 'EEXIST') throw err
+          })
+        }
         await write(tmp, join(dir, name), slotted ? slottedFile(value) : value, durability)
         listed.forget(dir)
         if (legacy !== undefined) await removeLegacy(legacy)
@@ -201,5 +210,15 @@ export function createRecordFiles(
       }
       return takeRange(keys.sort(compareIds), r)
     },
+    // A few at a time: a file's calls go through the thread pool, where the store's other work waits behind them.
+    async getMany(keys) {
+      const values: (string | undefined)[] = []
+      await inTurns(keys, MANY_WIDTH, async (key, at) => {
+        values[at] = await store.get(key)
+      })
+      return values
+    },
+    writeMany: (writes, options) => inTurns(writes, MANY_WIDTH, ([key, value]) => (value === undefined ? store.delete(key) : store.put(key, value, options))),
   }
+  return store
 }

@@ -47,6 +47,18 @@ const rowFlat = (k: IDBValidKey): string =>
     ? flat(['session', k, CHECKPOINT_PART])
     : flat(['session', (k as [string, number])[0], HISTORY_PART, positionPart((k as [string, number])[1])])
 
+/** The stores `places` are in. */
+const storesOf = (places: readonly Place[]): StoreName[] => [...new Set(places.map((p) => p.store))]
+
+/** A row's value as the `checkpoints` store keeps it (its JSON parsed); INVALID_ARGUMENT when it is not JSON. */
+function rowOf(key: RecordKey, value: string): unknown {
+  try {
+    return JSON.parse(value)
+  } catch {
+    throw new SessionfoldError('INVALID_ARGUMENT', `record ${flat(key)} holds a row, and its value is not JSON`)
+  }
+}
+
 export function createIdbRecords({ run, inTx, durability }: RecordDb): KeyValueStore {
   return {
     get: (key) =>
@@ -64,14 +76,7 @@ export function createIdbRecords({ run, inTx, durability }: RecordDb): KeyValueS
         assertKey(key)
         const owner = sessionOfKey(key)
         const p = placeOf(key)
-        let row: unknown
-        if (p.store === 'checkpoints') {
-          try {
-            row = JSON.parse(value)
-          } catch {
-            throw new SessionfoldError('INVALID_ARGUMENT', `record ${flat(key)} holds a row, and its value is not JSON`)
-          }
-        }
+        const row = p.store === 'checkpoints' ? rowOf(key, value) : undefined
         // A relaxed commit unless the put is 'durable' (rows and records are caches; a relaxed
         // transaction is still whole), checked against the session in the same transaction.
         await inTx(
@@ -82,6 +87,49 @@ export function createIdbRecords({ run, inTx, durability }: RecordDb): KeyValueS
             if (owner !== undefined && (await tx.objectStore('sessions').getKey(owner)) === undefined) throw notFoundForKey(owner, key)
             if (p.store === 'checkpoints') await quiet(tx.objectStore('checkpoints').put(row as never, p.key))
             else await quiet(tx.objectStore(p.store).put(value, p.key))
+          },
+          options?.durability === 'durable' ? durability : 'relaxed',
+        )
+      }),
+    getMany: (keys) =>
+      run('read record of', undefined, async (db) => {
+        for (const key of keys) assertKey(key)
+        const places = keys.map(placeOf)
+        return inTx(db, storesOf(places), 'readonly', (tx) =>
+          Promise.all(
+            places.map(async (p) => {
+              const v = await tx.objectStore(p.store).get(p.key)
+              return p.store === 'checkpoints' && v !== undefined ? JSON.stringify(v) : (v as string | undefined)
+            }),
+          ),
+        )
+      }),
+    // One transaction: every session the puts need checked in it (one gone: nothing written).
+    writeMany: (writes, options) =>
+      run('write record of', undefined, async (db) => {
+        for (const [key] of writes) assertKey(key)
+        const places = writes.map(([key]) => placeOf(key))
+        const values = writes.map(([key, value], i) => (value !== undefined && places[i]!.store === 'checkpoints' ? rowOf(key, value) : value))
+        const owners = new Map<SessionId, RecordKey>()
+        for (const [key, value] of writes) {
+          const owner = sessionOfKey(key)
+          if (owner !== undefined && value !== undefined) owners.set(owner, key)
+        }
+        await inTx(
+          db,
+          ['sessions', ...storesOf(places)],
+          'readwrite',
+          async (tx) => {
+            const sessions = tx.objectStore('sessions')
+            const there = await Promise.all([...owners.keys()].map((id) => sessions.getKey(id)))
+            const gone = [...owners].find((_, i) => there[i] === undefined)
+            if (gone) throw notFoundForKey(gone[0], gone[1])
+            await Promise.all(
+              places.map((p, i) => {
+                const store = tx.objectStore(p.store)
+                return values[i] === undefined ? quiet(store.delete(p.key)) : quiet(store.put(values[i] as never, p.key))
+              }),
+            )
           },
           options?.durability === 'durable' ? durability : 'relaxed',
         )

@@ -145,5 +145,94 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
         )
         return rows.map((row) => unflat(row.k!))
       }),
+    getMany: (keys) =>
+      run('record read', async (sql) => {
+        for (const key of keys) assertKey(key)
+        const places = keys.map(placeOf)
+        const values: (string | undefined)[] = []
+        for (const [table, at] of byTable(places)) {
+          const p = places[at[0]!]!
+          const { input, on, params } = unnested(
+            p,
+            at.map((i) => places[i]!),
+          )
+          const rows = await q(sql, `SELECT ${p.cols.map((_, i) => `u.u${i}`).join(', ')}, t.${p.value} AS v FROM ${table} t JOIN ${input} ON ${on}`, params)
+          const found = new Map(rows.map((r) => [p.cols.map((_, i) => String(r[`u${i}`])).join(S), r.v]))
+          for (const i of at) values[i] = found.get(idOf(places[i]!))
+        }
+        return values
+      }),
+    // A statement a table and kind (put, delete), in one transaction: so a group of the session
+    // index's rows costs a round trip or two, not one a record.
+    writeMany: (writes, options) =>
+      run('record write', async (sql) => {
+        for (const [key] of writes) assertKey(key)
+        const places = writes.map(([key]) => placeOf(key))
+        const missing: number[] = []
+        try {
+          await sql.begin(async (tx: PostgresClient) => {
+            if (options?.durability !== 'durable') await q(tx, `SELECT set_config('synchronous_commit', 'off', true)`, [])
+            for (const [table, at] of byTable(places)) {
+              const p = places[at[0]!]!
+              const dels = at.filter((i) => writes[i]![1] === undefined)
+              const puts = at.filter((i) => writes[i]![1] !== undefined)
+              if (dels.length > 0) {
+                const { input, on, params } = unnested(
+                  p,
+                  dels.map((i) => places[i]!),
+                )
+                await q(tx, `DELETE FROM ${table} t USING ${input} WHERE ${on}`, params)
+              }
+              if (puts.length === 0) continue
+              const cols = p.cols.map(([c]) => c).join(', ')
+              const { input, params } = unnested(
+                p,
+                puts.map((i) => places[i]!),
+                puts.map((i) => writes[i]![1]!),
+              )
+              // A session's rows only while the session is there (as put).
+              const only = p.owner === undefined ? '' : ` JOIN ${n.sessions} s ON s.id = u.u0`
+              const done = await q(
+                tx,
+                `INSERT INTO ${table} (${cols}, ${p.value}) SELECT ${p.cols.map((_, i) => `u.u${i}`).join(', ')}, u.v FROM ${input}${only} ON CONFLICT (${cols}) DO UPDATE SET ${p.value} = EXCLUDED.${p.value} RETURNING ${p.cols.map(([c], i) => `${c} AS u${i}`).join(', ')}`,
+                params,
+              )
+              if (done.length === puts.length) continue
+              const made = new Set(done.map((r) => p.cols.map((_, i) => String(r[`u${i}`])).join(S)))
+              missing.push(...puts.filter((i) => !made.has(idOf(places[i]!))))
+            }
+          })
+        } catch (err) {
+          const i = places.findIndex((p) => p.owner !== undefined)
+          if (codeOf(err) === '23503' && i >= 0) throw notFoundForKey(places[i]!.owner!, writes[i]![0]) // one deleted meanwhile: nothing written
+          throw err
+        }
+        const first = missing.sort((a, b) => a - b)[0]
+        if (first !== undefined) throw notFoundForKey(places[first]!.owner!, writes[first]![0])
+      }),
+  }
+}
+
+/** Places by their table: each table's indexes into `places`. */
+function byTable(places: readonly Place[]): Map<string, number[]> {
+  const out = new Map<string, number[]>()
+  for (const [i, p] of places.entries()) out.set(p.table, [...(out.get(p.table) ?? []), i])
+  return out
+}
+
+/** A place's key columns as one string (as a row read back gives them). */
+const idOf = (p: Place): string => p.vals.map(String).join(S)
+
+/**
+ * The keys of `places` (all of `p`'s table), and `values` when given, as arrays unnested into
+ * `u` (its columns u0, u1… and v): the `input`, the join of `t` with it (`on`), and the arrays.
+ */
+function unnested(p: Place, places: readonly Place[], values?: readonly string[]): { input: string; on: string; params: unknown[][] } {
+  const types = [...p.cols.map(([, t]) => t), ...(values ? ['text'] : [])]
+  const names = [...p.cols.map((_, i) => `u${i}`), ...(values ? ['v'] : [])]
+  return {
+    input: `unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) AS u(${names.join(', ')})`,
+    on: p.cols.map(([c], i) => `t.${c} = u.u${i}`).join(' AND '),
+    params: [...p.cols.map((_, c) => places.map((x) => x.vals[c])), ...(values ? [[...values]] : [])],
   }
 }

@@ -7,9 +7,9 @@
 // rows); a row that does not open is handed up as an unusable row (rows are caches: the engine
 // rebuilds, and verify reports it). Meta records (the key record among them) are not sealed.
 import { SessionfoldError, isSessionfoldError } from '../../core/errors'
-import { flat } from '../kv'
+import { flat, getMany, writeMany } from '../kv'
 import { rowKind } from '../records'
-import { MAX_RECORD_VALUE, type KeyValueStore, type RecordKey } from '../types'
+import { MAX_RECORD_VALUE, type KeyValueStore, type RecordKey, type RecordWrite } from '../types'
 import { describe, utf8Length } from '../../core/validate'
 import { fromBase64, toBase64 } from './base64'
 import { Unreadable, type EnvelopeCodec } from './seal'
@@ -64,33 +64,44 @@ export function sealedRecords(inner: KeyValueStore, codec: EnvelopeCodec): KeyVa
     }
   }
 
+  async function opened(key: RecordKey, stored: string | undefined): Promise<string | undefined> {
+    if (stored === undefined) return undefined
+    const kind = rowKind(key)
+    // Tombstones (ids and times, as the index's keys show) stay plain: rotateKey reseals per session, and they outlive theirs.
+    if (kind === 'meta' || kind === 'index' || kind === 'deleted') return stored
+    if (kind !== undefined) return openRow(key, stored)
+    if (stored[0] === 'p' && !codec.encrypted) return stored.slice(1)
+    if (stored[0] !== 's') throw unreadable(key, codec.encrypted ? 'it is not encrypted, in an encrypted store' : 'it is not a record of this codec')
+    const bytes = fromBase64(stored.slice(1))
+    if (!bytes) throw unreadable(key, 'not base64')
+    try {
+      return decoder.decode(await codec.open(aad(key), bytes))
+    } catch (err) {
+      if (isSessionfoldError(err, 'KEY_REJECTED')) throw err
+      throw unreadable(key, (err as Error).message)
+    }
+  }
+
+  async function sealed(key: RecordKey, value: string): Promise<string> {
+    const kind = rowKind(key)
+    if (kind === 'meta' || kind === 'index' || kind === 'deleted') return value
+    if (kind !== undefined) return sealRow(key, value)
+    if (!codec.encrypted && !codec.compresses(value.length)) return `p${value}`
+    return `s${toBase64(await codec.seal(aad(key), encoder.encode(value)))}`
+  }
+
   return {
-    async get(key) {
-      const stored = await inner.get(key)
-      if (stored === undefined) return undefined
-      const kind = rowKind(key)
-      // Tombstones (ids and times, as the index's keys show) stay plain: rotateKey reseals per session, and they outlive theirs.
-      if (kind === 'meta' || kind === 'index' || kind === 'deleted') return stored
-      if (kind !== undefined) return openRow(key, stored)
-      if (stored[0] === 'p' && !codec.encrypted) return stored.slice(1)
-      if (stored[0] !== 's') throw unreadable(key, codec.encrypted ? 'it is not encrypted, in an encrypted store' : 'it is not a record of this codec')
-      const bytes = fromBase64(stored.slice(1))
-      if (!bytes) throw unreadable(key, 'not base64')
-      try {
-        return decoder.decode(await codec.open(aad(key), bytes))
-      } catch (err) {
-        if (isSessionfoldError(err, 'KEY_REJECTED')) throw err
-        throw unreadable(key, (err as Error).message)
-      }
-    },
-    async put(key, value, options) {
-      const kind = rowKind(key)
-      if (kind === 'meta' || kind === 'index' || kind === 'deleted') return inner.put(key, value, options)
-      if (kind !== undefined) return inner.put(key, await sealRow(key, value), options)
-      if (!codec.encrypted && !codec.compresses(value.length)) return inner.put(key, `p${value}`, options)
-      return inner.put(key, `s${toBase64(await codec.seal(aad(key), encoder.encode(value)))}`, options)
-    },
+    get: async (key) => opened(key, await inner.get(key)),
+    put: async (key, value, options) => inner.put(key, await sealed(key, value), options),
     delete: (key) => inner.delete(key),
     list: (prefix, range) => inner.list(prefix, range),
+    async getMany(keys) {
+      const stored = await getMany(inner, keys)
+      return Promise.all(keys.map((key, i) => opened(key, stored[i])))
+    },
+    async writeMany(writes, options) {
+      const out = await Promise.all(writes.map(async ([key, value]): Promise<RecordWrite> => [key, value === undefined ? undefined : await sealed(key, value)]))
+      return writeMany(inner, out, options)
+    },
   }
 }
