@@ -3,6 +3,7 @@
 // so the page's adapter is a stand-in that calls this one (each call, one message).
 import './vitest-worker'
 import { openOpfsStorage } from '../../src/backends/opfs/backend'
+import { recordsOf } from '../../src/storage/records'
 import type { StorageAdapter } from '../../src/storage/types'
 
 interface Request {
@@ -25,7 +26,8 @@ async function handle({ op, name, durability, path, args }: Request): Promise<un
     await (await navigator.storage.getDirectory()).removeEntry(name!, { recursive: true }).catch(() => {})
     return undefined
   }
-  let target = adapter as unknown as Record<string, unknown>
+  // 'records': the adapter's whole key-value records (the store's rows among them), as the suite reads them.
+  let target = (path![0] === 'records' ? { records: recordsOf(adapter!) } : adapter) as unknown as Record<string, unknown>
   for (const key of path!.slice(0, -1)) target = target[key] as Record<string, unknown>
   const result = (target[path!.at(-1)!] as (...a: unknown[]) => unknown).apply(target, args!)
   if (result && typeof result === 'object' && Symbol.asyncIterator in result) {

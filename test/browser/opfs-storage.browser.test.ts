@@ -6,6 +6,7 @@
 // which cannot cross) is left out, which the contract allows (texts of skipped records may be
 // given), and a range's signal is checked here.
 import { SessionfoldError } from '../../src/core/errors'
+import { RECORDS } from '../../src/storage/records'
 import type { StorageAdapter } from '../../src/storage/types'
 import { storageConformance } from 'sessionfold/testing'
 
@@ -74,6 +75,7 @@ function standIn(): StorageAdapter {
     getMeta: fn('getMeta'),
     putMeta: fn('putMeta'),
     kv: { get: fn('kv', 'get'), put: fn('kv', 'put'), delete: fn('kv', 'delete'), list: fn('kv', 'list') },
+    [RECORDS]: Object.fromEntries(['get', 'put', 'delete', 'list', 'getMany', 'writeMany'].map((m) => [m, fn('records', m)])),
   } as unknown as StorageAdapter
 }
 
