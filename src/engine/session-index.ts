@@ -27,6 +27,7 @@ import {
   readRows,
   removeEntries,
   writeRows,
+  writeRowsForward,
   type IndexHint,
   type IndexRow,
   type RowMove,
@@ -329,35 +330,39 @@ export class SessionIndex {
     await this.storeState()
   }
 
-  /**
-   * Brings the rows of `ids` up to their logs (or to this engine's hints), written together
-   * (writeRows): for each, whether it moved and the length it has (-1: no session).
-   */
+  /** Brings the rows of `ids` up to their logs (or this engine's hints), written together: for each, whether it moved and its length (-1: no session). */
   private async refresh(ids: readonly SessionId[]): Promise<{ moved: boolean; reached: number }[]> {
     const stored = await readRows(this.o.records, ids)
     const out: { moved: boolean; reached: number }[] = []
-    const moves: RowMove[] = []
+    const moves: (RowMove & { at: number })[] = []
+    const read = { logs: false }
     for (const [i, id] of ids.entries()) {
       const before = stored[i]
-      const next = await this.nextRow(id, before)
+      const next = await this.nextRow(id, before, read)
       if (next === undefined || typeof next === 'number') {
         out.push({ moved: next === undefined && before !== undefined, reached: next ?? -1 })
         continue
       }
-      moves.push({ before, next })
+      moves.push({ before, next, at: i })
       out.push({ moved: true, reached: next.length })
     }
-    await writeRows(this.o.records, moves)
+    if (!read.logs) await writeRows(this.o.records, moves)
+    else {
+      // Logs were read since the rows were: a row another engine moved on meanwhile stays.
+      const ahead = await writeRowsForward(this.o.records, moves)
+      for (const [k, m] of moves.entries()) if (ahead[k] !== undefined) out[m.at] = { moved: true, reached: ahead[k] }
+    }
     return out
   }
 
   /** The row `id` moves to from `stored`: a number when it stays (the length it has), undefined when there is no session (deleted, or not made yet). */
-  private async nextRow(id: SessionId, stored: IndexRow | undefined): Promise<IndexRow | number | undefined> {
+  private async nextRow(id: SessionId, stored: IndexRow | undefined, read: { logs: boolean }): Promise<IndexRow | number | undefined> {
     const hint = this.hints.get(id)
     this.hints.delete(id)
     if (hint && !(stored && stored.createdAt === hint.header.createdAt && stored.length >= hint.length)) {
       return { ...freshRow(hint.header), length: hint.length, lastEventAt: hint.lastEventAt, title: hint.title, tags: [...hint.tags] }
     }
+    read.logs = true
     const info = await this.o.reader.find(id)
     // None: deleted (its row went with it, its entries go as pages meet them), or not made yet.
     if (!info) return undefined

@@ -194,6 +194,24 @@ export async function writeRows(records: KeyValueStore, moves: readonly RowMove[
   return gone
 }
 
+/**
+ * writeRows for moves worked out a while ago (logs read since): the rows read again first, and
+ * a row that another engine moved as far or further meanwhile left as it is (a row only moves
+ * forward). Returns, for each move, the length of the row left so, or undefined (written).
+ */
+export async function writeRowsForward(records: KeyValueStore, moves: readonly RowMove[]): Promise<(number | undefined)[]> {
+  const now = await readRows(
+    records,
+    moves.map((m) => m.next.id),
+  )
+  const ahead = moves.map(({ next }, k) => (now[k] && now[k].createdAt === next.createdAt && now[k].length >= next.length ? now[k].length : undefined))
+  await writeRows(
+    records,
+    moves.flatMap(({ next }, k) => (ahead[k] === undefined ? [{ before: now[k], next }] : [])),
+  )
+  return ahead
+}
+
 /** Deletes a row's entries. */
 export async function removeEntries(records: KeyValueStore, row: IndexRow): Promise<void> {
   await writeMany(

@@ -17,7 +17,7 @@ import { flat } from '../../src/storage/kv'
 import { recordsOf } from '../../src/storage/records'
 import { summaryKey } from '../../src/storage/records/keys'
 import type { KeyValueStore, StorageAdapter } from '../../src/storage/types'
-import { rootHeader } from '../../src/testing/helpers'
+import { ev, rootHeader } from '../../src/testing/helpers'
 
 let dir: string
 beforeEach(async () => {
@@ -109,6 +109,52 @@ describe("the session index's groups of rows", () => {
       await storage.close()
     })
   }
+
+  // Found in review: a group works out each row in turn, reading logs, and wrote them all at the
+  // end; a row another engine moved on meanwhile was put back.
+  it('leaves a row another engine moved on while the group read its logs (a row only moves forward)', async () => {
+    const storage = createMemoryAdapter()
+    for (const id of ['s0', 's1']) await storage.createSession(rootHeader(id))
+    let release!: () => void
+    let blocked: Promise<void> | undefined
+    let reached!: () => void
+    const atS1 = new Promise<void>((r) => (reached = r))
+    // A's view of the store: reading s1's session waits (a slow log read, as any of 127 others may be).
+    const slow: StorageAdapter = {
+      ...storage,
+      getSession: async (id: SessionId) => {
+        if (id === 's1' && blocked) {
+          reached()
+          await blocked
+        }
+        return storage.getSession(id)
+      },
+    }
+    const records = recordsOf(storage)!
+    const a = indexOver(slow, records)
+    const b = indexOver(storage, records)
+    await a.pass()
+    await b.pass()
+    await storage.append('s0', [ev('s0', 0)])
+    await storage.append('s1', [ev('s1', 0)])
+    blocked = new Promise((r) => (release = r))
+    const passA = a.pass() // the group [s0, s1]: s0's next row worked out (length 1), then it waits on s1
+    await atS1
+    // Meanwhile B (whose engine wrote it) moves s0 on: a title, length 2.
+    await storage.append('s0', [ev('s0', 1, { title: 'renamed' }, 'session/meta')])
+    b.wrote({ header: rootHeader('s0'), length: 2, lastEventAt: 1_700_000_000_001, title: 'renamed', tags: [] })
+    await b.pass()
+    release()
+    await passA
+    const rows = (await b.page(resolveSessionQuery({ order: 'created' }), 10, undefined)).items.map((r) => [r.id, r.length, r.title])
+    expect(rows).toEqual([
+      ['s0', 2, 'renamed'],
+      ['s1', 1, null],
+    ])
+    await a.close()
+    await b.close()
+    await storage.close()
+  })
 
   it('reads a group again row by row when one row cannot be opened (CORRUPT_LOG), and writes that row again', async () => {
     const storage = createMemoryAdapter()

@@ -8,12 +8,15 @@
 import type { SessionId } from '../../core/model'
 import { assertKey, flat, notFoundForKey, rangeStart, resolveKeyRange, sessionOfKey, SEPARATOR, unflat } from '../../storage/kv'
 import { CHECKPOINT_PART, HISTORY_PART, META_PART, positionOf } from '../../storage/records/keys'
-import type { KeyValueStore, RecordKey } from '../../storage/types'
+import { compareIds, type KeyValueStore, type RecordKey, type RecordWrite } from '../../storage/types'
 import { codeOf } from './errors'
 import type { PostgresClient } from './options'
 import type { Names } from './schema'
 
 type Run = <T>(op: string, body: (sql: PostgresClient) => Promise<T>) => Promise<T>
+
+/** Tries of a writeMany that meets a deadlock (another process's writes of the same rows in another order). */
+const DEADLOCK_TRIES = 5
 
 /** The row a key is stored in: its table, its key columns (with their types) and values, its value column. */
 interface Place {
@@ -70,7 +73,7 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
   }
   const where = (p: Place) => p.cols.map(([c, t], i) => `${c} = $${i + 1}::${t}`).join(' AND ')
 
-  return {
+  const store: KeyValueStore = {
     get: (key) =>
       run('record read', async (sql) => {
         assertKey(key)
@@ -163,54 +166,73 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
         return values
       }),
     // A statement a table and kind (put, delete), in one transaction: so a group of the session
-    // index's rows costs a round trip or two, not one a record.
+    // index's rows costs a round trip or two, not one a record. Rows are locked in key order (two
+    // engines writing the same rows cannot deadlock), and a deadlock with other writes is tried again.
     writeMany: (writes, options) =>
       run('record write', async (sql) => {
         for (const [key] of writes) assertKey(key)
         const places = writes.map(([key]) => placeOf(key))
-        const missing: number[] = []
-        try {
-          await sql.begin(async (tx: PostgresClient) => {
-            if (options?.durability !== 'durable') await q(tx, `SELECT set_config('synchronous_commit', 'off', true)`, [])
-            for (const [table, at] of byTable(places)) {
-              const p = places[at[0]!]!
-              const dels = at.filter((i) => writes[i]![1] === undefined)
-              const puts = at.filter((i) => writes[i]![1] !== undefined)
-              if (dels.length > 0) {
-                const { input, on, params } = unnested(
-                  p,
-                  dels.map((i) => places[i]!),
-                )
-                await q(tx, `DELETE FROM ${table} t USING ${input} WHERE ${on}`, params)
-              }
-              if (puts.length === 0) continue
-              const cols = p.cols.map(([c]) => c).join(', ')
-              const { input, params } = unnested(
-                p,
-                puts.map((i) => places[i]!),
-                puts.map((i) => writes[i]![1]!),
-              )
-              // A session's rows only while the session is there (as put).
-              const only = p.owner === undefined ? '' : ` JOIN ${n.sessions} s ON s.id = u.u0`
-              const done = await q(
-                tx,
-                `INSERT INTO ${table} (${cols}, ${p.value}) SELECT ${p.cols.map((_, i) => `u.u${i}`).join(', ')}, u.v FROM ${input}${only} ON CONFLICT (${cols}) DO UPDATE SET ${p.value} = EXCLUDED.${p.value} RETURNING ${p.cols.map(([c], i) => `${c} AS u${i}`).join(', ')}`,
-                params,
-              )
-              if (done.length === puts.length) continue
-              const made = new Set(done.map((r) => p.cols.map((_, i) => String(r[`u${i}`])).join(S)))
-              missing.push(...puts.filter((i) => !made.has(idOf(places[i]!))))
-            }
-          })
-        } catch (err) {
-          const i = places.findIndex((p) => p.owner !== undefined)
-          if (codeOf(err) === '23503' && i >= 0) throw notFoundForKey(places[i]!.owner!, writes[i]![0]) // one deleted meanwhile: nothing written
-          throw err
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const missing: number[] = await sql.begin((tx: PostgresClient) => writeGroups(tx, writes, places, options?.durability === 'durable'))
+            const first = missing.sort((a, b) => a - b)[0]
+            if (first !== undefined) throw notFoundForKey(places[first]!.owner!, writes[first]![0])
+            return
+          } catch (err) {
+            if (codeOf(err) === '40P01' && attempt < DEADLOCK_TRIES) continue
+            if (codeOf(err) !== '23503') throw err
+            // A session deleted meanwhile (nothing written): the one the database names.
+            const gone = /\(session_id\)=\(([^)]*)\)/.exec(String((err as { detail?: unknown }).detail))?.[1]
+            const i = Math.max(
+              0,
+              places.findIndex((p, k) => p.owner !== undefined && writes[k]![1] !== undefined && (gone === undefined || p.owner === gone)),
+            )
+            throw notFoundForKey(places[i]!.owner ?? (gone as SessionId), writes[i]![0])
+          }
         }
-        const first = missing.sort((a, b) => a - b)[0]
-        if (first !== undefined) throw notFoundForKey(places[first]!.owner!, writes[first]![0])
       }),
   }
+
+  /** writeMany's statements in `tx`: the indexes of puts not made (their session gone). */
+  async function writeGroups(tx: PostgresClient, writes: readonly RecordWrite[], places: readonly Place[], durable: boolean): Promise<number[]> {
+    const missing: number[] = []
+    if (!durable) await q(tx, `SELECT set_config('synchronous_commit', 'off', true)`, [])
+    for (const [table, unsorted] of byTable(places)) {
+      const at = unsorted.sort((a, b) => compareIds(idOf(places[a]!), idOf(places[b]!)))
+      const p = places[at[0]!]!
+      const order = p.cols.map((_, i) => `u.u${i}`).join(', ')
+      const dels = at.filter((i) => writes[i]![1] === undefined)
+      const puts = at.filter((i) => writes[i]![1] !== undefined)
+      if (dels.length > 0) {
+        const { input, on, params } = unnested(
+          p,
+          dels.map((i) => places[i]!),
+        )
+        await q(tx, `SELECT 1 FROM ${table} t JOIN ${input} ON ${on} ORDER BY ${order} FOR UPDATE OF t`, params)
+        await q(tx, `DELETE FROM ${table} t USING ${input} WHERE ${on}`, params)
+      }
+      if (puts.length === 0) continue
+      const cols = p.cols.map(([c]) => c).join(', ')
+      const { input, params } = unnested(
+        p,
+        puts.map((i) => places[i]!),
+        puts.map((i) => writes[i]![1]!),
+      )
+      // A session's rows only while the session is there (as put).
+      const only = p.owner === undefined ? '' : ` JOIN ${n.sessions} s ON s.id = u.u0`
+      const done = await q(
+        tx,
+        `INSERT INTO ${table} (${cols}, ${p.value}) SELECT ${order}, u.v FROM ${input}${only} ORDER BY ${order} ON CONFLICT (${cols}) DO UPDATE SET ${p.value} = EXCLUDED.${p.value} RETURNING ${p.cols.map(([c], i) => `${c} AS u${i}`).join(', ')}`,
+        params,
+      )
+      if (done.length === puts.length) continue
+      const made = new Set(done.map((r) => p.cols.map((_, i) => String(r[`u${i}`])).join(S)))
+      missing.push(...puts.filter((i) => !made.has(idOf(places[i]!))))
+    }
+    return missing
+  }
+
+  return store
 }
 
 /** Places by their table: each table's indexes into `places`. */
