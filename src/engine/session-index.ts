@@ -348,9 +348,10 @@ export class SessionIndex {
     }
     if (!read.logs) await writeRows(this.o.records, moves)
     else {
-      // Logs were read since the rows were: a row another engine moved on meanwhile stays.
-      const ahead = await writeRowsForward(this.o.records, moves)
-      for (const [k, m] of moves.entries()) if (ahead[k] !== undefined) out[m.at] = { moved: true, reached: ahead[k] }
+      // Logs were read since the rows were: a row changed meanwhile stays, and is looked at again.
+      const left = await writeRowsForward(this.o.records, moves)
+      for (const [k, m] of moves.entries()) if (left[k]) this.pending.add(m.next.id)
+      if (left.includes(true)) this.soon()
     }
     return out
   }

@@ -195,21 +195,21 @@ export async function writeRows(records: KeyValueStore, moves: readonly RowMove[
 }
 
 /**
- * writeRows for moves worked out a while ago (logs read since): the rows read again first, and
- * a row that another engine moved as far or further meanwhile left as it is (a row only moves
- * forward). Returns, for each move, the length of the row left so, or undefined (written).
+ * writeRows for moves worked out a while ago (logs read since): the rows are read again first,
+ * and one that is no longer what its move started from (another engine moved it, or the session
+ * was made again) is left as it is. Returns, for each move, whether it was left so.
  */
-export async function writeRowsForward(records: KeyValueStore, moves: readonly RowMove[]): Promise<(number | undefined)[]> {
+export async function writeRowsForward(records: KeyValueStore, moves: readonly RowMove[]): Promise<boolean[]> {
   const now = await readRows(
     records,
     moves.map((m) => m.next.id),
   )
-  const ahead = moves.map(({ next }, k) => (now[k] && now[k].createdAt === next.createdAt && now[k].length >= next.length ? now[k].length : undefined))
+  const left = moves.map(({ before }, k) => (now[k] === undefined ? before !== undefined : before === undefined || rowText(now[k]) !== rowText(before)))
   await writeRows(
     records,
-    moves.flatMap(({ next }, k) => (ahead[k] === undefined ? [{ before: now[k], next }] : [])),
+    moves.filter((_, k) => !left[k]),
   )
-  return ahead
+  return left
 }
 
 /** Deletes a row's entries. */

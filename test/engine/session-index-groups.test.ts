@@ -156,6 +156,52 @@ describe("the session index's groups of rows", () => {
     await storage.close()
   })
 
+  // Found in the review of that fix: a session deleted and made again meanwhile got the old life's row.
+  it('leaves the row of a session deleted and made again while the group read its logs, and looks at it again', async () => {
+    const storage = createMemoryAdapter()
+    for (const id of ['s0', 's1']) await storage.createSession(rootHeader(id))
+    let release!: () => void
+    let blocked: Promise<void> | undefined
+    let reached!: () => void
+    const atS1 = new Promise<void>((r) => (reached = r))
+    const slow: StorageAdapter = {
+      ...storage,
+      getSession: async (id: SessionId) => {
+        if (id === 's1' && blocked) {
+          reached()
+          await blocked
+        }
+        return storage.getSession(id)
+      },
+    }
+    const records = recordsOf(storage)!
+    const a = indexOver(slow, records)
+    const b = indexOver(storage, records)
+    await a.pass()
+    await b.pass()
+    await storage.append('s0', [ev('s0', 0), ev('s0', 1, { title: 'old' }, 'session/meta')])
+    await storage.append('s1', [ev('s1', 0)])
+    blocked = new Promise((r) => (release = r))
+    const passA = a.pass() // s0's next row worked out from its old life (length 2, 'old'), then it waits on s1
+    await atS1
+    await storage.deleteSession('s0')
+    await storage.createSession(rootHeader('s0', { createdAt: 1_800_000_000_000 }))
+    await b.pass()
+    release()
+    await passA
+    const rows = async (index: SessionIndex) =>
+      (await index.page(resolveSessionQuery({ order: 'created' }), 10, undefined)).items.map((r) => [r.id, r.createdAt, r.length, r.title])
+    expect(await rows(b)).toEqual([
+      ['s0', 1_800_000_000_000, 0, null],
+      ['s1', 1_700_000_000_000, 1, null],
+    ])
+    await a.pass() // the session it left, looked at again: the new life's row stays
+    expect((await a.row('s0'))?.createdAt).toBe(1_800_000_000_000)
+    await a.close()
+    await b.close()
+    await storage.close()
+  })
+
   it('reads a group again row by row when one row cannot be opened (CORRUPT_LOG), and writes that row again', async () => {
     const storage = createMemoryAdapter()
     const records = recordsOf(storage)!

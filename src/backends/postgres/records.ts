@@ -235,10 +235,11 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
   return store
 }
 
-/** Places by their table: each table's indexes into `places`. */
+/** Places by their table, the tables in name order (so two writers lock them in one order): each table's indexes into `places`. */
 function byTable(places: readonly Place[]): Map<string, number[]> {
   const out = new Map<string, number[]>()
-  for (const [i, p] of places.entries()) out.set(p.table, [...(out.get(p.table) ?? []), i])
+  for (const table of [...new Set(places.map((p) => p.table))].sort()) out.set(table, [])
+  for (const [i, p] of places.entries()) out.get(p.table)!.push(i)
   return out
 }
 
