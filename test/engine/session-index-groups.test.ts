@@ -59,6 +59,39 @@ async function entryIds(records: KeyValueStore): Promise<Set<string>> {
   return new Set((await records.list(['_index'], { limit: 10_000 })).filter((k) => k.length === 4).map((k) => k[3]!))
 }
 
+/**
+ * Sessions s0 and s1 in a memory store, and two indexes over it, both passed once: A's view of the
+ * store waits on s1's session once `block()` is called (a slow log read, as any of 127 others may
+ * be), until `release()`; `atS1` resolves when it waits.
+ */
+async function twoEngines() {
+  const storage = createMemoryAdapter()
+  for (const id of ['s0', 's1']) await storage.createSession(rootHeader(id))
+  let blocked: Promise<void> | undefined
+  let release!: () => void
+  let reached!: () => void
+  const atS1 = new Promise<void>((r) => (reached = r))
+  const slow: StorageAdapter = {
+    ...storage,
+    getSession: async (id: SessionId) => {
+      if (id === 's1' && blocked) {
+        reached()
+        await blocked
+      }
+      return storage.getSession(id)
+    },
+  }
+  const records = recordsOf(storage)!
+  const a = indexOver(slow, records)
+  const b = indexOver(storage, records)
+  await a.pass()
+  await b.pass()
+  const block = () => {
+    blocked = new Promise((r) => (release = r))
+  }
+  return { storage, a, b, block, atS1, release: () => release() }
+}
+
 describe("the session index's groups of rows", () => {
   for (const kind of ['memory', 'fs'] as const) {
     it(`writes 300 hinted sessions' rows in groups, and none for one deleted before the pass (${kind})`, async () => {
@@ -113,31 +146,10 @@ describe("the session index's groups of rows", () => {
   // Found in review: a group works out each row in turn, reading logs, and wrote them all at the
   // end; a row another engine moved on meanwhile was put back.
   it('leaves a row another engine moved on while the group read its logs (a row only moves forward)', async () => {
-    const storage = createMemoryAdapter()
-    for (const id of ['s0', 's1']) await storage.createSession(rootHeader(id))
-    let release!: () => void
-    let blocked: Promise<void> | undefined
-    let reached!: () => void
-    const atS1 = new Promise<void>((r) => (reached = r))
-    // A's view of the store: reading s1's session waits (a slow log read, as any of 127 others may be).
-    const slow: StorageAdapter = {
-      ...storage,
-      getSession: async (id: SessionId) => {
-        if (id === 's1' && blocked) {
-          reached()
-          await blocked
-        }
-        return storage.getSession(id)
-      },
-    }
-    const records = recordsOf(storage)!
-    const a = indexOver(slow, records)
-    const b = indexOver(storage, records)
-    await a.pass()
-    await b.pass()
+    const { storage, a, b, block, atS1, release } = await twoEngines()
     await storage.append('s0', [ev('s0', 0)])
     await storage.append('s1', [ev('s1', 0)])
-    blocked = new Promise((r) => (release = r))
+    block()
     const passA = a.pass() // the group [s0, s1]: s0's next row worked out (length 1), then it waits on s1
     await atS1
     // Meanwhile B (whose engine wrote it) moves s0 on: a title, length 2.
@@ -158,30 +170,10 @@ describe("the session index's groups of rows", () => {
 
   // Found in the review of that fix: a session deleted and made again meanwhile got the old life's row.
   it('leaves the row of a session deleted and made again while the group read its logs, and looks at it again', async () => {
-    const storage = createMemoryAdapter()
-    for (const id of ['s0', 's1']) await storage.createSession(rootHeader(id))
-    let release!: () => void
-    let blocked: Promise<void> | undefined
-    let reached!: () => void
-    const atS1 = new Promise<void>((r) => (reached = r))
-    const slow: StorageAdapter = {
-      ...storage,
-      getSession: async (id: SessionId) => {
-        if (id === 's1' && blocked) {
-          reached()
-          await blocked
-        }
-        return storage.getSession(id)
-      },
-    }
-    const records = recordsOf(storage)!
-    const a = indexOver(slow, records)
-    const b = indexOver(storage, records)
-    await a.pass()
-    await b.pass()
+    const { storage, a, b, block, atS1, release } = await twoEngines()
     await storage.append('s0', [ev('s0', 0), ev('s0', 1, { title: 'old' }, 'session/meta')])
     await storage.append('s1', [ev('s1', 0)])
-    blocked = new Promise((r) => (release = r))
+    block()
     const passA = a.pass() // s0's next row worked out from its old life (length 2, 'old'), then it waits on s1
     await atS1
     await storage.deleteSession('s0')
