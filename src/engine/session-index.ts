@@ -334,7 +334,7 @@ export class SessionIndex {
   private async refresh(ids: readonly SessionId[]): Promise<{ moved: boolean; reached: number }[]> {
     const stored = await readRows(this.o.records, ids)
     const out: { moved: boolean; reached: number }[] = []
-    const moves: (RowMove & { at: number })[] = []
+    const moves: RowMove[] = []
     const read = { logs: false }
     for (const [i, id] of ids.entries()) {
       const before = stored[i]
@@ -343,7 +343,7 @@ export class SessionIndex {
         out.push({ moved: next === undefined && before !== undefined, reached: next ?? -1 })
         continue
       }
-      moves.push({ before, next, at: i })
+      moves.push({ before, next })
       out.push({ moved: true, reached: next.length })
     }
     if (!read.logs) await writeRows(this.o.records, moves)

@@ -157,9 +157,9 @@ const entryKeys = (row: IndexRow | undefined): Map<string, RecordKey> =>
 /**
  * Writes rows in three steps for them all (each a writeMany): the entries each gains, the rows,
  * the entries each leaves. A row whose session went meanwhile is not written, and its entries go
- * (SESSION_NOT_FOUND: then the rows are put one by one to tell which). Returns the ids of those.
+ * (SESSION_NOT_FOUND: then the rows are put one by one to tell which).
  */
-export async function writeRows(records: KeyValueStore, moves: readonly RowMove[]): Promise<Set<SessionId>> {
+export async function writeRows(records: KeyValueStore, moves: readonly RowMove[]): Promise<void> {
   const adds: RecordWrite[] = []
   for (const { before, next } of moves) {
     const was = entryKeys(before)
@@ -191,7 +191,6 @@ export async function writeRows(records: KeyValueStore, moves: readonly RowMove[
     }
   }
   await writeMany(records, [...leaves.values()])
-  return gone
 }
 
 /**

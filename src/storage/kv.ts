@@ -5,6 +5,7 @@ import { SessionfoldError } from '../core/errors'
 import type { SessionId } from '../core/model'
 import { isSessionId } from '../core/limits'
 import { describe } from '../core/validate'
+import { inTurns } from '../core/in-turns'
 import { MAX_RECORD_VALUE, type KeyRange, type KeyValueStore, type PutOptions, type RecordKey, type RecordWrite } from './types'
 
 export const MAX_KEY_PARTS = 6
@@ -96,26 +97,34 @@ export function takeFrom(sorted: Iterable<string>, range: { prefix: string; afte
   return out
 }
 
-/** All of `calls` settled, then their values, or the first failure (none is left running). */
-export async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
-  const done = await Promise.allSettled(calls)
-  const failed = done.find((d) => d.status === 'rejected')
-  if (failed) throw failed.reason
-  return done.map((d) => (d as PromiseFulfilledResult<T>).value)
+/** Gets and writes getEach and writeEach make at once (a file's calls wait on the thread pool, where the store's other work waits behind them). */
+const EACH_AT_ONCE = 8
+
+/** A get of each of `keys`, a few at a time: getMany where an adapter has no batch of its own. */
+export async function getEach(kv: Pick<KeyValueStore, 'get'>, keys: readonly RecordKey[]): Promise<(string | undefined)[]> {
+  const values: (string | undefined)[] = []
+  await inTurns(keys, EACH_AT_ONCE, async (key, at) => {
+    values[at] = await kv.get(key)
+  })
+  return values
+}
+
+/** A put or delete of each of `writes` (checked first: bad ones write nothing), a few at a time: writeMany where an adapter has no batch of its own. */
+export async function writeEach(kv: Pick<KeyValueStore, 'put' | 'delete'>, writes: readonly RecordWrite[], options?: PutOptions): Promise<void> {
+  assertWrites(writes)
+  await inTurns(writes, EACH_AT_ONCE, ([k, v]) => (v === undefined ? kv.delete(k) : kv.put(k, v, options)))
 }
 
 /** The values of `keys`: `kv.getMany` where the adapter has it, else a get of each. */
 export function getMany(kv: KeyValueStore, keys: readonly RecordKey[]): Promise<(string | undefined)[]> {
   if (keys.length === 0) return Promise.resolve([])
-  return kv.getMany ? kv.getMany(keys) : settleAll(keys.map((k) => kv.get(k)))
+  return kv.getMany ? kv.getMany(keys) : getEach(kv, keys)
 }
 
-/** Puts and deletes of distinct keys (KeyValueStore.writeMany): the adapter's where it has it, else each on its own. */
+/** Puts and deletes of distinct keys (KeyValueStore.writeMany, which checks them): the adapter's where it has it, else each on its own. */
 export async function writeMany(kv: KeyValueStore, writes: readonly RecordWrite[], options?: PutOptions): Promise<void> {
-  assertWrites(writes)
-  if (writes.length === 0) return
-  if (kv.writeMany) return kv.writeMany(writes, options)
-  await settleAll(writes.map(([k, v]) => (v === undefined ? kv.delete(k) : kv.put(k, v, options))))
+  if (Array.isArray(writes) && writes.length === 0) return
+  return kv.writeMany ? kv.writeMany(writes, options) : writeEach(kv, writes, options)
 }
 
 /** INVALID_ARGUMENT unless `writes` are writes of distinct keys with values a record may hold. */

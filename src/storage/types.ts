@@ -185,8 +185,9 @@ export interface KeyValueStore {
   getMany?(keys: readonly RecordKey[]): Promise<(string | undefined)[]>
   /**
    * Optional: puts (a value) and deletes (`undefined`) of distinct keys, in any order, each as
-   * `put` or `delete` would, with `options` for every put; on a failure (SESSION_NOT_FOUND for a
-   * session gone) some may be made and others not. An adapter that has it writes them in one go;
+   * `put` or `delete` would, with `options` for every put. Bad writes (a bad key or value, a key
+   * twice: `assertWrites` of kv.ts) are INVALID_ARGUMENT with nothing written; on a failure after
+   * that (SESSION_NOT_FOUND for a session gone) some may be made and others not. An adapter that has it writes them in one go;
    * without it `writeMany` (kv.ts) writes each.
    */
   writeMany?(writes: readonly RecordWrite[], options?: PutOptions): Promise<void>

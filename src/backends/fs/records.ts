@@ -9,7 +9,7 @@
 // The session index's keys are in <root>/index/ (index-files.ts), where a list reads its page.
 import { compareIds } from '../../storage/types'
 import type { SessionId } from '../../core/model'
-import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, takeRange, unflat } from '../../storage/kv'
+import { assertKey, flat, getEach, notFoundForKey, resolveKeyRange, sessionOfKey, takeRange, unflat, writeEach } from '../../storage/kv'
 import { CHECKPOINT_PART, HISTORY_PART, INDEX_PART, META_PART, positionOf, positionPart, SUMMARY_PART } from '../../storage/records/keys'
 import type { KeyValueStore, PutDurability, RecordKey } from '../../storage/types'
 import { replaceDurable, writeDurable } from './durable'
@@ -32,12 +32,9 @@ import {
 } from './layout'
 import type { FsSettings } from './options'
 import { join, randomHex } from './host'
-import { inTurns } from '../../core/in-turns'
 
 const ROW_NAME = /^([1-9]\d{0,15})\.json$/
 const META_NAME = /^[A-Za-z0-9_-]{1,128}$/
-/** Records getMany and writeMany read or write at once. */
-const MANY_WIDTH = 8
 /** History folders whose listing is kept (sessions read as of a point lately). */
 const MAX_LISTED = 256
 
@@ -210,15 +207,9 @@ export function createRecordFiles(
       }
       return takeRange(keys.sort(compareIds), r)
     },
-    // A few at a time: a file's calls go through the thread pool, where the store's other work waits behind them.
-    async getMany(keys) {
-      const values: (string | undefined)[] = []
-      await inTurns(keys, MANY_WIDTH, async (key, at) => {
-        values[at] = await store.get(key)
-      })
-      return values
-    },
-    writeMany: (writes, options) => inTurns(writes, MANY_WIDTH, ([key, value]) => (value === undefined ? store.delete(key) : store.put(key, value, options))),
+    // A few at a time (kv.ts): a file's calls go through the thread pool, where the store's other work waits behind them.
+    getMany: (keys) => getEach(store, keys),
+    writeMany: (writes, options) => writeEach(store, writes, options),
   }
   return store
 }

@@ -6,7 +6,7 @@
 // are deleted in the transaction that deletes the session (deleteRecordsOf, used by index.ts).
 import { SessionfoldError } from '../../core/errors'
 import type { SessionId } from '../../core/model'
-import { assertKey, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange, unflat } from '../../storage/kv'
+import { assertKey, assertWrites, flat, notFoundForKey, resolveKeyRange, sessionOfKey, sessionPrefix, takeRange, unflat } from '../../storage/kv'
 import { CHECKPOINT_PART, HISTORY_PART, META_PART, positionOf, positionPart } from '../../storage/records/keys'
 import { quiet, type Db, type StoreName, type Tx } from './schema'
 import type { KeyValueStore, RecordKey } from '../../storage/types'
@@ -107,7 +107,7 @@ export function createIdbRecords({ run, inTx, durability }: RecordDb): KeyValueS
     // One transaction: every session the puts need checked in it (one gone: nothing written).
     writeMany: (writes, options) =>
       run('write record of', undefined, async (db) => {
-        for (const [key] of writes) assertKey(key)
+        assertWrites(writes)
         const places = writes.map(([key]) => placeOf(key))
         const values = writes.map(([key, value], i) => (value !== undefined && places[i]!.store === 'checkpoints' ? rowOf(key, value) : value))
         const owners = new Map<SessionId, RecordKey>()

@@ -6,7 +6,7 @@
 // checkpoint row in `checkpoints`, its history rows in `history` (by position), meta records in
 // `meta`. A put commits without waiting for its WAL flush, unless it is 'durable'.
 import type { SessionId } from '../../core/model'
-import { assertKey, flat, notFoundForKey, rangeStart, resolveKeyRange, sessionOfKey, SEPARATOR, unflat } from '../../storage/kv'
+import { assertKey, assertWrites, flat, notFoundForKey, rangeStart, resolveKeyRange, sessionOfKey, SEPARATOR, unflat } from '../../storage/kv'
 import { CHECKPOINT_PART, HISTORY_PART, META_PART, positionOf } from '../../storage/records/keys'
 import { compareIds, type KeyValueStore, type RecordKey, type RecordWrite } from '../../storage/types'
 import { codeOf } from './errors'
@@ -160,7 +160,7 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
             at.map((i) => places[i]!),
           )
           const rows = await q(sql, `SELECT ${p.cols.map((_, i) => `u.u${i}`).join(', ')}, t.${p.value} AS v FROM ${table} t JOIN ${input} ON ${on}`, params)
-          const found = new Map(rows.map((r) => [p.cols.map((_, i) => String(r[`u${i}`])).join(S), r.v]))
+          const found = new Map(rows.map((r) => [idOfRow(p, r), r.v]))
           for (const i of at) values[i] = found.get(idOf(places[i]!))
         }
         return values
@@ -170,14 +170,12 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
     // engines writing the same rows cannot deadlock), and a deadlock with other writes is tried again.
     writeMany: (writes, options) =>
       run('record write', async (sql) => {
-        for (const [key] of writes) assertKey(key)
+        assertWrites(writes)
         const places = writes.map(([key]) => placeOf(key))
         for (let attempt = 1; ; attempt++) {
+          let missing: number[]
           try {
-            const missing: number[] = await sql.begin((tx: PostgresClient) => writeGroups(tx, writes, places, options?.durability === 'durable'))
-            const first = missing.sort((a, b) => a - b)[0]
-            if (first !== undefined) throw notFoundForKey(places[first]!.owner!, writes[first]![0])
-            return
+            missing = await sql.begin((tx: PostgresClient) => writeGroups(tx, writes, places, options?.durability === 'durable'))
           } catch (err) {
             if (codeOf(err) === '40P01' && attempt < DEADLOCK_TRIES) continue
             if (codeOf(err) !== '23503') throw err
@@ -189,6 +187,9 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
             )
             throw notFoundForKey(places[i]!.owner ?? (gone as SessionId), writes[i]![0])
           }
+          const first = missing.sort((a, b) => a - b)[0]
+          if (first !== undefined) throw notFoundForKey(places[first]!.owner!, writes[first]![0])
+          return
         }
       }),
   }
@@ -226,7 +227,7 @@ export function createPgRecords(run: Run, n: Names, prepare: boolean): KeyValueS
         params,
       )
       if (done.length === puts.length) continue
-      const made = new Set(done.map((r) => p.cols.map((_, i) => String(r[`u${i}`])).join(S)))
+      const made = new Set(done.map((r) => idOfRow(p, r)))
       missing.push(...puts.filter((i) => !made.has(idOf(places[i]!))))
     }
     return missing
@@ -243,8 +244,9 @@ function byTable(places: readonly Place[]): Map<string, number[]> {
   return out
 }
 
-/** A place's key columns as one string (as a row read back gives them). */
+/** A place's key columns as one string, and the same of a row read back with them as u0, u1…: equal for one key. */
 const idOf = (p: Place): string => p.vals.map(String).join(S)
+const idOfRow = (p: Place, row: Record<string, string>): string => p.cols.map((_, i) => String(row[`u${i}`])).join(S)
 
 /**
  * The keys of `places` (all of `p`'s table), and `values` when given, as arrays unnested into

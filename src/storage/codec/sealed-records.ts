@@ -7,7 +7,7 @@
 // rows); a row that does not open is handed up as an unusable row (rows are caches: the engine
 // rebuilds, and verify reports it). Meta records (the key record among them) are not sealed.
 import { SessionfoldError, isSessionfoldError } from '../../core/errors'
-import { flat, getMany, writeMany } from '../kv'
+import { assertWrites, flat, getMany, writeMany } from '../kv'
 import { rowKind } from '../records'
 import { MAX_RECORD_VALUE, type KeyValueStore, type RecordKey, type RecordWrite } from '../types'
 import { describe, utf8Length } from '../../core/validate'
@@ -100,6 +100,7 @@ export function sealedRecords(inner: KeyValueStore, codec: EnvelopeCodec): KeyVa
       return Promise.all(keys.map((key, i) => opened(key, stored[i])))
     },
     async writeMany(writes, options) {
+      assertWrites(writes) // before anything is sealed
       const out = await Promise.all(writes.map(async ([key, value]): Promise<RecordWrite> => [key, value === undefined ? undefined : await sealed(key, value)]))
       return writeMany(inner, out, options)
     },
