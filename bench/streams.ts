@@ -19,7 +19,8 @@
 // Ratios are sessionfold ÷ reference, per round (each round runs both, the order alternating),
 // after an unrecorded warm-up round. Settings: BENCH_STREAMS_PRODUCERS, _PRODUCER_MESSAGES,
 // _APPEND_ROUNDS, _WARM_UP_MESSAGES, _CATCHUP, _FILL_BATCH, _READ_ROUNDS, _SSE_BLOCKS, _SSE_SAMPLES, _SSE_GAP_MS,
-// _CONFORMANCE (0: skip (4)), _PG (0: no PostgreSQL run in (4)), _PARTS (e.g. '1,3').
+// _CONFORMANCE (0: skip (4)), _PG (0: no PostgreSQL run in (4)), _PARTS (e.g. '1,3'), _PROF (a folder: the
+// sessionfold fs server's process writes its CPU profiles there, one a thread, with node's --cpu-prof).
 import { spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import { join } from 'node:path'

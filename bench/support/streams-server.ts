@@ -108,7 +108,11 @@ export interface StreamsServer {
  */
 export async function startStreamsServer(kind: StreamsServerKind, where: string, options: { schema?: string; longPollMs: number }): Promise<StreamsServer> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--server', kind, where, options.schema ?? '-', String(options.longPollMs)], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_STREAMS_PROF && kind === 'sessionfold' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_STREAMS_PROF}`] : []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const next = <K extends FromServer['kind']>(what: K) =>

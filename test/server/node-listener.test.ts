@@ -4,6 +4,7 @@
 import * as http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
+import { respond } from '../../src/sync/server/light-response'
 import { toNodeListener } from '../../src/sync/server/index'
 
 let server: http.Server | undefined
@@ -82,5 +83,44 @@ describe('toNodeListener: the Request a handler gets', () => {
     }
     await expect.poll(() => heard.length).toBe(2)
     expect(heard).toEqual(['early true', 'late true'])
+  })
+})
+
+describe('toNodeListener: a light Response (respond)', () => {
+  it('goes out as given: status, headers, a whole body with its length (not chunked), bytes too', async () => {
+    const url = await serve(async (request) => {
+      if (request.url.endsWith('/none')) return respond(null, 204, { 'x-kind': 'none' })
+      if (request.url.endsWith('/bytes')) return respond(new Uint8Array([1, 2, 3, 250]), 200, { 'content-type': 'application/octet-stream' })
+      return respond('héllo', 201, { 'content-type': 'text/plain; charset=utf-8', 'x-kind': 'text' })
+    })
+    const text = await fetch(`${url}/text`)
+    expect([text.status, text.headers.get('x-kind'), text.headers.get('content-length'), text.headers.get('transfer-encoding')]).toEqual([
+      201,
+      'text',
+      '6',
+      null,
+    ])
+    expect(await text.text()).toBe('héllo')
+    const bytes = await fetch(`${url}/bytes`)
+    expect([...new Uint8Array(await bytes.arrayBuffer())]).toEqual([1, 2, 3, 250])
+    const none = await fetch(`${url}/none`)
+    expect([none.status, none.headers.get('x-kind'), await none.text()]).toEqual([204, 'none', ''])
+  })
+
+  it('is a whole Response to anyone who looks into it, and what they change of it is what goes out', async () => {
+    const made = respond('{"a":1}', 200, { 'content-type': 'application/json', 'x-one': '1' })
+    expect(made).toBeInstanceOf(Response)
+    expect([made.status, made.ok, made.headers.get('x-one')]).toEqual([200, true, '1'])
+    expect(await made.clone().json()).toEqual({ a: 1 })
+    expect(await made.text()).toBe('{"a":1}')
+    expect(made.bodyUsed).toBe(true)
+    // A middleware that adds a header to the handler's answer: the header goes out.
+    const url = await serve(async () => {
+      const answer = respond('body', 200, { 'x-one': '1' })
+      answer.headers.set('x-added', 'yes')
+      return answer
+    })
+    const answer = await fetch(url)
+    expect([answer.headers.get('x-one'), answer.headers.get('x-added'), await answer.text()]).toEqual(['1', 'yes', 'body'])
   })
 })

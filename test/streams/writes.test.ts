@@ -241,6 +241,36 @@ describe('stream writes', () => {
     expect(await messages(url())).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }])
   })
 
+  it('answers a CORS preflight with the methods and the protocol’s headers allowed; other answers expose the protocol’s headers and carry its length', async () => {
+    const store = await open()
+    const { base } = await serve(store)
+    const url = `${base}/cors`
+    const preflight = await fetch(url, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'producer-id, producer-epoch, producer-seq',
+      },
+    })
+    expect(preflight.status).toBe(204)
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*')
+    expect(preflight.headers.get('access-control-allow-methods')).toContain('POST')
+    for (const name of ['producer-id', 'producer-epoch', 'producer-seq', 'stream-seq', 'if-none-match'])
+      expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain(name)
+    expect((await fetch(url, { method: 'PUT', headers: json })).status).toBe(201)
+    const appended = await fetch(url, { method: 'POST', headers: producer('c', 0, 0), body: JSON.stringify({ n: 0 }) })
+    expect(appended.status).toBe(200)
+    expect(appended.headers.get('access-control-allow-origin')).toBe('*')
+    for (const name of ['stream-next-offset', 'producer-epoch', 'producer-seq'])
+      expect(appended.headers.get('access-control-expose-headers')?.toLowerCase()).toContain(name)
+    // What only a preflight's answer is read for does not ride on every answer.
+    expect(appended.headers.get('access-control-allow-methods')).toBeNull()
+    const read = await fetch(`${url}?offset=-1`)
+    const body = await read.text()
+    expect([read.headers.get('content-length'), body]).toEqual([String(Buffer.byteLength(body)), '[{"n":0}]'])
+  })
+
   it('serves streams over an encrypted store: read back exactly, forks included, nothing readable at rest, verify finds them whole', async () => {
     const key = new Uint8Array(32).fill(7)
     const store = await open(key)

@@ -11,7 +11,8 @@ import type { SessionId } from '../../core/model'
 import { decodeOffset, encodeOffset, type ProducerTuple, type StreamAnswer, type StreamState } from '../../core/streams'
 import { describe, isPlainObject } from '../../core/validate'
 import type { Authorize } from '../../sync/server/handler'
-import { H, TooLarge, Tails, baseHeaders, readBody, streamBody } from './http'
+import { respond } from '../../sync/server/light-response'
+import { H, TooLarge, Tails, baseHeaders, preflightHeaders, readBody, streamBody } from './http'
 import { handleRead, type ReadContext } from './reads'
 
 /** Options of {@link createStreamsHandler}. */
@@ -58,9 +59,10 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
   const base = (options.basePath ?? '/v1/stream').replace(/\/+$/, '')
   const maxBody = options.maxBodyBytes ?? 16 * 1024 * 1024
   const headers = baseHeaders(options.allowOrigin ?? '*')
+  const preflight = preflightHeaders(headers)
   const tails = new Tails()
   const fail = (status: number, message: string, extra: Record<string, string> = {}) =>
-    new Response(message, { status, headers: { ...headers, 'content-type': 'text/plain; charset=utf-8', ...extra } })
+    respond(message, status, { ...headers, 'content-type': 'text/plain; charset=utf-8', ...extra })
   /** The answer to a request the engine refused (or found no stream for). */
   const missing = (answer: StreamAnswer): Response => {
     const detail = 'detail' in answer ? answer.detail : ''
@@ -101,7 +103,7 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
   return async (request) => {
     const url = new URL(request.url)
     const method = request.method.toUpperCase()
-    if (method === 'OPTIONS') return new Response(null, { status: 204, headers })
+    if (method === 'OPTIONS') return respond(null, 204, preflight)
     if (!url.pathname.startsWith(`${base}/`)) return fail(404, 'not a stream')
     let id: string
     try {
@@ -133,7 +135,7 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
           const answer = await store.streamRequest({ op: 'delete', id })
           if (answer.status !== 'deleted') return missing(answer)
           tails.wake(id)
-          return new Response(null, { status: 204, headers })
+          return respond(null, 204, headers)
         }
         default:
           return fail(405, `${method} is not a stream method`, { allow: 'GET, HEAD, PUT, POST, DELETE, OPTIONS' })
@@ -162,7 +164,7 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
     }
     if (stream.ttl !== undefined) h[H.ttl] = String(stream.ttl)
     if (stream.expiresAt !== undefined) h[H.expiresAt] = stream.expiresAt
-    return new Response(null, { status: 200, headers: h })
+    return respond(null, 200, h)
   }
 
   async function create(id: SessionId, request: Request): Promise<Response> {
@@ -200,9 +202,9 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
     switch (answer.status) {
       case 'created':
         tails.wake(id)
-        return new Response(null, { status: 201, headers: { ...described(answer.stream), location: new URL(request.url).href } })
+        return respond(null, 201, { ...described(answer.stream), location: new URL(request.url).href })
       case 'exists':
-        return new Response(null, { status: 200, headers: described(answer.stream) })
+        return respond(null, 200, described(answer.stream))
       default:
         return missing(answer)
     }
@@ -245,12 +247,12 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
         tails.wake(id, json ? { from, stream: answer.stream, body: `[${json.map((v) => JSON.stringify(v)).join(',')}]` } : undefined)
         const h: Record<string, string> = { ...headers, [H.offset]: encodeOffset(answer.stream.length), ...echo(producer?.[2] ?? 0) }
         if (answer.stream.closed) h[H.closed] = 'true'
-        return new Response(null, { status: producer && bytes.byteLength > 0 ? 200 : 204, headers: h })
+        return respond(null, producer && bytes.byteLength > 0 ? 200 : 204, h)
       }
       case 'duplicate': {
         const h: Record<string, string> = { ...headers, [H.offset]: encodeOffset(answer.stream.length), ...echo(answer.producerSeq) }
         if (answer.stream.closed) h[H.closed] = 'true'
-        return new Response(null, { status: 204, headers: h })
+        return respond(null, 204, h)
       }
       case 'closed':
         return fail(409, 'the stream is closed', { [H.closed]: 'true', [H.offset]: encodeOffset(answer.stream.length) })

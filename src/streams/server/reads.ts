@@ -6,6 +6,7 @@ import type { Store } from '../../client/store'
 import type { SessionId } from '../../core/model'
 import { decodeOffset, encodeOffset, mediaType, type StreamAnswer, type StreamState } from '../../core/streams'
 import { toBase64 } from '../../core/base64'
+import { respond } from '../../sync/server/light-response'
 import { H, responseCursor, type Tails } from './http'
 
 export interface ReadContext {
@@ -53,7 +54,7 @@ export async function handleRead(ctx: ReadContext, id: SessionId, url: URL, requ
       const h: Record<string, string> = { ...ctx.headers, 'content-type': head.stream.contentType, [H.offset]: encodeOffset(from), [H.upToDate]: 'true' }
       h['cache-control'] = 'no-store'
       if (answer.stream.closed) h[H.closed] = 'true'
-      return new Response(head.stream.mode === 'bytes' ? '' : '[]', { status: 200, headers: h })
+      return respond(head.stream.mode === 'bytes' ? '' : '[]', 200, h)
     }
   } else {
     // A catch-up or long-poll from an offset: one request of the engine for the stream and its messages.
@@ -78,7 +79,7 @@ export async function handleRead(ctx: ReadContext, id: SessionId, url: URL, requ
       const h: Record<string, string> = { ...ctx.headers, [H.offset]: encodeOffset(from), [H.upToDate]: 'true', 'cache-control': 'no-store' }
       if (answer.stream.closed) h[H.closed] = 'true'
       else h[H.cursor] = responseCursor(url.searchParams.get('cursor'))
-      return new Response(null, { status: 204, headers: h })
+      return respond(null, 204, h)
     }
   }
   // A catch-up that the first page does not finish goes on in the same answer (see `catchUpBody`).
@@ -92,9 +93,9 @@ export async function handleRead(ctx: ReadContext, id: SessionId, url: URL, requ
   const etag = `"${id}:${offset ?? '-1'}:${encodeOffset(next)}${closedHere ? ':c' : ''}"`
   headers.etag = etag
   headers['cache-control'] = answer.count > 0 ? 'private, max-age=60, stale-while-revalidate=300' : 'no-store'
-  if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: { ...ctx.headers, etag } })
+  if (request.headers.get('if-none-match') === etag) return respond(null, 304, { ...ctx.headers, etag })
   const body = next > from + answer.count ? catchUpBody(ctx, id, answer, next) : answer.body
-  return new Response(body as BodyInit, { status: 200, headers })
+  return body instanceof ReadableStream ? new Response(body, { status: 200, headers }) : respond(body, 200, headers)
 }
 
 /**

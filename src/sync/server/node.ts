@@ -2,6 +2,7 @@
 // imported, so this file costs an edge runtime nothing.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { WHOLE_BODY } from './body'
+import { answerOf } from './light-response'
 import type { SyncHandler } from './handler'
 
 /**
@@ -37,6 +38,14 @@ export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res
         const body = !hasBody ? undefined : Number(req.headers['content-length']) <= WHOLE_BODY_BYTES ? await whole(req) : streamOf(req)
         const request = nodeRequest(req, body, signal)
         const response = await handler(request)
+        const answer = answerOf(response)
+        if (answer) {
+          // A light Response (light-response.ts): its headers and whole body in one write, its length told.
+          const { body } = answer
+          if (body !== null) res.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
+          res.writeHead(answer.status, answer.headers)
+          return void res.end(answer.body ?? undefined)
+        }
         res.writeHead(response.status, Object.fromEntries(response.headers))
         if (!response.body) return void res.end()
         // Server-sent events: the headers go at once (the client waits for them before any event);
