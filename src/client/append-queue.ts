@@ -26,6 +26,7 @@ export class AppendQueue {
 
   constructor(calls: EngineCalls) {
     this.#calls = calls
+    calls.beforeCall.push(() => this.flush())
   }
 
   /** Resolves with the item's answer, unchecked (the session checks it), or rejects with its error. */

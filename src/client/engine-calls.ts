@@ -15,8 +15,8 @@ export class EngineCalls {
   #closed: SessionfoldError | undefined
   #dead: SessionfoldError | undefined
   #nextToken = 1
-  /** Runs before each call: sends the appends still waiting, so calls reach the engine in the order they were made. */
-  beforeCall: () => void = () => {}
+  /** Run before each call: the queues' sends of what waits in them (appends, stream requests), so calls reach the engine in the order they were made. */
+  readonly beforeCall: (() => void)[] = []
 
   /** `onDeath` runs once the worker died, after the calls in flight were told. */
   constructor(connection: Connection, onDeath: (err: SessionfoldError) => void) {
@@ -54,7 +54,7 @@ export class EngineCalls {
 
   async call<T>(fn: (api: EngineApi) => Promise<T>, sessionId?: SessionId): Promise<T> {
     this.refuseIfDown(sessionId)
-    this.beforeCall()
+    for (const flush of this.beforeCall) flush()
     this.#connection.busy?.(1)
     // Not Promise.race with `died`: each call would leave a reaction on that promise (pending
     // for the store's life) holding the call's result, a leak of every call ever made.

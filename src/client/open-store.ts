@@ -8,7 +8,8 @@ import { DEFAULT_MAX_EVENT_BYTES } from '../core/limits'
 import { storeConfig, storeOptionKeys, type StoreOptions } from '../backends/config'
 import { assertOptions, describe, isPlainObject } from '../core/validate'
 import type { Connectors } from './connection'
-import { Store, checkKey } from './store'
+import { checkKey } from './keys'
+import { Store } from './store'
 
 /**
  * A dedicated Web Worker as openStore uses one: what `new Worker(…)` returns. Structural, so

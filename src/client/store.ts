@@ -15,6 +15,8 @@ import type { Connection } from './connection'
 import { EngineCalls } from './engine-calls'
 import { LiveViews } from './live-views'
 import { AppendQueue } from './append-queue'
+import { StreamQueue } from './stream-queue'
+import { checkKey } from './keys'
 import { Session, SessionView, type HandleScope } from './session'
 import { Replication, ReplicationRouter, type ConnectOptions } from '../sync/connect'
 import { resolveSessionQuery, type ResolvedSessionQuery, type SessionQuery } from '../core/session-list'
@@ -65,6 +67,7 @@ export class Store {
   readonly #connection: Connection
   readonly #views = new LiveViews()
   readonly #calls: EngineCalls
+  readonly #streams: StreamQueue
   /** What its handles use of it. */
   readonly #scope: HandleScope
   readonly #replications = new Set<Replication>()
@@ -83,7 +86,7 @@ export class Store {
       for (const replication of this.#replications) replication._failed(err)
     })
     const appends = new AppendQueue(this.#calls)
-    this.#calls.beforeCall = () => appends.flush()
+    this.#streams = new StreamQueue(this.#calls)
     this.#scope = { calls: this.#calls, appends, views: this.#views, maxEventBytes, activity: new Set() }
   }
 
@@ -97,6 +100,7 @@ export class Store {
     if (push?.kind === 'frames') this.#views.push(push.frames)
     else if (push?.kind === 'replication') this.#routes.deliver(push.id, push.event)
     else if (push?.kind === 'sessions') for (const changed of [...this.#sessionWatchers]) changed()
+    else if (push?.kind === 'streams') this.#streams.deliver(push.answers)
     else this.#views.failAll(new SessionfoldError('PROJECTIONS_UNAVAILABLE', 'the worker pushed a message of no known kind'))
   }
 
@@ -284,13 +288,11 @@ export class Store {
    * session, live, resuming from the offset it reached after a restart; offline and back as `connect` is. Node's stores.
    */
   follow(url: string, options?: FollowOptions): Follow {
-    return new Follow((request) => this.streamRequest(request), url, options)
+    return new Follow(this.streamRequest, url, options)
   }
 
-  /** @internal A Durable Streams request of the protocol's handler (`createStreamsHandler`, sessionfold/server). */
-  streamRequest(request: StreamRequest): Promise<StreamAnswer> {
-    return this.#calls.call((api) => api.stream(request), request.id)
-  }
+  /** @internal A Durable Streams request of the protocol's handler (`createStreamsHandler`, sessionfold/server) or of `follow`. */
+  readonly streamRequest = (request: StreamRequest): Promise<StreamAnswer> => this.#streams.submit(request)
 
   /**
    * Replaces the key of an encrypted store (opened with `encryption: { key }`) and re-encrypts
@@ -385,15 +387,4 @@ export class Store {
       for (const changed of [...this.#sessionWatchers]) changed(closedError)
     }
   }
-}
-
-/** A key as it crosses to the engine (a copy of raw bytes); INVALID_ARGUMENT unless 32 bytes or a CryptoKey. */
-export function checkKey(key: unknown, what: string): Uint8Array | CryptoKey {
-  if (key instanceof Uint8Array) {
-    if (key.length !== 32) throw new SessionfoldError('INVALID_ARGUMENT', `${what} must be 32 bytes (AES-256), got ${key.length}`)
-    return new Uint8Array(key)
-  }
-  const CryptoKeyClass = (globalThis as { CryptoKey?: abstract new () => CryptoKey }).CryptoKey
-  if (CryptoKeyClass && key instanceof CryptoKeyClass) return key
-  throw new SessionfoldError('INVALID_ARGUMENT', `${what} must be 32 bytes (a Uint8Array) or an AES-GCM CryptoKey, got ${describe(key)}`)
 }

@@ -10,6 +10,7 @@ import type {
   spawnInputSchema,
 } from './inputs'
 import type { Json, SessionEvent, SessionHeader } from './model'
+import type { StreamAnswer } from './streams'
 import type { ProjectionFault, ProjectionSnapshot } from './projection'
 
 /**
@@ -25,6 +26,11 @@ export type Push =
   | { kind: 'replication'; id: number; event: ReplicationEvent }
   /** The store's session index may have changed (while the client watches it: `watchSessions(true)`). */
   | { kind: 'sessions' }
+  /** Answers to Durable Streams requests sent together (EngineApi.streamMany), pushed as they are ready. */
+  | { kind: 'streams'; answers: StreamReply[] }
+
+/** One request's answer of EngineApi.streamMany, by the number the client gave it: its answer, or the error it failed with. */
+export type StreamReply = [n: number, answer: StreamAnswer] | [n: number, answer: null, error: WireError]
 
 /** A push as it crosses a worker's port. */
 export interface PushMessage {

@@ -7,6 +7,7 @@ import type { StreamRequest } from '../core/streams'
 import type { ChangeBatch, ChangeCursor, ChangesOptions } from '../core/changes'
 import { framesOf, mergeChange, type PendingFrame } from './frames'
 import { nextTask } from '../core/next-task'
+import { StreamReplies } from './stream-replies'
 import { closeWithTab, holdAliveLock } from './tab-locks'
 import { MAX_SESSIONS_ROWS, type SessionsPage } from '../core/session-list'
 import type { OpenedEngine } from './open-engine'
@@ -78,6 +79,7 @@ export class EngineHost {
   private sessionsWatch?: () => void
   /** Lets go of the alive lock (a SharedWorker outlives the connections it serves). */
   private releaseAlive?: () => void
+  private streamReplies?: StreamReplies
 
   /** `post`: how pushes leave (a worker: a PushMessage on its port; this thread: the store's callback). */
   constructor(
@@ -300,8 +302,10 @@ export class EngineHost {
     return this.engine.applyChanges(batch)
   }
 
-  stream(request: StreamRequest) {
-    return this.engine.streams.run(request)
+  /** Durable Streams requests sent together, each answered by a push as it is ready (stream-replies.ts). */
+  streamMany(requests: [n: number, request: StreamRequest][]) {
+    this.streamReplies ??= new StreamReplies(this.post)
+    return this.streamReplies.run(requests, (request) => this.engine.streams.run(request))
   }
 
   async verifyPlan() {
@@ -343,10 +347,7 @@ export class EngineHost {
     return id
   }
 
-  /**
-   * A replication's states (and its requests for headers) pushed to the client as they change,
-   * until it is closed; changes within one task go as one push.
-   */
+  /** A replication's states (and its requests for headers) pushed as they change, until it closes; a task's changes as one push. */
   private async pushStates(hub: ReplicationHub, id: number): Promise<void> {
     for (let seen = 0; ; ) {
       const event = await hub.next(id, seen)
