@@ -1,9 +1,9 @@
 // A store's Durable Streams requests (the protocol's handler, store.follow) made in one task of
 // the event loop go to the engine in one call (EngineApi.streamMany), and their answers come
 // back in pushes as each is ready (host/stream-replies.ts): across a worker, a server's many
-// small requests cost a message each way per task, not one each per request. A request waits
-// at most for the end of the current task; an append queued behind another stream's fsync does
-// not hold up the answers of the others.
+// small requests cost a message each way per task, not one each per request. A request made
+// while none is unanswered goes at once; others wait at most for the end of the current task.
+// An append queued behind another stream's fsync does not hold up the answers of the others.
 import { fromWireError } from '../core/errors'
 import type { SessionId } from '../core/model'
 import { nextTask } from '../core/next-task'
@@ -37,9 +37,13 @@ export class StreamQueue {
     }
     return new Promise((resolve, reject) => {
       const n = this.#next++
+      // Nothing else asked and unanswered: it goes at once (a catch-up's next page is read while
+      // this thread sends the last one). Else it waits for the task's others.
+      const alone = this.#waiting.size === 0
       this.#waiting.set(n, { sessionId: request.id, resolve, reject })
-      if (this.#queued.length === 0) nextTask(() => this.flush())
+      if (this.#queued.length === 0 && !alone) nextTask(() => this.flush())
       this.#queued.push([n, request])
+      if (alone) this.flush()
     })
   }
 
