@@ -4,10 +4,12 @@
 // reads catch-up, SSE and long-poll; plain fetch (what curl does) appends turn/start and
 // turn/end to a session the SDK made while an observe in another process sees subagentTiming
 // change; authorization per stream; hostile paths, offsets, headers and bodies are refused
-// with nothing written.
+// with nothing written (not to the sessions, nor to the stream records beside their logs,
+// nor to any other file of the store's folder).
+import { createHash } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -35,6 +37,47 @@ const authorize: Authorize = ({ request, sessionId, access }) => {
   return 'unauthenticated'
 }
 const USER1 = { authorization: 'Bearer user1' }
+
+/** Every file and folder under `root`: a file's path with a hash of its bytes, a folder's path with 'folder'. */
+async function folderOf(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  for (const entry of await readdir(root, { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath, entry.name)
+    const name = path.slice(root.length + 1)
+    // A file renamed away meanwhile (a temp file) reads as such: the folder was not settled.
+    if (entry.isDirectory()) out[`${name}/`] = 'folder'
+    else
+      out[name] = await readFile(path).then(
+        (bytes) => createHash('sha256').update(bytes).digest('hex'),
+        () => 'gone while read',
+      )
+  }
+  return out
+}
+
+/**
+ * The store's folder once nothing is under way, compared whole (no file left out). What changes
+ * there without a write request comes and goes, so it is waited out rather than left out:
+ * - `locks/<folder>.lock`: the handler keeps a stream's writer lock a second (KEEP_MS,
+ *   src/engine/stream-writers.ts) after its last write, and a refused append is decided under
+ *   that lock too (its producer state, closure and Stream-Seq are read there): the lock file
+ *   comes and goes. Settled means no lock file.
+ * - after the write that made the stream (the PUT), its writer's let-go writes checkpoint.json
+ *   and summary.json, and the session index's pass (a second later, LAZY_MS) its entries,
+ *   `index/state` and `feed.id`. Settled means nothing changed for a while after that.
+ * A lock file that stays, or a file still changing, fails the wait.
+ */
+async function settledFolder(root: string, quietMs = 1200, ms = 20_000): Promise<Record<string, string>> {
+  let last = await folderOf(root)
+  let since = Date.now()
+  for (const end = Date.now() + ms; Date.now() < end; ) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const now = await folderOf(root).catch(() => ({ '?': 'a folder went while read' }))
+    if (JSON.stringify(now) !== JSON.stringify(last)) [last, since] = [now, Date.now()]
+    else if (Date.now() - since >= quietMs && !Object.keys(now).some((p) => p.startsWith('locks/') && p !== 'locks/')) return now
+  }
+  throw new Error(`the store's folder did not settle in ${ms} ms: ${JSON.stringify(Object.keys(last))}`)
+}
 
 async function serve(): Promise<{ store: Store; base: string }> {
   const store = await openStore({ storage: 'fs', dir: join(dir, 'store') })
@@ -179,6 +222,7 @@ describe('what is refused, with nothing written', () => {
     const { store, base } = await serve()
     expect((await fetch(`${base}/u1-a`, { method: 'PUT', headers: { ...USER1, 'content-type': 'text/plain' }, body: 'one' })).status).toBe(201)
     const before = await dumpStore(store)
+    const files = await settledFolder(join(dir, 'store'))
     const reader = { authorization: 'Bearer reader' }
     expect((await fetch(`${base}/u1-a?offset=-1`, { headers: reader })).status).toBe(200)
     expect((await fetch(`${base}/u1-a`, { method: 'HEAD', headers: reader })).status).toBe(200)
@@ -191,6 +235,7 @@ describe('what is refused, with nothing written', () => {
     // A fork needs write on the fork (and the source is read through it): not of another's stream.
     expect((await fetch(`${base}/u2-fork`, { method: 'PUT', headers: { ...USER1, 'stream-forked-from': '/v1/stream/u1-a' } })).status).toBe(403)
     expect(await dumpStore(store)).toEqual(before)
+    expect(await settledFolder(join(dir, 'store'))).toEqual(files)
   })
 
   it('refuses hostile paths, offsets, headers and bodies', async () => {
@@ -203,6 +248,7 @@ describe('what is refused, with nothing written', () => {
       })
     expect((await put('u1-s', {}, '[{"a":1}]')).status).toBe(201)
     const before = await dumpStore(store)
+    const files = await settledFolder(join(dir, 'store'))
     const root = base.replace('/v1/stream', '')
     const statuses = async (requests: [string, RequestInit][]) => Promise.all(requests.map(async ([url, init]) => (await fetch(url, init)).status))
     expect(
@@ -259,5 +305,7 @@ describe('what is refused, with nothing written', () => {
     const oneTooLarge = await post({}, JSON.stringify({ text: 'y'.repeat(2 * 1024 * 1024) }))
     expect(oneTooLarge.status).toBe(413)
     expect(await dumpStore(store)).toEqual(before)
+    // Nor the stream's record beside its log (producers, Stream-Seq, closure), nor any other file.
+    expect(await settledFolder(join(dir, 'store'))).toEqual(files)
   })
 })
