@@ -278,9 +278,11 @@ export class Streams {
         // What is known stays the last append's while this one is written (a HEAD answers it), and is
         // forgotten when this one fails: where its record and log stand is then read again.
         try {
-          if (JSON.stringify(record) !== JSON.stringify(found.record)) await this.#write(writer, id, found.record, record, at, events)
+          const changed = JSON.stringify(record) !== JSON.stringify(found.record)
+          if (changed) await this.#write(writer, id, found.record, record, at, events)
           else if (events.length > 0) await writer.append(events)
-          await this.#touch(id, record)
+          // Only what was taken resets a TTL's countdown: a refused or duplicate append writes nothing.
+          if (changed || events.length > 0) await this.#touch(id, record)
         } catch (err) {
           this.#known.delete(id)
           throw err

@@ -241,6 +241,29 @@ describe('stream writes', () => {
     expect(await messages(url())).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }])
   })
 
+  it('resets a TTL’s countdown on what it takes only: a refused or duplicate append leaves it where it was', async () => {
+    const store = await open()
+    const { base } = await serve(store)
+    const url = `${base}/ttl`
+    expect((await fetch(url, { method: 'PUT', headers: { ...json, 'stream-ttl': '3600' } })).status).toBe(201)
+    const touched = async () => {
+      const files = (await readdir(join(dir, 'store'), { recursive: true })).filter((f) => f.endsWith('stream-touched'))
+      expect(files).toHaveLength(1)
+      return readFile(join(dir, 'store', files[0]!), 'utf8')
+    }
+    expect(await post(url, producer('t', 0, 0), { n: 0 })).toBe(200)
+    const first = await touched()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(await post(url, { 'content-type': 'text/plain' }, 'not json')).toBe(409) // another content type
+    expect(await post(url, json, [])).toBe(400) // an empty array
+    expect(await post(url, producer('t', 0, 5), { n: 5 })).toBe(409) // a gap
+    expect(await post(url, producer('t', 0, 0), { n: 0 })).toBe(204) // a duplicate
+    expect(await touched()).toBe(first)
+    expect(await post(url, producer('t', 0, 1), { n: 1 })).toBe(200)
+    const ms = (text: string) => Number(text.replace(/^\D+/, ''))
+    expect(ms(await touched())).toBeGreaterThan(ms(first))
+  })
+
   it('answers a CORS preflight with the methods and the protocol’s headers allowed; other answers expose the protocol’s headers and carry its length', async () => {
     const store = await open()
     const { base } = await serve(store)
