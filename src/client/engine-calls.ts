@@ -41,6 +41,11 @@ export class EngineCalls {
     this.#closed = error
   }
 
+  /** The engine is gone (the store closed, its worker ended): a call still unanswered never will be, and fails with `error`. */
+  abandon(error: SessionfoldError): void {
+    for (const reject of this.#inFlight) reject(error)
+  }
+
   /**
    * Throws once the store closed or its worker died: a new error each time, made here, so its
    * stack shows the call that was refused (a listener's, say), not the close that caused it.

@@ -86,7 +86,7 @@ export class Store {
       for (const replication of this.#replications) replication._failed(err)
     })
     const appends = new AppendQueue(this.#calls)
-    this.#streams = new StreamQueue(this.#calls)
+    this.#streams = new StreamQueue(this.#calls, () => appends.flush())
     this.#scope = { calls: this.#calls, appends, views: this.#views, maxEventBytes, activity: new Set() }
   }
 
@@ -382,6 +382,7 @@ export class Store {
     } finally {
       this.#calls.close(closedError)
       await this.#connection.end()
+      this.#calls.abandon(closedError)
       this.#views.failAll(closedError)
       this.#views.clear()
       for (const changed of [...this.#sessionWatchers]) changed(closedError)

@@ -24,8 +24,12 @@ export class StreamQueue {
   /** Requests sent and not yet answered, by their number. */
   readonly #waiting = new Map<number, Waiting>()
 
-  constructor(calls: EngineCalls) {
+  /** Sends the store's appends waiting now: made before a request, they reach the engine before it. */
+  readonly #before: () => void
+
+  constructor(calls: EngineCalls, before: () => void = () => {}) {
     this.#calls = calls
+    this.#before = before
     calls.beforeCall.push(() => this.flush())
   }
 
@@ -35,6 +39,7 @@ export class StreamQueue {
     } catch (err) {
       return Promise.reject(err)
     }
+    this.#before() // appends made before this request reach the engine before it
     return new Promise((resolve, reject) => {
       const n = this.#next++
       // Nothing else asked and unanswered: it goes at once (a catch-up's next page is read while

@@ -62,6 +62,29 @@ describe('stream requests across the worker', () => {
     }
   })
 
+  for (const worker of [true, false]) {
+    it(`settles every request when the store closes with one held up behind the app’s writer (${worker ? 'worker' : 'this thread'})`, async () => {
+      const store = await openStore({ storage: 'fs', dir, worker })
+      for (const id of ['held', 's']) await (await store.createSession({ id })).close()
+      await store.openSession('held')
+      const outcome = (p: Promise<StreamAnswer>) =>
+        p.then(
+          (a) => a.status,
+          (err: { code?: string }) => err.code,
+        )
+      const held = outcome(request(store, append('held', 'app/one')))
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      const queued = outcome(request(store, { op: 'head', id: 's' })) // waits for the task's others: one is unanswered
+      await store.close()
+      // Neither is left waiting once close() returned: each was answered (the app's writer closes with the store) or met the close.
+      const settled = await Promise.race([Promise.all([held, queued]), new Promise((resolve) => setTimeout(() => resolve('pending'), 2000))])
+      expect(settled).not.toBe('pending')
+      const [h, q] = settled as string[]
+      expect(h).toMatch(/^(appended|CLOSED|locked)$/)
+      expect(q).toMatch(/^(ok|CLOSED)$/)
+    })
+  }
+
   it('refuses with CLOSED once the store closed, as a rejection (never a throw); one asked in the same task as the close settles', async () => {
     const store = await openStore({ storage: 'fs', dir })
     await (await store.createSession({ id: 's' })).close()
