@@ -264,6 +264,30 @@ describe('stream writes', () => {
     expect(ms(await touched())).toBeGreaterThan(ms(first))
   })
 
+  it('answers a Fetch server other than toNodeListener (Deno, Bun, workers) with the platform’s own Responses', async () => {
+    const store = await open()
+    const handler = createStreamsHandler({ store, authorize: () => true })
+    const base = 'http://127.0.0.1/v1/stream'
+    const asked = [
+      new Request(`${base}/real`, { method: 'OPTIONS' }),
+      new Request(`${base}/real`, { method: 'HEAD' }), // 404: no such stream yet
+      new Request(`${base}/real`, { method: 'PUT', headers: json }),
+      new Request(`${base}/real`, { method: 'POST', headers: json, body: '{"n":1}' }),
+      new Request(`${base}/real?offset=-1`),
+    ]
+    const statuses: number[] = []
+    for (const request of asked) {
+      const answer = await handler(request)
+      // A native check of a Response's internals: the prototype's own getters and methods on it.
+      expect(Object.getPrototypeOf(answer)).toBe(Response.prototype)
+      const copy = Response.prototype.clone.call(answer)
+      statuses.push(Object.getOwnPropertyDescriptor(Response.prototype, 'status')!.get!.call(answer) as number)
+      expect(copy.headers.get('access-control-allow-origin')).toBe('*')
+    }
+    expect(statuses).toEqual([204, 404, 201, 204, 200])
+    expect(await (await handler(new Request(`${base}/real?offset=-1`))).json()).toEqual([{ n: 1 }])
+  })
+
   it('answers a CORS preflight with the methods and the protocol’s headers allowed; other answers expose the protocol’s headers and carry its length', async () => {
     const store = await open()
     const { base } = await serve(store)

@@ -11,7 +11,7 @@ import type { SessionId } from '../../core/model'
 import { decodeOffset, encodeOffset, type ProducerTuple, type StreamAnswer, type StreamState } from '../../core/streams'
 import { describe, isPlainObject } from '../../core/validate'
 import type { Authorize } from '../../sync/server/handler'
-import { respond } from '../../sync/server/light-response'
+import { answerTo, respond } from '../../sync/server/light-response'
 import { H, TooLarge, Tails, baseHeaders, preflightHeaders, readBody, streamBody } from './http'
 import { handleRead, type ReadContext } from './reads'
 
@@ -100,7 +100,9 @@ export function createStreamsHandler(options: StreamsHandlerOptions): StreamsHan
     missing,
   }
 
-  return async (request) => {
+  return async (request) => answerTo(request, await handle(request))
+
+  async function handle(request: Request): Promise<Response> {
     const url = new URL(request.url)
     const method = request.method.toUpperCase()
     if (method === 'OPTIONS') return respond(null, 204, preflight)

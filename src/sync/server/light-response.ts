@@ -4,7 +4,8 @@
 // server thread's CPU of a small Durable Streams append. To anyone else it is a Response
 // (`instanceof Response`, every member): `status` and `ok` come off what was given, and
 // anything more (`headers`, `body`, `text()`, `clone()` ...) makes the platform's own Response
-// first and answers from it. The mirror of node.ts's light Request.
+// first and answers from it. The mirror of node.ts's light Request. Only toNodeListener is handed
+// one (answerTo): to native code that checks a Response's internal slots it is no Response.
 
 /** What a light Response keeps: read by `toNodeListener`. */
 export interface Answer {
@@ -39,6 +40,20 @@ export function respond(body: string | Uint8Array | null, status: number, header
 export function answerOf(response: Response): Answer | undefined {
   const light = response as unknown as Partial<LightResponse>
   return light[REAL] ? undefined : light[ANSWER]
+}
+
+/** Set by toNodeListener on the Request it hands a handler: its answer may be a light Response. */
+export const SERVED_BY_NODE = Symbol('served by toNodeListener')
+
+/**
+ * The answer to `request`: a light Response as it is when toNodeListener serves it (it writes it
+ * straight out), else the platform's own, made now: a server that checks a Response's internals
+ * (Deno.serve, Bun.serve, workers) gets a real one.
+ */
+export function answerTo(request: Request, response: Response): Response {
+  const light = response as unknown as Partial<LightResponse>
+  if (!light[ANSWER] || (request as unknown as Record<symbol, unknown>)[SERVED_BY_NODE]) return response
+  return realOf(light as LightResponse)
 }
 
 function realOf(light: LightResponse): Response {

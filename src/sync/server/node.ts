@@ -2,7 +2,7 @@
 // imported, so this file costs an edge runtime nothing.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { WHOLE_BODY } from './body'
-import { answerOf } from './light-response'
+import { answerOf, SERVED_BY_NODE } from './light-response'
 import type { SyncHandler } from './handler'
 
 /**
@@ -90,12 +90,14 @@ export function toNodeListener(handler: SyncHandler): (req: IncomingMessage, res
 function nodeRequest(req: IncomingMessage, body: Uint8Array | ReadableStream<Uint8Array> | undefined, signal: () => AbortSignal): Request {
   const light = Object.create(LIGHT_REQUEST) as LightRequest
   light[INCOMING] = { req, body, signal }
+  light[SERVED_BY_NODE] = true
   if (body instanceof Uint8Array) light[WHOLE_BODY] = body
   return light as unknown as Request
 }
 
 interface LightRequest {
   [INCOMING]: { req: IncomingMessage; body: Uint8Array | ReadableStream<Uint8Array> | undefined; signal: () => AbortSignal }
+  [SERVED_BY_NODE]: true
   [WHOLE_BODY]?: Uint8Array
   [HEADERS]?: Headers
   [REAL]?: Request
