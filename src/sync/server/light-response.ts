@@ -76,21 +76,29 @@ const LIGHT_RESPONSE: object = Object.create(Response.prototype, {
   },
   // headers: the real one's (a caller may change them, and then they are what goes out).
 })
-for (const name of Object.getOwnPropertyNames(Response.prototype)) {
-  if (name === 'constructor' || Object.hasOwn(LIGHT_RESPONSE, name)) continue
-  const member = Object.getOwnPropertyDescriptor(Response.prototype, name)!
-  const real = (self: LightResponse) => realOf(self) as unknown as Record<string, (...args: unknown[]) => unknown>
-  if (typeof member.value === 'function') {
-    Object.defineProperty(LIGHT_RESPONSE, name, {
-      value(this: LightResponse, ...args: unknown[]) {
-        return real(this)[name]!(...args)
-      },
-    })
-  } else if (member.get) {
-    Object.defineProperty(LIGHT_RESPONSE, name, {
-      get(this: LightResponse) {
-        return real(this)[name]
-      },
-    })
+delegateTo(LIGHT_RESPONSE, Response.prototype, realOf)
+
+/**
+ * Gives `light` (a light Request or Response, made on `proto`) every member of `proto` it does
+ * not have itself, each answered by the platform's own object that `real` makes (once) for it.
+ */
+export function delegateTo<T>(light: object, proto: object, real: (self: T) => object): void {
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    if (name === 'constructor' || Object.hasOwn(light, name)) continue
+    const member = Object.getOwnPropertyDescriptor(proto, name)!
+    const of = (self: T) => real(self) as unknown as Record<string, (...args: unknown[]) => unknown>
+    if (typeof member.value === 'function') {
+      Object.defineProperty(light, name, {
+        value(this: T, ...args: unknown[]) {
+          return of(this)[name]!(...args)
+        },
+      })
+    } else if (member.get) {
+      Object.defineProperty(light, name, {
+        get(this: T) {
+          return of(this)[name]
+        },
+      })
+    }
   }
 }

@@ -2,7 +2,7 @@
 // imported, so this file costs an edge runtime nothing.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { WHOLE_BODY } from './body'
-import { answerOf, SERVED_BY_NODE } from './light-response'
+import { answerOf, delegateTo, SERVED_BY_NODE } from './light-response'
 import type { SyncHandler } from './handler'
 
 /**
@@ -159,24 +159,7 @@ const LIGHT_REQUEST: object = Object.create(Request.prototype, {
     },
   },
 })
-for (const name of Object.getOwnPropertyNames(Request.prototype)) {
-  if (name === 'constructor' || Object.hasOwn(LIGHT_REQUEST, name)) continue
-  const member = Object.getOwnPropertyDescriptor(Request.prototype, name)!
-  const real = (self: LightRequest) => realOf(self) as unknown as Record<string, (...args: unknown[]) => unknown>
-  if (typeof member.value === 'function') {
-    Object.defineProperty(LIGHT_REQUEST, name, {
-      value(this: LightRequest, ...args: unknown[]) {
-        return real(this)[name]!(...args)
-      },
-    })
-  } else if (member.get) {
-    Object.defineProperty(LIGHT_REQUEST, name, {
-      get(this: LightRequest) {
-        return real(this)[name]
-      },
-    })
-  }
-}
+delegateTo(LIGHT_REQUEST, Request.prototype, realOf)
 
 /** Bodies of at most this many bytes (by their Content-Length) are read whole before the handler has them. */
 const WHOLE_BODY_BYTES = 64 * 1024
