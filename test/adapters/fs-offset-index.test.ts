@@ -21,6 +21,14 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
+/** Polls `check` until it holds (10 s at most). */
+async function waitFor(check: () => Promise<boolean>): Promise<void> {
+  for (const end = Date.now() + 10_000; !(await check()); ) {
+    if (Date.now() > end) throw new Error('timed out')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 const idxPath = (id: string) => join(dir, 'sessions', folderOf(id), 'events.idx')
 
 /** node:fs/promises whose opens of events.idx wait until `open()` is called. */
@@ -64,6 +72,32 @@ describe('fs adapter: the offset index is written in the background', () => {
     const tail = await readAll(b, 's', { from: 9 * INDEX_STRIDE, to: 9 * INDEX_STRIDE + 3 })
     expect(tail.map((e) => e.seq)).toEqual([9 * INDEX_STRIDE, 9 * INDEX_STRIDE + 1, 9 * INDEX_STRIDE + 2])
     await b.close()
+  })
+
+  it('an adapter that read another one’s appends (another process’s) writes only its own entries after them, once each', async () => {
+    const entries = async () => (await readFile(idxPath('s')).catch(() => Buffer.alloc(0))).length / 8
+    const a = createFsAdapter({ dir })
+    await a.createSession(rootHeader('s'))
+    await a.append('s', evs('s', 0, 8 * INDEX_STRIDE))
+    await waitFor(async () => (await entries()) === 8)
+    // Another process takes the session on and appends: its index entries follow a's.
+    const b = createFsAdapter({ dir })
+    await b.append('s', evs('s', 8 * INDEX_STRIDE, 8 * INDEX_STRIDE))
+    await waitFor(async () => (await entries()) === 16)
+    await b.close()
+    // a reads what b appended, then appends again.
+    expect((await a.getSession('s'))?.length).toBe(16 * INDEX_STRIDE)
+    await a.append('s', evs('s', 16 * INDEX_STRIDE, 8 * INDEX_STRIDE))
+    await a.close()
+    // Every entry once, in order: entry k is the offset of seq 64k.
+    expect(await entries()).toBe(24)
+    const idx = await readFile(idxPath('s'))
+    const log = await readFile(join(dir, 'sessions', folderOf('s'), 'events.log'))
+    for (let k = 0; k < 24; k++) {
+      const at = idx.readDoubleLE(k * 8)
+      const json = log.subarray(at + 9, at + 9 + log.readUInt32LE(at + 4)).toString('utf8')
+      expect(JSON.parse(json).seq).toBe(k * INDEX_STRIDE)
+    }
   })
 
   it('deleteSession waits for the index write, so none lands in a session created again under the id', async () => {

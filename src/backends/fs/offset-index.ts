@@ -91,14 +91,39 @@ export function createOffsetIndex({ fs, root, readOnly }: Pick<FsSettings, 'fs' 
     const buf = encodeIndex(log.index.slice(from, to))
     try {
       const fh = await fs.open(join(log.dir, INDEX_FILE), 'a')
+      let ours: boolean
       try {
-        await fh.write(buf, 0, buf.length, null)
+        // The file holds what this log stored, unless another process appended to the log (its
+        // entries were stored after ours, and this log read its records) or a write was cut:
+        // then it is replaced whole rather than added to, which would store entries twice.
+        ours = (await fh.stat()).size === from * 8
+        if (ours) await fh.write(buf, 0, buf.length, null)
       } finally {
         await fh.close()
       }
-      log.indexStored = to
+      log.indexStored = ours ? to : await replace(log)
     } catch {
       // left as a hint for the next open to recompute
+    }
+  }
+
+  /** Replaces the index file with `log.index`; answers the entries now stored (0 on failure). */
+  async function replace(log: IndexedLog): Promise<number> {
+    const buf = encodeIndex(log.index)
+    const tmp = join(tmpDir(root), scratchName(log.id, 'idx'))
+    try {
+      await fs.open(tmp, 'w').then(async (fh) => {
+        try {
+          await fh.writeFile(buf)
+        } finally {
+          await fh.close()
+        }
+      })
+      await fs.rename(tmp, join(log.dir, INDEX_FILE))
+      return log.index.length
+    } catch {
+      await fs.rm(tmp, { force: true }).catch(() => {})
+      return 0 // only a hint: the next open scans a little more
     }
   }
 
@@ -114,22 +139,7 @@ export function createOffsetIndex({ fs, root, readOnly }: Pick<FsSettings, 'fs' 
     async rewrite(log) {
       if (readOnly) return 0
       await log.indexing // an append's background write of entries goes first, then this replaces the file
-      const buf = encodeIndex(log.index)
-      const tmp = join(tmpDir(root), scratchName(log.id, 'idx'))
-      try {
-        await fs.open(tmp, 'w').then(async (fh) => {
-          try {
-            await fh.writeFile(buf)
-          } finally {
-            await fh.close()
-          }
-        })
-        await fs.rename(tmp, join(log.dir, INDEX_FILE))
-        return log.index.length
-      } catch {
-        await fs.rm(tmp, { force: true }).catch(() => {})
-        return 0 // only a hint: the next open scans a little more
-      }
+      return replace(log)
     },
   }
 }
