@@ -86,10 +86,18 @@ const bad = (message: string) => new SessionfoldError('INVALID_ARGUMENT', messag
  */
 export async function checkImport(io: Io): Promise<CheckedImport> {
   const tmp = await mkdtemp(join(tmpdir(), 'sessionfold-import-'))
-  const dispose = () => rm(tmp, { recursive: true, force: true })
+  const file = join(tmp, 'import.ndjson')
+  const sink = createWriteStream(file)
+  // Its failure is the import's (a full disk, say), thrown by the end below, never an uncaught 'error'.
+  let failed: Error | undefined
+  sink.on('error', (err) => (failed ??= err))
+  const dispose = async () => {
+    // A refusal can come before the copy's file was even opened: it is closed first, so that its
+    // open does not fail on the folder removed under it.
+    if (!sink.closed) await new Promise<void>((resolve) => sink.destroy().once('close', () => resolve()))
+    await rm(tmp, { recursive: true, force: true })
+  }
   try {
-    const file = join(tmp, 'import.ndjson')
-    const sink = createWriteStream(file)
     let lineNo = 0
     let eventLines = 0
     let ended = false
@@ -160,9 +168,10 @@ export async function checkImport(io: Io): Promise<CheckedImport> {
       } else {
         throw bad(`${at()} is neither a session, an event nor the end line`)
       }
-      if (!sink.write(`${line}\n`)) await new Promise<void>((r) => sink.once('drain', () => r()))
+      if (failed) throw failed
+      if (!sink.write(`${line}\n`)) await new Promise<void>((r) => sink.once('drain', () => r()).once('error', () => r()))
     }
-    await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err ? reject(err) : resolve())))
+    await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err || failed ? reject(err ?? failed) : resolve())))
     if (!ended) {
       sessionDone()
       throw bad(
