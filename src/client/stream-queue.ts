@@ -27,7 +27,7 @@ export class StreamQueue {
   /** Sends the store's appends waiting now: made before a request, they reach the engine before it. */
   readonly #before: () => void
 
-  constructor(calls: EngineCalls, before: () => void = () => {}) {
+  constructor(calls: EngineCalls, before: () => void) {
     this.#calls = calls
     this.#before = before
     calls.beforeCall.push(() => this.flush())

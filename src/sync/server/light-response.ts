@@ -16,7 +16,7 @@ export interface Answer {
 }
 
 /** The symbol under which a light Response keeps its `Answer`. */
-export const ANSWER = Symbol('answer')
+const ANSWER = Symbol('answer')
 
 interface LightResponse {
   [ANSWER]: Answer
