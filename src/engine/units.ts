@@ -124,6 +124,56 @@ function checkView(slot: UnitSlot, value: unknown): number | undefined {
   return from
 }
 
+/**
+ * Where `value` holds what no port can carry (a function, a symbol, a promise, a weak
+ * collection), if it does: a schema that lets one through (`z.any()`, `z.custom()`) would make
+ * the frame that carries the view fail to cross a worker, and the call waiting on it (an
+ * append) fail with an untyped DataCloneError after its events were written.
+ */
+function uncloneable(value: unknown, path: string, seen: Set<object>): string | undefined {
+  const at = path || 'the top'
+  if (typeof value === 'function') return `a function at ${at}`
+  if (typeof value === 'symbol') return `a symbol at ${at}`
+  if (typeof value !== 'object' || value === null || seen.has(value)) return undefined
+  if (value instanceof Promise || value instanceof WeakMap || value instanceof WeakSet) return `${value.constructor.name} at ${at}`
+  seen.add(value)
+  if (value instanceof Map) {
+    for (const [k, v] of value) {
+      const problem = uncloneable(k, `${path}.<key>`, seen) ?? uncloneable(v, `${path}.get(${String(k)})`, seen)
+      if (problem !== undefined) return problem
+    }
+    return undefined
+  }
+  if (value instanceof Set) {
+    for (const v of value) {
+      const problem = uncloneable(v, `${path}.<item>`, seen)
+      if (problem !== undefined) return problem
+    }
+    return undefined
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const problem = uncloneable(value[i], `${path}[${i}]`, seen)
+      if (problem !== undefined) return problem
+    }
+    return undefined
+  }
+  for (const key of Object.keys(value)) {
+    const problem = uncloneable((value as Record<string, unknown>)[key], `${path}.${key}`, seen)
+    if (problem !== undefined) return problem
+  }
+  return undefined
+}
+
+/** Throws unless the view value (its items from `from` on, when it only grew) can cross a worker's port. */
+function checkCloneable(slot: UnitSlot, value: unknown, from: number | undefined): void {
+  const seen = new Set<object>()
+  let problem: string | undefined
+  if (from === undefined) problem = uncloneable(value, '', seen)
+  else for (let i = from; i < (value as unknown[]).length && problem === undefined; i++) problem = uncloneable((value as unknown[])[i], `[${i}]`, seen)
+  if (problem !== undefined) throw new Error(`view of "${slot.def.key}" cannot be sent to the app: ${problem}`)
+}
+
 /** The unit's view value (null when faulted), computed once per state reference and validated. */
 export function viewOf(slot: UnitSlot): Json | null {
   const view = slot.def.view
@@ -132,6 +182,7 @@ export function viewOf(slot: UnitSlot): Json | null {
   try {
     const value = view.view(slot.state)
     const from = checkView(slot, value)
+    checkCloneable(slot, value, from)
     slot.viewGrowth = from === undefined ? undefined : { before: slot.viewValue, from }
     slot.viewState = slot.state
     slot.viewValue = (value === undefined ? null : value) as Json | null

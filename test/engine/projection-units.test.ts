@@ -263,4 +263,71 @@ describe('a list view that grew: only the new items meet its schema', () => {
     expect(slots[0]!.fault).toBe('corrupt')
     expect(slots[0]!.faultReason).toBe('view of "list" fails its schema: [3]: Too small: expected number to be >=0')
   })
+
+  // A schema that lets anything through (z.any(), z.custom()) must not let through what cannot
+  // cross a worker's port: that would fail the frame carrying it, and the append waiting on it.
+  it('a view holding a function, symbol or promise faults the unit, naming where; undefined, Date and Map pass', () => {
+    const cases: [unknown, string | undefined][] = [
+      [{ n: 1, f: () => 1 }, 'a function at .f'],
+      [{ deep: [{ s: Symbol('x') }] }, 'a symbol at .deep[0].s'],
+      [{ p: Promise.resolve(1) }, 'Promise at .p'],
+      [new Map([['k', { f: () => 2 }]]), 'a function at .get(k).f'],
+      [{ u: undefined, d: new Date(0), m: new Map([['k', 1]]), s: new Set([1]) }, undefined],
+    ]
+    for (const [value, problem] of cases) {
+      const any = defineProjection<number, unknown>({
+        key: 'any',
+        stateVersion: 1,
+        stateSchema: z.number(),
+        init: () => 0,
+        apply: (s) => s + 1,
+        view: { schema: z.any(), view: (s) => (s > 0 ? value : null) },
+      })
+      const slots = initSlots([any], rootHeader('p'))
+      expect(snapshotOf(slots, -1).values.any).toBeNull()
+      foldEvent(slots, e(0, 'app/n'))
+      const snap = snapshotOf(slots, 0)
+      if (problem === undefined) {
+        expect(slots[0]!.fault).toBeUndefined()
+        expect(snap.values.any).toBe(value)
+      } else {
+        expect(slots[0]!.fault).toBe('corrupt')
+        expect(slots[0]!.faultReason).toBe(`view of "any" cannot be sent to the app: ${problem}`)
+        expect(snap.values.any).toBeNull()
+      }
+    }
+  })
+
+  it('a list view that only grew has its new items checked for what cannot be sent, not the old ones again', () => {
+    let walked = 0
+    const items: unknown[] = []
+    const list = defineProjection<number, unknown[]>({
+      key: 'list',
+      stateVersion: 1,
+      stateSchema: z.number(),
+      init: () => 0,
+      apply: (s) => s + 1,
+      view: {
+        schema: z.array(z.any()),
+        view: (s) => {
+          while (items.length < s) {
+            const i = items.length
+            // A getter counts the walks of each item.
+            items.push(i === 4 ? { f: () => i } : Object.defineProperty({}, 'i', { enumerable: true, get: () => (walked++, i) }))
+          }
+          return items.slice()
+        },
+      },
+    })
+    const slots = initSlots([list], rootHeader('p'))
+    for (let seq = 0; seq < 4; seq++) {
+      foldEvent(slots, e(seq, 'app/n'))
+      snapshotOf(slots, seq)
+    }
+    expect(slots[0]!.fault).toBeUndefined()
+    expect(walked).toBe(4) // each item once, though the list was checked four times
+    foldEvent(slots, e(4, 'app/n'))
+    snapshotOf(slots, 4)
+    expect(slots[0]!.faultReason).toBe('view of "list" cannot be sent to the app: a function at [4].f')
+  })
 })
