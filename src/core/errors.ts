@@ -107,3 +107,12 @@ export function fromWireError(wire: { code?: unknown; message?: unknown; session
   if (typeof wire.stack === 'string') err.stack = `${err.stack}\n    --- in the sessionfold worker ---\n${wire.stack}`
   return err
 }
+
+/** What was thrown, as text for a message. Never throws itself, whatever was thrown (an object String() cannot convert, a throwing getter). */
+export function thrownText(err: unknown): string {
+  try {
+    return err instanceof Error ? String(err.message) : String(err)
+  } catch {
+    return 'something thrown that cannot be shown as text'
+  }
+}

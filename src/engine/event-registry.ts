@@ -1,14 +1,14 @@
 // The engine's event definitions (DESIGN §19): the reserved ones and the app's. An append is
 // checked here once, against the latest version, and stamped with that version's number; a
 // read is handed each event upcast to the latest version. Stored bytes are never rewritten.
-import { SessionfoldError, where } from '../core/errors'
+import { SessionfoldError, thrownText, where } from '../core/errors'
 import { checkedDefinitions, defineEvent, versionOf, type EventDefinition, type EventVersion } from '../core/events'
 import type { SessionEvent, SessionId } from '../core/model'
 import type { ProjectionDefinition } from '../core/projection'
 import { z } from 'zod/mini'
 import { safeParse, type AnySchema } from '../core/schemas'
 import { CATALOG, catalogFactSchema, DESCRIPTOR, descriptorSchema, META, metaSchema, TURN_END, TURN_START } from '../core/units/payloads'
-import { encodeEvent, type EncodedEvent } from '../core/validate'
+import { encodeEvent, nonJsonProblem, type EncodedEvent } from '../core/validate'
 
 /** sessionfold's own events, described as an app describes its own. */
 export const RESERVED_EVENTS: readonly EventDefinition[] = [
@@ -49,7 +49,16 @@ export class EventRegistry {
     }
     const def = this.#defs.get(event.type)
     if (!def) return encoded
-    const result = safeParse(latestSchema(def), event.data)
+    let result: ReturnType<typeof safeParse>
+    try {
+      result = safeParse(latestSchema(def), event.data)
+    } catch (err) {
+      // A schema of the app's that throws (a refine) or is async: the event cannot be checked, so it is refused.
+      throw new SessionfoldError('INVALID_ARGUMENT', `${event.type} data for ${where(sessionId, event.seq)} could not be checked: ${thrownText(err)}`, {
+        sessionId,
+        seq: event.seq,
+      })
+    }
     if (!result.success) {
       const issue = result.error.issues[0]!
       const field = issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''
@@ -79,7 +88,13 @@ export class EventRegistry {
       try {
         data = (def.versions[v] as EventVersion).up(data)
       } catch (err) {
-        throw new Error(`event ${event.type} at seq ${event.seq}: version ${v + 1}'s up failed: ${(err as Error)?.message ?? String(err)}`)
+        throw new Error(`event ${event.type} at seq ${event.seq}: version ${v + 1}'s up failed: ${thrownText(err)}`)
+      }
+      // What it gave must be an event's data (plain JSON: no function, promise or undefined field): else the read falls back to the event as stored.
+      const problem = nonJsonProblem(data)
+      if (problem !== undefined) {
+        if (typeof (data as { then?: unknown } | null)?.then === 'function') Promise.resolve(data as PromiseLike<unknown>).then(undefined, () => {})
+        throw new Error(`event ${event.type} at seq ${event.seq}: version ${v + 1}'s up gave what is not plain JSON: ${problem}`)
       }
     }
     const out: SessionEvent = { seq: event.seq, type: event.type, time: event.time, data: data as SessionEvent['data'] }

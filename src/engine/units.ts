@@ -6,6 +6,8 @@ import { hash53 } from '../core/hash'
 import { sameWitness, witnessOf, type Json, type SessionEvent, type SessionHeader } from '../core/model'
 import { countSchema, safeParse, witnessSchema, type AnySchema } from '../core/schemas'
 import type { ProjectionDefinition, ProjectionFault, ProjectionSnapshot } from '../core/projection'
+import { nonJsonProblem } from '../core/validate'
+import { thrownText } from '../core/errors'
 
 export interface UnitSlot {
   readonly def: ProjectionDefinition
@@ -32,7 +34,19 @@ export function viewGrownFrom(slot: UnitSlot, before: unknown): number | undefin
   return growth && growth.before === before ? growth.from : grownFrom(before, slot.viewValue)
 }
 
-const reason = (err: unknown) => (err instanceof Error ? err.message : String(err))
+/** Why a unit faulted, as text (never throws, whatever was thrown). */
+const reason = thrownText
+
+/**
+ * Throws when `value` is a promise (or any thenable): units are synchronous. Its rejection, if
+ * it comes, is taken here, so that it is not left unhandled in the engine's thread.
+ */
+function notAsync(value: unknown, what: string): void {
+  if ((typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function') {
+    Promise.resolve(value as PromiseLike<unknown>).then(undefined, () => {})
+    throw new Error(`${what} returned a promise: units are synchronous`)
+  }
+}
 
 function faultSlot(slot: UnitSlot, err: unknown): void {
   slot.fault = 'corrupt'
@@ -48,7 +62,9 @@ export function initSlots(defs: readonly ProjectionDefinition[], header: Session
   return defs.map((def) => {
     const slot: UnitSlot = { def, state: undefined, seq: -1 }
     try {
-      slot.state = def.init(header, header.seedLength)
+      const state = def.init(header, header.seedLength)
+      notAsync(state, 'init')
+      slot.state = state
     } catch (err) {
       faultSlot(slot, err)
     }
@@ -66,6 +82,7 @@ export function foldEvent(slots: readonly UnitSlot[], event: SessionEvent): bool
     if (slot.fault || event.seq <= slot.seq) continue
     try {
       const next = slot.def.apply(slot.state, event)
+      notAsync(next, 'apply')
       if (next !== slot.state) {
         slot.state = next
         changed = true
@@ -125,53 +142,24 @@ function checkView(slot: UnitSlot, value: unknown): number | undefined {
 }
 
 /**
- * Where `value` holds what no port can carry (a function, a symbol, a promise, a weak
- * collection), if it does: a schema that lets one through (`z.any()`, `z.custom()`) would make
- * the frame that carries the view fail to cross a worker, and the call waiting on it (an
- * append) fail with an untyped DataCloneError after its events were written.
+ * Throws unless the view value (its new items alone, when it is a list that only grew) is plain
+ * JSON, as every value that reaches the app must be: a schema that lets anything through
+ * (`z.any()`, `z.custom()`) or an optional field left `undefined` would otherwise reach the
+ * client, which refuses the whole frame (PROJECTIONS_UNAVAILABLE for every view of the
+ * session), or fail the frame at a worker's port (a function: a DataCloneError) after the
+ * append that made it was written. The unit faults instead, naming where.
  */
-function uncloneable(value: unknown, path: string, seen: Set<object>): string | undefined {
-  const at = path || 'the top'
-  if (typeof value === 'function') return `a function at ${at}`
-  if (typeof value === 'symbol') return `a symbol at ${at}`
-  if (typeof value !== 'object' || value === null || seen.has(value)) return undefined
-  if (value instanceof Promise || value instanceof WeakMap || value instanceof WeakSet) return `${value.constructor.name} at ${at}`
-  seen.add(value)
-  if (value instanceof Map) {
-    for (const [k, v] of value) {
-      const problem = uncloneable(k, `${path}.<key>`, seen) ?? uncloneable(v, `${path}.get(${String(k)})`, seen)
-      if (problem !== undefined) return problem
-    }
-    return undefined
-  }
-  if (value instanceof Set) {
-    for (const v of value) {
-      const problem = uncloneable(v, `${path}.<item>`, seen)
-      if (problem !== undefined) return problem
-    }
-    return undefined
-  }
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const problem = uncloneable(value[i], `${path}[${i}]`, seen)
-      if (problem !== undefined) return problem
-    }
-    return undefined
-  }
-  for (const key of Object.keys(value)) {
-    const problem = uncloneable((value as Record<string, unknown>)[key], `${path}.${key}`, seen)
-    if (problem !== undefined) return problem
-  }
-  return undefined
-}
-
-/** Throws unless the view value (its items from `from` on, when it only grew) can cross a worker's port. */
-function checkCloneable(slot: UnitSlot, value: unknown, from: number | undefined): void {
-  const seen = new Set<object>()
+function checkJson(slot: UnitSlot, value: unknown, from: number | undefined): void {
   let problem: string | undefined
-  if (from === undefined) problem = uncloneable(value, '', seen)
-  else for (let i = from; i < (value as unknown[]).length && problem === undefined; i++) problem = uncloneable((value as unknown[])[i], `[${i}]`, seen)
-  if (problem !== undefined) throw new Error(`view of "${slot.def.key}" cannot be sent to the app: ${problem}`)
+  if (from === undefined) problem = nonJsonProblem(value)
+  else {
+    const list = value as unknown[]
+    for (let i = from; i < list.length && problem === undefined; i++) {
+      const p = nonJsonProblem(list[i])
+      if (p !== undefined) problem = `${p} of item [${i}]`
+    }
+  }
+  if (problem !== undefined) throw new Error(`view of "${slot.def.key}" is not plain JSON: ${problem}`)
 }
 
 /** The unit's view value (null when faulted), computed once per state reference and validated. */
@@ -181,8 +169,9 @@ export function viewOf(slot: UnitSlot): Json | null {
   if (slot.viewState === slot.state && slot.viewValue !== undefined) return slot.viewValue
   try {
     const value = view.view(slot.state)
+    notAsync(value, 'view')
     const from = checkView(slot, value)
-    checkCloneable(slot, value, from)
+    checkJson(slot, value, from)
     slot.viewGrowth = from === undefined ? undefined : { before: slot.viewValue, from }
     slot.viewState = slot.state
     slot.viewValue = (value === undefined ? null : value) as Json | null

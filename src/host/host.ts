@@ -13,25 +13,23 @@ import { MAX_SESSIONS_ROWS, type SessionsPage } from '../core/session-list'
 import type { OpenedEngine } from './open-engine'
 import { SessionfoldError, toWireError, where } from '../core/errors'
 import type { SessionId } from '../core/model'
-import {
-  PUSH_MESSAGE,
-  type AppendInput,
-  type AppendItem,
-  type CreateSessionInput,
-  type ForkInput,
-  type ListSessionsInput,
-  type RecordExternalInput,
-  type SpawnInput,
-  type AppendOutcome,
-  type AppendResult,
-  type EventsPage,
-  type Frame,
-  type HandleInfo,
-  type Push,
-  type PushMessage,
-  type ReplicationSpec,
-  type RotationStart,
-  type RotationStep,
+import type {
+  AppendInput,
+  AppendItem,
+  CreateSessionInput,
+  ForkInput,
+  ListSessionsInput,
+  RecordExternalInput,
+  SpawnInput,
+  AppendOutcome,
+  AppendResult,
+  EventsPage,
+  Frame,
+  HandleInfo,
+  Push,
+  ReplicationSpec,
+  RotationStart,
+  RotationStep,
 } from '../core/protocol'
 import type { HostOptions } from './options'
 import { ReplicationHub } from '../sync/runs'
@@ -392,7 +390,4 @@ export class EngineHost {
   }
 }
 
-/** The host's `post` on a worker's port: each push one plain message, no reply. */
-export function postPushes(port: { postMessage(message: unknown): void }): (push: Push) => void {
-  return (push) => port.postMessage({ type: PUSH_MESSAGE, push } satisfies PushMessage)
-}
+export { postPushes } from './post-pushes'

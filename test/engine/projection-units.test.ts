@@ -264,15 +264,21 @@ describe('a list view that grew: only the new items meet its schema', () => {
     expect(slots[0]!.faultReason).toBe('view of "list" fails its schema: [3]: Too small: expected number to be >=0')
   })
 
-  // A schema that lets anything through (z.any(), z.custom()) must not let through what cannot
-  // cross a worker's port: that would fail the frame carrying it, and the append waiting on it.
-  it('a view holding a function, symbol or promise faults the unit, naming where; undefined, Date and Map pass', () => {
+  // A schema that lets anything through (z.any(), z.custom()), or an optional field left
+  // undefined, must not let through what is not plain JSON: the client refuses such a frame
+  // whole, and a port cannot carry a function at all.
+  it('a view that is not plain JSON faults the unit, naming where; a promise too, its rejection taken', () => {
+    const rejected = Promise.reject(new Error('async view'))
     const cases: [unknown, string | undefined][] = [
-      [{ n: 1, f: () => 1 }, 'a function at .f'],
-      [{ deep: [{ s: Symbol('x') }] }, 'a symbol at .deep[0].s'],
+      [{ n: 1, f: () => 1 }, 'function at .f'],
+      [{ deep: [{ s: Symbol('x') }] }, 'symbol at .deep[0].s'],
       [{ p: Promise.resolve(1) }, 'Promise at .p'],
-      [new Map([['k', { f: () => 2 }]]), 'a function at .get(k).f'],
-      [{ u: undefined, d: new Date(0), m: new Map([['k', 1]]), s: new Set([1]) }, undefined],
+      [{ label: undefined, n: 1 }, 'undefined at .label'],
+      [{ at: new Date(0) }, 'Date at .at'],
+      [{ n: Number.NaN }, 'NaN at .n'],
+      [{ n: 1n }, '1n at .n'],
+      [new Map([['k', 1]]), 'Map at the top'],
+      [{ a: [1, 'two', { three: null }], b: true }, undefined],
     ]
     for (const [value, problem] of cases) {
       const any = defineProjection<number, unknown>({
@@ -292,10 +298,61 @@ describe('a list view that grew: only the new items meet its schema', () => {
         expect(snap.values.any).toBe(value)
       } else {
         expect(slots[0]!.fault).toBe('corrupt')
-        expect(slots[0]!.faultReason).toBe(`view of "any" cannot be sent to the app: ${problem}`)
+        expect(slots[0]!.faultReason).toBe(`view of "any" is not plain JSON: ${problem}`)
         expect(snap.values.any).toBeNull()
       }
     }
+    const asyncView = defineProjection<number, unknown>({
+      key: 'asyncView',
+      stateVersion: 1,
+      stateSchema: z.number(),
+      init: () => 0,
+      apply: (s) => s + 1,
+      view: { schema: z.any(), view: () => rejected },
+    })
+    const slots = initSlots([asyncView], rootHeader('p'))
+    expect(snapshotOf(slots, -1).values.asyncView).toBeNull()
+    expect(slots[0]!.faultReason).toBe('view returned a promise: units are synchronous')
+  })
+
+  it('an init or apply that returns a promise, or throws what String() cannot show, faults its unit alone', () => {
+    const unit = (key: string, init: () => unknown, apply: (s: unknown) => unknown) =>
+      defineProjection<unknown, unknown>({ key, stateVersion: 1, stateSchema: z.any(), init, apply, view: { schema: z.any(), view: () => 1 } })
+    const slots = initSlots(
+      [
+        unit(
+          'asyncInit',
+          () => Promise.reject(new Error('no')),
+          (s) => s,
+        ),
+        unit(
+          'asyncApply',
+          () => 0,
+          () => Promise.resolve(1),
+        ),
+        unit(
+          'nullProto',
+          () => 0,
+          () => {
+            throw Object.create(null)
+          },
+        ),
+        unit(
+          'fine',
+          () => 0,
+          (s) => (s as number) + 1,
+        ),
+      ],
+      rootHeader('p'),
+    )
+    expect(foldEvent(slots, e(0, 'app/n'))).toBe(true)
+    expect(slots.map((s) => s.faultReason)).toEqual([
+      'init returned a promise: units are synchronous',
+      'apply returned a promise: units are synchronous',
+      'something thrown that cannot be shown as text',
+      undefined,
+    ])
+    expect(snapshotOf(slots, 0).values).toEqual({ asyncInit: null, asyncApply: null, nullProto: null, fine: 1 })
   })
 
   it('a list view that only grew has its new items checked for what cannot be sent, not the old ones again', () => {
@@ -328,6 +385,6 @@ describe('a list view that grew: only the new items meet its schema', () => {
     expect(walked).toBe(4) // each item once, though the list was checked four times
     foldEvent(slots, e(4, 'app/n'))
     snapshotOf(slots, 4)
-    expect(slots[0]!.faultReason).toBe('view of "list" cannot be sent to the app: a function at [4].f')
+    expect(slots[0]!.faultReason).toBe('view of "list" is not plain JSON: function at .f of item [4]')
   })
 })
