@@ -13,6 +13,7 @@
 import type { ListChildrenOptions, SubagentListEntry } from '../core/children'
 import { isSessionfoldError, type SessionfoldError } from '../core/errors'
 import type { SessionId } from '../core/model'
+import { tellEach } from '../core/tell-each'
 
 /** How often a watch lists again for activity it cannot hear (other tabs' and processes' writers). */
 export const ACTIVITY_MS = 1000
@@ -104,7 +105,7 @@ export class ChildrenWatch {
       // The view or store closed: the watch ends quietly; anything else ends it with its error.
       if (isSessionfoldError(err, 'CLOSED')) return this.stop()
       this.stop()
-      this.listener(this.#rows ?? [], { error: err as SessionfoldError })
+      tellEach([this.listener], (f) => f(this.#rows ?? [], { error: err as SessionfoldError }))
       return
     }
     this.#inFlight = false
@@ -112,7 +113,7 @@ export class ChildrenWatch {
     if (this.recursive) this.#follow(rows)
     if (!sameRows(this.#rows, rows)) {
       this.#rows = rows
-      this.listener(rows, {})
+      tellEach([this.listener], (f) => f(rows, {}))
     }
     if (this.#again) {
       this.#again = false

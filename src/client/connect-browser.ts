@@ -8,7 +8,7 @@
 // pattern bundlers ship as a worker, with the app's units in it. Either way, one function
 // connects to what was started.
 import { BROWSER_BACKENDS, browserPlatform } from '../backends/browser'
-import { SessionfoldError } from '../core/errors'
+import { SessionfoldError, thrownText } from '../core/errors'
 import { describe } from '../core/validate'
 import type { Connection, Connectors } from './connection'
 import { connectInThread } from './connect-in-thread'
@@ -52,7 +52,7 @@ export function ownWorker(start: () => unknown): Worker | SharedWorker {
   try {
     made = start()
   } catch (err) {
-    const why = err instanceof Error ? err.message : String(err)
+    const why = thrownText(err)
     throw new SessionfoldError('INVALID_ARGUMENT', `worker: your function that starts the engine's worker threw: ${why}`, { cause: err })
   }
   if (isObject(made) && fn(made.postMessage) && fn(made.terminate) && fn(made.addEventListener)) return made as unknown as Worker

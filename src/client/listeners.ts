@@ -1,6 +1,7 @@
 // The listeners of a projection view and the clock that batches what they hear: at once when
 // things are quiet (an append's listener hears it without delay), at most once per interval
 // during a burst, always ending with the final state.
+import { tellEach } from '../core/tell-each'
 
 /** Subscribers hear a burst at most this often (the final state is always delivered). */
 const NOTIFY_INTERVAL_MS = 1
@@ -15,9 +16,9 @@ export class Listeners<L> {
     return () => void this.#set.delete(listener)
   }
 
-  /** Calls `call` with each listener subscribed when the round began. */
+  /** Calls `call` with each listener subscribed when the round began (see tellEach). */
   each(call: (listener: L) => void): void {
-    for (const listener of [...this.#set]) call(listener)
+    tellEach(this.#set, call)
   }
 }
 

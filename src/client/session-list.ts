@@ -8,6 +8,7 @@
 // not delivered.
 import { SessionfoldError, isSessionfoldError } from '../core/errors'
 import { MAX_SESSIONS_ROWS, type ResolvedSessionQuery, type SessionSummary, type SessionsPage } from '../core/session-list'
+import { tellEach } from '../core/tell-each'
 
 export type { SessionQuery, SessionSummary } from '../core/session-list'
 
@@ -92,7 +93,7 @@ export class SessionList {
     if (typeof listener !== 'function') throw new SessionfoldError('INVALID_ARGUMENT', 'sessions().subscribe needs a listener function')
     if (this.#closed) return () => {}
     this.#listeners.add(listener)
-    if (this.#loaded) listener(this.#items, {})
+    if (this.#loaded) tellEach([listener], (f) => f(this.#items, {}))
     return () => void this.#listeners.delete(listener)
   }
 
@@ -123,7 +124,7 @@ export class SessionList {
     clearTimeout(this.#pending)
     clearInterval(this.#timer)
     this.#stopWatch()
-    if (error) for (const f of [...this.#listeners]) f(this.#items, { error })
+    if (error) tellEach(this.#listeners, (f) => f(this.#items, { error }))
     this.#listeners.clear()
     for (const w of this.#waiters) w()
     this.#waiters.clear()
@@ -161,13 +162,13 @@ export class SessionList {
       this.#loaded = true
       if (first || !sameItems(this.#items, page.items)) {
         this.#items = page.items
-        for (const f of [...this.#listeners]) f(this.#items, {})
+        tellEach(this.#listeners, (f) => f(this.#items, {}))
       }
     } catch (err) {
       if (this.#closed) return
       if (isSessionfoldError(err, 'CLOSED')) return this.#end(err as SessionfoldError)
       this.#error = err as SessionfoldError
-      for (const f of [...this.#listeners]) f(this.#items, { error: this.#error })
+      tellEach(this.#listeners, (f) => f(this.#items, { error: this.#error }))
     } finally {
       this.#inFlight = false
       this.#lastRead = Date.now()

@@ -2,7 +2,8 @@
 // it sends what cannot cross a worker (the headers function) when the engine asks, and mirrors
 // the replication's state, which the engine pushes as it changes (see Push in core/protocol).
 import type { SyncConflict } from '../core/changes'
-import { SessionfoldError } from '../core/errors'
+import { SessionfoldError, thrownText } from '../core/errors'
+import { tellEach } from '../core/tell-each'
 import { hash53 } from '../core/hash'
 import type { ReplicationEvent, ReplicationSpec } from '../core/protocol'
 import type { ConnectOptions, ReplicationState, ReplicationStatus } from './types'
@@ -218,20 +219,14 @@ export class Replication {
       headers =
         isPlainObject(given) && Object.values(given).every((v) => typeof v === 'string') ? { ...given } : { error: 'it did not return an object of strings' }
     } catch (err) {
-      headers = { error: (err as Error)?.message ?? String(err) }
+      headers = { error: thrownText(err) }
     }
     await this.#calls.call((api) => api.replicationHeaders(id, ticket, headers)).catch(() => {})
   }
 
   #publish(state: ReplicationState): void {
     this.#state = state
-    for (const l of this.#listeners) {
-      try {
-        l(state)
-      } catch {
-        // a subscriber's failure is its own
-      }
-    }
+    tellEach(this.#listeners, (l) => l(state)) // a subscriber's failure is its own
   }
 
   #fail(err: unknown): void {
@@ -239,7 +234,7 @@ export class Replication {
     this.#publish({
       ...this.#state,
       status: 'error',
-      error: { code: typeof e?.code === 'string' ? e.code : 'WORKER_TERMINATED', message: typeof e?.message === 'string' ? e.message : String(err) },
+      error: { code: typeof e?.code === 'string' ? e.code : 'WORKER_TERMINATED', message: typeof e?.message === 'string' ? e.message : thrownText(err) },
     })
   }
 }

@@ -10,6 +10,7 @@ import type { StreamAnswer, StreamRequest } from '../core/streams'
 import { assertOptions, describe, isPlainObject } from '../core/validate'
 import { errorOf } from './link'
 import type { FollowHost, FollowOptions, FollowState } from './types'
+import { tellEach } from '../core/tell-each'
 
 export type { FollowOptions, FollowState } from './types'
 
@@ -91,6 +92,6 @@ export class Follow {
     }
     if (Object.entries(patch).every(([k, v]) => this.#state[k as keyof FollowState] === v)) return
     this.#state = next
-    for (const f of this.#listeners) f(next)
+    tellEach(this.#listeners, (f) => f(next))
   }
 }

@@ -3,6 +3,7 @@
 // `online` follows only a request that just succeeded; a failure says `offline` or `error` and
 // waits out a jittered, growing backoff, which a success of the other lane ends at once (the
 // server is back: what waits for it goes now), as do the browser's `online` event and close.
+import { thrownText } from '../core/errors'
 import type { LoopHost, ReplicationState } from './types'
 
 /** An answer of the server that was not 2xx. */
@@ -142,5 +143,5 @@ export class Link {
 export function errorOf(err: unknown): ReplicationState['error'] {
   if (err instanceof HttpFailure) return { code: err.code, message: err.message, status: err.status }
   const e = err as { code?: unknown; message?: unknown; name?: unknown }
-  return { code: typeof e?.code === 'string' ? e.code : 'STORAGE_UNAVAILABLE', message: typeof e?.message === 'string' ? e.message : String(err) }
+  return { code: typeof e?.code === 'string' ? e.code : 'STORAGE_UNAVAILABLE', message: typeof e?.message === 'string' ? e.message : thrownText(err) }
 }
