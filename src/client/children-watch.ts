@@ -11,9 +11,8 @@
 //   one, so a steady stream still shows), one listing at a time, and changes during it fold into
 //   one more after it: a burst of spawns costs one or two listings.
 import type { ListChildrenOptions, SubagentListEntry } from '../core/children'
-import { isSessionfoldError, type SessionfoldError } from '../core/errors'
+import { isSessionfoldError, type SessionfoldError, tellEach } from '../core/errors'
 import type { SessionId } from '../core/model'
-import { tellEach } from '../core/tell-each'
 
 /** How often a watch lists again for activity it cannot hear (other tabs' and processes' writers). */
 export const ACTIVITY_MS = 1000

@@ -1,7 +1,7 @@
 // The listeners of a projection view and the clock that batches what they hear: at once when
 // things are quiet (an append's listener hears it without delay), at most once per interval
 // during a burst, always ending with the final state.
-import { tellEach } from '../core/tell-each'
+import { tellEach } from '../core/errors'
 
 /** Subscribers hear a burst at most this often (the final state is always delivered). */
 const NOTIFY_INTERVAL_MS = 1

@@ -6,9 +6,8 @@
 // changes that follow within QUIET_MS of a read wait for QUIET_MS without one (at most
 // MAX_WAIT_MS), one read at a time, so a burst costs two reads; rows equal to the last ones are
 // not delivered.
-import { SessionfoldError, isSessionfoldError } from '../core/errors'
+import { SessionfoldError, isSessionfoldError, tellEach } from '../core/errors'
 import { MAX_SESSIONS_ROWS, type ResolvedSessionQuery, type SessionSummary, type SessionsPage } from '../core/session-list'
-import { tellEach } from '../core/tell-each'
 
 export type { SessionQuery, SessionSummary } from '../core/session-list'
 

@@ -2,8 +2,7 @@
 // it sends what cannot cross a worker (the headers function) when the engine asks, and mirrors
 // the replication's state, which the engine pushes as it changes (see Push in core/protocol).
 import type { SyncConflict } from '../core/changes'
-import { SessionfoldError, thrownText } from '../core/errors'
-import { tellEach } from '../core/tell-each'
+import { SessionfoldError, thrownText, tellEach } from '../core/errors'
 import { hash53 } from '../core/hash'
 import type { ReplicationEvent, ReplicationSpec } from '../core/protocol'
 import type { ConnectOptions, ReplicationState, ReplicationStatus } from './types'

@@ -4,13 +4,12 @@
 // copies nothing twice), then tails with long-polls; status and backoff are a replication's
 // (link.ts): `online` only after a request just succeeded, `offline` with a growing backoff
 // while the server is away, `error` while it refuses.
-import { SessionfoldError } from '../core/errors'
+import { SessionfoldError, tellEach } from '../core/errors'
 import { isSessionId } from '../core/limits'
 import type { StreamAnswer, StreamRequest } from '../core/streams'
 import { assertOptions, describe, isPlainObject } from '../core/validate'
 import { errorOf } from './link'
 import type { FollowHost, FollowOptions, FollowState } from './types'
-import { tellEach } from '../core/tell-each'
 
 export type { FollowOptions, FollowState } from './types'
 
