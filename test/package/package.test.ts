@@ -102,6 +102,23 @@ describe('the package', () => {
     expect(clientWithDeps).toBeLessThan(21 * 1024) // the client loads no zod: what an app ships
   })
 
+  // The client finds its default worker beside the file it is in (a literal URL). When a chunk
+  // that is loaded lazily imported code only the entry held, rollup moved the entry's code into
+  // chunks/, where no worker is: every store opened with the defaults failed (e849344).
+  it('keeps each client that names its default worker in the folder that worker is in', () => {
+    const named: string[] = []
+    for (const folder of ['node', 'browser']) {
+      for (const f of builtFiles(dist(folder)).filter((f) => !f.includes('worker-entry'))) {
+        const workers = [...readFileSync(f, 'utf8').matchAll(/["']\.\/(worker-entry\.[a-z]+\.js)["']/g)].map((m) => m[1]!)
+        if (workers.length === 0) continue
+        named.push(f)
+        expect(join(f, '..'), f).toBe(dist(folder))
+        for (const w of workers) expect(readdirSync(dist(folder)), `${f} names ${w}`).toContain(w)
+      }
+    }
+    expect(named.length).toBeGreaterThanOrEqual(3) // Node's ESM and CJS entries, the browser's
+  })
+
   it('has no eval or new Function in our bundles', () => {
     for (const f of [...builtFiles(dist('node')), ...builtFiles(dist('browser'))]) {
       expect(readFileSync(f, 'utf8'), f).not.toMatch(/\beval\s*\(|new\s+Function\s*\(/)
