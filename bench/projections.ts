@@ -243,10 +243,8 @@ async function heapRound(dir: string, id: SessionId, events: number): Promise<He
   // The states themselves: `stateCopies` copies restored from their row, measured together.
   const { row } = checkpointRowOf(
     head,
-    (['subagent', 'subagentCatalog', 'subagentTiming'] as const).map((key) => {
-      const def = BUILTIN_PROJECTIONS.find((d) => d.key === key)!
-      return { def, state: engine.liveState(id, key)!.state, seq: events - 1 }
-    }),
+    // Every built-in unit (sessionMeta since §14: the row of three no longer restored whole).
+    BUILTIN_PROJECTIONS.map((def) => ({ def, state: engine.liveState(id, def.key as 'subagent')!.state, seq: events - 1 })),
   )
   const rowJson = JSON.stringify(row)
   const h0 = heapUsed()
